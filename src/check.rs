@@ -1,0 +1,163 @@
+//! `ooda check`: validate a Brief and, with `--measure N`, try its commands.
+//!
+//! Measuring happens in a scratch worktree at the current HEAD
+//! (`.ooda/worktrees/<brief>/check`), never in the user's checkout, and tells
+//! the user before the night whether the metric is usable: its values, their
+//! spread, and the smallest gain the decision rule could detect.
+
+use std::fmt::Write as _;
+use std::sync::atomic::AtomicBool;
+
+use crate::brief::{Brief, Parse};
+use crate::driver::MainAgent;
+use crate::error::{Error, Result};
+use crate::eval::gain;
+use crate::exec::{self, CommandSpec, Outcome};
+use crate::history::fmt_num;
+use crate::knobs;
+use crate::metric::{self, MetricParse};
+use crate::project::Project;
+use crate::stats;
+
+pub fn describe(brief: &Brief, project: &Project) -> String {
+    let mut s = String::new();
+    let m = &brief.metric;
+    let _ = writeln!(s, "{}: valid", brief.path.display());
+    let _ = writeln!(s, "  metric      {} ({:?}) from `{}`", m.name, m.direction, m.command);
+    if let Some(setup) = &m.setup {
+        let _ = writeln!(s, "  setup       `{setup}`");
+    }
+    let parse = match &m.parse {
+        Parse::MetricLine => "metric-line".to_string(),
+        Parse::Regex(r) => format!("regex:{}", r.as_str()),
+        Parse::Json(p) => format!("json:{p}"),
+    };
+    let _ = writeln!(s, "  parse       {parse}; timeout {}; noise floor {:.1}%", crate::brief::format_duration(m.timeout), m.noise_floor * 100.0);
+    if let Some(t) = m.target {
+        let _ = writeln!(s, "  target      {}", fmt_num(t));
+    }
+    for g in &brief.guards {
+        let _ = writeln!(s, "  guard       `{g}`");
+    }
+    let _ = writeln!(s, "  scope       allow {:?}, protect {:?}", brief.scope.allow, brief.scope.protect);
+    for k in &brief.knobs {
+        let _ = writeln!(
+            s,
+            "  knob        {} = {}{}",
+            k.name,
+            knobs::describe(&k.spec),
+            k.default.as_ref().map(|d| format!(", default {d}")).unwrap_or_default()
+        );
+    }
+    let agent = match MainAgent::for_brief(brief) {
+        Ok(a) => a.name().to_string(),
+        Err(e) => format!("NOT RUNNABLE: {e}"),
+    };
+    let _ = writeln!(s, "  agent       {agent}");
+    let b = brief.effective_budget(&project.config);
+    let _ = writeln!(
+        s,
+        "  budget      iterations {}, wall {}, tokens {}, cost {}",
+        b.iterations.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
+        b.wall.map(crate::brief::format_duration).unwrap_or_else(|| "none".into()),
+        b.tokens.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
+        b.cost_usd.map(|c| format!("${c:.2}")).unwrap_or_else(|| "none".into())
+    );
+    if let Some(sch) = &brief.schedule {
+        let _ = writeln!(s, "  schedule    {sch}");
+    }
+    s
+}
+
+/// Runs setup and guards once, then the metric `n` times, in a scratch worktree.
+pub fn measure(project: &Project, brief: &Brief, n: u32, cancel: &AtomicBool, progress: &dyn Fn(&str)) -> Result<String> {
+    let ws = crate::workspace::Workspace::open(&project.root, &project.worktrees_dir(&brief.name), &brief.name)?;
+    let head = ws.user_head()?;
+    let dir = ws.scratch("check", head)?;
+    let file_point = knobs::read_env(&dir.join(&brief.knobs_file), &brief.knobs)?;
+    let env: Vec<(String, String)> = knobs::initial_point(&file_point, &brief.knobs).into_iter().map(|(k, v)| (k, v.to_string())).collect();
+    let cap = project.config.defaults.output_cap as usize;
+    let run = |cmd: &str, timeout| -> Result<exec::CommandOutput> {
+        let mut env = env.clone();
+        env.push(("OODA_SIDE".into(), "check".into()));
+        env.push(("OODA_BRIEF".into(), brief.name.clone()));
+        let spec = CommandSpec { command: cmd, cwd: &dir, env, timeout, output_cap: cap, stdin: None };
+        let out = exec::run(&spec, cancel).map_err(|e| Error::io(format!("starting `{cmd}`"), e))?;
+        if matches!(out.status, Outcome::Interrupted) {
+            return Err(Error::Interrupted);
+        }
+        Ok(out)
+    };
+    let fail = |what: String, out: &exec::CommandOutput| {
+        Error::Input(format!("{what} {}:\n{}", describe_outcome(out), crate::compress::compress(&out.output, 4000)))
+    };
+    let long = brief.metric.timeout.max(std::time::Duration::from_secs(60)) * 4;
+    if let Some(setup) = &brief.metric.setup {
+        progress(&format!("setup `{setup}`"));
+        let out = run(setup, long)?;
+        if out.status != Outcome::Success {
+            return Err(fail(format!("setup `{setup}`"), &out));
+        }
+    }
+    for g in &brief.guards {
+        progress(&format!("guard `{g}`"));
+        let out = run(g, long)?;
+        if out.status != Outcome::Success {
+            return Err(fail(format!("guard `{g}`"), &out));
+        }
+    }
+    let how = match &brief.metric.parse {
+        Parse::MetricLine => MetricParse::MetricLine { name: &brief.metric.name },
+        Parse::Regex(r) => MetricParse::Regex(r),
+        Parse::Json(p) => MetricParse::Json(p),
+    };
+    let mut values = Vec::new();
+    for i in 1..=n {
+        let out = run(&brief.metric.command, brief.metric.timeout)?;
+        if out.status != Outcome::Success {
+            return Err(fail(format!("metric command `{}`", brief.metric.command), &out));
+        }
+        let v = metric::parse_metric(&out.stdout, &how).map_err(|e| Error::Input(format!("metric command `{}`: {e}", brief.metric.command)))?;
+        progress(&format!("run {i}/{n}: {} = {}", brief.metric.name, fmt_num(v)));
+        values.push(v);
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "{} over {n} run(s) at {}: {}", brief.metric.name, crate::history::short(&head.to_string()), values.iter().map(|v| fmt_num(*v)).collect::<Vec<_>>().join(", "));
+    if values.iter().any(|v| *v <= 0.0) {
+        let _ = writeln!(s, "warning: the metric must be positive: ooda compares ratios");
+        return Ok(s);
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let _ = writeln!(
+        s,
+        "median {}, min {}, max {}",
+        fmt_num(stats::median(&values)),
+        fmt_num(values.iter().copied().fold(f64::INFINITY, f64::min)),
+        fmt_num(values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    );
+    if n >= 2 {
+        let sd = stats::sd(&logs);
+        let pairs = project.config.defaults.pairs;
+        let mde = stats::min_detectable_effect(sd * std::f64::consts::SQRT_2, pairs as usize, project.config.defaults.alpha, 0.8);
+        let _ = writeln!(s, "spread: {:.2}% run to run (sd of log values)", sd * 100.0);
+        let _ = writeln!(
+            s,
+            "minimum detectable gain: {:.2}% at {pairs} pairs (80% power, α = {}); smaller gains will be discarded as noise",
+            gain(crate::brief::Direction::Minimize, mde) * 100.0,
+            project.config.defaults.alpha
+        );
+    } else {
+        let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
+    }
+    Ok(s)
+}
+
+fn describe_outcome(out: &exec::CommandOutput) -> String {
+    match out.status {
+        Outcome::Failed => format!("exited with code {}", out.exit_code.unwrap_or(-1)),
+        Outcome::TimedOut => "timed out".into(),
+        Outcome::Killed => "was killed by a signal".into(),
+        Outcome::Interrupted => "was interrupted".into(),
+        Outcome::Success => "succeeded".into(),
+    }
+}

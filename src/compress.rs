@@ -1,0 +1,517 @@
+//! Output compression for command output that reaches a report or a prompt (DESIGN §10),
+//! and redaction of secrets.
+//!
+//! Design choices:
+//! - A pipeline of small, deterministic passes: clean (ANSI escapes, carriage-return
+//!   progress, control characters), collapse identical runs (`line  (×N)`), group runs of
+//!   lines that differ only in their numbers (first line + `… (×N similar)`, N counting
+//!   the whole run), then fit the budget. Each pass only ever removes information a
+//!   reader would skim past anyway.
+//! - Lines that look like errors or warnings are never grouped away and are kept ahead
+//!   of everything but a minimal head and tail when the budget is tight: in a failing
+//!   build log they are the part worth reading. The patterns are deliberately loose
+//!   (`ValueError`, `0 failed` match too): a false positive costs a line, a false
+//!   negative loses the cause of a crash.
+//! - The budget is in characters (DESIGN §10 counts tokens as chars/4) and is a hard
+//!   bound: overlong lines are shortened, the middle is dropped with markers that say
+//!   how many original lines went, and a final clamp covers budgets too small for any
+//!   marker.
+//! - `redact` is separate and not applied by `compress`: callers redact before output
+//!   is stored or sent anywhere, whether or not it is compressed.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// Compresses `text` to at most `budget_chars` characters (Unicode scalar values).
+pub fn compress(text: &str, budget_chars: usize) -> String {
+    let lines = clean_lines(text);
+    let entries = group_similar(collapse_repeats(&lines));
+    fit(entries, budget_chars)
+}
+
+static ANSI: LazyLock<Regex> = LazyLock::new(|| {
+    // CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) ended by
+    // BEL or ST (or cut off at the line's end), charset selections (`tput sgr0` emits
+    // ESC ( B), then any other two-byte escape.
+    Regex::new(
+        r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[()*+][0-9A-Za-z]|\x1b[@-_]",
+    )
+        .expect("static regex is valid")
+});
+
+static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)error|warning|panicked|fail|traceback|assert").expect("static regex is valid")
+});
+
+static DIGITS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[0-9]+").expect("static regex is valid"));
+
+/// ANSI stripped, progress redraws resolved to their final state, control characters and
+/// trailing whitespace removed.
+fn clean_lines(text: &str) -> Vec<String> {
+    let text = ANSI.replace_all(text, "");
+    let mut lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            // A progress bar redraws with \r: what the terminal finally showed is the
+            // last non-empty segment (a trailing \r before \n leaves an empty one).
+            let shown = line
+                .rsplit('\r')
+                .find(|segment| !segment.is_empty())
+                .unwrap_or("");
+            shown
+                .chars()
+                .filter(|c| *c == '\t' || !c.is_control())
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// One output line, standing for `lines` lines of the input.
+#[derive(Debug, Clone)]
+struct Entry {
+    text: String,
+    /// The line before any `(×N)` suffix, with digit runs replaced: equal keys differ
+    /// only in numbers.
+    key: String,
+    important: bool,
+    lines: usize,
+}
+
+fn collapse_repeats(lines: &[String]) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = &lines[i];
+        let run = lines[i..].iter().take_while(|l| *l == line).count();
+        let text = if run > 1 && !line.is_empty() {
+            format!("{line}  (×{run})")
+        } else {
+            // A run of blank lines becomes one blank line.
+            line.clone()
+        };
+        entries.push(Entry {
+            text,
+            key: DIGITS.replace_all(line, "#").into_owned(),
+            important: IMPORTANT.is_match(line),
+            lines: run,
+        });
+        i += run;
+    }
+    entries
+}
+
+/// Runs of three or more unimportant entries whose keys are equal and contain a number
+/// become their first entry plus a `… (×N similar)` line (N: input lines in the run).
+fn group_similar(entries: Vec<Entry>) -> Vec<Entry> {
+    let groupable = |e: &Entry| !e.important && e.key.contains('#');
+    let mut out = Vec::with_capacity(entries.len());
+    let mut i = 0;
+    while i < entries.len() {
+        let first = &entries[i];
+        let run = if groupable(first) {
+            entries[i..]
+                .iter()
+                .take_while(|e| groupable(e) && e.key == first.key)
+                .count()
+        } else {
+            1
+        };
+        if run < 3 {
+            out.extend(entries[i..i + run].iter().cloned());
+        } else {
+            let total: usize = entries[i..i + run].iter().map(|e| e.lines).sum();
+            out.push(first.clone());
+            out.push(Entry {
+                text: format!("… (×{total} similar)"),
+                key: String::new(),
+                important: false,
+                lines: total - first.lines,
+            });
+        }
+        i += run;
+    }
+    out
+}
+
+fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Selects entries to stay within `budget` characters (newlines included), in priority
+/// order: a short head and tail, the important lines, then more head and tail.
+fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
+    let rendered_len = |es: &[Entry]| -> usize {
+        es.iter().map(|e| char_len(&e.text) + 1).sum::<usize>().saturating_sub(1)
+    };
+    if rendered_len(&entries) <= budget {
+        return join(&entries);
+    }
+
+    // One long line (minified JSON, a base64 blob) must not crowd out everything else.
+    let line_cap = (budget / 8).max(80);
+    for e in &mut entries {
+        let len = char_len(&e.text);
+        if len > line_cap {
+            let suffix = format!("… [+{} chars]", len - line_cap);
+            let keep = line_cap.saturating_sub(char_len(&suffix));
+            e.text = e.text.chars().take(keep).collect::<String>() + &suffix;
+        }
+    }
+    if rendered_len(&entries) <= budget {
+        return join(&entries);
+    }
+
+    let total_lines: usize = entries.iter().map(|e| e.lines).sum();
+    let marker_cost = char_len(&marker(total_lines)) + 1;
+    let cost: Vec<usize> = entries.iter().map(|e| char_len(&e.text) + 1).collect();
+    let n = entries.len();
+    let mut keep = vec![false; n];
+    // Reserve one marker for the gap between head and tail.
+    let available = budget.saturating_sub(marker_cost);
+    let mut used = 0;
+
+    let mut head_end = 0;
+    while head_end < n && used + cost[head_end] <= available / 4 {
+        keep[head_end] = true;
+        used += cost[head_end];
+        head_end += 1;
+    }
+    let mut tail_start = n;
+    let tail_limit = used + available / 4;
+    while tail_start > head_end && used + cost[tail_start - 1] <= tail_limit {
+        tail_start -= 1;
+        keep[tail_start] = true;
+        used += cost[tail_start];
+    }
+    for i in head_end..tail_start {
+        // Each kept middle line may open one more gap, hence one more marker.
+        if entries[i].important && used + cost[i] + marker_cost <= available {
+            keep[i] = true;
+            used += cost[i] + marker_cost;
+        }
+    }
+    for i in head_end..tail_start {
+        if keep[i] {
+            continue;
+        }
+        if used + cost[i] > available {
+            break;
+        }
+        keep[i] = true;
+        used += cost[i];
+    }
+    for i in (head_end..tail_start).rev() {
+        if keep[i] {
+            continue;
+        }
+        if used + cost[i] > available {
+            break;
+        }
+        keep[i] = true;
+        used += cost[i];
+    }
+
+    let mut out: Vec<String> = Vec::new();
+    let mut omitted = 0;
+    for (e, kept) in entries.iter().zip(&keep) {
+        if *kept {
+            if omitted > 0 {
+                out.push(marker(omitted));
+                omitted = 0;
+            }
+            out.push(e.text.clone());
+        } else {
+            omitted += e.lines;
+        }
+    }
+    if omitted > 0 {
+        out.push(marker(omitted));
+    }
+    clamp_chars(out.join("\n"), budget)
+}
+
+fn marker(lines: usize) -> String {
+    format!("[… {lines} lines omitted …]")
+}
+
+fn join(entries: &[Entry]) -> String {
+    entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The hard bound, for budgets too small for the selection's markers.
+fn clamp_chars(text: String, budget: usize) -> String {
+    if char_len(&text) <= budget {
+        return text;
+    }
+    if budget == 0 {
+        return String::new();
+    }
+    text.chars().take(budget - 1).collect::<String>() + "…"
+}
+
+/// Redaction rules: (pattern, replacement). Specific token shapes come first so that a
+/// `KEY=sk-…` line reads `KEY=[REDACTED]`, not a half-replaced token.
+static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        // Anthropic and OpenAI API keys (sk-ant-…, sk-proj-…, sk-…).
+        (r"\bsk-[A-Za-z0-9_\-]{16,}", "[REDACTED]"),
+        // GitHub tokens: classic (ghp_, gho_, ghu_, ghs_, ghr_) and fine-grained.
+        (r"\bgh[pousr]_[A-Za-z0-9]{20,}", "[REDACTED]"),
+        (r"\bgithub_pat_[A-Za-z0-9_]{20,}", "[REDACTED]"),
+        // AWS access key ids.
+        (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED]"),
+        // Slack tokens.
+        (r"\bxox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
+        // Authorization headers and the like.
+        (r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", "${1}[REDACTED]"),
+        // Credentials in URLs: scheme://user:password@host.
+        (r"(://[^/\s:@]+:)[^@\s/]+@", "${1}[REDACTED]@"),
+        // Assignments whose key names a secret: API_KEY=…, GITHUB_TOKEN: …,
+        // "client_secret": "…", password=…. Keys must end in the secret word, so
+        // max_tokens=100 and $PWD stay.
+        (
+            r#"(?i)\b([A-Za-z0-9_.\-]*(?:api_?key|token|secret|password|passwd|access_key)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;&"']+)"#,
+            "${1}[REDACTED]",
+        ),
+    ]
+    .into_iter()
+    .map(|(re, with)| (Regex::new(re).expect("static regex is valid"), with))
+    .collect()
+});
+
+/// Replaces secrets that match common key shapes with `[REDACTED]`, keeping the name of
+/// an assignment (`API_KEY=[REDACTED]`) so the reader still knows what was there.
+pub fn redact(text: &str) -> String {
+    let mut out = text.to_string();
+    for (re, with) in SECRETS.iter() {
+        if re.is_match(&out) {
+            out = re.replace_all(&out, *with).into_owned();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::SplitMix64;
+
+    #[test]
+    fn strips_ansi_and_control() {
+        let text = "\x1b[1;31merror\x1b[0m: bad\n\x1b]0;title\x07plain\x1b(B\nbell\x07 here\n";
+        assert_eq!(compress(text, 1000), "error: bad\nplain\nbell here");
+        assert_eq!(compress("tab\tkept   \n", 100), "tab\tkept");
+    }
+
+    #[test]
+    fn carriage_return_progress_keeps_last_state() {
+        let text = "Downloading 10%\rDownloading 55%\rDownloading 100%\ndone\r\nnext\n";
+        assert_eq!(compress(text, 1000), "Downloading 100%\ndone\nnext");
+        // A redraw that ends with \r keeps the last non-empty state.
+        assert_eq!(compress("50%\r100%\r\nok", 1000), "100%\nok");
+    }
+
+    #[test]
+    fn collapses_identical_lines() {
+        let text = "start\nretrying\nretrying\nretrying\nend\n\n\n\nafter";
+        assert_eq!(
+            compress(text, 1000),
+            "start\nretrying  (×3)\nend\n\nafter"
+        );
+    }
+
+    #[test]
+    fn groups_lines_differing_in_numbers() {
+        let mut text = String::from("running 5 tests\n");
+        for i in 1..=5 {
+            text.push_str(&format!("test foo_{i} ... ok\n"));
+        }
+        text.push_str("test result: ok. 5 passed\n");
+        assert_eq!(
+            compress(&text, 1000),
+            "running 5 tests\ntest foo_1 ... ok\n… (×5 similar)\ntest result: ok. 5 passed"
+        );
+        // Two similar lines are cheaper shown than summarised.
+        assert_eq!(compress("step 1\nstep 2\n", 1000), "step 1\nstep 2");
+        // Runs of identical lines count with their repeats.
+        assert_eq!(
+            compress("row 1\nrow 1\nrow 2\nrow 3\n", 1000),
+            "row 1  (×2)\n… (×4 similar)"
+        );
+        // Different words break a group.
+        assert_eq!(
+            compress("test a_1 ... ok\ntest a_2 ... ok\ntest b_3 ... ok\n", 1000),
+            "test a_1 ... ok\ntest a_2 ... ok\ntest b_3 ... ok"
+        );
+    }
+
+    #[test]
+    fn error_lines_are_never_grouped() {
+        let text = "test t_1 ... FAILED\ntest t_2 ... FAILED\ntest t_3 ... FAILED\n";
+        assert_eq!(compress(text, 1000), text.trim_end());
+        for line in [
+            "error[E0308]: mismatched types",
+            "warning: unused variable",
+            "thread 'main' panicked at src/x.rs:1:1",
+            "test x ... FAIL",
+            "Traceback (most recent call last):",
+            "ValueError: bad",
+            "assertion `left == right` failed",
+        ] {
+            assert!(IMPORTANT.is_match(line), "{line}");
+        }
+        assert!(!IMPORTANT.is_match("Compiling ooda v0.1.0"));
+    }
+
+    fn noisy_log(lines: usize, errors: &[usize]) -> String {
+        (0..lines)
+            .map(|i| {
+                if errors.contains(&i) {
+                    format!("error: boom number {i}")
+                } else {
+                    // Distinct words so that nothing collapses or groups.
+                    format!("log {} line", ["alpha", "beta", "gamma"][i % 3].repeat(1 + i % 7))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn budget_keeps_head_tail_and_errors() {
+        let text = noisy_log(5000, &[2500, 3100]);
+        let out = compress(&text, 2000);
+        assert!(out.chars().count() <= 2000, "{}", out.chars().count());
+        assert!(out.starts_with("log alpha line\nlog betabeta line\n"));
+        assert!(out.ends_with(text.lines().last().unwrap()));
+        assert!(out.contains("error: boom number 2500"));
+        assert!(out.contains("error: boom number 3100"));
+        assert!(out.contains(" lines omitted …]"));
+        // The markers account for every input line.
+        let marker_re = Regex::new(r"^\[… (\d+) lines omitted …\]$").unwrap();
+        let (mut shown, mut omitted) = (0, 0);
+        for line in out.lines() {
+            match marker_re.captures(line) {
+                Some(c) => omitted += c[1].parse::<usize>().unwrap(),
+                None => shown += 1,
+            }
+        }
+        assert_eq!(shown + omitted, 5000);
+    }
+
+    #[test]
+    fn overlong_lines_are_shortened() {
+        let text = format!("first\n{}\nerror: {}\nlast", "x".repeat(50_000), "y".repeat(50_000));
+        let out = compress(&text, 1000);
+        assert!(out.chars().count() <= 1000);
+        assert!(out.starts_with("first\n"));
+        assert!(out.ends_with("\nlast"));
+        assert!(out.contains("error: yyy"));
+        assert!(out.contains("chars]"));
+    }
+
+    #[test]
+    fn always_within_budget_and_deterministic() {
+        let mut rng = SplitMix64::new(11);
+        let words = ["ok", "error", "§é", "\x1b[2K", "\r", "42", "  ", "warning", "\t"];
+        for _ in 0..200 {
+            let n = rng.below(300) as usize;
+            let text: String = (0..n)
+                .map(|_| {
+                    let w = words[rng.below(words.len() as u64) as usize];
+                    if rng.below(4) == 0 { format!("{w}\n") } else { w.to_string() }
+                })
+                .collect();
+            for budget in [0, 1, 2, 7, 30, 100, 500, 5000] {
+                let out = compress(&text, budget);
+                assert!(out.chars().count() <= budget, "budget {budget}: {out:?}");
+                assert_eq!(out, compress(&text, budget));
+            }
+        }
+        assert_eq!(compress("", 10), "");
+        assert_eq!(compress("anything at all", 0), "");
+    }
+
+    #[test]
+    fn redacts_api_keys() {
+        assert_eq!(
+            redact("key sk-ant-api03-AbCdEf0123456789xyz_- end"),
+            "key [REDACTED] end"
+        );
+        assert_eq!(redact("sk-proj-1234567890abcdefXYZ"), "[REDACTED]");
+        assert_eq!(redact("sk-1234567890abcdefghij"), "[REDACTED]");
+        // Short or embedded look-alikes stay.
+        assert_eq!(redact("task-1234567890abcdefghij"), "task-1234567890abcdefghij");
+        assert_eq!(redact("sk-short"), "sk-short");
+    }
+
+    #[test]
+    fn redacts_github_aws_slack() {
+        let ghp = format!("ghp_{}", "a1B2".repeat(9));
+        assert_eq!(redact(&format!("token {ghp}.")), "token [REDACTED].");
+        let gho = format!("gho_{}", "Z9".repeat(18));
+        assert_eq!(redact(&gho), "[REDACTED]");
+        let pat = format!("github_pat_11AB_{}", "c".repeat(60));
+        assert_eq!(redact(&pat), "[REDACTED]");
+        assert_eq!(redact("id AKIAIOSFODNN7EXAMPLE."), "id [REDACTED].");
+        assert_eq!(redact("AKIAIOSFODNN7EXAMPL"), "AKIAIOSFODNN7EXAMPL");
+        assert_eq!(
+            redact("slack xoxb-123456789012-abcdefABCDEF"),
+            "slack [REDACTED]"
+        );
+    }
+
+    #[test]
+    fn redacts_bearer_and_url_credentials() {
+        assert_eq!(
+            redact("Authorization: Bearer eyJhbGciOi.J9.abc-_def=="),
+            "Authorization: Bearer [REDACTED]"
+        );
+        assert_eq!(redact("bearer abcdefgh12345"), "bearer [REDACTED]");
+        assert_eq!(
+            redact("git clone https://user:hunter2@example.com/r.git"),
+            "git clone https://user:[REDACTED]@example.com/r.git"
+        );
+    }
+
+    #[test]
+    fn redacts_secret_assignments() {
+        assert_eq!(redact("API_KEY=abc123"), "API_KEY=[REDACTED]");
+        assert_eq!(
+            redact("export GITHUB_TOKEN=xyz && run"),
+            "export GITHUB_TOKEN=[REDACTED] && run"
+        );
+        assert_eq!(redact("AWS_SECRET=s3cr3t"), "AWS_SECRET=[REDACTED]");
+        assert_eq!(
+            redact("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG"),
+            "aws_secret_access_key = [REDACTED]"
+        );
+        assert_eq!(redact("password=hunter2"), "password=[REDACTED]");
+        assert_eq!(redact("DB_PASSWORD: 'a b c'"), "DB_PASSWORD: [REDACTED]");
+        assert_eq!(
+            redact(r#"{"client_secret": "abc", "n": 1}"#),
+            r#"{"client_secret": [REDACTED], "n": 1}"#
+        );
+        assert_eq!(
+            redact("OPENAI_API_KEY=sk-abcdefghijklmnop1234"),
+            "OPENAI_API_KEY=[REDACTED]"
+        );
+        // Not secrets.
+        assert_eq!(redact("max_tokens=100"), "max_tokens=100");
+        assert_eq!(redact("tokens: 5120"), "tokens: 5120");
+        assert_eq!(redact("PWD=/home/x"), "PWD=/home/x");
+        assert_eq!(redact("plain text"), "plain text");
+    }
+}

@@ -1,0 +1,859 @@
+//! `ooda.yaml`, the project configuration (DESIGN.md §16).
+//!
+//! The file is optional and every key has a default, so a fresh project runs the builtin
+//! driver with no configuration at all, and the agent presets (`claude`, `codex`,
+//! `gemini`, `aider`, `script`) work without being written out. A profile in the file
+//! with a preset's name starts from the preset and overrides only the keys it gives.
+//!
+//! Validation works like the Brief's (see [`crate::brief`] and [`crate::yaml`]): the file
+//! is parsed into a positioned tree and checked by hand, so every problem is reported at
+//! once with its line, dotted key, and a "did you mean" for misspelt keys.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::brief::{BriefError, Budget, check_budget, is_env_name, parse_count, parse_duration};
+use crate::yaml::{self, Checker, Entry, Node, join, parse_float, parse_int};
+
+/// The configuration file, relative to the project root.
+pub const FILE_NAME: &str = "ooda.yaml";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub defaults: Defaults,
+    /// The presets plus the file's profiles, by name.
+    pub agents: BTreeMap<String, AgentProfile>,
+    /// Only `light`, `medium` and `heavy`.
+    pub models: BTreeMap<String, ModelTier>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Defaults {
+    /// Limits for Briefs that leave them out (see `Brief::effective_budget`).
+    pub budget: Budget,
+    /// Measurement pairs per look of the sequential test.
+    pub pairs: u32,
+    /// A/A pairs of the iteration-0 noise calibration.
+    pub calibration_pairs: u32,
+    /// Overall one-sided false-keep rate of the eval-runner.
+    pub alpha: f64,
+    /// Maximum characters of a PLAN prompt.
+    pub prompt_budget: usize,
+    /// Where the obsidian-synthesizer writes notes (relative to the root, or absolute).
+    pub notes_dir: String,
+    /// Bytes of each command's output that are kept.
+    pub output_cap: u64,
+}
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        Defaults {
+            budget: Budget::default(),
+            pairs: 5,
+            calibration_pairs: 10,
+            alpha: 0.05,
+            prompt_budget: 24_000,
+            notes_dir: "notes".into(),
+            output_cap: 1_048_576,
+        }
+    }
+}
+
+/// An agent CLI the command driver runs (DESIGN.md §7).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentProfile {
+    /// argv; the prompt is added according to `prompt`.
+    pub command: Vec<String>,
+    pub prompt: PromptMode,
+    /// How the agent's output is read (final text, usage, cost).
+    pub format: AgentFormat,
+    pub timeout: Option<Duration>,
+    /// Extra environment for the agent process.
+    pub env: BTreeMap<String, String>,
+}
+
+/// How the rendered prompt reaches the agent. `OODA_PROMPT_FILE` is set in every mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromptMode {
+    /// Piped to stdin.
+    Stdin,
+    /// Appended to argv as the last argument (the prompt text).
+    Arg,
+    /// Appended to argv as the last argument (the prompt file's path).
+    File,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentFormat {
+    /// `claude -p --output-format json`
+    ClaudeJson,
+    /// `claude -p --output-format stream-json --verbose`
+    ClaudeStreamJson,
+    /// `codex exec --json`
+    CodexJsonl,
+    /// `gemini -p ... -o json`
+    GeminiJson,
+    /// Raw stdout.
+    Text,
+}
+
+impl AgentFormat {
+    const ALL: [AgentFormat; 5] = [
+        AgentFormat::ClaudeJson,
+        AgentFormat::ClaudeStreamJson,
+        AgentFormat::CodexJsonl,
+        AgentFormat::GeminiJson,
+        AgentFormat::Text,
+    ];
+
+    /// The `ooda.yaml` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentFormat::ClaudeJson => "claude-json",
+            AgentFormat::ClaudeStreamJson => "claude-stream-json",
+            AgentFormat::CodexJsonl => "codex-jsonl",
+            AgentFormat::GeminiJson => "gemini-json",
+            AgentFormat::Text => "text",
+        }
+    }
+}
+
+impl PromptMode {
+    const ALL: [PromptMode; 3] = [PromptMode::Stdin, PromptMode::Arg, PromptMode::File];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromptMode::Stdin => "stdin",
+            PromptMode::Arg => "arg",
+            PromptMode::File => "file",
+        }
+    }
+}
+
+/// A model for the llm driver. The API key is only ever read from the environment
+/// variable named by `api_key_env`, never from this file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelTier {
+    pub provider: Provider,
+    pub model: String,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    /// USD per million input tokens.
+    pub price_in: Option<f64>,
+    /// USD per million output tokens.
+    pub price_out: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// OpenAI-compatible Chat Completions (any base URL).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Provider {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Provider::Openai => "openai",
+            Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+pub const TIERS: &[&str] = &["light", "medium", "heavy"];
+const TOP_KEYS: &[&str] = &["defaults", "agents", "models"];
+const DEFAULTS_KEYS: &[&str] = &[
+    "budget",
+    "pairs",
+    "calibration_pairs",
+    "alpha",
+    "prompt_budget",
+    "notes_dir",
+    "output_cap",
+];
+const AGENT_KEYS: &[&str] = &["command", "prompt", "format", "timeout", "env"];
+const MODEL_KEYS: &[&str] = &[
+    "provider",
+    "model",
+    "base_url",
+    "api_key_env",
+    "price_in",
+    "price_out",
+];
+
+fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentProfile {
+    AgentProfile {
+        command: command.iter().map(|s| s.to_string()).collect(),
+        prompt,
+        format,
+        timeout: None,
+        env: BTreeMap::new(),
+    }
+}
+
+/// The built-in agent profiles. Each edits files unattended in the candidate worktree,
+/// which is why they run with their tool's auto-approve flag: the runner, not the
+/// agent's permission prompt, enforces scope (DESIGN.md §9).
+pub fn presets() -> BTreeMap<String, AgentProfile> {
+    use AgentFormat::*;
+    use PromptMode::*;
+    [
+        (
+            "claude",
+            profile(
+                &[
+                    "claude",
+                    "-p",
+                    "--output-format",
+                    "json",
+                    "--permission-mode",
+                    "acceptEdits",
+                ],
+                Stdin,
+                ClaudeJson,
+            ),
+        ),
+        (
+            "codex",
+            profile(
+                &["codex", "exec", "--json", "--full-auto", "-"],
+                Stdin,
+                CodexJsonl,
+            ),
+        ),
+        (
+            "gemini",
+            profile(&["gemini", "--yolo", "-o", "json", "-p"], Arg, GeminiJson),
+        ),
+        (
+            "aider",
+            profile(
+                &[
+                    "aider",
+                    "--yes-always",
+                    "--no-auto-commits",
+                    "--message-file",
+                ],
+                File,
+                Text,
+            ),
+        ),
+        ("script", profile(&["./ooda-agent.sh"], Stdin, Text)),
+    ]
+    .into_iter()
+    .map(|(name, p)| (name.to_string(), p))
+    .collect()
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            defaults: Defaults::default(),
+            agents: presets(),
+            models: BTreeMap::new(),
+        }
+    }
+}
+
+impl Config {
+    /// Reads `root/ooda.yaml`; a missing file is the default configuration.
+    pub fn load(root: &Path) -> Result<Config, BriefError> {
+        let path = root.join(FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&path, &text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(BriefError::io(&path, &e)),
+        }
+    }
+
+    /// Validates `text` as the config file at `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, BriefError> {
+        let mut ck = Checker::new(path);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut cfg = Config::default();
+        match yaml::parse(text, 1) {
+            Err(e) => yaml::report_syntax(&mut ck, &e, "not valid YAML"),
+            // An empty file (or only comments) is the default configuration.
+            Ok(root) if root.is_null() => {}
+            Ok(root) => check_config(&mut ck, &root, &mut cfg),
+        }
+        BriefError::check(ck.problems)?;
+        Ok(cfg)
+    }
+}
+
+fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
+    let Some(fields) = ck.map(root, "", TOP_KEYS, "defaults: {pairs: 5}") else {
+        return;
+    };
+    if let Some(e) = fields.get("defaults") {
+        check_defaults(ck, &e.value, &mut cfg.defaults);
+    }
+    if let Some(e) = fields.get("agents") {
+        let example = "agents: {mine: {command: [./agent.sh], prompt: stdin, format: text}}";
+        if let Some(agents) = ck.map_any(&e.value, "agents", example) {
+            for entry in agents {
+                if let Some((name, p)) = check_agent(ck, entry, cfg.agents.get(&entry.key)) {
+                    cfg.agents.insert(name, p);
+                }
+            }
+        }
+    }
+    if let Some(e) = fields.get("models") {
+        let example = "models: {light: {provider: openai, model: gpt-4o-mini}}";
+        if let Some(models) = ck.map(&e.value, "models", TIERS, example) {
+            for entry in models.entries {
+                if entry.value.is_null() {
+                    continue;
+                }
+                if let Some(tier) = check_model(ck, entry) {
+                    cfg.models.insert(entry.key.clone(), tier);
+                }
+            }
+        }
+    }
+}
+
+fn positive(ck: &mut Checker, e: &Entry, key: &str, min: i64, example: &str) -> Option<i64> {
+    let expected = format!("an integer, at least {min}");
+    ck.expect(&e.value, key, &expected, example, |n| {
+        parse_int(n.scalar()?).filter(|v| *v >= min)
+    })
+}
+
+fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
+    let Some(fields) = ck.map(
+        node,
+        "defaults",
+        DEFAULTS_KEYS,
+        "defaults: {pairs: 5, alpha: 0.05}",
+    ) else {
+        return;
+    };
+    if let Some(e) = fields.get("budget") {
+        d.budget = check_budget(ck, &e.value, "defaults.budget");
+    }
+    // Fewer than two pairs leave no variance to test with.
+    if let Some(v) = fields
+        .get("pairs")
+        .and_then(|e| positive(ck, e, "defaults.pairs", 2, "pairs: 5"))
+    {
+        d.pairs = u32::try_from(v).unwrap_or(u32::MAX);
+    }
+    if let Some(v) = fields.get("calibration_pairs").and_then(|e| {
+        positive(
+            ck,
+            e,
+            "defaults.calibration_pairs",
+            2,
+            "calibration_pairs: 10",
+        )
+    }) {
+        d.calibration_pairs = u32::try_from(v).unwrap_or(u32::MAX);
+    }
+    if let Some(e) = fields.get("alpha") {
+        if let Some(v) = ck.expect(
+            &e.value,
+            "defaults.alpha",
+            "a probability between 0 and 0.5",
+            "alpha: 0.05",
+            |n| parse_float(n.scalar()?).filter(|v| *v > 0.0 && *v < 0.5),
+        ) {
+            d.alpha = v;
+        }
+    }
+    if let Some(v) = fields
+        .get("prompt_budget")
+        .and_then(|e| positive(ck, e, "defaults.prompt_budget", 1, "prompt_budget: 24000"))
+    {
+        d.prompt_budget = usize::try_from(v).unwrap_or(usize::MAX);
+    }
+    if let Some(e) = fields.get("notes_dir") {
+        if let Some(v) = ck.string(
+            &e.value,
+            "defaults.notes_dir",
+            "a folder path",
+            "notes_dir: notes",
+        ) {
+            d.notes_dir = v;
+        }
+    }
+    if let Some(e) = fields.get("output_cap") {
+        if let Some(v) = ck.expect(
+            &e.value,
+            "defaults.output_cap",
+            "a positive byte count like `1048576`, `1M` or `1MiB`",
+            "output_cap: 1MiB",
+            |n| parse_bytes(n.scalar()?).filter(|v| *v > 0),
+        ) {
+            d.output_cap = v;
+        }
+    }
+}
+
+/// A count ([`parse_count`]) or a binary size: `64KiB`, `1MiB`, `1GiB`.
+fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    for (suffix, mult) in [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            return parse_int(n.trim())
+                .and_then(|v| u64::try_from(v).ok())
+                .and_then(|v| v.checked_mul(mult));
+        }
+    }
+    parse_count(t)
+}
+
+fn one_of<T: Copy>(all: &[T], text: &str, name: fn(T) -> &'static str) -> Option<T> {
+    all.iter().copied().find(|v| name(*v) == text.trim())
+}
+
+fn spellings<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {
+    let names: Vec<String> = all.iter().map(|v| format!("`{}`", name(*v))).collect();
+    names.join(", ")
+}
+
+fn check_agent(
+    ck: &mut Checker,
+    entry: &Entry,
+    preset: Option<&AgentProfile>,
+) -> Option<(String, AgentProfile)> {
+    let name = &entry.key;
+    let path = join("agents", name);
+    let before = ck.problems.len();
+    let example = format!("{name}: {{command: [./agent.sh], prompt: stdin, format: text}}");
+    if name == "builtin" {
+        ck.report(
+            Some(entry.line),
+            Some(&path),
+            "`builtin` is ooda's own knob search and cannot be redefined; pick another name",
+        )
+        .example(example.replace(name.as_str(), "my-agent"));
+        return None;
+    }
+    let fields = ck.map(&entry.value, &path, AGENT_KEYS, &example)?;
+    let mut p = preset
+        .cloned()
+        .unwrap_or_else(|| profile(&[], PromptMode::Stdin, AgentFormat::Text));
+
+    match fields.get("command") {
+        Some(e) => {
+            let key = join(&path, "command");
+            if let Some(argv) = ck.strings(
+                &e.value,
+                &key,
+                "an argv list",
+                "an argument",
+                "command: [claude, -p]",
+            ) {
+                if argv.is_empty() {
+                    ck.report(
+                        Some(e.line),
+                        Some(&key),
+                        "expected at least the program to run, found an empty list",
+                    )
+                    .example("command: [claude, -p]");
+                }
+                p.command = argv;
+            }
+        }
+        None if preset.is_none() => {
+            ck.missing(entry.line, &join(&path, "command"), "command: [./agent.sh]");
+        }
+        None => {}
+    }
+    if let Some(e) = fields.get("prompt") {
+        let expected = spellings(&PromptMode::ALL, PromptMode::as_str);
+        if let Some(v) = ck.expect(
+            &e.value,
+            &join(&path, "prompt"),
+            &expected,
+            "prompt: stdin",
+            |n| one_of(&PromptMode::ALL, n.scalar()?, PromptMode::as_str),
+        ) {
+            p.prompt = v;
+        }
+    }
+    if let Some(e) = fields.get("format") {
+        let expected = spellings(&AgentFormat::ALL, AgentFormat::as_str);
+        if let Some(v) = ck.expect(
+            &e.value,
+            &join(&path, "format"),
+            &expected,
+            "format: claude-json",
+            |n| one_of(&AgentFormat::ALL, n.scalar()?, AgentFormat::as_str),
+        ) {
+            p.format = v;
+        }
+    }
+    if let Some(e) = fields.get("timeout") {
+        p.timeout = ck.expect(
+            &e.value,
+            &join(&path, "timeout"),
+            "a duration like `30m`",
+            "timeout: 30m",
+            |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
+        );
+    }
+    if let Some(e) = fields.get("env") {
+        let key = join(&path, "env");
+        if let Some(vars) = ck.map_any(
+            &e.value,
+            &key,
+            "env: {CLAUDE_CODE_MAX_OUTPUT_TOKENS: \"32000\"}",
+        ) {
+            for var in vars {
+                let var_key = join(&key, &var.key);
+                if !is_env_name(&var.key) {
+                    ck.report(
+                        Some(var.line),
+                        Some(&var_key),
+                        format!(
+                            "`{}` is not an environment variable name (letters, digits, `_`)",
+                            var.key
+                        ),
+                    )
+                    .example("MY_VAR: value");
+                    continue;
+                }
+                // An empty value is a legitimate way to set a variable to "".
+                let value = match &var.value.value {
+                    yaml::Value::Scalar { text, .. } if !var.value.is_null() => Some(text.clone()),
+                    _ if var.value.is_null() => Some(String::new()),
+                    _ => None,
+                };
+                match value {
+                    Some(v) => {
+                        p.env.insert(var.key.clone(), v);
+                    }
+                    None => ck.wrong(&var.value, &var_key, "a text value", "MY_VAR: value"),
+                }
+            }
+        }
+    }
+    (ck.problems.len() == before).then(|| (name.clone(), p))
+}
+
+fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
+    let path = join("models", &entry.key);
+    let before = ck.problems.len();
+    let example = format!(
+        "{}: {{provider: anthropic, model: claude-sonnet-4-5, api_key_env: ANTHROPIC_API_KEY}}",
+        entry.key
+    );
+    let fields = ck.map(&entry.value, &path, MODEL_KEYS, &example)?;
+
+    let provider = match fields.entry("provider") {
+        None => {
+            ck.missing(entry.line, &join(&path, "provider"), "provider: openai");
+            None
+        }
+        Some(e) => ck.expect(
+            &e.value,
+            &join(&path, "provider"),
+            "`openai` or `anthropic`",
+            "provider: openai",
+            |n| {
+                one_of(
+                    &[Provider::Openai, Provider::Anthropic],
+                    n.scalar()?,
+                    Provider::as_str,
+                )
+            },
+        ),
+    };
+    let model = match fields.entry("model") {
+        None => {
+            ck.missing(entry.line, &join(&path, "model"), "model: gpt-4o-mini");
+            None
+        }
+        Some(e) => ck.string(
+            &e.value,
+            &join(&path, "model"),
+            "a model id",
+            "model: gpt-4o-mini",
+        ),
+    };
+    let base_url = fields.get("base_url").and_then(|e| {
+        ck.expect(
+            &e.value,
+            &join(&path, "base_url"),
+            "an http:// or https:// URL",
+            "base_url: https://api.openai.com/v1",
+            |n| {
+                let s = n.scalar()?.trim();
+                (s.starts_with("http://") || s.starts_with("https://")).then(|| s.to_string())
+            },
+        )
+    });
+    let api_key_env = fields.get("api_key_env").and_then(|e| {
+        ck.expect(
+            &e.value,
+            &join(&path, "api_key_env"),
+            "the name of the environment variable holding the key (never the key itself)",
+            "api_key_env: OPENAI_API_KEY",
+            |n| {
+                n.scalar()
+                    .map(str::trim)
+                    .filter(|s| is_env_name(s))
+                    .map(str::to_string)
+            },
+        )
+    });
+    let price = |ck: &mut Checker, k: &str| {
+        fields.get(k).and_then(|e| {
+            ck.expect(
+                &e.value,
+                &join(&path, k),
+                "USD per million tokens, 0 or more",
+                &format!("{k}: 3.0"),
+                |n| parse_float(n.scalar()?).filter(|v| *v >= 0.0),
+            )
+        })
+    };
+    let price_in = price(ck, "price_in");
+    let price_out = price(ck, "price_out");
+
+    if ck.problems.len() > before {
+        return None;
+    }
+    Some(ModelTier {
+        provider: provider?,
+        model: model?,
+        base_url,
+        api_key_env,
+        price_in,
+        price_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn problems(text: &str) -> Vec<crate::brief::Problem> {
+        match Config::parse(Path::new("ooda.yaml"), text) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.problems,
+        }
+    }
+
+    fn only(text: &str) -> crate::brief::Problem {
+        let mut ps = problems(text);
+        assert_eq!(ps.len(), 1, "{ps:#?}");
+        ps.remove(0)
+    }
+
+    #[test]
+    fn empty_or_missing_file_is_default() {
+        let cfg = Config::parse(Path::new("ooda.yaml"), "# nothing yet\n").expect("valid");
+        assert_eq!(cfg, Config::default());
+        assert_eq!(cfg.defaults.pairs, 5);
+        assert_eq!(cfg.defaults.calibration_pairs, 10);
+        assert_eq!(cfg.defaults.alpha, 0.05);
+        assert_eq!(cfg.defaults.prompt_budget, 24_000);
+        assert_eq!(cfg.defaults.notes_dir, "notes");
+        assert_eq!(cfg.defaults.output_cap, 1_048_576);
+        assert!(cfg.models.is_empty());
+        for name in ["claude", "codex", "gemini", "aider", "script"] {
+            assert!(cfg.agents.contains_key(name), "{name}");
+        }
+
+        let dir = std::env::temp_dir().join(format!("ooda-config-test-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        assert_eq!(Config::load(&dir).ok(), Some(Config::default()));
+        let _ = std::fs::write(dir.join(FILE_NAME), "defaults: {pairs: 7}\n");
+        assert_eq!(Config::load(&dir).map(|c| c.defaults.pairs).ok(), Some(7));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn full_config() {
+        let text = "\
+defaults:
+  budget: {iterations: 40, wall: 8h, cost_usd: 15, tokens: 3M}
+  pairs: 6
+  calibration_pairs: 12
+  alpha: 0.01
+  prompt_budget: 30000
+  notes_dir: vault/ooda
+  output_cap: 64KiB
+agents:
+  mine:
+    command: [python3, agent.py, --fast]
+    prompt: file
+    format: codex-jsonl
+    timeout: 30m
+    env: {MODE: night, EMPTY: }
+  claude:
+    timeout: 45m
+models:
+  light: {provider: openai, model: gpt-4o-mini, base_url: 'http://localhost:8080/v1', api_key_env: LOCAL_KEY, price_in: 0.15, price_out: 0.6}
+  heavy:
+    provider: anthropic
+    model: claude-opus-4
+";
+        let cfg = Config::parse(Path::new("ooda.yaml"), text).expect("valid config");
+        let d = &cfg.defaults;
+        assert_eq!(d.budget.iterations, Some(40));
+        assert_eq!(d.budget.wall, Some(Duration::from_secs(8 * 3600)));
+        assert_eq!(d.budget.cost_usd, Some(15.0));
+        assert_eq!(d.budget.tokens, Some(3_000_000));
+        assert_eq!((d.pairs, d.calibration_pairs, d.alpha), (6, 12, 0.01));
+        assert_eq!(d.prompt_budget, 30_000);
+        assert_eq!(d.notes_dir, "vault/ooda");
+        assert_eq!(d.output_cap, 65_536);
+
+        let mine = &cfg.agents["mine"];
+        assert_eq!(mine.command, ["python3", "agent.py", "--fast"]);
+        assert_eq!(mine.prompt, PromptMode::File);
+        assert_eq!(mine.format, AgentFormat::CodexJsonl);
+        assert_eq!(mine.timeout, Some(Duration::from_secs(1800)));
+        assert_eq!(mine.env.get("MODE").map(String::as_str), Some("night"));
+        assert_eq!(mine.env.get("EMPTY").map(String::as_str), Some(""));
+
+        // A preset overridden in part keeps the rest of the preset.
+        let claude = &cfg.agents["claude"];
+        assert_eq!(claude.timeout, Some(Duration::from_secs(2700)));
+        assert_eq!(claude.command, presets()["claude"].command);
+        assert_eq!(claude.format, AgentFormat::ClaudeJson);
+        assert!(cfg.agents.contains_key("codex"));
+
+        let light = &cfg.models["light"];
+        assert_eq!(light.provider, Provider::Openai);
+        assert_eq!(light.base_url.as_deref(), Some("http://localhost:8080/v1"));
+        assert_eq!(light.api_key_env.as_deref(), Some("LOCAL_KEY"));
+        assert_eq!((light.price_in, light.price_out), (Some(0.15), Some(0.6)));
+        assert_eq!(cfg.models["heavy"].provider, Provider::Anthropic);
+        assert!(!cfg.models.contains_key("medium"));
+    }
+
+    #[test]
+    fn unknown_keys_get_suggestions() {
+        let p = only("defaults:\n  pair: 5\n");
+        assert_eq!((p.line, p.key.as_deref()), (Some(2), Some("defaults.pair")));
+        assert!(p.message.contains("did you mean `pairs`?"), "{}", p.message);
+
+        let p = only("agent:\n  x: {command: [a]}\n");
+        assert_eq!((p.line, p.key.as_deref()), (Some(1), Some("agent")));
+        assert!(p.message.contains("did you mean `agents`?"));
+
+        let p = only("models:\n  large: {provider: openai, model: m}\n");
+        assert_eq!(p.key.as_deref(), Some("models.large"));
+        assert!(
+            p.message
+                .contains("known keys here: `light`, `medium`, `heavy`"),
+            "{}",
+            p.message
+        );
+
+        let p = only("agents:\n  mine:\n    command: [a]\n    fromat: text\n");
+        assert_eq!(
+            (p.line, p.key.as_deref()),
+            (Some(4), Some("agents.mine.fromat"))
+        );
+        assert!(p.message.contains("did you mean `format`?"));
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let text = "\
+defaults:
+  pairs: 1
+  alpha: 0.7
+  output_cap: lots
+  budget: {iterations: -1}
+agents:
+  builtin: {command: [x]}
+  mine: {prompt: pipe, format: json, timeout: soon, env: {1BAD: x}}
+  other: {command: []}
+models:
+  light: {provider: azure, model: m, base_url: localhost, api_key_env: sk-123, price_in: -1}
+  heavy: {model: m}
+";
+        let ps = problems(text);
+        let keys: Vec<(Option<usize>, Option<&str>)> =
+            ps.iter().map(|p| (p.line, p.key.as_deref())).collect();
+        assert_eq!(
+            keys,
+            vec![
+                (Some(2), Some("defaults.pairs")),
+                (Some(3), Some("defaults.alpha")),
+                (Some(4), Some("defaults.output_cap")),
+                (Some(5), Some("defaults.budget.iterations")),
+                (Some(7), Some("agents.builtin")),
+                (Some(8), Some("agents.mine.command")),
+                (Some(8), Some("agents.mine.prompt")),
+                (Some(8), Some("agents.mine.format")),
+                (Some(8), Some("agents.mine.timeout")),
+                (Some(8), Some("agents.mine.env.1BAD")),
+                (Some(9), Some("agents.other.command")),
+                (Some(11), Some("models.light.provider")),
+                (Some(11), Some("models.light.base_url")),
+                (Some(11), Some("models.light.api_key_env")),
+                (Some(11), Some("models.light.price_in")),
+                (Some(12), Some("models.heavy.provider")),
+            ],
+            "{ps:#?}"
+        );
+        let shown = ps
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(shown.contains(
+            "ooda.yaml:8: agents.mine.prompt: expected `stdin`, `arg`, `file`, found `pipe` (example: `prompt: stdin`)"
+        ), "{shown}");
+        assert!(shown.contains("found `json`"));
+    }
+
+    #[test]
+    fn syntax_error_and_wrong_root() {
+        let p = only("defaults:\n  pairs: [5\nagents: {}\n");
+        assert_eq!(p.key, None);
+        assert_eq!(p.line, Some(3));
+        assert!(p.message.starts_with("not valid YAML"), "{}", p.message);
+
+        let p = only("- defaults\n");
+        assert_eq!(p.line, Some(1));
+        assert!(p.message.contains("expected a mapping"));
+        assert_eq!(p.file, PathBuf::from("ooda.yaml"));
+    }
+
+    #[test]
+    fn duplicate_profiles_are_reported() {
+        let p = only("agents:\n  a: {command: [x]}\n  a: {command: [y]}\n");
+        assert_eq!((p.line, p.key.as_deref()), (Some(3), Some("agents.a")));
+        assert!(p.message.contains("duplicate key"));
+    }
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("1MiB"), Some(1_048_576));
+        assert_eq!(parse_bytes("1M"), Some(1_000_000));
+        assert_eq!(parse_bytes("2048"), Some(2048));
+        assert_eq!(parse_bytes("1.5MiB"), None);
+    }
+
+    #[test]
+    fn enum_spellings_match_serde() {
+        for f in AgentFormat::ALL {
+            let json = serde_json::to_string(&f).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", f.as_str()));
+        }
+        for m in PromptMode::ALL {
+            let json = serde_json::to_string(&m).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", m.as_str()));
+        }
+        assert_eq!(
+            serde_json::to_string(&Provider::Openai).unwrap_or_default(),
+            "\"openai\""
+        );
+    }
+}

@@ -1,0 +1,421 @@
+//! The builtin main agent: a deterministic knob search.
+//!
+//! It reads the whole history, fits a small surrogate (kernel regression of
+//! log-metric over normalized knob space) and proposes the unevaluated point
+//! with the best optimistic predicted improvement. Candidates are steps
+//! around the current best whose size halves as non-keeps accumulate
+//! (convergence), plus a seeded chance of a random far point (exploration).
+//! The surrogate also supplies every plan's predicted effect and uncertainty,
+//! so builtin plans are held to the same "make a falsifiable prediction"
+//! rule as an LLM's.
+
+use std::collections::BTreeSet;
+
+use crate::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
+use crate::eval::gain;
+use crate::history::{IterationRecord, Verdict};
+use crate::knobs::{self, Point};
+use crate::plan::{Axis, LearnResult, Pattern, Plan};
+use crate::stats::{self, SplitMix64};
+
+/// Probability of proposing a random unevaluated point instead of a local step.
+const EXPLORE: f64 = 0.1;
+/// Kernel bandwidth in unit knob space.
+const BANDWIDTH: f64 = 0.12;
+/// Weight of the prior (the mean of all observations) in the surrogate.
+const PRIOR_WEIGHT: f64 = 0.3;
+/// Optimism: how much predicted uncertainty counts toward a candidate's score.
+const KAPPA: f64 = 0.5;
+const FIRST_STEP: f64 = 0.25;
+const STEP_LEVELS: i32 = 7;
+
+struct Obs {
+    point: Point,
+    y: f64,
+    iteration: u32,
+}
+
+/// Lower y is better whatever the Brief's direction.
+fn y_of(dir: Direction, value: f64) -> f64 {
+    match dir {
+        Direction::Minimize => value.ln(),
+        Direction::Maximize => -value.ln(),
+    }
+}
+
+/// The knob point each iteration was compared against: the baseline's, then
+/// each kept candidate's in turn.
+pub fn base_points(history: &[IterationRecord]) -> Vec<Point> {
+    let mut current = history.first().map(|r| r.knobs.clone()).unwrap_or_default();
+    history
+        .iter()
+        .map(|r| {
+            let base = current.clone();
+            if r.verdict == Verdict::Keep {
+                current = r.knobs.clone();
+            }
+            base
+        })
+        .collect()
+}
+
+fn observations(brief: &Brief, history: &[IterationRecord]) -> Vec<Obs> {
+    let dir = brief.metric.direction;
+    let bases = base_points(history);
+    let mut out = Vec::new();
+    for (r, base) in history.iter().zip(bases) {
+        if let Some(c) = &r.calibration {
+            out.push(Obs { point: r.knobs.clone(), y: y_of(dir, c.median), iteration: r.iteration });
+        }
+        if let Some(m) = &r.measured {
+            out.push(Obs { point: base, y: y_of(dir, m.base_median), iteration: r.iteration });
+            out.push(Obs { point: r.knobs.clone(), y: y_of(dir, m.cand_median), iteration: r.iteration });
+        }
+    }
+    out
+}
+
+fn distance(knobs: &[Knob], a: &Point, b: &Point) -> f64 {
+    let mut d2 = 0.0;
+    for k in knobs {
+        let (va, vb) = (a.get(&k.name), b.get(&k.name));
+        let part = match (&k.spec, va, vb) {
+            (_, None, None) => 0.0,
+            (KnobSpec::Choice(_), Some(x), Some(y)) => {
+                if x == y {
+                    0.0
+                } else {
+                    1.0
+                }
+            }
+            (spec, Some(x), Some(y)) => match (knobs::to_unit(spec, x), knobs::to_unit(spec, y)) {
+                (Some(u), Some(v)) => u - v,
+                _ => 0.5,
+            },
+            _ => 0.5,
+        };
+        d2 += part * part;
+    }
+    d2.sqrt()
+}
+
+struct Surrogate<'a> {
+    knobs: &'a [Knob],
+    obs: Vec<Obs>,
+    prior: f64,
+    spread: f64,
+    noise: f64,
+}
+
+impl Surrogate<'_> {
+    /// (mean, sd) of y at a point, plus the weights of each observation.
+    fn predict(&self, x: &Point) -> (f64, f64, Vec<f64>) {
+        let weights: Vec<f64> = self
+            .obs
+            .iter()
+            .map(|o| {
+                let d = distance(self.knobs, x, &o.point);
+                (-(d * d) / (2.0 * BANDWIDTH * BANDWIDTH)).exp()
+            })
+            .collect();
+        let w: f64 = weights.iter().sum();
+        let num: f64 = self.obs.iter().zip(&weights).map(|(o, wi)| o.y * wi).sum();
+        let mean = (PRIOR_WEIGHT * self.prior + num) / (PRIOR_WEIGHT + w);
+        let var = self.spread.powi(2) * PRIOR_WEIGHT / (PRIOR_WEIGHT + w) + self.noise.powi(2) / (PRIOR_WEIGHT + w);
+        (mean, var.sqrt(), weights)
+    }
+}
+
+pub struct Proposal {
+    pub plan: Plan,
+}
+
+/// The point to try next, or `None` when every point of the space was tried.
+pub fn plan(brief: &Brief, history: &[IterationRecord], best: &Point, seed: u64, iteration: u32, noise_sd: f64) -> Option<Plan> {
+    let knobs = &brief.knobs;
+    let obs = observations(brief, history);
+    let ys: Vec<f64> = obs.iter().map(|o| o.y).collect();
+    let noise = (noise_sd / std::f64::consts::SQRT_2).max(0.005);
+    let surrogate = Surrogate {
+        knobs,
+        prior: if ys.is_empty() { 0.0 } else { stats::mean(&ys) },
+        spread: if ys.len() > 1 { stats::sd(&ys).max(noise) } else { 0.1 },
+        noise,
+        obs,
+    };
+    let evaluated: BTreeSet<String> = history
+        .iter()
+        .filter(|r| r.verdict.was_measured())
+        .map(|r| knobs::key(&r.knobs))
+        .chain(std::iter::once(knobs::key(best)))
+        .collect();
+    let mut rng = SplitMix64::new(seed ^ u64::from(iteration).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+
+    let non_keeps = history.iter().rev().take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline).count();
+    let moves_per_level = local_moves(knobs, best, 0).len().max(1);
+    let min_level = (non_keeps / moves_per_level) as i32;
+
+    let mut local: Vec<(Point, i32)> = Vec::new();
+    for level in min_level.min(STEP_LEVELS - 1)..STEP_LEVELS {
+        for p in local_moves(knobs, best, level) {
+            if !evaluated.contains(&knobs::key(&p)) && !local.iter().any(|(q, _)| q == &p) {
+                local.push((p, level));
+            }
+        }
+    }
+    let explore = local.is_empty() || rng.next_f64() < EXPLORE;
+    let chosen = if explore {
+        random_unevaluated(knobs, best, &evaluated, &mut rng).map(|p| (p, true))
+    } else {
+        None
+    }
+    .or_else(|| {
+        let (y_best, _, _) = surrogate.predict(best);
+        local
+            .iter()
+            .map(|(p, _)| {
+                let (m, s, _) = surrogate.predict(p);
+                (p.clone(), (y_best - m) + KAPPA * s)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(p, _)| (p, false))
+    })?;
+    let (point, explored) = chosen;
+    Some(describe(brief, history, &surrogate, best, point, explored))
+}
+
+/// Moves of one step along each axis (and each other choice of a choice knob).
+fn local_moves(knobs: &[Knob], best: &Point, level: i32) -> Vec<Point> {
+    let step = FIRST_STEP * 0.5f64.powi(level);
+    let mut out = Vec::new();
+    for k in knobs {
+        match &k.spec {
+            KnobSpec::Choice(choices) => {
+                if level > 0 {
+                    continue;
+                }
+                for c in choices {
+                    let v = KnobValue::Str(c.clone());
+                    if best.get(&k.name) != Some(&v) {
+                        let mut p = best.clone();
+                        p.insert(k.name.clone(), v);
+                        out.push(p);
+                    }
+                }
+            }
+            spec => {
+                let u = best.get(&k.name).and_then(|v| knobs::to_unit(spec, v)).unwrap_or(0.5);
+                for sign in [1.0, -1.0] {
+                    let target = u + sign * step;
+                    if !(0.0..=1.0).contains(&target) {
+                        continue;
+                    }
+                    if let Some(v) = knobs::from_unit(spec, target)
+                        && best.get(&k.name) != Some(&v)
+                    {
+                        let mut p = best.clone();
+                        p.insert(k.name.clone(), v);
+                        out.push(p);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn random_point(knobs: &[Knob], rng: &mut SplitMix64) -> Point {
+    let mut p = Point::new();
+    for k in knobs {
+        let v = match &k.spec {
+            KnobSpec::Choice(c) => KnobValue::Str(c[rng.below(c.len() as u64) as usize].clone()),
+            spec => match knobs::from_unit(spec, rng.next_f64()) {
+                Some(v) => v,
+                None => continue,
+            },
+        };
+        p.insert(k.name.clone(), v);
+    }
+    p
+}
+
+fn random_unevaluated(knobs: &[Knob], best: &Point, evaluated: &BTreeSet<String>, rng: &mut SplitMix64) -> Option<Point> {
+    if knobs.is_empty() {
+        return None;
+    }
+    for _ in 0..500 {
+        let p = random_point(knobs, rng);
+        if &p != best && !evaluated.contains(&knobs::key(&p)) {
+            return Some(p);
+        }
+    }
+    None
+}
+
+fn describe(brief: &Brief, history: &[IterationRecord], s: &Surrogate, best: &Point, point: Point, explored: bool) -> Plan {
+    let dir = brief.metric.direction;
+    let (y_best, _, _) = s.predict(best);
+    let (m, sd, weights) = s.predict(&point);
+    let effect = gain(dir, y_best - m);
+    let mut axes = Vec::new();
+    let mut moves = Vec::new();
+    for k in &brief.knobs {
+        let (from, to) = (best.get(&k.name), point.get(&k.name));
+        if from == to {
+            continue;
+        }
+        let from_text = from.map(ToString::to_string).unwrap_or_else(|| "unset".into());
+        let to_text = to.map(ToString::to_string).unwrap_or_else(|| "unset".into());
+        moves.push(format!("{} {from_text} → {to_text}", k.name));
+        let (direction, step) = match (&k.spec, from, to) {
+            (KnobSpec::Choice(_), _, Some(v)) => (v.to_string(), None),
+            (spec, Some(a), Some(b)) => match (knobs::to_unit(spec, a), knobs::to_unit(spec, b)) {
+                (Some(u), Some(v)) => (if v > u { "up" } else { "down" }.to_string(), Some(((v - u).abs() * 1e4).round() / 1e4)),
+                _ => ("set".into(), None),
+            },
+            _ => ("set".into(), None),
+        };
+        axes.push(Axis { name: k.name.clone(), direction, step });
+    }
+    let near = weights.iter().filter(|w| **w > 0.1).count();
+    let mut cites: Vec<(f64, u32)> = s.obs.iter().zip(&weights).map(|(o, w)| (*w, o.iteration)).filter(|(w, _)| *w > 0.05).collect();
+    cites.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut cited: BTreeSet<u32> = cites.into_iter().take(3).map(|(_, i)| i).collect();
+    cited.insert(best_iteration(history));
+    let hypothesis = if explored {
+        format!(
+            "Exploration: {} is far from everything measured; the surrogate's guess is {:+.1}% ± {:.1}%",
+            moves.join(", "),
+            effect * 100.0,
+            sd * 100.0
+        )
+    } else {
+        format!(
+            "{}: the surrogate fitted to {} measurement(s) ({near} nearby) predicts {:+.1}% ± {:.1}%",
+            moves.join(", "),
+            s.obs.len(),
+            effect * 100.0,
+            sd * 100.0
+        )
+    };
+    Plan {
+        hypothesis,
+        change: format!("set {} in {}", moves.join(", "), brief.knobs_file),
+        cites: cited.into_iter().collect(),
+        axes,
+        predicted_effect: effect,
+        predicted_sd: sd,
+        knobs: point,
+    }
+}
+
+/// The iteration whose point is the current best (0 for the baseline).
+pub fn best_iteration(history: &[IterationRecord]) -> u32 {
+    history.iter().rev().find(|r| r.verdict == Verdict::Keep).map(|r| r.iteration).unwrap_or(0)
+}
+
+/// LEARN for the builtin driver: lessons are stated from the numbers only.
+pub fn learn(plan: &Plan, verdict: Verdict, effect_text: &str, effect: Option<(f64, (f64, f64))>) -> LearnResult {
+    let axes: Vec<String> = plan.axes.iter().map(|a| format!("{} {}", a.name, a.direction)).collect();
+    let axes = if axes.is_empty() { "this change".to_string() } else { axes.join(", ") };
+    let point = knobs::key(&plan.knobs);
+    let mut out = LearnResult::default();
+    match verdict {
+        Verdict::Keep => {
+            out.patterns.push(Pattern { name: format!("{axes} helps"), lesson: format!("moving to {point} measured {effect_text}") });
+            out.next = Some(format!("Refine around {point} with smaller steps."));
+        }
+        Verdict::Discard => {
+            out.falsified = Some(format!("{point} is not better than the best so far ({effect_text})"));
+            if let Some((_, (_, hi))) = effect
+                && hi < 0.0
+            {
+                out.patterns.push(Pattern { name: format!("{axes} hurts"), lesson: format!("{point} is significantly worse: {effect_text}") });
+            }
+            out.next = Some("Try another direction, or smaller steps around the best.".into());
+        }
+        Verdict::Crash | Verdict::Invalid => {
+            out.patterns.push(Pattern { name: format!("{point} fails"), lesson: format!("the program fails at {point} ({})", verdict.as_str()) });
+            out.next = Some("Avoid this region of the knob space.".into());
+        }
+        Verdict::Blocked | Verdict::Baseline => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::{Comparison, Pair};
+    use crate::history::IterationRecord;
+
+    fn brief() -> Brief {
+        let text = "---\nmetric:\n  name: t\n  command: ./b\n  direction: minimize\nknobs:\n  TILE: { int: [1, 256], log: true, default: 4 }\n  ORDER: { choice: [ijk, ikj] }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
+        Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap()
+    }
+
+    /// A synthetic landscape: best at TILE=32 with ORDER=ikj.
+    fn landscape(p: &Point) -> f64 {
+        let tile = match p.get("TILE") { Some(KnobValue::Int(t)) => *t as f64, _ => 4.0 };
+        let order = if p.get("ORDER") == Some(&KnobValue::Str("ikj".into())) { 0.7 } else { 1.0 };
+        100.0 * order * (1.0 + 0.3 * ((tile / 32.0).ln()).powi(2))
+    }
+
+    fn simulate(seed: u64, iterations: u32) -> (Vec<IterationRecord>, Point) {
+        let b = brief();
+        let mut best: Point = Point::new();
+        best.insert("TILE".into(), KnobValue::Int(4));
+        let mut base = IterationRecord::new_for_test(0, Verdict::Baseline);
+        base.knobs = best.clone();
+        base.calibration = Some(crate::eval::Calibration { pairs: vec![], median: landscape(&best), run_sd: 0.01, noise_sd: 0.01, mean_d: 0.0, pairs_per_decision: 5, theta1: 0.01 });
+        let mut history = vec![base];
+        for i in 1..=iterations {
+            let Some(plan) = plan(&b, &history, &best, seed, i, 0.01) else { break };
+            assert!(crate::plan::validate(&plan, &history, i).is_ok(), "{plan:?}");
+            let (vb, vc) = (landscape(&best), landscape(&plan.knobs));
+            let d = vb.ln() - vc.ln();
+            let keep = d > 0.01;
+            let mut r = IterationRecord::new_for_test(i, if keep { Verdict::Keep } else { Verdict::Discard });
+            r.knobs = plan.knobs.clone();
+            r.hypothesis = plan.hypothesis.clone();
+            r.measured = Some(Comparison { pairs: vec![Pair { base: vb, cand: vc, cand_first: false, d }], base_median: vb, cand_median: vc, effect: gain(Direction::Minimize, d), ci: (0.0, 0.0), p: 0.5, looks: 1, theta1: 0.01, alpha: 0.05, delta0: 0.0, rule: String::new() });
+            if keep {
+                best = plan.knobs.clone();
+            }
+            history.push(r);
+        }
+        (history, best)
+    }
+
+    #[test]
+    fn never_repeats_a_point_and_converges() {
+        let (history, best) = simulate(7, 20);
+        let keys: Vec<String> = history.iter().map(|r| knobs::key(&r.knobs)).collect();
+        let unique: BTreeSet<&String> = keys.iter().collect();
+        assert_eq!(unique.len(), keys.len(), "repeated a point: {keys:?}");
+        let start = landscape(&history[0].knobs);
+        assert!(landscape(&best) < 0.8 * start, "best {best:?} = {}", landscape(&best));
+    }
+
+    #[test]
+    fn deterministic_for_a_seed() {
+        let a: Vec<String> = simulate(3, 10).0.iter().map(|r| knobs::key(&r.knobs)).collect();
+        let b: Vec<String> = simulate(3, 10).0.iter().map(|r| knobs::key(&r.knobs)).collect();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn exhausts_a_tiny_space() {
+        let text = "---\nmetric:\n  name: t\n  command: ./b\n  direction: minimize\nknobs:\n  A: { choice: [x, y] }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
+        let b = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
+        let mut best = Point::new();
+        best.insert("A".into(), KnobValue::Str("x".into()));
+        let mut h0 = IterationRecord::new_for_test(0, Verdict::Baseline);
+        h0.knobs = best.clone();
+        let p = plan(&b, &[h0.clone()], &best, 1, 1, 0.01).unwrap();
+        assert_eq!(p.knobs.get("A"), Some(&KnobValue::Str("y".into())));
+        let mut h1 = IterationRecord::new_for_test(1, Verdict::Discard);
+        h1.knobs = p.knobs;
+        assert!(plan(&b, &[h0, h1], &best, 1, 2, 0.01).is_none());
+    }
+}

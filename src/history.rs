@@ -1,0 +1,522 @@
+//! The archive: one `iter-NNN.md` per iteration (DESIGN.md §2, §4).
+//!
+//! Each file is Markdown for humans with YAML front matter holding every
+//! structured fact, and the front matter is the source of truth: `state.json`
+//! can be deleted and rebuilt from these files plus git. The runner renders
+//! Data and Decision from its own numbers; an agent only contributes prose
+//! (patterns, lessons, narrative) that is labelled as such.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use pulldown_cmark::{Event as MdEvent, MetadataBlockKind, Options, Parser, Tag, TagEnd};
+use serde::{Deserialize, Serialize};
+
+use crate::atomic::write_atomic;
+use crate::compress;
+use crate::error::{Error, Result};
+use crate::eval::{Calibration, Comparison, GuardResult};
+use crate::knobs::{self, Point};
+use crate::plan::{Axis, Pattern};
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Baseline,
+    Keep,
+    Discard,
+    Crash,
+    Invalid,
+    Blocked,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Baseline => "baseline",
+            Verdict::Keep => "keep",
+            Verdict::Discard => "discard",
+            Verdict::Crash => "crash",
+            Verdict::Invalid => "invalid",
+            Verdict::Blocked => "blocked",
+        }
+    }
+
+    /// A measured "no": the hypothesis is falsified and must not be retried.
+    pub fn is_falsifying(self) -> bool {
+        self == Verdict::Discard
+    }
+
+    /// The point was tried (measured or failed trying); re-proposing it wastes a night.
+    pub fn was_measured(self) -> bool {
+        !matches!(self, Verdict::Blocked)
+    }
+
+    pub fn is_failure(self) -> bool {
+        matches!(self, Verdict::Crash | Verdict::Invalid | Verdict::Blocked)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prediction {
+    pub effect: f64,
+    pub sd: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IterationRecord {
+    pub iteration: u32,
+    pub brief: String,
+    pub brief_hash: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    pub started: DateTime<Utc>,
+    pub finished: DateTime<Utc>,
+    pub driver: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    #[serde(default)]
+    pub hypothesis: String,
+    #[serde(default)]
+    pub change: String,
+    #[serde(default)]
+    pub axes: Vec<Axis>,
+    #[serde(default)]
+    pub knobs: Point,
+    #[serde(default)]
+    pub predicted: Option<Prediction>,
+    #[serde(default)]
+    pub measured: Option<Comparison>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+    #[serde(default)]
+    pub guards: Vec<GuardResult>,
+    /// The commit the candidate was compared against.
+    pub base: String,
+    /// The kept commit (keeps only).
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// The candidate's tree hash, for exact-cycle detection.
+    #[serde(default)]
+    pub tree: Option<String>,
+    #[serde(default)]
+    pub changed_paths: Vec<String>,
+    #[serde(default)]
+    pub cites: Vec<u32>,
+    #[serde(default)]
+    pub tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+    #[serde(default)]
+    pub patterns: Vec<Pattern>,
+    #[serde(default)]
+    pub falsified: Option<String>,
+    #[serde(default)]
+    pub next: Option<String>,
+    /// The discarded diff, relative to the iterations folder.
+    #[serde(default)]
+    pub artifact: Option<String>,
+    /// Compressed output of whatever failed (guard, setup, crash), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrative: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<String>,
+    /// Set on the last iteration of a run: why the loop stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<crate::state::Stop>,
+}
+
+impl IterationRecord {
+    #[doc(hidden)]
+    pub fn new_for_test(iteration: u32, verdict: Verdict) -> IterationRecord {
+        let t = DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        IterationRecord {
+            iteration,
+            brief: "test".into(),
+            brief_hash: "0".into(),
+            run_id: "run".into(),
+            seed: None,
+            started: t,
+            finished: t,
+            driver: "builtin".into(),
+            verdict,
+            reason: String::new(),
+            hypothesis: String::new(),
+            change: String::new(),
+            axes: Vec::new(),
+            knobs: Point::new(),
+            predicted: None,
+            measured: None,
+            calibration: None,
+            guards: Vec::new(),
+            base: "0".repeat(40),
+            commit: None,
+            tree: None,
+            changed_paths: Vec::new(),
+            cites: Vec::new(),
+            tokens: 0,
+            cost_usd: 0.0,
+            patterns: Vec::new(),
+            falsified: None,
+            next: None,
+            artifact: None,
+            failure_output: None,
+            narrative: None,
+            acknowledged: None,
+            stop: None,
+        }
+    }
+
+    /// One line for digests and summaries: signed effect in percent, if measured.
+    pub fn effect_text(&self) -> String {
+        match &self.measured {
+            Some(m) => format!(
+                "{:+.1}% [{:+.1}, {:+.1}]",
+                m.effect * 100.0,
+                m.ci.0 * 100.0,
+                m.ci.1 * 100.0
+            ),
+            None => "—".into(),
+        }
+    }
+}
+
+pub fn file_name(iteration: u32) -> String {
+    format!("iter-{iteration:03}.md")
+}
+
+pub fn path_of(dir: &Path, iteration: u32) -> PathBuf {
+    dir.join(file_name(iteration))
+}
+
+/// Everything a rendered iteration file shows besides the record itself.
+pub struct RenderContext<'a> {
+    pub goal: &'a str,
+    pub metric: &'a str,
+    pub direction_word: &'a str,
+}
+
+pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
+    let yaml = serde_saphyr::to_string(rec)
+        .map_err(|e| Error::Internal(format!("serializing iteration {}: {e}", rec.iteration)))?;
+    let mut s = String::new();
+    let _ = writeln!(s, "---\n{}---", yaml.trim_end_matches('\n').to_string() + "\n");
+    if rec.verdict == Verdict::Baseline {
+        render_baseline(&mut s, rec, ctx);
+        return Ok(s);
+    }
+    let _ = writeln!(
+        s,
+        "# Iteration {} — {}\n",
+        rec.iteration,
+        rec.verdict.as_str().to_uppercase()
+    );
+    let _ = writeln!(s, "## Goal\n\n{}\n", first_paragraph(ctx.goal));
+    let _ = writeln!(s, "## Plan\n\n**Hypothesis.** {}\n", rec.hypothesis);
+    if let Some(p) = &rec.predicted {
+        let _ = writeln!(
+            s,
+            "Predicted effect: {:+.1}% ± {:.1}% ({} is {}).\n",
+            p.effect * 100.0,
+            p.sd * 100.0,
+            ctx.metric,
+            ctx.direction_word
+        );
+    }
+    if !rec.cites.is_empty() {
+        let links: Vec<String> = rec
+            .cites
+            .iter()
+            .map(|c| format!("[{c}]({})", file_name(*c)))
+            .collect();
+        let _ = writeln!(s, "Builds on: {}.\n", links.join(", "));
+    }
+    let _ = writeln!(s, "## Change\n\n{}\n", if rec.change.is_empty() { "(none described)" } else { &rec.change });
+    if !rec.knobs.is_empty() {
+        let _ = writeln!(s, "Knobs: `{}`\n", knobs::key(&rec.knobs));
+    }
+    if !rec.changed_paths.is_empty() {
+        let _ = writeln!(s, "Changed paths: {}\n", rec.changed_paths.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "));
+    }
+    if let Some(a) = &rec.artifact {
+        let _ = writeln!(s, "Discarded diff: [{a}]({a})\n");
+    }
+    if let Some(c) = &rec.commit {
+        let _ = writeln!(s, "Kept as commit `{}`.\n", short(c));
+    }
+    let _ = writeln!(s, "## Data\n");
+    if !rec.guards.is_empty() {
+        let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
+        for g in &rec.guards {
+            let _ = writeln!(s, "| `{}` | {} | {:.1} |", g.command.replace('|', "\\|"), if g.ok { "pass" } else { "FAIL" }, g.seconds);
+        }
+        s.push('\n');
+    }
+    if let Some(m) = &rec.measured {
+        let _ = writeln!(s, "| pair | order | base | candidate | log ratio |\n|---|---|---|---|---|");
+        for (i, p) in m.pairs.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:+.4} |",
+                i + 1,
+                if p.cand_first { "cand, base" } else { "base, cand" },
+                fmt_num(p.base),
+                fmt_num(p.cand),
+                p.d
+            );
+        }
+        s.push('\n');
+    }
+    if let Some(out) = &rec.failure_output {
+        let _ = writeln!(s, "Output of the failure (compressed):\n\n```text\n{}\n```\n", out.trim_end());
+    }
+    if rec.measured.is_none() && rec.guards.is_empty() && rec.failure_output.is_none() {
+        let _ = writeln!(s, "Nothing was measured.\n");
+    }
+    let _ = writeln!(s, "## Decision\n\n**{}** — {}\n", rec.verdict.as_str(), rec.reason);
+    if let Some(m) = &rec.measured {
+        let _ = writeln!(s, "| | value |\n|---|---|");
+        let _ = writeln!(s, "| pairs | {} |", m.pairs.len());
+        let _ = writeln!(s, "| base median | {} |", fmt_num(m.base_median));
+        let _ = writeln!(s, "| candidate median | {} |", fmt_num(m.cand_median));
+        let _ = writeln!(s, "| effect (95% CI) | {} |", rec.effect_text());
+        let _ = writeln!(s, "| p (one-sided) | {:.4} |", m.p);
+        let _ = writeln!(s, "| looks | {} |", m.looks);
+        let _ = writeln!(s, "| minimum detectable gain θ₁ | {:.2}% |", m.theta1 * 100.0);
+        let _ = writeln!(s, "| rule | {} |\n", m.rule);
+    }
+    let _ = writeln!(s, "## Named patterns\n");
+    if rec.patterns.is_empty() {
+        let _ = writeln!(s, "None.\n");
+    }
+    for p in &rec.patterns {
+        let _ = writeln!(s, "- **{}** — {}", p.name, p.lesson);
+    }
+    if !rec.patterns.is_empty() {
+        s.push('\n');
+    }
+    if let Some(f) = &rec.falsified {
+        let _ = writeln!(s, "## Falsified\n\n{f}\n");
+    }
+    if let Some(n) = &rec.narrative {
+        let _ = writeln!(s, "## Narrative (agent)\n\n{n}\n");
+    }
+    if let Some(stop) = &rec.stop {
+        let _ = writeln!(s, "## Stop\n\nThe run stopped here: **{}** — {}\n", stop.reason.as_str(), stop.detail);
+    }
+    if let Some(a) = &rec.acknowledged {
+        let _ = writeln!(s, "## Acknowledged\n\n{a}\n");
+    }
+    let _ = writeln!(s, "## Next\n\n{}", rec.next.as_deref().unwrap_or("Continue the search."));
+    Ok(s)
+}
+
+fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
+    let _ = writeln!(s, "# Iteration 0 — baseline\n");
+    let _ = writeln!(s, "## Goal\n\n{}\n", first_paragraph(ctx.goal));
+    let _ = writeln!(s, "## Plan\n\nMeasure the starting commit `{}` and calibrate the noise with A/A pairs (the same tree on both sides).\n", short(&rec.base));
+    let _ = writeln!(s, "## Change\n\nNone: this is the reference.");
+    if !rec.knobs.is_empty() {
+        let _ = writeln!(s, "\nKnobs: `{}`", knobs::key(&rec.knobs));
+    }
+    let _ = writeln!(s, "\n## Data\n");
+    if !rec.guards.is_empty() {
+        let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
+        for g in &rec.guards {
+            let _ = writeln!(s, "| `{}` | {} | {:.1} |", g.command.replace('|', "\\|"), if g.ok { "pass" } else { "FAIL" }, g.seconds);
+        }
+        s.push('\n');
+    }
+    if let Some(c) = &rec.calibration {
+        let _ = writeln!(s, "| pair | base worktree | candidate worktree | log ratio |\n|---|---|---|---|");
+        for (i, p) in c.pairs.iter().enumerate() {
+            let _ = writeln!(s, "| {} | {} | {} | {:+.4} |", i + 1, fmt_num(p.base), fmt_num(p.cand), p.d);
+        }
+        let _ = writeln!(s, "\n## Decision\n\nBaseline {} = {} (median of {} runs).\n", ctx.metric, fmt_num(c.median), c.pairs.len() * 2);
+        let _ = writeln!(s, "| | value |\n|---|---|");
+        let _ = writeln!(s, "| run-to-run spread (sd of log values) | {:.2}% |", c.run_sd * 100.0);
+        let _ = writeln!(s, "| A/A pair noise (sd of log ratios) | {:.2}% |", c.noise_sd * 100.0);
+        let _ = writeln!(s, "| A/A mean log ratio | {:+.4} |", c.mean_d);
+        let _ = writeln!(s, "| minimum detectable gain θ₁ at {} pairs | {:.2}% |", c.pairs_per_decision, c.theta1 * 100.0);
+        let _ = writeln!(s, "\nGains smaller than θ₁ are invisible to this setup: a change must beat it to be kept with 80% power.\n");
+    }
+    let _ = writeln!(s, "## Named patterns\n\nNone yet.\n\n## Next\n\n{}", rec.next.as_deref().unwrap_or("Start the search."));
+}
+
+fn first_paragraph(text: &str) -> String {
+    text.split("\n\n").next().unwrap_or("").trim().to_string()
+}
+
+pub fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(10)]
+}
+
+pub fn fmt_num(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let a = v.abs();
+    if (0.01..1e6).contains(&a) {
+        let s = format!("{v:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{v:.4e}")
+    }
+}
+
+/// Extracts the YAML front matter of a Markdown file.
+pub fn front_matter(text: &str) -> Option<String> {
+    let parser = Parser::new_ext(text, Options::ENABLE_YAML_STYLE_METADATA_BLOCKS);
+    let mut inside = false;
+    let mut out = String::new();
+    for ev in parser {
+        match ev {
+            MdEvent::Start(Tag::MetadataBlock(MetadataBlockKind::YamlStyle)) => inside = true,
+            MdEvent::End(TagEnd::MetadataBlock(_)) => return Some(out),
+            MdEvent::Text(t) if inside => out.push_str(&t),
+            _ if !inside => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
+    let yaml = front_matter(text).ok_or_else(|| Error::Corrupt {
+        path: path.to_path_buf(),
+        message: "no YAML front matter: the file must start with `---` (restore it from git or remove the file)".into(),
+    })?;
+    serde_saphyr::from_str::<IterationRecord>(&yaml).map_err(|e| Error::Corrupt {
+        path: path.to_path_buf(),
+        message: format!("front matter does not parse: {e} (restore it from git: `git checkout -- {}`)", path.display()),
+    })
+}
+
+pub fn read(path: &Path) -> Result<IterationRecord> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    parse(path, &text)
+}
+
+/// Writes and validates an iteration file: the LEARN gate. The file is read
+/// back and must parse to the same record before the iteration may end.
+pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<PathBuf> {
+    let path = path_of(dir, rec.iteration);
+    let text = compress::redact(&render(rec, ctx)?);
+    write_atomic(&path, text.as_bytes())?;
+    let back = read(&path)?;
+    if back.iteration != rec.iteration || back.verdict != rec.verdict || back.commit != rec.commit {
+        return Err(Error::Corrupt {
+            path,
+            message: "the iteration file did not read back as written (validation of the LEARN archive failed)".into(),
+        });
+    }
+    Ok(path)
+}
+
+/// All iteration files, in order. A gap in the numbering is reported, since
+/// it means someone deleted part of the archive.
+pub fn load(dir: &Path) -> Result<Vec<IterationRecord>> {
+    let mut numbered: Vec<(u32, PathBuf)> = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(n) = name
+            .strip_prefix("iter-")
+            .and_then(|r| r.strip_suffix(".md"))
+            .and_then(|n| n.parse::<u32>().ok())
+        {
+            numbered.push((n, entry.path()));
+        }
+    }
+    numbered.sort();
+    let mut out = Vec::with_capacity(numbered.len());
+    for (i, (n, path)) in numbered.iter().enumerate() {
+        if *n as usize != i {
+            return Err(Error::Corrupt {
+                path: path.clone(),
+                message: format!("iteration files are not numbered 0..{}: iteration {i} is missing (restore it from git)", numbered.len()),
+            });
+        }
+        let rec = read(path)?;
+        if rec.iteration != *n {
+            return Err(Error::Corrupt {
+                path: path.clone(),
+                message: format!("file name says iteration {n} but its front matter says {}", rec.iteration),
+            });
+        }
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::brief::KnobValue;
+    use crate::eval::Pair;
+
+    fn ctx() -> RenderContext<'static> {
+        RenderContext { goal: "Make it fast.\n\nMore text.", metric: "time_ms", direction_word: "lower is better" }
+    }
+
+    fn sample() -> IterationRecord {
+        let mut r = IterationRecord::new_for_test(3, Verdict::Discard);
+        r.hypothesis = "TILE 16 → 32: bigger tiles amortize loop overhead".into();
+        r.knobs.insert("TILE".into(), KnobValue::Int(32));
+        r.knobs.insert("ORDER".into(), KnobValue::Str("ikj".into()));
+        r.predicted = Some(Prediction { effect: 0.05, sd: 0.03 });
+        r.cites = vec![0, 2];
+        r.measured = Some(Comparison {
+            pairs: vec![Pair { base: 10.0, cand: 10.5, cand_first: true, d: (10.0f64 / 10.5).ln() }],
+            base_median: 10.0,
+            cand_median: 10.5,
+            effect: -0.05,
+            ci: (-0.08, -0.02),
+            p: 0.97,
+            looks: 1,
+            theta1: 0.02,
+            alpha: 0.05,
+            delta0: 0.0,
+            rule: "paired t".into(),
+        });
+        r.falsified = Some("TILE=32 is not faster than TILE=16".into());
+        r.patterns = vec![Pattern { name: "tile ceiling".into(), lesson: "past 16 it hurts".into() }];
+        r.artifact = Some("artifacts/iter-003.diff".into());
+        r
+    }
+
+    #[test]
+    fn round_trip_through_markdown() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = sample();
+        let path = write(dir.path(), &r, &ctx()).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for section in ["## Goal", "## Plan", "## Change", "## Data", "## Decision", "## Named patterns", "## Falsified", "## Next"] {
+            assert!(text.contains(section), "missing {section}:\n{text}");
+        }
+        assert_eq!(read(&path).unwrap(), r);
+    }
+
+    #[test]
+    fn load_reports_gaps_and_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = sample();
+        r.iteration = 0;
+        write(dir.path(), &r, &ctx()).unwrap();
+        r.iteration = 2;
+        write(dir.path(), &r, &ctx()).unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("iteration 1 is missing"), "{err}");
+        std::fs::write(dir.path().join("iter-001.md"), "no front matter").unwrap();
+        let err = load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("iter-001.md") && err.contains("front matter"), "{err}");
+    }
+}

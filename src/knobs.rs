@@ -1,0 +1,183 @@
+//! Knob points: the parameters the builtin driver searches.
+//!
+//! A point reaches commands in two ways that must agree: as environment
+//! variables, and as `ooda.knobs.env` in the worktree (committed on keep, so
+//! the winning setting is part of the branch a human merges). The env file is
+//! the source of truth for a worktree: base and candidate each export what
+//! their own file says, which makes "what was measured" recoverable from git.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::brief::{Knob, KnobSpec, KnobValue};
+use crate::error::{Error, Result};
+
+pub type Point = BTreeMap<String, KnobValue>;
+
+/// A stable text key for "has this point been evaluated before?".
+pub fn key(point: &Point) -> String {
+    point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn render_env(point: &Point) -> String {
+    let mut out = String::from("# Written by ooda: the knob values this tree is measured with.\n");
+    for (k, v) in point {
+        out.push_str(&format!("{k}={v}\n"));
+    }
+    out
+}
+
+/// Reads the knobs file of a worktree; only declared knobs are taken, and a
+/// value outside its spec is an error naming the line (a human may edit it).
+pub fn read_env(path: &Path, knobs: &[Knob]) -> Result<Point> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Point::new()),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    let mut point = Point::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let Some((k, v)) = line.split_once('=') else {
+            return Err(Error::Input(format!(
+                "{}:{}: expected `NAME=value`, found `{line}`",
+                path.display(),
+                i + 1
+            )));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        let Some(knob) = knobs.iter().find(|kn| kn.name == k) else {
+            continue;
+        };
+        let value = knob.spec.parse_value(v).ok_or_else(|| {
+            Error::Input(format!(
+                "{}:{}: `{v}` is not a valid value for knob {k} ({})",
+                path.display(),
+                i + 1,
+                describe(&knob.spec)
+            ))
+        })?;
+        point.insert(k.to_string(), value);
+    }
+    Ok(point)
+}
+
+pub fn describe(spec: &KnobSpec) -> String {
+    match spec {
+        KnobSpec::Int { lo, hi, log } => {
+            format!("an integer in [{lo}, {hi}]{}", if *log { ", log scale" } else { "" })
+        }
+        KnobSpec::Float { lo, hi, log } => {
+            format!("a number in [{lo}, {hi}]{}", if *log { ", log scale" } else { "" })
+        }
+        KnobSpec::Choice(c) => format!("one of {}", c.join(", ")),
+    }
+}
+
+/// The starting point: the start commit's knobs file, else each knob's default.
+/// Knobs with neither stay unset (the program's own default applies).
+pub fn initial_point(file_point: &Point, knobs: &[Knob]) -> Point {
+    let mut p = Point::new();
+    for k in knobs {
+        if let Some(v) = file_point.get(&k.name).or(k.default.as_ref()) {
+            p.insert(k.name.clone(), v.clone());
+        }
+    }
+    p
+}
+
+/// Position of a numeric value in [0, 1] (log scale when the spec says so).
+pub fn to_unit(spec: &KnobSpec, v: &KnobValue) -> Option<f64> {
+    let x = match v {
+        KnobValue::Int(i) => *i as f64,
+        KnobValue::Float(f) => *f,
+        KnobValue::Str(_) => return None,
+    };
+    let (lo, hi, log) = match spec {
+        KnobSpec::Int { lo, hi, log } => (*lo as f64, *hi as f64, *log),
+        KnobSpec::Float { lo, hi, log } => (*lo, *hi, *log),
+        KnobSpec::Choice(_) => return None,
+    };
+    let u = if log {
+        (x.ln() - lo.ln()) / (hi.ln() - lo.ln())
+    } else {
+        (x - lo) / (hi - lo)
+    };
+    Some(u.clamp(0.0, 1.0))
+}
+
+/// Inverse of [`to_unit`], rounded to the knob's grid (integers; floats to
+/// three significant digits so "never re-propose a point" is meaningful).
+pub fn from_unit(spec: &KnobSpec, u: f64) -> Option<KnobValue> {
+    let u = u.clamp(0.0, 1.0);
+    match spec {
+        KnobSpec::Int { lo, hi, log } => {
+            let (l, h) = (*lo as f64, *hi as f64);
+            let x = if *log { (l.ln() + u * (h.ln() - l.ln())).exp() } else { l + u * (h - l) };
+            Some(KnobValue::Int((x.round() as i64).clamp(*lo, *hi)))
+        }
+        KnobSpec::Float { lo, hi, log } => {
+            let x = if *log { (lo.ln() + u * (hi.ln() - lo.ln())).exp() } else { lo + u * (hi - lo) };
+            Some(KnobValue::Float(round_sig(x, 3).clamp(*lo, *hi)))
+        }
+        KnobSpec::Choice(_) => None,
+    }
+}
+
+fn round_sig(x: f64, digits: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let mag = x.abs().log10().floor() as i32;
+    let scale = 10f64.powi(digits - 1 - mag);
+    (x * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tile() -> Knob {
+        Knob {
+            name: "TILE".into(),
+            spec: KnobSpec::Int { lo: 4, hi: 256, log: true },
+            default: None,
+        }
+    }
+
+    #[test]
+    fn unit_round_trip_on_log_int() {
+        let spec = tile().spec;
+        for v in [4, 8, 16, 64, 256] {
+            let u = to_unit(&spec, &KnobValue::Int(v)).unwrap();
+            assert_eq!(from_unit(&spec, u), Some(KnobValue::Int(v)));
+        }
+        assert_eq!(to_unit(&spec, &KnobValue::Int(16)).unwrap(), 1.0 / 3.0);
+    }
+
+    #[test]
+    fn env_file_round_trip_and_bad_value_names_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ooda.knobs.env");
+        let mut point = Point::new();
+        point.insert("TILE".into(), KnobValue::Int(32));
+        std::fs::write(&p, render_env(&point)).unwrap();
+        assert_eq!(read_env(&p, &[tile()]).unwrap(), point);
+        std::fs::write(&p, "TILE=1000\n").unwrap();
+        let err = read_env(&p, &[tile()]).unwrap_err().to_string();
+        assert!(err.contains(":1:") && err.contains("TILE"), "{err}");
+    }
+
+    #[test]
+    fn float_rounding_keeps_three_digits() {
+        assert_eq!(round_sig(0.123456, 3), 0.123);
+        assert_eq!(round_sig(1234.5, 3), 1230.0);
+    }
+}

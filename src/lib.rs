@@ -1,0 +1,36 @@
+//! ooda: an unattended optimization loop runner.
+//!
+//! A human writes a Brief (what to optimize, how to measure it, what must not
+//! break); ooda runs an OODA loop over it, one iteration per tick, and leaves
+//! behind a branch of verified improvements plus an archive of everything it
+//! tried. Each module below is one concept of that contract (see DESIGN.md):
+//! the file named after a concept is where to look for it.
+
+pub mod atomic;
+pub mod brief;
+pub mod check;
+pub mod cli;
+pub mod compress;
+pub mod config;
+pub mod driver;
+pub mod error;
+pub mod eval;
+pub mod events;
+pub mod exec;
+pub mod history;
+pub mod interrupt;
+pub mod knobs;
+pub mod lock;
+pub mod metric;
+pub mod phases;
+pub mod plan;
+pub mod project;
+pub mod scaffold;
+pub mod state;
+pub mod stats;
+pub mod status;
+pub mod summary;
+pub mod workspace;
+pub mod yaml;
+
+pub use error::{Error, Result};

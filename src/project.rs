@@ -1,0 +1,113 @@
+//! Where things live in a user's project (DESIGN.md §2).
+//!
+//! Every path ooda reads or writes is derived here from one root, so the
+//! layout is defined once and `--root` works the same for every command.
+
+use std::path::{Path, PathBuf};
+
+use crate::brief::Brief;
+use crate::config::Config;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub root: PathBuf,
+    pub config: Config,
+}
+
+impl Project {
+    /// The root is `--root`, else the nearest ancestor holding `ooda.yaml`,
+    /// else the git work tree containing the current directory.
+    pub fn discover(explicit: Option<&Path>) -> Result<Project> {
+        let root = match explicit {
+            Some(p) => p
+                .canonicalize()
+                .map_err(|e| Error::Input(format!("--root {}: {e}", p.display())))?,
+            None => {
+                let cwd = std::env::current_dir()
+                    .map_err(|e| Error::io("reading the current directory", e))?;
+                find_root(&cwd)?
+            }
+        };
+        let config = Config::load(&root)?;
+        Ok(Project { root, config })
+    }
+
+    pub fn briefs_dir(&self) -> PathBuf {
+        self.root.join("briefs")
+    }
+
+    pub fn iterations_dir(&self, brief: &str) -> PathBuf {
+        self.root.join("iterations").join(brief)
+    }
+
+    pub fn worktrees_dir(&self, brief: &str) -> PathBuf {
+        self.root.join(".ooda").join("worktrees").join(brief)
+    }
+
+    /// Accepts a path (`briefs/x.md`, relative to the current directory or
+    /// the root) or a bare name (`x`).
+    pub fn brief_path(&self, arg: &str) -> Result<PathBuf> {
+        let direct = PathBuf::from(arg);
+        let candidates = [
+            direct.clone(),
+            self.root.join(&direct),
+            self.briefs_dir().join(arg),
+            self.briefs_dir().join(format!("{arg}.md")),
+        ];
+        candidates
+            .into_iter()
+            .find(|p| p.is_file())
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "no Brief named `{arg}`: looked for {arg}, {}/{arg} and {}/{arg}.md (create one with `ooda new {}`)",
+                    self.root.display(),
+                    self.briefs_dir().display(),
+                    Path::new(arg)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| arg.to_string())
+                ))
+            })
+    }
+
+    pub fn load_brief(&self, arg: &str) -> Result<Brief> {
+        Ok(Brief::load(&self.brief_path(arg)?)?)
+    }
+
+    /// Every `briefs/*.md`, sorted by name.
+    pub fn brief_paths(&self) -> Result<Vec<PathBuf>> {
+        let dir = self.briefs_dir();
+        let mut out = Vec::new();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
+        };
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.extension().is_some_and(|e| e == "md") && p.is_file() {
+                out.push(p);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+fn find_root(start: &Path) -> Result<PathBuf> {
+    for dir in start.ancestors() {
+        if dir.join("ooda.yaml").is_file() {
+            return Ok(dir.to_path_buf());
+        }
+    }
+    match git2::Repository::discover(start) {
+        Ok(repo) => repo.workdir().map(Path::to_path_buf).ok_or_else(|| {
+            Error::Input("the git repository is bare; run ooda inside a work tree".into())
+        }),
+        Err(_) => Err(Error::Input(format!(
+            "{} is not inside a git repository: ooda keeps its changes on a git branch (run `git init` first, or pass --root)",
+            start.display()
+        ))),
+    }
+}

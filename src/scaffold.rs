@@ -1,0 +1,165 @@
+//! `ooda init` and `ooda new`: the files a project starts from (DESIGN.md §2).
+//!
+//! The default subagent definitions and templates are compiled into the
+//! binary from this repository's own `subagents/` and `templates/`, so what
+//! `init` copies is exactly what ooda falls back to when a user deletes them.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::atomic::{create_dir_all, write_atomic};
+use crate::error::{Error, Result};
+
+pub const SUBAGENTS: &[(&str, &str)] = &[
+    ("eval-runner.md", include_str!("../subagents/eval-runner.md")),
+    ("pipeline-analyzer.md", include_str!("../subagents/pipeline-analyzer.md")),
+    ("code-reviewer.md", include_str!("../subagents/code-reviewer.md")),
+    ("code-simplifier.md", include_str!("../subagents/code-simplifier.md")),
+    ("obsidian-synthesizer.md", include_str!("../subagents/obsidian-synthesizer.md")),
+];
+
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("plan.md", include_str!("../templates/plan.md")),
+    ("execute.md", include_str!("../templates/execute.md")),
+    ("learn.md", include_str!("../templates/learn.md")),
+    ("brief.md", include_str!("../templates/brief.md")),
+];
+
+pub const GITIGNORE_LINES: &[&str] = &[
+    ".ooda/",
+    "iterations/*/state.json",
+    "iterations/*/state.json.corrupt-*",
+    "iterations/*/events.jsonl",
+    "iterations/*/artifacts/",
+    "iterations/*/.lock",
+];
+
+const OODA_YAML: &str = "# ooda project configuration (DESIGN.md §16). Every key is optional.\ndefaults:\n  pairs: 5                # paired runs per decision\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
+
+/// What `init` did, for the report.
+#[derive(Debug, Default)]
+pub struct InitReport {
+    pub created: Vec<PathBuf>,
+    pub kept: Vec<PathBuf>,
+    pub gitignore_added: Vec<String>,
+}
+
+pub fn init(dir: &Path) -> Result<InitReport> {
+    if git2::Repository::discover(dir).is_err() {
+        return Err(Error::Input(format!(
+            "{} is not inside a git repository: ooda keeps its work on a branch. Run `git init` and commit first.",
+            dir.display()
+        )));
+    }
+    let mut report = InitReport::default();
+    let mut put = |rel: &str, content: &str| -> Result<()> {
+        let path = dir.join(rel);
+        if path.exists() {
+            report.kept.push(path);
+            return Ok(());
+        }
+        if let Some(parent) = path.parent() {
+            create_dir_all(parent)?;
+        }
+        write_atomic(&path, content.as_bytes())?;
+        report.created.push(path);
+        Ok(())
+    };
+    put("ooda.yaml", OODA_YAML)?;
+    for (name, text) in SUBAGENTS {
+        put(&format!("subagents/{name}"), text)?;
+    }
+    for (name, text) in TEMPLATES {
+        put(&format!("templates/{name}"), text)?;
+    }
+    create_dir_all(&dir.join("briefs"))?;
+    create_dir_all(&dir.join("iterations"))?;
+    create_dir_all(&dir.join("notes"))?;
+    report.gitignore_added = ensure_gitignore(&dir.join(".gitignore"))?;
+    Ok(report)
+}
+
+/// Appends the missing ooda lines to `.gitignore`, leaving the rest alone.
+pub fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
+    let existing = match fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    let have: Vec<&str> = existing.lines().map(str::trim).collect();
+    let missing: Vec<String> = GITIGNORE_LINES
+        .iter()
+        .filter(|l| !have.contains(l) && !have.contains(&format!("/{l}").as_str()))
+        .map(|l| l.to_string())
+        .collect();
+    if missing.is_empty() {
+        return Ok(missing);
+    }
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# ooda: worktrees and machine state\n");
+    for l in &missing {
+        text.push_str(l);
+        text.push('\n');
+    }
+    write_atomic(path, text.as_bytes())?;
+    Ok(missing)
+}
+
+/// The built-in default of a template, for when the project has none.
+pub fn template(root: &Path, name: &str) -> Option<String> {
+    fs::read_to_string(root.join("templates").join(name))
+        .ok()
+        .or_else(|| TEMPLATES.iter().find(|(n, _)| *n == name).map(|(_, t)| t.to_string()))
+}
+
+pub fn new_brief(root: &Path, name: &str) -> Result<PathBuf> {
+    let valid = !name.is_empty()
+        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+    if !valid {
+        return Err(Error::Input(format!(
+            "`{name}` is not a valid Brief name: use lowercase letters, digits, `-` and `_`, starting with a letter or digit (e.g. `parse-latency`)"
+        )));
+    }
+    let path = root.join("briefs").join(format!("{name}.md"));
+    if path.exists() {
+        return Err(Error::Input(format!("{} already exists; edit it, or pick another name", path.display())));
+    }
+    create_dir_all(&root.join("briefs"))?;
+    let text = template(root, "brief.md").unwrap_or_default();
+    write_atomic(&path, text.as_bytes())?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gitignore_lines_are_added_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(".gitignore");
+        fs::write(&p, "target").unwrap();
+        assert_eq!(ensure_gitignore(&p).unwrap().len(), GITIGNORE_LINES.len());
+        assert!(ensure_gitignore(&p).unwrap().is_empty());
+        let text = fs::read_to_string(&p).unwrap();
+        assert!(text.starts_with("target\n"));
+    }
+
+    #[test]
+    fn the_brief_template_is_a_valid_brief() {
+        let (_, text) = TEMPLATES.iter().find(|(n, _)| *n == "brief.md").unwrap();
+        crate::brief::Brief::parse(Path::new("briefs/x.md"), text).unwrap();
+    }
+
+    #[test]
+    fn rejects_bad_names() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(new_brief(dir.path(), "Bad Name").unwrap_err().exit_code(), 2);
+        new_brief(dir.path(), "ok-name").unwrap();
+        assert_eq!(new_brief(dir.path(), "ok-name").unwrap_err().exit_code(), 2);
+    }
+}

@@ -1,0 +1,149 @@
+//! `ooda status`: one line per Brief, read-only.
+//!
+//! Status never takes a lock and never repairs anything, so it is safe to run
+//! while a tick is measuring; a missing state is rebuilt in memory only.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::brief::Brief;
+use crate::error::Result;
+use crate::history::{self, Verdict};
+use crate::project::Project;
+use crate::state::{self, Loaded, State};
+use crate::summary;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BriefStatus {
+    pub brief: String,
+    pub status: String,
+    pub stop_reason: Option<String>,
+    pub detail: Option<String>,
+    pub iterations: usize,
+    pub keeps: usize,
+    pub in_flight: Option<String>,
+    pub metric: String,
+    pub baseline: Option<f64>,
+    pub best: Option<f64>,
+    pub improvement: Option<f64>,
+    pub budget_iterations: Option<u32>,
+    pub last_event: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+}
+
+pub fn collect(project: &Project, only: Option<&str>) -> Result<Vec<BriefStatus>> {
+    let paths = match only {
+        Some(b) => vec![project.brief_path(b)?],
+        None => project.brief_paths()?,
+    };
+    Ok(paths.iter().map(|p| one(project, p)).collect())
+}
+
+fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut out = BriefStatus {
+        brief: name.clone(),
+        status: "NEW".into(),
+        stop_reason: None,
+        detail: None,
+        iterations: 0,
+        keeps: 0,
+        in_flight: None,
+        metric: String::new(),
+        baseline: None,
+        best: None,
+        improvement: None,
+        budget_iterations: None,
+        last_event: None,
+        error: None,
+    };
+    let brief = match Brief::load(path) {
+        Ok(b) => b,
+        Err(e) => {
+            out.status = "INVALID".into();
+            out.error = Some(e.to_string());
+            return out;
+        }
+    };
+    out.metric = brief.metric.name.clone();
+    out.budget_iterations = brief.effective_budget(&project.config).iterations;
+    let dir = project.iterations_dir(&name);
+    let history = match history::load(&dir) {
+        Ok(h) => h,
+        Err(e) => {
+            out.status = "ERROR".into();
+            out.error = Some(e.to_string());
+            return out;
+        }
+    };
+    let state: Option<State> = match state::peek(&dir) {
+        Ok(Loaded::Ok(s)) => Some(s),
+        Ok(_) => State::rebuild(&name, "", &history, |_| true),
+        Err(e) => {
+            out.error = Some(e.to_string());
+            None
+        }
+    };
+    if let Some(s) = &state {
+        out.status = summary::status_word(s.status()).into();
+        out.stop_reason = s.stop.as_ref().map(|st| st.reason.as_str().to_string());
+        out.detail = s.stop.as_ref().map(|st| st.detail.clone());
+        out.in_flight = s.current.as_ref().map(|c| format!("iteration {} after {}", c.iteration, c.done.as_str()));
+    }
+    out.iterations = history.len().saturating_sub(1);
+    out.keeps = history.iter().filter(|r| r.verdict == Verdict::Keep).count();
+    out.baseline = summary::baseline_value(&history);
+    if out.baseline.is_some() {
+        let best = summary::best_value(&history);
+        out.best = Some(best);
+        out.improvement = out.baseline.map(|b| summary::improvement(brief.metric.direction, b, best));
+    }
+    out.last_event = crate::events::last_timestamp(&dir);
+    out
+}
+
+pub fn render(rows: &[BriefStatus], color: bool) -> String {
+    if rows.is_empty() {
+        return "no Briefs in briefs/ (create one with `ooda new NAME`)\n".into();
+    }
+    let mut s = String::new();
+    for r in rows {
+        let paint = |text: &str| -> String {
+            if !color {
+                return text.to_string();
+            }
+            let code = match text {
+                "GREEN" | "DONE" => "32",
+                "RED" | "INVALID" | "ERROR" => "31",
+                "STOPPED" => "33",
+                _ => "0",
+            };
+            format!("\x1b[{code}m{text}\x1b[0m")
+        };
+        s.push_str(&format!("{:<20} {:<8}", r.brief, paint(&r.status)));
+        if let Some(e) = &r.error {
+            s.push_str(&format!(" {}\n", e.lines().next().unwrap_or("")));
+            continue;
+        }
+        s.push_str(&format!(
+            " {} iteration(s){}, {} keep(s)",
+            r.iterations,
+            r.budget_iterations.map(|b| format!(" of {b}")).unwrap_or_default(),
+            r.keeps
+        ));
+        if let (Some(b), Some(best), Some(imp)) = (r.baseline, r.best, r.improvement) {
+            s.push_str(&format!(", {} {} → {} ({:+.1}%)", r.metric, history::fmt_num(b), history::fmt_num(best), imp * 100.0));
+        }
+        if let Some(reason) = &r.stop_reason {
+            s.push_str(&format!(", stopped: {reason}"));
+        }
+        if let Some(f) = &r.in_flight {
+            s.push_str(&format!(", in flight: {f}"));
+        }
+        if let Some(t) = r.last_event {
+            s.push_str(&format!(", last event {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
+        }
+        s.push('\n');
+    }
+    s
+}

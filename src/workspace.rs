@@ -1,0 +1,362 @@
+//! Git worktrees where agents edit and the evaluator measures (DESIGN.md §9).
+//!
+//! The user's checkout, index and current branch are never touched. ooda owns
+//! one branch, `ooda/<brief>`, and two worktrees under `.ooda/worktrees/<brief>`:
+//! `cand` has the branch checked out (a keep is a commit there, which advances
+//! the branch), and `base` is a detached checkout of the branch tip (the
+//! current best). Every operation here is idempotent so a tick killed halfway
+//! through one is repaired by simply running `sync` again.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use git2::{
+    build::CheckoutBuilder, BranchType, DiffFormat, DiffOptions, IndexAddOption, Oid, Repository,
+    ResetType, Signature, StatusOptions, WorktreeAddOptions,
+};
+
+use crate::error::{Error, IoContext, Result};
+
+pub struct Workspace {
+    pub brief: String,
+    pub branch: String,
+    pub dir: PathBuf,
+    pub base_dir: PathBuf,
+    pub cand_dir: PathBuf,
+    repo: Repository,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChangedPath {
+    pub path: String,
+    pub kind: &'static str,
+}
+
+impl Workspace {
+    pub fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
+        let repo = Repository::discover(repo_dir).ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
+        Ok(Workspace {
+            brief: brief.to_string(),
+            branch: format!("ooda/{brief}"),
+            dir: worktrees_dir.to_path_buf(),
+            base_dir: worktrees_dir.join("base"),
+            cand_dir: worktrees_dir.join("cand"),
+            repo,
+        })
+    }
+
+    /// The commit the user's checkout is on: where a new run starts.
+    pub fn user_head(&self) -> Result<Oid> {
+        let head = self.repo.head().map_err(|e| {
+            Error::Input(format!("the repository has no commit to start from ({e}): commit your work first"))
+        })?;
+        head.peel_to_commit().map(|c| c.id()).ctx(|| "reading HEAD".into())
+    }
+
+    pub fn branch_tip(&self) -> Result<Option<Oid>> {
+        match self.repo.find_branch(&self.branch, BranchType::Local) {
+            Ok(b) => Ok(b.get().target()),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(Error::git(format!("reading branch {}", self.branch), e)),
+        }
+    }
+
+    pub fn commit_exists(&self, oid: &str) -> bool {
+        Oid::from_str(oid).ok().and_then(|o| self.repo.find_commit(o).ok()).is_some()
+    }
+
+    /// Points the branch at `target` (creating it if needed) and makes both
+    /// worktrees exist and match it exactly.
+    pub fn ensure(&self, target: Oid) -> Result<()> {
+        let commit = self.repo.find_commit(target).ctx(|| format!("finding commit {target}"))?;
+        if self.branch_tip()? != Some(target) {
+            self.set_branch(commit.id())?;
+        }
+        crate::atomic::create_dir_all(&self.dir)?;
+        self.ensure_worktree("cand", &self.cand_dir, true)?;
+        self.ensure_worktree("base", &self.base_dir, false)?;
+        self.sync(target)
+    }
+
+    /// A detached worktree of its own at `commit` (for `ooda check`), reset
+    /// and cleaned so it matches the commit exactly.
+    pub fn scratch(&self, which: &str, commit: Oid) -> Result<PathBuf> {
+        let path = self.dir.join(which);
+        crate::atomic::create_dir_all(&self.dir)?;
+        if !(path.join(".git").exists() && Repository::open(&path).is_ok()) {
+            let name = self.worktree_name(which);
+            if let Ok(wt) = self.repo.find_worktree(&name) {
+                let mut opts = git2::WorktreePruneOptions::new();
+                opts.valid(true).working_tree(true);
+                let _ = wt.prune(Some(&mut opts));
+            }
+            if path.exists() {
+                fs::remove_dir_all(&path).ctx(|| format!("removing {}", path.display()))?;
+            }
+            self.add_detached(&name, &path, commit)?;
+        }
+        let repo = Repository::open(&path).ctx(|| format!("opening {}", path.display()))?;
+        repo.set_head_detached(commit).ctx(|| "moving the scratch worktree".into())?;
+        let obj = repo.find_object(commit, None).ctx(|| format!("finding {commit}"))?;
+        repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force())).ctx(|| "resetting the scratch worktree".into())?;
+        clean_untracked(&repo, &path)?;
+        Ok(path)
+    }
+
+    /// Adds a worktree detached at `commit`. libgit2 checks a worktree out on a
+    /// branch, so a temporary branch carries it there and is deleted after.
+    fn add_detached(&self, name: &str, path: &Path, commit: Oid) -> Result<()> {
+        let tmp_branch = format!("ooda-tmp/{name}");
+        let c = self.repo.find_commit(commit).ctx(|| format!("finding {commit}"))?;
+        let b = self.repo.branch(&tmp_branch, &c, true).ctx(|| format!("creating {tmp_branch}"))?;
+        let r = b.into_reference();
+        let mut opts = WorktreeAddOptions::new();
+        opts.reference(Some(&r));
+        self.repo.worktree(name, path, Some(&opts)).ctx(|| format!("creating worktree {}", path.display()))?;
+        let wt_repo = Repository::open(path).ctx(|| format!("opening {}", path.display()))?;
+        wt_repo.set_head_detached(commit).ctx(|| "detaching the worktree".into())?;
+        if let Ok(mut b) = self.repo.find_branch(&tmp_branch, BranchType::Local) {
+            let _ = b.delete();
+        }
+        Ok(())
+    }
+
+    fn worktree_name(&self, which: &str) -> String {
+        format!("ooda-{}-{which}", self.brief)
+    }
+
+    fn ensure_worktree(&self, which: &str, path: &Path, on_branch: bool) -> Result<()> {
+        let name = self.worktree_name(which);
+        if path.join(".git").exists() && Repository::open(path).is_ok() {
+            return Ok(());
+        }
+        // A half-created or deleted worktree: prune git's record and recreate.
+        if let Ok(wt) = self.repo.find_worktree(&name) {
+            let mut opts = git2::WorktreePruneOptions::new();
+            opts.valid(true).working_tree(true);
+            let _ = wt.prune(Some(&mut opts));
+        }
+        if path.exists() {
+            fs::remove_dir_all(path).ctx(|| format!("removing the broken worktree {}", path.display()))?;
+        }
+        if on_branch {
+            let reference = self
+                .repo
+                .find_reference(&format!("refs/heads/{}", self.branch))
+                .ctx(|| format!("finding branch {}", self.branch))?;
+            let mut opts = WorktreeAddOptions::new();
+            opts.reference(Some(&reference));
+            self.repo.worktree(&name, path, Some(&opts)).ctx(|| format!("creating worktree {}", path.display()))?;
+        } else {
+            let tip = self.branch_tip()?.ok_or_else(|| Error::Internal("the ooda branch vanished".into()))?;
+            self.add_detached(&name, path, tip)?;
+        }
+        Ok(())
+    }
+
+    /// Makes both worktrees exactly `target`: tracked files reset, files the
+    /// agent created removed (ignored build outputs stay, for fast rebuilds).
+    pub fn sync(&self, target: Oid) -> Result<()> {
+        let cand = self.cand_repo()?;
+        let obj = cand.find_object(target, None).ctx(|| format!("finding {target}"))?;
+        cand.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force())).ctx(|| "resetting the candidate worktree".into())?;
+        clean_untracked(&cand, &self.cand_dir)?;
+        let base = self.base_repo()?;
+        base.set_head_detached(target).ctx(|| "moving the base worktree".into())?;
+        let obj = base.find_object(target, None).ctx(|| format!("finding {target}"))?;
+        base.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force())).ctx(|| "resetting the base worktree".into())?;
+        clean_untracked(&base, &self.base_dir)?;
+        Ok(())
+    }
+
+    pub fn cand_repo(&self) -> Result<Repository> {
+        Repository::open(&self.cand_dir).ctx(|| format!("opening {}", self.cand_dir.display()))
+    }
+
+    pub fn base_repo(&self) -> Result<Repository> {
+        Repository::open(&self.base_dir).ctx(|| format!("opening {}", self.base_dir.display()))
+    }
+
+    /// Paths the candidate changed relative to its HEAD, untracked included.
+    pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
+        let repo = self.cand_repo()?;
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
+        let statuses = repo.statuses(Some(&mut opts)).ctx(|| "reading the candidate's status".into())?;
+        let mut out = Vec::new();
+        for s in statuses.iter() {
+            let st = s.status();
+            let kind = if st.is_wt_new() || st.is_index_new() {
+                "added"
+            } else if st.is_wt_deleted() || st.is_index_deleted() {
+                "deleted"
+            } else {
+                "modified"
+            };
+            if let Ok(p) = s.path() {
+                out.push(ChangedPath { path: p.to_string(), kind });
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    /// The candidate's change as a patch (untracked files included).
+    pub fn diff(&self) -> Result<String> {
+        let repo = self.cand_repo()?;
+        let head = repo.head().and_then(|h| h.peel_to_tree()).ctx(|| "reading the candidate's HEAD".into())?;
+        let mut opts = DiffOptions::new();
+        opts.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
+        let diff = repo
+            .diff_tree_to_workdir_with_index(Some(&head), Some(&mut opts))
+            .ctx(|| "diffing the candidate".into())?;
+        let mut text = Vec::new();
+        diff.print(DiffFormat::Patch, |_, _, line| {
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                text.push(line.origin() as u8);
+            }
+            text.extend_from_slice(line.content());
+            true
+        })
+        .ctx(|| "printing the candidate's diff".into())?;
+        Ok(String::from_utf8_lossy(&text).into_owned())
+    }
+
+    /// Stages everything in the candidate and writes a commit object on top of
+    /// `parent` without moving any reference (LEARN needs its hash before
+    /// COMMIT publishes it). Returns (commit, tree).
+    pub fn prepare_commit(&self, parent: Oid, message: &str) -> Result<(Oid, Oid)> {
+        let repo = self.cand_repo()?;
+        let mut index = repo.index().ctx(|| "opening the candidate's index".into())?;
+        index.add_all(["*"], IndexAddOption::DEFAULT, None).ctx(|| "staging the candidate".into())?;
+        index.update_all(["*"], None).ctx(|| "staging deletions".into())?;
+        index.write().ctx(|| "writing the candidate's index".into())?;
+        let tree_id = index.write_tree().ctx(|| "writing the candidate's tree".into())?;
+        let tree = repo.find_tree(tree_id).ctx(|| "finding the tree".into())?;
+        let parent = repo.find_commit(parent).ctx(|| "finding the parent commit".into())?;
+        let sig = Signature::now("ooda", "ooda@localhost").ctx(|| "making a signature".into())?;
+        let commit = repo.commit(None, &sig, &sig, message, &tree, &[&parent]).ctx(|| "writing the commit".into())?;
+        Ok((commit, tree_id))
+    }
+
+    /// The tree the candidate would commit, for exact-cycle detection.
+    pub fn candidate_tree(&self) -> Result<Oid> {
+        let repo = self.cand_repo()?;
+        let mut index = repo.index().ctx(|| "opening the candidate's index".into())?;
+        index.add_all(["*"], IndexAddOption::DEFAULT, None).ctx(|| "staging the candidate".into())?;
+        index.update_all(["*"], None).ctx(|| "staging deletions".into())?;
+        // In-memory only: the index file is left as it was.
+        index.write_tree_to(&repo).ctx(|| "hashing the candidate's tree".into())
+    }
+
+    /// Publishes a kept commit: the branch advances and both worktrees follow.
+    pub fn advance(&self, commit: Oid) -> Result<()> {
+        self.set_branch(commit)?;
+        self.sync(commit)
+    }
+
+    /// Moves ooda's branch through the reference API: libgit2 refuses to
+    /// force a branch that a worktree has checked out, but the candidate
+    /// worktree is ours and is reset right after.
+    fn set_branch(&self, commit: Oid) -> Result<()> {
+        self.repo
+            .reference(&format!("refs/heads/{}", self.branch), commit, true, "ooda: advance")
+            .map(|_| ())
+            .ctx(|| format!("moving branch {} to {commit}", self.branch))
+    }
+}
+
+/// Removes untracked, non-ignored files and the folders they leave empty.
+/// Symlinks are removed as links; nothing outside `root` is ever touched.
+fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
+    let statuses = repo.statuses(Some(&mut opts)).ctx(|| format!("reading status of {}", root.display()))?;
+    let mut dirs = Vec::new();
+    for s in statuses.iter() {
+        if !s.status().is_wt_new() {
+            continue;
+        }
+        let Ok(rel) = s.path() else { continue };
+        if rel.split('/').any(|c| c == ".." || c.is_empty()) && !rel.ends_with('/') {
+            continue;
+        }
+        let p = root.join(rel.trim_end_matches('/'));
+        let Ok(meta) = fs::symlink_metadata(&p) else { continue };
+        if meta.is_dir() {
+            let _ = fs::remove_dir_all(&p);
+        } else {
+            fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+        }
+        let mut parent = p.parent().map(Path::to_path_buf);
+        while let Some(d) = parent {
+            if d == root || !d.starts_with(root) {
+                break;
+            }
+            dirs.push(d.clone());
+            parent = d.parent().map(Path::to_path_buf);
+        }
+    }
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs {
+        let _ = fs::remove_dir(&d); // fails harmlessly when not empty
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn repo_with_commit(dir: &Path) -> Oid {
+        let repo = Repository::init(dir).unwrap();
+        fs::write(dir.join("a.txt"), "one\n").unwrap();
+        fs::write(dir.join(".gitignore"), "/.ooda/\ntarget/\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
+        index.write().unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = Signature::now("t", "t@t").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[]).unwrap()
+    }
+
+    #[test]
+    fn keep_and_discard_cycle() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = repo_with_commit(dir.path());
+        let ws = Workspace::open(dir.path(), &dir.path().join(".ooda/worktrees/b"), "b").unwrap();
+        ws.ensure(start).unwrap();
+        assert_eq!(fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(), "one\n");
+
+        // Discard: an edit and a new file disappear; ignored outputs survive.
+        fs::write(ws.cand_dir.join("a.txt"), "two\n").unwrap();
+        fs::create_dir_all(ws.cand_dir.join("new/deep")).unwrap();
+        fs::write(ws.cand_dir.join("new/deep/f.txt"), "x").unwrap();
+        fs::create_dir_all(ws.cand_dir.join("target")).unwrap();
+        fs::write(ws.cand_dir.join("target/out"), "bin").unwrap();
+        let changed: Vec<_> = ws.changed_paths().unwrap().into_iter().map(|c| c.path).collect();
+        assert_eq!(changed, vec!["a.txt", "new/deep/f.txt"]);
+        assert!(ws.diff().unwrap().contains("+two"));
+        ws.sync(start).unwrap();
+        assert_eq!(fs::read_to_string(ws.cand_dir.join("a.txt")).unwrap(), "one\n");
+        assert!(!ws.cand_dir.join("new").exists());
+        assert!(ws.cand_dir.join("target/out").exists());
+
+        // Keep: the branch advances and base follows; the user's HEAD does not move.
+        fs::write(ws.cand_dir.join("a.txt"), "three\n").unwrap();
+        let tree = ws.candidate_tree().unwrap();
+        let (commit, tree2) = ws.prepare_commit(start, "keep").unwrap();
+        assert_eq!(tree, tree2);
+        assert_eq!(ws.branch_tip().unwrap(), Some(start));
+        ws.advance(commit).unwrap();
+        assert_eq!(ws.branch_tip().unwrap(), Some(commit));
+        assert_eq!(fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(), "three\n");
+        assert_eq!(ws.user_head().unwrap(), start);
+        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
+
+        // Idempotent: ensuring again with a deleted base worktree repairs it.
+        fs::remove_dir_all(&ws.base_dir).unwrap();
+        ws.ensure(commit).unwrap();
+        assert_eq!(fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(), "three\n");
+    }
+}
