@@ -72,6 +72,9 @@ mod tests {
     fn failure_names_the_file() {
         let p = Path::new("/nonexistent-dir-for-ooda/state.json");
         let err = write_atomic(p, b"x").unwrap_err().to_string();
-        assert!(err.contains("/nonexistent-dir-for-ooda/state.json"), "{err}");
+        assert!(
+            err.contains("/nonexistent-dir-for-ooda/state.json"),
+            "{err}"
+        );
     }
 }

@@ -23,7 +23,11 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     let mut s = String::new();
     let m = &brief.metric;
     let _ = writeln!(s, "{}: valid", brief.path.display());
-    let _ = writeln!(s, "  metric      {} ({:?}) from `{}`", m.name, m.direction, m.command);
+    let _ = writeln!(
+        s,
+        "  metric      {} ({:?}) from `{}`",
+        m.name, m.direction, m.command
+    );
     if let Some(setup) = &m.setup {
         let _ = writeln!(s, "  setup       `{setup}`");
     }
@@ -32,21 +36,33 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
         Parse::Regex(r) => format!("regex:{}", r.as_str()),
         Parse::Json(p) => format!("json:{p}"),
     };
-    let _ = writeln!(s, "  parse       {parse}; timeout {}; noise floor {:.1}%", crate::brief::format_duration(m.timeout), m.noise_floor * 100.0);
+    let _ = writeln!(
+        s,
+        "  parse       {parse}; timeout {}; noise floor {:.1}%",
+        crate::brief::format_duration(m.timeout),
+        m.noise_floor * 100.0
+    );
     if let Some(t) = m.target {
         let _ = writeln!(s, "  target      {}", fmt_num(t));
     }
     for g in &brief.guards {
         let _ = writeln!(s, "  guard       `{g}`");
     }
-    let _ = writeln!(s, "  scope       allow {:?}, protect {:?}", brief.scope.allow, brief.scope.protect);
+    let _ = writeln!(
+        s,
+        "  scope       allow {:?}, protect {:?}",
+        brief.scope.allow, brief.scope.protect
+    );
     for k in &brief.knobs {
         let _ = writeln!(
             s,
             "  knob        {} = {}{}",
             k.name,
             knobs::describe(&k.spec),
-            k.default.as_ref().map(|d| format!(", default {d}")).unwrap_or_default()
+            k.default
+                .as_ref()
+                .map(|d| format!(", default {d}"))
+                .unwrap_or_default()
         );
     }
     let agent = match MainAgent::for_brief(brief) {
@@ -58,10 +74,18 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     let _ = writeln!(
         s,
         "  budget      iterations {}, wall {}, tokens {}, cost {}",
-        b.iterations.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
-        b.wall.map(crate::brief::format_duration).unwrap_or_else(|| "none".into()),
-        b.tokens.map(|n| n.to_string()).unwrap_or_else(|| "none".into()),
-        b.cost_usd.map(|c| format!("${c:.2}")).unwrap_or_else(|| "none".into())
+        b.iterations
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "none".into()),
+        b.wall
+            .map(crate::brief::format_duration)
+            .unwrap_or_else(|| "none".into()),
+        b.tokens
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "none".into()),
+        b.cost_usd
+            .map(|c| format!("${c:.2}"))
+            .unwrap_or_else(|| "none".into())
     );
     if let Some(sch) = &brief.schedule {
         let _ = writeln!(s, "  schedule    {sch}");
@@ -70,26 +94,51 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
 }
 
 /// Runs setup and guards once, then the metric `n` times, in a scratch worktree.
-pub fn measure(project: &Project, brief: &Brief, n: u32, cancel: &AtomicBool, progress: &dyn Fn(&str)) -> Result<String> {
-    let ws = crate::workspace::Workspace::open(&project.root, &project.worktrees_dir(&brief.name), &brief.name)?;
+pub fn measure(
+    project: &Project,
+    brief: &Brief,
+    n: u32,
+    cancel: &AtomicBool,
+    progress: &dyn Fn(&str),
+) -> Result<String> {
+    let ws = crate::workspace::Workspace::open(
+        &project.root,
+        &project.worktrees_dir(&brief.name),
+        &brief.name,
+    )?;
     let head = ws.user_head()?;
     let dir = ws.scratch("check", head)?;
     let file_point = knobs::read_env(&dir.join(&brief.knobs_file), &brief.knobs)?;
-    let env: Vec<(String, String)> = knobs::initial_point(&file_point, &brief.knobs).into_iter().map(|(k, v)| (k, v.to_string())).collect();
+    let env: Vec<(String, String)> = knobs::initial_point(&file_point, &brief.knobs)
+        .into_iter()
+        .map(|(k, v)| (k, v.to_string()))
+        .collect();
     let cap = project.config.defaults.output_cap as usize;
     let run = |cmd: &str, timeout| -> Result<exec::CommandOutput> {
         let mut env = env.clone();
         env.push(("OODA_SIDE".into(), "check".into()));
         env.push(("OODA_BRIEF".into(), brief.name.clone()));
-        let spec = CommandSpec { command: cmd, cwd: &dir, env, timeout, output_cap: cap, stdin: None };
-        let out = exec::run(&spec, cancel).map_err(|e| Error::io(format!("starting `{cmd}`"), e))?;
+        let spec = CommandSpec {
+            command: cmd,
+            cwd: &dir,
+            env,
+            timeout,
+            output_cap: cap,
+            stdin: None,
+        };
+        let out =
+            exec::run(&spec, cancel).map_err(|e| Error::io(format!("starting `{cmd}`"), e))?;
         if matches!(out.status, Outcome::Interrupted) {
             return Err(Error::Interrupted);
         }
         Ok(out)
     };
     let fail = |what: String, out: &exec::CommandOutput| {
-        Error::Input(format!("{what} {}:\n{}", describe_outcome(out), crate::compress::compress(&out.output, 4000)))
+        Error::Input(format!(
+            "{what} {}:\n{}",
+            describe_outcome(out),
+            crate::compress::compress(&out.output, 4000)
+        ))
     };
     let long = brief.metric.timeout.max(std::time::Duration::from_secs(60)) * 4;
     if let Some(setup) = &brief.metric.setup {
@@ -107,7 +156,9 @@ pub fn measure(project: &Project, brief: &Brief, n: u32, cancel: &AtomicBool, pr
         }
     }
     let how = match &brief.metric.parse {
-        Parse::MetricLine => MetricParse::MetricLine { name: &brief.metric.name },
+        Parse::MetricLine => MetricParse::MetricLine {
+            name: &brief.metric.name,
+        },
         Parse::Regex(r) => MetricParse::Regex(r),
         Parse::Json(p) => MetricParse::Json(p),
     };
@@ -115,16 +166,37 @@ pub fn measure(project: &Project, brief: &Brief, n: u32, cancel: &AtomicBool, pr
     for i in 1..=n {
         let out = run(&brief.metric.command, brief.metric.timeout)?;
         if out.status != Outcome::Success {
-            return Err(fail(format!("metric command `{}`", brief.metric.command), &out));
+            return Err(fail(
+                format!("metric command `{}`", brief.metric.command),
+                &out,
+            ));
         }
-        let v = metric::parse_metric(&out.stdout, &how).map_err(|e| Error::Input(format!("metric command `{}`: {e}", brief.metric.command)))?;
-        progress(&format!("run {i}/{n}: {} = {}", brief.metric.name, fmt_num(v)));
+        let v = metric::parse_metric(&out.stdout, &how)
+            .map_err(|e| Error::Input(format!("metric command `{}`: {e}", brief.metric.command)))?;
+        progress(&format!(
+            "run {i}/{n}: {} = {}",
+            brief.metric.name,
+            fmt_num(v)
+        ));
         values.push(v);
     }
     let mut s = String::new();
-    let _ = writeln!(s, "{} over {n} run(s) at {}: {}", brief.metric.name, crate::history::short(&head.to_string()), values.iter().map(|v| fmt_num(*v)).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(
+        s,
+        "{} over {n} run(s) at {}: {}",
+        brief.metric.name,
+        crate::history::short(&head.to_string()),
+        values
+            .iter()
+            .map(|v| fmt_num(*v))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     if values.iter().any(|v| *v <= 0.0) {
-        let _ = writeln!(s, "warning: the metric must be positive: ooda compares ratios");
+        let _ = writeln!(
+            s,
+            "warning: the metric must be positive: ooda compares ratios"
+        );
         return Ok(s);
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
@@ -138,8 +210,17 @@ pub fn measure(project: &Project, brief: &Brief, n: u32, cancel: &AtomicBool, pr
     if n >= 2 {
         let sd = stats::sd(&logs);
         let pairs = project.config.defaults.pairs;
-        let mde = stats::min_detectable_effect(sd * std::f64::consts::SQRT_2, pairs as usize, project.config.defaults.alpha, 0.8);
-        let _ = writeln!(s, "spread: {:.2}% run to run (sd of log values)", sd * 100.0);
+        let mde = stats::min_detectable_effect(
+            sd * std::f64::consts::SQRT_2,
+            pairs as usize,
+            project.config.defaults.alpha,
+            0.8,
+        );
+        let _ = writeln!(
+            s,
+            "spread: {:.2}% run to run (sd of log values)",
+            sd * 100.0
+        );
         let _ = writeln!(
             s,
             "minimum detectable gain: {:.2}% at {pairs} pairs (80% power, α = {}); smaller gains will be discarded as noise",

@@ -17,7 +17,11 @@ use crate::phases::{Runner, StepOutcome};
 use crate::project::Project;
 
 #[derive(Debug, Parser)]
-#[command(name = "ooda", version, about = "Write a Brief before you leave; read summary.md in the morning.")]
+#[command(
+    name = "ooda",
+    version,
+    about = "Write a Brief before you leave; read summary.md in the morning."
+)]
 pub struct Cli {
     /// Project root (default: nearest ancestor with ooda.yaml, else the git root)
     #[arg(long, global = true, value_name = "DIR")]
@@ -81,10 +85,12 @@ pub enum Command {
 /// Writes to stdout; a closed pipe (`ooda status | head -1`) ends the process quietly.
 pub fn out(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
+    if let Err(e) = stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
     }
 }
 
@@ -99,7 +105,9 @@ pub fn run(cli: Cli) -> Result<i32> {
     let color = match cli.color {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        ColorChoice::Auto => {
+            std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+        }
     };
     let progress = move |m: &str| err_line(quiet, m);
     match cli.command {
@@ -107,7 +115,10 @@ pub fn run(cli: Cli) -> Result<i32> {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
             let report = crate::scaffold::init(&dir)?;
             if cli.json {
-                out(&format!("{}\n", json!({"created": report.created, "kept": report.kept, "gitignore_added": report.gitignore_added})));
+                out(&format!(
+                    "{}\n",
+                    json!({"created": report.created, "kept": report.kept, "gitignore_added": report.gitignore_added})
+                ));
             } else {
                 for p in &report.created {
                     out(&format!("created {}\n", p.display()));
@@ -116,7 +127,10 @@ pub fn run(cli: Cli) -> Result<i32> {
                     out(&format!("kept    {} (exists)\n", p.display()));
                 }
                 if !report.gitignore_added.is_empty() {
-                    out(&format!("added to .gitignore: {}\n", report.gitignore_added.join(" ")));
+                    out(&format!(
+                        "added to .gitignore: {}\n",
+                        report.gitignore_added.join(" ")
+                    ));
                 }
                 out("next: `ooda new NAME` to write a Brief, then `ooda check NAME --measure 5`\n");
             }
@@ -125,7 +139,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::New { name } => {
             let project = Project::discover(cli.root.as_deref())?;
             let path = crate::scaffold::new_brief(&project.root, &name)?;
-            out(&format!("created {}: edit it, then `ooda check {name} --measure 5`\n", path.display()));
+            out(&format!(
+                "created {}: edit it, then `ooda check {name} --measure 5`\n",
+                path.display()
+            ));
             Ok(0)
         }
         Command::Check { brief, measure } => {
@@ -137,7 +154,13 @@ pub fn run(cli: Cli) -> Result<i32> {
                     return Err(Error::Input("--measure needs at least 1 run".into()));
                 }
                 let interrupt = Interrupt::install();
-                out(&crate::check::measure(&project, &b, n, interrupt.flag(), &progress)?);
+                out(&crate::check::measure(
+                    &project,
+                    &b,
+                    n,
+                    interrupt.flag(),
+                    &progress,
+                )?);
             }
             Ok(0)
         }
@@ -148,14 +171,20 @@ pub fn run(cli: Cli) -> Result<i32> {
             let outcome = runner.step()?;
             Ok(report_step(&runner, &outcome, cli.json, quiet))
         }
-        Command::Run { brief, max_iterations } => {
+        Command::Run {
+            brief,
+            max_iterations,
+        } => {
             let project = Project::discover(cli.root.as_deref())?;
             let interrupt = Interrupt::install();
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
             let mut done = 0u32;
             loop {
                 if max_iterations.is_some_and(|m| done >= m) {
-                    err_line(quiet, &format!("[{}] --max-iterations {done} reached", runner.brief.name));
+                    err_line(
+                        quiet,
+                        &format!("[{}] --max-iterations {done} reached", runner.brief.name),
+                    );
                     return Ok(0);
                 }
                 let outcome = runner.step()?;
@@ -171,7 +200,10 @@ pub fn run(cli: Cli) -> Result<i32> {
             let project = Project::discover(cli.root.as_deref())?;
             let rows = crate::status::collect(&project, brief.as_deref())?;
             if cli.json {
-                out(&format!("{}\n", serde_json::to_string_pretty(&rows).unwrap_or_default()));
+                out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&rows).unwrap_or_default()
+                ));
             } else {
                 out(&crate::status::render(&rows, color));
             }
@@ -180,7 +212,10 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Ack { brief, note } => {
             let project = Project::discover(cli.root.as_deref())?;
             let interrupt = Interrupt::none();
-            out(&format!("{}\n", crate::phases::ack(&project, &brief, note.as_deref(), &interrupt)?));
+            out(&format!(
+                "{}\n",
+                crate::phases::ack(&project, &brief, note.as_deref(), &interrupt)?
+            ));
             Ok(0)
         }
         Command::Report { brief } => {
@@ -188,7 +223,11 @@ pub fn run(cli: Cli) -> Result<i32> {
             let b = project.load_brief(&brief)?;
             let path = project.iterations_dir(&b.name).join("summary.md");
             let text = std::fs::read_to_string(&path).map_err(|e| {
-                Error::Input(format!("{}: {e} (no run yet? start one with `ooda tick {}`)", path.display(), b.name))
+                Error::Input(format!(
+                    "{}: {e} (no run yet? start one with `ooda tick {}`)",
+                    path.display(),
+                    b.name
+                ))
             })?;
             out(&text);
             Ok(0)
@@ -200,7 +239,11 @@ pub fn run(cli: Cli) -> Result<i32> {
 fn report_step(runner: &Runner, outcome: &StepOutcome, json: bool, quiet: bool) -> i32 {
     let name = &runner.brief.name;
     let (code, text, value) = match outcome {
-        StepOutcome::Baseline => (0, format!("{name}: baseline archived in iter-000.md"), json!({"brief": name, "outcome": "baseline", "iteration": 0})),
+        StepOutcome::Baseline => (
+            0,
+            format!("{name}: baseline archived in iter-000.md"),
+            json!({"brief": name, "outcome": "baseline", "iteration": 0}),
+        ),
         StepOutcome::Iteration { iteration, verdict } => (
             0,
             format!("{name}: iteration {iteration} {}", verdict.as_str()),
@@ -216,11 +259,23 @@ fn report_step(runner: &Runner, outcome: &StepOutcome, json: bool, quiet: bool) 
             };
             let finished = matches!(outcome, StepOutcome::Finished(_));
             let text = if finished {
-                format!("{name}: nothing to do: the run ended ({}: {}). To start a new run, move iterations/{name}/ aside and delete branch ooda/{name}.", stop.reason.as_str(), stop.detail)
+                format!(
+                    "{name}: nothing to do: the run ended ({}: {}). To start a new run, move iterations/{name}/ aside and delete branch ooda/{name}.",
+                    stop.reason.as_str(),
+                    stop.detail
+                )
             } else {
-                format!("{name}: stopped: {} — {}", stop.reason.as_str(), stop.detail)
+                format!(
+                    "{name}: stopped: {} — {}",
+                    stop.reason.as_str(),
+                    stop.detail
+                )
             };
-            (code, text, json!({"brief": name, "outcome": if finished {"finished"} else {"stopped"}, "reason": stop.reason.as_str(), "detail": stop.detail, "iteration": stop.iteration}))
+            (
+                code,
+                text,
+                json!({"brief": name, "outcome": if finished {"finished"} else {"stopped"}, "reason": stop.reason.as_str(), "detail": stop.detail, "iteration": stop.iteration}),
+            )
         }
     };
     if json {

@@ -149,7 +149,10 @@ fn char_len(s: &str) -> usize {
 /// order: a short head and tail, the important lines, then more head and tail.
 fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     let rendered_len = |es: &[Entry]| -> usize {
-        es.iter().map(|e| char_len(&e.text) + 1).sum::<usize>().saturating_sub(1)
+        es.iter()
+            .map(|e| char_len(&e.text) + 1)
+            .sum::<usize>()
+            .saturating_sub(1)
     };
     if rendered_len(&entries) <= budget {
         return join(&entries);
@@ -326,10 +329,7 @@ mod tests {
     #[test]
     fn collapses_identical_lines() {
         let text = "start\nretrying\nretrying\nretrying\nend\n\n\n\nafter";
-        assert_eq!(
-            compress(text, 1000),
-            "start\nretrying  (×3)\nend\n\nafter"
-        );
+        assert_eq!(compress(text, 1000), "start\nretrying  (×3)\nend\n\nafter");
     }
 
     #[test]
@@ -382,7 +382,10 @@ mod tests {
                     format!("error: boom number {i}")
                 } else {
                     // Distinct words so that nothing collapses or groups.
-                    format!("log {} line", ["alpha", "beta", "gamma"][i % 3].repeat(1 + i % 7))
+                    format!(
+                        "log {} line",
+                        ["alpha", "beta", "gamma"][i % 3].repeat(1 + i % 7)
+                    )
                 }
             })
             .collect::<Vec<_>>()
@@ -413,7 +416,11 @@ mod tests {
 
     #[test]
     fn overlong_lines_are_shortened() {
-        let text = format!("first\n{}\nerror: {}\nlast", "x".repeat(50_000), "y".repeat(50_000));
+        let text = format!(
+            "first\n{}\nerror: {}\nlast",
+            "x".repeat(50_000),
+            "y".repeat(50_000)
+        );
         let out = compress(&text, 1000);
         assert!(out.chars().count() <= 1000);
         assert!(out.starts_with("first\n"));
@@ -425,13 +432,19 @@ mod tests {
     #[test]
     fn always_within_budget_and_deterministic() {
         let mut rng = SplitMix64::new(11);
-        let words = ["ok", "error", "§é", "\x1b[2K", "\r", "42", "  ", "warning", "\t"];
+        let words = [
+            "ok", "error", "§é", "\x1b[2K", "\r", "42", "  ", "warning", "\t",
+        ];
         for _ in 0..200 {
             let n = rng.below(300) as usize;
             let text: String = (0..n)
                 .map(|_| {
                     let w = words[rng.below(words.len() as u64) as usize];
-                    if rng.below(4) == 0 { format!("{w}\n") } else { w.to_string() }
+                    if rng.below(4) == 0 {
+                        format!("{w}\n")
+                    } else {
+                        w.to_string()
+                    }
                 })
                 .collect();
             for budget in [0, 1, 2, 7, 30, 100, 500, 5000] {
@@ -453,7 +466,10 @@ mod tests {
         assert_eq!(redact("sk-proj-1234567890abcdefXYZ"), "[REDACTED]");
         assert_eq!(redact("sk-1234567890abcdefghij"), "[REDACTED]");
         // Short or embedded look-alikes stay.
-        assert_eq!(redact("task-1234567890abcdefghij"), "task-1234567890abcdefghij");
+        assert_eq!(
+            redact("task-1234567890abcdefghij"),
+            "task-1234567890abcdefghij"
+        );
         assert_eq!(redact("sk-short"), "sk-short");
     }
 

@@ -356,16 +356,16 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
     }) {
         d.calibration_pairs = u32::try_from(v).unwrap_or(u32::MAX);
     }
-    if let Some(e) = fields.get("alpha") {
-        if let Some(v) = ck.expect(
+    if let Some(e) = fields.get("alpha")
+        && let Some(v) = ck.expect(
             &e.value,
             "defaults.alpha",
             "a probability between 0 and 0.5",
             "alpha: 0.05",
             |n| parse_float(n.scalar()?).filter(|v| *v > 0.0 && *v < 0.5),
-        ) {
-            d.alpha = v;
-        }
+        )
+    {
+        d.alpha = v;
     }
     if let Some(v) = fields
         .get("prompt_budget")
@@ -373,26 +373,26 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
     {
         d.prompt_budget = usize::try_from(v).unwrap_or(usize::MAX);
     }
-    if let Some(e) = fields.get("notes_dir") {
-        if let Some(v) = ck.string(
+    if let Some(e) = fields.get("notes_dir")
+        && let Some(v) = ck.string(
             &e.value,
             "defaults.notes_dir",
             "a folder path",
             "notes_dir: notes",
-        ) {
-            d.notes_dir = v;
-        }
+        )
+    {
+        d.notes_dir = v;
     }
-    if let Some(e) = fields.get("output_cap") {
-        if let Some(v) = ck.expect(
+    if let Some(e) = fields.get("output_cap")
+        && let Some(v) = ck.expect(
             &e.value,
             "defaults.output_cap",
             "a positive byte count like `1048576`, `1M` or `1MiB`",
             "output_cap: 1MiB",
             |n| parse_bytes(n.scalar()?).filter(|v| *v > 0),
-        ) {
-            d.output_cap = v;
-        }
+        )
+    {
+        d.output_cap = v;
     }
 }
 

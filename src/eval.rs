@@ -203,14 +203,20 @@ impl Evaluator<'_> {
     }
 
     /// One measurement: the metric command once, its value parsed.
-    pub fn measure(&mut self, wt: &Worktree, pair: u32) -> Result<std::result::Result<f64, RunFailure>> {
+    pub fn measure(
+        &mut self,
+        wt: &Worktree,
+        pair: u32,
+    ) -> Result<std::result::Result<f64, RunFailure>> {
         let cmd = self.brief.metric.command.clone();
         let out = self.run_command("metric", wt, &cmd, self.brief.metric.timeout)?;
         if let Some(f) = failure_of(&out, &format!("metric command `{cmd}`")) {
             return Ok(Err(f));
         }
         let how = match &self.brief.metric.parse {
-            Parse::MetricLine => MetricParse::MetricLine { name: &self.brief.metric.name },
+            Parse::MetricLine => MetricParse::MetricLine {
+                name: &self.brief.metric.name,
+            },
             Parse::Regex(re) => MetricParse::Regex(re),
             Parse::Json(p) => MetricParse::Json(p),
         };
@@ -235,7 +241,11 @@ impl Evaluator<'_> {
         self.events.emit(
             Some(self.iteration),
             Some(&self.parent),
-            Event::Measurement { pair, side: wt.side.as_str().into(), value },
+            Event::Measurement {
+                pair,
+                side: wt.side.as_str().into(),
+                value,
+            },
         )?;
         Ok(Ok(value))
     }
@@ -252,7 +262,11 @@ impl Evaluator<'_> {
         let mut pairs = Vec::new();
         for i in 1..=n {
             let cand_first = rng.below(2) == 1;
-            let order: [&Worktree; 2] = if cand_first { [cand, base] } else { [base, cand] };
+            let order: [&Worktree; 2] = if cand_first {
+                [cand, base]
+            } else {
+                [base, cand]
+            };
             let mut vals = [0.0; 2];
             for (slot, wt) in order.iter().enumerate() {
                 match self.measure(wt, i)? {
@@ -260,9 +274,18 @@ impl Evaluator<'_> {
                     Err(f) => return Ok(Err((wt.side, f))),
                 }
             }
-            let (b, c) = if cand_first { (vals[1], vals[0]) } else { (vals[0], vals[1]) };
+            let (b, c) = if cand_first {
+                (vals[1], vals[0])
+            } else {
+                (vals[0], vals[1])
+            };
             let d = oriented_log_ratio(self.brief.metric.direction, b, c);
-            pairs.push(Pair { base: b, cand: c, cand_first, d });
+            pairs.push(Pair {
+                base: b,
+                cand: c,
+                cand_first,
+                d,
+            });
             let est = stats::mean(&pairs.iter().map(|p| p.d).collect::<Vec<_>>());
             (self.progress)(&format!(
                 "pair {i}/{n}: base {} cand {} (running effect {:+.1}%)",
@@ -279,7 +302,10 @@ fn failure_of(out: &exec::CommandOutput, what: &str) -> Option<RunFailure> {
     let reason = match out.status {
         Outcome::Success => return None,
         Outcome::Failed => format!("{what} exited with code {}", out.exit_code.unwrap_or(-1)),
-        Outcome::TimedOut => format!("{what} timed out after {:.0}s (its process group was killed)", out.elapsed.as_secs_f64()),
+        Outcome::TimedOut => format!(
+            "{what} timed out after {:.0}s (its process group was killed)",
+            out.elapsed.as_secs_f64()
+        ),
         Outcome::Killed => format!("{what} was killed by a signal"),
         Outcome::Interrupted => format!("{what} was interrupted"),
     };
@@ -306,7 +332,13 @@ pub fn gain(dir: Direction, d: f64) -> f64 {
 }
 
 /// The fixed-sample rule: one-sided paired t-test of mean(d) > δ₀.
-pub fn decide(dir: Direction, pairs: Vec<Pair>, alpha: f64, noise_floor: f64, theta1: f64) -> (bool, Comparison, String) {
+pub fn decide(
+    dir: Direction,
+    pairs: Vec<Pair>,
+    alpha: f64,
+    noise_floor: f64,
+    theta1: f64,
+) -> (bool, Comparison, String) {
     let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();
     let delta0 = (1.0 + noise_floor).ln();
     let test = stats::paired_t(&d, delta0);
@@ -353,7 +385,12 @@ pub fn decide(dir: Direction, pairs: Vec<Pair>, alpha: f64, noise_floor: f64, th
 }
 
 /// Noise calibration from A/A pairs: both sides run the same tree.
-pub fn calibrate(pairs: Vec<Pair>, pairs_per_decision: u32, alpha: f64, noise_floor: f64) -> Calibration {
+pub fn calibrate(
+    pairs: Vec<Pair>,
+    pairs_per_decision: u32,
+    alpha: f64,
+    noise_floor: f64,
+) -> Calibration {
     let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();
     let mut logs: Vec<f64> = pairs.iter().map(|p| p.base.ln()).collect();
     logs.extend(pairs.iter().map(|p| p.cand.ln()));
@@ -378,18 +415,35 @@ mod tests {
 
     fn pairs(ds: &[(f64, f64)]) -> Vec<Pair> {
         ds.iter()
-            .map(|&(b, c)| Pair { base: b, cand: c, cand_first: false, d: oriented_log_ratio(Direction::Minimize, b, c) })
+            .map(|&(b, c)| Pair {
+                base: b,
+                cand: c,
+                cand_first: false,
+                d: oriented_log_ratio(Direction::Minimize, b, c),
+            })
             .collect()
     }
 
     #[test]
     fn clear_gain_is_kept_and_noop_is_not() {
-        let gainful = pairs(&[(100.0, 80.0), (101.0, 81.0), (99.0, 79.5), (100.5, 80.2), (100.2, 79.9)]);
+        let gainful = pairs(&[
+            (100.0, 80.0),
+            (101.0, 81.0),
+            (99.0, 79.5),
+            (100.5, 80.2),
+            (100.2, 79.9),
+        ]);
         let (keep, cmp, reason) = decide(Direction::Minimize, gainful, 0.05, 0.0, 0.02);
         assert!(keep, "{reason}");
         assert!((cmp.effect - 0.2).abs() < 0.01, "{}", cmp.effect);
         assert!(reason.starts_with("kept: +20"), "{reason}");
-        let noop = pairs(&[(100.0, 101.0), (101.0, 100.0), (99.0, 99.5), (100.5, 100.0), (100.2, 100.9)]);
+        let noop = pairs(&[
+            (100.0, 101.0),
+            (101.0, 100.0),
+            (99.0, 99.5),
+            (100.5, 100.0),
+            (100.2, 100.9),
+        ]);
         let (keep, _, reason) = decide(Direction::Minimize, noop, 0.05, 0.0, 0.02);
         assert!(!keep, "{reason}");
     }
@@ -411,7 +465,13 @@ mod tests {
 
     #[test]
     fn noise_floor_raises_the_bar() {
-        let small = pairs(&[(100.0, 98.0), (100.0, 98.1), (100.0, 97.9), (100.0, 98.0), (100.0, 98.05)]);
+        let small = pairs(&[
+            (100.0, 98.0),
+            (100.0, 98.1),
+            (100.0, 97.9),
+            (100.0, 98.0),
+            (100.0, 98.05),
+        ]);
         assert!(decide(Direction::Minimize, small.clone(), 0.05, 0.0, 0.0).0);
         assert!(!decide(Direction::Minimize, small, 0.05, 0.05, 0.0).0);
     }

@@ -154,7 +154,12 @@ impl EventLog {
     }
 
     /// Appends an event and returns its id, for children to name as parent.
-    pub fn emit(&mut self, iteration: Option<u32>, parent: Option<&str>, event: Event) -> Result<String> {
+    pub fn emit(
+        &mut self,
+        iteration: Option<u32>,
+        parent: Option<&str>,
+        event: Event,
+    ) -> Result<String> {
         let id = self.new_id();
         self.emit_with_id(&id, iteration, parent, event)?;
         Ok(id)
@@ -202,7 +207,10 @@ pub fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).ok()?;
     String::from_utf8_lossy(&bytes)
-        .lines().rev().find_map(|l| serde_json::from_str::<Record>(l).ok()).map(|r| r.ts)
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<Record>(l).ok())
+        .map(|r| r.ts)
 }
 
 /// Reads every well-formed record; a torn last line (a kill mid-write) is skipped.
@@ -228,10 +236,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut log = EventLog::open(dir.path(), "run-1").unwrap();
         let it = log
-            .emit(Some(1), None, Event::IterationStarted { brief_hash: "h".into() })
+            .emit(
+                Some(1),
+                None,
+                Event::IterationStarted {
+                    brief_hash: "h".into(),
+                },
+            )
             .unwrap();
-        log.emit(Some(1), Some(&it), Event::PhaseStarted { phase: Phase::Plan })
-            .unwrap();
+        log.emit(
+            Some(1),
+            Some(&it),
+            Event::PhaseStarted { phase: Phase::Plan },
+        )
+        .unwrap();
         let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["type"], "iteration_started");
@@ -245,7 +263,14 @@ mod tests {
     fn torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = EventLog::open(dir.path(), "r").unwrap();
-        log.emit(None, None, Event::Verdict { verdict: "keep".into() }).unwrap();
+        log.emit(
+            None,
+            None,
+            Event::Verdict {
+                verdict: "keep".into(),
+            },
+        )
+        .unwrap();
         let mut f = OpenOptions::new()
             .append(true)
             .open(dir.path().join("events.jsonl"))

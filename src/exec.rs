@@ -273,31 +273,29 @@ fn spawn_reader(
 ) -> io::Result<()> {
     shared.lock().open_pipes += 1;
     let shared = Arc::clone(shared);
-    let spawned = thread::Builder::new()
-        .name("ooda-exec-read".into())
-        .spawn({
-            let shared = Arc::clone(&shared);
-            move || {
-                let mut buf = vec![0u8; READ_CHUNK];
-                loop {
-                    match pipe.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => {
-                            let chunk = &buf[..n];
-                            let mut state = shared.lock();
-                            state.combined.push(chunk);
-                            if is_stdout {
-                                state.stdout.push(chunk);
-                            }
+    let spawned = thread::Builder::new().name("ooda-exec-read".into()).spawn({
+        let shared = Arc::clone(&shared);
+        move || {
+            let mut buf = vec![0u8; READ_CHUNK];
+            loop {
+                match pipe.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let chunk = &buf[..n];
+                        let mut state = shared.lock();
+                        state.combined.push(chunk);
+                        if is_stdout {
+                            state.stdout.push(chunk);
                         }
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
                     }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
-                shared.lock().open_pipes -= 1;
-                shared.changed.notify_all();
             }
-        });
+            shared.lock().open_pipes -= 1;
+            shared.changed.notify_all();
+        }
+    });
     if spawned.is_err() {
         shared.lock().open_pipes -= 1;
     }
@@ -615,13 +613,20 @@ mod tests {
     }
 
     fn read_pid(path: &Path) -> i32 {
-        std::fs::read_to_string(path).unwrap().trim().parse().unwrap()
+        std::fs::read_to_string(path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
     }
 
     #[test]
     fn success_and_output_streams() {
         let dir = TempDir::new();
-        let out = go(&spec("echo hi; sleep 0.05; echo oops >&2; sleep 0.05; echo bye", &dir.0));
+        let out = go(&spec(
+            "echo hi; sleep 0.05; echo oops >&2; sleep 0.05; echo bye",
+            &dir.0,
+        ));
         assert_eq!(out.status, Outcome::Success);
         assert_eq!(out.exit_code, Some(0));
         assert_eq!(out.output, "hi\noops\nbye\n");
@@ -691,7 +696,11 @@ mod tests {
         assert_eq!(out.status, Outcome::TimedOut);
         assert_eq!(out.exit_code, None);
         assert!(out.elapsed >= Duration::from_millis(300));
-        assert!(out.elapsed < Duration::from_millis(1000), "{:?}", out.elapsed);
+        assert!(
+            out.elapsed < Duration::from_millis(1000),
+            "{:?}",
+            out.elapsed
+        );
         assert_eq!(out.stdout, "started\n");
         assert!(wait_dead(read_pid(&dir.0.join("gc.pid"))));
     }
@@ -720,10 +729,10 @@ mod tests {
         assert_eq!(out.status, Outcome::Success);
         assert!(out.stdout.starts_with("ok\n"));
         assert!(started.elapsed() < Duration::from_secs(2));
-        if let Ok(pid) = std::fs::read_to_string(dir.0.join("esc.pid")) {
-            if let Ok(pid) = pid.trim().parse::<i32>() {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
+        if let Ok(pid) = std::fs::read_to_string(dir.0.join("esc.pid"))
+            && let Ok(pid) = pid.trim().parse::<i32>()
+        {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
 

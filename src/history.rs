@@ -204,7 +204,11 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     let yaml = serde_saphyr::to_string(rec)
         .map_err(|e| Error::Internal(format!("serializing iteration {}: {e}", rec.iteration)))?;
     let mut s = String::new();
-    let _ = writeln!(s, "---\n{}---", yaml.trim_end_matches('\n').to_string() + "\n");
+    let _ = writeln!(
+        s,
+        "---\n{}---",
+        yaml.trim_end_matches('\n').to_string() + "\n"
+    );
     if rec.verdict == Verdict::Baseline {
         render_baseline(&mut s, rec, ctx);
         return Ok(s);
@@ -235,12 +239,28 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
             .collect();
         let _ = writeln!(s, "Builds on: {}.\n", links.join(", "));
     }
-    let _ = writeln!(s, "## Change\n\n{}\n", if rec.change.is_empty() { "(none described)" } else { &rec.change });
+    let _ = writeln!(
+        s,
+        "## Change\n\n{}\n",
+        if rec.change.is_empty() {
+            "(none described)"
+        } else {
+            &rec.change
+        }
+    );
     if !rec.knobs.is_empty() {
         let _ = writeln!(s, "Knobs: `{}`\n", knobs::key(&rec.knobs));
     }
     if !rec.changed_paths.is_empty() {
-        let _ = writeln!(s, "Changed paths: {}\n", rec.changed_paths.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "));
+        let _ = writeln!(
+            s,
+            "Changed paths: {}\n",
+            rec.changed_paths
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     if let Some(a) = &rec.artifact {
         let _ = writeln!(s, "Discarded diff: [{a}]({a})\n");
@@ -252,18 +272,31 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     if !rec.guards.is_empty() {
         let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
         for g in &rec.guards {
-            let _ = writeln!(s, "| `{}` | {} | {:.1} |", g.command.replace('|', "\\|"), if g.ok { "pass" } else { "FAIL" }, g.seconds);
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {:.1} |",
+                g.command.replace('|', "\\|"),
+                if g.ok { "pass" } else { "FAIL" },
+                g.seconds
+            );
         }
         s.push('\n');
     }
     if let Some(m) = &rec.measured {
-        let _ = writeln!(s, "| pair | order | base | candidate | log ratio |\n|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| pair | order | base | candidate | log ratio |\n|---|---|---|---|---|"
+        );
         for (i, p) in m.pairs.iter().enumerate() {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {:+.4} |",
                 i + 1,
-                if p.cand_first { "cand, base" } else { "base, cand" },
+                if p.cand_first {
+                    "cand, base"
+                } else {
+                    "base, cand"
+                },
                 fmt_num(p.base),
                 fmt_num(p.cand),
                 p.d
@@ -272,12 +305,21 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         s.push('\n');
     }
     if let Some(out) = &rec.failure_output {
-        let _ = writeln!(s, "Output of the failure (compressed):\n\n```text\n{}\n```\n", out.trim_end());
+        let _ = writeln!(
+            s,
+            "Output of the failure (compressed):\n\n```text\n{}\n```\n",
+            out.trim_end()
+        );
     }
     if rec.measured.is_none() && rec.guards.is_empty() && rec.failure_output.is_none() {
         let _ = writeln!(s, "Nothing was measured.\n");
     }
-    let _ = writeln!(s, "## Decision\n\n**{}** — {}\n", rec.verdict.as_str(), rec.reason);
+    let _ = writeln!(
+        s,
+        "## Decision\n\n**{}** — {}\n",
+        rec.verdict.as_str(),
+        rec.reason
+    );
     if let Some(m) = &rec.measured {
         let _ = writeln!(s, "| | value |\n|---|---|");
         let _ = writeln!(s, "| pairs | {} |", m.pairs.len());
@@ -286,7 +328,11 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         let _ = writeln!(s, "| effect (95% CI) | {} |", rec.effect_text());
         let _ = writeln!(s, "| p (one-sided) | {:.4} |", m.p);
         let _ = writeln!(s, "| looks | {} |", m.looks);
-        let _ = writeln!(s, "| minimum detectable gain θ₁ | {:.2}% |", m.theta1 * 100.0);
+        let _ = writeln!(
+            s,
+            "| minimum detectable gain θ₁ | {:.2}% |",
+            m.theta1 * 100.0
+        );
         let _ = writeln!(s, "| rule | {} |\n", m.rule);
     }
     let _ = writeln!(s, "## Named patterns\n");
@@ -306,19 +352,32 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         let _ = writeln!(s, "## Narrative (agent)\n\n{n}\n");
     }
     if let Some(stop) = &rec.stop {
-        let _ = writeln!(s, "## Stop\n\nThe run stopped here: **{}** — {}\n", stop.reason.as_str(), stop.detail);
+        let _ = writeln!(
+            s,
+            "## Stop\n\nThe run stopped here: **{}** — {}\n",
+            stop.reason.as_str(),
+            stop.detail
+        );
     }
     if let Some(a) = &rec.acknowledged {
         let _ = writeln!(s, "## Acknowledged\n\n{a}\n");
     }
-    let _ = writeln!(s, "## Next\n\n{}", rec.next.as_deref().unwrap_or("Continue the search."));
+    let _ = writeln!(
+        s,
+        "## Next\n\n{}",
+        rec.next.as_deref().unwrap_or("Continue the search.")
+    );
     Ok(s)
 }
 
 fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
     let _ = writeln!(s, "# Iteration 0 — baseline\n");
     let _ = writeln!(s, "## Goal\n\n{}\n", first_paragraph(ctx.goal));
-    let _ = writeln!(s, "## Plan\n\nMeasure the starting commit `{}` and calibrate the noise with A/A pairs (the same tree on both sides).\n", short(&rec.base));
+    let _ = writeln!(
+        s,
+        "## Plan\n\nMeasure the starting commit `{}` and calibrate the noise with A/A pairs (the same tree on both sides).\n",
+        short(&rec.base)
+    );
     let _ = writeln!(s, "## Change\n\nNone: this is the reference.");
     if !rec.knobs.is_empty() {
         let _ = writeln!(s, "\nKnobs: `{}`", knobs::key(&rec.knobs));
@@ -327,24 +386,66 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
     if !rec.guards.is_empty() {
         let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
         for g in &rec.guards {
-            let _ = writeln!(s, "| `{}` | {} | {:.1} |", g.command.replace('|', "\\|"), if g.ok { "pass" } else { "FAIL" }, g.seconds);
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {:.1} |",
+                g.command.replace('|', "\\|"),
+                if g.ok { "pass" } else { "FAIL" },
+                g.seconds
+            );
         }
         s.push('\n');
     }
     if let Some(c) = &rec.calibration {
-        let _ = writeln!(s, "| pair | base worktree | candidate worktree | log ratio |\n|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| pair | base worktree | candidate worktree | log ratio |\n|---|---|---|---|"
+        );
         for (i, p) in c.pairs.iter().enumerate() {
-            let _ = writeln!(s, "| {} | {} | {} | {:+.4} |", i + 1, fmt_num(p.base), fmt_num(p.cand), p.d);
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:+.4} |",
+                i + 1,
+                fmt_num(p.base),
+                fmt_num(p.cand),
+                p.d
+            );
         }
-        let _ = writeln!(s, "\n## Decision\n\nBaseline {} = {} (median of {} runs).\n", ctx.metric, fmt_num(c.median), c.pairs.len() * 2);
+        let _ = writeln!(
+            s,
+            "\n## Decision\n\nBaseline {} = {} (median of {} runs).\n",
+            ctx.metric,
+            fmt_num(c.median),
+            c.pairs.len() * 2
+        );
         let _ = writeln!(s, "| | value |\n|---|---|");
-        let _ = writeln!(s, "| run-to-run spread (sd of log values) | {:.2}% |", c.run_sd * 100.0);
-        let _ = writeln!(s, "| A/A pair noise (sd of log ratios) | {:.2}% |", c.noise_sd * 100.0);
+        let _ = writeln!(
+            s,
+            "| run-to-run spread (sd of log values) | {:.2}% |",
+            c.run_sd * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "| A/A pair noise (sd of log ratios) | {:.2}% |",
+            c.noise_sd * 100.0
+        );
         let _ = writeln!(s, "| A/A mean log ratio | {:+.4} |", c.mean_d);
-        let _ = writeln!(s, "| minimum detectable gain θ₁ at {} pairs | {:.2}% |", c.pairs_per_decision, c.theta1 * 100.0);
-        let _ = writeln!(s, "\nGains smaller than θ₁ are invisible to this setup: a change must beat it to be kept with 80% power.\n");
+        let _ = writeln!(
+            s,
+            "| minimum detectable gain θ₁ at {} pairs | {:.2}% |",
+            c.pairs_per_decision,
+            c.theta1 * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "\nGains smaller than θ₁ are invisible to this setup: a change must beat it to be kept with 80% power.\n"
+        );
     }
-    let _ = writeln!(s, "## Named patterns\n\nNone yet.\n\n## Next\n\n{}", rec.next.as_deref().unwrap_or("Start the search."));
+    let _ = writeln!(
+        s,
+        "## Named patterns\n\nNone yet.\n\n## Next\n\n{}",
+        rec.next.as_deref().unwrap_or("Start the search.")
+    );
 }
 
 fn first_paragraph(text: &str) -> String {
@@ -392,12 +493,16 @@ pub fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
     })?;
     serde_saphyr::from_str::<IterationRecord>(&yaml).map_err(|e| Error::Corrupt {
         path: path.to_path_buf(),
-        message: format!("front matter does not parse: {e} (restore it from git: `git checkout -- {}`)", path.display()),
+        message: format!(
+            "front matter does not parse: {e} (restore it from git: `git checkout -- {}`)",
+            path.display()
+        ),
     })
 }
 
 pub fn read(path: &Path) -> Result<IterationRecord> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     parse(path, &text)
 }
 
@@ -442,14 +547,20 @@ pub fn load(dir: &Path) -> Result<Vec<IterationRecord>> {
         if *n as usize != i {
             return Err(Error::Corrupt {
                 path: path.clone(),
-                message: format!("iteration files are not numbered 0..{}: iteration {i} is missing (restore it from git)", numbered.len()),
+                message: format!(
+                    "iteration files are not numbered 0..{}: iteration {i} is missing (restore it from git)",
+                    numbered.len()
+                ),
             });
         }
         let rec = read(path)?;
         if rec.iteration != *n {
             return Err(Error::Corrupt {
                 path: path.clone(),
-                message: format!("file name says iteration {n} but its front matter says {}", rec.iteration),
+                message: format!(
+                    "file name says iteration {n} but its front matter says {}",
+                    rec.iteration
+                ),
             });
         }
         out.push(rec);
@@ -464,7 +575,11 @@ mod tests {
     use crate::eval::Pair;
 
     fn ctx() -> RenderContext<'static> {
-        RenderContext { goal: "Make it fast.\n\nMore text.", metric: "time_ms", direction_word: "lower is better" }
+        RenderContext {
+            goal: "Make it fast.\n\nMore text.",
+            metric: "time_ms",
+            direction_word: "lower is better",
+        }
     }
 
     fn sample() -> IterationRecord {
@@ -472,10 +587,18 @@ mod tests {
         r.hypothesis = "TILE 16 → 32: bigger tiles amortize loop overhead".into();
         r.knobs.insert("TILE".into(), KnobValue::Int(32));
         r.knobs.insert("ORDER".into(), KnobValue::Str("ikj".into()));
-        r.predicted = Some(Prediction { effect: 0.05, sd: 0.03 });
+        r.predicted = Some(Prediction {
+            effect: 0.05,
+            sd: 0.03,
+        });
         r.cites = vec![0, 2];
         r.measured = Some(Comparison {
-            pairs: vec![Pair { base: 10.0, cand: 10.5, cand_first: true, d: (10.0f64 / 10.5).ln() }],
+            pairs: vec![Pair {
+                base: 10.0,
+                cand: 10.5,
+                cand_first: true,
+                d: (10.0f64 / 10.5).ln(),
+            }],
             base_median: 10.0,
             cand_median: 10.5,
             effect: -0.05,
@@ -488,7 +611,10 @@ mod tests {
             rule: "paired t".into(),
         });
         r.falsified = Some("TILE=32 is not faster than TILE=16".into());
-        r.patterns = vec![Pattern { name: "tile ceiling".into(), lesson: "past 16 it hurts".into() }];
+        r.patterns = vec![Pattern {
+            name: "tile ceiling".into(),
+            lesson: "past 16 it hurts".into(),
+        }];
         r.artifact = Some("artifacts/iter-003.diff".into());
         r
     }
@@ -499,7 +625,16 @@ mod tests {
         let r = sample();
         let path = write(dir.path(), &r, &ctx()).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        for section in ["## Goal", "## Plan", "## Change", "## Data", "## Decision", "## Named patterns", "## Falsified", "## Next"] {
+        for section in [
+            "## Goal",
+            "## Plan",
+            "## Change",
+            "## Data",
+            "## Decision",
+            "## Named patterns",
+            "## Falsified",
+            "## Next",
+        ] {
             assert!(text.contains(section), "missing {section}:\n{text}");
         }
         assert_eq!(read(&path).unwrap(), r);
@@ -517,6 +652,9 @@ mod tests {
         assert!(err.contains("iteration 1 is missing"), "{err}");
         std::fs::write(dir.path().join("iter-001.md"), "no front matter").unwrap();
         let err = load(dir.path()).unwrap_err().to_string();
-        assert!(err.contains("iter-001.md") && err.contains("front matter"), "{err}");
+        assert!(
+            err.contains("iter-001.md") && err.contains("front matter"),
+            "{err}"
+        );
     }
 }

@@ -24,7 +24,9 @@ impl Interrupt {
 
     /// A flag nobody sets, for library callers and tests.
     pub fn none() -> Interrupt {
-        Interrupt { flag: Arc::new(AtomicBool::new(false)) }
+        Interrupt {
+            flag: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     pub fn flag(&self) -> &AtomicBool {

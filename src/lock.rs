@@ -72,7 +72,10 @@ mod tests {
         let err = BriefLock::acquire(dir.path()).unwrap_err();
         assert_eq!(err.exit_code(), 5);
         let msg = err.to_string();
-        assert!(msg.contains(&format!("pid {}", std::process::id())), "{msg}");
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
         drop(first);
         BriefLock::acquire(dir.path()).unwrap();
     }

@@ -45,7 +45,9 @@ pub enum MetricError {
     },
     #[error("expected a number for {what}, found {found}")]
     NotANumber { what: String, found: String },
-    #[error("expected a match of regex `{pattern}` in stdout, found none; end of stdout: {snippet}")]
+    #[error(
+        "expected a match of regex `{pattern}` in stdout, found none; end of stdout: {snippet}"
+    )]
     RegexNoMatch { pattern: String, snippet: String },
     #[error(
         "regex `{pattern}` matched {matched} but its first group did not take part in the match"
@@ -270,7 +272,12 @@ mod tests {
 
     #[test]
     fn metric_line_rejects_bad_numbers() {
-        for bad in ["METRIC x=1.2ms", "METRIC x=0x10", "METRIC x=", "METRIC x=abc"] {
+        for bad in [
+            "METRIC x=1.2ms",
+            "METRIC x=0x10",
+            "METRIC x=",
+            "METRIC x=abc",
+        ] {
             let err = line(bad, "x").unwrap_err();
             assert!(
                 matches!(err, MetricError::NotANumber { .. }),
@@ -295,7 +302,9 @@ mod tests {
         let err = line("METRIC a=1\nMETRIC b=2\nMETRIC a=3\n", "p95").unwrap_err();
         let msg = err.to_string();
         assert!(
-            msg.starts_with("expected a line `METRIC p95=<number>` in stdout, found METRIC names a, b;"),
+            msg.starts_with(
+                "expected a line `METRIC p95=<number>` in stdout, found METRIC names a, b;"
+            ),
             "{msg}"
         );
         let msg = line("hello\nworld", "p95").unwrap_err().to_string();
@@ -316,7 +325,7 @@ mod tests {
         assert_eq!(regex(out, r"time: (\S+) s"), Ok(1.25));
         // Without a group the whole match is the number.
         assert_eq!(regex("value 12 and 13", r"\d+"), Ok(13.0));
-        // Surrounding whitespace captured by a loose group is fine... but not units.
+        // A unit glued to the captured number is rejected, as in metric lines.
         assert!(regex("t=1.2ms", r"t=(\S+)").is_err());
     }
 

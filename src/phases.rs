@@ -20,7 +20,7 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use crate::brief::{Brief, Direction};
-use crate::driver::{builtin, MainAgent};
+use crate::driver::{MainAgent, builtin};
 use crate::error::{Error, Result};
 use crate::eval::{self, EvalOutcome, Evaluator, Side, Worktree};
 use crate::events::{Event, EventLog};
@@ -76,7 +76,10 @@ const STALL_AFTER: usize = 10;
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOutcome {
     Baseline,
-    Iteration { iteration: u32, verdict: Verdict },
+    Iteration {
+        iteration: u32,
+        verdict: Verdict,
+    },
     /// The run ended in this step; the stop is recorded everywhere.
     Stopped(Stop),
     /// The run had already ended (done or stalled): nothing to do.
@@ -100,7 +103,8 @@ pub struct Runner<'a> {
 }
 
 fn brief_hash(path: &std::path::Path) -> Result<String> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     git2::Oid::hash_object(git2::ObjectType::Blob, &bytes)
         .map(|o| o.to_string())
         .map_err(|e| Error::git("hashing the Brief", e))
@@ -119,19 +123,28 @@ fn failpoint(when: &str, phase: Phase) {
 
 impl<'a> Runner<'a> {
     /// Locks the Brief and loads (or rebuilds, or starts) its state.
-    pub fn open(project: &'a Project, brief_arg: &str, interrupt: &'a Interrupt, progress: Box<dyn Fn(&str) + 'a>) -> Result<Runner<'a>> {
+    pub fn open(
+        project: &'a Project,
+        brief_arg: &str,
+        interrupt: &'a Interrupt,
+        progress: Box<dyn Fn(&str) + 'a>,
+    ) -> Result<Runner<'a>> {
         let brief = project.load_brief(brief_arg)?;
         MainAgent::for_brief(&brief)?;
         let dir = project.iterations_dir(&brief.name);
         crate::atomic::create_dir_all(&dir)?;
         let lock = BriefLock::acquire(&dir)?;
         let hash = brief_hash(&brief.path)?;
-        let ws = Workspace::open(&project.root, &project.worktrees_dir(&brief.name), &brief.name)?;
+        let ws = Workspace::open(
+            &project.root,
+            &project.worktrees_dir(&brief.name),
+            &brief.name,
+        )?;
         let history = history::load(&dir)?;
         let mut warnings = Vec::new();
         let loaded = state::load(&dir)?;
         let state = match loaded {
-            Loaded::Ok(s) => s,
+            Loaded::Ok(s) => *s,
             other => {
                 if let Loaded::Corrupt { moved_to, message } = &other {
                     warnings.push(format!(
@@ -151,7 +164,14 @@ impl<'a> Runner<'a> {
         let run_event = format!("run-{}", state.run_id);
         for w in &warnings {
             progress(w);
-            events.emit(None, Some(&run_event), Event::Anomaly { kind: "state_rebuilt".into(), message: w.clone() })?;
+            events.emit(
+                None,
+                Some(&run_event),
+                Event::Anomaly {
+                    kind: "state_rebuilt".into(),
+                    message: w.clone(),
+                },
+            )?;
         }
         let mut runner = Runner {
             project,
@@ -168,9 +188,16 @@ impl<'a> Runner<'a> {
             run_event,
             _lock: lock,
         };
-        if runner.state.next_iteration == 0 && runner.history.is_empty() && runner.state.current.is_none() {
+        if runner.state.next_iteration == 0
+            && runner.history.is_empty()
+            && runner.state.current.is_none()
+        {
             let s = &runner.state;
-            let ev = Event::RunStarted { brief: s.brief.clone(), start_commit: s.start_commit.clone(), seed: s.seed };
+            let ev = Event::RunStarted {
+                brief: s.brief.clone(),
+                start_commit: s.start_commit.clone(),
+                seed: s.seed,
+            };
             let id = runner.run_event.clone();
             runner.events.emit_with_id(&id, None, None, ev)?;
         }
@@ -192,29 +219,61 @@ impl<'a> Runner<'a> {
             Some(c) => (Some(c.iteration), c.event_id.clone()),
             None => (Some(self.state.next_iteration), self.run_event.clone()),
         };
-        self.events.emit(iteration, Some(&parent), Event::Checkpoint { phase })?;
+        self.events
+            .emit(iteration, Some(&parent), Event::Checkpoint { phase })?;
         self.events.sync()?;
         failpoint("after", phase);
         if self.interrupt.is_set() {
-            self.events.emit(iteration, Some(&parent), Event::Interrupted { phase: Some(phase) })?;
+            self.events.emit(
+                iteration,
+                Some(&parent),
+                Event::Interrupted { phase: Some(phase) },
+            )?;
             return Err(Error::Interrupted);
         }
         Ok(())
     }
 
     fn iteration_event(&self) -> String {
-        self.state.current.as_ref().map(|c| c.event_id.clone()).unwrap_or_else(|| self.run_event.clone())
+        self.state
+            .current
+            .as_ref()
+            .map(|c| c.event_id.clone())
+            .unwrap_or_else(|| self.run_event.clone())
     }
 
     /// Runs a phase body between phase_started / phase_finished events.
-    fn phase<T>(&mut self, phase: Phase, body: impl FnOnce(&mut Self, &str) -> Result<T>) -> Result<T> {
-        let iteration = self.state.current.as_ref().map(|c| c.iteration).unwrap_or(self.state.next_iteration);
+    fn phase<T>(
+        &mut self,
+        phase: Phase,
+        body: impl FnOnce(&mut Self, &str) -> Result<T>,
+    ) -> Result<T> {
+        let iteration = self
+            .state
+            .current
+            .as_ref()
+            .map(|c| c.iteration)
+            .unwrap_or(self.state.next_iteration);
         let parent = self.iteration_event();
-        let id = self.events.emit(Some(iteration), Some(&parent), Event::PhaseStarted { phase })?;
-        self.say(&format!("iteration {iteration}: {}", phase.as_str().to_uppercase()));
+        let id = self.events.emit(
+            Some(iteration),
+            Some(&parent),
+            Event::PhaseStarted { phase },
+        )?;
+        self.say(&format!(
+            "iteration {iteration}: {}",
+            phase.as_str().to_uppercase()
+        ));
         let t = Instant::now();
         let out = body(self, &id)?;
-        self.events.emit(Some(iteration), Some(&id), Event::PhaseFinished { phase, seconds: t.elapsed().as_secs_f64() })?;
+        self.events.emit(
+            Some(iteration),
+            Some(&id),
+            Event::PhaseFinished {
+                phase,
+                seconds: t.elapsed().as_secs_f64(),
+            },
+        )?;
         Ok(out)
     }
 
@@ -265,10 +324,23 @@ impl<'a> Runner<'a> {
             }
             self.begin_iteration()?;
         } else {
-            let c = self.state.current.as_ref().map(|c| (c.iteration, c.done)).unwrap_or((0, Phase::Observe));
-            self.say(&format!("resuming iteration {} after {}", c.0, c.1.as_str().to_uppercase()));
+            let c = self
+                .state
+                .current
+                .as_ref()
+                .map(|c| (c.iteration, c.done))
+                .unwrap_or((0, Phase::Observe));
+            self.say(&format!(
+                "resuming iteration {} after {}",
+                c.0,
+                c.1.as_str().to_uppercase()
+            ));
             let parent = self.iteration_event();
-            self.events.emit(Some(c.0), Some(&parent), Event::IterationResumed { after_phase: c.1 })?;
+            self.events.emit(
+                Some(c.0),
+                Some(&parent),
+                Event::IterationResumed { after_phase: c.1 },
+            )?;
         }
         self.resume()
     }
@@ -279,7 +351,10 @@ impl<'a> Runner<'a> {
         MainAgent::for_brief(&brief)?;
         let hash = brief_hash(&brief.path)?;
         if hash != self.state.brief_hash {
-            let ev = Event::BriefChanged { old_hash: self.state.brief_hash.clone(), new_hash: hash.clone() };
+            let ev = Event::BriefChanged {
+                old_hash: self.state.brief_hash.clone(),
+                new_hash: hash.clone(),
+            };
             let parent = self.run_event.clone();
             self.events.emit(None, Some(&parent), ev)?;
             self.state.brief_hash = hash.clone();
@@ -293,7 +368,14 @@ impl<'a> Runner<'a> {
         let iteration = self.state.next_iteration;
         let id = self.events.new_id();
         let parent = self.run_event.clone();
-        self.events.emit_with_id(&id, Some(iteration), Some(&parent), Event::IterationStarted { brief_hash: self.brief_text_hash.clone() })?;
+        self.events.emit_with_id(
+            &id,
+            Some(iteration),
+            Some(&parent),
+            Event::IterationStarted {
+                brief_hash: self.brief_text_hash.clone(),
+            },
+        )?;
         self.state.current = Some(InFlight {
             iteration,
             started_at: Utc::now(),
@@ -318,11 +400,17 @@ impl<'a> Runner<'a> {
     }
 
     fn current(&self) -> Result<&InFlight> {
-        self.state.current.as_ref().ok_or_else(|| Error::Internal("no iteration in flight".into()))
+        self.state
+            .current
+            .as_ref()
+            .ok_or_else(|| Error::Internal("no iteration in flight".into()))
     }
 
     fn current_mut(&mut self) -> Result<&mut InFlight> {
-        self.state.current.as_mut().ok_or_else(|| Error::Internal("no iteration in flight".into()))
+        self.state
+            .current
+            .as_mut()
+            .ok_or_else(|| Error::Internal("no iteration in flight".into()))
     }
 
     fn resume(&mut self) -> Result<StepOutcome> {
@@ -369,15 +457,25 @@ impl<'a> Runner<'a> {
             self.checkpoint(next)?;
             done = next;
         }
-        Err(Error::Internal("the phase machine ended without CHECK".into()))
+        Err(Error::Internal(
+            "the phase machine ended without CHECK".into(),
+        ))
     }
 
     fn noise_sd(&self) -> f64 {
-        self.history.first().and_then(|r| r.calibration.as_ref()).map(|c| c.noise_sd).unwrap_or(0.02)
+        self.history
+            .first()
+            .and_then(|r| r.calibration.as_ref())
+            .map(|c| c.noise_sd)
+            .unwrap_or(0.02)
     }
 
     fn theta1(&self) -> f64 {
-        self.history.first().and_then(|r| r.calibration.as_ref()).map(|c| c.theta1).unwrap_or(0.0)
+        self.history
+            .first()
+            .and_then(|r| r.calibration.as_ref())
+            .map(|c| c.theta1)
+            .unwrap_or(0.0)
     }
 
     /// The knob point of a worktree: its knobs file, defaults filling gaps.
@@ -389,23 +487,47 @@ impl<'a> Runner<'a> {
     fn do_plan(&mut self, phase_id: &str) -> Result<Option<Stop>> {
         let iteration = self.current()?.iteration;
         let best = self.point_of(&self.ws.base_dir.clone())?;
-        let proposal = builtin::plan(&self.brief, &self.history, &best, self.state.seed, iteration, self.noise_sd());
+        let proposal = builtin::plan(
+            &self.brief,
+            &self.history,
+            &best,
+            self.state.seed,
+            iteration,
+            self.noise_sd(),
+        );
         let Some(plan) = proposal else {
             return Ok(Some(Stop {
                 reason: StopReason::Stalled,
-                detail: format!("every point of the knob space has been evaluated ({} iterations); the best is iteration {}", self.history.len() - 1, builtin::best_iteration(&self.history)),
+                detail: format!(
+                    "every point of the knob space has been evaluated ({} iterations); the best is iteration {}",
+                    self.history.len() - 1,
+                    builtin::best_iteration(&self.history)
+                ),
                 at: Utc::now(),
                 iteration: iteration.saturating_sub(1),
             }));
         };
         if let Err(rej) = plan::validate(&plan, &self.history, iteration) {
-            self.events.emit(Some(iteration), Some(phase_id), Event::PlanRejected { rule: rej.rule.into(), message: rej.message.clone() })?;
-            self.current_mut()?.blocked = Some(format!("plan rejected ({}): {}", rej.rule, rej.message));
+            self.events.emit(
+                Some(iteration),
+                Some(phase_id),
+                Event::PlanRejected {
+                    rule: rej.rule.into(),
+                    message: rej.message.clone(),
+                },
+            )?;
+            self.current_mut()?.blocked =
+                Some(format!("plan rejected ({}): {}", rej.rule, rej.message));
         }
         self.events.emit(
             Some(iteration),
             Some(phase_id),
-            Event::Plan { hypothesis: plan.hypothesis.clone(), predicted_effect: plan.predicted_effect, predicted_sd: plan.predicted_sd, cites: plan.cites.clone() },
+            Event::Plan {
+                hypothesis: plan.hypothesis.clone(),
+                predicted_effect: plan.predicted_effect,
+                predicted_sd: plan.predicted_sd,
+                cites: plan.cites.clone(),
+            },
         )?;
         self.say(&format!("plan: {}", plan.hypothesis));
         self.current_mut()?.plan = Some(plan);
@@ -437,31 +559,67 @@ impl<'a> Runner<'a> {
     fn do_evaluate(&mut self, phase_id: &str) -> Result<()> {
         let cur = self.current()?.clone();
         let outcome = if let Some(reason) = &cur.blocked {
-            let verdict = if reason.starts_with("plan rejected") { Verdict::Invalid } else { Verdict::Blocked };
-            EvalOutcome { verdict, reason: reason.clone(), guards: Vec::new(), comparison: None, failure_output: None }
+            let verdict = if reason.starts_with("plan rejected") {
+                Verdict::Invalid
+            } else {
+                Verdict::Blocked
+            };
+            EvalOutcome {
+                verdict,
+                reason: reason.clone(),
+                guards: Vec::new(),
+                comparison: None,
+                failure_output: None,
+            }
         } else {
             self.evaluate_candidate(phase_id, &cur)?
         };
-        self.events.emit(Some(cur.iteration), Some(phase_id), Event::Decision { verdict: outcome.verdict.as_str().into(), reason: outcome.reason.clone() })?;
+        self.events.emit(
+            Some(cur.iteration),
+            Some(phase_id),
+            Event::Decision {
+                verdict: outcome.verdict.as_str().into(),
+                reason: outcome.reason.clone(),
+            },
+        )?;
         self.say(&format!("{}: {}", outcome.verdict.as_str(), outcome.reason));
         self.current_mut()?.eval = Some(outcome);
         Ok(())
     }
 
     fn env_of(&self, dir: &std::path::Path) -> Result<Vec<(String, String)>> {
-        Ok(self.point_of(dir)?.into_iter().map(|(k, v)| (k, v.to_string())).collect())
+        Ok(self
+            .point_of(dir)?
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect())
     }
 
     fn evaluate_candidate(&mut self, phase_id: &str, cur: &InFlight) -> Result<EvalOutcome> {
         let (base_dir, cand_dir) = (self.ws.base_dir.clone(), self.ws.cand_dir.clone());
-        let base = Worktree { side: Side::Base, dir: &base_dir, env: self.env_of(&base_dir)? };
-        let cand = Worktree { side: Side::Cand, dir: &cand_dir, env: self.env_of(&cand_dir)? };
-        let setup_key = format!("{}|{}|{}", cur.base_commit, knobs::key(&self.point_of(&base_dir)?), self.brief.metric.setup.clone().unwrap_or_default());
+        let base = Worktree {
+            side: Side::Base,
+            dir: &base_dir,
+            env: self.env_of(&base_dir)?,
+        };
+        let cand = Worktree {
+            side: Side::Cand,
+            dir: &cand_dir,
+            env: self.env_of(&cand_dir)?,
+        };
+        let setup_key = format!(
+            "{}|{}|{}",
+            cur.base_commit,
+            knobs::key(&self.point_of(&base_dir)?),
+            self.brief.metric.setup.clone().unwrap_or_default()
+        );
         let skip_base_setup = self.state.base_setup_key.as_deref() == Some(setup_key.as_str());
         let pairs = self.project.config.defaults.pairs;
         let alpha = self.project.config.defaults.alpha;
         let theta1 = self.theta1();
-        let mut rng = SplitMix64::new(self.state.seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut rng = SplitMix64::new(
+            self.state.seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03),
+        );
         let brief = self.brief.clone();
         let (say, name) = (&self.progress, self.brief.name.clone());
         let progress = move |m: &str| say(&format!("[{name}] {m}"));
@@ -474,11 +632,21 @@ impl<'a> Runner<'a> {
             parent: phase_id.to_string(),
             progress: &progress,
         };
-        let crash = |reason: String, output: String, guards| EvalOutcome { verdict: Verdict::Crash, reason, guards, comparison: None, failure_output: Some(output) };
+        let crash = |reason: String, output: String, guards| EvalOutcome {
+            verdict: Verdict::Crash,
+            reason,
+            guards,
+            comparison: None,
+            failure_output: Some(output),
+        };
         let mut base_setup_done = false;
         if !skip_base_setup {
             if let Some(eval::RunFailure::Failed { reason, output }) = ev.setup(&base)? {
-                return Ok(crash(format!("the base failed to build: {reason}"), output, Vec::new()));
+                return Ok(crash(
+                    format!("the base failed to build: {reason}"),
+                    output,
+                    Vec::new(),
+                ));
             }
             base_setup_done = true;
         }
@@ -487,13 +655,25 @@ impl<'a> Runner<'a> {
         }
         let (guards, failed) = ev.guards(&cand)?;
         if let Some(eval::RunFailure::Failed { reason, output }) = failed {
-            return Ok(EvalOutcome { verdict: Verdict::Invalid, reason, guards, comparison: None, failure_output: Some(output) });
+            return Ok(EvalOutcome {
+                verdict: Verdict::Invalid,
+                reason,
+                guards,
+                comparison: None,
+                failure_output: Some(output),
+            });
         }
         // Protected files are checked again after setup and guards, right
         // before measuring: a build step must not rewrite the evaluator either.
         let changed = self.ws.changed_paths()?;
         if let Some(v) = scope_violation(&brief, changed.iter().map(|c| c.path.as_str())) {
-            return Ok(EvalOutcome { verdict: Verdict::Blocked, reason: format!("after setup and guards: {v}"), guards, comparison: None, failure_output: None });
+            return Ok(EvalOutcome {
+                verdict: Verdict::Blocked,
+                reason: format!("after setup and guards: {v}"),
+                guards,
+                comparison: None,
+                failure_output: None,
+            });
         }
         let mut ev = Evaluator {
             brief: &brief,
@@ -510,19 +690,42 @@ impl<'a> Runner<'a> {
         let measured = ev.pairs(&base, &cand, pairs, &mut rng)?;
         Ok(match measured {
             Err((side, eval::RunFailure::Failed { reason, output })) => {
-                let reason = if side == Side::Base { format!("the base failed while measuring: {reason}") } else { reason };
+                let reason = if side == Side::Base {
+                    format!("the base failed while measuring: {reason}")
+                } else {
+                    reason
+                };
                 crash(reason, output, guards)
             }
             Ok(pairs) => {
-                let (keep, comparison, reason) = eval::decide(brief.metric.direction, pairs, alpha, brief.metric.noise_floor, theta1);
-                EvalOutcome { verdict: if keep { Verdict::Keep } else { Verdict::Discard }, reason, guards, comparison: Some(comparison), failure_output: None }
+                let (keep, comparison, reason) = eval::decide(
+                    brief.metric.direction,
+                    pairs,
+                    alpha,
+                    brief.metric.noise_floor,
+                    theta1,
+                );
+                EvalOutcome {
+                    verdict: if keep {
+                        Verdict::Keep
+                    } else {
+                        Verdict::Discard
+                    },
+                    reason,
+                    guards,
+                    comparison: Some(comparison),
+                    failure_output: None,
+                }
             }
         })
     }
 
     fn do_learn(&mut self, phase_id: &str) -> Result<()> {
         let cur = self.current()?.clone();
-        let outcome = cur.eval.clone().ok_or_else(|| Error::Internal("LEARN without EVALUATE".into()))?;
+        let outcome = cur
+            .eval
+            .clone()
+            .ok_or_else(|| Error::Internal("LEARN without EVALUATE".into()))?;
         let plan = cur.plan.clone().unwrap_or_default();
         let base = oid(&cur.base_commit)?;
         let mut rec = IterationRecord {
@@ -540,7 +743,10 @@ impl<'a> Runner<'a> {
             change: plan.change.clone(),
             axes: plan.axes.clone(),
             knobs: plan.knobs.clone(),
-            predicted: Some(Prediction { effect: plan.predicted_effect, sd: plan.predicted_sd }),
+            predicted: Some(Prediction {
+                effect: plan.predicted_effect,
+                sd: plan.predicted_sd,
+            }),
             measured: outcome.comparison.clone(),
             calibration: None,
             guards: outcome.guards.clone(),
@@ -566,9 +772,17 @@ impl<'a> Runner<'a> {
         rec.falsified = learned.falsified.clone();
         rec.next = learned.next.clone();
         if outcome.verdict == Verdict::Keep {
-            let msg = format!("ooda {} iteration {}: {}\n\n{}\n", self.brief.name, cur.iteration, first_line(&plan.hypothesis), outcome.reason);
+            let msg = format!(
+                "ooda {} iteration {}: {}\n\n{}\n",
+                self.brief.name,
+                cur.iteration,
+                first_line(&plan.hypothesis),
+                outcome.reason
+            );
             let (commit, tree) = match &cur.commit {
-                Some(c) if self.ws.commit_exists(c) => (c.clone(), cur.tree.clone().unwrap_or_default()),
+                Some(c) if self.ws.commit_exists(c) => {
+                    (c.clone(), cur.tree.clone().unwrap_or_default())
+                }
                 _ => {
                     let (c, t) = self.ws.prepare_commit(base, &msg)?;
                     (c.to_string(), t.to_string())
@@ -583,12 +797,26 @@ impl<'a> Runner<'a> {
             let path = self.dir.join(&rel);
             crate::atomic::create_dir_all(&self.dir.join("artifacts"))?;
             crate::atomic::write_atomic(&path, diff.as_bytes())?;
-            self.events.emit(Some(cur.iteration), Some(phase_id), Event::ArtifactStored { reference: format!("iter-{:03}.diff", cur.iteration), path: rel.clone(), bytes: diff.len() as u64 })?;
+            self.events.emit(
+                Some(cur.iteration),
+                Some(phase_id),
+                Event::ArtifactStored {
+                    reference: format!("iter-{:03}.diff", cur.iteration),
+                    path: rel.clone(),
+                    bytes: diff.len() as u64,
+                },
+            )?;
             rec.artifact = Some(rel.clone());
             self.current_mut()?.artifact = Some(rel);
         }
         let path = history::write(&self.dir, &rec, &self.render_context())?;
-        self.events.emit(Some(cur.iteration), Some(phase_id), Event::LearnArchived { path: path.display().to_string() })?;
+        self.events.emit(
+            Some(cur.iteration),
+            Some(phase_id),
+            Event::LearnArchived {
+                path: path.display().to_string(),
+            },
+        )?;
         self.state.pending_ack = None;
         self.current_mut()?.learn = Some(learned);
         // The archive is the history: keep the in-memory copy in step with it.
@@ -612,9 +840,19 @@ impl<'a> Runner<'a> {
 
     fn do_check(&mut self) -> Result<StepOutcome> {
         let cur = self.current()?.clone();
-        let verdict = cur.eval.as_ref().map(|e| e.verdict).unwrap_or(Verdict::Invalid);
+        let verdict = cur
+            .eval
+            .as_ref()
+            .map(|e| e.verdict)
+            .unwrap_or(Verdict::Invalid);
         let parent = cur.event_id.clone();
-        self.events.emit(Some(cur.iteration), Some(&parent), Event::Verdict { verdict: verdict.as_str().into() })?;
+        self.events.emit(
+            Some(cur.iteration),
+            Some(&parent),
+            Event::Verdict {
+                verdict: verdict.as_str().into(),
+            },
+        )?;
         self.state.current = None;
         self.state.next_iteration = cur.iteration + 1;
         let stop = self.stop_condition().or_else(|| self.budget_stop());
@@ -626,7 +864,10 @@ impl<'a> Runner<'a> {
             None => {
                 self.state.save(&self.dir)?;
                 self.write_summary()?;
-                Ok(StepOutcome::Iteration { iteration: cur.iteration, verdict })
+                Ok(StepOutcome::Iteration {
+                    iteration: cur.iteration,
+                    verdict,
+                })
             }
         }
     }
@@ -636,9 +877,21 @@ impl<'a> Runner<'a> {
         let last = self.history.last()?;
         // Red lights count from the last human acknowledgement: an `ooda ack`
         // accepts the evidence so far, and only new evidence may stop again.
-        let since = self.history.iter().rposition(|r| r.acknowledged.is_some()).unwrap_or(1).max(1);
+        let since = self
+            .history
+            .iter()
+            .rposition(|r| r.acknowledged.is_some())
+            .unwrap_or(1)
+            .max(1);
         let run: Vec<&IterationRecord> = self.history.iter().skip(since).collect();
-        let mk = |reason, detail: String| Some(Stop { reason, detail, at: Utc::now(), iteration: last.iteration });
+        let mk = |reason, detail: String| {
+            Some(Stop {
+                reason,
+                detail,
+                at: Utc::now(),
+                iteration: last.iteration,
+            })
+        };
         if let Some(target) = self.brief.metric.target {
             let best = self.best_value();
             let met = match self.brief.metric.direction {
@@ -646,21 +899,59 @@ impl<'a> Runner<'a> {
                 Direction::Maximize => best >= target,
             };
             if met && last.verdict == Verdict::Keep {
-                return mk(StopReason::GoalReached, format!("{} = {} meets the target {} (median of the kept candidate's runs in iteration {})", self.brief.metric.name, history::fmt_num(best), history::fmt_num(target), last.iteration));
+                return mk(
+                    StopReason::GoalReached,
+                    format!(
+                        "{} = {} meets the target {} (median of the kept candidate's runs in iteration {})",
+                        self.brief.metric.name,
+                        history::fmt_num(best),
+                        history::fmt_num(target),
+                        last.iteration
+                    ),
+                );
             }
         }
         let tail: Vec<&&IterationRecord> = run.iter().rev().take(FAILURE_STREAK).collect();
         if tail.len() == FAILURE_STREAK && tail.iter().all(|r| r.verdict.is_failure()) {
-            let ids: Vec<String> = tail.iter().rev().map(|r| format!("{} ({})", r.iteration, r.verdict.as_str())).collect();
-            return mk(StopReason::RedFailureStreak, format!("{FAILURE_STREAK} failed iterations in a row: {}; the last said: {}", ids.join(", "), last.reason));
+            let ids: Vec<String> = tail
+                .iter()
+                .rev()
+                .map(|r| format!("{} ({})", r.iteration, r.verdict.as_str()))
+                .collect();
+            return mk(
+                StopReason::RedFailureStreak,
+                format!(
+                    "{FAILURE_STREAK} failed iterations in a row: {}; the last said: {}",
+                    ids.join(", "),
+                    last.reason
+                ),
+            );
         }
-        let blocked: Vec<u32> = run.iter().filter(|r| r.verdict == Verdict::Blocked).map(|r| r.iteration).collect();
+        let blocked: Vec<u32> = run
+            .iter()
+            .filter(|r| r.verdict == Verdict::Blocked)
+            .map(|r| r.iteration)
+            .collect();
         if blocked.len() >= SCOPE_VIOLATIONS {
-            return mk(StopReason::RedScope, format!("{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})", blocked.len(), blocked));
+            return mk(
+                StopReason::RedScope,
+                format!(
+                    "{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})",
+                    blocked.len(),
+                    blocked
+                ),
+            );
         }
-        let non_keeps = run.iter().rev().take_while(|r| r.verdict != Verdict::Keep).count();
+        let non_keeps = run
+            .iter()
+            .rev()
+            .take_while(|r| r.verdict != Verdict::Keep)
+            .count();
         if non_keeps >= STALL_AFTER {
-            return mk(StopReason::Stalled, format!("{non_keeps} iterations in a row without a keep"));
+            return mk(
+                StopReason::Stalled,
+                format!("{non_keeps} iterations in a row without a keep"),
+            );
         }
         None
     }
@@ -675,30 +966,55 @@ impl<'a> Runner<'a> {
         let budget = self.brief.effective_budget(&self.project.config);
         let done = self.history.len().saturating_sub(1) as u32;
         let last = self.history.last().map(|r| r.iteration).unwrap_or(0);
-        let mk = |reason, detail: String| Some(Stop { reason, detail, at: Utc::now(), iteration: last });
+        let mk = |reason, detail: String| {
+            Some(Stop {
+                reason,
+                detail,
+                at: Utc::now(),
+                iteration: last,
+            })
+        };
         if let Some(n) = budget.iterations
             && done >= n
         {
-            return mk(StopReason::BudgetIterations, format!("{done} of {n} iterations used"));
+            return mk(
+                StopReason::BudgetIterations,
+                format!("{done} of {n} iterations used"),
+            );
         }
         if let Some(w) = budget.wall {
-            let elapsed = (Utc::now() - self.state.created_at).to_std().unwrap_or_default();
+            let elapsed = (Utc::now() - self.state.created_at)
+                .to_std()
+                .unwrap_or_default();
             if elapsed >= w {
-                return mk(StopReason::BudgetWall, format!("{} of {} wall-clock time used", crate::brief::format_duration(elapsed), crate::brief::format_duration(w)));
+                return mk(
+                    StopReason::BudgetWall,
+                    format!(
+                        "{} of {} wall-clock time used",
+                        crate::brief::format_duration(elapsed),
+                        crate::brief::format_duration(w)
+                    ),
+                );
             }
         }
         let tokens: u64 = self.history.iter().map(|r| r.tokens).sum();
         if let Some(t) = budget.tokens
             && tokens >= t
         {
-            return mk(StopReason::BudgetTokens, format!("{tokens} of {t} tokens used"));
+            return mk(
+                StopReason::BudgetTokens,
+                format!("{tokens} of {t} tokens used"),
+            );
         }
         let cost: f64 = self.history.iter().map(|r| r.cost_usd).sum();
         if let Some(c) = budget.cost_usd
             && c > 0.0
             && cost >= c
         {
-            return mk(StopReason::BudgetCost, format!("${cost:.2} of ${c:.2} used"));
+            return mk(
+                StopReason::BudgetCost,
+                format!("${cost:.2} of ${c:.2} used"),
+            );
         }
         None
     }
@@ -716,10 +1032,28 @@ impl<'a> Runner<'a> {
         }
         let parent = self.run_event.clone();
         if stop.reason.is_red() {
-            self.events.emit(Some(stop.iteration), Some(&parent), Event::RedLight { reason: stop.reason.as_str().into(), evidence: stop.detail.clone() })?;
+            self.events.emit(
+                Some(stop.iteration),
+                Some(&parent),
+                Event::RedLight {
+                    reason: stop.reason.as_str().into(),
+                    evidence: stop.detail.clone(),
+                },
+            )?;
         }
-        self.events.emit(Some(stop.iteration), Some(&parent), Event::RunFinished { reason: stop.reason.as_str().into(), detail: stop.detail.clone() })?;
-        self.say(&format!("run stopped: {} — {}", stop.reason.as_str(), stop.detail));
+        self.events.emit(
+            Some(stop.iteration),
+            Some(&parent),
+            Event::RunFinished {
+                reason: stop.reason.as_str().into(),
+                detail: stop.detail.clone(),
+            },
+        )?;
+        self.say(&format!(
+            "run stopped: {} — {}",
+            stop.reason.as_str(),
+            stop.detail
+        ));
         self.write_summary()
     }
 
@@ -735,7 +1069,13 @@ impl<'a> Runner<'a> {
     }
 
     pub fn write_summary(&self) -> Result<()> {
-        summary::write(&self.dir, &self.brief, &self.state, &self.history, &self.project.root)
+        summary::write(
+            &self.dir,
+            &self.brief,
+            &self.state,
+            &self.history,
+            &self.project.root,
+        )
     }
 
     /// Iteration 0: measure the starting commit and calibrate the noise.
@@ -743,14 +1083,29 @@ impl<'a> Runner<'a> {
         let start = oid(&self.state.start_commit)?;
         let id = self.events.new_id();
         let parent = self.run_event.clone();
-        self.events.emit_with_id(&id, Some(0), Some(&parent), Event::IterationStarted { brief_hash: self.brief_text_hash.clone() })?;
+        self.events.emit_with_id(
+            &id,
+            Some(0),
+            Some(&parent),
+            Event::IterationStarted {
+                brief_hash: self.brief_text_hash.clone(),
+            },
+        )?;
         let started = Utc::now();
         self.say("iteration 0: measuring the baseline and calibrating noise (A/A pairs)");
         self.ws.ensure(start)?;
         let (base_dir, cand_dir) = (self.ws.base_dir.clone(), self.ws.cand_dir.clone());
         let point = self.point_of(&base_dir)?;
-        let base = Worktree { side: Side::Base, dir: &base_dir, env: self.env_of(&base_dir)? };
-        let cand = Worktree { side: Side::Cand, dir: &cand_dir, env: self.env_of(&cand_dir)? };
+        let base = Worktree {
+            side: Side::Base,
+            dir: &base_dir,
+            env: self.env_of(&base_dir)?,
+        };
+        let cand = Worktree {
+            side: Side::Cand,
+            dir: &cand_dir,
+            env: self.env_of(&cand_dir)?,
+        };
         let brief = self.brief.clone();
         let defaults = self.project.config.defaults.clone();
         let mut rng = SplitMix64::new(self.state.seed);
@@ -783,9 +1138,16 @@ impl<'a> Runner<'a> {
         }
         let pairs = match ev.pairs(&base, &cand, defaults.calibration_pairs, &mut rng)? {
             Ok(p) => p,
-            Err((_, eval::RunFailure::Failed { reason, output })) => return Err(fail("measuring", reason, output)),
+            Err((_, eval::RunFailure::Failed { reason, output })) => {
+                return Err(fail("measuring", reason, output));
+            }
         };
-        let cal = eval::calibrate(pairs, defaults.pairs, defaults.alpha, brief.metric.noise_floor);
+        let cal = eval::calibrate(
+            pairs,
+            defaults.pairs,
+            defaults.alpha,
+            brief.metric.noise_floor,
+        );
         let rec = IterationRecord {
             iteration: 0,
             brief: brief.name.clone(),
@@ -796,7 +1158,13 @@ impl<'a> Runner<'a> {
             finished: Utc::now(),
             driver: "runner".into(),
             verdict: Verdict::Baseline,
-            reason: format!("baseline {} = {}; noise {:.2}% per pair; θ₁ = {:.2}%", brief.metric.name, history::fmt_num(cal.median), cal.noise_sd * 100.0, cal.theta1 * 100.0),
+            reason: format!(
+                "baseline {} = {}; noise {:.2}% per pair; θ₁ = {:.2}%",
+                brief.metric.name,
+                history::fmt_num(cal.median),
+                cal.noise_sd * 100.0,
+                cal.theta1 * 100.0
+            ),
             hypothesis: "baseline".into(),
             change: String::new(),
             axes: Vec::new(),
@@ -814,7 +1182,11 @@ impl<'a> Runner<'a> {
             cost_usd: 0.0,
             patterns: Vec::new(),
             falsified: None,
-            next: Some(if brief.knobs.is_empty() { "Start proposing changes.".into() } else { "Start the knob search around the baseline point.".into() }),
+            next: Some(if brief.knobs.is_empty() {
+                "Start proposing changes.".into()
+            } else {
+                "Start the knob search around the baseline point.".into()
+            }),
             artifact: None,
             failure_output: None,
             narrative: None,
@@ -822,13 +1194,25 @@ impl<'a> Runner<'a> {
             stop: None,
         };
         let path = history::write(&self.dir, &rec, &self.render_context())?;
-        self.events.emit(Some(0), Some(&id), Event::LearnArchived { path: path.display().to_string() })?;
+        self.events.emit(
+            Some(0),
+            Some(&id),
+            Event::LearnArchived {
+                path: path.display().to_string(),
+            },
+        )?;
         self.say(&rec.reason);
         self.history = vec![rec];
         self.state.next_iteration = 1;
         self.state.save(&self.dir)?;
         self.write_summary()?;
-        self.events.emit(Some(0), Some(&id), Event::Checkpoint { phase: Phase::Check })?;
+        self.events.emit(
+            Some(0),
+            Some(&id),
+            Event::Checkpoint {
+                phase: Phase::Check,
+            },
+        )?;
         if self.interrupt.is_set() {
             return Err(Error::Interrupted);
         }
@@ -837,12 +1221,22 @@ impl<'a> Runner<'a> {
 }
 
 /// `ooda ack`: a human accepts a red light; the loop may run again.
-pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>, interrupt: &Interrupt) -> Result<String> {
+pub fn ack(
+    project: &Project,
+    brief_arg: &str,
+    note: Option<&str>,
+    interrupt: &Interrupt,
+) -> Result<String> {
     let mut r = Runner::open(project, brief_arg, interrupt, Box::new(|_| {}))?;
     let Some(stop) = r.state.stop.clone().filter(|s| s.reason.is_red()) else {
-        return Ok(format!("{} is not RED: nothing to acknowledge", r.brief.name));
+        return Ok(format!(
+            "{} is not RED: nothing to acknowledge",
+            r.brief.name
+        ));
     };
-    let who = std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "unknown".into());
+    let who = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
     let text = format!(
         "Acknowledged by {who} at {} after {} — {}{}",
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
@@ -854,9 +1248,19 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>, interrupt: &I
     r.state.pending_ack = Some(text.clone());
     r.state.save(&r.dir)?;
     let parent = r.run_event.clone();
-    r.events.emit(None, Some(&parent), Event::Acknowledged { by: who, note: note.map(str::to_string) })?;
+    r.events.emit(
+        None,
+        Some(&parent),
+        Event::Acknowledged {
+            by: who,
+            note: note.map(str::to_string),
+        },
+    )?;
     r.write_summary()?;
-    Ok(format!("{}: {text}. The next tick continues.", r.brief.name))
+    Ok(format!(
+        "{}: {text}. The next tick continues.",
+        r.brief.name
+    ))
 }
 
 fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
@@ -873,11 +1277,17 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
         )));
     }
     let now = Utc::now();
-    let seed = brief.seed.unwrap_or_else(|| now.timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id()));
+    let seed = brief.seed.unwrap_or_else(|| {
+        now.timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
+    });
     Ok(State {
         version: state::STATE_VERSION,
         brief: brief.name.clone(),
-        run_id: format!("{}-{}", now.format("%Y%m%dT%H%M%S"), &format!("{:08x}", seed as u32)),
+        run_id: format!(
+            "{}-{}",
+            now.format("%Y%m%dT%H%M%S"),
+            &format!("{:08x}", seed as u32)
+        ),
         seed,
         created_at: now,
         start_commit: head.to_string(),
@@ -892,7 +1302,10 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
 }
 
 fn oid(s: &str) -> Result<git2::Oid> {
-    git2::Oid::from_str(s).map_err(|e| Error::Corrupt { path: PathBuf::from("state.json"), message: format!("`{s}` is not a commit hash: {e}") })
+    git2::Oid::from_str(s).map_err(|e| Error::Corrupt {
+        path: PathBuf::from("state.json"),
+        message: format!("`{s}` is not a commit hash: {e}"),
+    })
 }
 
 fn first_line(s: &str) -> &str {
@@ -914,10 +1327,18 @@ pub fn scope_violation<'p>(brief: &Brief, paths: impl Iterator<Item = &'p str>) 
         }
     }
     if !protected.is_empty() {
-        return Some(format!("changed protected path(s) {} (scope.protect: {}); the evaluator must stay read-only", protected.join(", "), brief.scope.protect.join(", ")));
+        return Some(format!(
+            "changed protected path(s) {} (scope.protect: {}); the evaluator must stay read-only",
+            protected.join(", "),
+            brief.scope.protect.join(", ")
+        ));
     }
     if !outside.is_empty() {
-        return Some(format!("changed path(s) outside scope.allow: {} (allowed: {})", outside.join(", "), brief.scope.allow.join(", ")));
+        return Some(format!(
+            "changed path(s) outside scope.allow: {} (allowed: {})",
+            outside.join(", "),
+            brief.scope.allow.join(", ")
+        ));
     }
     None
 }

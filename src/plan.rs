@@ -63,14 +63,21 @@ pub struct Rejection {
 }
 
 /// Checks a plan against the rules of DESIGN.md §7.
-pub fn validate(plan: &Plan, history: &[IterationRecord], next_iteration: u32) -> Result<(), Rejection> {
+pub fn validate(
+    plan: &Plan,
+    history: &[IterationRecord],
+    next_iteration: u32,
+) -> Result<(), Rejection> {
     if plan.hypothesis.trim().is_empty() {
         return Err(Rejection {
             rule: "hypothesis",
             message: "the plan has no hypothesis: state what you expect to change and why, e.g. \"hypothesis\": \"a 64-wide tile fits L1 and cuts cache misses\"".into(),
         });
     }
-    if !plan.predicted_effect.is_finite() || !plan.predicted_sd.is_finite() || plan.predicted_sd < 0.0 {
+    if !plan.predicted_effect.is_finite()
+        || !plan.predicted_sd.is_finite()
+        || plan.predicted_sd < 0.0
+    {
         return Err(Rejection {
             rule: "prediction",
             message: format!(
@@ -106,10 +113,10 @@ pub fn validate(plan: &Plan, history: &[IterationRecord], next_iteration: u32) -
         });
     }
     let hyp = normalize(&plan.hypothesis);
-    if let Some(r) = history
-        .iter()
-        .find(|r| r.falsified.as_deref().map(normalize).as_deref() == Some(hyp.as_str()) || (r.verdict.is_falsifying() && normalize(&r.hypothesis) == hyp))
-    {
+    if let Some(r) = history.iter().find(|r| {
+        r.falsified.as_deref().map(normalize).as_deref() == Some(hyp.as_str())
+            || (r.verdict.is_falsifying() && normalize(&r.hypothesis) == hyp)
+    }) {
         return Err(Rejection {
             rule: "falsified",
             message: format!(
@@ -120,7 +127,10 @@ pub fn validate(plan: &Plan, history: &[IterationRecord], next_iteration: u32) -
     }
     if !plan.knobs.is_empty() {
         let k = knobs::key(&plan.knobs);
-        if let Some(r) = history.iter().find(|r| !r.knobs.is_empty() && knobs::key(&r.knobs) == k && r.verdict.was_measured()) {
+        if let Some(r) = history
+            .iter()
+            .find(|r| !r.knobs.is_empty() && knobs::key(&r.knobs) == k && r.verdict.was_measured())
+        {
             return Err(Rejection {
                 rule: "repeat",
                 message: format!(
@@ -134,7 +144,10 @@ pub fn validate(plan: &Plan, history: &[IterationRecord], next_iteration: u32) -
 }
 
 fn normalize(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 fn summarize_ids(ids: &BTreeSet<u32>) -> String {

@@ -11,11 +11,26 @@ use crate::atomic::{create_dir_all, write_atomic};
 use crate::error::{Error, Result};
 
 pub const SUBAGENTS: &[(&str, &str)] = &[
-    ("eval-runner.md", include_str!("../subagents/eval-runner.md")),
-    ("pipeline-analyzer.md", include_str!("../subagents/pipeline-analyzer.md")),
-    ("code-reviewer.md", include_str!("../subagents/code-reviewer.md")),
-    ("code-simplifier.md", include_str!("../subagents/code-simplifier.md")),
-    ("obsidian-synthesizer.md", include_str!("../subagents/obsidian-synthesizer.md")),
+    (
+        "eval-runner.md",
+        include_str!("../subagents/eval-runner.md"),
+    ),
+    (
+        "pipeline-analyzer.md",
+        include_str!("../subagents/pipeline-analyzer.md"),
+    ),
+    (
+        "code-reviewer.md",
+        include_str!("../subagents/code-reviewer.md"),
+    ),
+    (
+        "code-simplifier.md",
+        include_str!("../subagents/code-simplifier.md"),
+    ),
+    (
+        "obsidian-synthesizer.md",
+        include_str!("../subagents/obsidian-synthesizer.md"),
+    ),
 ];
 
 pub const TEMPLATES: &[(&str, &str)] = &[
@@ -112,13 +127,23 @@ pub fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
 pub fn template(root: &Path, name: &str) -> Option<String> {
     fs::read_to_string(root.join("templates").join(name))
         .ok()
-        .or_else(|| TEMPLATES.iter().find(|(n, _)| *n == name).map(|(_, t)| t.to_string()))
+        .or_else(|| {
+            TEMPLATES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t.to_string())
+        })
 }
 
 pub fn new_brief(root: &Path, name: &str) -> Result<PathBuf> {
     let valid = !name.is_empty()
-        && name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
     if !valid {
         return Err(Error::Input(format!(
             "`{name}` is not a valid Brief name: use lowercase letters, digits, `-` and `_`, starting with a letter or digit (e.g. `parse-latency`)"
@@ -126,7 +151,10 @@ pub fn new_brief(root: &Path, name: &str) -> Result<PathBuf> {
     }
     let path = root.join("briefs").join(format!("{name}.md"));
     if path.exists() {
-        return Err(Error::Input(format!("{} already exists; edit it, or pick another name", path.display())));
+        return Err(Error::Input(format!(
+            "{} already exists; edit it, or pick another name",
+            path.display()
+        )));
     }
     create_dir_all(&root.join("briefs"))?;
     let text = template(root, "brief.md").unwrap_or_default();
@@ -158,7 +186,10 @@ mod tests {
     #[test]
     fn rejects_bad_names() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(new_brief(dir.path(), "Bad Name").unwrap_err().exit_code(), 2);
+        assert_eq!(
+            new_brief(dir.path(), "Bad Name").unwrap_err().exit_code(),
+            2
+        );
         new_brief(dir.path(), "ok-name").unwrap();
         assert_eq!(new_brief(dir.path(), "ok-name").unwrap_err().exit_code(), 2);
     }

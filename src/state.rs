@@ -159,7 +159,12 @@ impl State {
     /// Rebuilds the state from the archive alone (after `state.json` was
     /// deleted or found corrupt). An iteration that was in flight and not yet
     /// archived is lost, and its number is reused: numbers never skip.
-    pub fn rebuild(brief: &str, brief_hash: &str, history: &[IterationRecord], commit_exists: impl Fn(&str) -> bool) -> Option<State> {
+    pub fn rebuild(
+        brief: &str,
+        brief_hash: &str,
+        history: &[IterationRecord],
+        commit_exists: impl Fn(&str) -> bool,
+    ) -> Option<State> {
         let first = history.first()?;
         let best = history
             .iter()
@@ -189,10 +194,13 @@ impl State {
 
 /// What loading found on disk.
 pub enum Loaded {
-    Ok(State),
+    Ok(Box<State>),
     Missing,
     /// Unreadable; the damaged file was moved aside to this path.
-    Corrupt { moved_to: PathBuf, message: String },
+    Corrupt {
+        moved_to: PathBuf,
+        message: String,
+    },
 }
 
 /// Reads the state without repairing anything (for `status`).
@@ -200,8 +208,11 @@ pub fn peek(dir: &Path) -> Result<Loaded> {
     let path = State::path(dir);
     match std::fs::read(&path) {
         Ok(t) => Ok(match serde_json::from_slice::<State>(&t) {
-            Ok(s) => Loaded::Ok(s),
-            Err(e) => Loaded::Corrupt { moved_to: path, message: e.to_string() },
+            Ok(s) => Loaded::Ok(Box::new(s)),
+            Err(e) => Loaded::Corrupt {
+                moved_to: path,
+                message: e.to_string(),
+            },
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::Missing),
         Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
@@ -216,7 +227,7 @@ pub fn load(dir: &Path) -> Result<Loaded> {
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
     match serde_json::from_slice::<State>(&text) {
-        Ok(s) if s.version == STATE_VERSION => Ok(Loaded::Ok(s)),
+        Ok(s) if s.version == STATE_VERSION => Ok(Loaded::Ok(Box::new(s))),
         Ok(s) => Err(Error::Corrupt {
             path,
             message: format!(
@@ -225,9 +236,17 @@ pub fn load(dir: &Path) -> Result<Loaded> {
             ),
         }),
         Err(e) => {
-            let moved_to = dir.join(format!("state.json.corrupt-{}", Utc::now().format("%Y%m%dT%H%M%S")));
-            std::fs::rename(&path, &moved_to).map_err(|err| Error::io(format!("moving the corrupt {} aside", path.display()), err))?;
-            Ok(Loaded::Corrupt { moved_to, message: e.to_string() })
+            let moved_to = dir.join(format!(
+                "state.json.corrupt-{}",
+                Utc::now().format("%Y%m%dT%H%M%S")
+            ));
+            std::fs::rename(&path, &moved_to).map_err(|err| {
+                Error::io(format!("moving the corrupt {} aside", path.display()), err)
+            })?;
+            Ok(Loaded::Corrupt {
+                moved_to,
+                message: e.to_string(),
+            })
         }
     }
 }
@@ -260,7 +279,7 @@ mod tests {
         let s = state();
         s.save(dir.path()).unwrap();
         match load(dir.path()).unwrap() {
-            Loaded::Ok(back) => assert_eq!(back, s),
+            Loaded::Ok(back) => assert_eq!(*back, s),
             _ => panic!("expected a state"),
         }
     }

@@ -116,7 +116,9 @@ pub fn winsorize(values: &[f64], center: f64, half_width: f64) -> Vec<f64> {
 }
 
 /// Result of a one-sided t-test.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+// Deliberately not Serialize: t is ±inf for zero-variance samples, which
+// serde_json writes as `null` and then refuses to read back as f64.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TTest {
     /// Number of observations (for Welch: both samples together).
     pub n: usize,
@@ -249,7 +251,7 @@ pub fn t_quantile(p: f64, df: f64) -> f64 {
     let mut q = dist.inverse_cdf(p);
     for _ in 0..4 {
         let density = dist.pdf(q);
-        if !q.is_finite() || !(density > 0.0) {
+        if !q.is_finite() || density.is_nan() || density <= 0.0 {
             break;
         }
         let residual = if p < 0.5 {

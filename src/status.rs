@@ -40,7 +40,10 @@ pub fn collect(project: &Project, only: Option<&str>) -> Result<Vec<BriefStatus>
 }
 
 fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut out = BriefStatus {
         brief: name.clone(),
         status: "NEW".into(),
@@ -77,7 +80,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         }
     };
     let state: Option<State> = match state::peek(&dir) {
-        Ok(Loaded::Ok(s)) => Some(s),
+        Ok(Loaded::Ok(s)) => Some(*s),
         Ok(_) => State::rebuild(&name, "", &history, |_| true),
         Err(e) => {
             out.error = Some(e.to_string());
@@ -88,15 +91,23 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         out.status = summary::status_word(s.status()).into();
         out.stop_reason = s.stop.as_ref().map(|st| st.reason.as_str().to_string());
         out.detail = s.stop.as_ref().map(|st| st.detail.clone());
-        out.in_flight = s.current.as_ref().map(|c| format!("iteration {} after {}", c.iteration, c.done.as_str()));
+        out.in_flight = s
+            .current
+            .as_ref()
+            .map(|c| format!("iteration {} after {}", c.iteration, c.done.as_str()));
     }
     out.iterations = history.len().saturating_sub(1);
-    out.keeps = history.iter().filter(|r| r.verdict == Verdict::Keep).count();
+    out.keeps = history
+        .iter()
+        .filter(|r| r.verdict == Verdict::Keep)
+        .count();
     out.baseline = summary::baseline_value(&history);
     if out.baseline.is_some() {
         let best = summary::best_value(&history);
         out.best = Some(best);
-        out.improvement = out.baseline.map(|b| summary::improvement(brief.metric.direction, b, best));
+        out.improvement = out
+            .baseline
+            .map(|b| summary::improvement(brief.metric.direction, b, best));
     }
     out.last_event = crate::events::last_timestamp(&dir);
     out
@@ -128,11 +139,19 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
         s.push_str(&format!(
             " {} iteration(s){}, {} keep(s)",
             r.iterations,
-            r.budget_iterations.map(|b| format!(" of {b}")).unwrap_or_default(),
+            r.budget_iterations
+                .map(|b| format!(" of {b}"))
+                .unwrap_or_default(),
             r.keeps
         ));
         if let (Some(b), Some(best), Some(imp)) = (r.baseline, r.best, r.improvement) {
-            s.push_str(&format!(", {} {} → {} ({:+.1}%)", r.metric, history::fmt_num(b), history::fmt_num(best), imp * 100.0));
+            s.push_str(&format!(
+                ", {} {} → {} ({:+.1}%)",
+                r.metric,
+                history::fmt_num(b),
+                history::fmt_num(best),
+                imp * 100.0
+            ));
         }
         if let Some(reason) = &r.stop_reason {
             s.push_str(&format!(", stopped: {reason}"));
@@ -141,7 +160,10 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
             s.push_str(&format!(", in flight: {f}"));
         }
         if let Some(t) = r.last_event {
-            s.push_str(&format!(", last event {}", t.format("%Y-%m-%d %H:%M:%S UTC")));
+            s.push_str(&format!(
+                ", last event {}",
+                t.format("%Y-%m-%d %H:%M:%S UTC")
+            ));
         }
         s.push('\n');
     }

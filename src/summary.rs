@@ -13,7 +13,7 @@ use chrono::Utc;
 use crate::atomic::write_atomic;
 use crate::brief::{Brief, Direction};
 use crate::error::Result;
-use crate::history::{self, fmt_num, IterationRecord, Verdict};
+use crate::history::{self, IterationRecord, Verdict, fmt_num};
 use crate::state::{State, Status};
 
 /// The best known metric value: the last keep's candidate median, else the baseline's.
@@ -28,7 +28,10 @@ pub fn best_value(history: &[IterationRecord]) -> f64 {
 }
 
 pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
-    history.first().and_then(|r| r.calibration.as_ref()).map(|c| c.median)
+    history
+        .first()
+        .and_then(|r| r.calibration.as_ref())
+        .map(|c| c.median)
 }
 
 /// Relative improvement of `best` over `base` in the Brief's direction.
@@ -56,13 +59,23 @@ pub fn status_line(state: &State) -> String {
     }
 }
 
-pub fn render(brief: &Brief, state: &State, history: &[IterationRecord], repo_root: &Path) -> String {
+pub fn render(
+    brief: &Brief,
+    state: &State,
+    history: &[IterationRecord],
+    repo_root: &Path,
+) -> String {
     let _ = repo_root;
     let mut s = String::new();
     let metric = &brief.metric.name;
     let _ = writeln!(s, "# {} — ooda summary\n", brief.name);
     let _ = writeln!(s, "**Status:** {}\n", status_line(state));
-    let _ = writeln!(s, "_Regenerated {} after iteration {}._\n", Utc::now().format("%Y-%m-%d %H:%M UTC"), history.last().map(|r| r.iteration).unwrap_or(0));
+    let _ = writeln!(
+        s,
+        "_Regenerated {} after iteration {}._\n",
+        Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        history.last().map(|r| r.iteration).unwrap_or(0)
+    );
     let _ = writeln!(s, "## Goal\n\n{}\n", brief.goal.trim());
     let dir_word = match brief.metric.direction {
         Direction::Minimize => "lower is better",
@@ -72,21 +85,40 @@ pub fn render(brief: &Brief, state: &State, history: &[IterationRecord], repo_ro
     match baseline_value(history) {
         Some(base) => {
             let best = best_value(history);
-            let keeps: Vec<&IterationRecord> = history.iter().filter(|r| r.verdict == Verdict::Keep).collect();
+            let keeps: Vec<&IterationRecord> = history
+                .iter()
+                .filter(|r| r.verdict == Verdict::Keep)
+                .collect();
             let _ = writeln!(s, "| | {metric} ({dir_word}) |\n|---|---|");
             let _ = writeln!(s, "| baseline (iteration 0) | {} |", fmt_num(base));
             let _ = writeln!(
                 s,
                 "| best ({}) | {} |",
-                keeps.last().map(|r| format!("iteration {}", r.iteration)).unwrap_or_else(|| "the baseline".into()),
+                keeps
+                    .last()
+                    .map(|r| format!("iteration {}", r.iteration))
+                    .unwrap_or_else(|| "the baseline".into()),
                 fmt_num(best)
             );
-            let _ = writeln!(s, "| improvement | {:+.1}% |", improvement(brief.metric.direction, base, best) * 100.0);
+            let _ = writeln!(
+                s,
+                "| improvement | {:+.1}% |",
+                improvement(brief.metric.direction, base, best) * 100.0
+            );
             if let Some(c) = history.first().and_then(|r| r.calibration.as_ref()) {
                 let _ = writeln!(s, "| noise per pair | {:.2}% |", c.noise_sd * 100.0);
-                let _ = writeln!(s, "| minimum detectable gain θ₁ | {:.2}% |", c.theta1 * 100.0);
+                let _ = writeln!(
+                    s,
+                    "| minimum detectable gain θ₁ | {:.2}% |",
+                    c.theta1 * 100.0
+                );
             }
-            let _ = writeln!(s, "| keeps | {} of {} iterations |", keeps.len(), history.len().saturating_sub(1));
+            let _ = writeln!(
+                s,
+                "| keeps | {} of {} iterations |",
+                keeps.len(),
+                history.len().saturating_sub(1)
+            );
             let _ = writeln!(
                 s,
                 "\nThe best value is the median of the kept candidate's own runs, which overstates a little (the winner's curse); each keep's effect and 95% CI below are from its paired comparison.\n"
@@ -100,10 +132,21 @@ pub fn render(brief: &Brief, state: &State, history: &[IterationRecord], repo_ro
         }
     }
     let _ = writeln!(s, "## Iterations\n");
-    let _ = writeln!(s, "| # | verdict | hypothesis | effect (95% CI) | predicted |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| # | verdict | hypothesis | effect (95% CI) | predicted |\n|---|---|---|---|---|"
+    );
     for r in history {
-        let hyp = if r.verdict == Verdict::Baseline { r.reason.clone() } else { truncate(&r.hypothesis, 90) };
-        let predicted = r.predicted.as_ref().map(|p| format!("{:+.1}%", p.effect * 100.0)).unwrap_or_else(|| "—".into());
+        let hyp = if r.verdict == Verdict::Baseline {
+            r.reason.clone()
+        } else {
+            truncate(&r.hypothesis, 90)
+        };
+        let predicted = r
+            .predicted
+            .as_ref()
+            .map(|p| format!("{:+.1}%", p.effect * 100.0))
+            .unwrap_or_else(|| "—".into());
         let _ = writeln!(
             s,
             "| [{}]({}) | {} | {} | {} | {} |",
@@ -116,13 +159,20 @@ pub fn render(brief: &Brief, state: &State, history: &[IterationRecord], repo_ro
         );
     }
     s.push('\n');
-    let falsified: Vec<&IterationRecord> = history.iter().filter(|r| r.falsified.is_some()).collect();
+    let falsified: Vec<&IterationRecord> =
+        history.iter().filter(|r| r.falsified.is_some()).collect();
     let _ = writeln!(s, "## Falsified directions\n");
     if falsified.is_empty() {
         let _ = writeln!(s, "None yet.\n");
     } else {
         for r in &falsified {
-            let _ = writeln!(s, "- [{}]({}): {}", r.iteration, history::file_name(r.iteration), r.falsified.as_deref().unwrap_or_default());
+            let _ = writeln!(
+                s,
+                "- [{}]({}): {}",
+                r.iteration,
+                history::file_name(r.iteration),
+                r.falsified.as_deref().unwrap_or_default()
+            );
         }
         s.push('\n');
     }
@@ -137,15 +187,27 @@ pub fn render(brief: &Brief, state: &State, history: &[IterationRecord], repo_ro
         let _ = writeln!(s, "None yet.\n");
     } else {
         for (name, (it, lesson)) in &patterns {
-            let _ = writeln!(s, "- **{name}** — {lesson} ([{it}]({}))", history::file_name(*it));
+            let _ = writeln!(
+                s,
+                "- **{name}** — {lesson} ([{it}]({}))",
+                history::file_name(*it)
+            );
         }
         s.push('\n');
     }
-    let failures: Vec<&IterationRecord> = history.iter().filter(|r| r.verdict.is_failure()).collect();
+    let failures: Vec<&IterationRecord> =
+        history.iter().filter(|r| r.verdict.is_failure()).collect();
     if !failures.is_empty() {
         let _ = writeln!(s, "## Failures\n");
         for r in failures {
-            let _ = writeln!(s, "- [{}]({}) {}: {}", r.iteration, history::file_name(r.iteration), r.verdict.as_str(), truncate(&r.reason, 200));
+            let _ = writeln!(
+                s,
+                "- [{}]({}) {}: {}",
+                r.iteration,
+                history::file_name(r.iteration),
+                r.verdict.as_str(),
+                truncate(&r.reason, 200)
+            );
         }
         s.push('\n');
     }
@@ -154,24 +216,74 @@ pub fn render(brief: &Brief, state: &State, history: &[IterationRecord], repo_ro
     let used_iters = history.len().saturating_sub(1);
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
     let _ = writeln!(s, "| | used | budget |\n|---|---|---|");
-    let _ = writeln!(s, "| iterations | {used_iters} | {} |", budget.iterations.map(|n| n.to_string()).unwrap_or_else(|| "—".into()));
-    let _ = writeln!(s, "| wall clock since start | {} | {} |", crate::brief::format_duration(elapsed), budget.wall.map(crate::brief::format_duration).unwrap_or_else(|| "—".into()));
+    let _ = writeln!(
+        s,
+        "| iterations | {used_iters} | {} |",
+        budget
+            .iterations
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "—".into())
+    );
+    let _ = writeln!(
+        s,
+        "| wall clock since start | {} | {} |",
+        crate::brief::format_duration(elapsed),
+        budget
+            .wall
+            .map(crate::brief::format_duration)
+            .unwrap_or_else(|| "—".into())
+    );
     let tokens: u64 = history.iter().map(|r| r.tokens).sum();
     let cost: f64 = history.iter().map(|r| r.cost_usd).sum();
-    let _ = writeln!(s, "| tokens | {tokens} | {} |", budget.tokens.map(|n| n.to_string()).unwrap_or_else(|| "—".into()));
-    let _ = writeln!(s, "| cost | ${cost:.2} | {} |\n", budget.cost_usd.map(|c| format!("${c:.2}")).unwrap_or_else(|| "—".into()));
+    let _ = writeln!(
+        s,
+        "| tokens | {tokens} | {} |",
+        budget
+            .tokens
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "—".into())
+    );
+    let _ = writeln!(
+        s,
+        "| cost | ${cost:.2} | {} |\n",
+        budget
+            .cost_usd
+            .map(|c| format!("${c:.2}"))
+            .unwrap_or_else(|| "—".into())
+    );
     let _ = writeln!(s, "## Review and merge\n");
     let branch = format!("ooda/{}", brief.name);
     let start = history::short(&state.start_commit);
-    let _ = writeln!(s, "The kept changes are commits on branch `{branch}`, started from `{start}`. Review them with:\n");
-    let _ = writeln!(s, "```sh\ngit log --oneline {start}..{branch}\ngit diff {start}...{branch}\n```\n");
-    let _ = writeln!(s, "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration.");
+    let _ = writeln!(
+        s,
+        "The kept changes are commits on branch `{branch}`, started from `{start}`. Review them with:\n"
+    );
+    let _ = writeln!(
+        s,
+        "```sh\ngit log --oneline {start}..{branch}\ngit diff {start}...{branch}\n```\n"
+    );
+    let _ = writeln!(
+        s,
+        "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration."
+    );
     s
 }
 
-pub fn write(dir: &Path, brief: &Brief, state: &State, history: &[IterationRecord], repo_root: &Path) -> Result<()> {
-    write_atomic(&dir.join("summary.md"), render(brief, state, history, repo_root).as_bytes())?;
-    write_atomic(&dir.join("progress.svg"), progress_svg(brief, history).as_bytes())
+pub fn write(
+    dir: &Path,
+    brief: &Brief,
+    state: &State,
+    history: &[IterationRecord],
+    repo_root: &Path,
+) -> Result<()> {
+    write_atomic(
+        &dir.join("summary.md"),
+        render(brief, state, history, repo_root).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join("progress.svg"),
+        progress_svg(brief, history).as_bytes(),
+    )
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -195,8 +307,18 @@ pub fn progress_svg(brief: &Brief, history: &[IterationRecord]) -> String {
             points.push((r.iteration, m.cand_median, r.verdict == Verdict::Keep));
         }
     }
-    let mut s = format!("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n");
-    let _ = writeln!(s, "<text x=\"{pad}\" y=\"16\">{} per iteration ({}); filled = kept</text>", xml(&brief.metric.name), match brief.metric.direction { Direction::Minimize => "lower is better", Direction::Maximize => "higher is better" });
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"{pad}\" y=\"16\">{} per iteration ({}); filled = kept</text>",
+        xml(&brief.metric.name),
+        match brief.metric.direction {
+            Direction::Minimize => "lower is better",
+            Direction::Maximize => "higher is better",
+        }
+    );
     if points.is_empty() {
         s.push_str("</svg>\n");
         return s;
@@ -204,11 +326,28 @@ pub fn progress_svg(brief: &Brief, history: &[IterationRecord]) -> String {
     let max_i = points.iter().map(|p| p.0).max().unwrap_or(1).max(1) as f64;
     let lo = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let hi = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    let span = if hi > lo { hi - lo } else { hi.abs().max(1.0) * 0.1 };
+    let span = if hi > lo {
+        hi - lo
+    } else {
+        hi.abs().max(1.0) * 0.1
+    };
     let x = |i: f64| pad + (w - 2.0 * pad) * i / max_i;
     let y = |v: f64| h - pad - (h - 2.0 * pad) * (v - lo) / span;
-    let _ = writeln!(s, "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/>", h - pad, w - pad, h - pad);
-    let _ = writeln!(s, "<text x=\"2\" y=\"{:.1}\">{}</text><text x=\"2\" y=\"{:.1}\">{}</text>", y(hi) + 4.0, fmt_num(hi), y(lo) + 4.0, fmt_num(lo));
+    let _ = writeln!(
+        s,
+        "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/>",
+        h - pad,
+        w - pad,
+        h - pad
+    );
+    let _ = writeln!(
+        s,
+        "<text x=\"2\" y=\"{:.1}\">{}</text><text x=\"2\" y=\"{:.1}\">{}</text>",
+        y(hi) + 4.0,
+        fmt_num(hi),
+        y(lo) + 4.0,
+        fmt_num(lo)
+    );
     let mut best = points[0].1;
     let mut path = String::new();
     for (i, v, kept) in &points {
@@ -219,16 +358,34 @@ pub fn progress_svg(brief: &Brief, history: &[IterationRecord]) -> String {
         if *kept && better {
             best = *v;
         }
-        let _ = write!(path, "{}{:.1},{:.1} ", if path.is_empty() { "M" } else { "L" }, x(*i as f64), y(best));
+        let _ = write!(
+            path,
+            "{}{:.1},{:.1} ",
+            if path.is_empty() { "M" } else { "L" },
+            x(*i as f64),
+            y(best)
+        );
     }
-    let _ = writeln!(s, "<path d=\"{}\" fill=\"none\" stroke=\"#2a7\" stroke-width=\"2\"/>", path.trim_end());
+    let _ = writeln!(
+        s,
+        "<path d=\"{}\" fill=\"none\" stroke=\"#2a7\" stroke-width=\"2\"/>",
+        path.trim_end()
+    );
     for (i, v, kept) in &points {
-        let _ = writeln!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{}\" stroke=\"#26a\"/>", x(*i as f64), y(*v), if *kept { "#26a" } else { "white" });
+        let _ = writeln!(
+            s,
+            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{}\" stroke=\"#26a\"/>",
+            x(*i as f64),
+            y(*v),
+            if *kept { "#26a" } else { "white" }
+        );
     }
     s.push_str("</svg>\n");
     s
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }

@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use git2::{
-    build::CheckoutBuilder, BranchType, DiffFormat, DiffOptions, IndexAddOption, Oid, Repository,
-    ResetType, Signature, StatusOptions, WorktreeAddOptions,
+    BranchType, DiffFormat, DiffOptions, IndexAddOption, Oid, Repository, ResetType, Signature,
+    StatusOptions, WorktreeAddOptions, build::CheckoutBuilder,
 };
 
 use crate::error::{Error, IoContext, Result};
@@ -34,7 +34,8 @@ pub struct ChangedPath {
 
 impl Workspace {
     pub fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
-        let repo = Repository::discover(repo_dir).ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
+        let repo = Repository::discover(repo_dir)
+            .ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
         Ok(Workspace {
             brief: brief.to_string(),
             branch: format!("ooda/{brief}"),
@@ -48,9 +49,13 @@ impl Workspace {
     /// The commit the user's checkout is on: where a new run starts.
     pub fn user_head(&self) -> Result<Oid> {
         let head = self.repo.head().map_err(|e| {
-            Error::Input(format!("the repository has no commit to start from ({e}): commit your work first"))
+            Error::Input(format!(
+                "the repository has no commit to start from ({e}): commit your work first"
+            ))
         })?;
-        head.peel_to_commit().map(|c| c.id()).ctx(|| "reading HEAD".into())
+        head.peel_to_commit()
+            .map(|c| c.id())
+            .ctx(|| "reading HEAD".into())
     }
 
     pub fn branch_tip(&self) -> Result<Option<Oid>> {
@@ -62,13 +67,19 @@ impl Workspace {
     }
 
     pub fn commit_exists(&self, oid: &str) -> bool {
-        Oid::from_str(oid).ok().and_then(|o| self.repo.find_commit(o).ok()).is_some()
+        Oid::from_str(oid)
+            .ok()
+            .and_then(|o| self.repo.find_commit(o).ok())
+            .is_some()
     }
 
     /// Points the branch at `target` (creating it if needed) and makes both
     /// worktrees exist and match it exactly.
     pub fn ensure(&self, target: Oid) -> Result<()> {
-        let commit = self.repo.find_commit(target).ctx(|| format!("finding commit {target}"))?;
+        let commit = self
+            .repo
+            .find_commit(target)
+            .ctx(|| format!("finding commit {target}"))?;
         if self.branch_tip()? != Some(target) {
             self.set_branch(commit.id())?;
         }
@@ -96,9 +107,13 @@ impl Workspace {
             self.add_detached(&name, &path, commit)?;
         }
         let repo = Repository::open(&path).ctx(|| format!("opening {}", path.display()))?;
-        repo.set_head_detached(commit).ctx(|| "moving the scratch worktree".into())?;
-        let obj = repo.find_object(commit, None).ctx(|| format!("finding {commit}"))?;
-        repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force())).ctx(|| "resetting the scratch worktree".into())?;
+        repo.set_head_detached(commit)
+            .ctx(|| "moving the scratch worktree".into())?;
+        let obj = repo
+            .find_object(commit, None)
+            .ctx(|| format!("finding {commit}"))?;
+        repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
+            .ctx(|| "resetting the scratch worktree".into())?;
         clean_untracked(&repo, &path)?;
         Ok(path)
     }
@@ -107,14 +122,24 @@ impl Workspace {
     /// branch, so a temporary branch carries it there and is deleted after.
     fn add_detached(&self, name: &str, path: &Path, commit: Oid) -> Result<()> {
         let tmp_branch = format!("ooda-tmp/{name}");
-        let c = self.repo.find_commit(commit).ctx(|| format!("finding {commit}"))?;
-        let b = self.repo.branch(&tmp_branch, &c, true).ctx(|| format!("creating {tmp_branch}"))?;
+        let c = self
+            .repo
+            .find_commit(commit)
+            .ctx(|| format!("finding {commit}"))?;
+        let b = self
+            .repo
+            .branch(&tmp_branch, &c, true)
+            .ctx(|| format!("creating {tmp_branch}"))?;
         let r = b.into_reference();
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(&r));
-        self.repo.worktree(name, path, Some(&opts)).ctx(|| format!("creating worktree {}", path.display()))?;
+        self.repo
+            .worktree(name, path, Some(&opts))
+            .ctx(|| format!("creating worktree {}", path.display()))?;
         let wt_repo = Repository::open(path).ctx(|| format!("opening {}", path.display()))?;
-        wt_repo.set_head_detached(commit).ctx(|| "detaching the worktree".into())?;
+        wt_repo
+            .set_head_detached(commit)
+            .ctx(|| "detaching the worktree".into())?;
         if let Ok(mut b) = self.repo.find_branch(&tmp_branch, BranchType::Local) {
             let _ = b.delete();
         }
@@ -137,7 +162,8 @@ impl Workspace {
             let _ = wt.prune(Some(&mut opts));
         }
         if path.exists() {
-            fs::remove_dir_all(path).ctx(|| format!("removing the broken worktree {}", path.display()))?;
+            fs::remove_dir_all(path)
+                .ctx(|| format!("removing the broken worktree {}", path.display()))?;
         }
         if on_branch {
             let reference = self
@@ -146,9 +172,13 @@ impl Workspace {
                 .ctx(|| format!("finding branch {}", self.branch))?;
             let mut opts = WorktreeAddOptions::new();
             opts.reference(Some(&reference));
-            self.repo.worktree(&name, path, Some(&opts)).ctx(|| format!("creating worktree {}", path.display()))?;
+            self.repo
+                .worktree(&name, path, Some(&opts))
+                .ctx(|| format!("creating worktree {}", path.display()))?;
         } else {
-            let tip = self.branch_tip()?.ok_or_else(|| Error::Internal("the ooda branch vanished".into()))?;
+            let tip = self
+                .branch_tip()?
+                .ok_or_else(|| Error::Internal("the ooda branch vanished".into()))?;
             self.add_detached(&name, path, tip)?;
         }
         Ok(())
@@ -158,13 +188,20 @@ impl Workspace {
     /// agent created removed (ignored build outputs stay, for fast rebuilds).
     pub fn sync(&self, target: Oid) -> Result<()> {
         let cand = self.cand_repo()?;
-        let obj = cand.find_object(target, None).ctx(|| format!("finding {target}"))?;
-        cand.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force())).ctx(|| "resetting the candidate worktree".into())?;
+        let obj = cand
+            .find_object(target, None)
+            .ctx(|| format!("finding {target}"))?;
+        cand.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
+            .ctx(|| "resetting the candidate worktree".into())?;
         clean_untracked(&cand, &self.cand_dir)?;
         let base = self.base_repo()?;
-        base.set_head_detached(target).ctx(|| "moving the base worktree".into())?;
-        let obj = base.find_object(target, None).ctx(|| format!("finding {target}"))?;
-        base.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force())).ctx(|| "resetting the base worktree".into())?;
+        base.set_head_detached(target)
+            .ctx(|| "moving the base worktree".into())?;
+        let obj = base
+            .find_object(target, None)
+            .ctx(|| format!("finding {target}"))?;
+        base.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
+            .ctx(|| "resetting the base worktree".into())?;
         clean_untracked(&base, &self.base_dir)?;
         Ok(())
     }
@@ -181,8 +218,12 @@ impl Workspace {
     pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
         let repo = self.cand_repo()?;
         let mut opts = StatusOptions::new();
-        opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
-        let statuses = repo.statuses(Some(&mut opts)).ctx(|| "reading the candidate's status".into())?;
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let statuses = repo
+            .statuses(Some(&mut opts))
+            .ctx(|| "reading the candidate's status".into())?;
         let mut out = Vec::new();
         for s in statuses.iter() {
             let st = s.status();
@@ -194,7 +235,10 @@ impl Workspace {
                 "modified"
             };
             if let Ok(p) = s.path() {
-                out.push(ChangedPath { path: p.to_string(), kind });
+                out.push(ChangedPath {
+                    path: p.to_string(),
+                    kind,
+                });
             }
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
@@ -204,9 +248,14 @@ impl Workspace {
     /// The candidate's change as a patch (untracked files included).
     pub fn diff(&self) -> Result<String> {
         let repo = self.cand_repo()?;
-        let head = repo.head().and_then(|h| h.peel_to_tree()).ctx(|| "reading the candidate's HEAD".into())?;
+        let head = repo
+            .head()
+            .and_then(|h| h.peel_to_tree())
+            .ctx(|| "reading the candidate's HEAD".into())?;
         let mut opts = DiffOptions::new();
-        opts.include_untracked(true).recurse_untracked_dirs(true).show_untracked_content(true);
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .show_untracked_content(true);
         let diff = repo
             .diff_tree_to_workdir_with_index(Some(&head), Some(&mut opts))
             .ctx(|| "diffing the candidate".into())?;
@@ -227,26 +276,48 @@ impl Workspace {
     /// COMMIT publishes it). Returns (commit, tree).
     pub fn prepare_commit(&self, parent: Oid, message: &str) -> Result<(Oid, Oid)> {
         let repo = self.cand_repo()?;
-        let mut index = repo.index().ctx(|| "opening the candidate's index".into())?;
-        index.add_all(["*"], IndexAddOption::DEFAULT, None).ctx(|| "staging the candidate".into())?;
-        index.update_all(["*"], None).ctx(|| "staging deletions".into())?;
-        index.write().ctx(|| "writing the candidate's index".into())?;
-        let tree_id = index.write_tree().ctx(|| "writing the candidate's tree".into())?;
+        let mut index = repo
+            .index()
+            .ctx(|| "opening the candidate's index".into())?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .ctx(|| "staging the candidate".into())?;
+        index
+            .update_all(["*"], None)
+            .ctx(|| "staging deletions".into())?;
+        index
+            .write()
+            .ctx(|| "writing the candidate's index".into())?;
+        let tree_id = index
+            .write_tree()
+            .ctx(|| "writing the candidate's tree".into())?;
         let tree = repo.find_tree(tree_id).ctx(|| "finding the tree".into())?;
-        let parent = repo.find_commit(parent).ctx(|| "finding the parent commit".into())?;
+        let parent = repo
+            .find_commit(parent)
+            .ctx(|| "finding the parent commit".into())?;
         let sig = Signature::now("ooda", "ooda@localhost").ctx(|| "making a signature".into())?;
-        let commit = repo.commit(None, &sig, &sig, message, &tree, &[&parent]).ctx(|| "writing the commit".into())?;
+        let commit = repo
+            .commit(None, &sig, &sig, message, &tree, &[&parent])
+            .ctx(|| "writing the commit".into())?;
         Ok((commit, tree_id))
     }
 
     /// The tree the candidate would commit, for exact-cycle detection.
     pub fn candidate_tree(&self) -> Result<Oid> {
         let repo = self.cand_repo()?;
-        let mut index = repo.index().ctx(|| "opening the candidate's index".into())?;
-        index.add_all(["*"], IndexAddOption::DEFAULT, None).ctx(|| "staging the candidate".into())?;
-        index.update_all(["*"], None).ctx(|| "staging deletions".into())?;
+        let mut index = repo
+            .index()
+            .ctx(|| "opening the candidate's index".into())?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .ctx(|| "staging the candidate".into())?;
+        index
+            .update_all(["*"], None)
+            .ctx(|| "staging deletions".into())?;
         // In-memory only: the index file is left as it was.
-        index.write_tree_to(&repo).ctx(|| "hashing the candidate's tree".into())
+        index
+            .write_tree_to(&repo)
+            .ctx(|| "hashing the candidate's tree".into())
     }
 
     /// Publishes a kept commit: the branch advances and both worktrees follow.
@@ -260,7 +331,12 @@ impl Workspace {
     /// worktree is ours and is reset right after.
     fn set_branch(&self, commit: Oid) -> Result<()> {
         self.repo
-            .reference(&format!("refs/heads/{}", self.branch), commit, true, "ooda: advance")
+            .reference(
+                &format!("refs/heads/{}", self.branch),
+                commit,
+                true,
+                "ooda: advance",
+            )
             .map(|_| ())
             .ctx(|| format!("moving branch {} to {commit}", self.branch))
     }
@@ -270,8 +346,12 @@ impl Workspace {
 /// Symlinks are removed as links; nothing outside `root` is ever touched.
 fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
     let mut opts = StatusOptions::new();
-    opts.include_untracked(true).recurse_untracked_dirs(true).include_ignored(false);
-    let statuses = repo.statuses(Some(&mut opts)).ctx(|| format!("reading status of {}", root.display()))?;
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .ctx(|| format!("reading status of {}", root.display()))?;
     let mut dirs = Vec::new();
     for s in statuses.iter() {
         if !s.status().is_wt_new() {
@@ -282,7 +362,9 @@ fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
             continue;
         }
         let p = root.join(rel.trim_end_matches('/'));
-        let Ok(meta) = fs::symlink_metadata(&p) else { continue };
+        let Ok(meta) = fs::symlink_metadata(&p) else {
+            continue;
+        };
         if meta.is_dir() {
             let _ = fs::remove_dir_all(&p);
         } else {
@@ -317,7 +399,8 @@ mod tests {
         index.write().unwrap();
         let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
         let sig = Signature::now("t", "t@t").unwrap();
-        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[]).unwrap()
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap()
     }
 
     #[test]
@@ -326,7 +409,10 @@ mod tests {
         let start = repo_with_commit(dir.path());
         let ws = Workspace::open(dir.path(), &dir.path().join(".ooda/worktrees/b"), "b").unwrap();
         ws.ensure(start).unwrap();
-        assert_eq!(fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(), "one\n");
+        assert_eq!(
+            fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(),
+            "one\n"
+        );
 
         // Discard: an edit and a new file disappear; ignored outputs survive.
         fs::write(ws.cand_dir.join("a.txt"), "two\n").unwrap();
@@ -334,11 +420,19 @@ mod tests {
         fs::write(ws.cand_dir.join("new/deep/f.txt"), "x").unwrap();
         fs::create_dir_all(ws.cand_dir.join("target")).unwrap();
         fs::write(ws.cand_dir.join("target/out"), "bin").unwrap();
-        let changed: Vec<_> = ws.changed_paths().unwrap().into_iter().map(|c| c.path).collect();
+        let changed: Vec<_> = ws
+            .changed_paths()
+            .unwrap()
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
         assert_eq!(changed, vec!["a.txt", "new/deep/f.txt"]);
         assert!(ws.diff().unwrap().contains("+two"));
         ws.sync(start).unwrap();
-        assert_eq!(fs::read_to_string(ws.cand_dir.join("a.txt")).unwrap(), "one\n");
+        assert_eq!(
+            fs::read_to_string(ws.cand_dir.join("a.txt")).unwrap(),
+            "one\n"
+        );
         assert!(!ws.cand_dir.join("new").exists());
         assert!(ws.cand_dir.join("target/out").exists());
 
@@ -350,13 +444,22 @@ mod tests {
         assert_eq!(ws.branch_tip().unwrap(), Some(start));
         ws.advance(commit).unwrap();
         assert_eq!(ws.branch_tip().unwrap(), Some(commit));
-        assert_eq!(fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(), "three\n");
+        assert_eq!(
+            fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(),
+            "three\n"
+        );
         assert_eq!(ws.user_head().unwrap(), start);
-        assert_eq!(fs::read_to_string(dir.path().join("a.txt")).unwrap(), "one\n");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "one\n"
+        );
 
         // Idempotent: ensuring again with a deleted base worktree repairs it.
         fs::remove_dir_all(&ws.base_dir).unwrap();
         ws.ensure(commit).unwrap();
-        assert_eq!(fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(), "three\n");
+        assert_eq!(
+            fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(),
+            "three\n"
+        );
     }
 }

@@ -158,6 +158,7 @@ pub fn parse(text: &str, first_line: usize) -> Result<Node, SyntaxError> {
             Err(e) => return Err(err(e.marker().line(), e.info())),
         };
         let line = span.start.line();
+        let is_alias = matches!(event, Event::Alias(_));
         let (node, anchor) = match event {
             Event::DocumentStart(..) => {
                 documents += 1;
@@ -242,7 +243,8 @@ pub fn parse(text: &str, first_line: usize) -> Result<Node, SyntaxError> {
             _ => continue,
         };
 
-        nodes += node.count();
+        // Each parsed node counts once; an alias counts everything it copies.
+        nodes += if is_alias { node.count() } else { 1 };
         if nodes > MAX_NODES {
             return Err(err(
                 line,
@@ -310,8 +312,8 @@ fn distance(a: &str, b: &str) -> usize {
     for (i, row) in d.iter_mut().enumerate() {
         row[0] = i;
     }
-    for j in 0..=b.len() {
-        d[0][j] = j;
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
     }
     for i in 1..=a.len() {
         for j in 1..=b.len() {

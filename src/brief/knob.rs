@@ -67,7 +67,7 @@ impl KnobSpec {
             }
             (KnobSpec::Choice(options), v) => {
                 let text = v.to_string();
-                options.iter().any(|o| *o == text)
+                options.contains(&text)
             }
             _ => false,
         }

@@ -824,7 +824,7 @@ fn builtin_agent_without_knobs() {
 
 #[test]
 fn no_front_matter() {
-    let p = only(&format!("# Goal\nG\n# Success\nS\n# Must not break\nM\n"));
+    let p = only(SECTIONS_TEXT);
     assert_problem(&p, Some(1), None, "no front matter");
     assert!(p.example.is_some());
 }
@@ -863,6 +863,7 @@ fn yaml_syntax_error_has_file_line() {
         None,
         "not valid YAML: mapping values are not allowed",
     );
+    assert!(p.message.ends_with("must be quoted"), "{}", p.message);
 }
 
 #[test]

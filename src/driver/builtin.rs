@@ -65,11 +65,23 @@ fn observations(brief: &Brief, history: &[IterationRecord]) -> Vec<Obs> {
     let mut out = Vec::new();
     for (r, base) in history.iter().zip(bases) {
         if let Some(c) = &r.calibration {
-            out.push(Obs { point: r.knobs.clone(), y: y_of(dir, c.median), iteration: r.iteration });
+            out.push(Obs {
+                point: r.knobs.clone(),
+                y: y_of(dir, c.median),
+                iteration: r.iteration,
+            });
         }
         if let Some(m) = &r.measured {
-            out.push(Obs { point: base, y: y_of(dir, m.base_median), iteration: r.iteration });
-            out.push(Obs { point: r.knobs.clone(), y: y_of(dir, m.cand_median), iteration: r.iteration });
+            out.push(Obs {
+                point: base,
+                y: y_of(dir, m.base_median),
+                iteration: r.iteration,
+            });
+            out.push(Obs {
+                point: r.knobs.clone(),
+                y: y_of(dir, m.cand_median),
+                iteration: r.iteration,
+            });
         }
     }
     out
@@ -82,11 +94,9 @@ fn distance(knobs: &[Knob], a: &Point, b: &Point) -> f64 {
         let part = match (&k.spec, va, vb) {
             (_, None, None) => 0.0,
             (KnobSpec::Choice(_), Some(x), Some(y)) => {
-                if x == y {
-                    0.0
-                } else {
-                    1.0
-                }
+                // Other choices are neither near nor unrelated: a loop order
+                // measured at one tile size says something about another.
+                if x == y { 0.0 } else { 0.25 }
             }
             (spec, Some(x), Some(y)) => match (knobs::to_unit(spec, x), knobs::to_unit(spec, y)) {
                 (Some(u), Some(v)) => u - v,
@@ -121,7 +131,8 @@ impl Surrogate<'_> {
         let w: f64 = weights.iter().sum();
         let num: f64 = self.obs.iter().zip(&weights).map(|(o, wi)| o.y * wi).sum();
         let mean = (PRIOR_WEIGHT * self.prior + num) / (PRIOR_WEIGHT + w);
-        let var = self.spread.powi(2) * PRIOR_WEIGHT / (PRIOR_WEIGHT + w) + self.noise.powi(2) / (PRIOR_WEIGHT + w);
+        let var = self.spread.powi(2) * PRIOR_WEIGHT / (PRIOR_WEIGHT + w)
+            + self.noise.powi(2) / (PRIOR_WEIGHT + w);
         (mean, var.sqrt(), weights)
     }
 }
@@ -131,7 +142,14 @@ pub struct Proposal {
 }
 
 /// The point to try next, or `None` when every point of the space was tried.
-pub fn plan(brief: &Brief, history: &[IterationRecord], best: &Point, seed: u64, iteration: u32, noise_sd: f64) -> Option<Plan> {
+pub fn plan(
+    brief: &Brief,
+    history: &[IterationRecord],
+    best: &Point,
+    seed: u64,
+    iteration: u32,
+    noise_sd: f64,
+) -> Option<Plan> {
     let knobs = &brief.knobs;
     let obs = observations(brief, history);
     let ys: Vec<f64> = obs.iter().map(|o| o.y).collect();
@@ -139,7 +157,11 @@ pub fn plan(brief: &Brief, history: &[IterationRecord], best: &Point, seed: u64,
     let surrogate = Surrogate {
         knobs,
         prior: if ys.is_empty() { 0.0 } else { stats::mean(&ys) },
-        spread: if ys.len() > 1 { stats::sd(&ys).max(noise) } else { 0.1 },
+        spread: if ys.len() > 1 {
+            stats::sd(&ys).max(noise)
+        } else {
+            0.1
+        },
         noise,
         obs,
     };
@@ -151,16 +173,25 @@ pub fn plan(brief: &Brief, history: &[IterationRecord], best: &Point, seed: u64,
         .collect();
     let mut rng = SplitMix64::new(seed ^ u64::from(iteration).wrapping_mul(0x9E37_79B9_7F4A_7C15));
 
-    let non_keeps = history.iter().rev().take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline).count();
+    let non_keeps = history
+        .iter()
+        .rev()
+        .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
+        .count();
     let moves_per_level = local_moves(knobs, best, 0).len().max(1);
     let min_level = (non_keeps / moves_per_level) as i32;
 
-    let mut local: Vec<(Point, i32)> = Vec::new();
+    // Pattern search: the first step size (from the current one down) that
+    // still has untried moves; the surrogate only ranks moves of that size.
+    let mut local: Vec<Point> = Vec::new();
     for level in min_level.min(STEP_LEVELS - 1)..STEP_LEVELS {
-        for p in local_moves(knobs, best, level) {
-            if !evaluated.contains(&knobs::key(&p)) && !local.iter().any(|(q, _)| q == &p) {
-                local.push((p, level));
-            }
+        local = local_moves(knobs, best, level)
+            .into_iter()
+            .filter(|p| !evaluated.contains(&knobs::key(p)))
+            .collect();
+        local.dedup();
+        if !local.is_empty() {
+            break;
         }
     }
     let explore = local.is_empty() || rng.next_f64() < EXPLORE;
@@ -173,7 +204,7 @@ pub fn plan(brief: &Brief, history: &[IterationRecord], best: &Point, seed: u64,
         let (y_best, _, _) = surrogate.predict(best);
         local
             .iter()
-            .map(|(p, _)| {
+            .map(|p| {
                 let (m, s, _) = surrogate.predict(p);
                 (p.clone(), (y_best - m) + KAPPA * s)
             })
@@ -204,7 +235,10 @@ fn local_moves(knobs: &[Knob], best: &Point, level: i32) -> Vec<Point> {
                 }
             }
             spec => {
-                let u = best.get(&k.name).and_then(|v| knobs::to_unit(spec, v)).unwrap_or(0.5);
+                let u = best
+                    .get(&k.name)
+                    .and_then(|v| knobs::to_unit(spec, v))
+                    .unwrap_or(0.5);
                 for sign in [1.0, -1.0] {
                     let target = u + sign * step;
                     if !(0.0..=1.0).contains(&target) {
@@ -239,7 +273,12 @@ fn random_point(knobs: &[Knob], rng: &mut SplitMix64) -> Point {
     p
 }
 
-fn random_unevaluated(knobs: &[Knob], best: &Point, evaluated: &BTreeSet<String>, rng: &mut SplitMix64) -> Option<Point> {
+fn random_unevaluated(
+    knobs: &[Knob],
+    best: &Point,
+    evaluated: &BTreeSet<String>,
+    rng: &mut SplitMix64,
+) -> Option<Point> {
     if knobs.is_empty() {
         return None;
     }
@@ -252,7 +291,14 @@ fn random_unevaluated(knobs: &[Knob], best: &Point, evaluated: &BTreeSet<String>
     None
 }
 
-fn describe(brief: &Brief, history: &[IterationRecord], s: &Surrogate, best: &Point, point: Point, explored: bool) -> Plan {
+fn describe(
+    brief: &Brief,
+    history: &[IterationRecord],
+    s: &Surrogate,
+    best: &Point,
+    point: Point,
+    explored: bool,
+) -> Plan {
     let dir = brief.metric.direction;
     let (y_best, _, _) = s.predict(best);
     let (m, sd, weights) = s.predict(&point);
@@ -264,21 +310,38 @@ fn describe(brief: &Brief, history: &[IterationRecord], s: &Surrogate, best: &Po
         if from == to {
             continue;
         }
-        let from_text = from.map(ToString::to_string).unwrap_or_else(|| "unset".into());
-        let to_text = to.map(ToString::to_string).unwrap_or_else(|| "unset".into());
+        let from_text = from
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "unset".into());
+        let to_text = to
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "unset".into());
         moves.push(format!("{} {from_text} → {to_text}", k.name));
         let (direction, step) = match (&k.spec, from, to) {
             (KnobSpec::Choice(_), _, Some(v)) => (v.to_string(), None),
             (spec, Some(a), Some(b)) => match (knobs::to_unit(spec, a), knobs::to_unit(spec, b)) {
-                (Some(u), Some(v)) => (if v > u { "up" } else { "down" }.to_string(), Some(((v - u).abs() * 1e4).round() / 1e4)),
+                (Some(u), Some(v)) => (
+                    if v > u { "up" } else { "down" }.to_string(),
+                    Some(((v - u).abs() * 1e4).round() / 1e4),
+                ),
                 _ => ("set".into(), None),
             },
             _ => ("set".into(), None),
         };
-        axes.push(Axis { name: k.name.clone(), direction, step });
+        axes.push(Axis {
+            name: k.name.clone(),
+            direction,
+            step,
+        });
     }
     let near = weights.iter().filter(|w| **w > 0.1).count();
-    let mut cites: Vec<(f64, u32)> = s.obs.iter().zip(&weights).map(|(o, w)| (*w, o.iteration)).filter(|(w, _)| *w > 0.05).collect();
+    let mut cites: Vec<(f64, u32)> = s
+        .obs
+        .iter()
+        .zip(&weights)
+        .map(|(o, w)| (*w, o.iteration))
+        .filter(|(w, _)| *w > 0.05)
+        .collect();
     cites.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut cited: BTreeSet<u32> = cites.into_iter().take(3).map(|(_, i)| i).collect();
     cited.insert(best_iteration(history));
@@ -311,31 +374,60 @@ fn describe(brief: &Brief, history: &[IterationRecord], s: &Surrogate, best: &Po
 
 /// The iteration whose point is the current best (0 for the baseline).
 pub fn best_iteration(history: &[IterationRecord]) -> u32 {
-    history.iter().rev().find(|r| r.verdict == Verdict::Keep).map(|r| r.iteration).unwrap_or(0)
+    history
+        .iter()
+        .rev()
+        .find(|r| r.verdict == Verdict::Keep)
+        .map(|r| r.iteration)
+        .unwrap_or(0)
 }
 
 /// LEARN for the builtin driver: lessons are stated from the numbers only.
-pub fn learn(plan: &Plan, verdict: Verdict, effect_text: &str, effect: Option<(f64, (f64, f64))>) -> LearnResult {
-    let axes: Vec<String> = plan.axes.iter().map(|a| format!("{} {}", a.name, a.direction)).collect();
-    let axes = if axes.is_empty() { "this change".to_string() } else { axes.join(", ") };
+pub fn learn(
+    plan: &Plan,
+    verdict: Verdict,
+    effect_text: &str,
+    effect: Option<(f64, (f64, f64))>,
+) -> LearnResult {
+    let axes: Vec<String> = plan
+        .axes
+        .iter()
+        .map(|a| format!("{} {}", a.name, a.direction))
+        .collect();
+    let axes = if axes.is_empty() {
+        "this change".to_string()
+    } else {
+        axes.join(", ")
+    };
     let point = knobs::key(&plan.knobs);
     let mut out = LearnResult::default();
     match verdict {
         Verdict::Keep => {
-            out.patterns.push(Pattern { name: format!("{axes} helps"), lesson: format!("moving to {point} measured {effect_text}") });
+            out.patterns.push(Pattern {
+                name: format!("{axes} helps"),
+                lesson: format!("moving to {point} measured {effect_text}"),
+            });
             out.next = Some(format!("Refine around {point} with smaller steps."));
         }
         Verdict::Discard => {
-            out.falsified = Some(format!("{point} is not better than the best so far ({effect_text})"));
+            out.falsified = Some(format!(
+                "{point} is not better than the best so far ({effect_text})"
+            ));
             if let Some((_, (_, hi))) = effect
                 && hi < 0.0
             {
-                out.patterns.push(Pattern { name: format!("{axes} hurts"), lesson: format!("{point} is significantly worse: {effect_text}") });
+                out.patterns.push(Pattern {
+                    name: format!("{axes} hurts"),
+                    lesson: format!("{point} is significantly worse: {effect_text}"),
+                });
             }
             out.next = Some("Try another direction, or smaller steps around the best.".into());
         }
         Verdict::Crash | Verdict::Invalid => {
-            out.patterns.push(Pattern { name: format!("{point} fails"), lesson: format!("the program fails at {point} ({})", verdict.as_str()) });
+            out.patterns.push(Pattern {
+                name: format!("{point} fails"),
+                lesson: format!("the program fails at {point} ({})", verdict.as_str()),
+            });
             out.next = Some("Avoid this region of the knob space.".into());
         }
         Verdict::Blocked | Verdict::Baseline => {}
@@ -356,8 +448,15 @@ mod tests {
 
     /// A synthetic landscape: best at TILE=32 with ORDER=ikj.
     fn landscape(p: &Point) -> f64 {
-        let tile = match p.get("TILE") { Some(KnobValue::Int(t)) => *t as f64, _ => 4.0 };
-        let order = if p.get("ORDER") == Some(&KnobValue::Str("ikj".into())) { 0.7 } else { 1.0 };
+        let tile = match p.get("TILE") {
+            Some(KnobValue::Int(t)) => *t as f64,
+            _ => 4.0,
+        };
+        let order = if p.get("ORDER") == Some(&KnobValue::Str("ikj".into())) {
+            0.7
+        } else {
+            1.0
+        };
         100.0 * order * (1.0 + 0.3 * ((tile / 32.0).ln()).powi(2))
     }
 
@@ -367,18 +466,55 @@ mod tests {
         best.insert("TILE".into(), KnobValue::Int(4));
         let mut base = IterationRecord::new_for_test(0, Verdict::Baseline);
         base.knobs = best.clone();
-        base.calibration = Some(crate::eval::Calibration { pairs: vec![], median: landscape(&best), run_sd: 0.01, noise_sd: 0.01, mean_d: 0.0, pairs_per_decision: 5, theta1: 0.01 });
+        base.calibration = Some(crate::eval::Calibration {
+            pairs: vec![],
+            median: landscape(&best),
+            run_sd: 0.01,
+            noise_sd: 0.01,
+            mean_d: 0.0,
+            pairs_per_decision: 5,
+            theta1: 0.01,
+        });
         let mut history = vec![base];
         for i in 1..=iterations {
-            let Some(plan) = plan(&b, &history, &best, seed, i, 0.01) else { break };
-            assert!(crate::plan::validate(&plan, &history, i).is_ok(), "{plan:?}");
+            let Some(plan) = plan(&b, &history, &best, seed, i, 0.01) else {
+                break;
+            };
+            assert!(
+                crate::plan::validate(&plan, &history, i).is_ok(),
+                "{plan:?}"
+            );
             let (vb, vc) = (landscape(&best), landscape(&plan.knobs));
             let d = vb.ln() - vc.ln();
             let keep = d > 0.01;
-            let mut r = IterationRecord::new_for_test(i, if keep { Verdict::Keep } else { Verdict::Discard });
+            let mut r = IterationRecord::new_for_test(
+                i,
+                if keep {
+                    Verdict::Keep
+                } else {
+                    Verdict::Discard
+                },
+            );
             r.knobs = plan.knobs.clone();
             r.hypothesis = plan.hypothesis.clone();
-            r.measured = Some(Comparison { pairs: vec![Pair { base: vb, cand: vc, cand_first: false, d }], base_median: vb, cand_median: vc, effect: gain(Direction::Minimize, d), ci: (0.0, 0.0), p: 0.5, looks: 1, theta1: 0.01, alpha: 0.05, delta0: 0.0, rule: String::new() });
+            r.measured = Some(Comparison {
+                pairs: vec![Pair {
+                    base: vb,
+                    cand: vc,
+                    cand_first: false,
+                    d,
+                }],
+                base_median: vb,
+                cand_median: vc,
+                effect: gain(Direction::Minimize, d),
+                ci: (0.0, 0.0),
+                p: 0.5,
+                looks: 1,
+                theta1: 0.01,
+                alpha: 0.05,
+                delta0: 0.0,
+                rule: String::new(),
+            });
             if keep {
                 best = plan.knobs.clone();
             }
@@ -394,13 +530,25 @@ mod tests {
         let unique: BTreeSet<&String> = keys.iter().collect();
         assert_eq!(unique.len(), keys.len(), "repeated a point: {keys:?}");
         let start = landscape(&history[0].knobs);
-        assert!(landscape(&best) < 0.8 * start, "best {best:?} = {}", landscape(&best));
+        assert!(
+            landscape(&best) < 0.8 * start,
+            "best {best:?} = {}",
+            landscape(&best)
+        );
     }
 
     #[test]
     fn deterministic_for_a_seed() {
-        let a: Vec<String> = simulate(3, 10).0.iter().map(|r| knobs::key(&r.knobs)).collect();
-        let b: Vec<String> = simulate(3, 10).0.iter().map(|r| knobs::key(&r.knobs)).collect();
+        let a: Vec<String> = simulate(3, 10)
+            .0
+            .iter()
+            .map(|r| knobs::key(&r.knobs))
+            .collect();
+        let b: Vec<String> = simulate(3, 10)
+            .0
+            .iter()
+            .map(|r| knobs::key(&r.knobs))
+            .collect();
         assert_eq!(a, b);
     }
 

@@ -1,0 +1,154 @@
+//! Bad input gets a clear message naming the file, line or key, and the
+//! exit code of DESIGN.md §13; nothing already archived is lost.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+
+use crate::test::{Test, knob_brief};
+
+#[test]
+fn malformed_briefs_are_reported_all_at_once_with_file_and_line() {
+    let t = Test::new();
+    let text = knob_brief("")
+        .replace("direction: minimize", "direction: fastest")
+        .replace("timeout: 20s", "timeout: 5 minutes")
+        .replace("# Success\nt drops.\n\n", "");
+    t.brief("bad", &text);
+    let r = t.ooda(&["check", "bad"]).expect(2);
+    let err = r.stderr;
+    assert!(
+        err.contains("briefs/bad.md:5") && err.contains("metric.direction"),
+        "{err}"
+    );
+    assert!(err.contains("metric.timeout"), "{err}");
+    assert!(err.contains("Success"), "{err}");
+    // tick refuses the same Brief with the same message, before touching git.
+    let r = t.ooda(&["tick", "bad"]).expect(2);
+    assert!(r.stderr.contains("metric.direction"));
+    assert!(!t.exists(".ooda"));
+}
+
+#[test]
+fn unknown_key_suggests_the_right_one() {
+    let t = Test::new();
+    t.brief("typo", &knob_brief("").replace("scope:", "scopes:"));
+    let r = t.ooda(&["check", "typo"]).expect(2);
+    assert!(
+        r.stderr.contains("scopes") && r.stderr.contains("scope"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_command_agent_is_refused_clearly() {
+    let t = Test::new();
+    t.brief(
+        "ai",
+        &knob_brief("").replace("agent: builtin", "agent: claude"),
+    );
+    t.commit("brief");
+    let r = t.ooda(&["tick", "ai"]).expect(2);
+    assert!(r.stderr.contains("agent `claude`"), "{}", r.stderr);
+}
+
+#[test]
+fn a_second_tick_is_busy_with_the_holder_named() {
+    let t = Test::new();
+    t.brief("b", &knob_brief(""));
+    t.commit("brief");
+    std::fs::create_dir_all(t.path().join("iterations/b")).unwrap();
+    let mut f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(t.path().join("iterations/b/.lock"))
+        .unwrap();
+    f.try_lock().unwrap();
+    f.write_all(b"pid 4242 since 2026-11-29T23:00:00Z\n")
+        .unwrap();
+    let r = t.ooda(&["tick", "b"]).expect(5);
+    assert!(
+        r.stderr
+            .contains("busy: held by pid 4242 since 2026-11-29T23:00:00Z"),
+        "{}",
+        r.stderr
+    );
+    drop(f);
+    t.ooda(&["tick", "b"]).expect(0);
+}
+
+#[test]
+fn a_damaged_iteration_file_is_named_and_nothing_is_overwritten() {
+    let t = Test::new();
+    t.brief("d", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "d"]).expect(0);
+    t.ooda(&["tick", "d"]).expect(0);
+    t.write("iterations/d/iter-001.md", "---\niteration: [oops\n---\n");
+    let r = t.ooda(&["tick", "d"]).expect(1);
+    assert!(r.stderr.contains("iter-001.md"), "{}", r.stderr);
+    assert_eq!(t.iterations("d"), vec![0, 1]);
+    assert_eq!(
+        t.read("iterations/d/iter-001.md"),
+        "---\niteration: [oops\n---\n"
+    );
+}
+
+#[test]
+fn a_baseline_that_cannot_be_measured_says_how_to_fix_it() {
+    let t = Test::new();
+    t.script("bench.sh", "#!/bin/sh\necho 'no metric here'\n");
+    t.brief("m", &knob_brief(""));
+    t.commit("brief");
+    let r = t.ooda(&["tick", "m"]).expect(2);
+    assert!(
+        r.stderr.contains("METRIC") || r.stderr.contains("metric"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("ooda check m --measure 3"),
+        "{}",
+        r.stderr
+    );
+    assert!(t.iterations("m").is_empty());
+}
+
+#[test]
+fn a_hanging_command_times_out_as_a_crash() {
+    let t = Test::new();
+    t.script("bench.sh", &format!("#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then sleep 60 & wait; fi\n{}", crate::test::BENCH.trim_start_matches("#!/bin/sh\n")));
+    t.brief("h", &knob_brief("").replace("timeout: 20s", "timeout: 1s"));
+    t.commit("brief");
+    t.ooda(&["tick", "h"]).expect(0);
+    t.ooda(&["tick", "h"]).expect(0);
+    let r = t.record("h", 1);
+    assert_eq!(r.verdict, ooda::history::Verdict::Crash);
+    assert!(r.reason.contains("timed out"), "{}", r.reason);
+}
+
+#[test]
+fn outside_a_git_repository_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ooda"))
+        .args(["status"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("git init"));
+}
+
+#[test]
+fn an_old_branch_without_history_is_not_overwritten() {
+    let t = Test::new();
+    t.brief("o", &knob_brief(""));
+    t.commit("brief");
+    t.git(&["branch", "ooda/o", "HEAD"]);
+    t.write("src/lib.txt", "newer\n");
+    t.commit("newer");
+    let r = t.ooda(&["tick", "o"]).expect(2);
+    assert!(r.stderr.contains("git branch -D ooda/o"), "{}", r.stderr);
+}

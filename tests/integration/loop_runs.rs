@@ -1,0 +1,155 @@
+use crate::test::{Test, knob_brief};
+
+#[test]
+fn a_knob_run_keeps_real_gains_on_the_branch_and_leaves_the_checkout_alone() {
+    let t = Test::new();
+    t.brief("speed", &knob_brief("budget: { iterations: 6 }\n"));
+    t.commit("brief");
+    let before = t.checkout_fingerprint();
+    let start = t.git(&["rev-parse", "HEAD"]);
+
+    let run = t.ooda(&["run", "speed"]).expect(4);
+    assert!(run.stdout.contains("budget_iterations"), "{}", run.stdout);
+
+    assert_eq!(t.iterations("speed"), (0..=6).collect::<Vec<_>>());
+    let base = t.record("speed", 0);
+    assert!(base.calibration.is_some());
+    let keeps: Vec<_> = (1..=6)
+        .map(|i| t.record("speed", i))
+        .filter(|r| r.verdict == ooda::history::Verdict::Keep)
+        .collect();
+    assert!(!keeps.is_empty(), "the landscape has a 30%+ gain to find");
+    // Every keep is a commit on the branch, in order, with the knobs file.
+    let log = t.git(&["rev-list", "--reverse", &format!("{start}..ooda/speed")]);
+    let commits: Vec<&str> = log.lines().collect();
+    let kept: Vec<String> = keeps.iter().map(|r| r.commit.clone().unwrap()).collect();
+    assert_eq!(commits, kept.iter().map(String::as_str).collect::<Vec<_>>());
+    let last = keeps.last().unwrap();
+    let env = t.git(&["show", "ooda/speed:ooda.knobs.env"]);
+    assert!(env.contains(&format!("X={}", last.knobs["X"])), "{env}");
+    // Discards keep their diff.
+    for i in 1..=6 {
+        let r = t.record("speed", i);
+        if r.verdict == ooda::history::Verdict::Discard {
+            let a = r.artifact.expect("discard has an artifact");
+            assert!(
+                t.read(&format!("iterations/speed/{a}"))
+                    .contains("ooda.knobs.env")
+            );
+        }
+    }
+    let summary = t.read("iterations/speed/summary.md");
+    assert!(summary.contains("STOPPED — budget_iterations"), "{summary}");
+    assert!(
+        summary.contains(&format!("git diff {}...ooda/speed", &start[..10])),
+        "{summary}"
+    );
+    assert!(summary.contains("[6](iter-006.md)"));
+    assert!(t.exists("iterations/speed/progress.svg"));
+    assert_eq!(
+        t.checkout_fingerprint(),
+        before,
+        "the user's checkout changed"
+    );
+
+    // Events form a tree: every parent id names an earlier event.
+    let events = t.events("speed");
+    let ids: std::collections::HashSet<String> = events
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    for e in &events {
+        if let Some(p) = e["parent_id"].as_str() {
+            assert!(ids.contains(p), "dangling parent in {e}");
+        }
+    }
+    for ty in [
+        "run_started",
+        "iteration_started",
+        "phase_started",
+        "checkpoint",
+        "plan",
+        "measurement",
+        "decision",
+        "verdict",
+        "learn_archived",
+        "run_finished",
+    ] {
+        assert!(events.iter().any(|e| e["type"] == ty), "no {ty} event");
+    }
+
+    // A stopped run stays stopped: the next tick exits 4 and does nothing.
+    t.ooda(&["tick", "speed"]).expect(4);
+    assert_eq!(t.iterations("speed").len(), 7);
+}
+
+#[test]
+fn tick_does_exactly_one_iteration() {
+    let t = Test::new();
+    t.brief("one", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "one"]).expect(0);
+    assert_eq!(t.iterations("one"), vec![0]);
+    let r = t.ooda(&["tick", "one", "--json"]).expect(0);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(v["iteration"], 1);
+    assert_eq!(t.iterations("one"), vec![0, 1]);
+    assert_eq!(t.state("one")["next_iteration"], 2);
+}
+
+#[test]
+fn a_crashing_candidate_is_a_crash() {
+    let t = Test::new();
+    t.script("bench.sh", &format!("#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then echo 'panicked at kernel' >&2; exit 3; fi\n{}", crate::test::BENCH.trim_start_matches("#!/bin/sh\n")));
+    t.brief("c", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "c"]).expect(0);
+    t.ooda(&["tick", "c"]).expect(0);
+    let r = t.record("c", 1);
+    assert_eq!(r.verdict, ooda::history::Verdict::Crash);
+    assert!(r.reason.contains("exited with code 3"), "{}", r.reason);
+    assert!(r.failure_output.unwrap().contains("panicked at kernel"));
+    assert!(r.measured.is_none());
+}
+
+#[test]
+fn failing_guards_are_invalid_unmeasured_and_five_in_a_row_are_red_until_ack() {
+    let t = Test::new();
+    t.script("guard.sh", "#!/bin/sh\nif [ \"$OODA_SIDE\" = cand ]; then echo 'error: guard says no' >&2; exit 1; fi\n");
+    let brief = knob_brief("").replace(
+        "agent: builtin\n",
+        "agent: builtin\nguards: [\"./guard.sh\"]\n",
+    );
+    t.brief("g", &brief);
+    t.commit("brief");
+    let run = t.ooda(&["run", "g"]).expect(3);
+    assert!(run.stdout.contains("red_failure_streak"), "{}", run.stdout);
+    assert_eq!(t.iterations("g"), (0..=5).collect::<Vec<_>>());
+    for i in 1..=5 {
+        let r = t.record("g", i);
+        assert_eq!(r.verdict, ooda::history::Verdict::Invalid);
+        assert!(r.measured.is_none(), "an invalid candidate was measured");
+        assert!(
+            r.failure_output
+                .as_deref()
+                .unwrap_or("")
+                .contains("guard says no")
+        );
+    }
+    assert_eq!(
+        t.record("g", 5).stop.unwrap().reason.as_str(),
+        "red_failure_streak"
+    );
+    assert!(
+        t.read("iterations/g/summary.md")
+            .contains("RED — red_failure_streak")
+    );
+    let refused = t.ooda(&["tick", "g"]).expect(3);
+    assert!(refused.stderr.contains("ooda ack g"), "{}", refused.stderr);
+    assert_eq!(t.iterations("g").len(), 6);
+
+    t.ooda(&["ack", "g", "--note", "guard fixed"]).expect(0);
+    t.ooda(&["tick", "g"]).expect(0);
+    let r = t.record("g", 6);
+    assert!(r.acknowledged.unwrap().contains("guard fixed"));
+}

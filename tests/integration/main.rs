@@ -1,0 +1,7 @@
+//! Integration tests: the real binary against real git repositories.
+
+mod commands;
+mod errors;
+mod loop_runs;
+mod resume;
+mod test;

@@ -1,0 +1,203 @@
+//! The `Test` builder: a temporary git repository with Briefs and scripts,
+//! the real `ooda` binary run in it, and helpers to read what it left behind.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub struct Test {
+    pub dir: tempfile::TempDir,
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    #[track_caller]
+    pub fn expect(self, code: i32) -> Run {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+/// A metric script whose value depends on the knob `X` (best at X = 40) with
+/// seeded, deterministic ±0.5% noise: each call advances a counter kept
+/// outside the worktrees so the sequence is reproducible.
+pub const BENCH: &str = r#"#!/bin/sh
+counter="$OODA_TEST_DIR/counter"
+n=$(cat "$counter" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" > "$counter"
+x=${X:-10}
+awk -v n="$n" -v x="$x" 'BEGIN { srand(n); d = (x - 40) / 10; print "METRIC t=" (100 + 10 * d * d) * (1 + 0.01 * (rand() - 0.5)) }'
+"#;
+
+pub const QUIET_CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n";
+
+pub fn knob_brief(extra: &str) -> String {
+    format!(
+        "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\n  timeout: 20s\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\"]\nknobs:\n  X: {{ int: [10, 80], default: 10 }}\nagent: builtin\nseed: 1\n{extra}---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nbench.sh stays.\n"
+    )
+}
+
+impl Test {
+    /// A git repository with one commit holding `ooda.yaml`, `.gitignore`,
+    /// `bench.sh` and `src/lib.txt`.
+    pub fn new() -> Test {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = Test { dir };
+        t.git(&["init", "-q", "-b", "main"]);
+        t.write("ooda.yaml", QUIET_CONFIG);
+        t.write(".gitignore", ".ooda/\niterations/*/state.json\niterations/*/events.jsonl\niterations/*/artifacts/\niterations/*/.lock\n/counter\n");
+        t.script("bench.sh", BENCH);
+        t.write("src/lib.txt", "code\n");
+        t.commit("init");
+        t
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+        let p = self.path().join(rel);
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent).unwrap();
+        }
+        fs::write(&p, content).unwrap();
+        p
+    }
+
+    pub fn script(&self, rel: &str, content: &str) -> PathBuf {
+        let p = self.write(rel, content);
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    pub fn brief(&self, name: &str, text: &str) -> PathBuf {
+        self.write(&format!("briefs/{name}.md"), text)
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        fs::read_to_string(self.path().join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path().join(rel).exists()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .expect("git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    pub fn commit(&self, msg: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", msg]);
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ooda"));
+        c.args(args)
+            .current_dir(self.path())
+            .env("OODA_TEST_DIR", self.path())
+            .env_remove("OODA_FAILPOINT")
+            .stdin(Stdio::null());
+        c
+    }
+
+    pub fn ooda(&self, args: &[&str]) -> Run {
+        Run::from(self.command(args).output().expect("running ooda"))
+    }
+
+    pub fn ooda_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut c = self.command(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        Run::from(c.output().expect("running ooda"))
+    }
+
+    /// Iteration files present, as numbers.
+    pub fn iterations(&self, brief: &str) -> Vec<u32> {
+        let dir = self.path().join("iterations").join(brief);
+        let mut out: Vec<u32> = fs::read_dir(&dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| {
+                        let n = e.file_name().to_string_lossy().into_owned();
+                        n.strip_prefix("iter-")?.strip_suffix(".md")?.parse().ok()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    pub fn record(&self, brief: &str, n: u32) -> ooda::history::IterationRecord {
+        ooda::history::read(
+            &self
+                .path()
+                .join(format!("iterations/{brief}/iter-{n:03}.md")),
+        )
+        .unwrap()
+    }
+
+    pub fn state(&self, brief: &str) -> serde_json::Value {
+        serde_json::from_str(&self.read(&format!("iterations/{brief}/state.json"))).unwrap()
+    }
+
+    pub fn events(&self, brief: &str) -> Vec<serde_json::Value> {
+        self.read(&format!("iterations/{brief}/events.jsonl"))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Everything about the user's checkout that ooda must never change.
+    pub fn checkout_fingerprint(&self) -> String {
+        let head = self.git(&["rev-parse", "HEAD"]);
+        let branch = self.git(&["symbolic-ref", "HEAD"]);
+        let status = self.git(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=all",
+            "--",
+            ".",
+            ":!iterations",
+        ]);
+        let index = fs::read(self.path().join(".git/index")).unwrap();
+        let tracked = self.git(&["ls-files", "-s"]);
+        format!("{head}\n{branch}\n{status}\n{}\n{tracked}", index.len())
+    }
+}
