@@ -168,6 +168,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             let project = Project::discover(cli.root.as_deref())?;
             let interrupt = Interrupt::install();
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
+            runner.verbose = cli.verbose;
             let outcome = runner.step()?;
             Ok(report_step(&runner, &outcome, cli.json, quiet))
         }
@@ -178,6 +179,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             let project = Project::discover(cli.root.as_deref())?;
             let interrupt = Interrupt::install();
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
+            runner.verbose = cli.verbose;
             let mut done = 0u32;
             loop {
                 if max_iterations.is_some_and(|m| done >= m) {

@@ -10,7 +10,6 @@
 //! honest (a no-op is kept about 5% of the time) but not yet the sequential
 //! procedure of §5.
 
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -97,9 +96,9 @@ impl Side {
     }
 }
 
-pub struct Worktree<'a> {
+pub struct Worktree {
     pub side: Side,
-    pub dir: &'a Path,
+    pub dir: std::path::PathBuf,
     pub env: Vec<(String, String)>,
 }
 
@@ -117,6 +116,8 @@ pub struct Evaluator<'a> {
     pub iteration: u32,
     pub parent: String,
     pub progress: &'a dyn Fn(&str),
+    /// Also report every command and its outcome (`-v`).
+    pub verbose: bool,
 }
 
 const FAILURE_OUTPUT_CHARS: usize = 4000;
@@ -144,14 +145,29 @@ impl Evaluator<'_> {
         env.push(("OODA_BRIEF".into(), self.brief.name.clone()));
         let spec = CommandSpec {
             command,
-            cwd: wt.dir,
+            cwd: &wt.dir,
             env,
             timeout,
             output_cap: self.output_cap,
             stdin: None,
         };
+        if self.verbose {
+            (self.progress)(&format!(
+                "$ {} (in {})",
+                compress::redact(command),
+                wt.side.as_str()
+            ));
+        }
         let out = exec::run(&spec, self.cancel)
             .map_err(|e| Error::io(format!("starting `{command}` in {}", wt.dir.display()), e))?;
+        if self.verbose {
+            (self.progress)(&format!(
+                "  {:?}, exit {:?}, {:.2}s",
+                out.status,
+                out.exit_code,
+                out.elapsed.as_secs_f64()
+            ));
+        }
         self.events.emit(
             Some(self.iteration),
             Some(&parent),

@@ -269,19 +269,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         let _ = writeln!(s, "Kept as commit `{}`.\n", short(c));
     }
     let _ = writeln!(s, "## Data\n");
-    if !rec.guards.is_empty() {
-        let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
-        for g in &rec.guards {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {:.1} |",
-                g.command.replace('|', "\\|"),
-                if g.ok { "pass" } else { "FAIL" },
-                g.seconds
-            );
-        }
-        s.push('\n');
-    }
+    guard_table(&mut s, &rec.guards);
     if let Some(m) = &rec.measured {
         let _ = writeln!(
             s,
@@ -383,19 +371,7 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
         let _ = writeln!(s, "\nKnobs: `{}`", knobs::key(&rec.knobs));
     }
     let _ = writeln!(s, "\n## Data\n");
-    if !rec.guards.is_empty() {
-        let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
-        for g in &rec.guards {
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {:.1} |",
-                g.command.replace('|', "\\|"),
-                if g.ok { "pass" } else { "FAIL" },
-                g.seconds
-            );
-        }
-        s.push('\n');
-    }
+    guard_table(s, &rec.guards);
     if let Some(c) = &rec.calibration {
         let _ = writeln!(
             s,
@@ -446,6 +422,23 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
         "## Named patterns\n\nNone yet.\n\n## Next\n\n{}",
         rec.next.as_deref().unwrap_or("Start the search.")
     );
+}
+
+fn guard_table(s: &mut String, guards: &[GuardResult]) {
+    if guards.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "| guard | result | seconds |\n|---|---|---|");
+    for g in guards {
+        let result = if g.ok { "pass" } else { "FAIL" };
+        let _ = writeln!(
+            s,
+            "| `{}` | {result} | {:.1} |",
+            g.command.replace('|', "\\|"),
+            g.seconds
+        );
+    }
+    s.push('\n');
 }
 
 fn first_paragraph(text: &str) -> String {

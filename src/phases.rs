@@ -99,6 +99,8 @@ pub struct Runner<'a> {
     interrupt: &'a Interrupt,
     progress: Box<dyn Fn(&str) + 'a>,
     run_event: String,
+    /// Report every command (`-v`).
+    pub verbose: bool,
     _lock: BriefLock,
 }
 
@@ -186,6 +188,7 @@ impl<'a> Runner<'a> {
             interrupt,
             progress,
             run_event,
+            verbose: false,
             _lock: lock,
         };
         if runner.state.next_iteration == 0
@@ -587,30 +590,26 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
-    fn env_of(&self, dir: &std::path::Path) -> Result<Vec<(String, String)>> {
-        Ok(self
-            .point_of(dir)?
+    /// A worktree with the environment its own knobs file implies.
+    fn worktree(&self, side: Side) -> Result<Worktree> {
+        let dir = match side {
+            Side::Base => self.ws.base_dir.clone(),
+            Side::Cand => self.ws.cand_dir.clone(),
+        };
+        let env = self
+            .point_of(&dir)?
             .into_iter()
             .map(|(k, v)| (k, v.to_string()))
-            .collect())
+            .collect();
+        Ok(Worktree { side, dir, env })
     }
 
     fn evaluate_candidate(&mut self, phase_id: &str, cur: &InFlight) -> Result<EvalOutcome> {
-        let (base_dir, cand_dir) = (self.ws.base_dir.clone(), self.ws.cand_dir.clone());
-        let base = Worktree {
-            side: Side::Base,
-            dir: &base_dir,
-            env: self.env_of(&base_dir)?,
-        };
-        let cand = Worktree {
-            side: Side::Cand,
-            dir: &cand_dir,
-            env: self.env_of(&cand_dir)?,
-        };
+        let (base, cand) = (self.worktree(Side::Base)?, self.worktree(Side::Cand)?);
         let setup_key = format!(
             "{}|{}|{}",
             cur.base_commit,
-            knobs::key(&self.point_of(&base_dir)?),
+            knobs::key(&self.point_of(&base.dir)?),
             self.brief.metric.setup.clone().unwrap_or_default()
         );
         let skip_base_setup = self.state.base_setup_key.as_deref() == Some(setup_key.as_str());
@@ -631,6 +630,7 @@ impl<'a> Runner<'a> {
             iteration: cur.iteration,
             parent: phase_id.to_string(),
             progress: &progress,
+            verbose: self.verbose,
         };
         let crash = |reason: String, output: String, guards| EvalOutcome {
             verdict: Verdict::Crash,
@@ -675,15 +675,6 @@ impl<'a> Runner<'a> {
                 failure_output: None,
             });
         }
-        let mut ev = Evaluator {
-            brief: &brief,
-            output_cap: self.project.config.defaults.output_cap as usize,
-            cancel: self.interrupt.flag(),
-            events: &mut self.events,
-            iteration: cur.iteration,
-            parent: phase_id.to_string(),
-            progress: &progress,
-        };
         if base_setup_done {
             self.state.base_setup_key = Some(setup_key);
         }
@@ -1094,18 +1085,8 @@ impl<'a> Runner<'a> {
         let started = Utc::now();
         self.say("iteration 0: measuring the baseline and calibrating noise (A/A pairs)");
         self.ws.ensure(start)?;
-        let (base_dir, cand_dir) = (self.ws.base_dir.clone(), self.ws.cand_dir.clone());
-        let point = self.point_of(&base_dir)?;
-        let base = Worktree {
-            side: Side::Base,
-            dir: &base_dir,
-            env: self.env_of(&base_dir)?,
-        };
-        let cand = Worktree {
-            side: Side::Cand,
-            dir: &cand_dir,
-            env: self.env_of(&cand_dir)?,
-        };
+        let (base, cand) = (self.worktree(Side::Base)?, self.worktree(Side::Cand)?);
+        let point = self.point_of(&base.dir)?;
         let brief = self.brief.clone();
         let defaults = self.project.config.defaults.clone();
         let mut rng = SplitMix64::new(self.state.seed);
@@ -1119,6 +1100,7 @@ impl<'a> Runner<'a> {
             iteration: 0,
             parent: id.clone(),
             progress: &progress,
+            verbose: self.verbose,
         };
         let fail = |what: &str, reason: String, output: String| {
             Error::Input(format!(

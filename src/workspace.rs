@@ -96,14 +96,7 @@ impl Workspace {
         crate::atomic::create_dir_all(&self.dir)?;
         if !(path.join(".git").exists() && Repository::open(&path).is_ok()) {
             let name = self.worktree_name(which);
-            if let Ok(wt) = self.repo.find_worktree(&name) {
-                let mut opts = git2::WorktreePruneOptions::new();
-                opts.valid(true).working_tree(true);
-                let _ = wt.prune(Some(&mut opts));
-            }
-            if path.exists() {
-                fs::remove_dir_all(&path).ctx(|| format!("removing {}", path.display()))?;
-            }
+            self.forget_worktree(&name, &path)?;
             self.add_detached(&name, &path, commit)?;
         }
         let repo = Repository::open(&path).ctx(|| format!("opening {}", path.display()))?;
@@ -146,6 +139,21 @@ impl Workspace {
         Ok(())
     }
 
+    /// A half-created or deleted worktree: prune git's record of it and
+    /// remove what is left of its folder, so it can be created afresh.
+    fn forget_worktree(&self, name: &str, path: &Path) -> Result<()> {
+        if let Ok(wt) = self.repo.find_worktree(name) {
+            let mut opts = git2::WorktreePruneOptions::new();
+            opts.valid(true).working_tree(true);
+            let _ = wt.prune(Some(&mut opts));
+        }
+        if path.exists() {
+            fs::remove_dir_all(path)
+                .ctx(|| format!("removing the broken worktree {}", path.display()))?;
+        }
+        Ok(())
+    }
+
     fn worktree_name(&self, which: &str) -> String {
         format!("ooda-{}-{which}", self.brief)
     }
@@ -155,16 +163,7 @@ impl Workspace {
         if path.join(".git").exists() && Repository::open(path).is_ok() {
             return Ok(());
         }
-        // A half-created or deleted worktree: prune git's record and recreate.
-        if let Ok(wt) = self.repo.find_worktree(&name) {
-            let mut opts = git2::WorktreePruneOptions::new();
-            opts.valid(true).working_tree(true);
-            let _ = wt.prune(Some(&mut opts));
-        }
-        if path.exists() {
-            fs::remove_dir_all(path)
-                .ctx(|| format!("removing the broken worktree {}", path.display()))?;
-        }
+        self.forget_worktree(&name, path)?;
         if on_branch {
             let reference = self
                 .repo
