@@ -196,15 +196,25 @@ fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentPr
     }
 }
 
-/// The built-in agent profiles. Each edits files unattended in the candidate worktree,
-/// which is why they run with their tool's auto-approve flag: the runner, not the
-/// agent's permission prompt, enforces scope (DESIGN.md §9).
+/// How long an agent call may run when its profile sets no `timeout`.
+pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The built-in agent profiles, with each tool's documented headless flags.
+///
+/// Each one edits files unattended in the candidate worktree, so it runs with
+/// its tool's "accept edits" setting, but none is given more than that: the
+/// runner, not the agent's permission prompt, enforces scope (DESIGN.md §9),
+/// and a sandbox or permission mode that keeps writes inside the working
+/// directory is a second fence, not the only one. The README lists the exact
+/// command line of each; `ooda check` prints the one a Brief would run.
 pub fn presets() -> BTreeMap<String, AgentProfile> {
     use AgentFormat::*;
     use PromptMode::*;
     [
         (
             "claude",
+            // -p: print mode (one prompt, read from stdin, then exit);
+            // acceptEdits: file edits in the working directory need no approval.
             profile(
                 &[
                     "claude",
@@ -220,23 +230,46 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
         ),
         (
             "codex",
+            // exec: non-interactive; `-` reads the prompt from stdin; the
+            // workspace-write sandbox confines writes to the working directory;
+            // approval_policy=never, because nobody is there to approve.
             profile(
-                &["codex", "exec", "--json", "--full-auto", "-"],
+                &[
+                    "codex",
+                    "exec",
+                    "--json",
+                    "--sandbox",
+                    "workspace-write",
+                    "-c",
+                    "approval_policy=\"never\"",
+                    "-",
+                ],
                 Stdin,
                 CodexJsonl,
             ),
         ),
         (
             "gemini",
-            profile(&["gemini", "--yolo", "-o", "json", "-p"], Arg, GeminiJson),
+            // -p takes the prompt as its value, so the prompt is the last argument;
+            // auto_edit approves edits but not arbitrary shell commands (unlike --yolo).
+            profile(
+                &["gemini", "--approval-mode", "auto_edit", "-o", "json", "-p"],
+                Arg,
+                GeminiJson,
+            ),
         ),
         (
             "aider",
+            // --message-file: one message, then exit; --yes-always (spelt
+            // --yes in older releases) answers its confirmations; no commits,
+            // because the runner owns the candidate's git history.
             profile(
                 &[
                     "aider",
                     "--yes-always",
                     "--no-auto-commits",
+                    "--no-dirty-commits",
+                    "--no-pretty",
                     "--message-file",
                 ],
                 File,

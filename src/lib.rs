@@ -6,6 +6,7 @@
 //! tried. Each module below is one concept of that contract (see DESIGN.md):
 //! the file named after a concept is where to look for it.
 
+pub mod agent_output;
 pub mod atomic;
 pub mod brief;
 pub mod check;
@@ -25,6 +26,7 @@ pub mod metric;
 pub mod phases;
 pub mod plan;
 pub mod project;
+pub mod prompt;
 pub mod scaffold;
 pub mod state;
 pub mod stats;
