@@ -63,6 +63,9 @@ pub struct Parsed {
     pub model: Option<String>,
     /// An error the tool reported, or why its output could not be read.
     pub problem: Option<String>,
+    /// `problem` is an error the tool itself reported (claude `is_error`,
+    /// codex `turn.failed`, gemini `error`), not merely unreadable output.
+    pub error_reported: bool,
 }
 
 /// Parses `stdout` as `format` prints it.
@@ -141,10 +144,12 @@ fn claude_result(v: &Value) -> Parsed {
         usage: claude_usage(v),
         model: claude_model(v),
         problem: None,
+        error_reported: false,
     };
     let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
     let subtype = s(v, "subtype").unwrap_or_default();
     if is_error || subtype.starts_with("error") {
+        p.error_reported = true;
         p.problem = Some(format!(
             "claude reported an error ({}){}",
             if subtype.is_empty() {
@@ -209,6 +214,7 @@ fn claude_stream(stdout: &str) -> Parsed {
                 text,
                 usage: Usage::default(),
                 model,
+                error_reported: false,
                 problem: Some(if lines.is_empty() {
                     "the agent printed no stream-json events".into()
                 } else {
@@ -252,6 +258,7 @@ fn codex(stdout: &str) -> Parsed {
         }
     }
     if let Some(e) = errors.last() {
+        p.error_reported = true;
         p.problem = Some(format!("codex reported an error: {}", first_line(e)));
     } else if lines.is_empty() {
         p.problem = Some("the agent printed no codex JSON events".into());
@@ -296,6 +303,7 @@ fn gemini(stdout: &str) -> Parsed {
     }
     if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
         let msg = s(err, "message").unwrap_or_else(|| err.to_string());
+        p.error_reported = true;
         p.problem = Some(format!("gemini reported an error: {}", first_line(&msg)));
     } else if p.text.is_none() {
         p.problem = Some("gemini's output has no `response`".into());
@@ -310,6 +318,7 @@ fn text(stdout: &str) -> Parsed {
         usage: aider_usage(stdout),
         model: None,
         problem: t.is_empty().then(|| "the agent printed nothing".into()),
+        error_reported: false,
     }
 }
 

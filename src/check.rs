@@ -65,11 +65,15 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
                 .unwrap_or_default()
         );
     }
-    let agent = match MainAgent::for_brief(brief) {
-        Ok(a) => a.name().to_string(),
-        Err(e) => format!("NOT RUNNABLE: {e}"),
-    };
-    let _ = writeln!(s, "  agent       {agent}");
+    match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => describe_agent(&mut s, &a, project),
+        Ok(a) => {
+            let _ = writeln!(s, "  agent       {}", a.name());
+        }
+        Err(e) => {
+            let _ = writeln!(s, "  agent       NOT RUNNABLE: {e}");
+        }
+    }
     let b = brief.effective_budget(&project.config);
     let _ = writeln!(
         s,
@@ -91,6 +95,34 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
         let _ = writeln!(s, "  schedule    {sch}");
     }
     s
+}
+
+/// A command agent as it will run: its profile and the exact shell line.
+fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent, project: &Project) {
+    let p = &a.profile;
+    let _ = writeln!(
+        s,
+        "  agent       {} (command driver: format {}, prompt on {}, timeout {})",
+        a.name,
+        p.format.as_str(),
+        match p.prompt {
+            crate::config::PromptMode::Stdin => "stdin",
+            crate::config::PromptMode::Arg => "the command line",
+            crate::config::PromptMode::File => "the command line as a file path",
+        },
+        crate::brief::format_duration(a.timeout())
+    );
+    let _ = writeln!(s, "  command     {}", a.command_line());
+    let _ = writeln!(
+        s,
+        "              in the candidate worktree, with OODA_PHASE, OODA_BRIEF, OODA_ITERATION, OODA_PROMPT_FILE and OODA_OUTPUT_FILE set"
+    );
+    for (k, v) in &p.env {
+        let _ = writeln!(s, "  agent env   {k}={}", crate::compress::redact(v));
+    }
+    if let Some(problem) = a.program_problem(&project.root) {
+        let _ = writeln!(s, "  warning     {problem}");
+    }
 }
 
 /// Runs setup and guards once, then the metric `n` times, in a scratch worktree.

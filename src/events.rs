@@ -55,6 +55,28 @@ pub enum Event {
         rule: String,
         message: String,
     },
+    /// A command agent started one step (DESIGN.md §7).
+    ModelCall {
+        phase: String,
+        profile: String,
+        attempt: u32,
+        command: String,
+        prompt_chars: usize,
+    },
+    /// How that step ended, with the usage its output reported.
+    ModelResult {
+        phase: String,
+        attempt: u32,
+        outcome: String,
+        exit_code: Option<i32>,
+        seconds: f64,
+        tokens_in: u64,
+        tokens_out: u64,
+        cached: u64,
+        cost_usd: Option<f64>,
+        model: Option<String>,
+        problem: Option<String>,
+    },
     CommandStarted {
         role: String,
         worktree: String,

@@ -109,6 +109,9 @@ pub struct IterationRecord {
     pub tokens: u64,
     #[serde(default)]
     pub cost_usd: f64,
+    /// Every command-agent call of the iteration, with its usage (empty for builtin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_calls: Vec<crate::driver::command::AgentCall>,
     #[serde(default)]
     pub patterns: Vec<Pattern>,
     #[serde(default)]
@@ -160,6 +163,7 @@ impl IterationRecord {
             cites: Vec::new(),
             tokens: 0,
             cost_usd: 0.0,
+            agent_calls: Vec::new(),
             patterns: Vec::new(),
             falsified: None,
             next: None,
@@ -220,7 +224,15 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         rec.verdict.as_str().to_uppercase()
     );
     let _ = writeln!(s, "## Goal\n\n{}\n", first_paragraph(ctx.goal));
-    let _ = writeln!(s, "## Plan\n\n**Hypothesis.** {}\n", rec.hypothesis);
+    let _ = writeln!(
+        s,
+        "## Plan\n\n**Hypothesis.** {}\n",
+        if rec.hypothesis.is_empty() {
+            "(none: no plan was accepted)"
+        } else {
+            &rec.hypothesis
+        }
+    );
     if let Some(p) = &rec.predicted {
         let _ = writeln!(
             s,
@@ -323,6 +335,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         );
         let _ = writeln!(s, "| rule | {} |\n", m.rule);
     }
+    s.push_str(&crate::driver::agent_steps::render_calls(&rec.agent_calls));
     let _ = writeln!(s, "## Named patterns\n");
     if rec.patterns.is_empty() {
         let _ = writeln!(s, "None.\n");

@@ -20,6 +20,7 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use crate::brief::{Brief, Direction};
+use crate::driver::agent_steps::{self, Step};
 use crate::driver::{MainAgent, builtin};
 use crate::error::{Error, Result};
 use crate::eval::{self, EvalOutcome, Evaluator, Side, Worktree};
@@ -101,6 +102,8 @@ pub struct Runner<'a> {
     run_event: String,
     /// Report every command (`-v`).
     pub verbose: bool,
+    /// Who plays PLAN, EXECUTE and LEARN (re-resolved when the Brief changes).
+    agent: MainAgent,
     _lock: BriefLock,
 }
 
@@ -132,7 +135,7 @@ impl<'a> Runner<'a> {
         progress: Box<dyn Fn(&str) + 'a>,
     ) -> Result<Runner<'a>> {
         let brief = project.load_brief(brief_arg)?;
-        MainAgent::for_brief(&brief)?;
+        let agent = MainAgent::for_brief(&brief, &project.config)?;
         let dir = project.iterations_dir(&brief.name);
         crate::atomic::create_dir_all(&dir)?;
         let lock = BriefLock::acquire(&dir)?;
@@ -189,6 +192,7 @@ impl<'a> Runner<'a> {
             progress,
             run_event,
             verbose: false,
+            agent,
             _lock: lock,
         };
         if runner.state.next_iteration == 0
@@ -351,7 +355,7 @@ impl<'a> Runner<'a> {
     /// Re-reads the Brief: edits take effect at the next iteration.
     fn observe_brief(&mut self) -> Result<()> {
         let brief = self.project.load_brief(&self.brief_arg)?;
-        MainAgent::for_brief(&brief)?;
+        self.agent = MainAgent::for_brief(&brief, &self.project.config)?;
         let hash = brief_hash(&brief.path)?;
         if hash != self.state.brief_hash {
             let ev = Event::BriefChanged {
@@ -394,6 +398,7 @@ impl<'a> Runner<'a> {
             learn: None,
             commit: None,
             artifact: None,
+            agent_calls: Vec::new(),
         });
         self.phase(Phase::Observe, |r, _| {
             let best = oid(&r.state.best_commit)?;
@@ -449,7 +454,7 @@ impl<'a> Runner<'a> {
                         return Ok(StepOutcome::Stopped(stop));
                     }
                 }
-                Phase::Execute => self.phase(next, |r, _| r.do_execute())?,
+                Phase::Execute => self.phase(next, |r, id| r.do_execute(id))?,
                 Phase::Evaluate => self.phase(next, |r, id| r.do_evaluate(id))?,
                 Phase::Review => self.phase(next, |_, _| Ok(()))?,
                 Phase::Learn => self.phase(next, |r, id| r.do_learn(id))?,
@@ -487,9 +492,58 @@ impl<'a> Runner<'a> {
         Ok(knobs::initial_point(&file, &self.brief.knobs))
     }
 
+    /// The command agent's view of the runner for one step, or `None` when
+    /// the builtin driver plays the main agent.
+    fn agent_step<'s>(&'s mut self, phase_id: &'s str) -> Option<Step<'s>> {
+        let iteration = self.state.current.as_ref()?.iteration;
+        let MainAgent::Command(agent) = &self.agent else {
+            return None;
+        };
+        let (progress, name) = (&self.progress, self.brief.name.clone());
+        Some(Step {
+            agent,
+            root: &self.project.root,
+            config: &self.project.config,
+            brief: &self.brief,
+            dir: &self.dir,
+            cand_dir: &self.ws.cand_dir,
+            history: &self.history,
+            iteration,
+            run_started: self.state.created_at,
+            events: &mut self.events,
+            parent: phase_id,
+            cancel: self.interrupt.flag(),
+            say: Box::new(move |m: &str| progress(&format!("[{name}] {m}"))),
+        })
+    }
+
     fn do_plan(&mut self, phase_id: &str) -> Result<Option<Stop>> {
         let iteration = self.current()?.iteration;
         let best = self.point_of(&self.ws.base_dir.clone())?;
+        let out = match self.agent_step(phase_id) {
+            Some(mut step) => Some(agent_steps::plan(&mut step, &best)?),
+            None => None,
+        };
+        if let Some(out) = out {
+            if out.rejected.is_none() {
+                self.events.emit(
+                    Some(iteration),
+                    Some(phase_id),
+                    Event::Plan {
+                        hypothesis: out.plan.hypothesis.clone(),
+                        predicted_effect: out.plan.predicted_effect,
+                        predicted_sd: out.plan.predicted_sd,
+                        cites: out.plan.cites.clone(),
+                    },
+                )?;
+                self.say(&format!("plan: {}", first_line(&out.plan.hypothesis)));
+            }
+            let c = self.current_mut()?;
+            c.blocked = out.rejected;
+            c.plan = Some(out.plan);
+            c.agent_calls.extend(out.calls);
+            return Ok(None);
+        }
         let proposal = builtin::plan(
             &self.brief,
             &self.history,
@@ -537,32 +591,65 @@ impl<'a> Runner<'a> {
         Ok(None)
     }
 
-    fn do_execute(&mut self) -> Result<()> {
+    fn do_execute(&mut self, phase_id: &str) -> Result<()> {
         let cur = self.current()?.clone();
         if cur.blocked.is_some() {
             return Ok(());
         }
         let base = oid(&cur.base_commit)?;
         self.ws.sync(base)?;
-        let plan = cur.plan.clone().unwrap_or_default();
+        let mut plan = cur.plan.clone().unwrap_or_default();
+        let mut agent_failure = None;
+        let out = match self.agent_step(phase_id) {
+            Some(mut step) => Some(agent_steps::execute(&mut step, &plan)?),
+            None => None,
+        };
+        if let Some(out) = out {
+            if let Some(change) = out.change {
+                plan.change = change;
+            }
+            agent_failure = out.failure;
+            self.current_mut()?.agent_calls.extend(out.calls);
+            if let Some(note) =
+                agent_steps::undo_agent_commits(&self.ws.cand_dir, &self.ws.branch, base)?
+            {
+                self.say(&note);
+                self.events.emit(
+                    Some(cur.iteration),
+                    Some(phase_id),
+                    Event::Anomaly {
+                        kind: "agent_commit".into(),
+                        message: note,
+                    },
+                )?;
+            }
+        }
         if !plan.knobs.is_empty() {
             let path = self.ws.cand_dir.join(&self.brief.knobs_file);
             crate::atomic::write_atomic(&path, knobs::render_env(&plan.knobs).as_bytes())?;
         }
         let changed = self.ws.changed_paths()?;
         let violation = scope_violation(&self.brief, changed.iter().map(|c| c.path.as_str()));
+        if changed.is_empty() && agent_failure.is_none() && self.agent != MainAgent::Builtin {
+            agent_failure = Some(format!(
+                "{}: the agent changed nothing, so there is nothing to measure",
+                agent_steps::EXECUTE_FAILED
+            ));
+        }
         let tree = self.ws.candidate_tree()?.to_string();
         let c = self.current_mut()?;
         c.changed_paths = changed.into_iter().map(|c| c.path).collect();
         c.tree = Some(tree);
-        c.blocked = violation;
+        // A scope violation outweighs an agent failure: it counts toward the red light.
+        c.blocked = violation.or(agent_failure);
+        c.plan = Some(plan);
         Ok(())
     }
 
     fn do_evaluate(&mut self, phase_id: &str) -> Result<()> {
         let cur = self.current()?.clone();
         let outcome = if let Some(reason) = &cur.blocked {
-            let verdict = if reason.starts_with("plan rejected") {
+            let verdict = if agent_steps::is_invalid(reason) {
                 Verdict::Invalid
             } else {
                 Verdict::Blocked
@@ -727,14 +814,15 @@ impl<'a> Runner<'a> {
             seed: None,
             started: cur.started_at,
             finished: Utc::now(),
-            driver: MainAgent::Builtin.name().into(),
+            driver: self.agent.name(),
             verdict: outcome.verdict,
             reason: outcome.reason.clone(),
             hypothesis: plan.hypothesis.clone(),
             change: plan.change.clone(),
             axes: plan.axes.clone(),
             knobs: plan.knobs.clone(),
-            predicted: Some(Prediction {
+            // An iteration whose plan was never accepted predicted nothing.
+            predicted: (!plan.hypothesis.is_empty()).then_some(Prediction {
                 effect: plan.predicted_effect,
                 sd: plan.predicted_sd,
             }),
@@ -748,6 +836,7 @@ impl<'a> Runner<'a> {
             cites: plan.cites.clone(),
             tokens: 0,
             cost_usd: 0.0,
+            agent_calls: cur.agent_calls.clone(),
             patterns: Vec::new(),
             falsified: None,
             next: None,
@@ -757,11 +846,32 @@ impl<'a> Runner<'a> {
             acknowledged: self.state.pending_ack.clone(),
             stop: None,
         };
-        let effect = outcome.comparison.as_ref().map(|c| (c.effect, c.ci));
-        let learned = builtin::learn(&plan, outcome.verdict, &rec.effect_text(), effect);
+        let command = self.agent != MainAgent::Builtin;
+        // A candidate that never reached EVALUATE (plan rejected, EXECUTE
+        // failed, scope broken) has no outcome to learn from: the runner's
+        // reason is the whole lesson, and an agent call would only cost.
+        let said = match self.agent_step(phase_id) {
+            Some(mut step) if cur.blocked.is_none() => Some(agent_steps::learn(&mut step, &rec)?),
+            _ => None,
+        };
+        let learned = if command {
+            let (said, calls) = said.unwrap_or_default();
+            rec.agent_calls.extend(calls);
+            agent_steps::merge_learn(agent_steps::runner_learn(&rec), said)
+        } else {
+            let effect = outcome.comparison.as_ref().map(|c| (c.effect, c.ci));
+            builtin::learn(&plan, outcome.verdict, &rec.effect_text(), effect)
+        };
+        rec.tokens = rec.agent_calls.iter().map(|c| c.usage.total()).sum();
+        rec.cost_usd = rec
+            .agent_calls
+            .iter()
+            .filter_map(|c| c.usage.cost_usd)
+            .sum();
         rec.patterns = learned.patterns.clone();
         rec.falsified = learned.falsified.clone();
         rec.next = learned.next.clone();
+        rec.narrative = learned.narrative.clone();
         if outcome.verdict == Verdict::Keep {
             let msg = format!(
                 "ooda {} iteration {}: {}\n\n{}\n",
@@ -1162,6 +1272,7 @@ impl<'a> Runner<'a> {
             cites: Vec::new(),
             tokens: 0,
             cost_usd: 0.0,
+            agent_calls: Vec::new(),
             patterns: Vec::new(),
             falsified: None,
             next: Some(if brief.knobs.is_empty() {

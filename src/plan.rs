@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::brief::Knob;
 use crate::history::IterationRecord;
 use crate::knobs::{self, Point};
 
@@ -143,6 +144,53 @@ pub fn validate(
     Ok(())
 }
 
+/// Checks a plan's knobs against the Brief's declarations and completes the
+/// point from the current best, because an agent names only the knobs it
+/// changes while the runner writes (and de-duplicates) whole points.
+pub fn validate_knobs(plan: &mut Plan, declared: &[Knob], best: &Point) -> Result<(), Rejection> {
+    if plan.knobs.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<&str> = declared.iter().map(|k| k.name.as_str()).collect();
+    let mut point = Point::new();
+    for (name, value) in &plan.knobs {
+        let Some(knob) = declared.iter().find(|k| &k.name == name) else {
+            return Err(Rejection {
+                rule: "knobs",
+                message: if names.is_empty() {
+                    format!(
+                        "the plan sets knob `{name}`, but this Brief declares no knobs: leave `knobs` empty and change code instead"
+                    )
+                } else {
+                    format!(
+                        "the plan sets unknown knob `{name}`: this Brief declares {}",
+                        names.join(", ")
+                    )
+                },
+            });
+        };
+        let Some(v) = knob.spec.parse_value(&value.to_string()) else {
+            return Err(Rejection {
+                rule: "knobs",
+                message: format!(
+                    "{name}={value} is not allowed: {name} is {}",
+                    knobs::describe(&knob.spec)
+                ),
+            });
+        };
+        point.insert(name.clone(), v);
+    }
+    for k in declared {
+        if !point.contains_key(&k.name)
+            && let Some(v) = best.get(&k.name)
+        {
+            point.insert(k.name.clone(), v.clone());
+        }
+    }
+    plan.knobs = point;
+    Ok(())
+}
+
 fn normalize(s: &str) -> String {
     s.split_whitespace()
         .collect::<Vec<_>>()
@@ -207,5 +255,36 @@ mod tests {
         let mut p = plan("z", vec![0], 32);
         p.predicted_effect = f64::NAN;
         assert_eq!(rule(p), "prediction");
+    }
+
+    #[test]
+    fn knobs_are_checked_and_completed_from_the_best() {
+        use crate::brief::{Brief, KnobValue};
+        let text = "---\nmetric:\n  name: t\n  command: ./b\n  direction: minimize\nknobs:\n  TILE: { int: [1, 256] }\n  ORDER: { choice: [ijk, ikj] }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
+        let brief = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
+        let mut best = Point::new();
+        best.insert("TILE".into(), KnobValue::Int(16));
+        best.insert("ORDER".into(), KnobValue::Str("ijk".into()));
+        let mut p = plan("bigger", vec![0], 64);
+        assert_eq!(validate_knobs(&mut p, &brief.knobs, &best), Ok(()));
+        assert_eq!(knobs::key(&p.knobs), "ORDER=ijk TILE=64");
+        let mut p = plan("huge", vec![0], 999);
+        let rej = validate_knobs(&mut p, &brief.knobs, &best).unwrap_err();
+        assert!(
+            rej.message.contains("TILE=999 is not allowed"),
+            "{}",
+            rej.message
+        );
+        let mut p = plan("x", vec![0], 1);
+        p.knobs.insert("THREADS".into(), KnobValue::Int(4));
+        let rej = validate_knobs(&mut p, &brief.knobs, &best).unwrap_err();
+        assert!(
+            rej.message.contains("unknown knob `THREADS`"),
+            "{}",
+            rej.message
+        );
+        let mut p = plan("x", vec![0], 1);
+        let rej = validate_knobs(&mut p, &[], &best).unwrap_err();
+        assert!(rej.message.contains("declares no knobs"));
     }
 }

@@ -1005,7 +1005,7 @@ pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
             "{mv} the {area} hot path (variant {i}) to cut time spent in {area} by avoiding repeated work per call"
         );
         r.change = format!("src/{}.rs: {mv} the inner loop", area.replace(' ', "_"));
-        r.cites = vec![i - 1, (i / 2).max(0)];
+        r.cites = vec![i - 1, i / 2];
         r.axes = vec![Axis {
             name: area.into(),
             direction: if i % 2 == 0 { "up" } else { "down" }.into(),

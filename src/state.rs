@@ -109,6 +109,10 @@ pub struct InFlight {
     pub commit: Option<String>,
     #[serde(default)]
     pub artifact: Option<String>,
+    /// Command-agent calls so far (PLAN, EXECUTE), kept across checkpoints so
+    /// the iteration file records every call and its cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_calls: Vec<crate::driver::command::AgentCall>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -211,6 +211,7 @@ pub fn render(
         }
         s.push('\n');
     }
+    s.push_str(&crate::driver::agent_steps::usage_section(history));
     let _ = writeln!(s, "## Budget\n");
     let budget = &brief.budget;
     let used_iters = history.len().saturating_sub(1);

@@ -41,15 +41,19 @@ fn unknown_key_suggests_the_right_one() {
 }
 
 #[test]
-fn a_command_agent_is_refused_clearly() {
+fn an_unknown_agent_profile_is_refused_clearly() {
     let t = Test::new();
     t.brief(
         "ai",
-        &knob_brief("").replace("agent: builtin", "agent: claude"),
+        &knob_brief("").replace("agent: builtin", "agent: cluade"),
     );
     t.commit("brief");
     let r = t.ooda(&["tick", "ai"]).expect(2);
-    assert!(r.stderr.contains("agent `claude`"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("agent `cluade` is not a profile") && r.stderr.contains("claude"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

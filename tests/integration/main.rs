@@ -1,5 +1,6 @@
 //! Integration tests: the real binary against real git repositories.
 
+mod agents;
 mod commands;
 mod errors;
 mod loop_runs;

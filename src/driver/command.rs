@@ -1,0 +1,514 @@
+//! The command driver's invocation contract (DESIGN.md §7): how an agent CLI
+//! or script is started for one step, and what is read back.
+//!
+//! - The command runs in the candidate worktree, as the shell line that
+//!   [`CommandAgent::command_line`] returns. That same line is what `ooda
+//!   check` prints, so what a human reviews is exactly what runs.
+//! - The environment carries `OODA_PHASE`, `OODA_BRIEF`, `OODA_ITERATION`,
+//!   `OODA_PROMPT_FILE` and `OODA_OUTPUT_FILE` (plus `OODA_BRIEF_NAME`,
+//!   `OODA_ATTEMPT` and `OODA_ITERATIONS_DIR`, and the profile's `env`).
+//! - The prompt is written (redacted) to a file outside the worktree, so the
+//!   agent's own files never count as a change, and reaches the agent on stdin
+//!   (`prompt: stdin`), as the last argument (`arg`) or as the file's path
+//!   (`file`).
+//! - Everything the process does is data: a timeout kills its whole process
+//!   group (see `exec.rs`), and a non-zero exit, a signal, or an unreadable
+//!   answer becomes an [`AgentCall`] with a problem, never an error of ooda.
+//!   Only what the runner itself cannot do (start a process in a missing
+//!   directory, write a file, honour Ctrl-C) is an `Err`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agent_output::{self, Source, Usage};
+use crate::compress;
+use crate::config::{AgentProfile, DEFAULT_AGENT_TIMEOUT, PromptMode};
+use crate::error::{Error, IoContext, Result};
+use crate::exec::{self, CommandSpec, Outcome};
+
+/// Characters of an agent's combined output kept in its artifact file.
+const OUTPUT_ARTIFACT_CHARS: usize = 16_000;
+
+/// A Brief's `agent:` resolved to a profile of `ooda.yaml` (or a preset).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandAgent {
+    pub name: String,
+    pub profile: AgentProfile,
+}
+
+/// Quotes `arg` for `sh` only when it needs it, so the printed line stays
+/// the one a human would type.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+impl CommandAgent {
+    /// The exact shell line that runs for every step (with the `OODA_*`
+    /// variables set), e.g. `claude -p --output-format json … < "$OODA_PROMPT_FILE"`.
+    pub fn command_line(&self) -> String {
+        let argv: Vec<String> = self
+            .profile
+            .command
+            .iter()
+            .map(|a| shell_quote(a))
+            .collect();
+        let argv = argv.join(" ");
+        match self.profile.prompt {
+            PromptMode::Stdin => format!("{argv} < \"$OODA_PROMPT_FILE\""),
+            // $(cat) drops trailing newlines only; the prompt is otherwise verbatim.
+            PromptMode::Arg => format!("{argv} \"$(cat \"$OODA_PROMPT_FILE\")\""),
+            PromptMode::File => format!("{argv} \"$OODA_PROMPT_FILE\""),
+        }
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.profile.timeout.unwrap_or(DEFAULT_AGENT_TIMEOUT)
+    }
+
+    /// A warning when the program cannot be found, for `ooda check`: a
+    /// relative path is looked up in the project root (the worktree is a
+    /// checkout of it), a bare name on `PATH`.
+    pub fn program_problem(&self, root: &Path) -> Option<String> {
+        let program = self.profile.command.first()?;
+        if program.contains('/') {
+            let path = root.join(program);
+            let rel = Path::new(program.trim_start_matches("./"));
+            let committed = git2::Repository::open(root).ok().is_some_and(|r| {
+                r.head()
+                    .and_then(|h| h.peel_to_tree())
+                    .is_ok_and(|t| t.get_path(rel).is_ok())
+            });
+            if !path.is_file() {
+                return Some(format!(
+                    "`{program}` does not exist in {}: the agent cannot start",
+                    root.display()
+                ));
+            }
+            if !committed {
+                return Some(format!(
+                    "`{program}` is not committed: the agent runs in a worktree checked out from HEAD, where it will be missing"
+                ));
+            }
+            use std::os::unix::fs::PermissionsExt;
+            let executable = std::fs::metadata(&path)
+                .map(|m| m.permissions().mode() & 0o111 != 0)
+                .unwrap_or(false);
+            return (!executable).then(|| format!("`{program}` is not executable (chmod +x it)"));
+        }
+        let found = std::env::var_os("PATH")
+            .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+            .unwrap_or(false);
+        (!found).then(|| format!("`{program}` is not on PATH: the agent cannot start"))
+    }
+
+    /// Runs one step. See the module documentation for the contract.
+    pub fn run(&self, inv: &Invocation, cancel: &AtomicBool) -> Result<Reply> {
+        crate::atomic::create_dir_all(inv.files_dir)?;
+        let stem = if inv.attempt > 1 {
+            format!("{}-{}", inv.phase, inv.attempt)
+        } else {
+            inv.phase.to_string()
+        };
+        let prompt_file = inv.files_dir.join(format!("{stem}.prompt.md"));
+        let output_file = inv.files_dir.join(format!("{stem}.result.json"));
+        let log_file = inv.files_dir.join(format!("{stem}.output.txt"));
+        crate::atomic::write_atomic(&prompt_file, compress::redact(inv.prompt).as_bytes())?;
+        // A result left from an earlier run of this step must not be read as this one's.
+        match std::fs::remove_file(&output_file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(format!("removing {}", output_file.display()), e));
+            }
+            _ => {}
+        }
+        let abs = |p: &Path| p.display().to_string();
+        let mut env: Vec<(String, String)> = vec![
+            ("OODA_PHASE".into(), inv.phase.into()),
+            ("OODA_BRIEF".into(), abs(inv.brief_path)),
+            ("OODA_BRIEF_NAME".into(), inv.brief_name.into()),
+            ("OODA_ITERATION".into(), inv.iteration.to_string()),
+            ("OODA_ATTEMPT".into(), inv.attempt.to_string()),
+            ("OODA_PROMPT_FILE".into(), abs(&prompt_file)),
+            ("OODA_OUTPUT_FILE".into(), abs(&output_file)),
+            ("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir)),
+        ];
+        env.extend(self.profile.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let line = self.command_line();
+        let spec = CommandSpec {
+            command: &line,
+            cwd: inv.cwd,
+            env,
+            timeout: self.timeout(),
+            output_cap: inv.output_cap,
+            stdin: None,
+        };
+        let out = exec::run(&spec, cancel)
+            .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
+        if out.status == Outcome::Interrupted {
+            return Err(Error::Interrupted);
+        }
+        let excerpt = compress::redact(&compress::compress(
+            &drop_cut_lines(&out.output),
+            OUTPUT_ARTIFACT_CHARS,
+        ));
+        crate::atomic::write_atomic(&log_file, excerpt.as_bytes())?;
+
+        let parsed = agent_output::parse(self.profile.format, &out.stdout);
+        let written = std::fs::read_to_string(&output_file).ok();
+        let seconds = out.elapsed.as_secs_f64();
+        let (outcome, problem) = match out.status {
+            Outcome::Success => (CallOutcome::Ok, None),
+            Outcome::TimedOut => (
+                CallOutcome::TimedOut,
+                Some(format!(
+                    "the agent timed out after {} (its process group was killed)",
+                    crate::brief::format_duration(self.timeout())
+                )),
+            ),
+            Outcome::Killed => (
+                CallOutcome::Failed,
+                Some("the agent was killed by a signal".to_string()),
+            ),
+            _ => (
+                CallOutcome::Failed,
+                Some(format!(
+                    "the agent exited with code {}{}",
+                    out.exit_code
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "?".into()),
+                    last_words(&out.output)
+                )),
+            ),
+        };
+        let result = agent_output::result_json(written.as_deref(), parsed.text.as_deref());
+        let problem = problem.or_else(|| match (&result, &parsed.problem) {
+            // The tool's own complaint explains a missing result best.
+            (Err(_), Some(p)) => Some(p.clone()),
+            (Err(e), None) => Some(e.clone()),
+            (Ok(_), _) => None,
+        });
+        let call = AgentCall {
+            phase: inv.phase.to_string(),
+            attempt: inv.attempt,
+            outcome,
+            exit_code: out.exit_code,
+            seconds: (seconds * 10.0).round() / 10.0,
+            usage: parsed.usage,
+            model: parsed.model.clone(),
+            problem: problem.map(|p| compress::redact(&p)),
+            output: Some(relative(inv.iterations_dir, &log_file)),
+        };
+        Ok(Reply {
+            call,
+            result,
+            tool_error: parsed
+                .error_reported
+                .then(|| parsed.problem.clone())
+                .flatten(),
+            excerpt,
+        })
+    }
+}
+
+/// Removes the lines on both sides of the output cap's omission marker (see
+/// `exec.rs`): a line cut in two can split a secret so that neither half
+/// matches a key pattern, and the half after the cut is the key's secret end.
+fn drop_cut_lines(output: &str) -> String {
+    let lines: Vec<&str> = output.split('\n').collect();
+    let is_marker = |l: &str| l.starts_with("[… ") && l.ends_with(" bytes omitted …]");
+    let mut keep = vec![true; lines.len()];
+    for (i, l) in lines.iter().enumerate() {
+        if is_marker(l) {
+            if i > 0 {
+                keep[i - 1] = false;
+            }
+            if i + 1 < lines.len() {
+                keep[i + 1] = false;
+            }
+        }
+    }
+    lines
+        .iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(l, _)| *l)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The tail of a failed command's output, for its one-line problem.
+fn last_words(output: &str) -> String {
+    let tail: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .rev()
+        .take(2)
+        .collect();
+    if tail.is_empty() {
+        String::new()
+    } else {
+        let joined: Vec<&str> = tail.into_iter().rev().collect();
+        format!(": {}", crate::prompt::clip(&joined.join(" / "), 240))
+    }
+}
+
+fn relative(base: &Path, p: &Path) -> String {
+    p.strip_prefix(base)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// One step to run.
+pub struct Invocation<'a> {
+    /// `plan`, `execute` or `learn`.
+    pub phase: &'a str,
+    /// 1 for the first try of a step, 2 and 3 for PLAN retries.
+    pub attempt: u32,
+    pub brief_path: &'a Path,
+    pub brief_name: &'a str,
+    pub iteration: u32,
+    /// The candidate worktree.
+    pub cwd: &'a Path,
+    /// `iterations/<brief>`: call records name their files relative to it.
+    pub iterations_dir: &'a Path,
+    /// Where the prompt, result and output files go (outside the worktree).
+    pub files_dir: &'a Path,
+    pub prompt: &'a str,
+    /// Bytes of the agent's stdout (and combined output) kept in memory.
+    pub output_cap: usize,
+}
+
+impl Invocation<'_> {
+    /// `iterations/<brief>/artifacts/iter-NNN`.
+    pub fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
+        iterations_dir
+            .join("artifacts")
+            .join(format!("iter-{iteration:03}"))
+    }
+}
+
+/// What one step returned.
+#[derive(Debug)]
+pub struct Reply {
+    /// The record kept in the iteration file; phases refine its outcome.
+    pub call: AgentCall,
+    /// The result JSON and where it came from, or why there is none (worded for the agent).
+    pub result: std::result::Result<(Value, Source), String>,
+    /// An error the tool itself reported (claude `is_error`, codex
+    /// `turn.failed`, gemini `error`), even when it exited 0.
+    pub tool_error: Option<String>,
+    /// The combined output, compressed and redacted.
+    pub excerpt: String,
+}
+
+impl Reply {
+    /// Whether the process ended well (exit 0, in time).
+    pub fn finished(&self) -> bool {
+        self.call.outcome == CallOutcome::Ok
+    }
+}
+
+/// How one agent call ended, as recorded in the iteration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    Ok,
+    /// A non-zero exit or a signal.
+    Failed,
+    TimedOut,
+    /// It finished but gave no readable result, or the tool reported an error.
+    NoResult,
+    /// Its plan broke a rule of the validator.
+    Rejected,
+}
+
+impl CallOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::Failed => "failed",
+            CallOutcome::TimedOut => "timed_out",
+            CallOutcome::NoResult => "no_result",
+            CallOutcome::Rejected => "rejected",
+        }
+    }
+}
+
+/// One agent call: the data an iteration file keeps about it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentCall {
+    pub phase: String,
+    pub attempt: u32,
+    pub outcome: CallOutcome,
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    pub seconds: f64,
+    #[serde(default)]
+    pub usage: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// The compressed output, relative to the iterations folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::presets;
+
+    fn agent(name: &str) -> CommandAgent {
+        CommandAgent {
+            name: name.into(),
+            profile: presets()[name].clone(),
+        }
+    }
+
+    #[test]
+    fn preset_command_lines() {
+        assert_eq!(
+            agent("claude").command_line(),
+            r#"claude -p --output-format json --permission-mode acceptEdits < "$OODA_PROMPT_FILE""#
+        );
+        assert_eq!(
+            agent("codex").command_line(),
+            r#"codex exec --json --sandbox workspace-write -c 'approval_policy="never"' - < "$OODA_PROMPT_FILE""#
+        );
+        assert_eq!(
+            agent("gemini").command_line(),
+            r#"gemini --approval-mode auto_edit -o json -p "$(cat "$OODA_PROMPT_FILE")""#
+        );
+        assert_eq!(
+            agent("aider").command_line(),
+            r#"aider --yes-always --no-auto-commits --no-dirty-commits --no-pretty --message-file "$OODA_PROMPT_FILE""#
+        );
+        assert_eq!(
+            agent("script").command_line(),
+            r#"./ooda-agent.sh < "$OODA_PROMPT_FILE""#
+        );
+    }
+
+    #[test]
+    fn cut_lines_around_the_cap_marker_are_dropped() {
+        let out = "head\npartial sk-ant-ap\n[… 12 bytes omitted …]\nSECRETTAIL rest\ntail\n";
+        assert_eq!(drop_cut_lines(out), "head\n[… 12 bytes omitted …]\ntail\n");
+        assert_eq!(drop_cut_lines("a\nb"), "a\nb");
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("a-b_c/d.e=f:1"), "a-b_c/d.e=f:1");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("$HOME"), "'$HOME'");
+    }
+
+    fn invoke(
+        script: &str,
+        prompt: crate::config::PromptMode,
+        timeout: u64,
+    ) -> (Reply, tempfile::TempDir) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        let cwd = dir.join("cand");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let a = CommandAgent {
+            name: "t".into(),
+            profile: AgentProfile {
+                command: vec!["sh".into(), "-c".into(), script.into(), "agent".into()],
+                prompt,
+                format: crate::config::AgentFormat::Text,
+                timeout: Some(Duration::from_secs(timeout)),
+                env: [("EXTRA".to_string(), "yes".to_string())].into(),
+            },
+        };
+        let files = Invocation::files_dir_for(&dir, 3);
+        let inv = Invocation {
+            phase: "plan",
+            attempt: 1,
+            brief_path: Path::new("/x/briefs/b.md"),
+            brief_name: "b",
+            iteration: 3,
+            cwd: &cwd,
+            iterations_dir: &dir,
+            files_dir: &files,
+            prompt: "PROMPT with sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+            output_cap: 1 << 20,
+        };
+        let reply = a.run(&inv, &AtomicBool::new(false)).unwrap();
+        (reply, tmp)
+    }
+
+    #[test]
+    fn the_contract_reaches_the_agent() {
+        let script = r#"read -r line; echo "stdin=$line"; echo "arg=$1"; echo "phase=$OODA_PHASE brief=$OODA_BRIEF name=$OODA_BRIEF_NAME it=$OODA_ITERATION extra=$EXTRA pwd=$(pwd)"; printf '```ooda\n{"a": 1}\n```\n'"#;
+        let (r, tmp) = invoke(script, PromptMode::Stdin, 10);
+        let dir = tmp.path();
+        assert!(r.finished(), "{r:?}");
+        let log = std::fs::read_to_string(dir.join(r.call.output.as_ref().unwrap())).unwrap();
+        assert!(log.contains("stdin=PROMPT with [REDACTED]"), "{log}");
+        assert!(log.contains("phase=plan brief=/x/briefs/b.md name=b it=3 extra=yes"));
+        assert!(log.contains(&format!("pwd={}", dir.join("cand").display())));
+        assert_eq!(r.result.unwrap().0["a"], 1);
+        // The prompt file is outside the worktree and redacted.
+        let p = std::fs::read_to_string(dir.join("artifacts/iter-003/plan.prompt.md")).unwrap();
+        assert!(!p.contains("sk-ant"));
+    }
+
+    #[test]
+    fn output_file_wins_and_arg_mode_passes_the_prompt() {
+        let script = r#"echo "arg=$1" > /dev/null; printf '{"from": "file", "arg": "%s"}' "$1" > "$OODA_OUTPUT_FILE"; echo '```ooda'; echo '{"from": "text"}'; echo '```'"#;
+        let (r, _) = invoke(script, PromptMode::Arg, 10);
+        let (v, src) = r.result.unwrap();
+        assert_eq!(src, Source::OutputFile);
+        assert_eq!(v["from"], "file");
+        assert!(
+            v["arg"]
+                .as_str()
+                .unwrap()
+                .starts_with("PROMPT with [REDACTED]")
+        );
+    }
+
+    #[test]
+    fn failures_are_data() {
+        let (r, _) = invoke(
+            "echo doing; echo 'fatal: no key' >&2; exit 3",
+            PromptMode::Stdin,
+            10,
+        );
+        assert_eq!(r.call.outcome, CallOutcome::Failed);
+        assert_eq!(r.call.exit_code, Some(3));
+        let p = r.call.problem.unwrap();
+        assert!(
+            p.contains("exited with code 3") && p.contains("fatal: no key"),
+            "{p}"
+        );
+
+        let (r, _) = invoke("sleep 30 & sleep 30", PromptMode::Stdin, 1);
+        assert_eq!(r.call.outcome, CallOutcome::TimedOut);
+        assert!(r.call.seconds < 10.0);
+        assert!(r.call.problem.unwrap().contains("timed out after 1s"));
+
+        let (r, _) = invoke("echo garbage", PromptMode::File, 10);
+        assert_eq!(r.call.outcome, CallOutcome::Ok);
+        assert!(r.result.is_err());
+        assert!(r.call.problem.unwrap().contains("tagged `ooda`"));
+    }
+}
