@@ -42,6 +42,11 @@ impl Usage {
         self.input.saturating_add(self.output)
     }
 
+    /// Nothing reported (a plain-text agent, or a call that died early).
+    pub fn is_empty(&self) -> bool {
+        *self == Usage::default()
+    }
+
     pub fn add(&mut self, other: &Usage) {
         self.input = self.input.saturating_add(other.input);
         self.cached = self.cached.saturating_add(other.cached);

@@ -863,11 +863,12 @@ impl<'a> Runner<'a> {
             builtin::learn(&plan, outcome.verdict, &rec.effect_text(), effect)
         };
         rec.tokens = rec.agent_calls.iter().map(|c| c.usage.total()).sum();
+        // A fold from +0.0: an empty f64 sum is -0.0, which would read oddly.
         rec.cost_usd = rec
             .agent_calls
             .iter()
             .filter_map(|c| c.usage.cost_usd)
-            .sum();
+            .fold(0.0, |a, c| a + c);
         rec.patterns = learned.patterns.clone();
         rec.falsified = learned.falsified.clone();
         rec.next = learned.next.clone();

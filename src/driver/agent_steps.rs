@@ -503,18 +503,23 @@ pub fn render_calls(calls: &[AgentCall]) -> String {
             Some(o) => format!("[{}]({o})", c.phase),
             None => c.phase.clone(),
         };
+        let tokens = if c.usage.total() == 0 {
+            "—".to_string()
+        } else {
+            format!(
+                "{} / {} ({})",
+                c.usage.input, c.usage.output, c.usage.cached
+            )
+        };
         let _ = writeln!(
             s,
-            "| {phase} | {} | {} | {} | {:.1} | {} / {} ({}) | {} | {} |",
+            "| {phase} | {} | {} | {} | {:.1} | {tokens} | {} | {} |",
             c.attempt,
             c.outcome.as_str(),
             c.exit_code
                 .map(|e| e.to_string())
                 .unwrap_or_else(|| "—".into()),
             c.seconds,
-            c.usage.input,
-            c.usage.output,
-            c.usage.cached,
             cost_text(c.usage.cost_usd),
             c.problem
                 .as_deref()

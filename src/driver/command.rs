@@ -357,7 +357,7 @@ pub struct AgentCall {
     #[serde(default)]
     pub exit_code: Option<i32>,
     pub seconds: f64,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Usage::is_empty")]
     pub usage: Usage,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,

@@ -669,3 +669,62 @@ fn a_full_night_with_the_script_preset() {
     );
     assert!(!Path::new(&t.path().join(".ooda/worktrees/night/cand/plan.prompt.md")).exists());
 }
+
+#[test]
+fn sigterm_during_an_agent_call_stops_with_130_and_the_next_tick_resumes() {
+    let script = r#"#!/bin/sh
+cat > "$AGENT_DIR/prompt-$OODA_ITERATION-$OODA_PHASE-$OODA_ATTEMPT.md"
+if [ "$OODA_PHASE" = execute ] && [ ! -e "$AGENT_DIR/go" ]; then
+  touch "$AGENT_DIR/executing"
+  sleep 30
+fi
+if [ "$OODA_PHASE" = execute ]; then echo tuned >> src/lib.txt; fi
+cat "$AGENT_DIR/$OODA_PHASE.out"
+"#;
+    let f = Fake::new("claude-json", script, "60s");
+    for (phase, json) in [("plan", PLAN), ("execute", EXECUTE), ("learn", LEARN)] {
+        f.put(phase, &with_text("claude-json", &block(json)));
+    }
+    f.ooda(&["tick", "b"]).expect(0);
+    let child =
+        f.t.command(&["tick", "b"])
+            .env("AGENT_DIR", f.agent_dir())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    while !f.dir.path().join("executing").exists() {
+        assert!(Instant::now() < deadline, "EXECUTE never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let t0 = Instant::now();
+    // SAFETY: a signal to the child we spawned.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
+    assert_eq!(f.t.iterations("b"), vec![0]);
+    assert_eq!(f.t.state("b")["current"]["done"], "plan");
+    std::fs::write(f.dir.path().join("go"), "").unwrap();
+    f.ooda(&["tick", "b"]).expect(0);
+    let rec = f.t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", f.iter_file(1));
+    // PLAN was not repeated, and its call (with its cost) survived the checkpoint.
+    let plan_calls =
+        f.t.events("b")
+            .iter()
+            .filter(|e| e["type"] == "model_call" && e["phase"] == "plan")
+            .count();
+    assert_eq!(plan_calls, 1);
+    let phases: Vec<&str> = rec.agent_calls.iter().map(|c| c.phase.as_str()).collect();
+    assert_eq!(phases, ["plan", "execute", "learn"]);
+    assert!((rec.cost_usd - 3.0 * 0.21837).abs() < 1e-9);
+}
