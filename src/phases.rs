@@ -600,10 +600,31 @@ impl<'a> Runner<'a> {
         self.ws.sync(base)?;
         let mut plan = cur.plan.clone().unwrap_or_default();
         let mut agent_failure = None;
+        let mut breach = None;
+        let fence = match self.agent {
+            MainAgent::Command(_) => Some(agent_steps::Fence::new(
+                &self.project.root,
+                &self.ws.base_dir,
+            )?),
+            MainAgent::Builtin => None,
+        };
         let out = match self.agent_step(phase_id) {
             Some(mut step) => Some(agent_steps::execute(&mut step, &plan)?),
             None => None,
         };
+        if let Some(fence) = fence
+            && let Some(b) = fence.breached()?
+        {
+            self.events.emit(
+                Some(cur.iteration),
+                Some(phase_id),
+                Event::Anomaly {
+                    kind: "scope_violation".into(),
+                    message: b.clone(),
+                },
+            )?;
+            breach = Some(b);
+        }
         if let Some(out) = out {
             if let Some(change) = out.change {
                 plan.change = change;
@@ -641,7 +662,7 @@ impl<'a> Runner<'a> {
         c.changed_paths = changed.into_iter().map(|c| c.path).collect();
         c.tree = Some(tree);
         // A scope violation outweighs an agent failure: it counts toward the red light.
-        c.blocked = violation.or(agent_failure);
+        c.blocked = breach.or(violation).or(agent_failure);
         c.plan = Some(plan);
         Ok(())
     }
@@ -846,33 +867,6 @@ impl<'a> Runner<'a> {
             acknowledged: self.state.pending_ack.clone(),
             stop: None,
         };
-        let command = self.agent != MainAgent::Builtin;
-        // A candidate that never reached EVALUATE (plan rejected, EXECUTE
-        // failed, scope broken) has no outcome to learn from: the runner's
-        // reason is the whole lesson, and an agent call would only cost.
-        let said = match self.agent_step(phase_id) {
-            Some(mut step) if cur.blocked.is_none() => Some(agent_steps::learn(&mut step, &rec)?),
-            _ => None,
-        };
-        let learned = if command {
-            let (said, calls) = said.unwrap_or_default();
-            rec.agent_calls.extend(calls);
-            agent_steps::merge_learn(agent_steps::runner_learn(&rec), said)
-        } else {
-            let effect = outcome.comparison.as_ref().map(|c| (c.effect, c.ci));
-            builtin::learn(&plan, outcome.verdict, &rec.effect_text(), effect)
-        };
-        rec.tokens = rec.agent_calls.iter().map(|c| c.usage.total()).sum();
-        // A fold from +0.0: an empty f64 sum is -0.0, which would read oddly.
-        rec.cost_usd = rec
-            .agent_calls
-            .iter()
-            .filter_map(|c| c.usage.cost_usd)
-            .fold(0.0, |a, c| a + c);
-        rec.patterns = learned.patterns.clone();
-        rec.falsified = learned.falsified.clone();
-        rec.next = learned.next.clone();
-        rec.narrative = learned.narrative.clone();
         if outcome.verdict == Verdict::Keep {
             let msg = format!(
                 "ooda {} iteration {}: {}\n\n{}\n",
@@ -911,6 +905,50 @@ impl<'a> Runner<'a> {
             rec.artifact = Some(rel.clone());
             self.current_mut()?.artifact = Some(rel);
         }
+        let command = self.agent != MainAgent::Builtin;
+        // The agent runs after the commit is prepared and the diff saved, so
+        // nothing it edits now can reach them (COMMIT resets the worktree).
+        // A candidate that never reached EVALUATE (plan rejected, EXECUTE
+        // failed, scope broken) has no outcome to learn from: the runner's
+        // reason is the whole lesson, and an agent call would only cost.
+        let said = match self.agent_step(phase_id) {
+            Some(mut step) if cur.blocked.is_none() => Some(agent_steps::learn(&mut step, &rec)?),
+            _ => None,
+        };
+        if said.is_some() && cur.tree.is_some() {
+            let now = self.ws.candidate_tree()?.to_string();
+            if Some(&now) != cur.tree.as_ref() {
+                let note = "the agent edited files during LEARN; the edits are not part of this iteration and are discarded".to_string();
+                self.say(&note);
+                self.events.emit(
+                    Some(cur.iteration),
+                    Some(phase_id),
+                    Event::Anomaly {
+                        kind: "agent_edit_in_learn".into(),
+                        message: note,
+                    },
+                )?;
+            }
+        }
+        let learned = if command {
+            let (said, calls) = said.unwrap_or_default();
+            rec.agent_calls.extend(calls);
+            agent_steps::merge_learn(agent_steps::runner_learn(&rec), said)
+        } else {
+            let effect = outcome.comparison.as_ref().map(|c| (c.effect, c.ci));
+            builtin::learn(&plan, outcome.verdict, &rec.effect_text(), effect)
+        };
+        rec.tokens = rec.agent_calls.iter().map(|c| c.usage.total()).sum();
+        // A fold from +0.0: an empty f64 sum is -0.0, which would read oddly.
+        rec.cost_usd = rec
+            .agent_calls
+            .iter()
+            .filter_map(|c| c.usage.cost_usd)
+            .fold(0.0, |a, c| a + c);
+        rec.patterns = learned.patterns.clone();
+        rec.falsified = learned.falsified.clone();
+        rec.next = learned.next.clone();
+        rec.narrative = learned.narrative.clone();
         let path = history::write(&self.dir, &rec, &self.render_context())?;
         self.events.emit(
             Some(cur.iteration),

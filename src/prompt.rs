@@ -625,7 +625,15 @@ fn full_iteration(r: &IterationRecord) -> String {
         r.iteration,
         r.verdict.as_str().to_uppercase()
     );
-    let _ = writeln!(s, "- Hypothesis: {}", clip(&r.hypothesis, 600));
+    let _ = writeln!(
+        s,
+        "- Hypothesis: {}",
+        if r.hypothesis.is_empty() {
+            "(none: no plan was accepted)".to_string()
+        } else {
+            clip(&r.hypothesis, 600)
+        }
+    );
     if !r.change.trim().is_empty() {
         let _ = writeln!(s, "- Change: {}", clip(&r.change, 600));
     }

@@ -16,8 +16,9 @@
 //! - an agent that commits in the candidate worktree is undone (its edits
 //!   kept), so the scope check sees every change it made.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use chrono::{DateTime, Utc};
@@ -484,6 +485,103 @@ pub fn undo_agent_commits(
             .unwrap_or_else(|| "unborn".into()),
         crate::history::short(&base.to_string())
     )))
+}
+
+/// A snapshot of the work trees an agent must not touch while it runs in the
+/// candidate: the user's checkout (ooda's own `iterations/` and `.ooda/`
+/// aside) and the base worktree. Sandboxed CLIs cannot write there, but a
+/// script can, and a changed base would corrupt the measurement while a
+/// changed checkout breaks the promise that it is never modified.
+pub struct Fence {
+    trees: Vec<Watched>,
+}
+
+/// One watched work tree: where, what to skip, whether to walk untracked
+/// folders, and its dirty files when the agent started.
+struct Watched {
+    dir: PathBuf,
+    skip: Vec<PathBuf>,
+    recurse: bool,
+    before: BTreeMap<PathBuf, String>,
+}
+
+impl Fence {
+    pub fn new(root: &Path, base_dir: &Path) -> Result<Fence> {
+        let skip = vec![root.join("iterations"), root.join(".ooda")];
+        let mut trees = Vec::new();
+        // The user's checkout is not walked into untracked folders (a
+        // checkout without `.ooda/` ignored would hold the worktrees there);
+        // the base worktree is ooda's own and small enough to walk whole.
+        for (dir, skip, recurse) in [(root, skip, false), (base_dir, Vec::new(), true)] {
+            let before = dirty(dir, &skip, recurse)?;
+            trees.push(Watched {
+                dir: dir.to_path_buf(),
+                skip,
+                recurse,
+                before,
+            });
+        }
+        Ok(Fence { trees })
+    }
+
+    /// Paths that changed since the snapshot, or `None`.
+    pub fn breached(&self) -> Result<Option<String>> {
+        let mut changed = Vec::new();
+        for Watched {
+            dir,
+            skip,
+            recurse,
+            before,
+        } in &self.trees
+        {
+            let after = dirty(dir, skip, *recurse)?;
+            for (path, state) in &after {
+                if before.get(path) != Some(state) {
+                    changed.push(path.display().to_string());
+                }
+            }
+            for path in before.keys().filter(|p| !after.contains_key(*p)) {
+                changed.push(path.display().to_string());
+            }
+        }
+        Ok((!changed.is_empty()).then(|| {
+            changed.sort();
+            format!(
+                "the agent changed files outside the candidate worktree: {}",
+                clip(&changed.join(", "), 600)
+            )
+        }))
+    }
+}
+
+/// Changed and untracked files of the work tree containing `dir` (absolute
+/// paths, with a content hash), ignored files and `skip` prefixes excluded.
+fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf, String>> {
+    let repo = git2::Repository::discover(dir)
+        .ctx(|| format!("opening the repository at {}", dir.display()))?;
+    let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(BTreeMap::new());
+    };
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true)
+        .recurse_untracked_dirs(recurse)
+        .include_ignored(false);
+    let statuses = repo
+        .statuses(Some(&mut opts))
+        .ctx(|| format!("reading the status of {}", workdir.display()))?;
+    let mut out = BTreeMap::new();
+    for st in statuses.iter() {
+        let Ok(rel) = st.path() else { continue };
+        let path = workdir.join(rel);
+        if skip.iter().any(|p| path.starts_with(p)) || !path.starts_with(dir) {
+            continue;
+        }
+        let hash = git2::Oid::hash_file(git2::ObjectType::Blob, &path)
+            .map(|o| o.to_string())
+            .unwrap_or_else(|_| "missing".into());
+        out.insert(path, format!("{}:{hash}", st.status().bits()));
+    }
+    Ok(out)
 }
 
 fn cost_text(c: Option<f64>) -> String {

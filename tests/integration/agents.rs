@@ -728,3 +728,113 @@ cat "$AGENT_DIR/$OODA_PHASE.out"
     assert_eq!(phases, ["plan", "execute", "learn"]);
     assert!((rec.cost_usd - 3.0 * 0.21837).abs() < 1e-9);
 }
+
+#[test]
+fn project_templates_override_the_built_in_ones_and_file_mode_passes_the_path() {
+    // prompt: file — the prompt file's path is the last argument.
+    let script = r#"#!/bin/sh
+cp "$1" "$AGENT_DIR/prompt-$OODA_ITERATION-$OODA_PHASE-$OODA_ATTEMPT.md"
+if [ "$OODA_PHASE" = execute ]; then echo tuned >> src/lib.txt; fi
+cat "$AGENT_DIR/$OODA_PHASE.out"
+"#;
+    let f = Fake::new("text", script, "20s");
+    f.t.write(
+        "ooda.yaml",
+        &f.t.read("ooda.yaml")
+            .replace("prompt: stdin", "prompt: file"),
+    );
+    f.t.write(
+        "templates/plan.md",
+        "CUSTOM PLAN for {{brief}} at iteration {{iteration}}; falsified: {{falsified}}\n",
+    );
+    f.t.commit("custom template");
+    f.put("plan", &block(PLAN));
+    f.put("execute", "done");
+    f.put("learn", &block(LEARN));
+    let (run, rec) = f.first_iteration();
+    run.expect(0);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", f.iter_file(1));
+    assert_eq!(
+        f.prompt(1, "plan", 1),
+        "CUSTOM PLAN for b at iteration 1; falsified: None yet.\n"
+    );
+    // The built-in EXECUTE template was used, with the plan and the scope rules.
+    let exec = f.prompt(1, "execute", 1);
+    assert!(exec.contains("X=40 sits at the bottom"), "{exec}");
+    assert!(exec.contains("never change `bench.sh`"), "{exec}");
+}
+
+#[test]
+fn edits_made_during_learn_never_reach_the_kept_commit() {
+    let script = r#"#!/bin/sh
+cat > /dev/null
+case "$OODA_PHASE" in
+  execute) echo tuned >> src/lib.txt ;;
+  learn) echo 'echo METRIC t=1' > bench.sh; echo sneaky >> src/lib.txt ;;
+esac
+cat "$AGENT_DIR/$OODA_PHASE.out"
+"#;
+    let f = Fake::new("text", script, "20s");
+    f.put("plan", &block(PLAN));
+    f.put("execute", "done");
+    f.put("learn", &block(LEARN));
+    let (run, rec) = f.first_iteration();
+    run.expect(0);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", f.iter_file(1));
+    let commit = rec.commit.unwrap();
+    assert!(
+        f.t.git(&["show", &format!("{commit}:bench.sh")])
+            .contains("awk")
+    );
+    assert!(
+        !f.t.git(&["show", &format!("{commit}:src/lib.txt")])
+            .contains("sneaky")
+    );
+    assert!(
+        f.t.events("b")
+            .iter()
+            .any(|e| e["type"] == "anomaly" && e["kind"] == "agent_edit_in_learn")
+    );
+    // COMMIT reset the worktrees to the kept commit.
+    let cand = f.t.read(".ooda/worktrees/b/cand/bench.sh");
+    assert!(cand.contains("awk"), "{cand}");
+}
+
+#[test]
+fn writing_outside_the_worktree_is_blocked() {
+    // One iteration writes into the user's checkout, the next into the base worktree.
+    let script = r#"#!/bin/sh
+cat > /dev/null
+if [ "$OODA_PHASE" = execute ]; then
+  echo tuned >> src/lib.txt
+  if [ "$OODA_ITERATION" = 1 ]; then echo hacked >> "$OODA_ITERATIONS_DIR/../../src/lib.txt"; fi
+  if [ "$OODA_ITERATION" = 2 ]; then echo 'echo METRIC t=999' > ../base/bench.sh; fi
+fi
+n=$((OODA_ITERATION * 10 + 5))
+case "$OODA_PHASE" in
+  plan) printf '```ooda\n{"hypothesis": "X=%s", "cites": [0], "predicted_effect": 0.1, "predicted_sd": 0.1, "knobs": {"X": %s}}\n```\n' "$n" "$n" ;;
+  *) echo ok ;;
+esac
+"#;
+    let f = Fake::new("text", script, "20s");
+    let (run, rec) = f.first_iteration();
+    run.expect(0);
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", f.iter_file(1));
+    assert!(
+        rec.reason
+            .starts_with("the agent changed files outside the candidate worktree: ")
+            && rec.reason.ends_with("/src/lib.txt"),
+        "{}",
+        rec.reason
+    );
+    f.ooda(&["tick", "b"]).expect(0);
+    let rec = f.t.record("b", 2);
+    assert_eq!(rec.verdict, Verdict::Blocked);
+    assert!(
+        rec.reason.contains("worktrees/b/base/bench.sh"),
+        "{}",
+        rec.reason
+    );
+    // The base worktree was restored before anything was measured again.
+    assert!(f.t.read(".ooda/worktrees/b/base/bench.sh").contains("awk"));
+}
