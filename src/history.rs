@@ -602,6 +602,9 @@ mod tests {
             alpha: 0.05,
             delta0: 0.0,
             rule: "paired t".into(),
+            alpha_look: 0.018,
+            s_h: 0.02,
+            noise_changed: false,
         });
         r.falsified = Some("TILE=32 is not faster than TILE=16".into());
         r.patterns = vec![Pattern {

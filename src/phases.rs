@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::brief::{Brief, Direction};
 use crate::driver::{MainAgent, builtin};
 use crate::error::{Error, Result};
+use crate::eval::sequential::{self, NoiseHistory};
 use crate::eval::{self, EvalOutcome, Evaluator, Side, Worktree};
 use crate::events::{Event, EventLog};
 use crate::history::{self, IterationRecord, Prediction, RenderContext, Verdict};
@@ -69,8 +70,6 @@ impl Phase {
 const FAILURE_STREAK: usize = 5;
 /// Scope violations in one run that stop it (red light).
 const SCOPE_VIOLATIONS: usize = 3;
-/// Consecutive non-keeps after which the run is `stalled`.
-const STALL_AFTER: usize = 10;
 
 /// What one step of the machine did.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,7 +208,7 @@ impl<'a> Runner<'a> {
     }
 
     fn say(&self, msg: &str) {
-        (self.progress)(&format!("[{}] {msg}", self.brief.name));
+        (self.progress)(&tagged(&self.brief.name, msg));
     }
 
     fn checkpoint(&mut self, phase: Phase) -> Result<()> {
@@ -465,20 +464,45 @@ impl<'a> Runner<'a> {
         ))
     }
 
-    fn noise_sd(&self) -> f64 {
-        self.history
-            .first()
-            .and_then(|r| r.calibration.as_ref())
-            .map(|c| c.noise_sd)
-            .unwrap_or(0.02)
+    /// The pooled noise of all measured log ratios in the archive: the A/A
+    /// calibration plus every iteration's within-iteration spread.
+    fn noise_history(&self) -> Option<NoiseHistory> {
+        let samples: Vec<Vec<f64>> = self
+            .history
+            .iter()
+            .filter_map(|r| {
+                let pairs = r
+                    .calibration
+                    .as_ref()
+                    .map(|c| &c.pairs)
+                    .or(r.measured.as_ref().map(|m| &m.pairs))?;
+                Some(pairs.iter().map(|p| p.d).collect())
+            })
+            .collect();
+        NoiseHistory::pool(samples.iter().map(Vec::as_slice))
     }
 
-    fn theta1(&self) -> f64 {
-        self.history
+    fn noise_sd(&self) -> f64 {
+        self.noise_history().map(|h| h.s_h).unwrap_or(0.02)
+    }
+
+    /// The decision rule for the next comparison, from the archive and config.
+    fn rule(&self) -> sequential::Rule {
+        let noise = self.noise_history();
+        let floor = self.brief.metric.noise_floor;
+        let theta1 = sequential::theta1(floor, noise.map(|h| h.s_h).unwrap_or(0.0));
+        let alpha_look = self
+            .history
             .first()
             .and_then(|r| r.calibration.as_ref())
-            .map(|c| c.theta1)
-            .unwrap_or(0.0)
+            .and_then(|c| c.alpha_look)
+            .unwrap_or_else(|| sequential::alphas_for(self.project.config.defaults.alpha)[0]);
+        sequential::Rule {
+            alphas: [alpha_look; 4],
+            delta0: (1.0 + floor).ln(),
+            theta1_log: (1.0 + theta1).ln(),
+            noise,
+        }
     }
 
     /// The knob point of a worktree: its knobs file, defaults filling gaps.
@@ -613,15 +637,16 @@ impl<'a> Runner<'a> {
             self.brief.metric.setup.clone().unwrap_or_default()
         );
         let skip_base_setup = self.state.base_setup_key.as_deref() == Some(setup_key.as_str());
-        let pairs = self.project.config.defaults.pairs;
+        let max_pairs = self.project.config.defaults.pairs;
         let alpha = self.project.config.defaults.alpha;
-        let theta1 = self.theta1();
+        let rule = self.rule();
+        let looks = eval::looks_for(max_pairs);
         let mut rng = SplitMix64::new(
             self.state.seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03),
         );
         let brief = self.brief.clone();
         let (say, name) = (&self.progress, self.brief.name.clone());
-        let progress = move |m: &str| say(&format!("[{name}] {m}"));
+        let progress = move |m: &str| say(&tagged(&name, m));
         let mut ev = Evaluator {
             brief: &brief,
             output_cap: self.project.config.defaults.output_cap as usize,
@@ -678,36 +703,57 @@ impl<'a> Runner<'a> {
         if base_setup_done {
             self.state.base_setup_key = Some(setup_key);
         }
-        let measured = ev.pairs(&base, &cand, pairs, &mut rng)?;
-        Ok(match measured {
+        let mut last_look = None;
+        let mut taken = 0;
+        let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
+        let measured = ev.measure_pairs(&base, &cand, max, &mut rng, |p| {
+            match eval::look_now(p, &rule, &looks) {
+                Some(l) => {
+                    taken += 1;
+                    last_look = Some(l);
+                    l.decision != sequential::Decision::Continue
+                }
+                None => false,
+            }
+        })?;
+        let pairs = match measured {
             Err((side, eval::RunFailure::Failed { reason, output })) => {
                 let reason = if side == Side::Base {
                     format!("the base failed while measuring: {reason}")
                 } else {
                     reason
                 };
-                crash(reason, output, guards)
+                return Ok(crash(reason, output, guards));
             }
-            Ok(pairs) => {
-                let (keep, comparison, reason) = eval::decide(
-                    brief.metric.direction,
-                    pairs,
-                    alpha,
-                    brief.metric.noise_floor,
-                    theta1,
-                );
-                EvalOutcome {
-                    verdict: if keep {
-                        Verdict::Keep
-                    } else {
-                        Verdict::Discard
-                    },
-                    reason,
-                    guards,
-                    comparison: Some(comparison),
-                    failure_output: None,
-                }
-            }
+            Ok(pairs) => pairs,
+        };
+        let last = last_look
+            .ok_or_else(|| Error::Internal("the sequential test ended without a look".into()))?;
+        if last.noise_changed {
+            self.events.emit(
+                Some(cur.iteration),
+                Some(phase_id),
+                Event::Anomaly {
+                    kind: "noise_changed".into(),
+                    message: format!(
+                        "pair spread at {} pairs is far above the noise history",
+                        last.n
+                    ),
+                },
+            )?;
+        }
+        let (keep, comparison, reason) =
+            eval::report(brief.metric.direction, pairs, &last, &rule, alpha, taken);
+        Ok(EvalOutcome {
+            verdict: if keep {
+                Verdict::Keep
+            } else {
+                Verdict::Discard
+            },
+            reason,
+            guards,
+            comparison: Some(comparison),
+            failure_output: None,
         })
     }
 
@@ -938,7 +984,7 @@ impl<'a> Runner<'a> {
             .rev()
             .take_while(|r| r.verdict != Verdict::Keep)
             .count();
-        if non_keeps >= STALL_AFTER {
+        if non_keeps >= self.project.config.defaults.stall_after as usize {
             return mk(
                 StopReason::Stalled,
                 format!("{non_keeps} iterations in a row without a keep"),
@@ -1091,7 +1137,7 @@ impl<'a> Runner<'a> {
         let defaults = self.project.config.defaults.clone();
         let mut rng = SplitMix64::new(self.state.seed);
         let (say, name) = (&self.progress, self.brief.name.clone());
-        let progress = move |m: &str| say(&format!("[{name}] {m}"));
+        let progress = move |m: &str| say(&tagged(&name, m));
         let mut ev = Evaluator {
             brief: &brief,
             output_cap: defaults.output_cap as usize,
@@ -1118,7 +1164,13 @@ impl<'a> Runner<'a> {
         if let Some(eval::RunFailure::Failed { reason, output }) = failed {
             return Err(fail("a guard fails", reason, output));
         }
-        let pairs = match ev.pairs(&base, &cand, defaults.calibration_pairs, &mut rng)? {
+        let pairs = match ev.measure_pairs(
+            &base,
+            &cand,
+            defaults.calibration_pairs as usize,
+            &mut rng,
+            |_| false,
+        )? {
             Ok(p) => p,
             Err((_, eval::RunFailure::Failed { reason, output })) => {
                 return Err(fail("measuring", reason, output));
@@ -1288,6 +1340,14 @@ fn oid(s: &str) -> Result<git2::Oid> {
         path: PathBuf::from("state.json"),
         message: format!("`{s}` is not a commit hash: {e}"),
     })
+}
+
+/// Prefixes a progress line with the Brief's name, keeping a live line live.
+fn tagged(name: &str, msg: &str) -> String {
+    match msg.strip_prefix('\r') {
+        Some(rest) => format!("\r[{name}] {rest}"),
+        None => format!("[{name}] {msg}"),
+    }
 }
 
 fn first_line(s: &str) -> &str {

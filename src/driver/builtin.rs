@@ -474,6 +474,7 @@ mod tests {
             mean_d: 0.0,
             pairs_per_decision: 5,
             theta1: 0.01,
+            alpha_look: None,
         });
         let mut history = vec![base];
         for i in 1..=iterations {
@@ -514,6 +515,9 @@ mod tests {
                 alpha: 0.05,
                 delta0: 0.0,
                 rule: String::new(),
+                alpha_look: 0.018,
+                s_h: 0.01,
+                noise_changed: false,
             });
             if keep {
                 best = plan.knobs.clone();
