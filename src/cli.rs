@@ -200,7 +200,13 @@ pub fn run(cli: Cli) -> Result<i32> {
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
             runner.verbose = cli.verbose;
             let outcome = runner.step()?;
-            Ok(report_step(&runner, &outcome, cli.json, quiet))
+            let code = report_step(&runner, &outcome, cli.json, quiet);
+            // A signal during the last checkpoint: the work is saved, but the
+            // caller asked us to stop and must learn that we were interrupted.
+            if interrupt.is_set() {
+                return Err(Error::Interrupted);
+            }
+            Ok(code)
         }
         Command::Run {
             brief,
@@ -218,6 +224,9 @@ pub fn run(cli: Cli) -> Result<i32> {
                         &format!("[{}] --max-iterations {done} reached", runner.brief.name),
                     );
                     return Ok(0);
+                }
+                if interrupt.is_set() {
+                    return Err(Error::Interrupted);
                 }
                 let outcome = runner.step()?;
                 let code = report_step(&runner, &outcome, cli.json, quiet);

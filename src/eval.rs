@@ -107,6 +107,9 @@ pub struct EvalOutcome {
     pub guards: Vec<GuardResult>,
     pub comparison: Option<Comparison>,
     pub failure_output: Option<String>,
+    /// The base, not the candidate, failed: the candidate's point is untried.
+    #[serde(default)]
+    pub base_failed: bool,
 }
 
 /// Which worktree a command runs in; also exported as `OODA_SIDE`.
@@ -220,9 +223,7 @@ impl Evaluator<'_> {
             return Ok(None);
         };
         (self.progress)(&format!("setup in {}", wt.side.as_str()));
-        // Builds can be slow; give setup a generous multiple of the run timeout.
-        let timeout = self.brief.metric.timeout.max(Duration::from_secs(60)) * 4;
-        let out = self.run_command("setup", wt, &setup, timeout)?;
+        let out = self.run_command("setup", wt, &setup, long_timeout(self.brief))?;
         Ok(failure_of(&out, &format!("setup `{setup}`")))
     }
 
@@ -231,7 +232,7 @@ impl Evaluator<'_> {
         let mut results = Vec::new();
         for g in self.brief.guards.clone() {
             (self.progress)(&format!("guard `{g}`"));
-            let timeout = self.brief.metric.timeout.max(Duration::from_secs(60)) * 4;
+            let timeout = long_timeout(self.brief);
             let out = self.run_command("guard", wt, &g, timeout)?;
             let failure = failure_of(&out, &format!("guard `{g}`"));
             results.push(GuardResult {
@@ -258,13 +259,7 @@ impl Evaluator<'_> {
         if let Some(f) = failure_of(&out, &format!("metric command `{cmd}`")) {
             return Ok(Err(f));
         }
-        let how = match &self.brief.metric.parse {
-            Parse::MetricLine => MetricParse::MetricLine {
-                name: &self.brief.metric.name,
-            },
-            Parse::Regex(re) => MetricParse::Regex(re),
-            Parse::Json(p) => MetricParse::Json(p),
-        };
+        let how = metric_parse(self.brief);
         let value = match metric::parse_metric(&out.stdout, &how) {
             Ok(v) => v,
             Err(e) => {
@@ -356,6 +351,23 @@ impl Evaluator<'_> {
             }
         }
         Ok(Ok(pairs))
+    }
+}
+
+/// Setup and guards (builds, test suites) get a generous multiple of the
+/// per-measurement timeout, at least four minutes.
+pub fn long_timeout(brief: &Brief) -> Duration {
+    brief.metric.timeout.max(Duration::from_secs(60)) * 4
+}
+
+/// How the Brief says to read its metric, in the parser's terms.
+pub fn metric_parse(brief: &Brief) -> MetricParse<'_> {
+    match &brief.metric.parse {
+        Parse::MetricLine => MetricParse::MetricLine {
+            name: &brief.metric.name,
+        },
+        Parse::Regex(re) => MetricParse::Regex(re),
+        Parse::Json(p) => MetricParse::Json(p),
     }
 }
 

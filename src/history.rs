@@ -125,6 +125,9 @@ pub struct IterationRecord {
     pub narrative: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acknowledged: Option<String>,
+    /// The base, not the candidate, failed to build or measure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base_failed: bool,
     /// Set on the last iteration of a run: why the loop stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<crate::state::Stop>,
@@ -167,8 +170,34 @@ impl IterationRecord {
             failure_output: None,
             narrative: None,
             acknowledged: None,
+            base_failed: false,
             stop: None,
         }
+    }
+
+    /// The same record with secrets removed from every free-text field.
+    /// Redaction works on fields, never on the rendered file, so the YAML
+    /// front matter stays well-formed whatever a secret pattern matches.
+    pub fn redacted(&self) -> IterationRecord {
+        let r = |s: &str| compress::redact(s);
+        let ro = |s: &Option<String>| s.as_deref().map(compress::redact);
+        let mut out = self.clone();
+        out.reason = r(&self.reason);
+        out.hypothesis = r(&self.hypothesis);
+        out.change = r(&self.change);
+        out.failure_output = ro(&self.failure_output);
+        out.falsified = ro(&self.falsified);
+        out.next = ro(&self.next);
+        out.narrative = ro(&self.narrative);
+        out.acknowledged = ro(&self.acknowledged);
+        for g in &mut out.guards {
+            g.command = r(&g.command);
+        }
+        for p in &mut out.patterns {
+            p.name = r(&p.name);
+            p.lesson = r(&p.lesson);
+        }
+        out
     }
 
     /// One line for digests and summaries: signed effect in percent, if measured.
@@ -501,18 +530,21 @@ pub fn read(path: &Path) -> Result<IterationRecord> {
 
 /// Writes and validates an iteration file: the LEARN gate. The file is read
 /// back and must parse to the same record before the iteration may end.
-pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<PathBuf> {
+/// The LEARN gate: redacts the record's free text, writes the file, reads it
+/// back and requires the exact same record. Returns the record as archived
+/// (redacted), which is what the in-memory history must hold too.
+pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<IterationRecord> {
+    let rec = rec.redacted();
     let path = path_of(dir, rec.iteration);
-    let text = compress::redact(&render(rec, ctx)?);
-    write_atomic(&path, text.as_bytes())?;
+    write_atomic(&path, render(&rec, ctx)?.as_bytes())?;
     let back = read(&path)?;
-    if back.iteration != rec.iteration || back.verdict != rec.verdict || back.commit != rec.commit {
-        return Err(Error::Corrupt {
-            path,
-            message: "the iteration file did not read back as written (validation of the LEARN archive failed)".into(),
-        });
+    if back != rec {
+        return Err(Error::Internal(format!(
+            "{} did not read back as written (validation of the LEARN archive failed); please report this",
+            path.display()
+        )));
     }
-    Ok(path)
+    Ok(rec)
 }
 
 /// All iteration files, in order. A gap in the numbering is reported, since
@@ -619,7 +651,9 @@ mod tests {
     fn round_trip_through_markdown() {
         let dir = tempfile::tempdir().unwrap();
         let r = sample();
-        let path = write(dir.path(), &r, &ctx()).unwrap();
+        let written = write(dir.path(), &r, &ctx()).unwrap();
+        assert_eq!(written, r, "nothing to redact in the sample");
+        let path = path_of(dir.path(), r.iteration);
         let text = std::fs::read_to_string(&path).unwrap();
         for section in [
             "## Goal",
@@ -634,6 +668,19 @@ mod tests {
             assert!(text.contains(section), "missing {section}:\n{text}");
         }
         assert_eq!(read(&path).unwrap(), r);
+    }
+
+    #[test]
+    fn secrets_are_redacted_per_field_and_the_front_matter_survives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = sample();
+        r.knobs.insert("MAX_TOKEN".into(), KnobValue::Int(5));
+        r.reason = "failed: API_KEY=sk-abcdefghijklmnopqrstuvwxyz123456".into();
+        let written = write(dir.path(), &r, &ctx()).unwrap();
+        assert!(!written.reason.contains("sk-abc"), "{}", written.reason);
+        let back = read(&path_of(dir.path(), r.iteration)).unwrap();
+        assert_eq!(back.knobs.get("MAX_TOKEN"), Some(&KnobValue::Int(5)));
+        assert_eq!(back, written);
     }
 
     #[test]

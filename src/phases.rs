@@ -140,11 +140,38 @@ impl<'a> Runner<'a> {
             &project.root,
             &project.worktrees_dir(&brief.name),
             &brief.name,
-        )?;
+        )?
+        .with_owned_file(&brief.knobs_file);
         let history = history::load(&dir)?;
         let mut warnings = Vec::new();
         let loaded = state::load(&dir)?;
         let state = match loaded {
+            // A state behind the archive (restored from a backup, or killed
+            // between writing iter-000.md and saving) is rebuilt from it; a
+            // state ahead of it means archived files were deleted.
+            Loaded::Ok(s) if history.len() > archived_by(&s) + usize::from(s.current.is_some()) => {
+                warnings.push(format!(
+                    "{} was behind the archive ({} iteration files); rebuilt it from {}",
+                    State::path(&dir).display(),
+                    history.len(),
+                    dir.display()
+                ));
+                State::rebuild(&brief.name, &hash, &history, |c| ws.commit_exists(c)).ok_or_else(
+                    || Error::Internal("rebuilding from a non-empty archive failed".into()),
+                )?
+            }
+            Loaded::Ok(s) if history.len() < archived_by(&s) => {
+                return Err(Error::Corrupt {
+                    path: history::path_of(&dir, history.len() as u32),
+                    message: format!(
+                        "missing: state.json records {} archived iteration(s) but only {} file(s) are in {}. Restore the missing iteration files (e.g. `git checkout -- {}`), or delete state.json to continue from the files that remain",
+                        archived_by(&s),
+                        history.len(),
+                        dir.display(),
+                        dir.display()
+                    ),
+                });
+            }
             Loaded::Ok(s) => *s,
             other => {
                 if let Loaded::Corrupt { moved_to, message } = &other {
@@ -390,9 +417,7 @@ impl<'a> Runner<'a> {
             changed_paths: Vec::new(),
             tree: None,
             eval: None,
-            learn: None,
             commit: None,
-            artifact: None,
         });
         self.phase(Phase::Observe, |r, _| {
             let best = oid(&r.state.best_commit)?;
@@ -420,7 +445,9 @@ impl<'a> Runner<'a> {
         // EXECUTE whose candidate is gone must redo EXECUTE.
         let done = self.current()?.done;
         if !self.ws.cand_dir.join(".git").exists() || !self.ws.base_dir.join(".git").exists() {
-            self.ws.ensure(oid(&self.current()?.base_commit)?)?;
+            // The best commit, not the iteration's base: after COMMIT they
+            // differ, and the branch must not move back to before a keep.
+            self.ws.ensure(oid(&self.state.best_commit)?)?;
             if (Phase::Execute..Phase::Learn).contains(&done) {
                 self.current_mut()?.done = Phase::Plan;
             }
@@ -597,6 +624,7 @@ impl<'a> Runner<'a> {
                 guards: Vec::new(),
                 comparison: None,
                 failure_output: None,
+                base_failed: false,
             }
         } else {
             self.evaluate_candidate(phase_id, &cur)?
@@ -636,7 +664,7 @@ impl<'a> Runner<'a> {
             knobs::key(&self.point_of(&base.dir)?),
             self.brief.metric.setup.clone().unwrap_or_default()
         );
-        let skip_base_setup = self.state.base_setup_key.as_deref() == Some(setup_key.as_str());
+        let skip_base_setup = self.ws.base_setup_done(&setup_key);
         let max_pairs = self.project.config.defaults.pairs;
         let alpha = self.project.config.defaults.alpha;
         let rule = self.rule();
@@ -663,15 +691,18 @@ impl<'a> Runner<'a> {
             guards,
             comparison: None,
             failure_output: Some(output),
+            base_failed: false,
         };
         let mut base_setup_done = false;
         if !skip_base_setup {
             if let Some(eval::RunFailure::Failed { reason, output }) = ev.setup(&base)? {
-                return Ok(crash(
+                let mut c = crash(
                     format!("the base failed to build: {reason}"),
                     output,
                     Vec::new(),
-                ));
+                );
+                c.base_failed = true;
+                return Ok(c);
             }
             base_setup_done = true;
         }
@@ -686,6 +717,7 @@ impl<'a> Runner<'a> {
                 guards,
                 comparison: None,
                 failure_output: Some(output),
+                base_failed: false,
             });
         }
         // Protected files are checked again after setup and guards, right
@@ -698,10 +730,11 @@ impl<'a> Runner<'a> {
                 guards,
                 comparison: None,
                 failure_output: None,
+                base_failed: false,
             });
         }
         if base_setup_done {
-            self.state.base_setup_key = Some(setup_key);
+            self.ws.record_base_setup(&setup_key)?;
         }
         let mut last_look = None;
         let mut taken = 0;
@@ -754,6 +787,7 @@ impl<'a> Runner<'a> {
             guards,
             comparison: Some(comparison),
             failure_output: None,
+            base_failed: false,
         })
     }
 
@@ -801,6 +835,7 @@ impl<'a> Runner<'a> {
             failure_output: outcome.failure_output.clone(),
             narrative: None,
             acknowledged: self.state.pending_ack.clone(),
+            base_failed: outcome.base_failed,
             stop: None,
         };
         let effect = outcome.comparison.as_ref().map(|c| (c.effect, c.ci));
@@ -816,18 +851,10 @@ impl<'a> Runner<'a> {
                 first_line(&plan.hypothesis),
                 outcome.reason
             );
-            let (commit, tree) = match &cur.commit {
-                Some(c) if self.ws.commit_exists(c) => {
-                    (c.clone(), cur.tree.clone().unwrap_or_default())
-                }
-                _ => {
-                    let (c, t) = self.ws.prepare_commit(base, &msg)?;
-                    (c.to_string(), t.to_string())
-                }
-            };
-            rec.commit = Some(commit.clone());
-            rec.tree = Some(tree);
-            self.current_mut()?.commit = Some(commit);
+            let (commit, tree) = self.ws.prepare_commit(base, &msg)?;
+            rec.commit = Some(commit.to_string());
+            rec.tree = Some(tree.to_string());
+            self.current_mut()?.commit = Some(commit.to_string());
         } else if !cur.changed_paths.is_empty() {
             let diff = crate::compress::redact(&self.ws.diff()?);
             let rel = format!("artifacts/iter-{:03}.diff", cur.iteration);
@@ -843,10 +870,10 @@ impl<'a> Runner<'a> {
                     bytes: diff.len() as u64,
                 },
             )?;
-            rec.artifact = Some(rel.clone());
-            self.current_mut()?.artifact = Some(rel);
+            rec.artifact = Some(rel);
         }
-        let path = history::write(&self.dir, &rec, &self.render_context())?;
+        let rec = history::write(&self.dir, &rec, &self.render_context())?;
+        let path = history::path_of(&self.dir, rec.iteration);
         self.events.emit(
             Some(cur.iteration),
             Some(phase_id),
@@ -855,7 +882,6 @@ impl<'a> Runner<'a> {
             },
         )?;
         self.state.pending_ack = None;
-        self.current_mut()?.learn = Some(learned);
         // The archive is the history: keep the in-memory copy in step with it.
         self.history.truncate(cur.iteration as usize);
         self.history.push(rec);
@@ -1057,16 +1083,22 @@ impl<'a> Runner<'a> {
     }
 
     /// Records a stop in state, in the last iteration file, in events and in the summary.
+    ///
+    /// The archive and the summary are written before the state: a kill in
+    /// between leaves the state before CHECK, which simply runs again.
     fn finish(&mut self, stop: Stop) -> Result<()> {
         self.state.stop = Some(stop.clone());
-        self.state.save(&self.dir)?;
-        if let Some(last) = self.history.last_mut()
-            && last.iteration > 0
+        if let Some(mut rec) = self.history.last().cloned()
+            && rec.iteration > 0
         {
-            last.stop = Some(stop.clone());
-            let rec = last.clone();
-            history::write(&self.dir, &rec, &self.render_context())?;
+            rec.stop = Some(stop.clone());
+            let written = history::write(&self.dir, &rec, &self.render_context())?;
+            if let Some(last) = self.history.last_mut() {
+                *last = written;
+            }
         }
+        self.write_summary()?;
+        self.state.save(&self.dir)?;
         let parent = self.run_event.clone();
         if stop.reason.is_red() {
             self.events.emit(
@@ -1091,7 +1123,7 @@ impl<'a> Runner<'a> {
             stop.reason.as_str(),
             stop.detail
         ));
-        self.write_summary()
+        Ok(())
     }
 
     fn render_context(&self) -> RenderContext<'_> {
@@ -1111,7 +1143,7 @@ impl<'a> Runner<'a> {
             &self.brief,
             &self.state,
             &self.history,
-            &self.project.root,
+            &self.brief.effective_budget(&self.project.config),
         )
     }
 
@@ -1150,7 +1182,7 @@ impl<'a> Runner<'a> {
         };
         let fail = |what: &str, reason: String, output: String| {
             Error::Input(format!(
-                "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nFix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",
+                "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nooda measures the committed HEAD in a fresh worktree (uncommitted edits are not there). Fix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",
                 brief.path.display(),
                 brief.name
             ))
@@ -1225,9 +1257,12 @@ impl<'a> Runner<'a> {
             failure_output: None,
             narrative: None,
             acknowledged: None,
+            base_failed: false,
             stop: None,
         };
-        let path = history::write(&self.dir, &rec, &self.render_context())?;
+        let rec = history::write(&self.dir, &rec, &self.render_context())?;
+        failpoint("before-checkpoint", Phase::Check);
+        let path = history::path_of(&self.dir, 0);
         self.events.emit(
             Some(0),
             Some(&id),
@@ -1331,8 +1366,16 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
         stop: None,
         pending_ack: None,
         current: None,
-        base_setup_key: None,
     })
+}
+
+/// How many iteration files a state implies exist: every finished iteration,
+/// plus the one in flight once its LEARN has archived it. (An in-flight
+/// iteration killed after writing its file but before the LEARN checkpoint
+/// has one more file; LEARN simply runs again and rewrites it.)
+fn archived_by(s: &State) -> usize {
+    s.next_iteration as usize
+        + usize::from(s.current.as_ref().is_some_and(|c| c.done >= Phase::Learn))
 }
 
 fn oid(s: &str) -> Result<git2::Oid> {
@@ -1359,7 +1402,7 @@ pub fn scope_violation<'p>(brief: &Brief, paths: impl Iterator<Item = &'p str>) 
     let mut protected = Vec::new();
     let mut outside = Vec::new();
     for p in paths {
-        if p == brief.knobs_file {
+        if p == brief.knobs_file.trim_start_matches("./") {
             continue;
         }
         if brief.scope.protects(p) {

@@ -11,7 +11,7 @@ use std::path::Path;
 use chrono::Utc;
 
 use crate::atomic::write_atomic;
-use crate::brief::{Brief, Direction};
+use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
 use crate::history::{self, IterationRecord, Verdict, fmt_num};
 use crate::state::{State, Status};
@@ -63,9 +63,8 @@ pub fn render(
     brief: &Brief,
     state: &State,
     history: &[IterationRecord],
-    repo_root: &Path,
+    budget: &Budget,
 ) -> String {
-    let _ = repo_root;
     let mut s = String::new();
     let metric = &brief.metric.name;
     let _ = writeln!(s, "# {} — ooda summary\n", brief.name);
@@ -212,7 +211,6 @@ pub fn render(
         s.push('\n');
     }
     let _ = writeln!(s, "## Budget\n");
-    let budget = &brief.budget;
     let used_iters = history.len().saturating_sub(1);
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
     let _ = writeln!(s, "| | used | budget |\n|---|---|---|");
@@ -274,11 +272,11 @@ pub fn write(
     brief: &Brief,
     state: &State,
     history: &[IterationRecord],
-    repo_root: &Path,
+    budget: &Budget,
 ) -> Result<()> {
     write_atomic(
         &dir.join("summary.md"),
-        render(brief, state, history, repo_root).as_bytes(),
+        render(brief, state, history, budget).as_bytes(),
     )?;
     write_atomic(
         &dir.join("progress.svg"),

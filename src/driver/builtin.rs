@@ -137,10 +137,6 @@ impl Surrogate<'_> {
     }
 }
 
-pub struct Proposal {
-    pub plan: Plan,
-}
-
 /// The point to try next, or `None` when every point of the space was tried.
 pub fn plan(
     brief: &Brief,
@@ -167,7 +163,7 @@ pub fn plan(
     };
     let evaluated: BTreeSet<String> = history
         .iter()
-        .filter(|r| r.verdict.was_measured())
+        .filter(|r| r.verdict.was_measured() && !r.base_failed)
         .map(|r| knobs::key(&r.knobs))
         .chain(std::iter::once(knobs::key(best)))
         .collect();
