@@ -117,6 +117,8 @@ pub struct EvalOutcome {
 pub enum Side {
     Base,
     Cand,
+    /// The start-of-run commit, in the confirmation test.
+    Anchor,
 }
 
 impl Side {
@@ -124,6 +126,7 @@ impl Side {
         match self {
             Side::Base => "base",
             Side::Cand => "cand",
+            Side::Anchor => "anchor",
         }
     }
 }

@@ -125,6 +125,9 @@ pub struct IterationRecord {
     pub narrative: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acknowledged: Option<String>,
+    /// A confirmation test run after this iteration (start of run vs best).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<crate::eval::Confirmation>,
     /// The base, not the candidate, failed to build or measure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub base_failed: bool,
@@ -170,6 +173,7 @@ impl IterationRecord {
             failure_output: None,
             narrative: None,
             acknowledged: None,
+            confirmation: None,
             base_failed: false,
             stop: None,
         }
@@ -367,6 +371,17 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     }
     if let Some(n) = &rec.narrative {
         let _ = writeln!(s, "## Narrative (agent)\n\n{n}\n");
+    }
+    if let Some(c) = &rec.confirmation {
+        let _ = writeln!(
+            s,
+            "## Confirmation\n\nStart of run `{}` against the current best `{}`: {} (start median {}, best median {}).\n",
+            short(&c.start),
+            short(&c.best),
+            c.why,
+            fmt_num(c.start_median),
+            fmt_num(c.best_median)
+        );
     }
     if let Some(stop) = &rec.stop {
         let _ = writeln!(

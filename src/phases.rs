@@ -66,6 +66,11 @@ impl Phase {
     }
 }
 
+/// A confirmation test runs after every this many keeps (and at the end).
+const CONFIRM_EVERY: usize = 10;
+/// Pairs of a confirmation test, and the most it may extend to.
+const CONFIRM_PAIRS: usize = 12;
+const CONFIRM_MAX_PAIRS: usize = 20;
 /// Consecutive failed iterations that stop the run (red light).
 const FAILURE_STREAK: usize = 5;
 /// Scope violations in one run that stop it (red light).
@@ -647,6 +652,7 @@ impl<'a> Runner<'a> {
         let dir = match side {
             Side::Base => self.ws.base_dir.clone(),
             Side::Cand => self.ws.cand_dir.clone(),
+            Side::Anchor => self.ws.dir.join("anchor"),
         };
         let env = self
             .point_of(&dir)?
@@ -658,12 +664,7 @@ impl<'a> Runner<'a> {
 
     fn evaluate_candidate(&mut self, phase_id: &str, cur: &InFlight) -> Result<EvalOutcome> {
         let (base, cand) = (self.worktree(Side::Base)?, self.worktree(Side::Cand)?);
-        let setup_key = format!(
-            "{}|{}|{}",
-            cur.base_commit,
-            knobs::key(&self.point_of(&base.dir)?),
-            self.brief.metric.setup.clone().unwrap_or_default()
-        );
+        let setup_key = self.base_setup_key(&cur.base_commit)?;
         let skip_base_setup = self.ws.base_setup_done(&setup_key);
         let max_pairs = self.project.config.defaults.pairs;
         let alpha = self.project.config.defaults.alpha;
@@ -835,6 +836,7 @@ impl<'a> Runner<'a> {
             failure_output: outcome.failure_output.clone(),
             narrative: None,
             acknowledged: self.state.pending_ack.clone(),
+            confirmation: None,
             base_failed: outcome.base_failed,
             stop: None,
         };
@@ -916,9 +918,48 @@ impl<'a> Runner<'a> {
                 verdict: verdict.as_str().into(),
             },
         )?;
+        let mut stop = self.stop_condition().or_else(|| self.budget_stop());
+        // Winner's curse: a kept candidate's own runs overstate it. The gain
+        // the morning report states, and a reached goal, come from a fresh
+        // comparison of the start of the run with the current best.
+        let keeps = self
+            .history
+            .iter()
+            .filter(|r| r.verdict == Verdict::Keep)
+            .count();
+        let target_hit = verdict == Verdict::Keep && self.meets_target(self.best_value());
+        let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
+        let end_of_run = stop.as_ref().is_some_and(|s| !s.reason.is_red());
+        if keeps > 0 && (target_hit || every_ten || end_of_run) {
+            if let Some(conf) = self.confirm(&parent, cur.iteration)? {
+                if target_hit && self.meets_target(conf.best_median) {
+                    stop = Some(Stop {
+                        reason: StopReason::GoalReached,
+                        detail: format!(
+                            "{} = {} meets the target {} in the confirmation test ({})",
+                            self.brief.metric.name,
+                            history::fmt_num(conf.best_median),
+                            history::fmt_num(self.brief.metric.target.unwrap_or_default()),
+                            conf.why
+                        ),
+                        at: Utc::now(),
+                        iteration: cur.iteration,
+                    });
+                } else if target_hit {
+                    self.events.emit(
+                        Some(cur.iteration),
+                        Some(&parent),
+                        Event::Anomaly {
+                            kind: "target_not_confirmed".into(),
+                            message: format!("the kept candidate met the target, but the confirmation measured {}", history::fmt_num(conf.best_median)),
+                        },
+                    )?;
+                }
+                self.attach_confirmation(conf)?;
+            }
+        }
         self.state.current = None;
         self.state.next_iteration = cur.iteration + 1;
-        let stop = self.stop_condition().or_else(|| self.budget_stop());
         match stop {
             Some(stop) => {
                 self.finish(stop.clone())?;
@@ -933,6 +974,121 @@ impl<'a> Runner<'a> {
                 })
             }
         }
+    }
+
+    fn meets_target(&self, value: f64) -> bool {
+        match (self.brief.metric.target, self.brief.metric.direction) {
+            (Some(t), Direction::Minimize) => value <= t,
+            (Some(t), Direction::Maximize) => value >= t,
+            (None, _) => false,
+        }
+    }
+
+    fn base_setup_key(&self, base_commit: &str) -> Result<String> {
+        Ok(format!(
+            "{}|{}|{}",
+            base_commit,
+            knobs::key(&self.point_of(&self.ws.base_dir)?),
+            self.brief.metric.setup.clone().unwrap_or_default()
+        ))
+    }
+
+    /// The confirmation test: the start-of-run commit (in its own scratch
+    /// worktree) against the current best, 12 pairs, 20 when the first 12
+    /// leave the sign of the gain open. A failure to measure is recorded as
+    /// an anomaly, not a verdict: the iteration itself is already decided.
+    fn confirm(&mut self, parent: &str, iteration: u32) -> Result<Option<eval::Confirmation>> {
+        if self.state.best_commit == self.state.start_commit {
+            return Ok(None);
+        }
+        self.say("confirmation: start of run vs current best");
+        let anchor_dir = self.ws.scratch("anchor", oid(&self.state.start_commit)?)?;
+        let env = self
+            .point_of(&anchor_dir)?
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        let anchor = Worktree {
+            side: Side::Anchor,
+            dir: anchor_dir,
+            env,
+        };
+        let best = self.worktree(Side::Base)?;
+        let setup_key = self.base_setup_key(&self.state.best_commit.clone())?;
+        let skip_base_setup = self.ws.base_setup_done(&setup_key);
+        let brief = self.brief.clone();
+        let (say, name) = (&self.progress, self.brief.name.clone());
+        let progress = move |m: &str| say(&tagged(&name, m));
+        let mut rng = SplitMix64::new(
+            self.state.seed ^ u64::from(iteration).wrapping_mul(0xA076_1D64_78BD_642F),
+        );
+        let mut ev = Evaluator {
+            brief: &brief,
+            output_cap: self.project.config.defaults.output_cap as usize,
+            cancel: self.interrupt.flag(),
+            events: &mut self.events,
+            iteration,
+            parent: parent.to_string(),
+            progress: &progress,
+            verbose: self.verbose,
+        };
+        let mut failure = ev.setup(&anchor)?;
+        if failure.is_none() && !skip_base_setup {
+            failure = ev.setup(&best)?;
+        }
+        let measured = match failure {
+            Some(f) => Err(f),
+            None => ev
+                .measure_pairs(&anchor, &best, CONFIRM_MAX_PAIRS, &mut rng, |p| {
+                    p.len() >= CONFIRM_PAIRS && {
+                        let d: Vec<f64> = p.iter().map(|x| x.d).collect();
+                        crate::stats::paired_t(&d, 0.0)
+                            .is_none_or(|t| t.ci95.0 > 0.0 || t.ci95.1 < 0.0)
+                    }
+                })?
+                .map_err(|(_, f)| f),
+        };
+        match measured {
+            Ok(pairs) => {
+                if !skip_base_setup {
+                    self.ws.record_base_setup(&setup_key)?;
+                }
+                let conf = eval::confirm(
+                    brief.metric.direction,
+                    &self.state.start_commit,
+                    &self.state.best_commit,
+                    pairs,
+                );
+                self.say(&conf.why);
+                Ok(Some(conf))
+            }
+            Err(eval::RunFailure::Failed { reason, .. }) => {
+                self.events.emit(
+                    Some(iteration),
+                    Some(parent),
+                    Event::Anomaly {
+                        kind: "confirmation_failed".into(),
+                        message: reason.clone(),
+                    },
+                )?;
+                self.say(&format!("confirmation failed: {reason}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Stores a confirmation in the last iteration's file (the archive is the
+    /// history, so a rebuilt state and the summary find it there).
+    fn attach_confirmation(&mut self, conf: eval::Confirmation) -> Result<()> {
+        let Some(mut rec) = self.history.last().cloned() else {
+            return Ok(());
+        };
+        rec.confirmation = Some(conf);
+        let written = history::write(&self.dir, &rec, &self.render_context())?;
+        if let Some(last) = self.history.last_mut() {
+            *last = written;
+        }
+        Ok(())
     }
 
     /// Stop conditions decided by the history (red lights and plain stops).
@@ -955,25 +1111,6 @@ impl<'a> Runner<'a> {
                 iteration: last.iteration,
             })
         };
-        if let Some(target) = self.brief.metric.target {
-            let best = self.best_value();
-            let met = match self.brief.metric.direction {
-                Direction::Minimize => best <= target,
-                Direction::Maximize => best >= target,
-            };
-            if met && last.verdict == Verdict::Keep {
-                return mk(
-                    StopReason::GoalReached,
-                    format!(
-                        "{} = {} meets the target {} (median of the kept candidate's runs in iteration {})",
-                        self.brief.metric.name,
-                        history::fmt_num(best),
-                        history::fmt_num(target),
-                        last.iteration
-                    ),
-                );
-            }
-        }
         let tail: Vec<&&IterationRecord> = run.iter().rev().take(FAILURE_STREAK).collect();
         if tail.len() == FAILURE_STREAK && tail.iter().all(|r| r.verdict.is_failure()) {
             let ids: Vec<String> = tail
@@ -1257,6 +1394,7 @@ impl<'a> Runner<'a> {
             failure_output: None,
             narrative: None,
             acknowledged: None,
+            confirmation: None,
             base_failed: false,
             stop: None,
         };

@@ -27,6 +27,16 @@ pub fn best_value(history: &[IterationRecord]) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// The most recent confirmation test, with the iteration it followed.
+pub fn latest_confirmation(
+    history: &[IterationRecord],
+) -> Option<(u32, &crate::eval::Confirmation)> {
+    history
+        .iter()
+        .rev()
+        .find_map(|r| r.confirmation.as_ref().map(|c| (r.iteration, c)))
+}
+
 pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
     history
         .first()
@@ -104,6 +114,26 @@ pub fn render(
                 "| improvement | {:+.1}% |",
                 improvement(brief.metric.direction, base, best) * 100.0
             );
+            match latest_confirmation(history) {
+                Some((it, c)) => {
+                    let _ = writeln!(
+                        s,
+                        "| **confirmed gain** (start vs best, after iteration {it}) | **{:+.1}% [{:+.1}, {:+.1}]**, p={:.3}, {} pairs |",
+                        c.effect * 100.0,
+                        c.ci.0 * 100.0,
+                        c.ci.1 * 100.0,
+                        c.p,
+                        c.pairs.len()
+                    );
+                }
+                None if !keeps.is_empty() => {
+                    let _ = writeln!(
+                        s,
+                        "| confirmed gain | not yet measured (after every 10 keeps and at the end of the run) |"
+                    );
+                }
+                None => {}
+            }
             if let Some(c) = history.first().and_then(|r| r.calibration.as_ref()) {
                 let _ = writeln!(s, "| noise per pair | {:.2}% |", c.noise_sd * 100.0);
                 let _ = writeln!(
@@ -120,7 +150,7 @@ pub fn render(
             );
             let _ = writeln!(
                 s,
-                "\nThe best value is the median of the kept candidate's own runs, which overstates a little (the winner's curse); each keep's effect and 95% CI below are from its paired comparison.\n"
+                "\nThe best value is the median of the kept candidate's own runs, which overstates a little (the winner's curse). The confirmed gain re-measures the start of the run against the current best in fresh pairs: it is the number to trust.\n"
             );
             if history.len() > 1 {
                 let _ = writeln!(s, "![progress](progress.svg)\n");

@@ -1,6 +1,7 @@
 //! Integration tests: the real binary against real git repositories.
 
 mod commands;
+mod decisions;
 mod errors;
 mod loop_runs;
 mod resume;
