@@ -930,33 +930,37 @@ impl<'a> Runner<'a> {
         let target_hit = verdict == Verdict::Keep && self.meets_target(self.best_value());
         let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
         let end_of_run = stop.as_ref().is_some_and(|s| !s.reason.is_red());
-        if keeps > 0 && (target_hit || every_ten || end_of_run) {
-            if let Some(conf) = self.confirm(&parent, cur.iteration)? {
-                if target_hit && self.meets_target(conf.best_median) {
-                    stop = Some(Stop {
-                        reason: StopReason::GoalReached,
-                        detail: format!(
-                            "{} = {} meets the target {} in the confirmation test ({})",
-                            self.brief.metric.name,
-                            history::fmt_num(conf.best_median),
-                            history::fmt_num(self.brief.metric.target.unwrap_or_default()),
-                            conf.why
+        if keeps > 0
+            && (target_hit || every_ten || end_of_run)
+            && let Some(conf) = self.confirm(&parent, cur.iteration)?
+        {
+            if target_hit && self.meets_target(conf.best_median) {
+                stop = Some(Stop {
+                    reason: StopReason::GoalReached,
+                    detail: format!(
+                        "{} = {} meets the target {} in the confirmation test ({})",
+                        self.brief.metric.name,
+                        history::fmt_num(conf.best_median),
+                        history::fmt_num(self.brief.metric.target.unwrap_or_default()),
+                        conf.why
+                    ),
+                    at: Utc::now(),
+                    iteration: cur.iteration,
+                });
+            } else if target_hit {
+                self.events.emit(
+                    Some(cur.iteration),
+                    Some(&parent),
+                    Event::Anomaly {
+                        kind: "target_not_confirmed".into(),
+                        message: format!(
+                            "the kept candidate met the target, but the confirmation measured {}",
+                            history::fmt_num(conf.best_median)
                         ),
-                        at: Utc::now(),
-                        iteration: cur.iteration,
-                    });
-                } else if target_hit {
-                    self.events.emit(
-                        Some(cur.iteration),
-                        Some(&parent),
-                        Event::Anomaly {
-                            kind: "target_not_confirmed".into(),
-                            message: format!("the kept candidate met the target, but the confirmation measured {}", history::fmt_num(conf.best_median)),
-                        },
-                    )?;
-                }
-                self.attach_confirmation(conf)?;
+                    },
+                )?;
             }
+            self.attach_confirmation(conf)?;
         }
         self.state.current = None;
         self.state.next_iteration = cur.iteration + 1;
