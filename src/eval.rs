@@ -110,6 +110,9 @@ pub struct EvalOutcome {
     /// The base, not the candidate, failed: the candidate's point is untried.
     #[serde(default)]
     pub base_failed: bool,
+    /// YELLOW alarms raised while evaluating (e.g. an identical candidate).
+    #[serde(default)]
+    pub alarms: Vec<crate::redlight::Alarm>,
 }
 
 /// Which worktree a command runs in; also exported as `OODA_SIDE`.

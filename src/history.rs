@@ -128,6 +128,9 @@ pub struct IterationRecord {
     /// A confirmation test run after this iteration (start of run vs best).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<crate::eval::Confirmation>,
+    /// Red lights and YELLOW warnings raised by this iteration's CHECK.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<crate::redlight::Alarm>,
     /// The base, not the candidate, failed to build or measure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub base_failed: bool,
@@ -174,6 +177,7 @@ impl IterationRecord {
             narrative: None,
             acknowledged: None,
             confirmation: None,
+            alarms: Vec::new(),
             base_failed: false,
             stop: None,
         }
@@ -382,6 +386,17 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
             fmt_num(c.start_median),
             fmt_num(c.best_median)
         );
+    }
+    if !rec.alarms.is_empty() {
+        let _ = writeln!(s, "## Red lights and warnings\n");
+        for a in &rec.alarms {
+            let level = match a.level {
+                crate::redlight::Level::Red => "RED",
+                crate::redlight::Level::Yellow => "YELLOW",
+            };
+            let _ = writeln!(s, "- **{level} {}** — {}", a.kind, a.evidence);
+        }
+        s.push('\n');
     }
     if let Some(stop) = &rec.stop {
         let _ = writeln!(

@@ -31,6 +31,7 @@ use crate::knobs::{self, Point};
 use crate::lock::BriefLock;
 use crate::plan;
 use crate::project::Project;
+use crate::redlight;
 use crate::state::{self, InFlight, Loaded, State, Stop, StopReason};
 use crate::stats::SplitMix64;
 use crate::summary;
@@ -71,10 +72,6 @@ const CONFIRM_EVERY: usize = 10;
 /// Pairs of a confirmation test, and the most it may extend to.
 const CONFIRM_PAIRS: usize = 12;
 const CONFIRM_MAX_PAIRS: usize = 20;
-/// Consecutive failed iterations that stop the run (red light).
-const FAILURE_STREAK: usize = 5;
-/// Scope violations in one run that stop it (red light).
-const SCOPE_VIOLATIONS: usize = 3;
 
 /// What one step of the machine did.
 #[derive(Debug, Clone, PartialEq)]
@@ -630,6 +627,7 @@ impl<'a> Runner<'a> {
                 comparison: None,
                 failure_output: None,
                 base_failed: false,
+                alarms: Vec::new(),
             }
         } else {
             self.evaluate_candidate(phase_id, &cur)?
@@ -663,6 +661,27 @@ impl<'a> Runner<'a> {
     }
 
     fn evaluate_candidate(&mut self, phase_id: &str, cur: &InFlight) -> Result<EvalOutcome> {
+        // An exact repeat of an earlier candidate: its verdict stands, and
+        // measuring it again would only spend the night.
+        if let Some(tree) = &cur.tree
+            && let Some(earlier) = redlight::identical_candidate(&self.history, tree)
+        {
+            let reason = format!(
+                "identical to the candidate of iteration {} (tree {}): its verdict ({}) is reused without measuring",
+                earlier.iteration,
+                history::short(tree),
+                earlier.verdict.as_str()
+            );
+            return Ok(EvalOutcome {
+                verdict: earlier.verdict,
+                reason: reason.clone(),
+                guards: Vec::new(),
+                comparison: None,
+                failure_output: None,
+                base_failed: false,
+                alarms: vec![redlight::Alarm::yellow("identical_candidate", reason)],
+            });
+        }
         let (base, cand) = (self.worktree(Side::Base)?, self.worktree(Side::Cand)?);
         let setup_key = self.base_setup_key(&cur.base_commit)?;
         let skip_base_setup = self.ws.base_setup_done(&setup_key);
@@ -693,6 +712,7 @@ impl<'a> Runner<'a> {
             comparison: None,
             failure_output: Some(output),
             base_failed: false,
+            alarms: Vec::new(),
         };
         let mut base_setup_done = false;
         if !skip_base_setup {
@@ -719,6 +739,7 @@ impl<'a> Runner<'a> {
                 comparison: None,
                 failure_output: Some(output),
                 base_failed: false,
+                alarms: Vec::new(),
             });
         }
         // Protected files are checked again after setup and guards, right
@@ -732,6 +753,7 @@ impl<'a> Runner<'a> {
                 comparison: None,
                 failure_output: None,
                 base_failed: false,
+                alarms: Vec::new(),
             });
         }
         if base_setup_done {
@@ -789,6 +811,7 @@ impl<'a> Runner<'a> {
             comparison: Some(comparison),
             failure_output: None,
             base_failed: false,
+            alarms: Vec::new(),
         })
     }
 
@@ -837,6 +860,7 @@ impl<'a> Runner<'a> {
             narrative: None,
             acknowledged: self.state.pending_ack.clone(),
             confirmation: None,
+            alarms: Vec::new(),
             base_failed: outcome.base_failed,
             stop: None,
         };
@@ -918,7 +942,52 @@ impl<'a> Runner<'a> {
                 verdict: verdict.as_str().into(),
             },
         )?;
-        let mut stop = self.stop_condition().or_else(|| self.budget_stop());
+        let th = self.thresholds();
+        let mut alarms: Vec<redlight::Alarm> = cur
+            .eval
+            .as_ref()
+            .map(|e| e.alarms.clone())
+            .unwrap_or_default();
+        let mut stop = self.stop_condition();
+        if let Some(s) = &stop
+            && s.reason.is_red()
+        {
+            alarms.push(redlight::Alarm::red(
+                s.reason.as_str().trim_start_matches("red_"),
+                s.detail.clone(),
+            ));
+        }
+        if stop.is_none() {
+            let (s, found) = self.check_divergence(&parent, cur.iteration)?;
+            stop = s;
+            alarms.extend(found);
+        }
+        let plateau = redlight::plateau_length(redlight::window(&self.history));
+        if stop.is_none() && plateau == th.plateau {
+            alarms.push(redlight::Alarm::yellow(
+                "plateau",
+                format!("{plateau} iterations without a keep; {}", self.analysis()),
+            ));
+        }
+        for a in &alarms {
+            let ev = match a.level {
+                redlight::Level::Red => Event::RedLight {
+                    reason: a.kind.clone(),
+                    evidence: a.evidence.clone(),
+                },
+                redlight::Level::Yellow => Event::Anomaly {
+                    kind: a.kind.clone(),
+                    message: a.evidence.clone(),
+                },
+            };
+            self.events.emit(Some(cur.iteration), Some(&parent), ev)?;
+        }
+        if !alarms.is_empty() {
+            let found = alarms.clone();
+            self.amend_last(|r| r.alarms = found)?;
+        }
+        let stop_is_red = stop.as_ref().is_some_and(|s| s.reason.is_red());
+        let mut stop = stop.or_else(|| self.budget_stop());
         // Winner's curse: a kept candidate's own runs overstate it. The gain
         // the morning report states, and a reached goal, come from a fresh
         // comparison of the start of the run with the current best.
@@ -929,9 +998,14 @@ impl<'a> Runner<'a> {
             .count();
         let target_hit = verdict == Verdict::Keep && self.meets_target(self.best_value());
         let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
-        let end_of_run = stop.as_ref().is_some_and(|s| !s.reason.is_red());
+        let end_of_run = stop.is_some() && !stop_is_red;
+        let confirmed_now = self
+            .history
+            .last()
+            .is_some_and(|r| r.confirmation.is_some());
         if keeps > 0
             && (target_hit || every_ten || end_of_run)
+            && !(confirmed_now && !target_hit)
             && let Some(conf) = self.confirm(&parent, cur.iteration)?
         {
             if target_hit && self.meets_target(conf.best_median) {
@@ -960,7 +1034,7 @@ impl<'a> Runner<'a> {
                     },
                 )?;
             }
-            self.attach_confirmation(conf)?;
+            self.amend_last(|r| r.confirmation = Some(conf))?;
         }
         self.state.current = None;
         self.state.next_iteration = cur.iteration + 1;
@@ -1081,32 +1155,10 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Stores a confirmation in the last iteration's file (the archive is the
-    /// history, so a rebuilt state and the summary find it there).
-    fn attach_confirmation(&mut self, conf: eval::Confirmation) -> Result<()> {
-        let Some(mut rec) = self.history.last().cloned() else {
-            return Ok(());
-        };
-        rec.confirmation = Some(conf);
-        let written = history::write(&self.dir, &rec, &self.render_context())?;
-        if let Some(last) = self.history.last_mut() {
-            *last = written;
-        }
-        Ok(())
-    }
-
-    /// Stop conditions decided by the history (red lights and plain stops).
+    /// Stop conditions decided by the history alone: red lights (DESIGN.md
+    /// §6, see `redlight.rs`) and a stall.
     fn stop_condition(&self) -> Option<Stop> {
         let last = self.history.last()?;
-        // Red lights count from the last human acknowledgement: an `ooda ack`
-        // accepts the evidence so far, and only new evidence may stop again.
-        let since = self
-            .history
-            .iter()
-            .rposition(|r| r.acknowledged.is_some())
-            .unwrap_or(1)
-            .max(1);
-        let run: Vec<&IterationRecord> = self.history.iter().skip(since).collect();
         let mk = |reason, detail: String| {
             Some(Stop {
                 reason,
@@ -1115,42 +1167,16 @@ impl<'a> Runner<'a> {
                 iteration: last.iteration,
             })
         };
-        let tail: Vec<&&IterationRecord> = run.iter().rev().take(FAILURE_STREAK).collect();
-        if tail.len() == FAILURE_STREAK && tail.iter().all(|r| r.verdict.is_failure()) {
-            let ids: Vec<String> = tail
-                .iter()
-                .rev()
-                .map(|r| format!("{} ({})", r.iteration, r.verdict.as_str()))
-                .collect();
+        if let Some(alarm) = redlight::red_alarms(&self.history, &self.thresholds())
+            .into_iter()
+            .next()
+        {
             return mk(
-                StopReason::RedFailureStreak,
-                format!(
-                    "{FAILURE_STREAK} failed iterations in a row: {}; the last said: {}",
-                    ids.join(", "),
-                    last.reason
-                ),
+                alarm.stop_reason().unwrap_or(StopReason::RedScope),
+                alarm.evidence,
             );
         }
-        let blocked: Vec<u32> = run
-            .iter()
-            .filter(|r| r.verdict == Verdict::Blocked)
-            .map(|r| r.iteration)
-            .collect();
-        if blocked.len() >= SCOPE_VIOLATIONS {
-            return mk(
-                StopReason::RedScope,
-                format!(
-                    "{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})",
-                    blocked.len(),
-                    blocked
-                ),
-            );
-        }
-        let non_keeps = run
-            .iter()
-            .rev()
-            .take_while(|r| r.verdict != Verdict::Keep)
-            .count();
+        let non_keeps = redlight::plateau_length(redlight::window(&self.history));
         if non_keeps >= self.project.config.defaults.stall_after as usize {
             return mk(
                 StopReason::Stalled,
@@ -1158,6 +1184,110 @@ impl<'a> Runner<'a> {
             );
         }
         None
+    }
+
+    /// The builtin pipeline-analyzer's report over the archive.
+    fn analysis(&self) -> String {
+        let theta1 = (self.rule().theta1_log).exp_m1();
+        crate::subagents::analyze(&self.history, theta1)
+    }
+
+    fn thresholds(&self) -> redlight::Thresholds {
+        redlight::Thresholds::default()
+    }
+
+    /// Rewrites the last iteration file with an amendment made in CHECK
+    /// (alarms, a confirmation, the stop): the archive stays the history.
+    fn amend_last(&mut self, amend: impl FnOnce(&mut IterationRecord)) -> Result<()> {
+        let Some(mut rec) = self.history.last().cloned() else {
+            return Ok(());
+        };
+        amend(&mut rec);
+        let written = history::write(&self.dir, &rec, &self.render_context())?;
+        if let Some(last) = self.history.last_mut() {
+            *last = written;
+        }
+        Ok(())
+    }
+
+    /// Divergence (DESIGN.md §6): when the re-measured base trends worse, the
+    /// anchor test (start of run vs current best) tells a slower machine
+    /// (YELLOW) from kept changes that made things worse (RED, and the base
+    /// rolls back to the last confirmed commit).
+    fn check_divergence(
+        &mut self,
+        parent: &str,
+        iteration: u32,
+    ) -> Result<(Option<Stop>, Vec<redlight::Alarm>)> {
+        let th = self.thresholds();
+        let run_sd = self.noise_sd() / std::f64::consts::SQRT_2;
+        let window = redlight::window(&self.history);
+        let Some(trend) = redlight::base_trend(window, self.brief.metric.direction, run_sd, &th)
+        else {
+            return Ok((None, Vec::new()));
+        };
+        // One anchor test per episode: not again while the last one is recent.
+        let recent = window.iter().rev().take(th.trend_window).any(|r| {
+            r.alarms
+                .iter()
+                .any(|a| a.kind == "machine_drift" || a.kind == "divergence")
+        });
+        if recent {
+            return Ok((None, Vec::new()));
+        }
+        let conf = if self.state.best_commit == self.state.start_commit {
+            None
+        } else {
+            self.confirm(parent, iteration)?
+        };
+        if let Some(c) = &conf
+            && c.ci.0 > 0.0
+        {
+            let alarm = redlight::Alarm::yellow(
+                "machine_drift",
+                format!(
+                    "{trend}; but the anchor test still finds the best better than the start ({}): the machine got slower, the changes are real",
+                    c.why
+                ),
+            );
+            let c = c.clone();
+            self.amend_last(|r| r.confirmation = Some(c))?;
+            return Ok((None, vec![alarm]));
+        }
+        let target = summary::last_confirmed_commit(&self.history)
+            .unwrap_or_else(|| self.state.start_commit.clone());
+        let old_tip = self.state.best_commit.clone();
+        let anchor = match &conf {
+            Some(c) => format!("the anchor test finds no gain over the start ({})", c.why),
+            None => "no kept change to defend".into(),
+        };
+        let evidence = format!(
+            "{trend}; {anchor}. The base was rolled back from {} to {} (the old tip is kept as refs/ooda/{}/diverged-{iteration})",
+            history::short(&old_tip),
+            history::short(&target),
+            self.brief.name
+        );
+        if target != old_tip {
+            self.ws.keep_ref(
+                &format!("refs/ooda/{}/diverged-{iteration}", self.brief.name),
+                oid(&old_tip)?,
+            )?;
+            self.ws.ensure(oid(&target)?)?;
+            self.state.best_commit = target;
+        }
+        if let Some(c) = conf {
+            self.amend_last(|r| r.confirmation = Some(c))?;
+        }
+        let alarm = redlight::Alarm::red("divergence", evidence.clone());
+        Ok((
+            Some(Stop {
+                reason: StopReason::RedDivergence,
+                detail: evidence,
+                at: Utc::now(),
+                iteration,
+            }),
+            vec![alarm],
+        ))
     }
 
     /// The best known value of the metric: the last keep's candidate median,
@@ -1382,7 +1512,7 @@ impl<'a> Runner<'a> {
             guards,
             base: self.state.start_commit.clone(),
             commit: None,
-            tree: None,
+            tree: Some(self.ws.tree_of(start)?.to_string()),
             changed_paths: Vec::new(),
             cites: Vec::new(),
             tokens: 0,
@@ -1399,6 +1529,7 @@ impl<'a> Runner<'a> {
             narrative: None,
             acknowledged: None,
             confirmation: None,
+            alarms: Vec::new(),
             base_failed: false,
             stop: None,
         };

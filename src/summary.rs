@@ -37,6 +37,16 @@ pub fn latest_confirmation(
         .find_map(|r| r.confirmation.as_ref().map(|c| (r.iteration, c)))
 }
 
+/// The best commit of the latest confirmation that found a real gain.
+pub fn last_confirmed_commit(history: &[IterationRecord]) -> Option<String> {
+    history.iter().rev().find_map(|r| {
+        r.confirmation
+            .as_ref()
+            .filter(|c| c.ci.0 > 0.0)
+            .map(|c| c.best.clone())
+    })
+}
+
 pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
     history
         .first()
@@ -220,6 +230,29 @@ pub fn render(
                 s,
                 "- **{name}** — {lesson} ([{it}]({}))",
                 history::file_name(*it)
+            );
+        }
+        s.push('\n');
+    }
+    let alarms: Vec<(u32, &crate::redlight::Alarm)> = history
+        .iter()
+        .flat_map(|r| r.alarms.iter().map(move |a| (r.iteration, a)))
+        .collect();
+    let _ = writeln!(s, "## Red lights and warnings\n");
+    if alarms.is_empty() {
+        let _ = writeln!(s, "None.\n");
+    } else {
+        for (it, a) in &alarms {
+            let level = match a.level {
+                crate::redlight::Level::Red => "RED",
+                crate::redlight::Level::Yellow => "YELLOW",
+            };
+            let _ = writeln!(
+                s,
+                "- [{it}]({}) **{level} {}** — {}",
+                history::file_name(*it),
+                a.kind,
+                a.evidence
             );
         }
         s.push('\n');

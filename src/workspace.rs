@@ -434,6 +434,23 @@ impl Workspace {
         self.sync(commit)
     }
 
+    /// Keeps a commit reachable under a reference of ooda's own (e.g. the
+    /// tip a divergence rollback moved away from), so nothing is lost.
+    pub fn keep_ref(&self, name: &str, commit: Oid) -> Result<()> {
+        self.repo
+            .reference(name, commit, true, "ooda: keep")
+            .map(|_| ())
+            .ctx(|| format!("creating {name}"))
+    }
+
+    /// The tree of a commit, for exact-cycle detection.
+    pub fn tree_of(&self, commit: Oid) -> Result<Oid> {
+        self.repo
+            .find_commit(commit)
+            .map(|c| c.tree_id())
+            .ctx(|| format!("reading commit {commit}"))
+    }
+
     /// Moves ooda's branch through the reference API: libgit2 refuses to
     /// force a branch that a worktree has checked out, but the candidate
     /// worktree is ours and is reset right after.
