@@ -1167,9 +1167,13 @@ impl<'a> Runner<'a> {
                 iteration: last.iteration,
             })
         };
-        if let Some(alarm) = redlight::red_alarms(&self.history, &self.thresholds())
-            .into_iter()
-            .next()
+        if let Some(alarm) = redlight::red_alarms(
+            &self.history,
+            self.brief.metric.direction,
+            &self.thresholds(),
+        )
+        .into_iter()
+        .next()
         {
             return mk(
                 alarm.stop_reason().unwrap_or(StopReason::RedScope),
