@@ -1005,7 +1005,7 @@ impl<'a> Runner<'a> {
             .is_some_and(|r| r.confirmation.is_some());
         if keeps > 0
             && (target_hit || every_ten || end_of_run)
-            && !(confirmed_now && !target_hit)
+            && (!confirmed_now || target_hit)
             && let Some(conf) = self.confirm(&parent, cur.iteration)?
         {
             if target_hit && self.meets_target(conf.best_median) {
