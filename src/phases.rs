@@ -1197,7 +1197,7 @@ impl<'a> Runner<'a> {
     }
 
     fn thresholds(&self) -> redlight::Thresholds {
-        redlight::Thresholds::default()
+        self.project.config.defaults.red_lights
     }
 
     /// Rewrites the last iteration file with an amendment made in CHECK
