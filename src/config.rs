@@ -32,7 +32,8 @@ pub struct Config {
 pub struct Defaults {
     /// Limits for Briefs that leave them out (see `Brief::effective_budget`).
     pub budget: Budget,
-    /// Measurement pairs per look of the sequential test.
+    /// The most pairs one decision may use: the sequential test looks at
+    /// 3, 5, 8 and 12 pairs, up to this cap (the last look is final).
     pub pairs: u32,
     /// A/A pairs of the iteration-0 noise calibration.
     pub calibration_pairs: u32,
@@ -44,18 +45,24 @@ pub struct Defaults {
     pub notes_dir: String,
     /// Bytes of each command's output that are kept.
     pub output_cap: u64,
+    /// Consecutive iterations without a keep after which a run is `stalled`.
+    pub stall_after: u32,
+    /// Thresholds of the red-light detectors (DESIGN.md §6).
+    pub red_lights: crate::redlight::Thresholds,
 }
 
 impl Default for Defaults {
     fn default() -> Defaults {
         Defaults {
             budget: Budget::default(),
-            pairs: 5,
+            pairs: 12,
             calibration_pairs: 10,
             alpha: 0.05,
             prompt_budget: 24_000,
             notes_dir: "notes".into(),
             output_cap: 1_048_576,
+            stall_after: 10,
+            red_lights: crate::redlight::Thresholds::default(),
         }
     }
 }
@@ -175,6 +182,21 @@ const DEFAULTS_KEYS: &[&str] = &[
     "prompt_budget",
     "notes_dir",
     "output_cap",
+    "stall_after",
+    "red_lights",
+];
+const RED_LIGHT_KEYS: &[&str] = &[
+    "flip_window",
+    "flip_min",
+    "trend_window",
+    "trend_z",
+    "mismatch_window",
+    "mismatch_chi2",
+    "mismatch_bias",
+    "failure_streak",
+    "scope_violations",
+    "plateau",
+    "regressions",
 ];
 const AGENT_KEYS: &[&str] = &["command", "prompt", "format", "timeout", "env"];
 const MODEL_KEYS: &[&str] = &[
@@ -321,7 +343,7 @@ impl Config {
 }
 
 fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
-    let Some(fields) = ck.map(root, "", TOP_KEYS, "defaults: {pairs: 5}") else {
+    let Some(fields) = ck.map(root, "", TOP_KEYS, "defaults: {pairs: 12}") else {
         return;
     };
     if let Some(e) = fields.get("defaults") {
@@ -364,17 +386,26 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         node,
         "defaults",
         DEFAULTS_KEYS,
-        "defaults: {pairs: 5, alpha: 0.05}",
+        "defaults: {pairs: 12, alpha: 0.05}",
     ) else {
         return;
     };
     if let Some(e) = fields.get("budget") {
         d.budget = check_budget(ck, &e.value, "defaults.budget");
     }
-    // Fewer than two pairs leave no variance to test with.
+    if let Some(v) = fields
+        .get("stall_after")
+        .and_then(|e| positive(ck, e, "defaults.stall_after", 1, "stall_after: 10"))
+    {
+        d.stall_after = u32::try_from(v).unwrap_or(u32::MAX);
+    }
+    if let Some(e) = fields.get("red_lights") {
+        check_red_lights(ck, &e.value, &mut d.red_lights);
+    }
+    // The first look of the sequential test is at 3 pairs.
     if let Some(v) = fields
         .get("pairs")
-        .and_then(|e| positive(ck, e, "defaults.pairs", 2, "pairs: 5"))
+        .and_then(|e| positive(ck, e, "defaults.pairs", 3, "pairs: 12"))
     {
         d.pairs = u32::try_from(v).unwrap_or(u32::MAX);
     }
@@ -426,6 +457,50 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         )
     {
         d.output_cap = v;
+    }
+}
+
+fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::redlight::Thresholds) {
+    let example = "red_lights: {failure_streak: 5, mismatch_chi2: 31.4}";
+    let Some(fields) = ck.map(node, "defaults.red_lights", RED_LIGHT_KEYS, example) else {
+        return;
+    };
+    let counts: [(&str, &mut usize); 8] = [
+        ("flip_window", &mut th.flip_window),
+        ("flip_min", &mut th.flip_min),
+        ("trend_window", &mut th.trend_window),
+        ("mismatch_window", &mut th.mismatch_window),
+        ("failure_streak", &mut th.failure_streak),
+        ("scope_violations", &mut th.scope_violations),
+        ("plateau", &mut th.plateau),
+        ("regressions", &mut th.regressions),
+    ];
+    for (name, slot) in counts {
+        let key = format!("defaults.red_lights.{name}");
+        if let Some(v) = fields
+            .get(name)
+            .and_then(|e| positive(ck, e, &key, 1, example))
+        {
+            *slot = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+    }
+    let reals: [(&str, &mut f64); 3] = [
+        ("trend_z", &mut th.trend_z),
+        ("mismatch_chi2", &mut th.mismatch_chi2),
+        ("mismatch_bias", &mut th.mismatch_bias),
+    ];
+    for (name, slot) in reals {
+        if let Some(e) = fields.get(name)
+            && let Some(v) = ck.expect(
+                &e.value,
+                &format!("defaults.red_lights.{name}"),
+                "a positive number",
+                example,
+                |n| parse_float(n.scalar()?).filter(|v| *v > 0.0),
+            )
+        {
+            *slot = v;
+        }
     }
 }
 
@@ -684,10 +759,34 @@ mod tests {
     }
 
     #[test]
+    fn red_light_thresholds_are_configurable_and_checked() {
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "defaults:\n  red_lights:\n    failure_streak: 3\n    trend_z: 2.5\n",
+        )
+        .expect("valid");
+        assert_eq!(cfg.defaults.red_lights.failure_streak, 3);
+        assert_eq!(cfg.defaults.red_lights.trend_z, 2.5);
+        assert_eq!(
+            cfg.defaults.red_lights.flip_window,
+            crate::redlight::Thresholds::default().flip_window
+        );
+        let p = only("defaults:\n  red_lights:\n    failure_streek: 3\n");
+        assert_eq!(p.line, Some(3));
+        assert!(p.to_string().contains("failure_streak"), "{p}");
+        let p = only("defaults:\n  red_lights:\n    trend_z: -1\n");
+        assert_eq!(p.key.as_deref(), Some("defaults.red_lights.trend_z"));
+    }
+
+    #[test]
     fn empty_or_missing_file_is_default() {
         let cfg = Config::parse(Path::new("ooda.yaml"), "# nothing yet\n").expect("valid");
         assert_eq!(cfg, Config::default());
-        assert_eq!(cfg.defaults.pairs, 5);
+        assert_eq!(cfg.defaults.pairs, 12);
+        assert_eq!(
+            cfg.defaults.red_lights,
+            crate::redlight::Thresholds::default()
+        );
         assert_eq!(cfg.defaults.calibration_pairs, 10);
         assert_eq!(cfg.defaults.alpha, 0.05);
         assert_eq!(cfg.defaults.prompt_budget, 24_000);

@@ -959,15 +959,13 @@ pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
     let mut rng = crate::stats::SplitMix64::new(seed);
     let mut base = IterationRecord::new_for_test(0, Verdict::Baseline);
     base.hypothesis = "baseline".into();
-    base.calibration = Some(Calibration {
-        pairs: Vec::new(),
-        median: 120.0,
-        run_sd: 0.012,
-        noise_sd: 0.015,
-        mean_d: 0.0,
-        theta1: 0.0108,
-        pairs_per_decision: 5,
-    });
+    // Built through serde so that fields the eval-runner adds (with their
+    // defaults, as archived files need) do not break the benchmark.
+    base.calibration = serde_json::from_value::<Calibration>(serde_json::json!({
+        "pairs": [], "median": 120.0, "run_sd": 0.012, "noise_sd": 0.015,
+        "mean_d": 0.0, "theta1": 0.0108, "pairs_per_decision": 5
+    }))
+    .ok();
     let areas = [
         "tokenizer",
         "parser",
@@ -1036,19 +1034,13 @@ pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
             } else {
                 -0.005
             };
-            r.measured = Some(Comparison {
-                pairs: Vec::new(),
-                base_median: 100.0,
-                cand_median: 100.0 * (1.0 - effect),
-                effect,
-                ci: (effect - 0.02, effect + 0.02),
-                p: if verdict == Verdict::Keep { 0.004 } else { 0.6 },
-                looks: 1,
-                theta1: 0.0108,
-                alpha: 0.05,
-                delta0: 0.0,
-                rule: "paired t".into(),
-            });
+            r.measured = serde_json::from_value::<Comparison>(serde_json::json!({
+                "pairs": [], "base_median": 100.0, "cand_median": 100.0 * (1.0 - effect),
+                "effect": effect, "ci": [effect - 0.02, effect + 0.02],
+                "p": if verdict == Verdict::Keep { 0.004 } else { 0.6 },
+                "looks": 1, "theta1": 0.0108, "alpha": 0.05, "delta0": 0.0, "rule": "paired t"
+            }))
+            .ok();
         }
         if verdict == Verdict::Discard {
             r.falsified = Some(format!(

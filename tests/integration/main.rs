@@ -2,7 +2,9 @@
 
 mod agents;
 mod commands;
+mod decisions;
 mod errors;
 mod loop_runs;
 mod resume;
+mod safety;
 mod test;
