@@ -162,6 +162,7 @@ pub fn plan(step: &mut Step, best: &Point) -> Result<PlanOutcome> {
     let mut retry: Option<String> = None;
     let mut proposed: Option<Plan> = None;
     let mut last_rejection = String::new();
+    let analysis = analysis(step.history);
     for attempt in 1..=PLAN_ATTEMPTS {
         let (text, _) = prompt::plan(&PlanView {
             template: &template,
@@ -173,7 +174,7 @@ pub fn plan(step: &mut Step, best: &Point) -> Result<PlanOutcome> {
             now: Utc::now(),
             iterations_dir: &iterations_dir,
             best_point: best,
-            analysis: None,
+            analysis: analysis.as_deref(),
             retry: retry.as_deref(),
             max_chars: step.config.defaults.prompt_budget,
         });
@@ -231,6 +232,32 @@ pub fn plan(step: &mut Step, best: &Point) -> Result<PlanOutcome> {
         rejected: Some(format!("plan rejected {last_rejection}")),
         calls,
     })
+}
+
+/// What the runner's own analysis says for the next PLAN: the latest
+/// pipeline-analyzer report (archived with the plateau alarm that triggered
+/// it) and the alarms raised after the last iteration.
+pub fn analysis(history: &[IterationRecord]) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some((at, report)) = history.iter().rev().find_map(|r| {
+        r.alarms
+            .iter()
+            .find(|a| a.kind == "plateau")
+            .map(|a| (r.iteration, &a.evidence))
+    }) {
+        parts.push(format!(
+            "Pipeline-analyzer report (after iteration {at}): {report}"
+        ));
+    }
+    if let Some(last) = history.last() {
+        for a in last.alarms.iter().filter(|a| a.kind != "plateau") {
+            parts.push(format!(
+                "Alarm after iteration {}: {} — {}",
+                last.iteration, a.kind, a.evidence
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 type PlanError = (&'static str, String, Option<Box<Plan>>);
@@ -714,6 +741,25 @@ mod tests {
         assert_eq!(m.falsified, runner.falsified);
         assert_eq!(m.next.as_deref(), Some("try the lexer"));
         assert_eq!(merge_learn(runner.clone(), None), runner);
+    }
+
+    #[test]
+    fn analysis_hands_the_analyzer_report_to_the_next_plan() {
+        use crate::redlight::Alarm;
+        assert_eq!(analysis(&[]), None);
+        let mut a = IterationRecord::new_for_test(4, Verdict::Discard);
+        a.alarms = vec![Alarm::yellow(
+            "plateau",
+            "axis X up: 4 tries, 0 keeps".into(),
+        )];
+        let mut b = IterationRecord::new_for_test(5, Verdict::Discard);
+        b.alarms = vec![Alarm::yellow("noise_changed", "s²/s_h² = 9".into())];
+        let text = analysis(&[a, b]).unwrap();
+        assert!(
+            text.contains("(after iteration 4): axis X up: 4 tries, 0 keeps"),
+            "{text}"
+        );
+        assert!(text.contains("Alarm after iteration 5: noise_changed — s²/s_h² = 9"));
     }
 
     #[test]
