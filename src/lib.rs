@@ -26,6 +26,7 @@ pub mod phases;
 pub mod plan;
 pub mod project;
 pub mod scaffold;
+pub mod schedule;
 pub mod state;
 pub mod stats;
 pub mod status;
