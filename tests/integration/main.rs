@@ -4,4 +4,5 @@ mod commands;
 mod errors;
 mod loop_runs;
 mod resume;
+mod schedule;
 mod test;
