@@ -297,6 +297,10 @@ pub fn run(
     let mut missed = 0;
     let mut done = 0u32;
     loop {
+        if max_iterations.is_some_and(|m| done >= m) {
+            log.info(Some(&name), &format!("--max-iterations {done} reached"));
+            return Ok(0);
+        }
         match wait_until(due, &rx, &interrupt) {
             Waited::Due => {}
             Waited::Woken(Wake::Stop) => return Err(Error::Interrupted),
@@ -344,8 +348,7 @@ pub fn run(
             Err(e) => return Err(e),
         }
         if max_iterations.is_some_and(|m| done >= m) {
-            log.info(Some(&name), &format!("--max-iterations {done} reached"));
-            return Ok(0);
+            continue;
         }
         let next = plan_next(&schedule, &zone, due, Utc::now());
         let Some(at) = next.at else {

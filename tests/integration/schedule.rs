@@ -391,6 +391,49 @@ fn a_burst_of_concurrent_ticks_makes_one_iteration_per_successful_tick_and_exit_
     assert_eq!(verdicts.len() as u32, 1 + ok, "one verdict per iteration");
 }
 
+#[test]
+fn a_scheduled_run_skips_a_fire_time_that_finds_the_brief_busy() {
+    let t = repo();
+    t.script("gated.sh", GATED);
+    t.brief(
+        "k",
+        &knob_brief("").replace("command: ./bench.sh", "command: ./gated.sh"),
+    );
+    t.commit("brief");
+    t.ooda(&["tick", "k"]).expect(0);
+    // A crontab tick holds the lock inside its measurement...
+    let holder = t
+        .command(&["tick", "k"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "the tick to measure",
+        || mark(&t, "measuring").exists(),
+        String::new,
+    );
+    // ... so the scheduled run's fire times pass without a tick, until it is done.
+    let bg = Bg::start(
+        &t,
+        &["run", "k", "--every", "100ms", "--max-iterations", "1"],
+    );
+    bg.wait_log("[k] busy (");
+    bg.wait_log("this fire time is skipped");
+    std::fs::write(mark(&t, "go"), "").unwrap();
+    assert_eq!(holder.wait_with_output().unwrap().status.code(), Some(0));
+    let (code, log) = bg.exit_code();
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(t.iterations("k"), vec![0, 1, 2]);
+    let skipped = events_of(&t, "k", "scheduled_tick_skipped");
+    assert!(!skipped.is_empty());
+    assert!(
+        skipped
+            .iter()
+            .all(|e| e["reason"] == "busy" && e["schedule"] == "every 100ms")
+    );
+}
+
 // ---------------------------------------------------------------- daemon
 
 #[test]
@@ -456,6 +499,28 @@ fn the_daemon_picks_up_new_briefs_applies_edits_and_ends_deleted_ones() {
             }),
         "{phase_line}"
     );
+}
+
+#[test]
+fn the_daemon_ticks_each_brief_on_its_own_schedule() {
+    let t = repo();
+    t.brief(
+        "s",
+        &knob_brief("schedule: \"* * * * * *\"\nbudget: { iterations: 1 }\n"),
+    );
+    t.commit("brief");
+    let bg = Bg::start(&t, &["daemon"]);
+    bg.wait_log("[s] runs on `* * * * * *`");
+    bg.wait_log("[s] run stopped: budget_iterations");
+    assert!(bg.log().contains("[s] tick due "), "{}", bg.log());
+    let ticks = events_of(&t, "s", "scheduled_tick");
+    assert_eq!(ticks.len(), 2, "the baseline and iteration 1");
+    for e in &ticks {
+        assert_eq!(e["schedule"], "* * * * * *");
+        assert!(!e["due"].as_str().unwrap().contains('.'), "{e}");
+    }
+    bg.signal(libc::SIGTERM);
+    assert_eq!(bg.exit_code().0, 130);
 }
 
 /// Both Briefs' candidate measurements wait (boundedly) for each other: each
