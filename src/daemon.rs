@@ -325,6 +325,7 @@ impl Worker {
         let mut missed = 0;
         let mut parked: Option<Parked> = None;
         let mut last_park_message = String::new();
+        let mut busy = false;
         loop {
             if self.interrupt.is_set() {
                 break;
@@ -465,6 +466,9 @@ impl Worker {
                 )
             };
             let mut retry_in = None;
+            if !matches!(result, Err(Error::Busy(_))) {
+                busy = false;
+            }
             match result {
                 Ok(outcome) => {
                     if let Some(line) = outcome_line(&outcome) {
@@ -490,10 +494,14 @@ impl Worker {
                     break;
                 }
                 Err(Error::Busy(m)) => {
-                    self.log.info(
-                        Some(&self.name),
-                        &format!("busy ({m}): this fire time is skipped"),
-                    );
+                    // Once per streak: a back-to-back Brief retries every few seconds.
+                    if !busy {
+                        self.log.info(
+                            Some(&self.name),
+                            &format!("busy ({m}): this fire time is skipped"),
+                        );
+                    }
+                    busy = true;
                     retry_in = Some(BUSY_RETRY);
                 }
                 Err(e @ (Error::Red(_) | Error::Budget(_) | Error::Brief(_) | Error::Input(_))) => {
