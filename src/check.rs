@@ -15,7 +15,7 @@ use crate::eval::gain;
 use crate::exec::{self, CommandSpec, Outcome};
 use crate::history::fmt_num;
 use crate::knobs;
-use crate::metric::{self, MetricParse};
+use crate::metric;
 use crate::project::Project;
 use crate::stats;
 
@@ -146,7 +146,7 @@ pub fn measure(
             crate::compress::compress(&out.output, 4000)
         ))
     };
-    let long = brief.metric.timeout.max(std::time::Duration::from_secs(60)) * 4;
+    let long = crate::eval::long_timeout(brief);
     if let Some(setup) = &brief.metric.setup {
         progress(&format!("setup `{setup}`"));
         let out = run(setup, long)?;
@@ -161,13 +161,7 @@ pub fn measure(
             return Err(fail(format!("guard `{g}`"), &out));
         }
     }
-    let how = match &brief.metric.parse {
-        Parse::MetricLine => MetricParse::MetricLine {
-            name: &brief.metric.name,
-        },
-        Parse::Regex(r) => MetricParse::Regex(r),
-        Parse::Json(p) => MetricParse::Json(p),
-    };
+    let how = crate::eval::metric_parse(brief);
     let mut values = Vec::new();
     for i in 1..=n {
         let out = run(&brief.metric.command, brief.metric.timeout)?;
@@ -189,7 +183,7 @@ pub fn measure(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} over {n} run(s) at {}: {}",
+        "{} over {n} run(s) at committed HEAD {}: {}",
         brief.metric.name,
         crate::history::short(&head.to_string()),
         values

@@ -114,6 +114,36 @@ fn err_line(quiet: bool, text: &str) {
     }
 }
 
+/// Progress on stderr. Lines starting with '\r' are live updates (pairs
+/// measured, running estimate): a terminal redraws them in place, anything
+/// else gets them as plain lines.
+fn progress_printer(quiet: bool) -> impl Fn(&str) {
+    let tty = std::io::stderr().is_terminal();
+    let live = std::cell::Cell::new(false);
+    move |m: &str| {
+        if quiet {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        match m.strip_prefix('\r') {
+            Some(rest) if tty => {
+                let _ = write!(err, "\r\x1b[K{rest}");
+                live.set(true);
+            }
+            Some(rest) => {
+                let _ = writeln!(err, "{rest}");
+            }
+            None => {
+                if live.replace(false) {
+                    let _ = writeln!(err);
+                }
+                let _ = writeln!(err, "{m}");
+            }
+        }
+        let _ = err.flush();
+    }
+}
+
 pub fn run(cli: Cli) -> Result<i32> {
     let quiet = cli.quiet;
     let color = match cli.color {
@@ -123,7 +153,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
         }
     };
-    let progress = move |m: &str| err_line(quiet, m);
+    let progress = progress_printer(quiet);
     match cli.command {
         Command::Init { dir } => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
@@ -184,7 +214,13 @@ pub fn run(cli: Cli) -> Result<i32> {
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
             runner.verbose = cli.verbose;
             let outcome = runner.step()?;
-            Ok(report_step(&runner.brief.name, &outcome, cli.json, quiet))
+            let code = report_step(&runner.brief.name, &outcome, cli.json, quiet);
+            // A signal during the last checkpoint: the work is saved, but the
+            // caller asked us to stop and must learn that we were interrupted.
+            if interrupt.is_set() {
+                return Err(Error::Interrupted);
+            }
+            Ok(code)
         }
         Command::Run {
             brief,
@@ -226,6 +262,9 @@ pub fn run(cli: Cli) -> Result<i32> {
                         &format!("[{}] --max-iterations {done} reached", runner.brief.name),
                     );
                     return Ok(0);
+                }
+                if interrupt.is_set() {
+                    return Err(Error::Interrupted);
                 }
                 let outcome = runner.step()?;
                 let code = report_step(&runner.brief.name, &outcome, cli.json, quiet);

@@ -32,7 +32,8 @@ pub struct Config {
 pub struct Defaults {
     /// Limits for Briefs that leave them out (see `Brief::effective_budget`).
     pub budget: Budget,
-    /// Measurement pairs per look of the sequential test.
+    /// The most pairs one decision may use: the sequential test looks at
+    /// 3, 5, 8 and 12 pairs, up to this cap (the last look is final).
     pub pairs: u32,
     /// A/A pairs of the iteration-0 noise calibration.
     pub calibration_pairs: u32,
@@ -44,18 +45,21 @@ pub struct Defaults {
     pub notes_dir: String,
     /// Bytes of each command's output that are kept.
     pub output_cap: u64,
+    /// Consecutive iterations without a keep after which a run is `stalled`.
+    pub stall_after: u32,
 }
 
 impl Default for Defaults {
     fn default() -> Defaults {
         Defaults {
             budget: Budget::default(),
-            pairs: 5,
+            pairs: 12,
             calibration_pairs: 10,
             alpha: 0.05,
             prompt_budget: 24_000,
             notes_dir: "notes".into(),
             output_cap: 1_048_576,
+            stall_after: 10,
         }
     }
 }
@@ -175,6 +179,7 @@ const DEFAULTS_KEYS: &[&str] = &[
     "prompt_budget",
     "notes_dir",
     "output_cap",
+    "stall_after",
 ];
 const AGENT_KEYS: &[&str] = &["command", "prompt", "format", "timeout", "env"];
 const MODEL_KEYS: &[&str] = &[
@@ -288,7 +293,7 @@ impl Config {
 }
 
 fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
-    let Some(fields) = ck.map(root, "", TOP_KEYS, "defaults: {pairs: 5}") else {
+    let Some(fields) = ck.map(root, "", TOP_KEYS, "defaults: {pairs: 12}") else {
         return;
     };
     if let Some(e) = fields.get("defaults") {
@@ -331,17 +336,23 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         node,
         "defaults",
         DEFAULTS_KEYS,
-        "defaults: {pairs: 5, alpha: 0.05}",
+        "defaults: {pairs: 12, alpha: 0.05}",
     ) else {
         return;
     };
     if let Some(e) = fields.get("budget") {
         d.budget = check_budget(ck, &e.value, "defaults.budget");
     }
-    // Fewer than two pairs leave no variance to test with.
+    if let Some(v) = fields
+        .get("stall_after")
+        .and_then(|e| positive(ck, e, "defaults.stall_after", 1, "stall_after: 10"))
+    {
+        d.stall_after = u32::try_from(v).unwrap_or(u32::MAX);
+    }
+    // The first look of the sequential test is at 3 pairs.
     if let Some(v) = fields
         .get("pairs")
-        .and_then(|e| positive(ck, e, "defaults.pairs", 2, "pairs: 5"))
+        .and_then(|e| positive(ck, e, "defaults.pairs", 3, "pairs: 12"))
     {
         d.pairs = u32::try_from(v).unwrap_or(u32::MAX);
     }
@@ -654,7 +665,7 @@ mod tests {
     fn empty_or_missing_file_is_default() {
         let cfg = Config::parse(Path::new("ooda.yaml"), "# nothing yet\n").expect("valid");
         assert_eq!(cfg, Config::default());
-        assert_eq!(cfg.defaults.pairs, 5);
+        assert_eq!(cfg.defaults.pairs, 12);
         assert_eq!(cfg.defaults.calibration_pairs, 10);
         assert_eq!(cfg.defaults.alpha, 0.05);
         assert_eq!(cfg.defaults.prompt_budget, 24_000);

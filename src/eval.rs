@@ -5,13 +5,15 @@
 //! in pairs, back to back, in a random order per pair, so slow drift of the
 //! machine hits both sides alike and cancels in the log ratio.
 //!
-//! This is the first version of the decision rule: a fixed number of pairs
-//! (default 5) and a one-sided paired t-test on log ratios at α = 0.05. It is
-//! honest (a no-op is kept about 5% of the time) but not yet the sequential
-//! procedure of §5.
+//! The decision itself is the group-sequential rule in `sequential.rs`
+//! (looks at 3/5/8/12 pairs); the confirmation test re-measures the start of
+//! the run against the current best so the morning report states a gain that
+//! is not inflated by the winner's curse.
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+
+pub mod sequential;
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +48,15 @@ pub struct Comparison {
     pub alpha: f64,
     pub delta0: f64,
     pub rule: String,
+    /// The per-look level α′ the keep test used.
+    #[serde(default)]
+    pub alpha_look: f64,
+    /// The pooled noise history (sd of one pair's log ratio) at decision time.
+    #[serde(default)]
+    pub s_h: f64,
+    /// This iteration's spread was far above the history (F test at 99%).
+    #[serde(default)]
+    pub noise_changed: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -59,6 +70,24 @@ pub struct Calibration {
     pub mean_d: f64,
     pub pairs_per_decision: u32,
     pub theta1: f64,
+    /// The per-look level α′ of the sequential test, simulated once per run.
+    #[serde(default)]
+    pub alpha_look: Option<f64>,
+}
+
+/// Start-of-run commit against the current best: the unbiased cumulative gain.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Confirmation {
+    pub start: String,
+    pub best: String,
+    pub pairs: Vec<Pair>,
+    /// Median of the best commit's runs in this test.
+    pub best_median: f64,
+    pub start_median: f64,
+    pub effect: f64,
+    pub ci: (f64, f64),
+    pub p: f64,
+    pub why: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -78,6 +107,12 @@ pub struct EvalOutcome {
     pub guards: Vec<GuardResult>,
     pub comparison: Option<Comparison>,
     pub failure_output: Option<String>,
+    /// The base, not the candidate, failed: the candidate's point is untried.
+    #[serde(default)]
+    pub base_failed: bool,
+    /// YELLOW alarms raised while evaluating (e.g. an identical candidate).
+    #[serde(default)]
+    pub alarms: Vec<crate::redlight::Alarm>,
 }
 
 /// Which worktree a command runs in; also exported as `OODA_SIDE`.
@@ -85,6 +120,8 @@ pub struct EvalOutcome {
 pub enum Side {
     Base,
     Cand,
+    /// The start-of-run commit, in the confirmation test.
+    Anchor,
 }
 
 impl Side {
@@ -92,6 +129,7 @@ impl Side {
         match self {
             Side::Base => "base",
             Side::Cand => "cand",
+            Side::Anchor => "anchor",
         }
     }
 }
@@ -191,9 +229,7 @@ impl Evaluator<'_> {
             return Ok(None);
         };
         (self.progress)(&format!("setup in {}", wt.side.as_str()));
-        // Builds can be slow; give setup a generous multiple of the run timeout.
-        let timeout = self.brief.metric.timeout.max(Duration::from_secs(60)) * 4;
-        let out = self.run_command("setup", wt, &setup, timeout)?;
+        let out = self.run_command("setup", wt, &setup, long_timeout(self.brief))?;
         Ok(failure_of(&out, &format!("setup `{setup}`")))
     }
 
@@ -202,7 +238,7 @@ impl Evaluator<'_> {
         let mut results = Vec::new();
         for g in self.brief.guards.clone() {
             (self.progress)(&format!("guard `{g}`"));
-            let timeout = self.brief.metric.timeout.max(Duration::from_secs(60)) * 4;
+            let timeout = long_timeout(self.brief);
             let out = self.run_command("guard", wt, &g, timeout)?;
             let failure = failure_of(&out, &format!("guard `{g}`"));
             results.push(GuardResult {
@@ -229,13 +265,7 @@ impl Evaluator<'_> {
         if let Some(f) = failure_of(&out, &format!("metric command `{cmd}`")) {
             return Ok(Err(f));
         }
-        let how = match &self.brief.metric.parse {
-            Parse::MetricLine => MetricParse::MetricLine {
-                name: &self.brief.metric.name,
-            },
-            Parse::Regex(re) => MetricParse::Regex(re),
-            Parse::Json(p) => MetricParse::Json(p),
-        };
+        let how = metric_parse(self.brief);
         let value = match metric::parse_metric(&out.stdout, &how) {
             Ok(v) => v,
             Err(e) => {
@@ -266,17 +296,20 @@ impl Evaluator<'_> {
         Ok(Ok(value))
     }
 
-    /// `n` interleaved pairs in a seeded random order. Stops at the first
-    /// failure, returning it with the side that failed.
-    pub fn pairs(
+    /// Interleaved pairs in a seeded random order, until `enough` says so
+    /// or `max` pairs. Stops at the first failure, returning it with the side
+    /// that failed.
+    pub fn measure_pairs(
         &mut self,
         base: &Worktree,
         cand: &Worktree,
-        n: u32,
+        max: usize,
         rng: &mut SplitMix64,
+        mut enough: impl FnMut(&[Pair]) -> bool,
     ) -> Result<std::result::Result<Vec<Pair>, (Side, RunFailure)>> {
-        let mut pairs = Vec::new();
-        for i in 1..=n {
+        let mut pairs: Vec<Pair> = Vec::new();
+        while pairs.len() < max {
+            let i = pairs.len() as u32 + 1;
             let cand_first = rng.below(2) == 1;
             let order: [&Worktree; 2] = if cand_first {
                 [cand, base]
@@ -302,15 +335,45 @@ impl Evaluator<'_> {
                 cand_first,
                 d,
             });
-            let est = stats::mean(&pairs.iter().map(|p| p.d).collect::<Vec<_>>());
+            let ds: Vec<f64> = pairs.iter().map(|p| p.d).collect();
+            let dir = self.brief.metric.direction;
+            let spread = if ds.len() > 1 {
+                format!(
+                    " ± {:.1}%",
+                    1.96 * stats::sd(&ds) / (ds.len() as f64).sqrt() * 100.0
+                )
+            } else {
+                String::new()
+            };
+            // A leading '\r' marks a live line: a terminal redraws it in place.
             (self.progress)(&format!(
-                "pair {i}/{n}: base {} cand {} (running effect {:+.1}%)",
+                "\rpair {i} (of at most {max}): base {} cand {}; running effect {:+.1}%{spread}",
                 crate::history::fmt_num(b),
                 crate::history::fmt_num(c),
-                gain(self.brief.metric.direction, est) * 100.0
+                gain(dir, stats::mean(&ds)) * 100.0
             ));
+            if enough(&pairs) {
+                break;
+            }
         }
         Ok(Ok(pairs))
+    }
+}
+
+/// Setup and guards (builds, test suites) get a generous multiple of the
+/// per-measurement timeout, at least four minutes.
+pub fn long_timeout(brief: &Brief) -> Duration {
+    brief.metric.timeout.max(Duration::from_secs(60)) * 4
+}
+
+/// How the Brief says to read its metric, in the parser's terms.
+pub fn metric_parse(brief: &Brief) -> MetricParse<'_> {
+    match &brief.metric.parse {
+        Parse::MetricLine => MetricParse::MetricLine {
+            name: &brief.metric.name,
+        },
+        Parse::Regex(re) => MetricParse::Regex(re),
+        Parse::Json(p) => MetricParse::Json(p),
     }
 }
 
@@ -347,80 +410,172 @@ pub fn gain(dir: Direction, d: f64) -> f64 {
     }
 }
 
-/// The fixed-sample rule: one-sided paired t-test of mean(d) > δ₀.
-pub fn decide(
+/// The looks of the sequential rule that `max_pairs` allows (the last is final).
+pub fn looks_for(max_pairs: u32) -> Vec<usize> {
+    let mut looks: Vec<usize> = sequential::LOOKS
+        .iter()
+        .copied()
+        .filter(|&n| n <= max_pairs as usize)
+        .collect();
+    if looks.is_empty() {
+        looks.push(sequential::LOOKS[0]);
+    }
+    looks
+}
+
+/// Examines the pairs measured so far with the sequential rule, if a look is due.
+pub fn look_now(
+    pairs: &[Pair],
+    rule: &sequential::Rule,
+    looks: &[usize],
+) -> Option<sequential::Look> {
+    let n = pairs.len();
+    if !looks.contains(&n) {
+        return None;
+    }
+    let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();
+    let mut l = sequential::look(&d, rule);
+    if looks.last() == Some(&n) && l.decision == sequential::Decision::Continue {
+        l.decision = sequential::Decision::Discard;
+        l.why = "not shown better after all pairs";
+    }
+    Some(l)
+}
+
+/// The comparison report and the reason in words for a finished sequence.
+pub fn report(
     dir: Direction,
     pairs: Vec<Pair>,
+    last: &sequential::Look,
+    rule: &sequential::Rule,
     alpha: f64,
-    noise_floor: f64,
-    theta1: f64,
+    looks_taken: usize,
 ) -> (bool, Comparison, String) {
-    let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();
-    let delta0 = (1.0 + noise_floor).ln();
-    let test = stats::paired_t(&d, delta0);
-    let mean = stats::mean(&d);
-    let (p, ci) = match &test {
-        Some(t) => (t.p_one_sided, t.ci95),
-        None => (1.0, (mean, mean)),
-    };
     let base_median = stats::median(&pairs.iter().map(|p| p.base).collect::<Vec<_>>());
     let cand_median = stats::median(&pairs.iter().map(|p| p.cand).collect::<Vec<_>>());
-    let effect = gain(dir, mean);
-    let ci = (gain(dir, ci.0), gain(dir, ci.1));
-    let keep = p <= alpha;
+    let effect = gain(dir, last.mean);
+    let ci = (gain(dir, last.ci95.0), gain(dir, last.ci95.1));
+    let keep = last.decision == sequential::Decision::Keep;
     let n = pairs.len();
-    let reason = format!(
-        "{}: {:+.1}% [{:+.1}, {:+.1}], p={:.3} at {n} pairs{}",
+    let theta1 = rule.theta1_log.exp() - 1.0;
+    let mut reason = format!(
+        "{}: {:+.1}% [{:+.1}, {:+.1}], p={:.3} at {n} pairs",
         if keep { "kept" } else { "discarded" },
         effect * 100.0,
         ci.0 * 100.0,
         ci.1 * 100.0,
-        p,
-        if keep {
-            String::new()
-        } else if effect < 0.0 && ci.1 < 0.0 {
-            " (significantly worse)".into()
-        } else {
-            format!(" (not shown better than {:.1}%)", noise_floor * 100.0)
-        }
+        last.p
     );
+    if !keep {
+        if ci.1 < 0.0 {
+            reason.push_str(" (significantly worse)");
+        } else if last.upper90.is_finite()
+            && last.decision == sequential::Decision::Discard
+            && n < sequential::LOOKS[3]
+        {
+            reason.push_str(&format!(
+                " ({}: 90% upper bound {:+.1}% < θ₁ {:.1}%)",
+                last.why,
+                gain(dir, last.upper90) * 100.0,
+                theta1 * 100.0
+            ));
+        } else {
+            reason.push_str(&format!(" ({})", last.why));
+        }
+    }
+    if last.noise_changed {
+        reason.push_str("; noise changed: this iteration's spread is far above the history");
+    }
     let comparison = Comparison {
         pairs,
         base_median,
         cand_median,
         effect,
         ci,
-        p,
-        looks: 1,
+        p: last.p,
+        looks: looks_taken as u32,
         theta1,
         alpha,
-        delta0,
-        rule: format!("fixed {n} pairs, one-sided paired t-test on log ratios, α = {alpha}"),
+        delta0: rule.delta0,
+        rule: "sequential paired t-test on log ratios, looks at 3/5/8/12 pairs (DESIGN.md §5)"
+            .into(),
+        alpha_look: rule.alphas[last.index],
+        s_h: rule.noise.map(|h| h.s_h).unwrap_or(0.0),
+        noise_changed: last.noise_changed,
     };
     (keep, comparison, reason)
 }
 
-/// Noise calibration from A/A pairs: both sides run the same tree.
-pub fn calibrate(
-    pairs: Vec<Pair>,
-    pairs_per_decision: u32,
+/// Runs the sequential rule over an already measured series (the benchmark
+/// and tests; the runner measures pair by pair with the same looks).
+pub fn decide_series(
+    dir: Direction,
+    pairs: &[Pair],
+    rule: &sequential::Rule,
     alpha: f64,
-    noise_floor: f64,
-) -> Calibration {
+    max_pairs: u32,
+) -> Option<(bool, Comparison, String)> {
+    let looks = looks_for(max_pairs);
+    for (taken, &n) in looks.iter().enumerate() {
+        if pairs.len() < n {
+            return None;
+        }
+        let l = look_now(&pairs[..n], rule, &looks)?;
+        if l.decision != sequential::Decision::Continue {
+            return Some(report(dir, pairs[..n].to_vec(), &l, rule, alpha, taken + 1));
+        }
+    }
+    None
+}
+
+/// Summarizes a confirmation test (start commit as "base", best as "cand").
+pub fn confirm(dir: Direction, start: &str, best: &str, pairs: Vec<Pair>) -> Confirmation {
+    let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();
+    let test = stats::paired_t(&d, 0.0);
+    let mean = stats::mean(&d);
+    let (p, ci) = test
+        .map(|t| (t.p_one_sided, t.ci95))
+        .unwrap_or((1.0, (mean, mean)));
+    let effect = gain(dir, mean);
+    let ci = (gain(dir, ci.0), gain(dir, ci.1));
+    let why = format!(
+        "confirmed cumulative gain {:+.1}% [{:+.1}, {:+.1}] over the start of the run, p={p:.3} at {} pairs",
+        effect * 100.0,
+        ci.0 * 100.0,
+        ci.1 * 100.0,
+        pairs.len()
+    );
+    Confirmation {
+        start: start.to_string(),
+        best: best.to_string(),
+        best_median: stats::median(&pairs.iter().map(|p| p.cand).collect::<Vec<_>>()),
+        start_median: stats::median(&pairs.iter().map(|p| p.base).collect::<Vec<_>>()),
+        pairs,
+        effect,
+        ci,
+        p,
+        why,
+    }
+}
+
+/// Noise calibration from A/A pairs: both sides run the same tree.
+pub fn calibrate(pairs: Vec<Pair>, max_pairs: u32, alpha: f64, noise_floor: f64) -> Calibration {
     let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();
     let mut logs: Vec<f64> = pairs.iter().map(|p| p.base.ln()).collect();
     logs.extend(pairs.iter().map(|p| p.cand.ln()));
     let mut values: Vec<f64> = pairs.iter().map(|p| p.base).collect();
     values.extend(pairs.iter().map(|p| p.cand));
-    let noise_sd = stats::sd(&d);
-    let mde = stats::min_detectable_effect(noise_sd, pairs_per_decision as usize, alpha, 0.8);
+    let noise_sd = sequential::NoiseHistory::pool([d.as_slice()])
+        .map(|h| h.s_h)
+        .unwrap_or(0.0);
     Calibration {
         median: stats::median(&values),
         run_sd: stats::sd(&logs),
         noise_sd,
         mean_d: stats::mean(&d),
-        pairs_per_decision,
-        theta1: noise_floor.max(1.0 - (-mde).exp()),
+        pairs_per_decision: max_pairs,
+        theta1: sequential::theta1(noise_floor, noise_sd),
+        alpha_look: Some(sequential::alphas_for(alpha)[0]),
         pairs,
     }
 }
@@ -440,28 +595,59 @@ mod tests {
             .collect()
     }
 
+    fn rule(noise_floor: f64) -> sequential::Rule {
+        sequential::Rule {
+            alphas: [0.018; 4],
+            delta0: (1.0f64 + noise_floor).ln(),
+            theta1_log: (1.0f64 + sequential::theta1(noise_floor, 0.01)).ln(),
+            noise: Some(sequential::NoiseHistory {
+                s_h: 0.01,
+                nu_h: 9.0,
+            }),
+        }
+    }
+
+    fn decide(p: &[Pair], noise_floor: f64) -> (bool, Comparison, String) {
+        decide_series(Direction::Minimize, p, &rule(noise_floor), 0.05, 12).unwrap()
+    }
+
     #[test]
-    fn clear_gain_is_kept_and_noop_is_not() {
-        let gainful = pairs(&[
-            (100.0, 80.0),
-            (101.0, 81.0),
-            (99.0, 79.5),
-            (100.5, 80.2),
-            (100.2, 79.9),
-        ]);
-        let (keep, cmp, reason) = decide(Direction::Minimize, gainful, 0.05, 0.0, 0.02);
+    fn clear_gain_is_kept_at_three_pairs_and_noop_is_not() {
+        let gainful = pairs(&[(100.0, 80.0), (101.0, 81.0), (99.0, 79.5)]);
+        let (keep, cmp, reason) = decide(&gainful, 0.0);
         assert!(keep, "{reason}");
+        assert_eq!(cmp.looks, 1);
         assert!((cmp.effect - 0.2).abs() < 0.01, "{}", cmp.effect);
-        assert!(reason.starts_with("kept: +20"), "{reason}");
+        assert!(
+            reason.starts_with("kept: +19.8%") && reason.contains("at 3 pairs"),
+            "{reason}"
+        );
         let noop = pairs(&[
             (100.0, 101.0),
             (101.0, 100.0),
             (99.0, 99.5),
             (100.5, 100.0),
             (100.2, 100.9),
+            (100.0, 100.1),
+            (99.0, 98.9),
+            (100.0, 100.4),
+            (100.0, 99.9),
+            (101.0, 101.2),
+            (99.5, 99.4),
+            (100.0, 100.3),
         ]);
-        let (keep, _, reason) = decide(Direction::Minimize, noop, 0.05, 0.0, 0.02);
+        let (keep, cmp, reason) = decide(&noop, 0.0);
         assert!(!keep, "{reason}");
+        assert!(cmp.pairs.len() <= 12);
+    }
+
+    #[test]
+    fn a_looks_cap_makes_the_last_look_final() {
+        let noop = pairs(&[(100.0, 100.5), (100.0, 99.8), (100.0, 100.1)]);
+        let (keep, cmp, _) =
+            decide_series(Direction::Minimize, &noop, &rule(0.0), 0.05, 3).unwrap();
+        assert!(!keep);
+        assert_eq!(cmp.pairs.len(), 3);
     }
 
     #[test]
@@ -473,22 +659,34 @@ mod tests {
 
     #[test]
     fn identical_differences_decide_without_dividing_by_zero() {
-        let p = pairs(&[(100.0, 90.0); 5]);
-        let (keep, cmp, _) = decide(Direction::Minimize, p, 0.05, 0.0, 0.02);
+        let p = pairs(&[(100.0, 90.0); 3]);
+        let (keep, cmp, _) = decide(&p, 0.0);
         assert!(keep);
         assert!(cmp.p.is_finite());
     }
 
     #[test]
     fn noise_floor_raises_the_bar() {
-        let small = pairs(&[
-            (100.0, 98.0),
-            (100.0, 98.1),
-            (100.0, 97.9),
-            (100.0, 98.0),
-            (100.0, 98.05),
-        ]);
-        assert!(decide(Direction::Minimize, small.clone(), 0.05, 0.0, 0.0).0);
-        assert!(!decide(Direction::Minimize, small, 0.05, 0.05, 0.0).0);
+        let small: Vec<Pair> = pairs(
+            &[
+                (100.0, 98.0),
+                (100.0, 98.1),
+                (100.0, 97.9),
+                (100.0, 98.0),
+                (100.0, 98.05),
+            ]
+            .repeat(3),
+        );
+        assert!(decide(&small, 0.0).0);
+        assert!(!decide(&small, 0.05).0);
+    }
+
+    #[test]
+    fn confirmation_reports_the_gain_of_best_over_start() {
+        let p = pairs(&[(100.0, 80.0), (101.0, 80.5), (99.0, 79.0), (100.0, 80.2)]);
+        let c = confirm(Direction::Minimize, "a", "b", p);
+        assert!((c.effect - 0.2).abs() < 0.01);
+        assert!((c.best_median - 80.1).abs() < 0.2);
+        assert!(c.why.starts_with("confirmed cumulative gain +20"));
     }
 }

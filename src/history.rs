@@ -125,6 +125,15 @@ pub struct IterationRecord {
     pub narrative: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acknowledged: Option<String>,
+    /// A confirmation test run after this iteration (start of run vs best).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<crate::eval::Confirmation>,
+    /// Red lights and YELLOW warnings raised by this iteration's CHECK.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<crate::redlight::Alarm>,
+    /// The base, not the candidate, failed to build or measure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base_failed: bool,
     /// Set on the last iteration of a run: why the loop stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<crate::state::Stop>,
@@ -167,8 +176,36 @@ impl IterationRecord {
             failure_output: None,
             narrative: None,
             acknowledged: None,
+            confirmation: None,
+            alarms: Vec::new(),
+            base_failed: false,
             stop: None,
         }
+    }
+
+    /// The same record with secrets removed from every free-text field.
+    /// Redaction works on fields, never on the rendered file, so the YAML
+    /// front matter stays well-formed whatever a secret pattern matches.
+    pub fn redacted(&self) -> IterationRecord {
+        let r = |s: &str| compress::redact(s);
+        let ro = |s: &Option<String>| s.as_deref().map(compress::redact);
+        let mut out = self.clone();
+        out.reason = r(&self.reason);
+        out.hypothesis = r(&self.hypothesis);
+        out.change = r(&self.change);
+        out.failure_output = ro(&self.failure_output);
+        out.falsified = ro(&self.falsified);
+        out.next = ro(&self.next);
+        out.narrative = ro(&self.narrative);
+        out.acknowledged = ro(&self.acknowledged);
+        for g in &mut out.guards {
+            g.command = r(&g.command);
+        }
+        for p in &mut out.patterns {
+            p.name = r(&p.name);
+            p.lesson = r(&p.lesson);
+        }
+        out
     }
 
     /// One line for digests and summaries: signed effect in percent, if measured.
@@ -339,6 +376,28 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     if let Some(n) = &rec.narrative {
         let _ = writeln!(s, "## Narrative (agent)\n\n{n}\n");
     }
+    if let Some(c) = &rec.confirmation {
+        let _ = writeln!(
+            s,
+            "## Confirmation\n\nStart of run `{}` against the current best `{}`: {} (start median {}, best median {}).\n",
+            short(&c.start),
+            short(&c.best),
+            c.why,
+            fmt_num(c.start_median),
+            fmt_num(c.best_median)
+        );
+    }
+    if !rec.alarms.is_empty() {
+        let _ = writeln!(s, "## Red lights and warnings\n");
+        for a in &rec.alarms {
+            let level = match a.level {
+                crate::redlight::Level::Red => "RED",
+                crate::redlight::Level::Yellow => "YELLOW",
+            };
+            let _ = writeln!(s, "- **{level} {}** — {}", a.kind, a.evidence);
+        }
+        s.push('\n');
+    }
     if let Some(stop) = &rec.stop {
         let _ = writeln!(
             s,
@@ -501,18 +560,21 @@ pub fn read(path: &Path) -> Result<IterationRecord> {
 
 /// Writes and validates an iteration file: the LEARN gate. The file is read
 /// back and must parse to the same record before the iteration may end.
-pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<PathBuf> {
+/// The LEARN gate: redacts the record's free text, writes the file, reads it
+/// back and requires the exact same record. Returns the record as archived
+/// (redacted), which is what the in-memory history must hold too.
+pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<IterationRecord> {
+    let rec = rec.redacted();
     let path = path_of(dir, rec.iteration);
-    let text = compress::redact(&render(rec, ctx)?);
-    write_atomic(&path, text.as_bytes())?;
+    write_atomic(&path, render(&rec, ctx)?.as_bytes())?;
     let back = read(&path)?;
-    if back.iteration != rec.iteration || back.verdict != rec.verdict || back.commit != rec.commit {
-        return Err(Error::Corrupt {
-            path,
-            message: "the iteration file did not read back as written (validation of the LEARN archive failed)".into(),
-        });
+    if back != rec {
+        return Err(Error::Internal(format!(
+            "{} did not read back as written (validation of the LEARN archive failed); please report this",
+            path.display()
+        )));
     }
-    Ok(path)
+    Ok(rec)
 }
 
 /// All iteration files, in order. A gap in the numbering is reported, since
@@ -602,6 +664,9 @@ mod tests {
             alpha: 0.05,
             delta0: 0.0,
             rule: "paired t".into(),
+            alpha_look: 0.018,
+            s_h: 0.02,
+            noise_changed: false,
         });
         r.falsified = Some("TILE=32 is not faster than TILE=16".into());
         r.patterns = vec![Pattern {
@@ -616,7 +681,9 @@ mod tests {
     fn round_trip_through_markdown() {
         let dir = tempfile::tempdir().unwrap();
         let r = sample();
-        let path = write(dir.path(), &r, &ctx()).unwrap();
+        let written = write(dir.path(), &r, &ctx()).unwrap();
+        assert_eq!(written, r, "nothing to redact in the sample");
+        let path = path_of(dir.path(), r.iteration);
         let text = std::fs::read_to_string(&path).unwrap();
         for section in [
             "## Goal",
@@ -631,6 +698,19 @@ mod tests {
             assert!(text.contains(section), "missing {section}:\n{text}");
         }
         assert_eq!(read(&path).unwrap(), r);
+    }
+
+    #[test]
+    fn secrets_are_redacted_per_field_and_the_front_matter_survives() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = sample();
+        r.knobs.insert("MAX_TOKEN".into(), KnobValue::Int(5));
+        r.reason = "failed: API_KEY=sk-abcdefghijklmnopqrstuvwxyz123456".into();
+        let written = write(dir.path(), &r, &ctx()).unwrap();
+        assert!(!written.reason.contains("sk-abc"), "{}", written.reason);
+        let back = read(&path_of(dir.path(), r.iteration)).unwrap();
+        assert_eq!(back.knobs.get("MAX_TOKEN"), Some(&KnobValue::Int(5)));
+        assert_eq!(back, written);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::brief::{Brief, Direction};
 use crate::driver::{MainAgent, builtin};
 use crate::error::{Error, Result};
+use crate::eval::sequential::{self, NoiseHistory};
 use crate::eval::{self, EvalOutcome, Evaluator, Side, Worktree};
 use crate::events::{Event, EventLog};
 use crate::history::{self, IterationRecord, Prediction, RenderContext, Verdict};
@@ -30,6 +31,7 @@ use crate::knobs::{self, Point};
 use crate::lock::BriefLock;
 use crate::plan;
 use crate::project::Project;
+use crate::redlight;
 use crate::state::{self, InFlight, Loaded, State, Stop, StopReason};
 use crate::stats::SplitMix64;
 use crate::summary;
@@ -65,12 +67,11 @@ impl Phase {
     }
 }
 
-/// Consecutive failed iterations that stop the run (red light).
-const FAILURE_STREAK: usize = 5;
-/// Scope violations in one run that stop it (red light).
-const SCOPE_VIOLATIONS: usize = 3;
-/// Consecutive non-keeps after which the run is `stalled`.
-const STALL_AFTER: usize = 10;
+/// A confirmation test runs after every this many keeps (and at the end).
+const CONFIRM_EVERY: usize = 10;
+/// Pairs of a confirmation test, and the most it may extend to.
+const CONFIRM_PAIRS: usize = 12;
+const CONFIRM_MAX_PAIRS: usize = 20;
 
 /// What one step of the machine did.
 #[derive(Debug, Clone, PartialEq)]
@@ -141,11 +142,38 @@ impl<'a> Runner<'a> {
             &project.root,
             &project.worktrees_dir(&brief.name),
             &brief.name,
-        )?;
+        )?
+        .with_owned_file(&brief.knobs_file);
         let history = history::load(&dir)?;
         let mut warnings = Vec::new();
         let loaded = state::load(&dir)?;
         let state = match loaded {
+            // A state behind the archive (restored from a backup, or killed
+            // between writing iter-000.md and saving) is rebuilt from it; a
+            // state ahead of it means archived files were deleted.
+            Loaded::Ok(s) if history.len() > archived_by(&s) + usize::from(s.current.is_some()) => {
+                warnings.push(format!(
+                    "{} was behind the archive ({} iteration files); rebuilt it from {}",
+                    State::path(&dir).display(),
+                    history.len(),
+                    dir.display()
+                ));
+                State::rebuild(&brief.name, &hash, &history, |c| ws.commit_exists(c)).ok_or_else(
+                    || Error::Internal("rebuilding from a non-empty archive failed".into()),
+                )?
+            }
+            Loaded::Ok(s) if history.len() < archived_by(&s) => {
+                return Err(Error::Corrupt {
+                    path: history::path_of(&dir, history.len() as u32),
+                    message: format!(
+                        "missing: state.json records {} archived iteration(s) but only {} file(s) are in {}. Restore the missing iteration files (e.g. `git checkout -- {}`), or delete state.json to continue from the files that remain",
+                        archived_by(&s),
+                        history.len(),
+                        dir.display(),
+                        dir.display()
+                    ),
+                });
+            }
             Loaded::Ok(s) => *s,
             other => {
                 if let Loaded::Corrupt { moved_to, message } = &other {
@@ -221,7 +249,7 @@ impl<'a> Runner<'a> {
     }
 
     fn say(&self, msg: &str) {
-        (self.progress)(&format!("[{}] {msg}", self.brief.name));
+        (self.progress)(&tagged(&self.brief.name, msg));
     }
 
     fn checkpoint(&mut self, phase: Phase) -> Result<()> {
@@ -403,9 +431,7 @@ impl<'a> Runner<'a> {
             changed_paths: Vec::new(),
             tree: None,
             eval: None,
-            learn: None,
             commit: None,
-            artifact: None,
         });
         self.phase(Phase::Observe, |r, _| {
             let best = oid(&r.state.best_commit)?;
@@ -433,7 +459,9 @@ impl<'a> Runner<'a> {
         // EXECUTE whose candidate is gone must redo EXECUTE.
         let done = self.current()?.done;
         if !self.ws.cand_dir.join(".git").exists() || !self.ws.base_dir.join(".git").exists() {
-            self.ws.ensure(oid(&self.current()?.base_commit)?)?;
+            // The best commit, not the iteration's base: after COMMIT they
+            // differ, and the branch must not move back to before a keep.
+            self.ws.ensure(oid(&self.state.best_commit)?)?;
             if (Phase::Execute..Phase::Learn).contains(&done) {
                 self.current_mut()?.done = Phase::Plan;
             }
@@ -477,20 +505,45 @@ impl<'a> Runner<'a> {
         ))
     }
 
-    fn noise_sd(&self) -> f64 {
-        self.history
-            .first()
-            .and_then(|r| r.calibration.as_ref())
-            .map(|c| c.noise_sd)
-            .unwrap_or(0.02)
+    /// The pooled noise of all measured log ratios in the archive: the A/A
+    /// calibration plus every iteration's within-iteration spread.
+    fn noise_history(&self) -> Option<NoiseHistory> {
+        let samples: Vec<Vec<f64>> = self
+            .history
+            .iter()
+            .filter_map(|r| {
+                let pairs = r
+                    .calibration
+                    .as_ref()
+                    .map(|c| &c.pairs)
+                    .or(r.measured.as_ref().map(|m| &m.pairs))?;
+                Some(pairs.iter().map(|p| p.d).collect())
+            })
+            .collect();
+        NoiseHistory::pool(samples.iter().map(Vec::as_slice))
     }
 
-    fn theta1(&self) -> f64 {
-        self.history
+    fn noise_sd(&self) -> f64 {
+        self.noise_history().map(|h| h.s_h).unwrap_or(0.02)
+    }
+
+    /// The decision rule for the next comparison, from the archive and config.
+    fn rule(&self) -> sequential::Rule {
+        let noise = self.noise_history();
+        let floor = self.brief.metric.noise_floor;
+        let theta1 = sequential::theta1(floor, noise.map(|h| h.s_h).unwrap_or(0.0));
+        let alpha_look = self
+            .history
             .first()
             .and_then(|r| r.calibration.as_ref())
-            .map(|c| c.theta1)
-            .unwrap_or(0.0)
+            .and_then(|c| c.alpha_look)
+            .unwrap_or_else(|| sequential::alphas_for(self.project.config.defaults.alpha)[0]);
+        sequential::Rule {
+            alphas: [alpha_look; 4],
+            delta0: (1.0 + floor).ln(),
+            theta1_log: (1.0 + theta1).ln(),
+            noise,
+        }
     }
 
     /// The knob point of a worktree: its knobs file, defaults filling gaps.
@@ -585,6 +638,8 @@ impl<'a> Runner<'a> {
                 guards: Vec::new(),
                 comparison: None,
                 failure_output: None,
+                base_failed: false,
+                alarms: Vec::new(),
             }
         } else {
             self.evaluate_candidate(phase_id, &cur)?
@@ -607,6 +662,7 @@ impl<'a> Runner<'a> {
         let dir = match side {
             Side::Base => self.ws.base_dir.clone(),
             Side::Cand => self.ws.cand_dir.clone(),
+            Side::Anchor => self.ws.dir.join("anchor"),
         };
         let env = self
             .point_of(&dir)?
@@ -617,23 +673,40 @@ impl<'a> Runner<'a> {
     }
 
     fn evaluate_candidate(&mut self, phase_id: &str, cur: &InFlight) -> Result<EvalOutcome> {
+        // An exact repeat of an earlier candidate: its verdict stands, and
+        // measuring it again would only spend the night.
+        if let Some(tree) = &cur.tree
+            && let Some(earlier) = redlight::identical_candidate(&self.history, tree)
+        {
+            let reason = format!(
+                "identical to the candidate of iteration {} (tree {}): its verdict ({}) is reused without measuring",
+                earlier.iteration,
+                history::short(tree),
+                earlier.verdict.as_str()
+            );
+            return Ok(EvalOutcome {
+                verdict: earlier.verdict,
+                reason: reason.clone(),
+                guards: Vec::new(),
+                comparison: None,
+                failure_output: None,
+                base_failed: false,
+                alarms: vec![redlight::Alarm::yellow("identical_candidate", reason)],
+            });
+        }
         let (base, cand) = (self.worktree(Side::Base)?, self.worktree(Side::Cand)?);
-        let setup_key = format!(
-            "{}|{}|{}",
-            cur.base_commit,
-            knobs::key(&self.point_of(&base.dir)?),
-            self.brief.metric.setup.clone().unwrap_or_default()
-        );
-        let skip_base_setup = self.state.base_setup_key.as_deref() == Some(setup_key.as_str());
-        let pairs = self.project.config.defaults.pairs;
+        let setup_key = self.base_setup_key(&cur.base_commit)?;
+        let skip_base_setup = self.ws.base_setup_done(&setup_key);
+        let max_pairs = self.project.config.defaults.pairs;
         let alpha = self.project.config.defaults.alpha;
-        let theta1 = self.theta1();
+        let rule = self.rule();
+        let looks = eval::looks_for(max_pairs);
         let mut rng = SplitMix64::new(
             self.state.seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03),
         );
         let brief = self.brief.clone();
         let (say, name) = (&self.progress, self.brief.name.clone());
-        let progress = move |m: &str| say(&format!("[{name}] {m}"));
+        let progress = move |m: &str| say(&tagged(&name, m));
         let mut ev = Evaluator {
             brief: &brief,
             output_cap: self.project.config.defaults.output_cap as usize,
@@ -650,15 +723,19 @@ impl<'a> Runner<'a> {
             guards,
             comparison: None,
             failure_output: Some(output),
+            base_failed: false,
+            alarms: Vec::new(),
         };
         let mut base_setup_done = false;
         if !skip_base_setup {
             if let Some(eval::RunFailure::Failed { reason, output }) = ev.setup(&base)? {
-                return Ok(crash(
+                let mut c = crash(
                     format!("the base failed to build: {reason}"),
                     output,
                     Vec::new(),
-                ));
+                );
+                c.base_failed = true;
+                return Ok(c);
             }
             base_setup_done = true;
         }
@@ -673,6 +750,8 @@ impl<'a> Runner<'a> {
                 guards,
                 comparison: None,
                 failure_output: Some(output),
+                base_failed: false,
+                alarms: Vec::new(),
             });
         }
         // Protected files are checked again after setup and guards, right
@@ -685,41 +764,66 @@ impl<'a> Runner<'a> {
                 guards,
                 comparison: None,
                 failure_output: None,
+                base_failed: false,
+                alarms: Vec::new(),
             });
         }
         if base_setup_done {
-            self.state.base_setup_key = Some(setup_key);
+            self.ws.record_base_setup(&setup_key)?;
         }
-        let measured = ev.pairs(&base, &cand, pairs, &mut rng)?;
-        Ok(match measured {
+        let mut last_look = None;
+        let mut taken = 0;
+        let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
+        let measured = ev.measure_pairs(&base, &cand, max, &mut rng, |p| {
+            match eval::look_now(p, &rule, &looks) {
+                Some(l) => {
+                    taken += 1;
+                    last_look = Some(l);
+                    l.decision != sequential::Decision::Continue
+                }
+                None => false,
+            }
+        })?;
+        let pairs = match measured {
             Err((side, eval::RunFailure::Failed { reason, output })) => {
                 let reason = if side == Side::Base {
                     format!("the base failed while measuring: {reason}")
                 } else {
                     reason
                 };
-                crash(reason, output, guards)
+                return Ok(crash(reason, output, guards));
             }
-            Ok(pairs) => {
-                let (keep, comparison, reason) = eval::decide(
-                    brief.metric.direction,
-                    pairs,
-                    alpha,
-                    brief.metric.noise_floor,
-                    theta1,
-                );
-                EvalOutcome {
-                    verdict: if keep {
-                        Verdict::Keep
-                    } else {
-                        Verdict::Discard
-                    },
-                    reason,
-                    guards,
-                    comparison: Some(comparison),
-                    failure_output: None,
-                }
-            }
+            Ok(pairs) => pairs,
+        };
+        let last = last_look
+            .ok_or_else(|| Error::Internal("the sequential test ended without a look".into()))?;
+        if last.noise_changed {
+            self.events.emit(
+                Some(cur.iteration),
+                Some(phase_id),
+                Event::Anomaly {
+                    kind: "noise_changed".into(),
+                    message: format!(
+                        "pair spread at {} pairs is far above the noise history",
+                        last.n
+                    ),
+                },
+            )?;
+        }
+        let (keep, comparison, reason) =
+            eval::report(brief.metric.direction, pairs, &last, &rule, alpha, taken);
+        Ok(EvalOutcome {
+            verdict: if keep {
+                Verdict::Keep
+            } else {
+                Verdict::Discard
+            },
+            reason,
+            guards,
+            comparison: Some(comparison),
+            failure_output: None,
+            base_failed: false,
+            alarms: Vec::new(),
         })
     }
 
@@ -767,6 +871,9 @@ impl<'a> Runner<'a> {
             failure_output: outcome.failure_output.clone(),
             narrative: None,
             acknowledged: self.state.pending_ack.clone(),
+            confirmation: None,
+            alarms: Vec::new(),
+            base_failed: outcome.base_failed,
             stop: None,
         };
         let effect = outcome.comparison.as_ref().map(|c| (c.effect, c.ci));
@@ -782,18 +889,10 @@ impl<'a> Runner<'a> {
                 first_line(&plan.hypothesis),
                 outcome.reason
             );
-            let (commit, tree) = match &cur.commit {
-                Some(c) if self.ws.commit_exists(c) => {
-                    (c.clone(), cur.tree.clone().unwrap_or_default())
-                }
-                _ => {
-                    let (c, t) = self.ws.prepare_commit(base, &msg)?;
-                    (c.to_string(), t.to_string())
-                }
-            };
-            rec.commit = Some(commit.clone());
-            rec.tree = Some(tree);
-            self.current_mut()?.commit = Some(commit);
+            let (commit, tree) = self.ws.prepare_commit(base, &msg)?;
+            rec.commit = Some(commit.to_string());
+            rec.tree = Some(tree.to_string());
+            self.current_mut()?.commit = Some(commit.to_string());
         } else if !cur.changed_paths.is_empty() {
             let diff = crate::compress::redact(&self.ws.diff()?);
             let rel = format!("artifacts/iter-{:03}.diff", cur.iteration);
@@ -809,10 +908,10 @@ impl<'a> Runner<'a> {
                     bytes: diff.len() as u64,
                 },
             )?;
-            rec.artifact = Some(rel.clone());
-            self.current_mut()?.artifact = Some(rel);
+            rec.artifact = Some(rel);
         }
-        let path = history::write(&self.dir, &rec, &self.render_context())?;
+        let rec = history::write(&self.dir, &rec, &self.render_context())?;
+        let path = history::path_of(&self.dir, rec.iteration);
         self.events.emit(
             Some(cur.iteration),
             Some(phase_id),
@@ -821,7 +920,6 @@ impl<'a> Runner<'a> {
             },
         )?;
         self.state.pending_ack = None;
-        self.current_mut()?.learn = Some(learned);
         // The archive is the history: keep the in-memory copy in step with it.
         self.history.truncate(cur.iteration as usize);
         self.history.push(rec);
@@ -856,9 +954,102 @@ impl<'a> Runner<'a> {
                 verdict: verdict.as_str().into(),
             },
         )?;
+        let th = self.thresholds();
+        let mut alarms: Vec<redlight::Alarm> = cur
+            .eval
+            .as_ref()
+            .map(|e| e.alarms.clone())
+            .unwrap_or_default();
+        let mut stop = self.stop_condition();
+        if let Some(s) = &stop
+            && s.reason.is_red()
+        {
+            alarms.push(redlight::Alarm::red(
+                s.reason.as_str().trim_start_matches("red_"),
+                s.detail.clone(),
+            ));
+        }
+        if stop.is_none() {
+            let (s, found) = self.check_divergence(&parent, cur.iteration)?;
+            stop = s;
+            alarms.extend(found);
+        }
+        let plateau = redlight::plateau_length(redlight::window(&self.history));
+        if stop.is_none() && plateau == th.plateau {
+            alarms.push(redlight::Alarm::yellow(
+                "plateau",
+                format!("{plateau} iterations without a keep; {}", self.analysis()),
+            ));
+        }
+        for a in &alarms {
+            let ev = match a.level {
+                redlight::Level::Red => Event::RedLight {
+                    reason: a.kind.clone(),
+                    evidence: a.evidence.clone(),
+                },
+                redlight::Level::Yellow => Event::Anomaly {
+                    kind: a.kind.clone(),
+                    message: a.evidence.clone(),
+                },
+            };
+            self.events.emit(Some(cur.iteration), Some(&parent), ev)?;
+        }
+        if !alarms.is_empty() {
+            let found = alarms.clone();
+            self.amend_last(|r| r.alarms = found)?;
+        }
+        let stop_is_red = stop.as_ref().is_some_and(|s| s.reason.is_red());
+        let mut stop = stop.or_else(|| self.budget_stop());
+        // Winner's curse: a kept candidate's own runs overstate it. The gain
+        // the morning report states, and a reached goal, come from a fresh
+        // comparison of the start of the run with the current best.
+        let keeps = self
+            .history
+            .iter()
+            .filter(|r| r.verdict == Verdict::Keep)
+            .count();
+        let target_hit = verdict == Verdict::Keep && self.meets_target(self.best_value());
+        let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
+        let end_of_run = stop.is_some() && !stop_is_red;
+        let confirmed_now = self
+            .history
+            .last()
+            .is_some_and(|r| r.confirmation.is_some());
+        if keeps > 0
+            && (target_hit || every_ten || end_of_run)
+            && (!confirmed_now || target_hit)
+            && let Some(conf) = self.confirm(&parent, cur.iteration)?
+        {
+            if target_hit && self.meets_target(conf.best_median) {
+                stop = Some(Stop {
+                    reason: StopReason::GoalReached,
+                    detail: format!(
+                        "{} = {} meets the target {} in the confirmation test ({})",
+                        self.brief.metric.name,
+                        history::fmt_num(conf.best_median),
+                        history::fmt_num(self.brief.metric.target.unwrap_or_default()),
+                        conf.why
+                    ),
+                    at: Utc::now(),
+                    iteration: cur.iteration,
+                });
+            } else if target_hit {
+                self.events.emit(
+                    Some(cur.iteration),
+                    Some(&parent),
+                    Event::Anomaly {
+                        kind: "target_not_confirmed".into(),
+                        message: format!(
+                            "the kept candidate met the target, but the confirmation measured {}",
+                            history::fmt_num(conf.best_median)
+                        ),
+                    },
+                )?;
+            }
+            self.amend_last(|r| r.confirmation = Some(conf))?;
+        }
         self.state.current = None;
         self.state.next_iteration = cur.iteration + 1;
-        let stop = self.stop_condition().or_else(|| self.budget_stop());
         match stop {
             Some(stop) => {
                 self.finish(stop.clone())?;
@@ -875,18 +1066,111 @@ impl<'a> Runner<'a> {
         }
     }
 
-    /// Stop conditions decided by the history (red lights and plain stops).
+    fn meets_target(&self, value: f64) -> bool {
+        match (self.brief.metric.target, self.brief.metric.direction) {
+            (Some(t), Direction::Minimize) => value <= t,
+            (Some(t), Direction::Maximize) => value >= t,
+            (None, _) => false,
+        }
+    }
+
+    fn base_setup_key(&self, base_commit: &str) -> Result<String> {
+        Ok(format!(
+            "{}|{}|{}",
+            base_commit,
+            knobs::key(&self.point_of(&self.ws.base_dir)?),
+            self.brief.metric.setup.clone().unwrap_or_default()
+        ))
+    }
+
+    /// The confirmation test: the start-of-run commit (in its own scratch
+    /// worktree) against the current best, 12 pairs, 20 when the first 12
+    /// leave the sign of the gain open. A failure to measure is recorded as
+    /// an anomaly, not a verdict: the iteration itself is already decided.
+    fn confirm(&mut self, parent: &str, iteration: u32) -> Result<Option<eval::Confirmation>> {
+        if self.state.best_commit == self.state.start_commit {
+            return Ok(None);
+        }
+        self.say("confirmation: start of run vs current best");
+        let anchor_dir = self.ws.scratch("anchor", oid(&self.state.start_commit)?)?;
+        let env = self
+            .point_of(&anchor_dir)?
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        let anchor = Worktree {
+            side: Side::Anchor,
+            dir: anchor_dir,
+            env,
+        };
+        let best = self.worktree(Side::Base)?;
+        let setup_key = self.base_setup_key(&self.state.best_commit.clone())?;
+        let skip_base_setup = self.ws.base_setup_done(&setup_key);
+        let brief = self.brief.clone();
+        let (say, name) = (&self.progress, self.brief.name.clone());
+        let progress = move |m: &str| say(&tagged(&name, m));
+        let mut rng = SplitMix64::new(
+            self.state.seed ^ u64::from(iteration).wrapping_mul(0xA076_1D64_78BD_642F),
+        );
+        let mut ev = Evaluator {
+            brief: &brief,
+            output_cap: self.project.config.defaults.output_cap as usize,
+            cancel: self.interrupt.flag(),
+            events: &mut self.events,
+            iteration,
+            parent: parent.to_string(),
+            progress: &progress,
+            verbose: self.verbose,
+        };
+        let mut failure = ev.setup(&anchor)?;
+        if failure.is_none() && !skip_base_setup {
+            failure = ev.setup(&best)?;
+        }
+        let measured = match failure {
+            Some(f) => Err(f),
+            None => ev
+                .measure_pairs(&anchor, &best, CONFIRM_MAX_PAIRS, &mut rng, |p| {
+                    p.len() >= CONFIRM_PAIRS && {
+                        let d: Vec<f64> = p.iter().map(|x| x.d).collect();
+                        crate::stats::paired_t(&d, 0.0)
+                            .is_none_or(|t| t.ci95.0 > 0.0 || t.ci95.1 < 0.0)
+                    }
+                })?
+                .map_err(|(_, f)| f),
+        };
+        match measured {
+            Ok(pairs) => {
+                if !skip_base_setup {
+                    self.ws.record_base_setup(&setup_key)?;
+                }
+                let conf = eval::confirm(
+                    brief.metric.direction,
+                    &self.state.start_commit,
+                    &self.state.best_commit,
+                    pairs,
+                );
+                self.say(&conf.why);
+                Ok(Some(conf))
+            }
+            Err(eval::RunFailure::Failed { reason, .. }) => {
+                self.events.emit(
+                    Some(iteration),
+                    Some(parent),
+                    Event::Anomaly {
+                        kind: "confirmation_failed".into(),
+                        message: reason.clone(),
+                    },
+                )?;
+                self.say(&format!("confirmation failed: {reason}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Stop conditions decided by the history alone: red lights (DESIGN.md
+    /// §6, see `redlight.rs`) and a stall.
     fn stop_condition(&self) -> Option<Stop> {
         let last = self.history.last()?;
-        // Red lights count from the last human acknowledgement: an `ooda ack`
-        // accepts the evidence so far, and only new evidence may stop again.
-        let since = self
-            .history
-            .iter()
-            .rposition(|r| r.acknowledged.is_some())
-            .unwrap_or(1)
-            .max(1);
-        let run: Vec<&IterationRecord> = self.history.iter().skip(since).collect();
         let mk = |reason, detail: String| {
             Some(Stop {
                 reason,
@@ -895,68 +1179,127 @@ impl<'a> Runner<'a> {
                 iteration: last.iteration,
             })
         };
-        if let Some(target) = self.brief.metric.target {
-            let best = self.best_value();
-            let met = match self.brief.metric.direction {
-                Direction::Minimize => best <= target,
-                Direction::Maximize => best >= target,
-            };
-            if met && last.verdict == Verdict::Keep {
-                return mk(
-                    StopReason::GoalReached,
-                    format!(
-                        "{} = {} meets the target {} (median of the kept candidate's runs in iteration {})",
-                        self.brief.metric.name,
-                        history::fmt_num(best),
-                        history::fmt_num(target),
-                        last.iteration
-                    ),
-                );
-            }
-        }
-        let tail: Vec<&&IterationRecord> = run.iter().rev().take(FAILURE_STREAK).collect();
-        if tail.len() == FAILURE_STREAK && tail.iter().all(|r| r.verdict.is_failure()) {
-            let ids: Vec<String> = tail
-                .iter()
-                .rev()
-                .map(|r| format!("{} ({})", r.iteration, r.verdict.as_str()))
-                .collect();
+        if let Some(alarm) = redlight::red_alarms(&self.history, &self.thresholds())
+            .into_iter()
+            .next()
+        {
             return mk(
-                StopReason::RedFailureStreak,
-                format!(
-                    "{FAILURE_STREAK} failed iterations in a row: {}; the last said: {}",
-                    ids.join(", "),
-                    last.reason
-                ),
+                alarm.stop_reason().unwrap_or(StopReason::RedScope),
+                alarm.evidence,
             );
         }
-        let blocked: Vec<u32> = run
-            .iter()
-            .filter(|r| r.verdict == Verdict::Blocked)
-            .map(|r| r.iteration)
-            .collect();
-        if blocked.len() >= SCOPE_VIOLATIONS {
-            return mk(
-                StopReason::RedScope,
-                format!(
-                    "{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})",
-                    blocked.len(),
-                    blocked
-                ),
-            );
-        }
-        let non_keeps = run
-            .iter()
-            .rev()
-            .take_while(|r| r.verdict != Verdict::Keep)
-            .count();
-        if non_keeps >= STALL_AFTER {
+        let non_keeps = redlight::plateau_length(redlight::window(&self.history));
+        if non_keeps >= self.project.config.defaults.stall_after as usize {
             return mk(
                 StopReason::Stalled,
                 format!("{non_keeps} iterations in a row without a keep"),
             );
         }
         None
+    }
+
+    /// The builtin pipeline-analyzer's report over the archive.
+    fn analysis(&self) -> String {
+        let theta1 = (self.rule().theta1_log).exp_m1();
+        crate::subagents::analyze(&self.history, theta1)
+    }
+
+    fn thresholds(&self) -> redlight::Thresholds {
+        redlight::Thresholds::default()
+    }
+
+    /// Rewrites the last iteration file with an amendment made in CHECK
+    /// (alarms, a confirmation, the stop): the archive stays the history.
+    fn amend_last(&mut self, amend: impl FnOnce(&mut IterationRecord)) -> Result<()> {
+        let Some(mut rec) = self.history.last().cloned() else {
+            return Ok(());
+        };
+        amend(&mut rec);
+        let written = history::write(&self.dir, &rec, &self.render_context())?;
+        if let Some(last) = self.history.last_mut() {
+            *last = written;
+        }
+        Ok(())
+    }
+
+    /// Divergence (DESIGN.md §6): when the re-measured base trends worse, the
+    /// anchor test (start of run vs current best) tells a slower machine
+    /// (YELLOW) from kept changes that made things worse (RED, and the base
+    /// rolls back to the last confirmed commit).
+    fn check_divergence(
+        &mut self,
+        parent: &str,
+        iteration: u32,
+    ) -> Result<(Option<Stop>, Vec<redlight::Alarm>)> {
+        let th = self.thresholds();
+        let run_sd = self.noise_sd() / std::f64::consts::SQRT_2;
+        let window = redlight::window(&self.history);
+        let Some(trend) = redlight::base_trend(window, self.brief.metric.direction, run_sd, &th)
+        else {
+            return Ok((None, Vec::new()));
+        };
+        // One anchor test per episode: not again while the last one is recent.
+        let recent = window.iter().rev().take(th.trend_window).any(|r| {
+            r.alarms
+                .iter()
+                .any(|a| a.kind == "machine_drift" || a.kind == "divergence")
+        });
+        if recent {
+            return Ok((None, Vec::new()));
+        }
+        let conf = if self.state.best_commit == self.state.start_commit {
+            None
+        } else {
+            self.confirm(parent, iteration)?
+        };
+        if let Some(c) = &conf
+            && c.ci.0 > 0.0
+        {
+            let alarm = redlight::Alarm::yellow(
+                "machine_drift",
+                format!(
+                    "{trend}; but the anchor test still finds the best better than the start ({}): the machine got slower, the changes are real",
+                    c.why
+                ),
+            );
+            let c = c.clone();
+            self.amend_last(|r| r.confirmation = Some(c))?;
+            return Ok((None, vec![alarm]));
+        }
+        let target = summary::last_confirmed_commit(&self.history)
+            .unwrap_or_else(|| self.state.start_commit.clone());
+        let old_tip = self.state.best_commit.clone();
+        let anchor = match &conf {
+            Some(c) => format!("the anchor test finds no gain over the start ({})", c.why),
+            None => "no kept change to defend".into(),
+        };
+        let evidence = format!(
+            "{trend}; {anchor}. The base was rolled back from {} to {} (the old tip is kept as refs/ooda/{}/diverged-{iteration})",
+            history::short(&old_tip),
+            history::short(&target),
+            self.brief.name
+        );
+        if target != old_tip {
+            self.ws.keep_ref(
+                &format!("refs/ooda/{}/diverged-{iteration}", self.brief.name),
+                oid(&old_tip)?,
+            )?;
+            self.ws.ensure(oid(&target)?)?;
+            self.state.best_commit = target;
+        }
+        if let Some(c) = conf {
+            self.amend_last(|r| r.confirmation = Some(c))?;
+        }
+        let alarm = redlight::Alarm::red("divergence", evidence.clone());
+        Ok((
+            Some(Stop {
+                reason: StopReason::RedDivergence,
+                detail: evidence,
+                at: Utc::now(),
+                iteration,
+            }),
+            vec![alarm],
+        ))
     }
 
     /// The best known value of the metric: the last keep's candidate median,
@@ -1023,16 +1366,22 @@ impl<'a> Runner<'a> {
     }
 
     /// Records a stop in state, in the last iteration file, in events and in the summary.
+    ///
+    /// The archive and the summary are written before the state: a kill in
+    /// between leaves the state before CHECK, which simply runs again.
     fn finish(&mut self, stop: Stop) -> Result<()> {
         self.state.stop = Some(stop.clone());
-        self.state.save(&self.dir)?;
-        if let Some(last) = self.history.last_mut()
-            && last.iteration > 0
+        if let Some(mut rec) = self.history.last().cloned()
+            && rec.iteration > 0
         {
-            last.stop = Some(stop.clone());
-            let rec = last.clone();
-            history::write(&self.dir, &rec, &self.render_context())?;
+            rec.stop = Some(stop.clone());
+            let written = history::write(&self.dir, &rec, &self.render_context())?;
+            if let Some(last) = self.history.last_mut() {
+                *last = written;
+            }
         }
+        self.write_summary()?;
+        self.state.save(&self.dir)?;
         let parent = self.run_event.clone();
         if stop.reason.is_red() {
             self.events.emit(
@@ -1057,7 +1406,7 @@ impl<'a> Runner<'a> {
             stop.reason.as_str(),
             stop.detail
         ));
-        self.write_summary()
+        Ok(())
     }
 
     fn render_context(&self) -> RenderContext<'_> {
@@ -1077,7 +1426,7 @@ impl<'a> Runner<'a> {
             &self.brief,
             &self.state,
             &self.history,
-            &self.project.root,
+            &self.brief.effective_budget(&self.project.config),
         )
     }
 
@@ -1103,7 +1452,7 @@ impl<'a> Runner<'a> {
         let defaults = self.project.config.defaults.clone();
         let mut rng = SplitMix64::new(self.state.seed);
         let (say, name) = (&self.progress, self.brief.name.clone());
-        let progress = move |m: &str| say(&format!("[{name}] {m}"));
+        let progress = move |m: &str| say(&tagged(&name, m));
         let mut ev = Evaluator {
             brief: &brief,
             output_cap: defaults.output_cap as usize,
@@ -1116,7 +1465,7 @@ impl<'a> Runner<'a> {
         };
         let fail = |what: &str, reason: String, output: String| {
             Error::Input(format!(
-                "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nFix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",
+                "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nooda measures the committed HEAD in a fresh worktree (uncommitted edits are not there). Fix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",
                 brief.path.display(),
                 brief.name
             ))
@@ -1130,7 +1479,13 @@ impl<'a> Runner<'a> {
         if let Some(eval::RunFailure::Failed { reason, output }) = failed {
             return Err(fail("a guard fails", reason, output));
         }
-        let pairs = match ev.pairs(&base, &cand, defaults.calibration_pairs, &mut rng)? {
+        let pairs = match ev.measure_pairs(
+            &base,
+            &cand,
+            defaults.calibration_pairs as usize,
+            &mut rng,
+            |_| false,
+        )? {
             Ok(p) => p,
             Err((_, eval::RunFailure::Failed { reason, output })) => {
                 return Err(fail("measuring", reason, output));
@@ -1169,7 +1524,7 @@ impl<'a> Runner<'a> {
             guards,
             base: self.state.start_commit.clone(),
             commit: None,
-            tree: None,
+            tree: Some(self.ws.tree_of(start)?.to_string()),
             changed_paths: Vec::new(),
             cites: Vec::new(),
             tokens: 0,
@@ -1185,9 +1540,14 @@ impl<'a> Runner<'a> {
             failure_output: None,
             narrative: None,
             acknowledged: None,
+            confirmation: None,
+            alarms: Vec::new(),
+            base_failed: false,
             stop: None,
         };
-        let path = history::write(&self.dir, &rec, &self.render_context())?;
+        let rec = history::write(&self.dir, &rec, &self.render_context())?;
+        failpoint("before-checkpoint", Phase::Check);
+        let path = history::path_of(&self.dir, 0);
         self.events.emit(
             Some(0),
             Some(&id),
@@ -1291,8 +1651,16 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
         stop: None,
         pending_ack: None,
         current: None,
-        base_setup_key: None,
     })
+}
+
+/// How many iteration files a state implies exist: every finished iteration,
+/// plus the one in flight once its LEARN has archived it. (An in-flight
+/// iteration killed after writing its file but before the LEARN checkpoint
+/// has one more file; LEARN simply runs again and rewrites it.)
+fn archived_by(s: &State) -> usize {
+    s.next_iteration as usize
+        + usize::from(s.current.as_ref().is_some_and(|c| c.done >= Phase::Learn))
 }
 
 fn oid(s: &str) -> Result<git2::Oid> {
@@ -1300,6 +1668,14 @@ fn oid(s: &str) -> Result<git2::Oid> {
         path: PathBuf::from("state.json"),
         message: format!("`{s}` is not a commit hash: {e}"),
     })
+}
+
+/// Prefixes a progress line with the Brief's name, keeping a live line live.
+fn tagged(name: &str, msg: &str) -> String {
+    match msg.strip_prefix('\r') {
+        Some(rest) => format!("\r[{name}] {rest}"),
+        None => format!("[{name}] {msg}"),
+    }
 }
 
 fn first_line(s: &str) -> &str {
@@ -1311,7 +1687,7 @@ pub fn scope_violation<'p>(brief: &Brief, paths: impl Iterator<Item = &'p str>) 
     let mut protected = Vec::new();
     let mut outside = Vec::new();
     for p in paths {
-        if p == brief.knobs_file {
+        if p == brief.knobs_file.trim_start_matches("./") {
             continue;
         }
         if brief.scope.protects(p) {

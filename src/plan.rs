@@ -127,10 +127,12 @@ pub fn validate(
     }
     if !plan.knobs.is_empty() {
         let k = knobs::key(&plan.knobs);
-        if let Some(r) = history
-            .iter()
-            .find(|r| !r.knobs.is_empty() && knobs::key(&r.knobs) == k && r.verdict.was_measured())
-        {
+        if let Some(r) = history.iter().find(|r| {
+            !r.knobs.is_empty()
+                && knobs::key(&r.knobs) == k
+                && r.verdict.was_measured()
+                && !r.base_failed
+        }) {
             return Err(Rejection {
                 rule: "repeat",
                 message: format!(

@@ -49,7 +49,7 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/.lock",
 ];
 
-const OODA_YAML: &str = "# ooda project configuration (DESIGN.md §16). Every key is optional.\ndefaults:\n  pairs: 5                # paired runs per decision\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
+const OODA_YAML: &str = "# ooda project configuration (DESIGN.md §16). Every key is optional.\ndefaults:\n  pairs: 12               # most paired runs per decision (looks at 3, 5, 8, 12)\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
 
 /// What `init` did, for the report.
 #[derive(Debug, Default)]

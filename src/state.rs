@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::eval::EvalOutcome;
 use crate::history::{IterationRecord, Verdict};
 use crate::phases::Phase;
-use crate::plan::{LearnResult, Plan};
+use crate::plan::Plan;
 
 pub const STATE_VERSION: u32 = 1;
 
@@ -104,11 +104,7 @@ pub struct InFlight {
     #[serde(default)]
     pub eval: Option<EvalOutcome>,
     #[serde(default)]
-    pub learn: Option<LearnResult>,
-    #[serde(default)]
     pub commit: Option<String>,
-    #[serde(default)]
-    pub artifact: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -130,10 +126,6 @@ pub struct State {
     pub pending_ack: Option<String>,
     #[serde(default)]
     pub current: Option<InFlight>,
-    /// What the base worktree was last set up for; setup is skipped when the
-    /// same commit and knobs come round again (the build is already there).
-    #[serde(default)]
-    pub base_setup_key: Option<String>,
 }
 
 impl State {
@@ -187,7 +179,6 @@ impl State {
             stop,
             pending_ack: None,
             current: None,
-            base_setup_key: None,
         })
     }
 }
@@ -269,7 +260,6 @@ mod tests {
             stop: None,
             pending_ack: None,
             current: None,
-            base_setup_key: None,
         }
     }
 

@@ -294,6 +294,96 @@ pub fn min_detectable_effect(sd_d: f64, n: usize, alpha: f64, power: f64) -> f64
     (t_quantile(1.0 - alpha, df) + t_quantile(power, df)) * sd_d / (n as f64).sqrt()
 }
 
+/// Pooled variance of several samples' residuals: Σ SS_j / Σ (n_j − 1), and
+/// its degrees of freedom. Samples with fewer than two values add nothing.
+pub fn pooled_variance<'a>(samples: impl IntoIterator<Item = &'a [f64]>) -> Option<(f64, f64)> {
+    let (mut ss, mut df) = (0.0, 0.0);
+    for x in samples {
+        if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
+            continue;
+        }
+        let m = mean(x);
+        ss += x.iter().map(|v| (v - m).powi(2)).sum::<f64>();
+        df += (x.len() - 1) as f64;
+    }
+    (df > 0.0).then(|| (ss / df, df))
+}
+
+/// Upper quantile of the F distribution, for "did the noise change?".
+pub fn f_quantile(p: f64, d1: f64, d2: f64) -> f64 {
+    use statrs::distribution::{ContinuousCDF, FisherSnedecor};
+    if !(p > 0.0 && p < 1.0 && d1 > 0.0 && d2 > 0.0) {
+        return f64::NAN;
+    }
+    match FisherSnedecor::new(d1, d2) {
+        Ok(f) => f.inverse_cdf(p),
+        Err(_) => f64::NAN,
+    }
+}
+
+/// Mann-Kendall trend test with the tie correction of the variance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannKendall {
+    pub s: f64,
+    pub var_s: f64,
+    /// Continuity-corrected standard normal statistic (positive = upward).
+    pub z: f64,
+    /// Sen's slope: the median of all pairwise slopes, per index step.
+    pub sen_slope: f64,
+}
+
+pub fn mann_kendall(x: &[f64]) -> Option<MannKendall> {
+    let n = x.len();
+    if n < 3 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let mut s = 0.0;
+    let mut slopes = Vec::with_capacity(n * (n - 1) / 2);
+    for i in 0..n - 1 {
+        for j in i + 1..n {
+            let diff = x[j] - x[i];
+            s += if diff > 0.0 {
+                1.0
+            } else if diff < 0.0 {
+                -1.0
+            } else {
+                0.0
+            };
+            slopes.push(diff / (j - i) as f64);
+        }
+    }
+    let mut sorted = x.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mut ties = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && sorted[j + 1] == sorted[i] {
+            j += 1;
+        }
+        let t = (j - i + 1) as f64;
+        ties += t * (t - 1.0) * (2.0 * t + 5.0);
+        i = j + 1;
+    }
+    let nf = n as f64;
+    let var_s = (nf * (nf - 1.0) * (2.0 * nf + 5.0) - ties) / 18.0;
+    let z = if var_s <= 0.0 {
+        0.0
+    } else if s > 0.0 {
+        (s - 1.0) / var_s.sqrt()
+    } else if s < 0.0 {
+        (s + 1.0) / var_s.sqrt()
+    } else {
+        0.0
+    };
+    Some(MannKendall {
+        s,
+        var_s,
+        z,
+        sen_slope: median(&slopes),
+    })
+}
+
 /// SplitMix64 (Steele, Lea & Flood 2014): a tiny, fast, seedable generator whose output
 /// is identical on every platform. Not for cryptography.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -613,5 +703,49 @@ mod tests {
         assert!((sd(&xs) - 1.0).abs() < 0.03);
         let mut r = SplitMix64::new(3);
         assert!((0..10_000).all(|_| (0.0..1.0).contains(&r.next_f64())));
+    }
+    #[test]
+    fn pooled_variance_weights_by_degrees_of_freedom() {
+        // ((1-2)^2+(3-2)^2 + (10-12)^2+(14-12)^2+(12-12)^2) / (1 + 2) = 10/3
+        let (v, df) =
+            pooled_variance([&[1.0, 3.0][..], &[10.0, 14.0, 12.0][..], &[5.0][..]]).unwrap();
+        assert!((v - 10.0 / 3.0).abs() < 1e-12);
+        assert_eq!(df, 3.0);
+        assert!(pooled_variance([&[1.0][..]]).is_none());
+    }
+
+    #[test]
+    fn f_quantiles_match_scipy() {
+        // scipy.stats.f.ppf(0.99, d1, d2)
+        for (d1, d2, want) in [
+            (2.0, 9.0, 8.021517309932058),
+            (4.0, 30.0, 4.017876836587524),
+            (7.0, 30.0, 3.3044988866923948),
+            (11.0, 20.0, 3.294108428721851),
+        ] {
+            let got = f_quantile(0.99, d1, d2);
+            assert!(
+                (got - want).abs() < 1e-6 * want,
+                "F.99({d1},{d2}) = {got}, want {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn mann_kendall_matches_an_independent_implementation() {
+        // Reference: direct O(n^2) Python with numpy; Sen slope also equals
+        // scipy.stats.theilslopes(x).slope = 0.6416666666666666.
+        let mk = mann_kendall(&[1.0, 2.3, 2.1, 3.5, 4.0, 3.9, 5.2, 6.1]).unwrap();
+        assert_eq!(mk.s, 24.0);
+        assert!((mk.var_s - 65.33333333333333).abs() < 1e-9);
+        assert!((mk.z - 2.8455120410060126).abs() < 1e-9);
+        assert!((mk.sen_slope - 0.6416666666666666).abs() < 1e-12);
+        // With ties: var = (n(n-1)(2n+5) - Σ t(t-1)(2t+5)) / 18 = 119.333…
+        let mk = mann_kendall(&[5.0, 5.0, 4.0, 4.0, 4.0, 3.0, 6.0, 2.0, 2.0, 1.0]).unwrap();
+        assert_eq!(mk.s, -28.0);
+        assert!((mk.var_s - 119.33333333333333).abs() < 1e-9);
+        assert!((mk.z - -2.4716267006742814).abs() < 1e-9);
+        assert!((mk.sen_slope - -0.42857142857142855).abs() < 1e-12);
+        assert!(mann_kendall(&[1.0, f64::NAN, 2.0]).is_none());
     }
 }

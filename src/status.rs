@@ -26,6 +26,8 @@ pub struct BriefStatus {
     pub baseline: Option<f64>,
     pub best: Option<f64>,
     pub improvement: Option<f64>,
+    /// The latest confirmed cumulative gain (start of run vs best).
+    pub confirmed_gain: Option<f64>,
     pub budget_iterations: Option<u32>,
     pub last_event: Option<DateTime<Utc>>,
     pub error: Option<String>,
@@ -56,6 +58,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         baseline: None,
         best: None,
         improvement: None,
+        confirmed_gain: None,
         budget_iterations: None,
         last_event: None,
         error: None,
@@ -109,6 +112,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
             .baseline
             .map(|b| summary::improvement(brief.metric.direction, b, best));
     }
+    out.confirmed_gain = summary::latest_confirmation(&history).map(|(_, c)| c.effect);
     out.last_event = crate::events::last_timestamp(&dir);
     out
 }
@@ -152,6 +156,9 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
                 history::fmt_num(best),
                 imp * 100.0
             ));
+        }
+        if let Some(g) = r.confirmed_gain {
+            s.push_str(&format!(", confirmed {:+.1}%", g * 100.0));
         }
         if let Some(reason) = &r.stop_reason {
             s.push_str(&format!(", stopped: {reason}"));

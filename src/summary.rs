@@ -11,7 +11,7 @@ use std::path::Path;
 use chrono::Utc;
 
 use crate::atomic::write_atomic;
-use crate::brief::{Brief, Direction};
+use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
 use crate::history::{self, IterationRecord, Verdict, fmt_num};
 use crate::state::{State, Status};
@@ -25,6 +25,26 @@ pub fn best_value(history: &[IterationRecord]) -> f64 {
         .and_then(|r| r.measured.as_ref().map(|m| m.cand_median))
         .or_else(|| baseline_value(history))
         .unwrap_or(f64::NAN)
+}
+
+/// The most recent confirmation test, with the iteration it followed.
+pub fn latest_confirmation(
+    history: &[IterationRecord],
+) -> Option<(u32, &crate::eval::Confirmation)> {
+    history
+        .iter()
+        .rev()
+        .find_map(|r| r.confirmation.as_ref().map(|c| (r.iteration, c)))
+}
+
+/// The best commit of the latest confirmation that found a real gain.
+pub fn last_confirmed_commit(history: &[IterationRecord]) -> Option<String> {
+    history.iter().rev().find_map(|r| {
+        r.confirmation
+            .as_ref()
+            .filter(|c| c.ci.0 > 0.0)
+            .map(|c| c.best.clone())
+    })
 }
 
 pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
@@ -63,9 +83,8 @@ pub fn render(
     brief: &Brief,
     state: &State,
     history: &[IterationRecord],
-    repo_root: &Path,
+    budget: &Budget,
 ) -> String {
-    let _ = repo_root;
     let mut s = String::new();
     let metric = &brief.metric.name;
     let _ = writeln!(s, "# {} — ooda summary\n", brief.name);
@@ -105,6 +124,26 @@ pub fn render(
                 "| improvement | {:+.1}% |",
                 improvement(brief.metric.direction, base, best) * 100.0
             );
+            match latest_confirmation(history) {
+                Some((it, c)) => {
+                    let _ = writeln!(
+                        s,
+                        "| **confirmed gain** (start vs best, after iteration {it}) | **{:+.1}% [{:+.1}, {:+.1}]**, p={:.3}, {} pairs |",
+                        c.effect * 100.0,
+                        c.ci.0 * 100.0,
+                        c.ci.1 * 100.0,
+                        c.p,
+                        c.pairs.len()
+                    );
+                }
+                None if !keeps.is_empty() => {
+                    let _ = writeln!(
+                        s,
+                        "| confirmed gain | not yet measured (after every 10 keeps and at the end of the run) |"
+                    );
+                }
+                None => {}
+            }
             if let Some(c) = history.first().and_then(|r| r.calibration.as_ref()) {
                 let _ = writeln!(s, "| noise per pair | {:.2}% |", c.noise_sd * 100.0);
                 let _ = writeln!(
@@ -121,7 +160,7 @@ pub fn render(
             );
             let _ = writeln!(
                 s,
-                "\nThe best value is the median of the kept candidate's own runs, which overstates a little (the winner's curse); each keep's effect and 95% CI below are from its paired comparison.\n"
+                "\nThe best value is the median of the kept candidate's own runs, which overstates a little (the winner's curse). The confirmed gain re-measures the start of the run against the current best in fresh pairs: it is the number to trust.\n"
             );
             if history.len() > 1 {
                 let _ = writeln!(s, "![progress](progress.svg)\n");
@@ -195,6 +234,29 @@ pub fn render(
         }
         s.push('\n');
     }
+    let alarms: Vec<(u32, &crate::redlight::Alarm)> = history
+        .iter()
+        .flat_map(|r| r.alarms.iter().map(move |a| (r.iteration, a)))
+        .collect();
+    let _ = writeln!(s, "## Red lights and warnings\n");
+    if alarms.is_empty() {
+        let _ = writeln!(s, "None.\n");
+    } else {
+        for (it, a) in &alarms {
+            let level = match a.level {
+                crate::redlight::Level::Red => "RED",
+                crate::redlight::Level::Yellow => "YELLOW",
+            };
+            let _ = writeln!(
+                s,
+                "- [{it}]({}) **{level} {}** — {}",
+                history::file_name(*it),
+                a.kind,
+                a.evidence
+            );
+        }
+        s.push('\n');
+    }
     let failures: Vec<&IterationRecord> =
         history.iter().filter(|r| r.verdict.is_failure()).collect();
     if !failures.is_empty() {
@@ -212,7 +274,6 @@ pub fn render(
         s.push('\n');
     }
     let _ = writeln!(s, "## Budget\n");
-    let budget = &brief.budget;
     let used_iters = history.len().saturating_sub(1);
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
     let _ = writeln!(s, "| | used | budget |\n|---|---|---|");
@@ -274,11 +335,11 @@ pub fn write(
     brief: &Brief,
     state: &State,
     history: &[IterationRecord],
-    repo_root: &Path,
+    budget: &Budget,
 ) -> Result<()> {
     write_atomic(
         &dir.join("summary.md"),
-        render(brief, state, history, repo_root).as_bytes(),
+        render(brief, state, history, budget).as_bytes(),
     )?;
     write_atomic(
         &dir.join("progress.svg"),

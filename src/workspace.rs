@@ -23,6 +23,10 @@ pub struct Workspace {
     pub dir: PathBuf,
     pub base_dir: PathBuf,
     pub cand_dir: PathBuf,
+    /// Files ooda writes itself (the knobs file): always staged even if a
+    /// `.gitignore` matches them, and removed on sync when the target commit
+    /// does not track them, so they never leak from one attempt to the next.
+    owned: Vec<String>,
     repo: Repository,
 }
 
@@ -36,14 +40,53 @@ impl Workspace {
     pub fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
         let repo = Repository::discover(repo_dir)
             .ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
+        // Worktrees are checkouts of the whole repository and every command,
+        // glob and knobs file is relative to its top: a project root deeper
+        // in the tree would silently measure the wrong place.
+        let top = repo.workdir().and_then(|w| w.canonicalize().ok());
+        if top.is_some() && top != repo_dir.canonicalize().ok() {
+            return Err(Error::Input(format!(
+                "the project root {} is not the top of its git work tree ({}): put ooda.yaml and briefs/ at the top of the repository, or pass --root {}",
+                repo_dir.display(),
+                top.map(|t| t.display().to_string()).unwrap_or_default(),
+                repo.workdir()
+                    .map(|w| w.display().to_string())
+                    .unwrap_or_default()
+            )));
+        }
         Ok(Workspace {
             brief: brief.to_string(),
             branch: format!("ooda/{brief}"),
             dir: worktrees_dir.to_path_buf(),
             base_dir: worktrees_dir.join("base"),
             cand_dir: worktrees_dir.join("cand"),
+            owned: Vec::new(),
             repo,
         })
+    }
+
+    pub fn with_owned_file(mut self, rel: &str) -> Workspace {
+        self.owned.push(rel.trim_start_matches("./").to_string());
+        self
+    }
+
+    /// Where the base worktree's last successful setup is recorded: inside
+    /// its git metadata, so a recreated worktree starts without it.
+    fn setup_marker(&self) -> Result<PathBuf> {
+        Ok(self.base_repo()?.path().join("ooda-setup-key"))
+    }
+
+    /// Whether the base worktree was last set up for exactly `key`.
+    pub fn base_setup_done(&self, key: &str) -> bool {
+        self.setup_marker()
+            .ok()
+            .and_then(|p| fs::read_to_string(p).ok())
+            .is_some_and(|k| k == key)
+    }
+
+    pub fn record_base_setup(&self, key: &str) -> Result<()> {
+        let p = self.setup_marker()?;
+        fs::write(&p, key).ctx(|| format!("writing {}", p.display()))
     }
 
     /// The commit the user's checkout is on: where a new run starts.
@@ -86,7 +129,18 @@ impl Workspace {
         crate::atomic::create_dir_all(&self.dir)?;
         self.ensure_worktree("cand", &self.cand_dir, true)?;
         self.ensure_worktree("base", &self.base_dir, false)?;
-        self.sync(target)
+        self.sync(target)?;
+        // A kill while a detached worktree was being created leaves its
+        // carrier branch behind; the worktree is detached now, so drop it.
+        for which in ["base", "check"] {
+            if let Ok(mut b) = self.repo.find_branch(
+                &format!("ooda-tmp/{}", self.worktree_name(which)),
+                BranchType::Local,
+            ) {
+                let _ = b.delete();
+            }
+        }
+        Ok(())
     }
 
     /// A detached worktree of its own at `commit` (for `ooda check`), reset
@@ -144,7 +198,7 @@ impl Workspace {
     fn forget_worktree(&self, name: &str, path: &Path) -> Result<()> {
         if let Ok(wt) = self.repo.find_worktree(name) {
             let mut opts = git2::WorktreePruneOptions::new();
-            opts.valid(true).working_tree(true);
+            opts.valid(true).working_tree(false);
             let _ = wt.prune(Some(&mut opts));
         }
         if path.exists() {
@@ -193,6 +247,7 @@ impl Workspace {
         cand.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
             .ctx(|| "resetting the candidate worktree".into())?;
         clean_untracked(&cand, &self.cand_dir)?;
+        self.remove_untracked_owned(&cand, &self.cand_dir, target)?;
         let base = self.base_repo()?;
         base.set_head_detached(target)
             .ctx(|| "moving the base worktree".into())?;
@@ -202,7 +257,45 @@ impl Workspace {
         base.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
             .ctx(|| "resetting the base worktree".into())?;
         clean_untracked(&base, &self.base_dir)?;
+        self.remove_untracked_owned(&base, &self.base_dir, target)?;
         Ok(())
+    }
+
+    /// An owned file the target commit does not track is an ignored leftover
+    /// of an earlier attempt: remove it.
+    fn remove_untracked_owned(&self, repo: &Repository, root: &Path, target: Oid) -> Result<()> {
+        let tree = repo
+            .find_commit(target)
+            .and_then(|c| c.tree())
+            .ctx(|| format!("reading the tree of {target}"))?;
+        for rel in &self.owned {
+            let p = root.join(rel);
+            if tree.get_path(Path::new(rel)).is_err() && fs::symlink_metadata(&p).is_ok() {
+                fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stages the whole candidate, owned files included even when ignored.
+    fn stage(&self, repo: &Repository) -> Result<git2::Index> {
+        let mut index = repo
+            .index()
+            .ctx(|| "opening the candidate's index".into())?;
+        index
+            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .ctx(|| "staging the candidate".into())?;
+        index
+            .update_all(["*"], None)
+            .ctx(|| "staging deletions".into())?;
+        for rel in &self.owned {
+            if self.cand_dir.join(rel).is_file() {
+                index
+                    .add_path(Path::new(rel))
+                    .ctx(|| format!("staging {rel}"))?;
+            }
+        }
+        Ok(index)
     }
 
     pub fn cand_repo(&self) -> Result<Repository> {
@@ -213,9 +306,11 @@ impl Workspace {
         Repository::open(&self.base_dir).ctx(|| format!("opening {}", self.base_dir.display()))
     }
 
-    /// Paths the candidate changed relative to its HEAD, untracked included.
+    /// Paths the candidate changed relative to its HEAD, untracked included
+    /// (owned files too, even when a `.gitignore` hides them from status).
     pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
         let repo = self.cand_repo()?;
+        let mut out = self.changed_owned(&repo)?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
@@ -223,7 +318,6 @@ impl Workspace {
         let statuses = repo
             .statuses(Some(&mut opts))
             .ctx(|| "reading the candidate's status".into())?;
-        let mut out = Vec::new();
         for s in statuses.iter() {
             let st = s.status();
             let kind = if st.is_wt_new() || st.is_index_new() {
@@ -233,7 +327,9 @@ impl Workspace {
             } else {
                 "modified"
             };
-            if let Ok(p) = s.path() {
+            if let Ok(p) = s.path()
+                && !out.iter().any(|c| c.path == p)
+            {
                 out.push(ChangedPath {
                     path: p.to_string(),
                     kind,
@@ -241,6 +337,35 @@ impl Workspace {
             }
         }
         out.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(out)
+    }
+
+    fn changed_owned(&self, repo: &Repository) -> Result<Vec<ChangedPath>> {
+        let head = repo
+            .head()
+            .and_then(|h| h.peel_to_tree())
+            .ctx(|| "reading the candidate's HEAD".into())?;
+        let mut out = Vec::new();
+        for rel in &self.owned {
+            let committed = head.get_path(Path::new(rel)).ok().map(|e| e.id());
+            let now = match fs::read(self.cand_dir.join(rel)) {
+                Ok(bytes) => Some(
+                    Oid::hash_object(git2::ObjectType::Blob, &bytes)
+                        .ctx(|| format!("hashing {rel}"))?,
+                ),
+                Err(_) => None,
+            };
+            let kind = match (committed, now) {
+                (None, Some(_)) => "added",
+                (Some(_), None) => "deleted",
+                (Some(a), Some(b)) if a != b => "modified",
+                _ => continue,
+            };
+            out.push(ChangedPath {
+                path: rel.clone(),
+                kind,
+            });
+        }
         Ok(out)
     }
 
@@ -275,15 +400,7 @@ impl Workspace {
     /// COMMIT publishes it). Returns (commit, tree).
     pub fn prepare_commit(&self, parent: Oid, message: &str) -> Result<(Oid, Oid)> {
         let repo = self.cand_repo()?;
-        let mut index = repo
-            .index()
-            .ctx(|| "opening the candidate's index".into())?;
-        index
-            .add_all(["*"], IndexAddOption::DEFAULT, None)
-            .ctx(|| "staging the candidate".into())?;
-        index
-            .update_all(["*"], None)
-            .ctx(|| "staging deletions".into())?;
+        let mut index = self.stage(&repo)?;
         index
             .write()
             .ctx(|| "writing the candidate's index".into())?;
@@ -304,15 +421,7 @@ impl Workspace {
     /// The tree the candidate would commit, for exact-cycle detection.
     pub fn candidate_tree(&self) -> Result<Oid> {
         let repo = self.cand_repo()?;
-        let mut index = repo
-            .index()
-            .ctx(|| "opening the candidate's index".into())?;
-        index
-            .add_all(["*"], IndexAddOption::DEFAULT, None)
-            .ctx(|| "staging the candidate".into())?;
-        index
-            .update_all(["*"], None)
-            .ctx(|| "staging deletions".into())?;
+        let mut index = self.stage(&repo)?;
         // In-memory only: the index file is left as it was.
         index
             .write_tree_to(&repo)
@@ -323,6 +432,23 @@ impl Workspace {
     pub fn advance(&self, commit: Oid) -> Result<()> {
         self.set_branch(commit)?;
         self.sync(commit)
+    }
+
+    /// Keeps a commit reachable under a reference of ooda's own (e.g. the
+    /// tip a divergence rollback moved away from), so nothing is lost.
+    pub fn keep_ref(&self, name: &str, commit: Oid) -> Result<()> {
+        self.repo
+            .reference(name, commit, true, "ooda: keep")
+            .map(|_| ())
+            .ctx(|| format!("creating {name}"))
+    }
+
+    /// The tree of a commit, for exact-cycle detection.
+    pub fn tree_of(&self, commit: Oid) -> Result<Oid> {
+        self.repo
+            .find_commit(commit)
+            .map(|c| c.tree_id())
+            .ctx(|| format!("reading commit {commit}"))
     }
 
     /// Moves ooda's branch through the reference API: libgit2 refuses to
@@ -357,15 +483,16 @@ fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
             continue;
         }
         let Ok(rel) = s.path() else { continue };
-        if rel.split('/').any(|c| c == ".." || c.is_empty()) && !rel.ends_with('/') {
+        let rel = rel.trim_end_matches('/');
+        if rel.is_empty() || rel.split('/').any(|c| c == ".." || c.is_empty()) {
             continue;
         }
-        let p = root.join(rel.trim_end_matches('/'));
+        let p = root.join(rel);
         let Ok(meta) = fs::symlink_metadata(&p) else {
             continue;
         };
         if meta.is_dir() {
-            let _ = fs::remove_dir_all(&p);
+            fs::remove_dir_all(&p).ctx(|| format!("removing {}", p.display()))?;
         } else {
             fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
         }

@@ -30,9 +30,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 /// Matrix size of the timed run: the default setting takes ~0.1 s per repetition, and
-/// `B` (1.8 MB) is larger than a typical per-core L2 cache. Not a power of two: at `N = 512` the
-/// column walk of the default hits the same few cache sets and runs 4x slower per flop,
-/// which would make the baseline unrealistically bad.
+/// `B` (1.8 MB) is larger than a typical per-core L2 cache. Not a power of two: at
+/// `N = 512` the column walk of the default hits the same few cache sets and runs 4x
+/// slower per flop, which would make the baseline unrealistically bad.
 const N: usize = 480;
 /// Timed repetitions; the fastest is reported.
 const REPS: usize = 2;

@@ -137,10 +137,6 @@ impl Surrogate<'_> {
     }
 }
 
-pub struct Proposal {
-    pub plan: Plan,
-}
-
 /// The point to try next, or `None` when every point of the space was tried.
 pub fn plan(
     brief: &Brief,
@@ -167,7 +163,7 @@ pub fn plan(
     };
     let evaluated: BTreeSet<String> = history
         .iter()
-        .filter(|r| r.verdict.was_measured())
+        .filter(|r| r.verdict.was_measured() && !r.base_failed)
         .map(|r| knobs::key(&r.knobs))
         .chain(std::iter::once(knobs::key(best)))
         .collect();
@@ -474,6 +470,7 @@ mod tests {
             mean_d: 0.0,
             pairs_per_decision: 5,
             theta1: 0.01,
+            alpha_look: None,
         });
         let mut history = vec![base];
         for i in 1..=iterations {
@@ -514,6 +511,9 @@ mod tests {
                 alpha: 0.05,
                 delta0: 0.0,
                 rule: String::new(),
+                alpha_look: 0.018,
+                s_h: 0.01,
+                noise_changed: false,
             });
             if keep {
                 best = plan.knobs.clone();

@@ -1,8 +1,10 @@
 //! Integration tests: the real binary against real git repositories.
 
 mod commands;
+mod decisions;
 mod errors;
 mod loop_runs;
 mod resume;
+mod safety;
 mod schedule;
 mod test;

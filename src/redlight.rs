@@ -1,0 +1,632 @@
+//! Red lights: the loop knows when to stop (DESIGN.md §6).
+//!
+//! Every detector is a pure function over the archive, so each can be tested
+//! on synthetic histories and benchmarked for false alarms without running a
+//! single command. The runner calls them in CHECK after every iteration; a
+//! RED alarm stops the run until a human runs `ooda ack`, a YELLOW one is
+//! written down and shown but does not stop. Thresholds live in
+//! [`Thresholds`] (defaults chosen so that a 100-iteration night of
+//! legitimate work raises a false alarm at most ~5% of the time; see
+//! `examples/redlight_sim.rs`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::brief::Direction;
+use crate::history::{IterationRecord, Verdict};
+use crate::state::StopReason;
+use crate::stats;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Thresholds {
+    /// Direction flips: window of changes on one axis, and flips that alarm.
+    pub flip_window: usize,
+    pub flip_min: usize,
+    /// Mann-Kendall over the re-measured base: window and |Z| that alarm.
+    pub trend_window: usize,
+    pub trend_z: f64,
+    /// The trend must also amount to this much over the window (log units).
+    pub trend_min: f64,
+    /// Model mismatch: window, Σz² bound (χ²₁₀ at 0.0005) and bias |Σz/√n|.
+    pub mismatch_window: usize,
+    pub mismatch_chi2: f64,
+    pub mismatch_bias: f64,
+    pub failure_streak: usize,
+    pub scope_violations: usize,
+    /// Non-keeps in a row that count as a plateau (the analyzer is called).
+    pub plateau: usize,
+    /// Consecutive regressions that, with a downward effect trend, are RED.
+    pub regressions: usize,
+    /// How significant that downward trend must be (one-sided 5%).
+    pub regression_trend_z: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Thresholds {
+        Thresholds {
+            flip_window: 16,
+            flip_min: 14,
+            trend_window: 12,
+            trend_z: 3.09,
+            trend_min: 0.02f64.ln_1p(),
+            mismatch_window: 10,
+            mismatch_chi2: 31.4,
+            mismatch_bias: 3.48,
+            failure_streak: 5,
+            scope_violations: 3,
+            plateau: 4,
+            regressions: 5,
+            regression_trend_z: 1.645,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Level {
+    Yellow,
+    Red,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alarm {
+    pub level: Level,
+    /// Machine name: exact_cycle, direction_flips, divergence, machine_drift,
+    /// regressions, predictions_unreliable, predictions_biased, ...
+    pub kind: String,
+    /// The evidence in words, with the numbers and iterations.
+    pub evidence: String,
+}
+
+impl Alarm {
+    pub fn red(kind: &str, evidence: String) -> Alarm {
+        Alarm {
+            level: Level::Red,
+            kind: kind.into(),
+            evidence,
+        }
+    }
+
+    pub fn yellow(kind: &str, evidence: String) -> Alarm {
+        Alarm {
+            level: Level::Yellow,
+            kind: kind.into(),
+            evidence,
+        }
+    }
+
+    /// The stop reason a RED alarm ends the run with.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        if self.level != Level::Red {
+            return None;
+        }
+        Some(match self.kind.as_str() {
+            "exact_cycle" | "direction_flips" => StopReason::RedOscillation,
+            "divergence" | "regressions" => StopReason::RedDivergence,
+            "predictions_unreliable" | "predictions_biased" => StopReason::RedModelMismatch,
+            "failure_streak" => StopReason::RedFailureStreak,
+            _ => StopReason::RedScope,
+        })
+    }
+}
+
+/// The iterations after the baseline and after the last human acknowledgement:
+/// an `ooda ack` accepts the evidence so far; only new evidence may stop again.
+pub fn window(history: &[IterationRecord]) -> &[IterationRecord] {
+    let since = history
+        .iter()
+        .rposition(|r| r.acknowledged.is_some())
+        .unwrap_or(1)
+        .max(1);
+    history.get(since..).unwrap_or(&[])
+}
+
+/// (a) Exact cycle: the newest keep restores a tree that was already kept
+/// (or the start of the run): the loop is undoing its own work.
+pub fn exact_cycle(history: &[IterationRecord]) -> Option<Alarm> {
+    let last = history.last()?;
+    if last.verdict != Verdict::Keep {
+        return None;
+    }
+    let tree = last.tree.as_deref()?;
+    let earlier = history[..history.len() - 1].iter().rev().find(|r| {
+        (r.verdict == Verdict::Keep || r.verdict == Verdict::Baseline)
+            && r.tree.as_deref() == Some(tree)
+    })?;
+    Some(Alarm::red(
+        "exact_cycle",
+        format!(
+            "iteration {} kept tree {} which iteration {} already had: the loop is going in a circle",
+            last.iteration,
+            short(tree),
+            earlier.iteration
+        ),
+    ))
+}
+
+/// The earlier iteration whose candidate had exactly this tree, if measured.
+pub fn identical_candidate<'a>(
+    history: &'a [IterationRecord],
+    tree: &str,
+) -> Option<&'a IterationRecord> {
+    history.iter().rev().find(|r| {
+        r.tree.as_deref() == Some(tree) && matches!(r.verdict, Verdict::Keep | Verdict::Discard)
+    })
+}
+
+/// (b) Direction flips: on one axis, the recent changes keep reversing
+/// without their steps shrinking (bisection shrinks and is fine).
+pub fn direction_flips(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+    let mut names: Vec<&str> = history
+        .iter()
+        .flat_map(|r| r.axes.iter().map(|a| a.name.as_str()))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    for name in names {
+        let changes: Vec<(u32, &str, Option<f64>)> = history
+            .iter()
+            .filter(|r| r.verdict.was_measured() && r.verdict != Verdict::Baseline)
+            .filter_map(|r| {
+                r.axes
+                    .iter()
+                    .find(|a| a.name == name)
+                    .map(|a| (r.iteration, a.direction.as_str(), a.step))
+            })
+            .collect();
+        if changes.len() < th.flip_window {
+            continue;
+        }
+        let recent = &changes[changes.len() - th.flip_window..];
+        let flips = recent.windows(2).filter(|w| w[0].1 != w[1].1).count();
+        if flips < th.flip_min {
+            continue;
+        }
+        let steps: Vec<Option<f64>> = recent.iter().map(|c| c.2).collect();
+        let shrinking = match (
+            median_step(&steps[..4]),
+            median_step(&steps[steps.len() - 4..]),
+        ) {
+            (Some(first), Some(last)) => last < 0.5 * first,
+            _ => false,
+        };
+        if !shrinking {
+            return Some(Alarm::red(
+                "direction_flips",
+                format!(
+                    "axis {name} changed direction {flips} times in its last {} changes (iterations {}–{}) without its steps shrinking",
+                    th.flip_window,
+                    recent[0].0,
+                    recent[recent.len() - 1].0
+                ),
+            ));
+        }
+    }
+    None
+}
+
+fn median_step(steps: &[Option<f64>]) -> Option<f64> {
+    let v: Vec<f64> = steps
+        .iter()
+        .map(|s| s.map(f64::abs))
+        .collect::<Option<Vec<f64>>>()?;
+    Some(stats::median(&v))
+}
+
+/// Divergence, first stage: is the re-measured base getting worse?
+/// Returns the evidence when the Mann-Kendall trend over the window is
+/// significant and large; the caller then runs the anchor test.
+pub fn base_trend(
+    history: &[IterationRecord],
+    dir: Direction,
+    run_sd: f64,
+    th: &Thresholds,
+) -> Option<String> {
+    let series: Vec<(u32, f64)> = history
+        .iter()
+        .filter_map(|r| r.measured.as_ref().map(|m| (r.iteration, m.base_median)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    if series.len() < th.trend_window {
+        return None;
+    }
+    let recent = &series[series.len() - th.trend_window..];
+    // Oriented so that upward means worse.
+    let worse: Vec<f64> = recent
+        .iter()
+        .map(|(_, v)| match dir {
+            Direction::Minimize => v.ln(),
+            Direction::Maximize => -v.ln(),
+        })
+        .collect();
+    let mk = stats::mann_kendall(&worse)?;
+    let total = mk.sen_slope * (th.trend_window - 1) as f64;
+    if mk.z > th.trend_z && total > th.trend_min.max(2.0 * run_sd) {
+        Some(format!(
+            "the re-measured base got worse over iterations {}–{}: Mann-Kendall Z = {:.2}, Sen slope {:+.2}% per iteration ({:+.1}% over the window)",
+            recent[0].0,
+            recent[recent.len() - 1].0,
+            mk.z,
+            mk.sen_slope * 100.0,
+            total.exp_m1() * 100.0
+        ))
+    } else {
+        None
+    }
+}
+
+/// Divergence, second form: the candidates' measured effects trend down and
+/// the last few were all significant regressions.
+pub fn regressions(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+    let measured: Vec<(u32, f64, f64)> = history
+        .iter()
+        .filter_map(|r| r.measured.as_ref().map(|m| (r.iteration, m.effect, m.ci.1)))
+        .collect();
+    if measured.len() < th.trend_window.max(th.regressions) {
+        return None;
+    }
+    let last = &measured[measured.len() - th.regressions..];
+    if !last.iter().all(|(_, _, hi)| *hi < 0.0) {
+        return None;
+    }
+    let recent = &measured[measured.len() - th.trend_window..];
+    let effects: Vec<f64> = recent.iter().map(|m| m.1).collect();
+    let mk = stats::mann_kendall(&effects)?;
+    (mk.z < -th.regression_trend_z).then(|| {
+        Alarm::red(
+            "regressions",
+            format!(
+                "the last {} candidates (iterations {}) were all significantly worse and the measured effects trend down (Mann-Kendall Z = {:.2})",
+                th.regressions,
+                last.iter().map(|m| m.0.to_string()).collect::<Vec<_>>().join(", "),
+                mk.z
+            ),
+        )
+    })
+}
+
+/// Model mismatch: are the agent's predictions consistent with what was
+/// measured? z_i = (θ̂_i − p_i) / √(se_i² + τ_i²) over the last window.
+pub fn model_mismatch(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+    let zs: Vec<(u32, f64)> = history
+        .iter()
+        .filter_map(|r| {
+            let p = r.predicted.as_ref()?;
+            let m = r.measured.as_ref()?;
+            let tau = if p.sd > 0.0 {
+                p.sd
+            } else {
+                0.5 * p.effect.abs() + 0.005
+            };
+            let se = ((m.ci.1 - m.ci.0) / (2.0 * 1.96)).max(0.0);
+            let denom = (se * se + tau * tau).sqrt();
+            (denom > 0.0 && denom.is_finite()).then(|| (r.iteration, (m.effect - p.effect) / denom))
+        })
+        .collect();
+    if zs.len() < th.mismatch_window {
+        return None;
+    }
+    let recent = &zs[zs.len() - th.mismatch_window..];
+    let n = recent.len() as f64;
+    let sum_sq: f64 = recent.iter().map(|(_, z)| z * z).sum();
+    let bias = recent.iter().map(|(_, z)| z).sum::<f64>() / n.sqrt();
+    let span = format!("iterations {}–{}", recent[0].0, recent[recent.len() - 1].0);
+    if bias.abs() > th.mismatch_bias {
+        let way = if bias < 0.0 {
+            "optimistic: measured effects fall short of predictions"
+        } else {
+            "pessimistic: measured effects beat predictions"
+        };
+        return Some(Alarm::red(
+            "predictions_biased",
+            format!("predictions are biased ({way}); Σz/√n = {bias:.2} over {span}"),
+        ));
+    }
+    if sum_sq > th.mismatch_chi2 {
+        return Some(Alarm::red(
+            "predictions_unreliable",
+            format!(
+                "predictions miss by more than their stated uncertainty: Σz² = {sum_sq:.1} > {} over {span}",
+                th.mismatch_chi2
+            ),
+        ));
+    }
+    None
+}
+
+pub fn failure_streak(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+    let tail: Vec<&IterationRecord> = history.iter().rev().take(th.failure_streak).collect();
+    if tail.len() < th.failure_streak || !tail.iter().all(|r| r.verdict.is_failure()) {
+        return None;
+    }
+    let ids: Vec<String> = tail
+        .iter()
+        .rev()
+        .map(|r| format!("{} ({})", r.iteration, r.verdict.as_str()))
+        .collect();
+    Some(Alarm::red(
+        "failure_streak",
+        format!(
+            "{} failed iterations in a row: {}; the last said: {}",
+            th.failure_streak,
+            ids.join(", "),
+            tail[0].reason
+        ),
+    ))
+}
+
+pub fn scope(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+    let blocked: Vec<u32> = history
+        .iter()
+        .filter(|r| r.verdict == Verdict::Blocked)
+        .map(|r| r.iteration)
+        .collect();
+    (blocked.len() >= th.scope_violations).then(|| {
+        Alarm::red(
+            "scope",
+            format!("{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})", blocked.len(), blocked),
+        )
+    })
+}
+
+/// Non-keeps in a row at the end of the history.
+pub fn plateau_length(history: &[IterationRecord]) -> usize {
+    history
+        .iter()
+        .rev()
+        .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
+        .count()
+}
+
+/// Every RED alarm the archive raises now, most specific first.
+pub fn red_alarms(history: &[IterationRecord], th: &Thresholds) -> Vec<Alarm> {
+    let w = window(history);
+    [
+        exact_cycle(w),
+        direction_flips(w, th),
+        regressions(w, th),
+        model_mismatch(w, th),
+        failure_streak(w, th),
+        scope(w, th),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn short(s: &str) -> &str {
+    &s[..s.len().min(10)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::{Comparison, Pair};
+    use crate::history::Prediction;
+    use crate::plan::Axis;
+    use crate::stats::SplitMix64;
+
+    fn measured(i: u32, verdict: Verdict, base: f64, effect: f64, half_ci: f64) -> IterationRecord {
+        let mut r = IterationRecord::new_for_test(i, verdict);
+        r.measured = Some(Comparison {
+            pairs: vec![Pair {
+                base,
+                cand: base * (1.0 - effect),
+                cand_first: false,
+                d: 0.0,
+            }],
+            base_median: base,
+            cand_median: base * (1.0 - effect),
+            effect,
+            ci: (effect - half_ci, effect + half_ci),
+            p: 0.5,
+            looks: 1,
+            theta1: 0.02,
+            alpha: 0.05,
+            delta0: 0.0,
+            rule: String::new(),
+            alpha_look: 0.017,
+            s_h: 0.02,
+            noise_changed: false,
+        });
+        r
+    }
+
+    fn with_axis(
+        mut r: IterationRecord,
+        name: &str,
+        dir: &str,
+        step: Option<f64>,
+    ) -> IterationRecord {
+        r.axes = vec![Axis {
+            name: name.into(),
+            direction: dir.into(),
+            step,
+        }];
+        r
+    }
+
+    fn baseline() -> IterationRecord {
+        IterationRecord::new_for_test(0, Verdict::Baseline)
+    }
+
+    #[test]
+    fn exact_cycle_on_a_restored_tree_but_not_on_new_trees() {
+        let mut h = vec![baseline()];
+        h[0].tree = Some("t0".into());
+        let mut k1 = measured(1, Verdict::Keep, 100.0, 0.1, 0.02);
+        k1.tree = Some("t1".into());
+        h.push(k1);
+        let mut k2 = measured(2, Verdict::Keep, 90.0, 0.1, 0.02);
+        k2.tree = Some("t2".into());
+        h.push(k2);
+        assert!(exact_cycle(&h).is_none());
+        let mut back = measured(3, Verdict::Keep, 81.0, 0.05, 0.02);
+        back.tree = Some("t1".into());
+        h.push(back);
+        let a = exact_cycle(&h).unwrap();
+        assert_eq!(a.stop_reason(), Some(StopReason::RedOscillation));
+        assert!(a.evidence.contains("iteration 1"), "{}", a.evidence);
+    }
+
+    #[test]
+    fn flip_flopping_is_red_and_bisection_is_not() {
+        let th = Thresholds::default();
+        let mut flip = vec![baseline()];
+        for i in 1..=16 {
+            let dir = if i % 2 == 0 { "up" } else { "down" };
+            flip.push(with_axis(
+                measured(i, Verdict::Discard, 100.0, 0.0, 0.02),
+                "TILE",
+                dir,
+                Some(0.25),
+            ));
+        }
+        assert!(direction_flips(&flip, &th).is_some());
+        let mut bisect = vec![baseline()];
+        for i in 1..=16 {
+            let dir = if i % 2 == 0 { "up" } else { "down" };
+            let step = 0.25 * 0.8f64.powi(i as i32);
+            bisect.push(with_axis(
+                measured(i, Verdict::Discard, 100.0, 0.0, 0.02),
+                "TILE",
+                dir,
+                Some(step),
+            ));
+        }
+        assert!(direction_flips(&bisect, &th).is_none());
+        // Without magnitudes, steps count as not shrinking.
+        let mut declared = vec![baseline()];
+        for i in 1..=16 {
+            let dir = if i % 2 == 0 {
+                "more caching"
+            } else {
+                "less caching"
+            };
+            declared.push(with_axis(
+                measured(i, Verdict::Discard, 100.0, 0.0, 0.02),
+                "cache",
+                dir,
+                None,
+            ));
+        }
+        assert!(direction_flips(&declared, &th).is_some());
+    }
+
+    #[test]
+    fn a_worsening_base_trends_and_a_noisy_plateau_does_not() {
+        let th = Thresholds::default();
+        let mut rng = SplitMix64::new(5);
+        let worse: Vec<IterationRecord> = (1..=12)
+            .map(|i| {
+                measured(
+                    i,
+                    Verdict::Discard,
+                    100.0 * (1.0 + 0.01 * i as f64) * (1.0 + 0.002 * rng.normal()),
+                    0.0,
+                    0.02,
+                )
+            })
+            .collect();
+        assert!(base_trend(&worse, Direction::Minimize, 0.005, &th).is_some());
+        // For a maximized metric the same rising series is improving.
+        assert!(base_trend(&worse, Direction::Maximize, 0.005, &th).is_none());
+        let flat: Vec<IterationRecord> = (1..=12)
+            .map(|i| {
+                measured(
+                    i,
+                    Verdict::Discard,
+                    100.0 * (1.0 + 0.02 * rng.normal()),
+                    0.0,
+                    0.02,
+                )
+            })
+            .collect();
+        assert!(base_trend(&flat, Direction::Minimize, 0.02, &th).is_none());
+    }
+
+    #[test]
+    fn steady_regressions_are_red_and_a_mixed_series_is_not() {
+        let th = Thresholds::default();
+        let worse: Vec<IterationRecord> = (1..=12)
+            .map(|i| measured(i, Verdict::Discard, 100.0, -0.01 * i as f64, 0.005))
+            .collect();
+        assert_eq!(
+            regressions(&worse, &th).unwrap().stop_reason(),
+            Some(StopReason::RedDivergence)
+        );
+        let mixed: Vec<IterationRecord> = (1..=12)
+            .map(|i| {
+                measured(
+                    i,
+                    Verdict::Discard,
+                    100.0,
+                    if i % 2 == 0 { 0.01 } else { -0.03 },
+                    0.005,
+                )
+            })
+            .collect();
+        assert!(regressions(&mixed, &th).is_none());
+    }
+
+    #[test]
+    fn optimistic_predictions_are_red_and_calibrated_ones_are_not() {
+        let th = Thresholds::default();
+        let mut rng = SplitMix64::new(11);
+        let optimistic: Vec<IterationRecord> = (1..=10)
+            .map(|i| {
+                let mut r = measured(i, Verdict::Discard, 100.0, 0.002 * rng.normal(), 0.01);
+                r.predicted = Some(Prediction {
+                    effect: 0.2,
+                    sd: 0.05,
+                });
+                r
+            })
+            .collect();
+        let a = model_mismatch(&optimistic, &th).unwrap();
+        assert_eq!(a.kind, "predictions_biased");
+        assert!(a.evidence.contains("optimistic"));
+        let calibrated: Vec<IterationRecord> = (1..=10)
+            .map(|i| {
+                let truth = 0.03 * rng.normal();
+                let mut r = measured(
+                    i,
+                    Verdict::Discard,
+                    100.0,
+                    truth + 0.005 * rng.normal(),
+                    0.01,
+                );
+                r.predicted = Some(Prediction {
+                    effect: truth + 0.02 * rng.normal(),
+                    sd: 0.02,
+                });
+                r
+            })
+            .collect();
+        assert!(model_mismatch(&calibrated, &th).is_none());
+    }
+
+    #[test]
+    fn ack_resets_the_window() {
+        let th = Thresholds::default();
+        let mut h = vec![baseline()];
+        for i in 1..=5 {
+            h.push(IterationRecord::new_for_test(i, Verdict::Crash));
+        }
+        assert_eq!(red_alarms(&h, &th)[0].kind, "failure_streak");
+        let mut acked = IterationRecord::new_for_test(6, Verdict::Crash);
+        acked.acknowledged = Some("by me".into());
+        h.push(acked);
+        assert!(red_alarms(&h, &th).is_empty());
+    }
+
+    #[test]
+    fn plateau_counts_non_keeps_at_the_end() {
+        let h = vec![
+            baseline(),
+            measured(1, Verdict::Keep, 100.0, 0.1, 0.01),
+            measured(2, Verdict::Discard, 90.0, 0.0, 0.01),
+            IterationRecord::new_for_test(3, Verdict::Crash),
+        ];
+        assert_eq!(plateau_length(&h), 2);
+    }
+}

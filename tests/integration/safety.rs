@@ -1,0 +1,131 @@
+//! Regressions found in review: each scenario once lost or corrupted work.
+
+use crate::test::{Test, knob_brief};
+
+fn keeps(t: &Test, brief: &str) -> Vec<ooda::history::IterationRecord> {
+    t.iterations(brief)
+        .into_iter()
+        .skip(1)
+        .map(|i| t.record(brief, i))
+        .filter(|r| r.verdict == ooda::history::Verdict::Keep)
+        .collect()
+}
+
+#[test]
+fn an_ignored_knobs_file_is_still_committed_with_each_keep() {
+    let t = Test::new();
+    t.write(".gitignore", &format!("{}*.env\n", t.read(".gitignore")));
+    t.brief("ig", &knob_brief("budget: { iterations: 4 }\n"));
+    t.commit("brief");
+    t.ooda(&["run", "ig"]).expect(4);
+    let kept = keeps(&t, "ig");
+    assert!(!kept.is_empty());
+    let last = kept.last().unwrap();
+    let env = t.git(&[
+        "show",
+        &format!("{}:ooda.knobs.env", last.commit.as_deref().unwrap()),
+    ]);
+    assert!(env.contains(&format!("X={}", last.knobs["X"])), "{env}");
+}
+
+#[test]
+fn deleting_the_worktrees_after_a_keep_never_moves_the_branch_back() {
+    let t = Test::new();
+    t.brief("wt", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "wt"]).expect(0);
+    // The first proposal (X 10 → 28) is a big gain on this landscape: a keep.
+    let r = t.ooda_env(&["tick", "wt"], &[("OODA_FAILPOINT", "after:commit")]);
+    assert_eq!(r.code, -1);
+    std::fs::remove_dir_all(t.path().join(".ooda/worktrees")).unwrap();
+    t.git(&["worktree", "prune"]);
+    t.ooda(&["tick", "wt"]).expect(0);
+    let kept = keeps(&t, "wt");
+    assert!(!kept.is_empty(), "iteration 1 should be a keep");
+    let tip = t.git(&["rev-parse", "ooda/wt"]);
+    assert_eq!(Some(tip.as_str()), kept[0].commit.as_deref());
+}
+
+#[test]
+fn a_recreated_base_worktree_is_set_up_again() {
+    let t = Test::new();
+    // The bench is "built" by setup into an ignored folder.
+    t.write(".gitignore", &format!("{}/out/\n", t.read(".gitignore")));
+    let brief = knob_brief("").replace(
+        "command: ./bench.sh",
+        "command: ./out/bench\n  setup: mkdir -p out && cp bench.sh out/bench",
+    );
+    t.brief("su", &brief);
+    t.commit("brief");
+    t.ooda(&["tick", "su"]).expect(0);
+    t.ooda(&["tick", "su"]).expect(0);
+    std::fs::remove_dir_all(t.path().join(".ooda/worktrees")).unwrap();
+    t.git(&["worktree", "prune"]);
+    t.ooda(&["tick", "su"]).expect(0);
+    let r = t.record("su", 2);
+    assert_ne!(r.verdict, ooda::history::Verdict::Crash, "{}", r.reason);
+}
+
+#[test]
+fn a_dot_slash_knobs_file_is_ooda_s_own() {
+    let t = Test::new();
+    t.brief("ds", &knob_brief("knobs_file: ./k.env\n"));
+    t.commit("brief");
+    t.ooda(&["tick", "ds"]).expect(0);
+    t.ooda(&["tick", "ds"]).expect(0);
+    assert_ne!(
+        t.record("ds", 1).verdict,
+        ooda::history::Verdict::Blocked,
+        "{}",
+        t.record("ds", 1).reason
+    );
+}
+
+#[test]
+fn a_project_below_the_git_top_is_refused_clearly() {
+    let t = Test::new();
+    t.write("proj/ooda.yaml", "");
+    t.write("proj/briefs/p.md", &knob_brief(""));
+    t.commit("nested");
+    let out = t
+        .command(&["tick", "p"])
+        .current_dir(t.path().join("proj"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not the top of its git work tree"));
+}
+
+#[test]
+fn a_deleted_iteration_file_is_named_not_silently_skipped() {
+    let t = Test::new();
+    t.brief("del", &knob_brief(""));
+    t.commit("brief");
+    for _ in 0..3 {
+        t.ooda(&["tick", "del"]).expect(0);
+    }
+    std::fs::remove_file(t.path().join("iterations/del/iter-002.md")).unwrap();
+    let r = t.ooda(&["tick", "del"]).expect(1);
+    assert!(
+        r.stderr.contains("iter-002.md") && r.stderr.contains("missing"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(t.iterations("del"), vec![0, 1]);
+}
+
+#[test]
+fn a_baseline_killed_after_archiving_is_not_measured_again() {
+    let t = Test::new();
+    t.brief("b0", &knob_brief(""));
+    t.commit("brief");
+    let r = t.ooda_env(
+        &["tick", "b0"],
+        &[("OODA_FAILPOINT", "before-checkpoint:check")],
+    );
+    assert_eq!(r.code, -1);
+    let archived = t.read("iterations/b0/iter-000.md");
+    let r = t.ooda(&["tick", "b0", "--json"]).expect(0);
+    assert!(r.stdout.contains("\"iteration\":1"), "{}", r.stdout);
+    assert_eq!(t.read("iterations/b0/iter-000.md"), archived);
+}
