@@ -533,7 +533,7 @@ fn the_daemon_ticks_each_brief_on_its_own_schedule() {
 
 /// Both Briefs' candidate measurements wait (boundedly) for each other: each
 /// can only see the other's marker if the two run at the same time.
-const MEET: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  if [ \"$OODA_BRIEF\" = p ]; then other=q; else other=p; fi\n  touch \"$OODA_TEST_DIR/marks/here-$OODA_BRIEF\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/here-$other\" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e \"$OODA_TEST_DIR/marks/here-$other\" ] && touch \"$OODA_TEST_DIR/marks/saw-$OODA_BRIEF\"\nfi\nexec ./bench.sh\n";
+const MEET: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  if [ \"$OODA_BRIEF\" = p ]; then other=q; else other=p; fi\n  touch \"$OODA_TEST_DIR/marks/here-$OODA_BRIEF\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/here-$other\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e \"$OODA_TEST_DIR/marks/here-$other\" ] && touch \"$OODA_TEST_DIR/marks/saw-$OODA_BRIEF\"\nfi\nexec ./bench.sh\n";
 
 #[test]
 fn the_daemon_runs_two_briefs_at_once_each_under_its_own_lock() {
