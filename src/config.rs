@@ -47,6 +47,8 @@ pub struct Defaults {
     pub output_cap: u64,
     /// Consecutive iterations without a keep after which a run is `stalled`.
     pub stall_after: u32,
+    /// Thresholds of the red-light detectors (DESIGN.md §6).
+    pub red_lights: crate::redlight::Thresholds,
 }
 
 impl Default for Defaults {
@@ -60,6 +62,7 @@ impl Default for Defaults {
             notes_dir: "notes".into(),
             output_cap: 1_048_576,
             stall_after: 10,
+            red_lights: crate::redlight::Thresholds::default(),
         }
     }
 }
@@ -180,6 +183,20 @@ const DEFAULTS_KEYS: &[&str] = &[
     "notes_dir",
     "output_cap",
     "stall_after",
+    "red_lights",
+];
+const RED_LIGHT_KEYS: &[&str] = &[
+    "flip_window",
+    "flip_min",
+    "trend_window",
+    "trend_z",
+    "mismatch_window",
+    "mismatch_chi2",
+    "mismatch_bias",
+    "failure_streak",
+    "scope_violations",
+    "plateau",
+    "regressions",
 ];
 const AGENT_KEYS: &[&str] = &["command", "prompt", "format", "timeout", "env"];
 const MODEL_KEYS: &[&str] = &[
@@ -349,6 +366,9 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
     {
         d.stall_after = u32::try_from(v).unwrap_or(u32::MAX);
     }
+    if let Some(e) = fields.get("red_lights") {
+        check_red_lights(ck, &e.value, &mut d.red_lights);
+    }
     // The first look of the sequential test is at 3 pairs.
     if let Some(v) = fields
         .get("pairs")
@@ -404,6 +424,50 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         )
     {
         d.output_cap = v;
+    }
+}
+
+fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::redlight::Thresholds) {
+    let example = "red_lights: {failure_streak: 5, mismatch_chi2: 31.4}";
+    let Some(fields) = ck.map(node, "defaults.red_lights", RED_LIGHT_KEYS, example) else {
+        return;
+    };
+    let counts: [(&str, &mut usize); 8] = [
+        ("flip_window", &mut th.flip_window),
+        ("flip_min", &mut th.flip_min),
+        ("trend_window", &mut th.trend_window),
+        ("mismatch_window", &mut th.mismatch_window),
+        ("failure_streak", &mut th.failure_streak),
+        ("scope_violations", &mut th.scope_violations),
+        ("plateau", &mut th.plateau),
+        ("regressions", &mut th.regressions),
+    ];
+    for (name, slot) in counts {
+        let key = format!("defaults.red_lights.{name}");
+        if let Some(v) = fields
+            .get(name)
+            .and_then(|e| positive(ck, e, &key, 1, example))
+        {
+            *slot = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+    }
+    let reals: [(&str, &mut f64); 3] = [
+        ("trend_z", &mut th.trend_z),
+        ("mismatch_chi2", &mut th.mismatch_chi2),
+        ("mismatch_bias", &mut th.mismatch_bias),
+    ];
+    for (name, slot) in reals {
+        if let Some(e) = fields.get(name)
+            && let Some(v) = ck.expect(
+                &e.value,
+                &format!("defaults.red_lights.{name}"),
+                "a positive number",
+                example,
+                |n| parse_float(n.scalar()?).filter(|v| *v > 0.0),
+            )
+        {
+            *slot = v;
+        }
     }
 }
 
@@ -662,10 +726,34 @@ mod tests {
     }
 
     #[test]
+    fn red_light_thresholds_are_configurable_and_checked() {
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "defaults:\n  red_lights:\n    failure_streak: 3\n    trend_z: 2.5\n",
+        )
+        .expect("valid");
+        assert_eq!(cfg.defaults.red_lights.failure_streak, 3);
+        assert_eq!(cfg.defaults.red_lights.trend_z, 2.5);
+        assert_eq!(
+            cfg.defaults.red_lights.flip_window,
+            crate::redlight::Thresholds::default().flip_window
+        );
+        let p = only("defaults:\n  red_lights:\n    failure_streek: 3\n");
+        assert_eq!(p.line, Some(3));
+        assert!(p.to_string().contains("failure_streak"), "{p}");
+        let p = only("defaults:\n  red_lights:\n    trend_z: -1\n");
+        assert_eq!(p.key.as_deref(), Some("defaults.red_lights.trend_z"));
+    }
+
+    #[test]
     fn empty_or_missing_file_is_default() {
         let cfg = Config::parse(Path::new("ooda.yaml"), "# nothing yet\n").expect("valid");
         assert_eq!(cfg, Config::default());
         assert_eq!(cfg.defaults.pairs, 12);
+        assert_eq!(
+            cfg.defaults.red_lights,
+            crate::redlight::Thresholds::default()
+        );
         assert_eq!(cfg.defaults.calibration_pairs, 10);
         assert_eq!(cfg.defaults.alpha, 0.05);
         assert_eq!(cfg.defaults.prompt_budget, 24_000);

@@ -57,6 +57,12 @@ pub struct Comparison {
     /// This iteration's spread was far above the history (F test at 99%).
     #[serde(default)]
     pub noise_changed: bool,
+    /// The mean log ratio the test used (winsorized; positive = better) and
+    /// its 95% CI: the symmetric scale that model checks compare on.
+    #[serde(default)]
+    pub d_mean: f64,
+    #[serde(default)]
+    pub d_ci: (f64, f64),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -502,6 +508,8 @@ pub fn report(
         alpha_look: rule.alphas[last.index],
         s_h: rule.noise.map(|h| h.s_h).unwrap_or(0.0),
         noise_changed: last.noise_changed,
+        d_mean: last.mean,
+        d_ci: last.ci95,
     };
     (keep, comparison, reason)
 }

@@ -667,6 +667,8 @@ mod tests {
             alpha_look: 0.018,
             s_h: 0.02,
             noise_changed: false,
+            d_mean: -0.05,
+            d_ci: (-0.08, -0.02),
         });
         r.falsified = Some("TILE=32 is not faster than TILE=16".into());
         r.patterns = vec![Pattern {

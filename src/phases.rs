@@ -1179,9 +1179,13 @@ impl<'a> Runner<'a> {
                 iteration: last.iteration,
             })
         };
-        if let Some(alarm) = redlight::red_alarms(&self.history, &self.thresholds())
-            .into_iter()
-            .next()
+        if let Some(alarm) = redlight::red_alarms(
+            &self.history,
+            self.brief.metric.direction,
+            &self.thresholds(),
+        )
+        .into_iter()
+        .next()
         {
             return mk(
                 alarm.stop_reason().unwrap_or(StopReason::RedScope),
@@ -1205,7 +1209,7 @@ impl<'a> Runner<'a> {
     }
 
     fn thresholds(&self) -> redlight::Thresholds {
-        redlight::Thresholds::default()
+        self.project.config.defaults.red_lights
     }
 
     /// Rewrites the last iteration file with an amendment made in CHECK

@@ -284,23 +284,61 @@ pub fn regressions(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm
     })
 }
 
+/// A relative gain in the Brief's direction as a log ratio (positive = better).
+/// Gains are skewed (a 5× slowdown is −400%, a 5× speed-up only +80%); log
+/// ratios are what was measured, symmetric, and comparable across sizes.
+fn gain_to_log(dir: Direction, g: f64) -> Option<f64> {
+    match dir {
+        Direction::Minimize => (g < 1.0).then(|| -(1.0 - g).ln()),
+        Direction::Maximize => (g > -1.0).then(|| (1.0 + g).ln()),
+    }
+}
+
+/// One prediction's standardized error, on the log-ratio scale the runner
+/// measures on: (measured − predicted) / √(se² + τ²), with τ the stated
+/// uncertainty (default 0.5·|p| + 0.5%) mapped by the delta method.
+pub fn prediction_z(r: &IterationRecord, dir: Direction) -> Option<f64> {
+    let (d_meas, se, d_pred, tau) = prediction_parts(r, dir)?;
+    let denom = (se * se + tau * tau).sqrt();
+    (denom > 0.0 && denom.is_finite()).then(|| (d_meas - d_pred) / denom)
+}
+
+/// (measured log ratio, its standard error, predicted log ratio, τ in log units).
+pub fn prediction_parts(r: &IterationRecord, dir: Direction) -> Option<(f64, f64, f64, f64)> {
+    let p = r.predicted.as_ref()?;
+    let m = r.measured.as_ref()?;
+    let se = (m.d_ci.1 - m.d_ci.0) / (2.0 * 1.96);
+    let effect = p.effect.clamp(-0.99, 0.99);
+    let d_pred = gain_to_log(dir, effect)?;
+    let tau_gain = if p.sd > 0.0 {
+        p.sd
+    } else {
+        0.5 * p.effect.abs() + 0.005
+    };
+    // d(log ratio)/d(gain): 1/(1−g) for minimize, 1/(1+g) for maximize.
+    let slope = match dir {
+        Direction::Minimize => 1.0 / (1.0 - effect),
+        Direction::Maximize => 1.0 / (1.0 + effect),
+    };
+    (se.is_finite() && m.d_mean.is_finite()).then_some((
+        m.d_mean,
+        se.max(0.0),
+        d_pred,
+        tau_gain * slope,
+    ))
+}
+
 /// Model mismatch: are the agent's predictions consistent with what was
-/// measured? z_i = (θ̂_i − p_i) / √(se_i² + τ_i²) over the last window.
-pub fn model_mismatch(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+/// measured? Over the last window: Σz² (χ²-like, "unreliable") and Σz/√n
+/// ("biased": optimistic when negative).
+pub fn model_mismatch(
+    history: &[IterationRecord],
+    dir: Direction,
+    th: &Thresholds,
+) -> Option<Alarm> {
     let zs: Vec<(u32, f64)> = history
         .iter()
-        .filter_map(|r| {
-            let p = r.predicted.as_ref()?;
-            let m = r.measured.as_ref()?;
-            let tau = if p.sd > 0.0 {
-                p.sd
-            } else {
-                0.5 * p.effect.abs() + 0.005
-            };
-            let se = ((m.ci.1 - m.ci.0) / (2.0 * 1.96)).max(0.0);
-            let denom = (se * se + tau * tau).sqrt();
-            (denom > 0.0 && denom.is_finite()).then(|| (r.iteration, (m.effect - p.effect) / denom))
-        })
+        .filter_map(|r| prediction_z(r, dir).map(|z| (r.iteration, z)))
         .collect();
     if zs.len() < th.mismatch_window {
         return None;
@@ -378,13 +416,13 @@ pub fn plateau_length(history: &[IterationRecord]) -> usize {
 }
 
 /// Every RED alarm the archive raises now, most specific first.
-pub fn red_alarms(history: &[IterationRecord], th: &Thresholds) -> Vec<Alarm> {
+pub fn red_alarms(history: &[IterationRecord], dir: Direction, th: &Thresholds) -> Vec<Alarm> {
     let w = window(history);
     [
         exact_cycle(w),
         direction_flips(w, th),
         regressions(w, th),
-        model_mismatch(w, th),
+        model_mismatch(w, dir, th),
         failure_streak(w, th),
         scope(w, th),
     ]
@@ -427,6 +465,11 @@ mod tests {
             alpha_look: 0.017,
             s_h: 0.02,
             noise_changed: false,
+            d_mean: -(1.0 - effect).ln(),
+            d_ci: (
+                -(1.0 - effect + half_ci).ln(),
+                -(1.0 - effect - half_ci).ln(),
+            ),
         });
         r
     }
@@ -582,7 +625,7 @@ mod tests {
                 r
             })
             .collect();
-        let a = model_mismatch(&optimistic, &th).unwrap();
+        let a = model_mismatch(&optimistic, Direction::Minimize, &th).unwrap();
         assert_eq!(a.kind, "predictions_biased");
         assert!(a.evidence.contains("optimistic"));
         let calibrated: Vec<IterationRecord> = (1..=10)
@@ -602,7 +645,7 @@ mod tests {
                 r
             })
             .collect();
-        assert!(model_mismatch(&calibrated, &th).is_none());
+        assert!(model_mismatch(&calibrated, Direction::Minimize, &th).is_none());
     }
 
     #[test]
@@ -612,11 +655,14 @@ mod tests {
         for i in 1..=5 {
             h.push(IterationRecord::new_for_test(i, Verdict::Crash));
         }
-        assert_eq!(red_alarms(&h, &th)[0].kind, "failure_streak");
+        assert_eq!(
+            red_alarms(&h, Direction::Minimize, &th)[0].kind,
+            "failure_streak"
+        );
         let mut acked = IterationRecord::new_for_test(6, Verdict::Crash);
         acked.acknowledged = Some("by me".into());
         h.push(acked);
-        assert!(red_alarms(&h, &th).is_empty());
+        assert!(red_alarms(&h, Direction::Minimize, &th).is_empty());
     }
 
     #[test]

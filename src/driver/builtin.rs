@@ -27,6 +27,10 @@ const PRIOR_WEIGHT: f64 = 0.3;
 /// Optimism: how much predicted uncertainty counts toward a candidate's score.
 const KAPPA: f64 = 0.5;
 const FIRST_STEP: f64 = 0.25;
+/// Log-scale spread assumed before the history shows the real one: knob
+/// changes routinely move a metric by tens of percent, and a prediction must
+/// not claim more certainty than the search has.
+const PRIOR_SPREAD: f64 = 0.5;
 const STEP_LEVELS: i32 = 7;
 
 struct Obs {
@@ -153,10 +157,10 @@ pub fn plan(
     let surrogate = Surrogate {
         knobs,
         prior: if ys.is_empty() { 0.0 } else { stats::mean(&ys) },
-        spread: if ys.len() > 1 {
+        spread: if ys.len() > 2 {
             stats::sd(&ys).max(noise)
         } else {
-            0.1
+            PRIOR_SPREAD
         },
         noise,
         obs,
@@ -299,6 +303,28 @@ fn describe(
     let (y_best, _, _) = s.predict(best);
     let (m, sd, weights) = s.predict(&point);
     let effect = gain(dir, y_best - m);
+    // Honest uncertainty: never claim to be more precise than the surrogate
+    // has actually been. The typical past miss (log scale) is a floor, which
+    // keeps the builtin's predictions calibrated for the mismatch red light.
+    let misses: Vec<f64> = history
+        .iter()
+        .filter_map(|r| crate::redlight::prediction_parts(r, dir))
+        .map(|(meas, _, pred, _)| (meas - pred).powi(2))
+        .collect();
+    let floor = if misses.is_empty() {
+        0.0
+    } else {
+        (misses.iter().sum::<f64>() / misses.len() as f64).sqrt()
+    };
+    let sd_log = sd.max(floor);
+    // Plans state uncertainty as a relative gain; map the log-scale sd by the
+    // slope of the gain at the predicted point (delta method).
+    let sd = sd_log
+        * match dir {
+            Direction::Minimize => 1.0 - effect,
+            Direction::Maximize => 1.0 + effect,
+        }
+        .abs();
     let mut axes = Vec::new();
     let mut moves = Vec::new();
     for k in &brief.knobs {
@@ -514,6 +540,8 @@ mod tests {
                 alpha_look: 0.018,
                 s_h: 0.01,
                 noise_changed: false,
+                d_mean: d,
+                d_ci: (d, d),
             });
             if keep {
                 best = plan.knobs.clone();
