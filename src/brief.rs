@@ -52,7 +52,7 @@ pub struct Brief {
     /// An agent profile from `ooda.yaml`, `builtin`, or `None` (the builtin knob search).
     pub agent: Option<String>,
     pub budget: Budget,
-    /// A cron expression or interval, checked by the scheduler; here only non-empty.
+    /// A cron expression or interval, validated with [`crate::schedule::Schedule::parse`].
     pub schedule: Option<String>,
     pub seed: Option<u64>,
     pub goal: String,
@@ -780,12 +780,16 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
         draft.budget = check_budget(ck, &e.value, "budget");
     }
     if let Some(e) = fields.get("schedule") {
-        draft.schedule = ck.string(
-            &e.value,
-            "schedule",
-            "a cron expression",
-            "schedule: \"*/20 * * * *\"",
-        );
+        const EXPECTED: &str = "a cron expression or an interval";
+        const EXAMPLE: &str = "schedule: \"*/20 * * * *\"";
+        draft.schedule = ck.string(&e.value, "schedule", EXPECTED, EXAMPLE);
+        if let Some(text) = &draft.schedule
+            && let Err(why) = crate::schedule::Schedule::parse(text)
+        {
+            ck.report(Some(e.value.line), Some("schedule"), why)
+                .expected(EXPECTED)
+                .example(EXAMPLE);
+        }
     }
     if let Some(e) = fields.get("seed") {
         draft.seed = ck.expect(

@@ -92,7 +92,13 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             .unwrap_or_else(|| "none".into())
     );
     if let Some(sch) = &brief.schedule {
-        let _ = writeln!(s, "  schedule    {sch}");
+        let zone = crate::schedule::Zone::from_env();
+        match crate::schedule::describe(sch, chrono::Utc::now(), &zone) {
+            Ok(text) => s.push_str(&text),
+            Err(e) => {
+                let _ = writeln!(s, "  schedule    {sch}: {e}");
+            }
+        }
     }
     s
 }

@@ -13,8 +13,10 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::log::Log;
 use crate::phases::{Runner, StepOutcome};
 use crate::project::Project;
+use crate::schedule::{Schedule, Zone};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -63,12 +65,24 @@ pub enum Command {
     },
     /// Run exactly one iteration (or finish an interrupted one) and exit
     Tick { brief: String },
-    /// Run iterations back to back until a stop
+    /// Run iterations back to back until a stop, or one per fire time with --every/--cron
     Run {
         brief: String,
         /// Stop after N iterations in this invocation (the baseline not counted)
         #[arg(long, value_name = "N")]
         max_iterations: Option<u32>,
+        /// One iteration per interval, the first at once (e.g. 20m, 1h30m)
+        #[arg(long, value_name = "D", conflicts_with = "cron")]
+        every: Option<String>,
+        /// One iteration per fire time of a cron expression (local time, or TZ)
+        #[arg(long, value_name = "E")]
+        cron: Option<String>,
+    },
+    /// Run every Brief in briefs/ on its own `schedule`, picking up new, edited and deleted Briefs
+    Daemon {
+        /// The folder of Briefs to watch (default: briefs/ of the project)
+        #[arg(long, value_name = "DIR")]
+        briefs: Option<PathBuf>,
     },
     /// Show each Brief's status
     Status { brief: Option<String> },
@@ -200,7 +214,7 @@ pub fn run(cli: Cli) -> Result<i32> {
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
             runner.verbose = cli.verbose;
             let outcome = runner.step()?;
-            let code = report_step(&runner, &outcome, cli.json, quiet);
+            let code = report_step(&runner.brief.name, &outcome, cli.json, quiet);
             // A signal during the last checkpoint: the work is saved, but the
             // caller asked us to stop and must learn that we were interrupted.
             if interrupt.is_set() {
@@ -211,8 +225,32 @@ pub fn run(cli: Cli) -> Result<i32> {
         Command::Run {
             brief,
             max_iterations,
+            every,
+            cron,
         } => {
             let project = Project::discover(cli.root.as_deref())?;
+            let schedule = match (every, cron) {
+                (Some(d), _) => {
+                    Some(Schedule::every(&d).map_err(|e| Error::Input(format!("--every: {e}")))?)
+                }
+                (_, Some(e)) => {
+                    Some(Schedule::cron(&e).map_err(|e| Error::Input(format!("--cron: {e}")))?)
+                }
+                (None, None) => None,
+            };
+            if let Some(schedule) = schedule {
+                let log = Log::new(Zone::from_env(), quiet);
+                let report = |name: &str, o: &StepOutcome| report_step(name, o, cli.json, quiet);
+                return crate::ticker::run(
+                    project,
+                    &brief,
+                    schedule,
+                    max_iterations,
+                    log,
+                    cli.verbose,
+                    &report,
+                );
+            }
             let interrupt = Interrupt::install();
             let mut runner = Runner::open(&project, &brief, &interrupt, Box::new(progress))?;
             runner.verbose = cli.verbose;
@@ -229,13 +267,18 @@ pub fn run(cli: Cli) -> Result<i32> {
                     return Err(Error::Interrupted);
                 }
                 let outcome = runner.step()?;
-                let code = report_step(&runner, &outcome, cli.json, quiet);
+                let code = report_step(&runner.brief.name, &outcome, cli.json, quiet);
                 match outcome {
                     StepOutcome::Baseline => {}
                     StepOutcome::Iteration { .. } => done += 1,
                     StepOutcome::Stopped(_) | StepOutcome::Finished(_) => return Ok(code),
                 }
             }
+        }
+        Command::Daemon { briefs } => {
+            let project = Project::discover(cli.root.as_deref())?;
+            let log = Log::new(Zone::from_env(), quiet);
+            crate::daemon::run(project, briefs, log, cli.verbose)
         }
         Command::Status { brief } => {
             let project = Project::discover(cli.root.as_deref())?;
@@ -277,8 +320,7 @@ pub fn run(cli: Cli) -> Result<i32> {
 }
 
 /// Prints what a step did and returns the exit code it implies.
-fn report_step(runner: &Runner, outcome: &StepOutcome, json: bool, quiet: bool) -> i32 {
-    let name = &runner.brief.name;
+fn report_step(name: &str, outcome: &StepOutcome, json: bool, quiet: bool) -> i32 {
     let (code, text, value) = match outcome {
         StepOutcome::Baseline => (
             0,

@@ -129,6 +129,27 @@ pub enum Event {
         reason: String,
         detail: String,
     },
+    /// A scheduler (`run --every/--cron`, `daemon`) starts a tick. `due` is
+    /// the fire time; `missed` counts fire times that passed while the
+    /// previous tick overran (they are not made up for).
+    ScheduledTick {
+        schedule: String,
+        due: DateTime<Utc>,
+        late_seconds: f64,
+        missed: u32,
+    },
+    /// The scheduled tick ended: `outcome` is baseline, iteration, stopped,
+    /// finished, red, budget, interrupted or error.
+    ScheduledTickFinished {
+        outcome: String,
+        seconds: f64,
+    },
+    /// A fire time passed without a tick because another process held the lock.
+    ScheduledTickSkipped {
+        schedule: String,
+        due: DateTime<Utc>,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

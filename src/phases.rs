@@ -240,6 +240,18 @@ impl<'a> Runner<'a> {
         Ok(runner)
     }
 
+    /// Appends an event under `parent` (default: the run), for callers that
+    /// drive the machine, such as the scheduler recording its ticks.
+    pub fn emit_event(
+        &mut self,
+        iteration: Option<u32>,
+        parent: Option<&str>,
+        event: Event,
+    ) -> Result<String> {
+        let parent = parent.unwrap_or(&self.run_event).to_string();
+        self.events.emit(iteration, Some(&parent), event)
+    }
+
     fn say(&self, msg: &str) {
         (self.progress)(&tagged(&self.brief.name, msg));
     }

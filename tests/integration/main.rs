@@ -7,4 +7,5 @@ mod errors;
 mod loop_runs;
 mod resume;
 mod safety;
+mod schedule;
 mod test;
