@@ -749,10 +749,11 @@ mod tests {
         let total = 200_000_000 + 4;
         assert_eq!(out.truncated_bytes, total - s.output_cap as u64);
         assert!(out.output.starts_with("y\ny\n"));
-        // stderr's "end" lands in the tail, but not necessarily last: the stdout reader
-        // may still be emptying its pipe when the stderr reader gets it.
+        // stderr's "end" lands in the tail, but not necessarily last (the stdout
+        // reader may still be emptying its pipe), and a pipe read may even
+        // split a "y\n" around it: only its presence after the marker is fixed.
         let marker_at = out.output.find("bytes omitted").unwrap();
-        assert!(out.output[marker_at..].contains("y\nend\n"));
+        assert!(out.output[marker_at..].contains("end"));
         assert!(out.output.contains(&format!(
             "\n[… {} bytes omitted …]\ny\n",
             out.truncated_bytes

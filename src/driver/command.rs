@@ -5,7 +5,7 @@
 //!   [`CommandAgent::command_line`] returns. That same line is what `ooda
 //!   check` prints, so what a human reviews is exactly what runs.
 //! - The environment carries `OODA_PHASE`, `OODA_BRIEF`, `OODA_ITERATION`,
-//!   `OODA_PROMPT_FILE` and `OODA_OUTPUT_FILE` (plus `OODA_BRIEF_NAME`,
+//!   `OODA_PROMPT_FILE` and `OODA_OUTPUT_FILE` (plus `OODA_BRIEF_FILE`,
 //!   `OODA_ATTEMPT` and `OODA_ITERATIONS_DIR`, and the profile's `env`).
 //! - The prompt is written (redacted) to a file outside the worktree, so the
 //!   agent's own files never count as a change, and reaches the agent on stdin
@@ -135,8 +135,8 @@ impl CommandAgent {
         let abs = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
             ("OODA_PHASE".into(), inv.phase.into()),
-            ("OODA_BRIEF".into(), abs(inv.brief_path)),
-            ("OODA_BRIEF_NAME".into(), inv.brief_name.into()),
+            ("OODA_BRIEF".into(), inv.brief_name.into()),
+            ("OODA_BRIEF_FILE".into(), abs(inv.brief_path)),
             ("OODA_ITERATION".into(), inv.iteration.to_string()),
             ("OODA_ATTEMPT".into(), inv.attempt.to_string()),
             ("OODA_PROMPT_FILE".into(), abs(&prompt_file)),
@@ -457,13 +457,13 @@ mod tests {
 
     #[test]
     fn the_contract_reaches_the_agent() {
-        let script = r#"read -r line; echo "stdin=$line"; echo "arg=$1"; echo "phase=$OODA_PHASE brief=$OODA_BRIEF name=$OODA_BRIEF_NAME it=$OODA_ITERATION extra=$EXTRA pwd=$(pwd)"; printf '```ooda\n{"a": 1}\n```\n'"#;
+        let script = r#"read -r line; echo "stdin=$line"; echo "arg=$1"; echo "phase=$OODA_PHASE brief=$OODA_BRIEF file=$OODA_BRIEF_FILE it=$OODA_ITERATION extra=$EXTRA pwd=$(pwd)"; printf '```ooda\n{"a": 1}\n```\n'"#;
         let (r, tmp) = invoke(script, PromptMode::Stdin, 10);
         let dir = tmp.path();
         assert!(r.finished(), "{r:?}");
         let log = std::fs::read_to_string(dir.join(r.call.output.as_ref().unwrap())).unwrap();
         assert!(log.contains("stdin=PROMPT with [REDACTED]"), "{log}");
-        assert!(log.contains("phase=plan brief=/x/briefs/b.md name=b it=3 extra=yes"));
+        assert!(log.contains("phase=plan brief=b file=/x/briefs/b.md it=3 extra=yes"));
         assert!(log.contains(&format!("pwd={}", dir.join("cand").display())));
         assert_eq!(r.result.unwrap().0["a"], 1);
         // The prompt file is outside the worktree and redacted.

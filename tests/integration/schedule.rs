@@ -322,7 +322,7 @@ fn a_signal_while_waiting_for_the_next_fire_time_exits_130_at_once() {
 
 /// The metric command of iteration ≥ 1 on the candidate side announces
 /// itself and waits for `marks/go`, so the test controls how long the lock is held.
-const GATED: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  touch \"$OODA_TEST_DIR/marks/measuring\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/go\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\nfi\nexec ./bench.sh\n";
+const GATED: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  touch \"$OODA_TEST_DIR/marks/measuring\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/go\" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done\nfi\nexec ./bench.sh\n";
 
 #[test]
 fn a_burst_of_concurrent_ticks_makes_one_iteration_per_successful_tick_and_exit_5_for_the_rest() {
@@ -533,7 +533,7 @@ fn the_daemon_ticks_each_brief_on_its_own_schedule() {
 
 /// Both Briefs' candidate measurements wait (boundedly) for each other: each
 /// can only see the other's marker if the two run at the same time.
-const MEET: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  if [ \"$OODA_BRIEF\" = p ]; then other=q; else other=p; fi\n  touch \"$OODA_TEST_DIR/marks/here-$OODA_BRIEF\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/here-$other\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e \"$OODA_TEST_DIR/marks/here-$other\" ] && touch \"$OODA_TEST_DIR/marks/saw-$OODA_BRIEF\"\nfi\nexec ./bench.sh\n";
+const MEET: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  if [ \"$OODA_BRIEF\" = p ]; then other=q; else other=p; fi\n  touch \"$OODA_TEST_DIR/marks/here-$OODA_BRIEF\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/here-$other\" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e \"$OODA_TEST_DIR/marks/here-$other\" ] && touch \"$OODA_TEST_DIR/marks/saw-$OODA_BRIEF\"\nfi\nexec ./bench.sh\n";
 
 #[test]
 fn the_daemon_runs_two_briefs_at_once_each_under_its_own_lock() {
@@ -637,7 +637,7 @@ fn sighup_makes_the_daemon_reread_ooda_yaml() {
 }
 
 /// The candidate's measurement in iteration 1 announces itself and waits for `marks/release`.
-const HELD: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" = 1 ] && [ \"$OODA_SIDE\" = cand ]; then\n  touch \"$OODA_TEST_DIR/marks/measuring\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/release\" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\nfi\nexec ./bench.sh\n";
+const HELD: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" = 1 ] && [ \"$OODA_SIDE\" = cand ]; then\n  touch \"$OODA_TEST_DIR/marks/measuring\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/release\" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done\nfi\nexec ./bench.sh\n";
 
 fn held_repo() -> Test {
     let t = repo();
