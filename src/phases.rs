@@ -1400,11 +1400,18 @@ impl<'a> Runner<'a> {
         if recent {
             return Ok((None, Vec::new()));
         }
-        let conf = if self.state.best_commit == self.state.start_commit {
-            None
-        } else {
-            self.confirm(parent, iteration)?
-        };
+        if self.state.best_commit == self.state.start_commit {
+            // Nothing was kept: the base is still the start commit, so only
+            // the machine can have changed.
+            let alarm = redlight::Alarm::yellow(
+                "machine_drift",
+                format!(
+                    "{trend}; no change has been kept, so the base is the start commit itself: the machine got slower"
+                ),
+            );
+            return Ok((None, vec![alarm]));
+        }
+        let conf = self.confirm(parent, iteration)?;
         if let Some(c) = &conf
             && c.ci.0 > 0.0
         {
@@ -1424,7 +1431,7 @@ impl<'a> Runner<'a> {
         let old_tip = self.state.best_commit.clone();
         let anchor = match &conf {
             Some(c) => format!("the anchor test finds no gain over the start ({})", c.why),
-            None => "no kept change to defend".into(),
+            None => "the anchor test could not be measured".into(),
         };
         let evidence = format!(
             "{trend}; {anchor}. The base was rolled back from {} to {} (the old tip is kept as refs/ooda/{}/diverged-{iteration})",

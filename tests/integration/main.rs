@@ -5,6 +5,7 @@ mod commands;
 mod decisions;
 mod errors;
 mod loop_runs;
+mod redlights;
 mod resume;
 mod safety;
 mod schedule;

@@ -1,0 +1,297 @@
+//! Every stop reason, end to end: fake agents that go in circles, make
+//! everything worse or promise gains that never come are stopped by the
+//! runner within the documented number of iterations; a human `ack`
+//! restarts the loop.
+
+use crate::test::{Test, knob_brief};
+use ooda::history::Verdict;
+
+/// Fast decisions (3 pairs), and no stall: only the red light under test may stop.
+const CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 1000\n";
+
+/// Knob-independent metric: seeded uniform ±1% noise around 100.
+const NOOP_BENCH: &str = r#"#!/bin/sh
+counter="$OODA_TEST_DIR/counter"
+n=$(cat "$counter" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" > "$counter"
+awk -v n="$n" 'BEGIN { srand(n); print "METRIC t=" 100 * (1 + 0.02 * (rand() - 0.5)) }'
+"#;
+
+/// A script agent whose PLAN answer is computed from the iteration number by
+/// `$PLAN_X` (the knob value), `$PLAN_DIR` (the declared direction) and the
+/// fixed prediction `$PLAN_EFFECT ± $PLAN_SD`. EXECUTE changes nothing else.
+const AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+i=$OODA_ITERATION
+case "$OODA_PHASE" in
+  plan)
+    x=$(awk -v i="$i" "BEGIN { print $PLAN_X }")
+    dir=$(awk -v i="$i" "BEGIN { print $PLAN_DIR }")
+    printf '{"hypothesis": "try X=%s (attempt %s)", "change": "X to %s", "cites": [%s], "axes": [{"name": "X", "direction": "%s"}], "predicted_effect": %s, "predicted_sd": %s, "knobs": {"X": %s}}' "$x" "$i" "$x" "$((i - 1))" "$dir" "$PLAN_EFFECT" "$PLAN_SD" "$x" > "$OODA_OUTPUT_FILE"
+    ;;
+  execute) echo "set X" ;;
+  learn) printf '{"patterns": [], "next": "go on"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+struct Scenario<'a> {
+    bench: &'a str,
+    x: &'a str,
+    dir: &'a str,
+    effect: &'a str,
+    sd: &'a str,
+}
+
+fn night(s: Scenario) -> Test {
+    let t = Test::new();
+    t.write("ooda.yaml", CONFIG);
+    t.script("bench.sh", s.bench);
+    t.script("ooda-agent.sh", AGENT);
+    t.brief(
+        "r",
+        &knob_brief("")
+            .replace("agent: builtin", "agent: script")
+            .replace("int: [10, 80], default: 10", "int: [1, 200], default: 10"),
+    );
+    t.commit("red light scenario");
+    let env = [
+        ("PLAN_X", s.x),
+        ("PLAN_DIR", s.dir),
+        ("PLAN_EFFECT", s.effect),
+        ("PLAN_SD", s.sd),
+    ];
+    let r = t.ooda_env(&["run", "r", "--max-iterations", "30"], &env);
+    assert_eq!(
+        r.code, 3,
+        "expected a red light\n{}\n{}",
+        r.stdout, r.stderr
+    );
+    t
+}
+
+fn stopped(t: &Test) -> (u32, String, String) {
+    let last = *t.iterations("r").last().unwrap();
+    let stop = t
+        .record("r", last)
+        .stop
+        .expect("the last iteration carries the stop");
+    (last, stop.reason.as_str().to_string(), stop.detail)
+}
+
+#[test]
+fn flip_flopping_a_knob_is_red_oscillation_within_sixteen_iterations() {
+    // X alternates around 40 with a growing distance: directions reverse every
+    // time and the steps never shrink (no magnitudes are declared).
+    let t = night(Scenario {
+        bench: NOOP_BENCH,
+        x: "40 + (i % 2 == 0 ? 1 : -1) * (5 + i)",
+        dir: "(i % 2 == 0) ? \"up\" : \"down\"",
+        effect: "0.0",
+        sd: "0.05",
+    });
+    let (last, reason, detail) = stopped(&t);
+    assert_eq!(reason, "red_oscillation", "{detail}");
+    assert_eq!(last, 16, "flip_window = 16 changes");
+    assert!(detail.contains("axis X"), "{detail}");
+    let summary = t.read("iterations/r/summary.md");
+    assert!(summary.contains("RED — red_oscillation"), "{summary}");
+    // Later ticks refuse until a human acknowledges, then the loop runs again.
+    let refused = t.ooda(&["tick", "r"]).expect(3);
+    assert!(
+        refused.stderr.contains("red_oscillation") && refused.stderr.contains("ooda ack r"),
+        "{}",
+        refused.stderr
+    );
+    t.ooda(&["ack", "r", "--note", "looked at it"]).expect(0);
+    let env = [
+        ("PLAN_X", "100 + i"),
+        ("PLAN_DIR", "\"up\""),
+        ("PLAN_EFFECT", "0.0"),
+        ("PLAN_SD", "0.05"),
+    ];
+    t.ooda_env(&["tick", "r"], &env).expect(0);
+    assert!(
+        t.record("r", 17)
+            .acknowledged
+            .unwrap()
+            .contains("looked at it")
+    );
+}
+
+#[test]
+fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
+    // The metric grows with X; the agent raises X every time: every candidate
+    // is a significant regression, and a worse one each time.
+    let worse = NOOP_BENCH
+        .replace(
+            "print \"METRIC t=\" 100 *",
+            "print \"METRIC t=\" (100 + 2 * x) *",
+        )
+        .replace("awk -v n=\"$n\"", "awk -v n=\"$n\" -v x=\"${X:-10}\"");
+    let t = night(Scenario {
+        bench: &worse,
+        x: "10 + 5 * i",
+        dir: "\"up\"",
+        effect: "0.0",
+        sd: "1.0",
+    });
+    let (last, reason, detail) = stopped(&t);
+    assert_eq!(reason, "red_divergence", "{detail}");
+    assert_eq!(last, 12, "trend_window = 12 measured iterations");
+    assert!(detail.contains("significantly worse"), "{detail}");
+    for i in 1..=12 {
+        assert_eq!(t.record("r", i).verdict, Verdict::Discard);
+    }
+}
+
+#[test]
+fn promising_gains_that_never_come_is_red_model_mismatch_within_ten_iterations() {
+    let t = night(Scenario {
+        bench: NOOP_BENCH,
+        x: "10 + i",
+        dir: "\"up\"",
+        effect: "0.2",
+        sd: "0.05",
+    });
+    let (last, reason, detail) = stopped(&t);
+    assert_eq!(reason, "red_model_mismatch", "{detail}");
+    assert_eq!(last, 10, "mismatch_window = 10 predictions");
+    assert!(detail.contains("optimistic"), "{detail}");
+    t.ooda(&["tick", "r"]).expect(3);
+    t.ooda(&["ack", "r"]).expect(0);
+    let env = [
+        ("PLAN_X", "100 + i"),
+        ("PLAN_DIR", "\"up\""),
+        ("PLAN_EFFECT", "0.0"),
+        ("PLAN_SD", "0.05"),
+    ];
+    t.ooda_env(&["tick", "r"], &env).expect(0);
+    assert_eq!(t.iterations("r").len(), 12);
+}
+
+#[test]
+fn a_slower_machine_with_nothing_kept_is_yellow_not_red() {
+    // Every run is 0.2% slower than the one before: the re-measured base trends
+    // up although nothing changes. With no keep, that can only be the machine.
+    let drifting = NOOP_BENCH.replace(
+        "print \"METRIC t=\" 100 *",
+        "print \"METRIC t=\" 100 * (1 + 0.002 * n) *",
+    );
+    let t = Test::new();
+    t.write("ooda.yaml", CONFIG);
+    t.script("bench.sh", &drifting);
+    t.brief("d", &knob_brief("budget: { iterations: 14 }\n"));
+    t.commit("drift");
+    t.ooda(&["run", "d"]).expect(4);
+    let alarms: Vec<_> = (1..=14).flat_map(|i| t.record("d", i).alarms).collect();
+    let drift = alarms
+        .iter()
+        .find(|a| a.kind == "machine_drift")
+        .expect("a machine_drift warning");
+    assert!(
+        drift.evidence.contains("Mann-Kendall"),
+        "{}",
+        drift.evidence
+    );
+    assert!(
+        t.read("iterations/d/summary.md")
+            .contains("YELLOW machine_drift")
+    );
+}
+
+#[test]
+fn stalled_is_a_plain_stop_with_exit_zero() {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 3\n",
+    );
+    t.script("bench.sh", NOOP_BENCH);
+    t.brief("s", &knob_brief(""));
+    t.commit("stall");
+    let r = t.ooda(&["run", "s"]).expect(0);
+    assert!(r.stdout.contains("stalled"), "{}", r.stdout);
+    assert!(t.read("iterations/s/summary.md").contains("DONE — stalled"));
+    // Nothing to do afterwards, still exit 0.
+    let again = t.ooda(&["tick", "s"]).expect(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+}
+
+#[test]
+fn the_wall_clock_budget_stops_with_exit_four() {
+    let t = Test::new();
+    t.brief("w", &knob_brief("budget: { wall: 1s }\n"));
+    t.commit("wall");
+    t.ooda(&["tick", "w"]).expect(0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let r = t.ooda(&["tick", "w"]).expect(4);
+    assert!(r.stdout.contains("budget_wall"), "{}", r.stdout);
+    // Raising the budget lets the run continue.
+    t.brief("w", &knob_brief("budget: { wall: 1h }\n"));
+    t.ooda(&["tick", "w"]).expect(0);
+}
+
+/// A claude-json fake that reports 1,000 tokens and $0.25 per call.
+fn claude_night(budget: &str) -> Test {
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("../fixtures/agent-outputs/claude-json.json")).unwrap();
+    let t = Test::new();
+    let mut out = |answer: &str| {
+        let mut v = fixture.clone();
+        v["result"] = format!("```ooda\n{answer}\n```").into();
+        v["total_cost_usd"] = 0.25.into();
+        v["usage"] = serde_json::json!({"input_tokens": 600, "output_tokens": 400});
+        v.to_string()
+    };
+    let plan = out(
+        r#"{"hypothesis": "X=30 is better (attempt $OODA_ITERATION)", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.1, "predicted_sd": 0.1, "knobs": {"X": 30}}"#,
+    );
+    let execute = out(r#"{"change": "set X"}"#);
+    let learn = out(r#"{"patterns": []}"#);
+    t.write("plan.out", &plan);
+    t.write("execute.out", &execute);
+    t.write("learn.out", &learn);
+    t.script(
+        "agent.sh",
+        "#!/bin/sh\ncat > /dev/null\ncat \"$OODA_TEST_DIR/$OODA_PHASE.out\"\n",
+    );
+    t.write(
+        ".gitignore",
+        &format!(
+            "{}/plan.out\n/execute.out\n/learn.out\n",
+            t.read(".gitignore")
+        ),
+    );
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}agents:\n  fake: {{command: [./agent.sh], format: claude-json, timeout: 20s}}\n",
+            crate::test::QUIET_CONFIG
+        ),
+    );
+    t.brief(
+        "c",
+        &knob_brief(budget).replace("agent: builtin", "agent: fake"),
+    );
+    t.commit("claude fake");
+    t
+}
+
+#[test]
+fn the_cost_budget_stops_after_the_iteration_that_used_it() {
+    let t = claude_night("budget: { cost_usd: 0.5 }\n");
+    let r = t.ooda(&["run", "c"]).expect(4);
+    assert!(r.stdout.contains("budget_cost"), "{}", r.stdout);
+    // Three calls at $0.25 use the budget in iteration 1, which is archived.
+    assert_eq!(t.iterations("c"), vec![0, 1]);
+    assert!((t.record("c", 1).cost_usd - 0.75).abs() < 1e-9);
+}
+
+#[test]
+fn the_token_budget_stops_after_the_iteration_that_used_it() {
+    let t = claude_night("budget: { tokens: 2k }\n");
+    let r = t.ooda(&["run", "c"]).expect(4);
+    assert!(r.stdout.contains("budget_tokens"), "{}", r.stdout);
+    assert_eq!(t.iterations("c"), vec![0, 1]);
+}
