@@ -237,7 +237,7 @@ fn claude_night(budget: &str) -> Test {
     let fixture: serde_json::Value =
         serde_json::from_str(include_str!("../fixtures/agent-outputs/claude-json.json")).unwrap();
     let t = Test::new();
-    let mut out = |answer: &str| {
+    let out = |answer: &str| {
         let mut v = fixture.clone();
         v["result"] = format!("```ooda\n{answer}\n```").into();
         v["total_cost_usd"] = 0.25.into();
