@@ -308,7 +308,12 @@ pub fn prediction_parts(r: &IterationRecord, dir: Direction) -> Option<(f64, f64
     let p = r.predicted.as_ref()?;
     let m = r.measured.as_ref()?;
     let se = (m.d_ci.1 - m.d_ci.0) / (2.0 * 1.96);
-    let effect = p.effect.clamp(-0.99, 0.99);
+    // Only the side where the log ratio is undefined is bounded: a predicted
+    // 3× slowdown (−200% for minimize) is a legitimate prediction.
+    let effect = match dir {
+        Direction::Minimize => p.effect.min(0.99),
+        Direction::Maximize => p.effect.max(-0.99),
+    };
     let d_pred = gain_to_log(dir, effect)?;
     let tau_gain = if p.sd > 0.0 {
         p.sd
@@ -331,6 +336,11 @@ pub fn prediction_parts(r: &IterationRecord, dir: Direction) -> Option<(f64, f64
 /// Model mismatch: are the agent's predictions consistent with what was
 /// measured? Over the last window: Σz² (χ²-like, "unreliable") and Σz/√n
 /// ("biased": optimistic when negative).
+///
+/// Only an agent's predictions count. The builtin knob search refits its
+/// surrogate from the archive every iteration and proposes points by a fixed
+/// schedule, so a poor surrogate guess misleads nothing; an agent's wrong
+/// picture of the system, in contrast, steers every plan it makes.
 pub fn model_mismatch(
     history: &[IterationRecord],
     dir: Direction,
@@ -338,6 +348,7 @@ pub fn model_mismatch(
 ) -> Option<Alarm> {
     let zs: Vec<(u32, f64)> = history
         .iter()
+        .filter(|r| r.driver != "builtin")
         .filter_map(|r| prediction_z(r, dir).map(|z| (r.iteration, z)))
         .collect();
     if zs.len() < th.mismatch_window {
@@ -618,6 +629,7 @@ mod tests {
         let optimistic: Vec<IterationRecord> = (1..=10)
             .map(|i| {
                 let mut r = measured(i, Verdict::Discard, 100.0, 0.002 * rng.normal(), 0.01);
+                r.driver = "command:claude".into();
                 r.predicted = Some(Prediction {
                     effect: 0.2,
                     sd: 0.05,
@@ -626,6 +638,16 @@ mod tests {
             })
             .collect();
         let a = model_mismatch(&optimistic, Direction::Minimize, &th).unwrap();
+        // The builtin search's surrogate guesses do not count.
+        let builtin: Vec<IterationRecord> = optimistic
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.driver = "builtin".into();
+                r
+            })
+            .collect();
+        assert!(model_mismatch(&builtin, Direction::Minimize, &th).is_none());
         assert_eq!(a.kind, "predictions_biased");
         assert!(a.evidence.contains("optimistic"));
         let calibrated: Vec<IterationRecord> = (1..=10)

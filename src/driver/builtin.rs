@@ -27,9 +27,10 @@ const PRIOR_WEIGHT: f64 = 0.3;
 /// Optimism: how much predicted uncertainty counts toward a candidate's score.
 const KAPPA: f64 = 0.5;
 const FIRST_STEP: f64 = 0.25;
-/// Log-scale spread assumed before the history shows the real one: knob
-/// changes routinely move a metric by tens of percent, and a prediction must
-/// not claim more certainty than the search has.
+/// The least log-scale spread assumed for the landscape: knob changes
+/// routinely move a metric by tens of percent, even when the points measured
+/// so far happen to agree, and a prediction must not claim more certainty
+/// than the search has.
 const PRIOR_SPREAD: f64 = 0.5;
 const STEP_LEVELS: i32 = 7;
 
@@ -157,11 +158,7 @@ pub fn plan(
     let surrogate = Surrogate {
         knobs,
         prior: if ys.is_empty() { 0.0 } else { stats::mean(&ys) },
-        spread: if ys.len() > 2 {
-            stats::sd(&ys).max(noise)
-        } else {
-            PRIOR_SPREAD
-        },
+        spread: stats::sd(&ys).max(noise).max(PRIOR_SPREAD),
         noise,
         obs,
     };
