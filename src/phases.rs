@@ -494,8 +494,14 @@ impl<'a> Runner<'a> {
                         return Ok(StepOutcome::Stopped(stop));
                     }
                 }
-                Phase::Execute => self.phase(next, |r, id| r.do_execute(id))?,
-                Phase::Evaluate => self.phase(next, |r, id| r.do_evaluate(id))?,
+                Phase::Execute => {
+                    self.cut_if_over_budget(next)?;
+                    self.phase(next, |r, id| r.do_execute(id))?
+                }
+                Phase::Evaluate => {
+                    self.cut_if_over_budget(next)?;
+                    self.phase(next, |r, id| r.do_evaluate(id))?
+                }
                 Phase::Review => self.phase(next, |_, _| Ok(()))?,
                 Phase::Learn => self.phase(next, |r, id| r.do_learn(id))?,
                 Phase::Commit => self.phase(next, |r, _| r.do_commit())?,
@@ -1468,8 +1474,49 @@ impl<'a> Runner<'a> {
         summary::best_value(&self.history)
     }
 
+    /// Budgets are enforced before each phase that spends (DESIGN.md §6):
+    /// when wall clock, tokens or cost ran out during this iteration, its
+    /// remaining work is skipped and the iteration goes straight to LEARN as
+    /// `invalid`, so it is still archived before the run stops.
+    fn cut_if_over_budget(&mut self, phase: Phase) -> Result<()> {
+        if self.current()?.blocked.is_some() {
+            return Ok(());
+        }
+        let Some(stop) = self
+            .budget_stop()
+            .filter(|s| s.reason != StopReason::BudgetIterations)
+        else {
+            return Ok(());
+        };
+        let reason = format!(
+            "{} {}: {} ({}); the candidate was not measured",
+            agent_steps::BUDGET_CUT,
+            phase.as_str().to_uppercase(),
+            stop.reason.as_str(),
+            stop.detail
+        );
+        self.say(&reason);
+        self.current_mut()?.blocked = Some(reason);
+        Ok(())
+    }
+
     fn budget_stop(&self) -> Option<Stop> {
         let budget = self.brief.effective_budget(&self.project.config);
+        // Agent calls of an iteration not yet archived count too.
+        let in_flight = self
+            .state
+            .current
+            .as_ref()
+            .filter(|c| c.done < Phase::Learn)
+            .map(|c| {
+                c.agent_calls
+                    .iter()
+                    .fold(crate::agent_output::Usage::default(), |mut u, call| {
+                        u.add(&call.usage);
+                        u
+                    })
+            })
+            .unwrap_or_default();
         let done = self.history.len().saturating_sub(1) as u32;
         let last = self.history.last().map(|r| r.iteration).unwrap_or(0);
         let mk = |reason, detail: String| {
@@ -1503,7 +1550,7 @@ impl<'a> Runner<'a> {
                 );
             }
         }
-        let tokens: u64 = self.history.iter().map(|r| r.tokens).sum();
+        let tokens: u64 = self.history.iter().map(|r| r.tokens).sum::<u64>() + in_flight.total();
         if let Some(t) = budget.tokens
             && tokens >= t
         {
@@ -1512,7 +1559,8 @@ impl<'a> Runner<'a> {
                 format!("{tokens} of {t} tokens used"),
             );
         }
-        let cost: f64 = self.history.iter().map(|r| r.cost_usd).sum();
+        let cost: f64 = self.history.iter().map(|r| r.cost_usd).sum::<f64>()
+            + in_flight.cost_usd.unwrap_or(0.0);
         if let Some(c) = budget.cost_usd
             && c > 0.0
             && cost >= c

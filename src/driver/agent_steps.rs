@@ -44,8 +44,14 @@ pub const EXECUTE_FAILED: &str = "execute failed";
 /// Whether a reason for not measuring means `invalid` (rather than `blocked`,
 /// which is kept for scope violations).
 pub fn is_invalid(reason: &str) -> bool {
-    reason.starts_with("plan rejected") || reason.starts_with(EXECUTE_FAILED)
+    reason.starts_with("plan rejected")
+        || reason.starts_with(EXECUTE_FAILED)
+        || reason.starts_with(BUDGET_CUT)
 }
+
+/// The reason prefix of an iteration cut short because a budget ran out
+/// before a phase that spends (its candidate is never measured).
+pub const BUDGET_CUT: &str = "budget reached before";
 
 /// What a step needs from the runner.
 pub struct Step<'a> {

@@ -69,7 +69,8 @@ impl CommandAgent {
             PromptMode::Stdin => format!("{argv} < \"$OODA_PROMPT_FILE\""),
             // $(cat) drops trailing newlines only; the prompt is otherwise verbatim.
             PromptMode::Arg => format!("{argv} \"$(cat \"$OODA_PROMPT_FILE\")\""),
-            PromptMode::File => format!("{argv} \"$OODA_PROMPT_FILE\""),
+            // DESIGN.md §7: the prompt is on stdin unless the profile says `arg`.
+            PromptMode::File => format!("{argv} \"$OODA_PROMPT_FILE\" < \"$OODA_PROMPT_FILE\""),
         }
     }
 

@@ -283,9 +283,19 @@ fn the_cost_budget_stops_after_the_iteration_that_used_it() {
     let t = claude_night("budget: { cost_usd: 0.5 }\n");
     let r = t.ooda(&["run", "c"]).expect(4);
     assert!(r.stdout.contains("budget_cost"), "{}", r.stdout);
-    // Three calls at $0.25 use the budget in iteration 1, which is archived.
+    // PLAN and EXECUTE at $0.25 each use the budget during iteration 1: it is
+    // not measured (the budget is enforced before EVALUATE) but archived.
     assert_eq!(t.iterations("c"), vec![0, 1]);
-    assert!((t.record("c", 1).cost_usd - 0.75).abs() < 1e-9);
+    let r1 = t.record("c", 1);
+    assert!((r1.cost_usd - 0.5).abs() < 1e-9, "{}", r1.cost_usd);
+    assert_eq!(r1.verdict, Verdict::Invalid);
+    assert!(
+        r1.reason
+            .starts_with("budget reached before EVALUATE: budget_cost"),
+        "{}",
+        r1.reason
+    );
+    assert!(r1.measured.is_none());
 }
 
 #[test]
