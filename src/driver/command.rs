@@ -397,7 +397,7 @@ mod tests {
         );
         assert_eq!(
             agent("aider").command_line(),
-            r#"aider --yes-always --no-auto-commits --no-dirty-commits --no-pretty --message-file "$OODA_PROMPT_FILE""#
+            r#"aider --yes-always --no-auto-commits --no-dirty-commits --no-pretty --message-file "$OODA_PROMPT_FILE" < "$OODA_PROMPT_FILE""#
         );
         assert_eq!(
             agent("script").command_line(),
