@@ -477,9 +477,15 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::redlight::Thr
     ];
     for (name, slot) in counts {
         let key = format!("defaults.red_lights.{name}");
+        // Windows need enough points for their statistics to mean anything.
+        let min = match name {
+            "flip_window" | "trend_window" => 8,
+            "flip_min" | "mismatch_window" => 3,
+            _ => 1,
+        };
         if let Some(v) = fields
             .get(name)
-            .and_then(|e| positive(ck, e, &key, 1, example))
+            .and_then(|e| positive(ck, e, &key, min, example))
         {
             *slot = usize::try_from(v).unwrap_or(usize::MAX);
         }

@@ -475,10 +475,7 @@ pub fn report(
     if !keep {
         if ci.1 < 0.0 {
             reason.push_str(" (significantly worse)");
-        } else if last.upper90.is_finite()
-            && last.decision == sequential::Decision::Discard
-            && n < sequential::LOOKS[3]
-        {
+        } else if last.why == "cannot reach the minimum detectable gain" {
             reason.push_str(&format!(
                 " ({}: 90% upper bound {:+.1}% < θ₁ {:.1}%)",
                 last.why,

@@ -223,8 +223,12 @@ impl EventLog {
             parent_id: parent.map(str::to_string),
             event,
         };
-        let mut line = serde_json::to_string(&record)
+        // Secrets never reach disk: every string of every event is redacted
+        // (commands, hypotheses, agent messages), whatever its field.
+        let mut value = serde_json::to_value(&record)
             .map_err(|e| Error::Internal(format!("serializing an event: {e}")))?;
+        redact_strings(&mut value);
+        let mut line = value.to_string();
         line.push('\n');
         // One write call per line: O_APPEND keeps concurrent writers' lines whole.
         self.file
@@ -236,6 +240,20 @@ impl EventLog {
         self.file
             .sync_data()
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+    }
+}
+
+fn redact_strings(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            let r = crate::compress::redact(s);
+            if r != *s {
+                *s = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(redact_strings),
+        serde_json::Value::Object(o) => o.values_mut().for_each(redact_strings),
+        _ => {}
     }
 }
 
@@ -300,6 +318,25 @@ mod tests {
         assert_eq!(all.len(), 2);
         assert_eq!(all[1].parent_id.as_deref(), Some(it.as_str()));
         assert_eq!(all[1].event, Event::PhaseStarted { phase: Phase::Plan });
+    }
+
+    #[test]
+    fn secrets_never_reach_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = EventLog::open(dir.path(), "r").unwrap();
+        let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
+        log.emit(
+            None,
+            None,
+            Event::Anomaly {
+                kind: "x".into(),
+                message: format!("the agent said {key}"),
+            },
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+        assert!(!text.contains(key), "{text}");
+        assert_eq!(read_all(dir.path()).unwrap().len(), 1);
     }
 
     #[test]

@@ -134,6 +134,9 @@ pub struct IterationRecord {
     /// Red lights and YELLOW warnings raised by this iteration's CHECK.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alarms: Vec<crate::redlight::Alarm>,
+    /// A divergence rollback moved the base back to this commit here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_to: Option<String>,
     /// The base, not the candidate, failed to build or measure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub base_failed: bool,
@@ -182,6 +185,7 @@ impl IterationRecord {
             acknowledged: None,
             confirmation: None,
             alarms: Vec::new(),
+            rollback_to: None,
             base_failed: false,
             stop: None,
         }

@@ -33,7 +33,7 @@ use crate::lock::BriefLock;
 use crate::plan;
 use crate::project::Project;
 use crate::redlight;
-use crate::state::{self, InFlight, Loaded, State, Stop, StopReason};
+use crate::state::{self, CheckOutcome, InFlight, Loaded, State, Stop, StopReason};
 use crate::stats::SplitMix64;
 use crate::summary;
 use crate::workspace::Workspace;
@@ -437,6 +437,7 @@ impl<'a> Runner<'a> {
             eval: None,
             commit: None,
             agent_calls: Vec::new(),
+            check: None,
         });
         self.phase(Phase::Observe, |r, _| {
             let best = oid(&r.state.best_commit)?;
@@ -989,6 +990,7 @@ impl<'a> Runner<'a> {
             acknowledged: self.state.pending_ack.clone(),
             confirmation: None,
             alarms: Vec::new(),
+            rollback_to: None,
             base_failed: outcome.base_failed,
             stop: None,
         };
@@ -1000,12 +1002,21 @@ impl<'a> Runner<'a> {
                 first_line(&plan.hypothesis),
                 outcome.reason
             );
-            let (commit, tree) = self.ws.prepare_commit(base, &msg)?;
+            // The commit is built from the tree recorded after EXECUTE (what
+            // was measured), never from the worktree as it is now.
+            let (commit, tree) = match &cur.tree {
+                Some(t) => (self.ws.commit_tree(base, oid(t)?, &msg)?, oid(t)?),
+                None => self.ws.prepare_commit(base, &msg)?,
+            };
             rec.commit = Some(commit.to_string());
             rec.tree = Some(tree.to_string());
             self.current_mut()?.commit = Some(commit.to_string());
         } else if !cur.changed_paths.is_empty() {
-            let diff = crate::compress::redact(&self.ws.diff()?);
+            let diff = match &cur.tree {
+                Some(t) => self.ws.diff_to_tree(base, oid(t)?)?,
+                None => self.ws.diff()?,
+            };
+            let diff = crate::compress::redact(&diff);
             let rel = format!("artifacts/iter-{:03}.diff", cur.iteration);
             let path = self.dir.join(&rel);
             crate::atomic::create_dir_all(&self.dir.join("artifacts"))?;
@@ -1094,6 +1105,10 @@ impl<'a> Runner<'a> {
         Ok(())
     }
 
+    /// CHECK decides first and acts second. The decision (alarms, stop,
+    /// rollback, confirmation) may measure, so it is saved in the state
+    /// before any of it is applied; a CHECK killed while applying re-applies
+    /// the same decision instead of deciding again on a half-changed world.
     fn do_check(&mut self) -> Result<StepOutcome> {
         let cur = self.current()?.clone();
         let verdict = cur
@@ -1102,41 +1117,98 @@ impl<'a> Runner<'a> {
             .map(|e| e.verdict)
             .unwrap_or(Verdict::Invalid);
         let parent = cur.event_id.clone();
-        self.events.emit(
-            Some(cur.iteration),
-            Some(&parent),
-            Event::Verdict {
-                verdict: verdict.as_str().into(),
-            },
-        )?;
+        let outcome = match cur.check.clone() {
+            Some(o) => o,
+            None => {
+                self.events.emit(
+                    Some(cur.iteration),
+                    Some(&parent),
+                    Event::Verdict {
+                        verdict: verdict.as_str().into(),
+                    },
+                )?;
+                let o = self.decide_check(&cur, verdict, &parent)?;
+                self.current_mut()?.check = Some(o.clone());
+                self.state.save(&self.dir)?;
+                o
+            }
+        };
+        if let Some((old_tip, target)) = &outcome.rollback {
+            self.ws.keep_ref(
+                &format!("refs/ooda/{}/diverged-{}", self.brief.name, cur.iteration),
+                oid(old_tip)?,
+            )?;
+            self.ws.ensure(oid(target)?)?;
+            self.state.best_commit = target.clone();
+        }
+        let o = outcome.clone();
+        self.amend_last(move |r| {
+            r.alarms = o.alarms;
+            if o.confirmation.is_some() {
+                r.confirmation = o.confirmation;
+            }
+            r.rollback_to = o.rollback.map(|(_, target)| target);
+        })?;
+        self.state.yellow = outcome
+            .alarms
+            .iter()
+            .rev()
+            .find(|a| a.level == redlight::Level::Yellow)
+            .map(|a| format!("{}: {}", a.kind, a.evidence));
+        self.state.current = None;
+        self.state.next_iteration = cur.iteration + 1;
+        match outcome.stop {
+            Some(stop) => {
+                self.finish(stop.clone())?;
+                Ok(StepOutcome::Stopped(stop))
+            }
+            None => {
+                self.state.save(&self.dir)?;
+                self.write_summary()?;
+                Ok(StepOutcome::Iteration {
+                    iteration: cur.iteration,
+                    verdict,
+                })
+            }
+        }
+    }
+
+    /// The decision of CHECK: measurements and events only, no other effect.
+    fn decide_check(
+        &mut self,
+        cur: &InFlight,
+        verdict: Verdict,
+        parent: &str,
+    ) -> Result<CheckOutcome> {
         let th = self.thresholds();
-        let mut alarms: Vec<redlight::Alarm> = cur
-            .eval
-            .as_ref()
-            .map(|e| e.alarms.clone())
-            .unwrap_or_default();
-        let mut stop = self.stop_condition();
-        if let Some(s) = &stop
+        let mut out = CheckOutcome {
+            alarms: cur
+                .eval
+                .as_ref()
+                .map(|e| e.alarms.clone())
+                .unwrap_or_default(),
+            stop: self.stop_condition(),
+            ..CheckOutcome::default()
+        };
+        if let Some(s) = &out.stop
             && s.reason.is_red()
         {
-            alarms.push(redlight::Alarm::red(
+            out.alarms.push(redlight::Alarm::red(
                 s.reason.as_str().trim_start_matches("red_"),
                 s.detail.clone(),
             ));
         }
-        if stop.is_none() {
-            let (s, found) = self.check_divergence(&parent, cur.iteration)?;
-            stop = s;
-            alarms.extend(found);
+        if out.stop.is_none() {
+            self.check_divergence(parent, cur.iteration, &mut out)?;
         }
         let plateau = redlight::plateau_length(redlight::window(&self.history));
-        if stop.is_none() && plateau == th.plateau {
-            alarms.push(redlight::Alarm::yellow(
+        if out.stop.is_none() && plateau == th.plateau {
+            out.alarms.push(redlight::Alarm::yellow(
                 "plateau",
                 format!("{plateau} iterations without a keep; {}", self.analysis()),
             ));
         }
-        for a in &alarms {
+        for a in &out.alarms {
             let ev = match a.level {
                 redlight::Level::Red => Event::RedLight {
                     reason: a.kind.clone(),
@@ -1147,14 +1219,12 @@ impl<'a> Runner<'a> {
                     message: a.evidence.clone(),
                 },
             };
-            self.events.emit(Some(cur.iteration), Some(&parent), ev)?;
+            self.events.emit(Some(cur.iteration), Some(parent), ev)?;
         }
-        if !alarms.is_empty() {
-            let found = alarms.clone();
-            self.amend_last(|r| r.alarms = found)?;
+        let stop_is_red = out.stop.as_ref().is_some_and(|s| s.reason.is_red());
+        if out.stop.is_none() {
+            out.stop = self.budget_stop();
         }
-        let stop_is_red = stop.as_ref().is_some_and(|s| s.reason.is_red());
-        let mut stop = stop.or_else(|| self.budget_stop());
         // Winner's curse: a kept candidate's own runs overstate it. The gain
         // the morning report states, and a reached goal, come from a fresh
         // comparison of the start of the run with the current best.
@@ -1163,20 +1233,18 @@ impl<'a> Runner<'a> {
             .iter()
             .filter(|r| r.verdict == Verdict::Keep)
             .count();
-        let target_hit = verdict == Verdict::Keep && self.meets_target(self.best_value());
+        let target_hit =
+            verdict == Verdict::Keep && !stop_is_red && self.meets_target(self.best_value());
         let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
-        let end_of_run = stop.is_some() && !stop_is_red;
-        let confirmed_now = self
-            .history
-            .last()
-            .is_some_and(|r| r.confirmation.is_some());
+        let end_of_run = out.stop.is_some() && !stop_is_red;
         if keeps > 0
+            && out.confirmation.is_none()
+            && out.rollback.is_none()
             && (target_hit || every_ten || end_of_run)
-            && (!confirmed_now || target_hit)
-            && let Some(conf) = self.confirm(&parent, cur.iteration)?
+            && let Some(conf) = self.confirm(parent, cur.iteration)?
         {
             if target_hit && self.meets_target(conf.best_median) {
-                stop = Some(Stop {
+                out.stop = Some(Stop {
                     reason: StopReason::GoalReached,
                     detail: format!(
                         "{} = {} meets the target {} in the confirmation test ({})",
@@ -1191,7 +1259,7 @@ impl<'a> Runner<'a> {
             } else if target_hit {
                 self.events.emit(
                     Some(cur.iteration),
-                    Some(&parent),
+                    Some(parent),
                     Event::Anomaly {
                         kind: "target_not_confirmed".into(),
                         message: format!(
@@ -1201,24 +1269,9 @@ impl<'a> Runner<'a> {
                     },
                 )?;
             }
-            self.amend_last(|r| r.confirmation = Some(conf))?;
+            out.confirmation = Some(conf);
         }
-        self.state.current = None;
-        self.state.next_iteration = cur.iteration + 1;
-        match stop {
-            Some(stop) => {
-                self.finish(stop.clone())?;
-                Ok(StepOutcome::Stopped(stop))
-            }
-            None => {
-                self.state.save(&self.dir)?;
-                self.write_summary()?;
-                Ok(StepOutcome::Iteration {
-                    iteration: cur.iteration,
-                    verdict,
-                })
-            }
-        }
+        Ok(out)
     }
 
     fn meets_target(&self, value: f64) -> bool {
@@ -1285,10 +1338,16 @@ impl<'a> Runner<'a> {
             Some(f) => Err(f),
             None => ev
                 .measure_pairs(&anchor, &best, CONFIRM_MAX_PAIRS, &mut rng, |p| {
-                    p.len() >= CONFIRM_PAIRS && {
+                    // Two looks only (12, then 20), the first at 97.5% so the
+                    // pair of them keeps the 95% claim honest.
+                    p.len() == CONFIRM_PAIRS && {
                         let d: Vec<f64> = p.iter().map(|x| x.d).collect();
-                        crate::stats::paired_t(&d, 0.0)
-                            .is_none_or(|t| t.ci95.0 > 0.0 || t.ci95.1 < 0.0)
+                        let (m, se) = (
+                            crate::stats::mean(&d),
+                            crate::stats::sd(&d) / (d.len() as f64).sqrt(),
+                        );
+                        let half = crate::stats::t_quantile(0.9875, (d.len() - 1) as f64) * se;
+                        !(half.is_finite()) || m - half > 0.0 || m + half < 0.0
                     }
                 })?
                 .map_err(|(_, f)| f),
@@ -1384,53 +1443,50 @@ impl<'a> Runner<'a> {
     /// Divergence (DESIGN.md §6): when the re-measured base trends worse, the
     /// anchor test (start of run vs current best) tells a slower machine
     /// (YELLOW) from kept changes that made things worse (RED, and the base
-    /// rolls back to the last confirmed commit).
+    /// rolls back to the last confirmed commit). Decides only; `do_check` acts.
     fn check_divergence(
         &mut self,
         parent: &str,
         iteration: u32,
-    ) -> Result<(Option<Stop>, Vec<redlight::Alarm>)> {
+        out: &mut CheckOutcome,
+    ) -> Result<()> {
         let th = self.thresholds();
         let run_sd = self.noise_sd() / std::f64::consts::SQRT_2;
         let window = redlight::window(&self.history);
         let Some(trend) = redlight::base_trend(window, self.brief.metric.direction, run_sd, &th)
         else {
-            return Ok((None, Vec::new()));
+            return Ok(());
         };
-        // One anchor test per episode: not again while the last one is recent.
-        let recent = window.iter().rev().take(th.trend_window).any(|r| {
+        // One anchor test per episode: not again while the last one is recent
+        // (this iteration's own record does not count).
+        let earlier = &window[..window.len().saturating_sub(1)];
+        let recent = earlier.iter().rev().take(th.trend_window).any(|r| {
             r.alarms
                 .iter()
                 .any(|a| a.kind == "machine_drift" || a.kind == "divergence")
         });
         if recent {
-            return Ok((None, Vec::new()));
+            return Ok(());
         }
         if self.state.best_commit == self.state.start_commit {
             // Nothing was kept: the base is still the start commit, so only
             // the machine can have changed.
-            let alarm = redlight::Alarm::yellow(
+            out.alarms.push(redlight::Alarm::yellow(
                 "machine_drift",
-                format!(
-                    "{trend}; no change has been kept, so the base is the start commit itself: the machine got slower"
-                ),
-            );
-            return Ok((None, vec![alarm]));
+                format!("{trend}; no change has been kept, so the base is the start commit itself: the machine got slower"),
+            ));
+            return Ok(());
         }
         let conf = self.confirm(parent, iteration)?;
         if let Some(c) = &conf
             && c.ci.0 > 0.0
         {
-            let alarm = redlight::Alarm::yellow(
+            out.alarms.push(redlight::Alarm::yellow(
                 "machine_drift",
-                format!(
-                    "{trend}; but the anchor test still finds the best better than the start ({}): the machine got slower, the changes are real",
-                    c.why
-                ),
-            );
-            let c = c.clone();
-            self.amend_last(|r| r.confirmation = Some(c))?;
-            return Ok((None, vec![alarm]));
+                format!("{trend}; but the anchor test still finds the best better than the start ({}): the machine got slower, the changes are real", c.why),
+            ));
+            out.confirmation = conf;
+            return Ok(());
         }
         let target = summary::last_confirmed_commit(&self.history)
             .unwrap_or_else(|| self.state.start_commit.clone());
@@ -1446,26 +1502,18 @@ impl<'a> Runner<'a> {
             self.brief.name
         );
         if target != old_tip {
-            self.ws.keep_ref(
-                &format!("refs/ooda/{}/diverged-{iteration}", self.brief.name),
-                oid(&old_tip)?,
-            )?;
-            self.ws.ensure(oid(&target)?)?;
-            self.state.best_commit = target;
+            out.rollback = Some((old_tip, target));
         }
-        if let Some(c) = conf {
-            self.amend_last(|r| r.confirmation = Some(c))?;
-        }
-        let alarm = redlight::Alarm::red("divergence", evidence.clone());
-        Ok((
-            Some(Stop {
-                reason: StopReason::RedDivergence,
-                detail: evidence,
-                at: Utc::now(),
-                iteration,
-            }),
-            vec![alarm],
-        ))
+        out.confirmation = conf;
+        out.alarms
+            .push(redlight::Alarm::red("divergence", evidence.clone()));
+        out.stop = Some(Stop {
+            reason: StopReason::RedDivergence,
+            detail: evidence,
+            at: Utc::now(),
+            iteration,
+        });
+        Ok(())
     }
 
     /// The best known value of the metric: the last keep's candidate median,
@@ -1578,6 +1626,23 @@ impl<'a> Runner<'a> {
     /// The archive and the summary are written before the state: a kill in
     /// between leaves the state before CHECK, which simply runs again.
     fn finish(&mut self, stop: Stop) -> Result<()> {
+        // Every run that ends (not on a red light) states a confirmed gain,
+        // also when it ends at the start of a tick or in PLAN.
+        let last_keep = self
+            .history
+            .iter()
+            .rposition(|r| r.verdict == Verdict::Keep);
+        let last_confirmed = self.history.iter().rposition(|r| r.confirmation.is_some());
+        if !stop.reason.is_red()
+            && let Some(k) = last_keep
+            && last_confirmed.is_none_or(|c| c < k)
+        {
+            let parent = self.run_event.clone();
+            let iteration = self.history.last().map(|r| r.iteration).unwrap_or(0);
+            if let Some(conf) = self.confirm(&parent, iteration)? {
+                self.amend_last(|r| r.confirmation = Some(conf))?;
+            }
+        }
         self.state.stop = Some(stop.clone());
         if let Some(mut rec) = self.history.last().cloned()
             && rec.iteration > 0
@@ -1751,6 +1816,7 @@ impl<'a> Runner<'a> {
             acknowledged: None,
             confirmation: None,
             alarms: Vec::new(),
+            rollback_to: None,
             base_failed: false,
             stop: None,
         };
@@ -1858,6 +1924,7 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
         brief_hash: hash.to_string(),
         next_iteration: 0,
         stop: None,
+        yellow: None,
         pending_ack: None,
         current: None,
     })

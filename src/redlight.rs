@@ -143,14 +143,17 @@ pub fn exact_cycle(history: &[IterationRecord]) -> Option<Alarm> {
     ))
 }
 
-/// The earlier iteration whose candidate had exactly this tree, if measured.
+/// The earlier discarded candidate with exactly this tree. Only a discard is
+/// reused: re-keeping an earlier kept tree unmeasured would commit a revert
+/// nobody measured (it is measured, and the exact-cycle red light judges it).
 pub fn identical_candidate<'a>(
     history: &'a [IterationRecord],
     tree: &str,
 ) -> Option<&'a IterationRecord> {
-    history.iter().rev().find(|r| {
-        r.tree.as_deref() == Some(tree) && matches!(r.verdict, Verdict::Keep | Verdict::Discard)
-    })
+    history
+        .iter()
+        .rev()
+        .find(|r| r.tree.as_deref() == Some(tree) && r.verdict == Verdict::Discard)
 }
 
 /// (b) Direction flips: on one axis, the recent changes keep reversing
@@ -182,9 +185,11 @@ pub fn direction_flips(history: &[IterationRecord], th: &Thresholds) -> Option<A
             continue;
         }
         let steps: Vec<Option<f64>> = recent.iter().map(|c| c.2).collect();
+        // The first and last quarter (4 of the default 16) of the window.
+        let q = (steps.len() / 4).max(1);
         let shrinking = match (
-            median_step(&steps[..4]),
-            median_step(&steps[steps.len() - 4..]),
+            median_step(&steps[..q]),
+            median_step(&steps[steps.len() - q..]),
         ) {
             (Some(first), Some(last)) => last < 0.5 * first,
             _ => false,
@@ -429,8 +434,15 @@ pub fn plateau_length(history: &[IterationRecord]) -> usize {
 /// Every RED alarm the archive raises now, most specific first.
 pub fn red_alarms(history: &[IterationRecord], dir: Direction, th: &Thresholds) -> Vec<Alarm> {
     let w = window(history);
+    // A cycle may return to any earlier tree, the baseline's included; it is
+    // evidence only if the new keep is after the last acknowledgement.
+    let cycle = exact_cycle(history).filter(|_| {
+        history
+            .last()
+            .is_some_and(|l| w.last().is_some_and(|x| x.iteration == l.iteration))
+    });
     [
-        exact_cycle(w),
+        cycle,
         direction_flips(w, th),
         regressions(w, th),
         model_mismatch(w, dir, th),
@@ -520,6 +532,26 @@ mod tests {
         let a = exact_cycle(&h).unwrap();
         assert_eq!(a.stop_reason(), Some(StopReason::RedOscillation));
         assert!(a.evidence.contains("iteration 1"), "{}", a.evidence);
+    }
+
+    #[test]
+    fn a_keep_that_restores_the_baseline_tree_is_a_cycle() {
+        let mut h = vec![baseline()];
+        h[0].tree = Some("t0".into());
+        let mut k1 = measured(1, Verdict::Keep, 100.0, 0.1, 0.02);
+        k1.tree = Some("t1".into());
+        let mut k2 = measured(2, Verdict::Keep, 90.0, 0.05, 0.02);
+        k2.tree = Some("t0".into());
+        h.push(k1);
+        h.push(k2);
+        let alarms = red_alarms(&h, Direction::Minimize, &Thresholds::default());
+        assert_eq!(alarms[0].kind, "exact_cycle");
+        // A kept tree is never reused unmeasured; a discarded one is.
+        assert!(identical_candidate(&h, "t1").is_none());
+        let mut d = measured(3, Verdict::Discard, 90.0, -0.05, 0.02);
+        d.tree = Some("t3".into());
+        h.push(d);
+        assert_eq!(identical_candidate(&h, "t3").map(|r| r.iteration), Some(3));
     }
 
     #[test]

@@ -77,6 +77,7 @@ pub struct Stop {
 #[serde(rename_all = "UPPERCASE")]
 pub enum Status {
     Green,
+    Yellow,
     Red,
     Done,
     Stopped,
@@ -105,10 +106,27 @@ pub struct InFlight {
     pub eval: Option<EvalOutcome>,
     #[serde(default)]
     pub commit: Option<String>,
+    /// CHECK's decision, saved before it is applied (see `phases::do_check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckOutcome>,
     /// Command-agent calls so far (PLAN, EXECUTE), kept across checkpoints so
     /// the iteration file records every call and its cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_calls: Vec<crate::driver::command::AgentCall>,
+}
+
+/// What CHECK decided for an iteration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct CheckOutcome {
+    #[serde(default)]
+    pub alarms: Vec<crate::redlight::Alarm>,
+    #[serde(default)]
+    pub stop: Option<Stop>,
+    /// A divergence rollback: (old tip, the commit the base goes back to).
+    #[serde(default)]
+    pub rollback: Option<(String, String)>,
+    #[serde(default)]
+    pub confirmation: Option<crate::eval::Confirmation>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -125,6 +143,9 @@ pub struct State {
     pub next_iteration: u32,
     #[serde(default)]
     pub stop: Option<Stop>,
+    /// The latest YELLOW warning, shown as the status until an iteration passes without one.
+    #[serde(default)]
+    pub yellow: Option<String>,
     /// A human's acknowledgement, to be written into the next iteration file.
     #[serde(default)]
     pub pending_ack: Option<String>,
@@ -135,6 +156,7 @@ pub struct State {
 impl State {
     pub fn status(&self) -> Status {
         match &self.stop {
+            None if self.yellow.is_some() => Status::Yellow,
             None => Status::Green,
             Some(s) if s.reason.is_red() => Status::Red,
             Some(s) if s.reason.is_budget() => Status::Stopped,
@@ -162,13 +184,19 @@ impl State {
         commit_exists: impl Fn(&str) -> bool,
     ) -> Option<State> {
         let first = history.first()?;
-        let best = history
-            .iter()
-            .rev()
-            .filter(|r| r.verdict == Verdict::Keep)
-            .filter_map(|r| r.commit.clone())
-            .find(|c| commit_exists(c))
-            .unwrap_or_else(|| first.base.clone());
+        // Replay the archive: keeps advance the best, a divergence rollback
+        // moves it back.
+        let mut best = first.base.clone();
+        for r in history {
+            if r.verdict == Verdict::Keep
+                && let Some(c) = r.commit.as_ref().filter(|c| commit_exists(c))
+            {
+                best = c.clone();
+            }
+            if let Some(t) = r.rollback_to.as_ref().filter(|t| commit_exists(t)) {
+                best = t.clone();
+            }
+        }
         let stop = history.last().and_then(|r| r.stop.clone());
         Some(State {
             version: STATE_VERSION,
@@ -181,6 +209,7 @@ impl State {
             brief_hash: brief_hash.to_string(),
             next_iteration: history.len() as u32,
             stop,
+            yellow: None,
             pending_ack: None,
             current: None,
         })
@@ -262,6 +291,7 @@ mod tests {
             brief_hash: "h".into(),
             next_iteration: 3,
             stop: None,
+            yellow: None,
             pending_ack: None,
             current: None,
         }

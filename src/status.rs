@@ -130,7 +130,7 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
             let code = match text {
                 "GREEN" | "DONE" => "32",
                 "RED" | "INVALID" | "ERROR" => "31",
-                "STOPPED" => "33",
+                "STOPPED" | "YELLOW" => "33",
                 _ => "0",
             };
             format!("\x1b[{code}m{text}\x1b[0m")

@@ -65,6 +65,7 @@ pub fn improvement(dir: Direction, base: f64, best: f64) -> f64 {
 pub fn status_word(status: Status) -> &'static str {
     match status {
         Status::Green => "GREEN",
+        Status::Yellow => "YELLOW",
         Status::Red => "RED",
         Status::Done => "DONE",
         Status::Stopped => "STOPPED",
@@ -73,9 +74,10 @@ pub fn status_word(status: Status) -> &'static str {
 
 pub fn status_line(state: &State) -> String {
     let word = status_word(state.status());
-    match &state.stop {
-        Some(stop) => format!("{word} — {}: {}", stop.reason.as_str(), stop.detail),
-        None => format!("{word} — running"),
+    match (&state.stop, &state.yellow) {
+        (Some(stop), _) => format!("{word} — {}: {}", stop.reason.as_str(), stop.detail),
+        (None, Some(warning)) => format!("{word} — running; {warning}"),
+        (None, None) => format!("{word} — running"),
     }
 }
 

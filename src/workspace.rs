@@ -383,16 +383,7 @@ impl Workspace {
         let diff = repo
             .diff_tree_to_workdir_with_index(Some(&head), Some(&mut opts))
             .ctx(|| "diffing the candidate".into())?;
-        let mut text = Vec::new();
-        diff.print(DiffFormat::Patch, |_, _, line| {
-            if matches!(line.origin(), '+' | '-' | ' ') {
-                text.push(line.origin() as u8);
-            }
-            text.extend_from_slice(line.content());
-            true
-        })
-        .ctx(|| "printing the candidate's diff".into())?;
-        Ok(String::from_utf8_lossy(&text).into_owned())
+        patch_text(&diff)
     }
 
     /// Stages everything in the candidate and writes a commit object on top of
@@ -416,6 +407,44 @@ impl Workspace {
             .commit(None, &sig, &sig, message, &tree, &[&parent])
             .ctx(|| "writing the commit".into())?;
         Ok((commit, tree_id))
+    }
+
+    /// A commit of a tree recorded earlier (the candidate as measured), on
+    /// top of `parent`, without moving any reference. Building from the
+    /// recorded tree, not the live worktree, means nothing written after
+    /// measuring (an agent's LEARN-time edits, a half-finished step before a
+    /// kill) can slip into a kept commit.
+    pub fn commit_tree(&self, parent: Oid, tree: Oid, message: &str) -> Result<Oid> {
+        let tree = self
+            .repo
+            .find_tree(tree)
+            .ctx(|| format!("finding the measured tree {tree}"))?;
+        let parent = self
+            .repo
+            .find_commit(parent)
+            .ctx(|| "finding the parent commit".into())?;
+        let sig = Signature::now("ooda", "ooda@localhost").ctx(|| "making a signature".into())?;
+        self.repo
+            .commit(None, &sig, &sig, message, &tree, &[&parent])
+            .ctx(|| "writing the commit".into())
+    }
+
+    /// The patch from a commit to a recorded tree (a discarded candidate as measured).
+    pub fn diff_to_tree(&self, base: Oid, tree: Oid) -> Result<String> {
+        let old = self
+            .repo
+            .find_commit(base)
+            .and_then(|c| c.tree())
+            .ctx(|| format!("reading {base}"))?;
+        let new = self
+            .repo
+            .find_tree(tree)
+            .ctx(|| format!("finding the measured tree {tree}"))?;
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .ctx(|| "diffing the candidate".into())?;
+        patch_text(&diff)
     }
 
     /// The tree the candidate would commit, for exact-cycle detection.
@@ -465,6 +494,19 @@ impl Workspace {
             .map(|_| ())
             .ctx(|| format!("moving branch {} to {commit}", self.branch))
     }
+}
+
+fn patch_text(diff: &git2::Diff) -> Result<String> {
+    let mut text = Vec::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            text.push(line.origin() as u8);
+        }
+        text.extend_from_slice(line.content());
+        true
+    })
+    .ctx(|| "printing a diff".into())?;
+    Ok(String::from_utf8_lossy(&text).into_owned())
 }
 
 /// Removes untracked, non-ignored files and the folders they leave empty.

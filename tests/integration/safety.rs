@@ -129,3 +129,66 @@ fn a_baseline_killed_after_archiving_is_not_measured_again() {
     assert!(r.stdout.contains("\"iteration\":1"), "{}", r.stdout);
     assert_eq!(t.read("iterations/b0/iter-000.md"), archived);
 }
+
+/// PLAN/EXECUTE make a real gain (X 10 → 40); LEARN vandalizes the worktree
+/// (a new file, the protected bench) and then hangs until interrupted.
+const VANDAL: &str = r##"#!/bin/sh
+cat > /dev/null
+case "$OODA_PHASE" in
+  plan) printf '{"hypothesis": "X=40", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.3, "predicted_sd": 0.2, "knobs": {"X": 40}}' > "$OODA_OUTPUT_FILE" ;;
+  execute) echo "set X" ;;
+  learn)
+    echo evil > src/evil.txt
+    echo "# tampered" >> bench.sh
+    if [ ! -e "$OODA_TEST_DIR/learned" ]; then touch "$OODA_TEST_DIR/learning"; sleep 60; fi
+    printf '{"patterns": []}' > "$OODA_OUTPUT_FILE"
+    ;;
+esac
+"##;
+
+#[test]
+fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
+    let t = Test::new();
+    t.script("ooda-agent.sh", VANDAL);
+    t.write(
+        ".gitignore",
+        &format!("{}/learning\n/learned\n", t.read(".gitignore")),
+    );
+    t.brief(
+        "v",
+        &knob_brief("").replace("agent: builtin", "agent: script"),
+    );
+    t.commit("vandal");
+    t.ooda(&["tick", "v"]).expect(0);
+    let child = t
+        .command(&["tick", "v"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !t.exists("learning") {
+        assert!(std::time::Instant::now() < deadline, "LEARN never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.write("learned", "");
+    t.ooda(&["tick", "v"]).expect(0);
+    let r = t.record("v", 1);
+    assert_eq!(r.verdict, ooda::history::Verdict::Keep, "{}", r.reason);
+    let files = t.git(&["show", "--name-only", "--format=", &r.commit.unwrap()]);
+    assert_eq!(
+        files.trim(),
+        "ooda.knobs.env",
+        "the kept commit holds only what was measured"
+    );
+}
