@@ -677,6 +677,7 @@ impl<'a> Runner<'a> {
             MainAgent::Command(_) => Some(agent_steps::Fence::new(
                 &self.project.root,
                 &self.ws.base_dir,
+                &self.dir,
             )?),
             MainAgent::Builtin => None,
         };

@@ -527,6 +527,11 @@ pub fn undo_agent_commits(
 /// changed checkout breaks the promise that it is never modified.
 pub struct Fence {
     trees: Vec<Watched>,
+    /// The Brief's archive (`iter-*.md`, `summary.md`, `state.json`): an
+    /// agent must not rewrite the history it is judged by. Hashed file by
+    /// file, since git status sees neither ignored nor untracked-folder files.
+    archive: PathBuf,
+    archive_before: BTreeMap<PathBuf, String>,
 }
 
 /// One watched work tree: where, what to skip, whether to walk untracked
@@ -539,8 +544,13 @@ struct Watched {
 }
 
 impl Fence {
-    pub fn new(root: &Path, base_dir: &Path) -> Result<Fence> {
-        let skip = vec![root.join("iterations"), root.join(".ooda")];
+    pub fn new(root: &Path, base_dir: &Path, archive: &Path) -> Result<Fence> {
+        // Briefs may be edited by a human at any time (DESIGN.md §3).
+        let skip = vec![
+            root.join("iterations"),
+            root.join(".ooda"),
+            root.join("briefs"),
+        ];
         let mut trees = Vec::new();
         // The user's checkout is not walked into untracked folders (a
         // checkout without `.ooda/` ignored would hold the worktrees there);
@@ -554,7 +564,11 @@ impl Fence {
                 before,
             });
         }
-        Ok(Fence { trees })
+        Ok(Fence {
+            trees,
+            archive: archive.to_path_buf(),
+            archive_before: archive_files(archive),
+        })
     }
 
     /// Paths that changed since the snapshot, or `None`.
@@ -577,6 +591,19 @@ impl Fence {
                 changed.push(path.display().to_string());
             }
         }
+        let after = archive_files(&self.archive);
+        for (path, hash) in &after {
+            if self.archive_before.get(path) != Some(hash) {
+                changed.push(path.display().to_string());
+            }
+        }
+        for path in self
+            .archive_before
+            .keys()
+            .filter(|p| !after.contains_key(*p))
+        {
+            changed.push(path.display().to_string());
+        }
         Ok((!changed.is_empty()).then(|| {
             changed.sort();
             format!(
@@ -585,6 +612,25 @@ impl Fence {
             )
         }))
     }
+}
+
+/// The archive's own files, hashed (artifacts and the event log, which ooda
+/// writes while the agent runs, are not part of it).
+fn archive_files(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = (name.starts_with("iter-") && name.ends_with(".md"))
+            || name == "summary.md"
+            || name == "state.json";
+        if ours && let Ok(o) = git2::Oid::hash_file(git2::ObjectType::Blob, e.path()) {
+            out.insert(e.path(), o.to_string());
+        }
+    }
+    out
 }
 
 /// Changed and untracked files of the work tree containing `dir` (absolute

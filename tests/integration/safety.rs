@@ -192,3 +192,29 @@ fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
         "the kept commit holds only what was measured"
     );
 }
+
+#[test]
+fn an_agent_rewriting_the_archive_is_blocked() {
+    let t = Test::new();
+    t.script(
+        "ooda-agent.sh",
+        r##"#!/bin/sh
+cat > /dev/null
+case "$OODA_PHASE" in
+  plan) printf '{"hypothesis": "X=40", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.3, "predicted_sd": 0.2, "knobs": {"X": 40}}' > "$OODA_OUTPUT_FILE" ;;
+  execute) echo "# forged" >> "$OODA_ITERATIONS_DIR/iter-000.md"; echo done ;;
+  learn) printf '{"patterns": []}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"##,
+    );
+    t.brief(
+        "h",
+        &knob_brief("").replace("agent: builtin", "agent: script"),
+    );
+    t.commit("forger");
+    t.ooda(&["tick", "h"]).expect(0);
+    t.ooda(&["tick", "h"]).expect(0);
+    let r = t.record("h", 1);
+    assert_eq!(r.verdict, ooda::history::Verdict::Blocked, "{}", r.reason);
+    assert!(r.reason.contains("iter-000.md"), "{}", r.reason);
+}
