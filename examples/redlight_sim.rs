@@ -989,6 +989,8 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
         let pattern = if faulty { sc.main } else { sc.pre };
         let cand = propose(pattern, &mut world, &mut rng);
         let mut r = IterationRecord::new_for_test(it, Verdict::Discard);
+        // An agent's night: model mismatch judges agents' predictions only.
+        r.driver = "command:sim".into();
         let tree = cand.state.hash();
         r.axes = cand.axes;
         r.predicted = cand.predicted;

@@ -157,7 +157,8 @@ pub fn identical_candidate<'a>(
 }
 
 /// (b) Direction flips: on one axis, the recent changes keep reversing
-/// without their steps shrinking (bisection shrinks and is fine).
+/// with steps of about the same size (bisection shrinks and is fine; a
+/// widening search grows and is fine too).
 pub fn direction_flips(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
     let mut names: Vec<&str> = history
         .iter()
@@ -187,18 +188,20 @@ pub fn direction_flips(history: &[IterationRecord], th: &Thresholds) -> Option<A
         let steps: Vec<Option<f64>> = recent.iter().map(|c| c.2).collect();
         // The first and last quarter (4 of the default 16) of the window.
         let q = (steps.len() / 4).max(1);
-        let shrinking = match (
+        let changing = match (
             median_step(&steps[..q]),
             median_step(&steps[steps.len() - q..]),
         ) {
-            (Some(first), Some(last)) => last < 0.5 * first,
+            // Steps that shrink (bisection) or grow (a widening search) are
+            // not the constant back-and-forth of an oscillation.
+            (Some(first), Some(last)) => last < 0.5 * first || last > 2.0 * first,
             _ => false,
         };
-        if !shrinking {
+        if !changing {
             return Some(Alarm::red(
                 "direction_flips",
                 format!(
-                    "axis {name} changed direction {flips} times in its last {} changes (iterations {}–{}) without its steps shrinking",
+                    "axis {name} changed direction {flips} times in its last {} changes (iterations {}–{}) with steps of about the same size",
                     th.flip_window,
                     recent[0].0,
                     recent[recent.len() - 1].0
@@ -312,7 +315,10 @@ pub fn prediction_z(r: &IterationRecord, dir: Direction) -> Option<f64> {
 pub fn prediction_parts(r: &IterationRecord, dir: Direction) -> Option<(f64, f64, f64, f64)> {
     let p = r.predicted.as_ref()?;
     let m = r.measured.as_ref()?;
-    let se = (m.d_ci.1 - m.d_ci.0) / (2.0 * 1.96);
+    // A 3-pair interval has 2 degrees of freedom and is sometimes far too
+    // narrow; the pooled noise history bounds the standard error from below.
+    let n = m.pairs.len().max(1) as f64;
+    let se = ((m.d_ci.1 - m.d_ci.0) / (2.0 * 1.96)).max(m.s_h / n.sqrt());
     // Only the side where the log ratio is undefined is bounded: a predicted
     // 3× slowdown (−200% for minimize) is a legitimate prediction.
     let effect = match dir {
