@@ -154,14 +154,7 @@ impl Workspace {
             self.add_detached(&name, &path, commit)?;
         }
         let repo = Repository::open(&path).ctx(|| format!("opening {}", path.display()))?;
-        repo.set_head_detached(commit)
-            .ctx(|| "moving the scratch worktree".into())?;
-        let obj = repo
-            .find_object(commit, None)
-            .ctx(|| format!("finding {commit}"))?;
-        repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
-            .ctx(|| "resetting the scratch worktree".into())?;
-        clean_untracked(&repo, &path)?;
+        reset_detached(&repo, &path, commit)?;
         Ok(path)
     }
 
@@ -249,14 +242,7 @@ impl Workspace {
         clean_untracked(&cand, &self.cand_dir)?;
         self.remove_untracked_owned(&cand, &self.cand_dir, target)?;
         let base = self.base_repo()?;
-        base.set_head_detached(target)
-            .ctx(|| "moving the base worktree".into())?;
-        let obj = base
-            .find_object(target, None)
-            .ctx(|| format!("finding {target}"))?;
-        base.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
-            .ctx(|| "resetting the base worktree".into())?;
-        clean_untracked(&base, &self.base_dir)?;
+        reset_detached(&base, &self.base_dir, target)?;
         self.remove_untracked_owned(&base, &self.base_dir, target)?;
         Ok(())
     }
@@ -494,6 +480,18 @@ impl Workspace {
             .map(|_| ())
             .ctx(|| format!("moving branch {} to {commit}", self.branch))
     }
+}
+
+/// Makes a detached worktree exactly `commit`: HEAD, index, files.
+fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
+    repo.set_head_detached(commit)
+        .ctx(|| format!("moving {}", root.display()))?;
+    let obj = repo
+        .find_object(commit, None)
+        .ctx(|| format!("finding {commit}"))?;
+    repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
+        .ctx(|| format!("resetting {}", root.display()))?;
+    clean_untracked(repo, root)
 }
 
 fn patch_text(diff: &git2::Diff) -> Result<String> {

@@ -256,13 +256,7 @@ fn claude_night(budget: &str) -> Test {
         "agent.sh",
         "#!/bin/sh\ncat > /dev/null\ncat \"$OODA_TEST_DIR/$OODA_PHASE.out\"\n",
     );
-    t.write(
-        ".gitignore",
-        &format!(
-            "{}/plan.out\n/execute.out\n/learn.out\n",
-            t.read(".gitignore")
-        ),
-    );
+    t.ignore(&["/plan.out", "/execute.out", "/learn.out"]);
     t.write(
         "ooda.yaml",
         &format!(

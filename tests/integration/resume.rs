@@ -87,10 +87,7 @@ fn killed_after_commit() {
 fn with_script(script: &str) -> Test {
     let t = Test::new();
     t.script("wrapped.sh", script);
-    t.write(
-        ".gitignore",
-        &format!("{}/killed\n/measuring\n", t.read(".gitignore")),
-    );
+    t.ignore(&["/killed", "/measuring"]);
     t.brief(
         "k",
         &knob_brief("").replace("command: ./bench.sh", "command: ./wrapped.sh"),

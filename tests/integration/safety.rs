@@ -14,7 +14,7 @@ fn keeps(t: &Test, brief: &str) -> Vec<ooda::history::IterationRecord> {
 #[test]
 fn an_ignored_knobs_file_is_still_committed_with_each_keep() {
     let t = Test::new();
-    t.write(".gitignore", &format!("{}*.env\n", t.read(".gitignore")));
+    t.ignore(&["*.env"]);
     t.brief("ig", &knob_brief("budget: { iterations: 4 }\n"));
     t.commit("brief");
     t.ooda(&["run", "ig"]).expect(4);
@@ -50,7 +50,7 @@ fn deleting_the_worktrees_after_a_keep_never_moves_the_branch_back() {
 fn a_recreated_base_worktree_is_set_up_again() {
     let t = Test::new();
     // The bench is "built" by setup into an ignored folder.
-    t.write(".gitignore", &format!("{}/out/\n", t.read(".gitignore")));
+    t.ignore(&["/out/"]);
     let brief = knob_brief("").replace(
         "command: ./bench.sh",
         "command: ./out/bench\n  setup: mkdir -p out && cp bench.sh out/bench",
@@ -150,10 +150,7 @@ esac
 fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
     let t = Test::new();
     t.script("ooda-agent.sh", VANDAL);
-    t.write(
-        ".gitignore",
-        &format!("{}/learning\n/learned\n", t.read(".gitignore")),
-    );
+    t.ignore(&["/learning", "/learned"]);
     t.brief(
         "v",
         &knob_brief("").replace("agent: builtin", "agent: script"),

@@ -90,6 +90,16 @@ impl Test {
         p
     }
 
+    /// Appends patterns to `.gitignore` (marker files the tests' scripts leave).
+    pub fn ignore(&self, patterns: &[&str]) {
+        let mut text = self.read(".gitignore");
+        for p in patterns {
+            text.push_str(p);
+            text.push('\n');
+        }
+        self.write(".gitignore", &text);
+    }
+
     pub fn brief(&self, name: &str, text: &str) -> PathBuf {
         self.write(&format!("briefs/{name}.md"), text)
     }
