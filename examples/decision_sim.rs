@@ -58,9 +58,10 @@
 //! The program ends with PASS/FAIL lines for the targets of issue 3 and exits
 //! with status 1 if any target fails.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+#[path = "common/parallel.rs"]
+mod parallel;
 
 use ooda::brief::Direction;
 use ooda::eval::sequential::{self, NoiseHistory, Rule};
@@ -264,33 +265,6 @@ fn rule_from(noise: Option<NoiseHistory>, alphas: [f64; 4]) -> Rule {
     }
 }
 
-/// Runs `f(index)` for every index in `0..n` over all cores, in
-/// fixed chunks, and returns the results in index order.
-fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map(|c| c.get())
-        .unwrap_or(1);
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Vec<T>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                    if start >= n {
-                        break;
-                    }
-                    let out: Vec<T> = (start..(start + CHUNK).min(n)).map(&f).collect();
-                    done.lock().unwrap().push((start, out));
-                }
-            });
-        }
-    });
-    let mut chunks = done.into_inner().unwrap();
-    chunks.sort_by_key(|c| c.0);
-    chunks.into_iter().flat_map(|c| c.1).collect()
-}
-
 /// Per trial: for each θ and rule, the verdict; plus the calibration's θ₁.
 struct CellTrial {
     v: [[Verdict; 3]; THETAS.len()],
@@ -404,7 +378,7 @@ fn main() {
     let mut runs = vec![[[0u64; THETAS.len()]; 3]; MODELS.len()];
     let mut theta1 = vec![0.0; MODELS.len()];
     for mi in 0..MODELS.len() {
-        let trials = parallel(TRIALS, |i| cell_trial(mi, i, alphas));
+        let trials = parallel::run(TRIALS, CHUNK, |i| cell_trial(mi, i, alphas));
         for t in &trials {
             for ti in 0..THETAS.len() {
                 for r in 0..3 {
@@ -465,7 +439,7 @@ fn main() {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|");
     for (mi, m) in MODELS.iter().enumerate() {
-        let nights = parallel(NIGHTS, |k| night(mi, k, alphas));
+        let nights = parallel::run(NIGHTS, CHUNK, |k| night(mi, k, alphas));
         for (r, name) in RULES.iter().enumerate() {
             let n = NIGHTS as f64;
             let mean =

@@ -122,9 +122,10 @@
 //! The program ends with PASS/FAIL lines for the ≤ 5% targets and exits with
 //! status 1 if any fails.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
+
+#[path = "common/parallel.rs"]
+mod parallel;
 
 use ooda::brief::Direction;
 use ooda::eval::sequential::{self, NoiseHistory, Rule};
@@ -1122,33 +1123,6 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
 
 // ---------------------------------------------------------------- running
 
-/// Runs `f(index)` for every index in `0..n` over all cores, in
-/// fixed chunks, and returns the results in index order.
-fn parallel<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map(|c| c.get())
-        .unwrap_or(1);
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, Vec<T>)>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                loop {
-                    let start = next.fetch_add(CHUNK, Ordering::Relaxed);
-                    if start >= n {
-                        break;
-                    }
-                    let out: Vec<T> = (start..(start + CHUNK).min(n)).map(&f).collect();
-                    done.lock().unwrap().push((start, out));
-                }
-            });
-        }
-    });
-    let mut chunks = done.into_inner().unwrap();
-    chunks.sort_by_key(|c| c.0);
-    chunks.into_iter().flat_map(|c| c.1).collect()
-}
-
 /// Share of nights in which `det` fired at or after the onset.
 fn rate(nights: &[NightOut], det: usize) -> f64 {
     nights
@@ -1360,7 +1334,7 @@ fn main() {
     // results[s][t][night]
     let mut results: Vec<Vec<Vec<NightOut>>> = Vec::new();
     for si in 0..SCENARIOS.len() {
-        let per_night = parallel(nights_n, |k| night(si, k, &grid, alpha_look));
+        let per_night = parallel::run(nights_n, CHUNK, |k| night(si, k, &grid, alpha_look));
         let mut by_t: Vec<Vec<NightOut>> = vec![Vec::with_capacity(nights_n); grid.len()];
         for n in per_night {
             for (t, o) in n.into_iter().enumerate() {
