@@ -1121,13 +1121,6 @@ impl<'a> Runner<'a> {
         let outcome = match cur.check.clone() {
             Some(o) => o,
             None => {
-                self.events.emit(
-                    Some(cur.iteration),
-                    Some(&parent),
-                    Event::Verdict {
-                        verdict: verdict.as_str().into(),
-                    },
-                )?;
                 let o = self.decide_check(&cur, verdict, &parent)?;
                 self.current_mut()?.check = Some(o.clone());
                 self.state.save(&self.dir)?;
@@ -1156,6 +1149,15 @@ impl<'a> Runner<'a> {
             .rev()
             .find(|a| a.level == redlight::Level::Yellow)
             .map(|a| format!("{}: {}", a.kind, a.evidence));
+        // The verdict event marks the iteration's end; emitted once the
+        // decision is applied, right before the state says so.
+        self.events.emit(
+            Some(cur.iteration),
+            Some(&parent),
+            Event::Verdict {
+                verdict: verdict.as_str().into(),
+            },
+        )?;
         self.state.current = None;
         self.state.next_iteration = cur.iteration + 1;
         match outcome.stop {
