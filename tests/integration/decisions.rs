@@ -1,34 +1,26 @@
 //! The eval-runner end to end: what is kept is really better.
 
-use crate::test::{Test, knob_brief};
+use crate::test::{Test, bench, knob_brief};
 use ooda::history::Verdict;
 
 /// The full sequential procedure (looks at 3/5/8/12) and a 10-pair calibration.
 const FULL_CONFIG: &str = "defaults:\n  pairs: 12\n  calibration_pairs: 10\n  stall_after: 1000\n";
 
 /// A metric that ignores every knob: seeded uniform ±2% noise around 100.
-const NOOP_BENCH: &str = r#"#!/bin/sh
-counter="$OODA_TEST_DIR/counter"
-n=$(cat "$counter" 2>/dev/null || echo 0)
-n=$((n + 1))
-echo "$n" > "$counter"
-awk -v n="$n" 'BEGIN { srand(n); print "METRIC t=" 100 * (1 + 0.04 * (rand() - 0.5)) }'
-"#;
+fn noop_bench() -> String {
+    bench("100", 0.04)
+}
 
 /// 20% faster for any X other than the default 10, uniform ±1% noise.
-const GAIN_BENCH: &str = r#"#!/bin/sh
-counter="$OODA_TEST_DIR/counter"
-n=$(cat "$counter" 2>/dev/null || echo 0)
-n=$((n + 1))
-echo "$n" > "$counter"
-awk -v n="$n" -v x="${X:-10}" 'BEGIN { srand(n); v = (x == 10) ? 100 : 80; print "METRIC t=" v * (1 + 0.02 * (rand() - 0.5)) }'
-"#;
+fn gain_bench() -> String {
+    bench("(x == 10) ? 100 : 80", 0.02)
+}
 
 #[test]
 fn no_op_candidates_are_rarely_kept() {
     let t = Test::new();
     t.write("ooda.yaml", FULL_CONFIG);
-    t.script("bench.sh", NOOP_BENCH);
+    t.script("bench.sh", &noop_bench());
     t.brief("noop", &knob_brief("budget: { iterations: 40 }\n"));
     t.commit("noop");
     t.ooda(&["run", "noop"]).expect(4);
@@ -65,7 +57,7 @@ fn no_op_candidates_are_rarely_kept() {
 fn a_twenty_percent_gain_is_kept_early_and_confirmed() {
     let t = Test::new();
     t.write("ooda.yaml", FULL_CONFIG);
-    t.script("bench.sh", GAIN_BENCH);
+    t.script("bench.sh", &gain_bench());
     t.brief("gain", &knob_brief("budget: { iterations: 1 }\n"));
     t.commit("gain");
     t.ooda(&["run", "gain"]).expect(4);
@@ -97,7 +89,7 @@ fn a_twenty_percent_gain_is_kept_early_and_confirmed() {
 fn the_goal_is_reached_only_through_the_confirmation() {
     let t = Test::new();
     t.write("ooda.yaml", FULL_CONFIG);
-    t.script("bench.sh", GAIN_BENCH);
+    t.script("bench.sh", &gain_bench());
     t.brief(
         "goal",
         &knob_brief("budget: { iterations: 10 }\n")

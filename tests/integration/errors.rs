@@ -123,7 +123,7 @@ fn a_baseline_that_cannot_be_measured_says_how_to_fix_it() {
 #[test]
 fn a_hanging_command_times_out_as_a_crash() {
     let t = Test::new();
-    t.script("bench.sh", &format!("#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then sleep 60 & wait; fi\n{}", crate::test::BENCH.trim_start_matches("#!/bin/sh\n")));
+    t.script("bench.sh", &crate::test::bench_after("if [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then sleep 60 & wait; fi\n", crate::test::LANDSCAPE, 0.01));
     t.brief("h", &knob_brief("").replace("timeout: 20s", "timeout: 1s"));
     t.commit("brief");
     t.ooda(&["tick", "h"]).expect(0);

@@ -100,7 +100,7 @@ fn tick_does_exactly_one_iteration() {
 #[test]
 fn a_crashing_candidate_is_a_crash() {
     let t = Test::new();
-    t.script("bench.sh", &format!("#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then echo 'panicked at kernel' >&2; exit 3; fi\n{}", crate::test::BENCH.trim_start_matches("#!/bin/sh\n")));
+    t.script("bench.sh", &crate::test::bench_after("if [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then echo 'panicked at kernel' >&2; exit 3; fi\n", "100", 0.01));
     t.brief("c", &knob_brief(""));
     t.commit("brief");
     t.ooda(&["tick", "c"]).expect(0);

@@ -3,20 +3,16 @@
 //! runner within the documented number of iterations; a human `ack`
 //! restarts the loop.
 
-use crate::test::{Test, knob_brief};
+use crate::test::{Test, bench, knob_brief};
 use ooda::history::Verdict;
 
 /// Fast decisions (3 pairs), and no stall: only the red light under test may stop.
 const CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 1000\n";
 
 /// Knob-independent metric: seeded uniform ±1% noise around 100.
-const NOOP_BENCH: &str = r#"#!/bin/sh
-counter="$OODA_TEST_DIR/counter"
-n=$(cat "$counter" 2>/dev/null || echo 0)
-n=$((n + 1))
-echo "$n" > "$counter"
-awk -v n="$n" 'BEGIN { srand(n); print "METRIC t=" 100 * (1 + 0.02 * (rand() - 0.5)) }'
-"#;
+fn noop_bench() -> String {
+    bench("100", 0.02)
+}
 
 /// A script agent whose PLAN answer is computed from the iteration number by
 /// `$PLAN_X` (the knob value), `$PLAN_DIR` (the declared direction) and the
@@ -84,7 +80,7 @@ fn flip_flopping_a_knob_is_red_oscillation_within_sixteen_iterations() {
     // X alternates around 40 with a growing distance: directions reverse every
     // time and the steps never shrink (no magnitudes are declared).
     let t = night(Scenario {
-        bench: NOOP_BENCH,
+        bench: &noop_bench(),
         x: "40 + (i % 2 == 0 ? 1 : -1) * (5 + i)",
         dir: "(i % 2 == 0) ? \"up\" : \"down\"",
         effect: "0.0",
@@ -123,12 +119,7 @@ fn flip_flopping_a_knob_is_red_oscillation_within_sixteen_iterations() {
 fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
     // The metric grows with X; the agent raises X every time: every candidate
     // is a significant regression, and a worse one each time.
-    let worse = NOOP_BENCH
-        .replace(
-            "print \"METRIC t=\" 100 *",
-            "print \"METRIC t=\" (100 + 2 * x) *",
-        )
-        .replace("awk -v n=\"$n\"", "awk -v n=\"$n\" -v x=\"${X:-10}\"");
+    let worse = bench("100 + 2 * x", 0.02);
     let t = night(Scenario {
         bench: &worse,
         x: "10 + 5 * i",
@@ -148,7 +139,7 @@ fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
 #[test]
 fn promising_gains_that_never_come_is_red_model_mismatch_within_ten_iterations() {
     let t = night(Scenario {
-        bench: NOOP_BENCH,
+        bench: &noop_bench(),
         x: "10 + i",
         dir: "\"up\"",
         effect: "0.2",
@@ -174,10 +165,7 @@ fn promising_gains_that_never_come_is_red_model_mismatch_within_ten_iterations()
 fn a_slower_machine_with_nothing_kept_is_yellow_not_red() {
     // Every run is 0.2% slower than the one before: the re-measured base trends
     // up although nothing changes. With no keep, that can only be the machine.
-    let drifting = NOOP_BENCH.replace(
-        "print \"METRIC t=\" 100 *",
-        "print \"METRIC t=\" 100 * (1 + 0.002 * n) *",
-    );
+    let drifting = bench("100 * (1 + 0.002 * n)", 0.02);
     let t = Test::new();
     t.write("ooda.yaml", CONFIG);
     t.script("bench.sh", &drifting);
@@ -207,7 +195,7 @@ fn stalled_is_a_plain_stop_with_exit_zero() {
         "ooda.yaml",
         "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 3\n",
     );
-    t.script("bench.sh", NOOP_BENCH);
+    t.script("bench.sh", &noop_bench());
     t.brief("s", &knob_brief(""));
     t.commit("stall");
     let r = t.ooda(&["run", "s"]).expect(0);

@@ -36,17 +36,34 @@ impl Run {
     }
 }
 
-/// A metric script whose value depends on the knob `X` (best at X = 40) with
-/// seeded, deterministic ±0.5% noise: each call advances a counter kept
-/// outside the worktrees so the sequence is reproducible.
-pub const BENCH: &str = r#"#!/bin/sh
-counter="$OODA_TEST_DIR/counter"
+/// A metric script for tests: prints `METRIC t=<value>` where `value` is an
+/// awk expression of `x` (the knob X, default 10) and `n` (this run's number),
+/// times seeded uniform noise of total width `noise`. The run counter is kept
+/// outside the worktrees, so every sequence of runs is reproducible.
+pub fn bench(value: &str, noise: f64) -> String {
+    bench_after("", value, noise)
+}
+
+/// [`bench`] with shell lines run first (to crash, hang or log on a side).
+pub fn bench_after(prelude: &str, value: &str, noise: f64) -> String {
+    format!(
+        r#"#!/bin/sh
+{prelude}counter="$OODA_TEST_DIR/counter"
 n=$(cat "$counter" 2>/dev/null || echo 0)
 n=$((n + 1))
 echo "$n" > "$counter"
-x=${X:-10}
-awk -v n="$n" -v x="$x" 'BEGIN { srand(n); d = (x - 40) / 10; print "METRIC t=" (100 + 10 * d * d) * (1 + 0.01 * (rand() - 0.5)) }'
-"#;
+awk -v n="$n" -v x="${{X:-10}}" 'BEGIN {{ srand(n); print "METRIC t=" ({value}) * (1 + {noise} * (rand() - 0.5)) }}'
+"#
+    )
+}
+
+/// The standard landscape (an awk expression of x): best at X = 40.
+pub const LANDSCAPE: &str = "100 + 10 * ((x - 40) / 10) * ((x - 40) / 10)";
+
+/// The standard landscape with ±0.5% noise.
+pub fn knob_bench() -> String {
+    bench(LANDSCAPE, 0.01)
+}
 
 pub const QUIET_CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n";
 
@@ -65,7 +82,7 @@ impl Test {
         t.git(&["init", "-q", "-b", "main"]);
         t.write("ooda.yaml", QUIET_CONFIG);
         t.write(".gitignore", ".ooda/\niterations/*/state.json\niterations/*/events.jsonl\niterations/*/artifacts/\niterations/*/.lock\n/counter\n");
-        t.script("bench.sh", BENCH);
+        t.script("bench.sh", &knob_bench());
         t.write("src/lib.txt", "code\n");
         t.commit("init");
         t
