@@ -45,17 +45,24 @@ fn new_writes_a_brief_that_checks() {
 #[test]
 fn check_measure_reports_values_spread_and_detectable_gain() {
     let t = Test::new();
-    t.brief("c", &knob_brief(""));
+    // The setup writes a file where it runs: that must be a scratch worktree.
+    t.brief(
+        "c",
+        &knob_brief("").replace(
+            "  timeout: 20s\n",
+            "  timeout: 20s\n  setup: echo built > built.txt\n",
+        ),
+    );
     t.commit("brief");
+    let before = t.checkout_fingerprint();
     let r = t.ooda(&["check", "c", "--measure", "4"]).expect(0);
     assert!(r.stdout.contains("t over 4 run(s)"), "{}", r.stdout);
     assert!(r.stdout.contains("spread:"), "{}", r.stdout);
     assert!(r.stdout.contains("minimum detectable gain"), "{}", r.stdout);
-    assert_eq!(t.checkout_fingerprint(), {
-        // check never writes into the checkout: only .ooda/ (ignored) appears.
-        t.checkout_fingerprint()
-    });
-    assert!(!t.exists("target"));
+    // check never writes into the checkout: only .ooda/ (ignored) appears.
+    assert_eq!(t.checkout_fingerprint(), before);
+    assert!(!t.exists("built.txt"));
+    assert!(t.exists(".ooda/worktrees/c/check/built.txt"));
 }
 
 #[test]
