@@ -1067,7 +1067,7 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
             let mw = if v.se_floor { wf } else { w };
             if let Some(a) = redlight::model_mismatch(mw, DIR, th) {
                 fired.push(MISMATCH);
-                fired.push(if a.kind == "predictions_biased" {
+                fired.push(if a.kind == redlight::AlarmKind::PredictionsBiased {
                     BIASED
                 } else {
                     UNRELIABLE

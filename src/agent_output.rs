@@ -14,49 +14,11 @@
 //! its final text. The last block wins because agents often quote the
 //! requested shape (with placeholders) before giving their real answer.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::config::AgentFormat;
 
-/// Tokens and cost of one agent call, as reported by the tool.
-///
-/// `input` counts every prompt token the model read (cached ones included,
-/// since they count toward a token budget too); `cached` is the part of
-/// `input` served from a cache. `output` includes reasoning ("thoughts").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    #[serde(default)]
-    pub input: u64,
-    #[serde(default)]
-    pub cached: u64,
-    #[serde(default)]
-    pub output: u64,
-    /// `None` when the format carries no cost (codex, gemini, plain text).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<f64>,
-}
-
-impl Usage {
-    pub fn total(&self) -> u64 {
-        self.input.saturating_add(self.output)
-    }
-
-    /// Nothing reported (a plain-text agent, or a call that died early).
-    pub fn is_empty(&self) -> bool {
-        *self == Usage::default()
-    }
-
-    pub fn add(&mut self, other: &Usage) {
-        self.input = self.input.saturating_add(other.input);
-        self.cached = self.cached.saturating_add(other.cached);
-        self.output = self.output.saturating_add(other.output);
-        self.cost_usd = match (self.cost_usd, other.cost_usd) {
-            (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
-        };
-    }
-}
+pub use crate::model::Usage;
 
 /// What an agent's stdout says, per its format.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -16,7 +16,6 @@
 //! any markdown viewer shows as one: a `# ...` line inside a code fence is not a section.
 
 mod knob;
-mod units;
 
 use std::fmt;
 use std::ops::Range;
@@ -26,11 +25,12 @@ use std::time::Duration;
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 use pulldown_cmark::{Event, HeadingLevel, MetadataBlockKind, Options, Parser, Tag, TagEnd};
 
-use crate::config::Config;
 use crate::yaml::{self, Checker, Entry, Fields, Node, join, line_of, parse_float, parse_int};
 
-pub use knob::{Knob, KnobSpec, KnobValue, is_env_name};
-pub use units::{format_duration, parse_count, parse_duration, parse_percent};
+pub use crate::model::{Budget, Direction, KnobValue};
+pub use crate::problem::{BriefError, Problem};
+pub use crate::units::{format_duration, parse_count, parse_duration, parse_percent};
+pub use knob::{Knob, KnobSpec, is_env_name};
 
 /// The knobs file written into the worktree when a Brief does not name one.
 pub const DEFAULT_KNOBS_FILE: &str = "ooda.knobs.env";
@@ -93,22 +93,6 @@ impl fmt::Display for Parse {
             Parse::Regex(re) => write!(f, "regex:{}", re.as_str()),
             Parse::Json(pointer) => write!(f, "json:{pointer}"),
         }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    Minimize,
-    Maximize,
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Direction::Minimize => "minimize",
-            Direction::Maximize => "maximize",
-        })
     }
 }
 
@@ -187,100 +171,6 @@ fn glob_variants(pattern: &str) -> Result<Vec<Glob>, String> {
             .map_err(|e| e.kind().to_string())
     };
     Ok(vec![build(base)?, build(&format!("{base}/**"))?])
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Budget {
-    pub iterations: Option<u32>,
-    pub wall: Option<Duration>,
-    pub cost_usd: Option<f64>,
-    pub tokens: Option<u64>,
-}
-
-/// One thing wrong with a Brief or config file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Problem {
-    pub file: PathBuf,
-    pub line: Option<usize>,
-    /// Dotted path of the key: `metric.parse`, `knobs.TILE.int`, `scope.allow[1]`.
-    pub key: Option<String>,
-    /// The whole sentence shown to the user (it already contains what was expected).
-    pub message: String,
-    /// What was expected, on its own, for machine-readable output.
-    pub expected: Option<String>,
-    /// A correct line to copy, e.g. `direction: minimize`.
-    pub example: Option<String>,
-}
-
-impl Problem {
-    pub fn expected(&mut self, expected: impl Into<String>) -> &mut Problem {
-        self.expected = Some(expected.into());
-        self
-    }
-
-    pub fn example(&mut self, example: impl Into<String>) -> &mut Problem {
-        self.example = Some(example.into());
-        self
-    }
-}
-
-impl fmt::Display for Problem {
-    /// `briefs/x.md:7: metric.direction: expected ..., found `fastest` (example: `...`)`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file.display())?;
-        if let Some(line) = self.line {
-            write!(f, ":{line}")?;
-        }
-        f.write_str(": ")?;
-        if let Some(key) = &self.key {
-            write!(f, "{key}: ")?;
-        }
-        f.write_str(&self.message)?;
-        if let Some(example) = &self.example {
-            write!(f, " (example: `{example}`)")?;
-        }
-        Ok(())
-    }
-}
-
-/// Every problem found in a file; `Display` prints one per line.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{}", render(.problems))]
-pub struct BriefError {
-    pub problems: Vec<Problem>,
-}
-
-fn render(problems: &[Problem]) -> String {
-    problems
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl BriefError {
-    /// A file that could not be read at all.
-    pub fn io(path: &Path, err: &std::io::Error) -> BriefError {
-        BriefError {
-            problems: vec![Problem {
-                file: path.to_path_buf(),
-                line: None,
-                key: None,
-                message: format!("cannot read the file: {err}"),
-                expected: None,
-                example: None,
-            }],
-        }
-    }
-
-    /// Sorted by line (file-level problems first); `Ok` when there are none.
-    pub(crate) fn check(mut problems: Vec<Problem>) -> Result<(), BriefError> {
-        if problems.is_empty() {
-            return Ok(());
-        }
-        problems.sort_by_key(|p| p.line);
-        Err(BriefError { problems })
-    }
 }
 
 const TOP_KEYS: &[&str] = &[
@@ -369,17 +259,6 @@ impl Brief {
     /// Whether the main agent is the deterministic knob search.
     pub fn uses_builtin(&self) -> bool {
         self.agent.as_deref().is_none_or(|a| a == "builtin")
-    }
-
-    /// The Brief's budget, each limit it leaves out taken from `ooda.yaml`'s defaults.
-    pub fn effective_budget(&self, cfg: &Config) -> Budget {
-        let d = &cfg.defaults.budget;
-        Budget {
-            iterations: self.budget.iterations.or(d.iterations),
-            wall: self.budget.wall.or(d.wall),
-            cost_usd: self.budget.cost_usd.or(d.cost_usd),
-            tokens: self.budget.tokens.or(d.tokens),
-        }
     }
 }
 

@@ -74,7 +74,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             let _ = writeln!(s, "  agent       NOT RUNNABLE: {e}");
         }
     }
-    let b = brief.effective_budget(&project.config);
+    let b = project.config.budget_for(brief);
     let _ = writeln!(
         s,
         "  budget      iterations {}, wall {}, tokens {}, cost {}",

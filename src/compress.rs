@@ -306,6 +306,33 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// Characters, not bytes: budgets are in characters (DESIGN.md §10).
+pub fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// One line, at most `n` characters (an ellipsis marks a cut).
+pub fn clip(s: &str, n: usize) -> String {
+    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if chars(&line) <= n {
+        line
+    } else if n == 0 {
+        String::new()
+    } else {
+        format!("{}…", line.chars().take(n - 1).collect::<String>())
+    }
+}
+
+/// At most `n` characters of multi-line text, compressed (DESIGN.md §10)
+/// rather than cut when it is longer.
+pub fn bound(s: &str, n: usize) -> String {
+    if chars(s) <= n {
+        s.to_string()
+    } else {
+        compress(s, n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

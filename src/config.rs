@@ -30,7 +30,7 @@ pub struct Config {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Defaults {
-    /// Limits for Briefs that leave them out (see `Brief::effective_budget`).
+    /// Limits for Briefs that leave them out (see `Config::budget_for`).
     pub budget: Budget,
     /// The most pairs one decision may use: the sequential test looks at
     /// 3, 5, 8 and 12 pairs, up to this cap (the last look is final).
@@ -48,7 +48,7 @@ pub struct Defaults {
     /// Consecutive iterations without a keep after which a run is `stalled`.
     pub stall_after: u32,
     /// Thresholds of the red-light detectors (DESIGN.md §6).
-    pub red_lights: crate::redlight::Thresholds,
+    pub red_lights: crate::model::Thresholds,
 }
 
 impl Default for Defaults {
@@ -62,7 +62,7 @@ impl Default for Defaults {
             notes_dir: "notes".into(),
             output_cap: 1_048_576,
             stall_after: 10,
-            red_lights: crate::redlight::Thresholds::default(),
+            red_lights: crate::model::Thresholds::default(),
         }
     }
 }
@@ -316,6 +316,11 @@ impl Default for Config {
 }
 
 impl Config {
+    /// A Brief's budget, each limit it leaves out taken from the defaults.
+    pub fn budget_for(&self, brief: &crate::brief::Brief) -> Budget {
+        brief.budget.or(&self.defaults.budget)
+    }
+
     /// Reads `root/ooda.yaml`; a missing file is the default configuration.
     pub fn load(root: &Path) -> Result<Config, BriefError> {
         let path = root.join(FILE_NAME);
@@ -460,7 +465,7 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
     }
 }
 
-fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::redlight::Thresholds) {
+fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresholds) {
     let example = "red_lights: {failure_streak: 5, mismatch_chi2: 31.4}";
     let Some(fields) = ck.map(node, "defaults.red_lights", RED_LIGHT_KEYS, example) else {
         return;

@@ -15,111 +15,16 @@ use std::time::Duration;
 
 pub mod sequential;
 
-use serde::{Deserialize, Serialize};
-
-use crate::brief::{Brief, Direction, Parse};
+use crate::brief::{Brief, Parse};
 use crate::compress;
 use crate::error::{Error, Result};
 use crate::events::{Event, EventLog};
 use crate::exec::{self, CommandSpec, Outcome};
 use crate::metric::{self, MetricParse};
+use crate::model::Direction;
+
+pub use crate::model::{Calibration, Comparison, Confirmation, EvalOutcome, GuardResult, Pair};
 use crate::stats::{self, SplitMix64};
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Pair {
-    pub base: f64,
-    pub cand: f64,
-    pub cand_first: bool,
-    /// Log ratio oriented so that positive means the candidate is better.
-    pub d: f64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Comparison {
-    pub pairs: Vec<Pair>,
-    pub base_median: f64,
-    pub cand_median: f64,
-    /// Relative gain of the candidate in the Brief's direction (0.05 = 5% better).
-    pub effect: f64,
-    pub ci: (f64, f64),
-    pub p: f64,
-    pub looks: u32,
-    pub theta1: f64,
-    pub alpha: f64,
-    pub delta0: f64,
-    pub rule: String,
-    /// The per-look level α′ the keep test used.
-    #[serde(default)]
-    pub alpha_look: f64,
-    /// The pooled noise history (sd of one pair's log ratio) at decision time.
-    #[serde(default)]
-    pub s_h: f64,
-    /// This iteration's spread was far above the history (F test at 99%).
-    #[serde(default)]
-    pub noise_changed: bool,
-    /// The mean log ratio the test used (winsorized; positive = better) and
-    /// its 95% CI: the symmetric scale that model checks compare on.
-    #[serde(default)]
-    pub d_mean: f64,
-    #[serde(default)]
-    pub d_ci: (f64, f64),
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Calibration {
-    pub pairs: Vec<Pair>,
-    pub median: f64,
-    /// Standard deviation of ln(value) over all runs.
-    pub run_sd: f64,
-    /// Standard deviation of the A/A log ratios: the noise a decision faces.
-    pub noise_sd: f64,
-    pub mean_d: f64,
-    pub pairs_per_decision: u32,
-    pub theta1: f64,
-    /// The per-look level α′ of the sequential test, simulated once per run.
-    #[serde(default)]
-    pub alpha_look: Option<f64>,
-}
-
-/// Start-of-run commit against the current best: the unbiased cumulative gain.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Confirmation {
-    pub start: String,
-    pub best: String,
-    pub pairs: Vec<Pair>,
-    /// Median of the best commit's runs in this test.
-    pub best_median: f64,
-    pub start_median: f64,
-    pub effect: f64,
-    pub ci: (f64, f64),
-    pub p: f64,
-    pub why: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct GuardResult {
-    pub command: String,
-    pub ok: bool,
-    #[serde(default)]
-    pub exit_code: Option<i32>,
-    pub seconds: f64,
-}
-
-/// What a comparison ended in, before REVIEW and COMMIT act on it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct EvalOutcome {
-    pub verdict: crate::history::Verdict,
-    pub reason: String,
-    pub guards: Vec<GuardResult>,
-    pub comparison: Option<Comparison>,
-    pub failure_output: Option<String>,
-    /// The base, not the candidate, failed: the candidate's point is untried.
-    #[serde(default)]
-    pub base_failed: bool,
-    /// YELLOW alarms raised while evaluating (e.g. an identical candidate).
-    #[serde(default)]
-    pub alarms: Vec<crate::redlight::Alarm>,
-}
 
 /// Which worktree a command runs in; also exported as `OODA_SIDE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,226 +9,15 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Utc};
 use pulldown_cmark::{Event as MdEvent, MetadataBlockKind, Options, Parser, Tag, TagEnd};
-use serde::{Deserialize, Serialize};
 
 use crate::atomic::write_atomic;
-use crate::compress;
+use crate::compress::clip;
 use crate::error::{Error, Result};
-use crate::eval::{Calibration, Comparison, GuardResult};
-use crate::knobs::{self, Point};
-use crate::plan::{Axis, Pattern};
+use crate::knobs;
+use crate::model::{AgentCall, GuardResult};
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Baseline,
-    Keep,
-    Discard,
-    Crash,
-    Invalid,
-    Blocked,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Baseline => "baseline",
-            Verdict::Keep => "keep",
-            Verdict::Discard => "discard",
-            Verdict::Crash => "crash",
-            Verdict::Invalid => "invalid",
-            Verdict::Blocked => "blocked",
-        }
-    }
-
-    /// A measured "no": the hypothesis is falsified and must not be retried.
-    pub fn is_falsifying(self) -> bool {
-        self == Verdict::Discard
-    }
-
-    /// The point was tried (measured or failed trying); re-proposing it wastes a night.
-    pub fn was_measured(self) -> bool {
-        !matches!(self, Verdict::Blocked)
-    }
-
-    pub fn is_failure(self) -> bool {
-        matches!(self, Verdict::Crash | Verdict::Invalid | Verdict::Blocked)
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Prediction {
-    pub effect: f64,
-    pub sd: f64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct IterationRecord {
-    pub iteration: u32,
-    pub brief: String,
-    pub brief_hash: String,
-    pub run_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    pub started: DateTime<Utc>,
-    pub finished: DateTime<Utc>,
-    pub driver: String,
-    pub verdict: Verdict,
-    pub reason: String,
-    #[serde(default)]
-    pub hypothesis: String,
-    #[serde(default)]
-    pub change: String,
-    #[serde(default)]
-    pub axes: Vec<Axis>,
-    #[serde(default)]
-    pub knobs: Point,
-    #[serde(default)]
-    pub predicted: Option<Prediction>,
-    #[serde(default)]
-    pub measured: Option<Comparison>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calibration: Option<Calibration>,
-    #[serde(default)]
-    pub guards: Vec<GuardResult>,
-    /// The commit the candidate was compared against.
-    pub base: String,
-    /// The kept commit (keeps only).
-    #[serde(default)]
-    pub commit: Option<String>,
-    /// The candidate's tree hash, for exact-cycle detection.
-    #[serde(default)]
-    pub tree: Option<String>,
-    #[serde(default)]
-    pub changed_paths: Vec<String>,
-    #[serde(default)]
-    pub cites: Vec<u32>,
-    #[serde(default)]
-    pub tokens: u64,
-    #[serde(default)]
-    pub cost_usd: f64,
-    /// Every command-agent call of the iteration, with its usage (empty for builtin).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub agent_calls: Vec<crate::driver::command::AgentCall>,
-    #[serde(default)]
-    pub patterns: Vec<Pattern>,
-    #[serde(default)]
-    pub falsified: Option<String>,
-    #[serde(default)]
-    pub next: Option<String>,
-    /// The discarded diff, relative to the iterations folder.
-    #[serde(default)]
-    pub artifact: Option<String>,
-    /// Compressed output of whatever failed (guard, setup, crash), if anything.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_output: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub narrative: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acknowledged: Option<String>,
-    /// A confirmation test run after this iteration (start of run vs best).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confirmation: Option<crate::eval::Confirmation>,
-    /// Red lights and YELLOW warnings raised by this iteration's CHECK.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub alarms: Vec<crate::redlight::Alarm>,
-    /// A divergence rollback moved the base back to this commit here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rollback_to: Option<String>,
-    /// The base, not the candidate, failed to build or measure.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub base_failed: bool,
-    /// Set on the last iteration of a run: why the loop stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<crate::state::Stop>,
-}
-
-impl IterationRecord {
-    #[doc(hidden)]
-    pub fn new_for_test(iteration: u32, verdict: Verdict) -> IterationRecord {
-        let t = DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap_or_default();
-        IterationRecord {
-            iteration,
-            brief: "test".into(),
-            brief_hash: "0".into(),
-            run_id: "run".into(),
-            seed: None,
-            started: t,
-            finished: t,
-            driver: "builtin".into(),
-            verdict,
-            reason: String::new(),
-            hypothesis: String::new(),
-            change: String::new(),
-            axes: Vec::new(),
-            knobs: Point::new(),
-            predicted: None,
-            measured: None,
-            calibration: None,
-            guards: Vec::new(),
-            base: "0".repeat(40),
-            commit: None,
-            tree: None,
-            changed_paths: Vec::new(),
-            cites: Vec::new(),
-            tokens: 0,
-            cost_usd: 0.0,
-            agent_calls: Vec::new(),
-            patterns: Vec::new(),
-            falsified: None,
-            next: None,
-            artifact: None,
-            failure_output: None,
-            narrative: None,
-            acknowledged: None,
-            confirmation: None,
-            alarms: Vec::new(),
-            rollback_to: None,
-            base_failed: false,
-            stop: None,
-        }
-    }
-
-    /// The same record with secrets removed from every free-text field.
-    /// Redaction works on fields, never on the rendered file, so the YAML
-    /// front matter stays well-formed whatever a secret pattern matches.
-    pub fn redacted(&self) -> IterationRecord {
-        let r = |s: &str| compress::redact(s);
-        let ro = |s: &Option<String>| s.as_deref().map(compress::redact);
-        let mut out = self.clone();
-        out.reason = r(&self.reason);
-        out.hypothesis = r(&self.hypothesis);
-        out.change = r(&self.change);
-        out.failure_output = ro(&self.failure_output);
-        out.falsified = ro(&self.falsified);
-        out.next = ro(&self.next);
-        out.narrative = ro(&self.narrative);
-        out.acknowledged = ro(&self.acknowledged);
-        for g in &mut out.guards {
-            g.command = r(&g.command);
-        }
-        for p in &mut out.patterns {
-            p.name = r(&p.name);
-            p.lesson = r(&p.lesson);
-        }
-        out
-    }
-
-    /// One line for digests and summaries: signed effect in percent, if measured.
-    pub fn effect_text(&self) -> String {
-        match &self.measured {
-            Some(m) => format!(
-                "{:+.1}% [{:+.1}, {:+.1}]",
-                m.effect * 100.0,
-                m.ci.0 * 100.0,
-                m.ci.1 * 100.0
-            ),
-            None => "—".into(),
-        }
-    }
-}
+pub use crate::model::{IterationRecord, Prediction, Verdict};
 
 pub fn file_name(iteration: u32) -> String {
     format!("iter-{iteration:03}.md")
@@ -376,7 +165,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         );
         let _ = writeln!(s, "| rule | {} |\n", m.rule);
     }
-    s.push_str(&crate::driver::agent_steps::render_calls(&rec.agent_calls));
+    s.push_str(&render_calls(&rec.agent_calls));
     let _ = writeln!(s, "## Named patterns\n");
     if rec.patterns.is_empty() {
         let _ = writeln!(s, "None.\n");
@@ -498,6 +287,51 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
         "## Named patterns\n\nNone yet.\n\n## Next\n\n{}",
         rec.next.as_deref().unwrap_or("Start the search.")
     );
+}
+
+fn cost_text(c: Option<f64>) -> String {
+    c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "—".into())
+}
+
+/// The "Agent calls" section of an iteration file: one row per call.
+pub fn render_calls(calls: &[AgentCall]) -> String {
+    if calls.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "## Agent calls\n\n| phase | try | outcome | exit | seconds | tokens in / out (cached) | cost | problem |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    for c in calls {
+        let phase = match &c.output {
+            Some(o) => format!("[{}]({o})", c.phase),
+            None => c.phase.clone(),
+        };
+        let tokens = if c.usage.total() == 0 {
+            "—".to_string()
+        } else {
+            format!(
+                "{} / {} ({})",
+                c.usage.input, c.usage.output, c.usage.cached
+            )
+        };
+        let _ = writeln!(
+            s,
+            "| {phase} | {} | {} | {} | {:.1} | {tokens} | {} | {} |",
+            c.attempt,
+            c.outcome.as_str(),
+            c.exit_code
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "—".into()),
+            c.seconds,
+            cost_text(c.usage.cost_usd),
+            c.problem
+                .as_deref()
+                .map(|p| clip(p, 200).replace('|', "\\|"))
+                .unwrap_or_default()
+        );
+    }
+    s.push('\n');
+    s
 }
 
 fn guard_table(s: &mut String, guards: &[GuardResult]) {
@@ -645,6 +479,7 @@ mod tests {
     use super::*;
     use crate::brief::KnobValue;
     use crate::eval::Pair;
+    use crate::model::{Comparison, Pattern};
 
     fn ctx() -> RenderContext<'static> {
         RenderContext {

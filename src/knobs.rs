@@ -6,13 +6,12 @@
 //! the source of truth for a worktree: base and candidate each export what
 //! their own file says, which makes "what was measured" recoverable from git.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::brief::{Knob, KnobSpec, KnobValue};
 use crate::error::{Error, Result};
 
-pub type Point = BTreeMap<String, KnobValue>;
+pub use crate::model::Point;
 
 /// A stable text key for "has this point been evaluated before?".
 pub fn key(point: &Point) -> String {

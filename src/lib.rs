@@ -25,8 +25,12 @@ pub mod knobs;
 pub mod lock;
 pub mod log;
 pub mod metric;
+pub mod model;
+#[cfg(test)]
+mod module_graph;
 pub mod phases;
 pub mod plan;
+pub mod problem;
 pub mod project;
 pub mod prompt;
 pub mod redlight;
@@ -38,6 +42,7 @@ pub mod status;
 pub mod subagents;
 pub mod summary;
 pub mod ticker;
+pub mod units;
 pub mod workspace;
 pub mod yaml;
 

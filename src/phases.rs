@@ -17,7 +17,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
 
 use crate::brief::{Brief, Direction};
 use crate::driver::agent_steps::{self, Step};
@@ -38,35 +37,7 @@ use crate::stats::SplitMix64;
 use crate::summary;
 use crate::workspace::Workspace;
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Phase {
-    Observe,
-    Orient,
-    Plan,
-    Execute,
-    Evaluate,
-    Review,
-    Learn,
-    Commit,
-    Check,
-}
-
-impl Phase {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Phase::Observe => "observe",
-            Phase::Orient => "orient",
-            Phase::Plan => "plan",
-            Phase::Execute => "execute",
-            Phase::Evaluate => "evaluate",
-            Phase::Review => "review",
-            Phase::Learn => "learn",
-            Phase::Commit => "commit",
-            Phase::Check => "check",
-        }
-    }
-}
+pub use crate::model::Phase;
 
 /// A confirmation test runs after every this many keeps (and at the end).
 const CONFIRM_EVERY: usize = 10;
@@ -468,12 +439,12 @@ impl<'a> Runner<'a> {
             // The best commit, not the iteration's base: after COMMIT they
             // differ, and the branch must not move back to before a keep.
             self.ws.ensure(oid(&self.state.best_commit)?)?;
-            if (Phase::Execute..Phase::Learn).contains(&done) {
+            if matches!(done, Phase::Execute | Phase::Evaluate | Phase::Review) {
                 self.current_mut()?.done = Phase::Plan;
             }
         }
         let mut done = self.current()?.done;
-        while done < Phase::Check {
+        while done != Phase::Check {
             let next = match done {
                 Phase::Observe => Phase::Orient,
                 Phase::Orient => Phase::Plan,
@@ -807,7 +778,10 @@ impl<'a> Runner<'a> {
                 comparison: None,
                 failure_output: None,
                 base_failed: false,
-                alarms: vec![redlight::Alarm::yellow("identical_candidate", reason)],
+                alarms: vec![redlight::Alarm::yellow(
+                    redlight::AlarmKind::IdenticalCandidate,
+                    reason,
+                )],
             });
         }
         let (base, cand) = (self.worktree(Side::Base)?, self.worktree(Side::Cand)?);
@@ -991,6 +965,7 @@ impl<'a> Runner<'a> {
             acknowledged: self.state.pending_ack.clone(),
             confirmation: None,
             alarms: Vec::new(),
+            analysis: None,
             rollback_to: None,
             base_failed: outcome.base_failed,
             stop: None,
@@ -1194,12 +1169,10 @@ impl<'a> Runner<'a> {
             ..CheckOutcome::default()
         };
         if let Some(s) = &out.stop
-            && s.reason.is_red()
+            && let Some(kind) = redlight::AlarmKind::for_stop(s.reason)
         {
-            out.alarms.push(redlight::Alarm::red(
-                s.reason.as_str().trim_start_matches("red_"),
-                s.detail.clone(),
-            ));
+            out.alarms
+                .push(redlight::Alarm::red(kind, s.detail.clone()));
         }
         if out.stop.is_none() {
             self.check_divergence(parent, cur.iteration, &mut out)?;
@@ -1207,18 +1180,18 @@ impl<'a> Runner<'a> {
         let plateau = redlight::plateau_length(redlight::window(&self.history));
         if out.stop.is_none() && plateau == th.plateau {
             out.alarms.push(redlight::Alarm::yellow(
-                "plateau",
+                redlight::AlarmKind::Plateau,
                 format!("{plateau} iterations without a keep; {}", self.analysis()),
             ));
         }
         for a in &out.alarms {
             let ev = match a.level {
                 redlight::Level::Red => Event::RedLight {
-                    reason: a.kind.clone(),
+                    reason: a.kind.to_string(),
                     evidence: a.evidence.clone(),
                 },
                 redlight::Level::Yellow => Event::Anomaly {
-                    kind: a.kind.clone(),
+                    kind: a.kind.to_string(),
                     message: a.evidence.clone(),
                 },
             };
@@ -1396,18 +1369,17 @@ impl<'a> Runner<'a> {
                 iteration: last.iteration,
             })
         };
-        if let Some(alarm) = redlight::red_alarms(
+        // Every red detector's kind names its stop; a kind without one
+        // (unknown to this version) stops nothing.
+        if let Some((reason, alarm)) = redlight::red_alarms(
             &self.history,
             self.brief.metric.direction,
             &self.thresholds(),
         )
         .into_iter()
-        .next()
+        .find_map(|a| a.stop_reason().map(|r| (r, a)))
         {
-            return mk(
-                alarm.stop_reason().unwrap_or(StopReason::RedScope),
-                alarm.evidence,
-            );
+            return mk(reason, alarm.evidence);
         }
         let non_keeps = redlight::plateau_length(redlight::window(&self.history));
         if non_keeps >= self.project.config.defaults.stall_after as usize {
@@ -1468,9 +1440,12 @@ impl<'a> Runner<'a> {
         // (this iteration's own record does not count).
         let earlier = &window[..window.len().saturating_sub(1)];
         let recent = earlier.iter().rev().take(th.trend_window).any(|r| {
-            r.alarms
-                .iter()
-                .any(|a| a.kind == "machine_drift" || a.kind == "divergence")
+            r.alarms.iter().any(|a| {
+                matches!(
+                    a.kind,
+                    redlight::AlarmKind::MachineDrift | redlight::AlarmKind::Divergence
+                )
+            })
         });
         if recent {
             return Ok(());
@@ -1479,7 +1454,7 @@ impl<'a> Runner<'a> {
             // Nothing was kept: the base is still the start commit, so only
             // the machine can have changed.
             out.alarms.push(redlight::Alarm::yellow(
-                "machine_drift",
+                redlight::AlarmKind::MachineDrift,
                 format!("{trend}; no change has been kept, so the base is the start commit itself: the machine got slower"),
             ));
             return Ok(());
@@ -1489,7 +1464,7 @@ impl<'a> Runner<'a> {
             && c.ci.0 > 0.0
         {
             out.alarms.push(redlight::Alarm::yellow(
-                "machine_drift",
+                redlight::AlarmKind::MachineDrift,
                 format!("{trend}; but the anchor test still finds the best better than the start ({}): the machine got slower, the changes are real", c.why),
             ));
             out.confirmation = conf;
@@ -1512,8 +1487,10 @@ impl<'a> Runner<'a> {
             out.rollback = Some((old_tip, target));
         }
         out.confirmation = conf;
-        out.alarms
-            .push(redlight::Alarm::red("divergence", evidence.clone()));
+        out.alarms.push(redlight::Alarm::red(
+            redlight::AlarmKind::Divergence,
+            evidence.clone(),
+        ));
         out.stop = Some(Stop {
             reason: StopReason::RedDivergence,
             detail: evidence,
@@ -1556,13 +1533,13 @@ impl<'a> Runner<'a> {
     }
 
     fn budget_stop(&self) -> Option<Stop> {
-        let budget = self.brief.effective_budget(&self.project.config);
+        let budget = self.project.config.budget_for(&self.brief);
         // Agent calls of an iteration not yet archived count too.
         let in_flight = self
             .state
             .current
             .as_ref()
-            .filter(|c| c.done < Phase::Learn)
+            .filter(|c| !c.done.archived())
             .map(|c| {
                 c.agent_calls
                     .iter()
@@ -1706,7 +1683,7 @@ impl<'a> Runner<'a> {
             &self.brief,
             &self.state,
             &self.history,
-            &self.brief.effective_budget(&self.project.config),
+            &self.project.config.budget_for(&self.brief),
         )
     }
 
@@ -1823,6 +1800,7 @@ impl<'a> Runner<'a> {
             acknowledged: None,
             confirmation: None,
             alarms: Vec::new(),
+            analysis: None,
             rollback_to: None,
             base_failed: false,
             stop: None,
@@ -1942,8 +1920,7 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
 /// iteration killed after writing its file but before the LEARN checkpoint
 /// has one more file; LEARN simply runs again and rewrites it.)
 fn archived_by(s: &State) -> usize {
-    s.next_iteration as usize
-        + usize::from(s.current.as_ref().is_some_and(|c| c.done >= Phase::Learn))
+    s.next_iteration as usize + usize::from(s.current.as_ref().is_some_and(|c| c.done.archived()))
 }
 
 fn oid(s: &str) -> Result<git2::Oid> {

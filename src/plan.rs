@@ -8,54 +8,11 @@
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
-
 use crate::brief::Knob;
-use crate::history::IterationRecord;
-use crate::knobs::{self, Point};
+use crate::knobs;
+use crate::model::{IterationRecord, Point};
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Axis {
-    pub name: String,
-    pub direction: String,
-    /// The size of the move on this axis, when known (knob steps), so the
-    /// oscillation detector can tell bisection from flip-flopping.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub step: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Plan {
-    pub hypothesis: String,
-    #[serde(default)]
-    pub change: String,
-    #[serde(default)]
-    pub cites: Vec<u32>,
-    #[serde(default)]
-    pub axes: Vec<Axis>,
-    pub predicted_effect: f64,
-    pub predicted_sd: f64,
-    #[serde(default)]
-    pub knobs: Point,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Pattern {
-    pub name: String,
-    pub lesson: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct LearnResult {
-    #[serde(default)]
-    pub patterns: Vec<Pattern>,
-    #[serde(default)]
-    pub falsified: Option<String>,
-    #[serde(default)]
-    pub next: Option<String>,
-    #[serde(default)]
-    pub narrative: Option<String>,
-}
+pub use crate::model::{Axis, LearnResult, Pattern, Plan};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejection {

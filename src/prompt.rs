@@ -31,14 +31,11 @@ use chrono::{DateTime, Utc};
 
 use crate::brief::{Brief, Budget, Direction, format_duration};
 use crate::compress;
+
+pub use crate::compress::{bound, chars, clip};
 use crate::history::{IterationRecord, Verdict, fmt_num};
 use crate::knobs::{self, Point};
 use crate::plan::Plan;
-
-/// Characters, not bytes: budgets are in characters (DESIGN.md §10).
-pub fn chars(s: &str) -> usize {
-    s.chars().count()
-}
 
 /// Replaces `{{name}}` with the slot's value; unknown names stay as written.
 pub fn render(template: &str, slots: &[(&str, &str)]) -> String {
@@ -79,28 +76,6 @@ fn occurrences(template: &str, key: &str) -> usize {
         rest = &after[end + 2..];
     }
     n
-}
-
-/// One line, at most `n` characters (an ellipsis marks a cut).
-pub fn clip(s: &str, n: usize) -> String {
-    let line = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if chars(&line) <= n {
-        line
-    } else if n == 0 {
-        String::new()
-    } else {
-        format!("{}…", line.chars().take(n - 1).collect::<String>())
-    }
-}
-
-/// At most `n` characters of multi-line text, compressed (DESIGN.md §10)
-/// rather than cut when it is longer.
-pub fn bound(s: &str, n: usize) -> String {
-    if chars(s) <= n {
-        s.to_string()
-    } else {
-        compress::compress(s, n)
-    }
 }
 
 fn pct(x: f64) -> String {

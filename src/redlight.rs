@@ -9,105 +9,10 @@
 //! legitimate work raises a false alarm at most ~5% of the time; see
 //! `examples/redlight_sim.rs`).
 
-use serde::{Deserialize, Serialize};
-
-use crate::brief::Direction;
-use crate::history::{IterationRecord, Verdict};
-use crate::state::StopReason;
+use crate::model::{Direction, IterationRecord, Verdict};
 use crate::stats;
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Thresholds {
-    /// Direction flips: window of changes on one axis, and flips that alarm.
-    pub flip_window: usize,
-    pub flip_min: usize,
-    /// Mann-Kendall over the re-measured base: window and |Z| that alarm.
-    pub trend_window: usize,
-    pub trend_z: f64,
-    /// The trend must also amount to this much over the window (log units).
-    pub trend_min: f64,
-    /// Model mismatch: window, Σz² bound (χ²₁₀ at 0.0005) and bias |Σz/√n|.
-    pub mismatch_window: usize,
-    pub mismatch_chi2: f64,
-    pub mismatch_bias: f64,
-    pub failure_streak: usize,
-    pub scope_violations: usize,
-    /// Non-keeps in a row that count as a plateau (the analyzer is called).
-    pub plateau: usize,
-    /// Consecutive regressions that, with a downward effect trend, are RED.
-    pub regressions: usize,
-    /// How significant that downward trend must be (one-sided 5%).
-    pub regression_trend_z: f64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Thresholds {
-        Thresholds {
-            flip_window: 16,
-            flip_min: 14,
-            trend_window: 12,
-            trend_z: 3.09,
-            trend_min: 0.02f64.ln_1p(),
-            mismatch_window: 10,
-            mismatch_chi2: 31.4,
-            mismatch_bias: 3.48,
-            failure_streak: 5,
-            scope_violations: 3,
-            plateau: 4,
-            regressions: 5,
-            regression_trend_z: 1.645,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Level {
-    Yellow,
-    Red,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Alarm {
-    pub level: Level,
-    /// Machine name: exact_cycle, direction_flips, divergence, machine_drift,
-    /// regressions, predictions_unreliable, predictions_biased, ...
-    pub kind: String,
-    /// The evidence in words, with the numbers and iterations.
-    pub evidence: String,
-}
-
-impl Alarm {
-    pub fn red(kind: &str, evidence: String) -> Alarm {
-        Alarm {
-            level: Level::Red,
-            kind: kind.into(),
-            evidence,
-        }
-    }
-
-    pub fn yellow(kind: &str, evidence: String) -> Alarm {
-        Alarm {
-            level: Level::Yellow,
-            kind: kind.into(),
-            evidence,
-        }
-    }
-
-    /// The stop reason a RED alarm ends the run with.
-    pub fn stop_reason(&self) -> Option<StopReason> {
-        if self.level != Level::Red {
-            return None;
-        }
-        Some(match self.kind.as_str() {
-            "exact_cycle" | "direction_flips" => StopReason::RedOscillation,
-            "divergence" | "regressions" => StopReason::RedDivergence,
-            "predictions_unreliable" | "predictions_biased" => StopReason::RedModelMismatch,
-            "failure_streak" => StopReason::RedFailureStreak,
-            _ => StopReason::RedScope,
-        })
-    }
-}
+pub use crate::model::{Alarm, AlarmKind, Level, Thresholds};
 
 /// The iterations after the baseline and after the last human acknowledgement:
 /// an `ooda ack` accepts the evidence so far; only new evidence may stop again.
@@ -133,7 +38,7 @@ pub fn exact_cycle(history: &[IterationRecord]) -> Option<Alarm> {
             && r.tree.as_deref() == Some(tree)
     })?;
     Some(Alarm::red(
-        "exact_cycle",
+        AlarmKind::ExactCycle,
         format!(
             "iteration {} kept tree {} which iteration {} already had: the loop is going in a circle",
             last.iteration,
@@ -199,7 +104,7 @@ pub fn direction_flips(history: &[IterationRecord], th: &Thresholds) -> Option<A
         };
         if !changing {
             return Some(Alarm::red(
-                "direction_flips",
+                AlarmKind::DirectionFlips,
                 format!(
                     "axis {name} changed direction {flips} times in its last {} changes (iterations {}–{}) with steps of about the same size",
                     th.flip_window,
@@ -281,7 +186,7 @@ pub fn regressions(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm
     let mk = stats::mann_kendall(&effects)?;
     (mk.z < -th.regression_trend_z).then(|| {
         Alarm::red(
-            "regressions",
+            AlarmKind::Regressions,
             format!(
                 "the last {} candidates (iterations {}) were all significantly worse and the measured effects trend down (Mann-Kendall Z = {:.2})",
                 th.regressions,
@@ -377,13 +282,13 @@ pub fn model_mismatch(
             "pessimistic: measured effects beat predictions"
         };
         return Some(Alarm::red(
-            "predictions_biased",
+            AlarmKind::PredictionsBiased,
             format!("predictions are biased ({way}); Σz/√n = {bias:.2} over {span}"),
         ));
     }
     if sum_sq > th.mismatch_chi2 {
         return Some(Alarm::red(
-            "predictions_unreliable",
+            AlarmKind::PredictionsUnreliable,
             format!(
                 "predictions miss by more than their stated uncertainty: Σz² = {sum_sq:.1} > {} over {span}",
                 th.mismatch_chi2
@@ -404,7 +309,7 @@ pub fn failure_streak(history: &[IterationRecord], th: &Thresholds) -> Option<Al
         .map(|r| format!("{} ({})", r.iteration, r.verdict.as_str()))
         .collect();
     Some(Alarm::red(
-        "failure_streak",
+        AlarmKind::FailureStreak,
         format!(
             "{} failed iterations in a row: {}; the last said: {}",
             th.failure_streak,
@@ -422,7 +327,7 @@ pub fn scope(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
         .collect();
     (blocked.len() >= th.scope_violations).then(|| {
         Alarm::red(
-            "scope",
+            AlarmKind::Scope,
             format!("{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})", blocked.len(), blocked),
         )
     })
@@ -469,6 +374,7 @@ mod tests {
     use super::*;
     use crate::eval::{Comparison, Pair};
     use crate::history::Prediction;
+    use crate::model::StopReason;
     use crate::plan::Axis;
     use crate::stats::SplitMix64;
 
@@ -551,7 +457,7 @@ mod tests {
         h.push(k1);
         h.push(k2);
         let alarms = red_alarms(&h, Direction::Minimize, &Thresholds::default());
-        assert_eq!(alarms[0].kind, "exact_cycle");
+        assert_eq!(alarms[0].kind, AlarmKind::ExactCycle);
         // A kept tree is never reused unmeasured; a discarded one is.
         assert!(identical_candidate(&h, "t1").is_none());
         let mut d = measured(3, Verdict::Discard, 90.0, -0.05, 0.02);
@@ -686,7 +592,7 @@ mod tests {
             })
             .collect();
         assert!(model_mismatch(&builtin, Direction::Minimize, &th).is_none());
-        assert_eq!(a.kind, "predictions_biased");
+        assert_eq!(a.kind, AlarmKind::PredictionsBiased);
         assert!(a.evidence.contains("optimistic"));
         let calibrated: Vec<IterationRecord> = (1..=10)
             .map(|i| {
@@ -717,7 +623,7 @@ mod tests {
         }
         assert_eq!(
             red_alarms(&h, Direction::Minimize, &th)[0].kind,
-            "failure_streak"
+            AlarmKind::FailureStreak
         );
         let mut acked = IterationRecord::new_for_test(6, Verdict::Crash);
         acked.acknowledged = Some("by me".into());

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, LocalResult, NaiveDateTime, Offset, TimeZone, Timelike, Utc};
 
-use crate::brief::{format_duration, parse_duration};
+use crate::units::{format_duration, parse_duration};
 
 #[cfg(test)]
 mod tests;

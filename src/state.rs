@@ -13,75 +13,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::atomic::write_atomic;
 use crate::error::{Error, Result};
-use crate::eval::EvalOutcome;
-use crate::history::{IterationRecord, Verdict};
-use crate::phases::Phase;
-use crate::plan::Plan;
+use crate::model::{
+    AgentCall, Alarm, Confirmation, EvalOutcome, IterationRecord, Phase, Plan, Verdict,
+};
+
+pub use crate::model::{Status, Stop, StopReason};
 
 pub const STATE_VERSION: u32 = 1;
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum StopReason {
-    GoalReached,
-    BudgetIterations,
-    BudgetWall,
-    BudgetCost,
-    BudgetTokens,
-    Stalled,
-    Interrupted,
-    RedOscillation,
-    RedDivergence,
-    RedModelMismatch,
-    RedFailureStreak,
-    RedScope,
-}
-
-impl StopReason {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StopReason::GoalReached => "goal_reached",
-            StopReason::BudgetIterations => "budget_iterations",
-            StopReason::BudgetWall => "budget_wall",
-            StopReason::BudgetCost => "budget_cost",
-            StopReason::BudgetTokens => "budget_tokens",
-            StopReason::Stalled => "stalled",
-            StopReason::Interrupted => "interrupted",
-            StopReason::RedOscillation => "red_oscillation",
-            StopReason::RedDivergence => "red_divergence",
-            StopReason::RedModelMismatch => "red_model_mismatch",
-            StopReason::RedFailureStreak => "red_failure_streak",
-            StopReason::RedScope => "red_scope",
-        }
-    }
-
-    pub fn is_red(self) -> bool {
-        self.as_str().starts_with("red_")
-    }
-
-    pub fn is_budget(self) -> bool {
-        self.as_str().starts_with("budget_")
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Stop {
-    pub reason: StopReason,
-    /// The evidence, in words a human can check.
-    pub detail: String,
-    pub at: DateTime<Utc>,
-    pub iteration: u32,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "UPPERCASE")]
-pub enum Status {
-    Green,
-    Yellow,
-    Red,
-    Done,
-    Stopped,
-}
 
 /// The iteration in progress and the outputs of its completed phases.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -112,21 +50,21 @@ pub struct InFlight {
     /// Command-agent calls so far (PLAN, EXECUTE), kept across checkpoints so
     /// the iteration file records every call and its cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub agent_calls: Vec<crate::driver::command::AgentCall>,
+    pub agent_calls: Vec<AgentCall>,
 }
 
 /// What CHECK decided for an iteration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CheckOutcome {
     #[serde(default)]
-    pub alarms: Vec<crate::redlight::Alarm>,
+    pub alarms: Vec<Alarm>,
     #[serde(default)]
     pub stop: Option<Stop>,
     /// A divergence rollback: (old tip, the commit the base goes back to).
     #[serde(default)]
     pub rollback: Option<(String, String)>,
     #[serde(default)]
-    pub confirmation: Option<crate::eval::Confirmation>,
+    pub confirmation: Option<Confirmation>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

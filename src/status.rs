@@ -72,7 +72,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         }
     };
     out.metric = brief.metric.name.clone();
-    out.budget_iterations = brief.effective_budget(&project.config).iterations;
+    out.budget_iterations = project.config.budget_for(&brief).iterations;
     let dir = project.iterations_dir(&name);
     let history = match history::load(&dir) {
         Ok(h) => h,

@@ -14,6 +14,7 @@ use crate::atomic::write_atomic;
 use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
 use crate::history::{self, IterationRecord, Verdict, fmt_num};
+use crate::model::{AgentCall, CallOutcome, Usage};
 use crate::state::{State, Status};
 
 /// The best known metric value: the last keep's candidate median, else the baseline's.
@@ -275,7 +276,7 @@ pub fn render(
         }
         s.push('\n');
     }
-    s.push_str(&crate::driver::agent_steps::usage_section(history));
+    s.push_str(&usage_section(history));
     let _ = writeln!(s, "## Budget\n");
     let used_iters = history.len().saturating_sub(1);
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
@@ -330,6 +331,46 @@ pub fn render(
         s,
         "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration."
     );
+    s
+}
+
+/// The "Agent usage" section of `summary.md`: tokens, cost, failures and
+/// time per phase (DESIGN.md §12), empty when no agent ran.
+pub fn usage_section(history: &[IterationRecord]) -> String {
+    let calls: Vec<&AgentCall> = history.iter().flat_map(|r| r.agent_calls.iter()).collect();
+    if calls.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from(
+        "## Agent usage\n\n| phase | calls | not ok | tokens in | tokens out | cost | seconds |\n|---|---|---|---|---|---|---|\n",
+    );
+    let mut row = |name: &str, cs: &[&AgentCall]| {
+        let mut usage = Usage::default();
+        for c in cs {
+            usage.add(&c.usage);
+        }
+        let _ = writeln!(
+            s,
+            "| {name} | {} | {} | {} | {} | {} | {:.0} |",
+            cs.len(),
+            cs.iter().filter(|c| c.outcome != CallOutcome::Ok).count(),
+            usage.input,
+            usage.output,
+            usage
+                .cost_usd
+                .map(|c| format!("${c:.2}"))
+                .unwrap_or_else(|| "not reported".into()),
+            cs.iter().map(|c| c.seconds).sum::<f64>()
+        );
+    };
+    for phase in ["plan", "execute", "learn"] {
+        let cs: Vec<&AgentCall> = calls.iter().copied().filter(|c| c.phase == phase).collect();
+        if !cs.is_empty() {
+            row(phase, &cs);
+        }
+    }
+    row("all", &calls);
+    s.push('\n');
     s
 }
 
@@ -452,4 +493,37 @@ fn xml(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_table_and_usage_section() {
+        let call = AgentCall {
+            phase: "plan".into(),
+            attempt: 2,
+            outcome: CallOutcome::Rejected,
+            exit_code: Some(0),
+            seconds: 1.5,
+            usage: Usage {
+                input: 100,
+                cached: 40,
+                output: 20,
+                cost_usd: Some(0.01),
+            },
+            model: None,
+            problem: Some("(cites) a | b".into()),
+            output: Some("artifacts/iter-001/plan-2.output.txt".into()),
+        };
+        let t = history::render_calls(std::slice::from_ref(&call));
+        assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.0100 | (cites) a \\| b |"), "{t}");
+        let mut rec = IterationRecord::new_for_test(1, Verdict::Invalid);
+        rec.agent_calls = vec![call.clone(), call];
+        let s = usage_section(&[rec]);
+        assert!(s.contains("| plan | 2 | 2 | 200 | 40 | $0.02 | 3 |"), "{s}");
+        assert!(s.contains("| all | 2 |"));
+        assert_eq!(usage_section(&[]), "");
+    }
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle};
 
-use crate::brief::Problem;
+use crate::problem::Problem;
 
 /// Alias expansion can grow a small document exponentially ("billion laughs"); no real
 /// Brief or config comes anywhere near this many nodes.

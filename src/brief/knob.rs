@@ -5,8 +5,7 @@
 //! spec both checks typed values ([`KnobSpec::contains`]) and reads text back
 //! ([`KnobSpec::parse_value`]); [`KnobValue`]'s `Display` is the exact text written.
 
-use std::fmt;
-
+use crate::model::KnobValue;
 use crate::yaml::{Checker, Entry, Node, join, parse_float, parse_int};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -30,26 +29,6 @@ pub enum KnobSpec {
         log: bool,
     },
     Choice(Vec<String>),
-}
-
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(untagged)]
-pub enum KnobValue {
-    Int(i64),
-    Float(f64),
-    Str(String),
-}
-
-impl fmt::Display for KnobValue {
-    /// The environment-variable text. Rust's float formatting is already the shortest
-    /// text that reads back to the same `f64`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KnobValue::Int(v) => write!(f, "{v}"),
-            KnobValue::Float(v) => write!(f, "{v}"),
-            KnobValue::Str(s) => f.write_str(s),
-        }
-    }
 }
 
 impl KnobSpec {

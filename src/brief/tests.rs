@@ -2,6 +2,7 @@
 //! problem, because "file:line: key" is what the user acts on.
 
 use super::*;
+use crate::config::Config;
 
 const DESIGN_EXAMPLE: &str = r#"---
 metric:
@@ -297,7 +298,7 @@ fn effective_budget_falls_back_to_config() {
         cost_usd: None,
         tokens: Some(10),
     };
-    let eff = b.effective_budget(&cfg);
+    let eff = cfg.budget_for(&b);
     assert_eq!(eff.iterations, Some(5));
     assert_eq!(eff.wall, Some(Duration::from_secs(3600)));
     assert_eq!(eff.cost_usd, None);

@@ -17,7 +17,7 @@
 //!   kept), so the scope check sees every change it made.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -163,7 +163,7 @@ pub struct PlanOutcome {
 pub fn plan(step: &mut Step, best: &Point) -> Result<PlanOutcome> {
     let template = step.template("plan.md");
     let iterations_dir = step.dir.display().to_string();
-    let limits = step.brief.effective_budget(step.config);
+    let limits = step.config.budget_for(step.brief);
     let mut calls = Vec::new();
     let mut retry: Option<String> = None;
     let mut proposed: Option<Plan> = None;
@@ -248,7 +248,7 @@ pub fn analysis(history: &[IterationRecord]) -> Option<String> {
     if let Some((at, report)) = history.iter().rev().find_map(|r| {
         r.alarms
             .iter()
-            .find(|a| a.kind == "plateau")
+            .find(|a| a.kind == crate::model::AlarmKind::Plateau)
             .map(|a| (r.iteration, &a.evidence))
     }) {
         parts.push(format!(
@@ -256,7 +256,11 @@ pub fn analysis(history: &[IterationRecord]) -> Option<String> {
         ));
     }
     if let Some(last) = history.last() {
-        for a in last.alarms.iter().filter(|a| a.kind != "plateau") {
+        for a in last
+            .alarms
+            .iter()
+            .filter(|a| a.kind != crate::model::AlarmKind::Plateau)
+        {
             parts.push(format!(
                 "Alarm after iteration {}: {} — {}",
                 last.iteration, a.kind, a.evidence
@@ -663,95 +667,9 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
     Ok(out)
 }
 
-fn cost_text(c: Option<f64>) -> String {
-    c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "—".into())
-}
-
-/// The "Agent calls" section of an iteration file: one row per call.
-pub fn render_calls(calls: &[AgentCall]) -> String {
-    if calls.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from(
-        "## Agent calls\n\n| phase | try | outcome | exit | seconds | tokens in / out (cached) | cost | problem |\n|---|---|---|---|---|---|---|---|\n",
-    );
-    for c in calls {
-        let phase = match &c.output {
-            Some(o) => format!("[{}]({o})", c.phase),
-            None => c.phase.clone(),
-        };
-        let tokens = if c.usage.total() == 0 {
-            "—".to_string()
-        } else {
-            format!(
-                "{} / {} ({})",
-                c.usage.input, c.usage.output, c.usage.cached
-            )
-        };
-        let _ = writeln!(
-            s,
-            "| {phase} | {} | {} | {} | {:.1} | {tokens} | {} | {} |",
-            c.attempt,
-            c.outcome.as_str(),
-            c.exit_code
-                .map(|e| e.to_string())
-                .unwrap_or_else(|| "—".into()),
-            c.seconds,
-            cost_text(c.usage.cost_usd),
-            c.problem
-                .as_deref()
-                .map(|p| clip(p, 200).replace('|', "\\|"))
-                .unwrap_or_default()
-        );
-    }
-    s.push('\n');
-    s
-}
-
-/// The "Agent usage" section of `summary.md`: tokens, cost, failures and
-/// time per phase (DESIGN.md §12), empty when no agent ran.
-pub fn usage_section(history: &[IterationRecord]) -> String {
-    let calls: Vec<&AgentCall> = history.iter().flat_map(|r| r.agent_calls.iter()).collect();
-    if calls.is_empty() {
-        return String::new();
-    }
-    let mut s = String::from(
-        "## Agent usage\n\n| phase | calls | not ok | tokens in | tokens out | cost | seconds |\n|---|---|---|---|---|---|---|\n",
-    );
-    let mut row = |name: &str, cs: &[&AgentCall]| {
-        let mut usage = crate::agent_output::Usage::default();
-        for c in cs {
-            usage.add(&c.usage);
-        }
-        let _ = writeln!(
-            s,
-            "| {name} | {} | {} | {} | {} | {} | {:.0} |",
-            cs.len(),
-            cs.iter().filter(|c| c.outcome != CallOutcome::Ok).count(),
-            usage.input,
-            usage.output,
-            usage
-                .cost_usd
-                .map(|c| format!("${c:.2}"))
-                .unwrap_or_else(|| "not reported".into()),
-            cs.iter().map(|c| c.seconds).sum::<f64>()
-        );
-    };
-    for phase in ["plan", "execute", "learn"] {
-        let cs: Vec<&AgentCall> = calls.iter().copied().filter(|c| c.phase == phase).collect();
-        if !cs.is_empty() {
-            row(phase, &cs);
-        }
-    }
-    row("all", &calls);
-    s.push('\n');
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent_output::Usage;
 
     #[test]
     fn prose_cannot_fake_sections() {
@@ -801,11 +719,14 @@ mod tests {
         assert_eq!(analysis(&[]), None);
         let mut a = IterationRecord::new_for_test(4, Verdict::Discard);
         a.alarms = vec![Alarm::yellow(
-            "plateau",
+            crate::model::AlarmKind::Plateau,
             "axis X up: 4 tries, 0 keeps".into(),
         )];
         let mut b = IterationRecord::new_for_test(5, Verdict::Discard);
-        b.alarms = vec![Alarm::yellow("noise_changed", "s²/s_h² = 9".into())];
+        b.alarms = vec![Alarm::yellow(
+            crate::model::AlarmKind::NoiseChanged,
+            "s²/s_h² = 9".into(),
+        )];
         let text = analysis(&[a, b]).unwrap();
         assert!(
             text.contains("(after iteration 4): axis X up: 4 tries, 0 keeps"),
@@ -819,33 +740,5 @@ mod tests {
         assert!(is_invalid("plan rejected (cites) after 3 attempts: x"));
         assert!(is_invalid("execute failed: the agent timed out"));
         assert!(!is_invalid("changed protected path(s) bench.sh"));
-    }
-
-    #[test]
-    fn call_table_and_usage_section() {
-        let call = AgentCall {
-            phase: "plan".into(),
-            attempt: 2,
-            outcome: CallOutcome::Rejected,
-            exit_code: Some(0),
-            seconds: 1.5,
-            usage: Usage {
-                input: 100,
-                cached: 40,
-                output: 20,
-                cost_usd: Some(0.01),
-            },
-            model: None,
-            problem: Some("(cites) a | b".into()),
-            output: Some("artifacts/iter-001/plan-2.output.txt".into()),
-        };
-        let t = render_calls(std::slice::from_ref(&call));
-        assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.0100 | (cites) a \\| b |"), "{t}");
-        let mut rec = IterationRecord::new_for_test(1, Verdict::Invalid);
-        rec.agent_calls = vec![call.clone(), call];
-        let s = usage_section(&[rec]);
-        assert!(s.contains("| plan | 2 | 2 | 200 | 40 | $0.02 | 3 |"), "{s}");
-        assert!(s.contains("| all | 2 |"));
-        assert_eq!(usage_section(&[]), "");
     }
 }

@@ -21,14 +21,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent_output::{self, Source, Usage};
+use crate::agent_output::{self, Source};
 use crate::compress;
 use crate::config::{AgentProfile, DEFAULT_AGENT_TIMEOUT, PromptMode};
 use crate::error::{Error, IoContext, Result};
 use crate::exec::{self, CommandSpec, Outcome};
+
+pub use crate::model::{AgentCall, CallOutcome};
 
 /// Characters of an agent's combined output kept in its artifact file.
 const OUTPUT_ARTIFACT_CHARS: usize = 16_000;
@@ -321,52 +322,6 @@ impl Reply {
     pub fn finished(&self) -> bool {
         self.call.outcome == CallOutcome::Ok
     }
-}
-
-/// How one agent call ended, as recorded in the iteration file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallOutcome {
-    Ok,
-    /// A non-zero exit or a signal.
-    Failed,
-    TimedOut,
-    /// It finished but gave no readable result, or the tool reported an error.
-    NoResult,
-    /// Its plan broke a rule of the validator.
-    Rejected,
-}
-
-impl CallOutcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CallOutcome::Ok => "ok",
-            CallOutcome::Failed => "failed",
-            CallOutcome::TimedOut => "timed_out",
-            CallOutcome::NoResult => "no_result",
-            CallOutcome::Rejected => "rejected",
-        }
-    }
-}
-
-/// One agent call: the data an iteration file keeps about it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgentCall {
-    pub phase: String,
-    pub attempt: u32,
-    pub outcome: CallOutcome,
-    #[serde(default)]
-    pub exit_code: Option<i32>,
-    pub seconds: f64,
-    #[serde(default, skip_serializing_if = "Usage::is_empty")]
-    pub usage: Usage,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-    /// The compressed output, relative to the iterations folder.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output: Option<String>,
 }
 
 #[cfg(test)]

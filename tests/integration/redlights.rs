@@ -175,7 +175,7 @@ fn a_slower_machine_with_nothing_kept_is_yellow_not_red() {
     let alarms: Vec<_> = (1..=14).flat_map(|i| t.record("d", i).alarms).collect();
     let drift = alarms
         .iter()
-        .find(|a| a.kind == "machine_drift")
+        .find(|a| a.kind.as_str() == "machine_drift")
         .expect("a machine_drift warning");
     assert!(
         drift.evidence.contains("Mann-Kendall"),

@@ -1,0 +1,43 @@
+use serde::{Deserialize, Serialize};
+
+/// One base run and one candidate run, back to back.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Pair {
+    pub base: f64,
+    pub cand: f64,
+    pub cand_first: bool,
+    /// Log ratio oriented so that positive means the candidate is better.
+    pub d: f64,
+}
+
+/// The eval-runner's report on one candidate (DESIGN.md §5).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Comparison {
+    pub pairs: Vec<Pair>,
+    pub base_median: f64,
+    pub cand_median: f64,
+    /// Relative gain of the candidate in the Brief's direction (0.05 = 5% better).
+    pub effect: f64,
+    pub ci: (f64, f64),
+    pub p: f64,
+    pub looks: u32,
+    pub theta1: f64,
+    pub alpha: f64,
+    pub delta0: f64,
+    pub rule: String,
+    /// The per-look level α′ the keep test used.
+    #[serde(default)]
+    pub alpha_look: f64,
+    /// The pooled noise history (sd of one pair's log ratio) at decision time.
+    #[serde(default)]
+    pub s_h: f64,
+    /// This iteration's spread was far above the history (F test at 99%).
+    #[serde(default)]
+    pub noise_changed: bool,
+    /// The mean log ratio the test used (winsorized; positive = better) and
+    /// its 95% CI: the symmetric scale that model checks compare on.
+    #[serde(default)]
+    pub d_mean: f64,
+    #[serde(default)]
+    pub d_ci: (f64, f64),
+}

@@ -1,0 +1,39 @@
+use serde::{Deserialize, Serialize};
+
+use super::{Alarm, Comparison, Cut, GuardResult, Verdict};
+
+/// What EVALUATE ended in, before REVIEW and COMMIT act on it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct EvalOutcome {
+    pub verdict: Verdict,
+    pub reason: String,
+    pub guards: Vec<GuardResult>,
+    pub comparison: Option<Comparison>,
+    pub failure_output: Option<String>,
+    /// The base, not the candidate, failed: the candidate's point is untried.
+    #[serde(default)]
+    pub base_failed: bool,
+    /// YELLOW alarms raised while evaluating (e.g. an identical candidate).
+    #[serde(default)]
+    pub alarms: Vec<Alarm>,
+}
+
+impl EvalOutcome {
+    /// The outcome of an iteration that was cut short before it was measured.
+    pub fn cut(cut: &Cut) -> EvalOutcome {
+        EvalOutcome::unmeasured(cut.verdict(), cut.reason())
+    }
+
+    /// A verdict with nothing measured (no guards ran, no pairs).
+    pub fn unmeasured(verdict: Verdict, reason: String) -> EvalOutcome {
+        EvalOutcome {
+            verdict,
+            reason,
+            guards: Vec::new(),
+            comparison: None,
+            failure_output: None,
+            base_failed: false,
+            alarms: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,52 @@
+//! The data the iteration machine passes around: leaf types only.
+//!
+//! Every phase produces and consumes values of these types, and the archive
+//! (`iter-NNN.md`, `state.json`) is their serialized form. They live apart
+//! from the code that computes them so that any module may name them without
+//! importing that code: `brief`, `config`, `eval`, `redlight`, `history` and
+//! the phases all depend on `model`, and `model` depends on nothing of ours
+//! but `stats` and `compress` (for the numbers and the redaction its records
+//! need). A test in `src/module_graph.rs` keeps it that way.
+//!
+//! One type per file, named after it; the few helpers beside a type are the
+//! ones that only read it.
+
+mod agent_call;
+mod alarm;
+mod budget;
+mod calibration;
+mod comparison;
+mod confirmation;
+mod cut;
+mod direction;
+mod eval_outcome;
+mod guard;
+mod knob_value;
+mod phase;
+mod plan;
+mod record;
+mod review;
+mod stop;
+mod thresholds;
+mod usage;
+mod verdict;
+
+pub use agent_call::{AgentCall, CallOutcome};
+pub use alarm::{Alarm, AlarmKind, Level};
+pub use budget::Budget;
+pub use calibration::Calibration;
+pub use comparison::{Comparison, Pair};
+pub use confirmation::Confirmation;
+pub use cut::Cut;
+pub use direction::Direction;
+pub use eval_outcome::EvalOutcome;
+pub use guard::GuardResult;
+pub use knob_value::{KnobValue, Point};
+pub use phase::Phase;
+pub use plan::{Axis, LearnResult, Pattern, Plan};
+pub use record::{IterationRecord, Prediction};
+pub use review::Review;
+pub use stop::{Status, Stop, StopReason};
+pub use thresholds::Thresholds;
+pub use usage::Usage;
+pub use verdict::Verdict;

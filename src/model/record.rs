@@ -1,0 +1,189 @@
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{
+    AgentCall, Alarm, Axis, Calibration, Comparison, Confirmation, GuardResult, Pattern, Point,
+    Stop, Verdict,
+};
+use crate::compress;
+
+/// A plan's predicted effect and its stated uncertainty.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Prediction {
+    pub effect: f64,
+    pub sd: f64,
+}
+
+/// Everything an `iter-NNN.md` states, as its YAML front matter holds it.
+/// The front matter is the source of truth: `state.json` can be rebuilt from
+/// these records plus git.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IterationRecord {
+    pub iteration: u32,
+    pub brief: String,
+    pub brief_hash: String,
+    pub run_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    pub started: DateTime<Utc>,
+    pub finished: DateTime<Utc>,
+    pub driver: String,
+    pub verdict: Verdict,
+    pub reason: String,
+    #[serde(default)]
+    pub hypothesis: String,
+    #[serde(default)]
+    pub change: String,
+    #[serde(default)]
+    pub axes: Vec<Axis>,
+    #[serde(default)]
+    pub knobs: Point,
+    #[serde(default)]
+    pub predicted: Option<Prediction>,
+    #[serde(default)]
+    pub measured: Option<Comparison>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+    #[serde(default)]
+    pub guards: Vec<GuardResult>,
+    /// The commit the candidate was compared against.
+    pub base: String,
+    /// The kept commit (keeps only).
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// The candidate's tree hash, for exact-cycle detection.
+    #[serde(default)]
+    pub tree: Option<String>,
+    #[serde(default)]
+    pub changed_paths: Vec<String>,
+    #[serde(default)]
+    pub cites: Vec<u32>,
+    #[serde(default)]
+    pub tokens: u64,
+    #[serde(default)]
+    pub cost_usd: f64,
+    /// Every command-agent call of the iteration, with its usage (empty for builtin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_calls: Vec<AgentCall>,
+    #[serde(default)]
+    pub patterns: Vec<Pattern>,
+    #[serde(default)]
+    pub falsified: Option<String>,
+    #[serde(default)]
+    pub next: Option<String>,
+    /// The discarded diff, relative to the iterations folder.
+    #[serde(default)]
+    pub artifact: Option<String>,
+    /// Compressed output of whatever failed (guard, setup, crash), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrative: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<String>,
+    /// A confirmation test run after this iteration (start of run vs best).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
+    /// Red lights and YELLOW warnings raised by this iteration's CHECK.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<Alarm>,
+    /// The pipeline-analyzer's report, when CHECK ran it after this
+    /// iteration; the next PLAN reads the latest one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<String>,
+    /// A divergence rollback moved the base back to this commit here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_to: Option<String>,
+    /// The base, not the candidate, failed to build or measure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub base_failed: bool,
+    /// Set on the last iteration of a run: why the loop stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Stop>,
+}
+impl IterationRecord {
+    #[doc(hidden)]
+    pub fn new_for_test(iteration: u32, verdict: Verdict) -> IterationRecord {
+        let t = DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap_or_default();
+        IterationRecord {
+            iteration,
+            brief: "test".into(),
+            brief_hash: "0".into(),
+            run_id: "run".into(),
+            seed: None,
+            started: t,
+            finished: t,
+            driver: "builtin".into(),
+            verdict,
+            reason: String::new(),
+            hypothesis: String::new(),
+            change: String::new(),
+            axes: Vec::new(),
+            knobs: Point::new(),
+            predicted: None,
+            measured: None,
+            calibration: None,
+            guards: Vec::new(),
+            base: "0".repeat(40),
+            commit: None,
+            tree: None,
+            changed_paths: Vec::new(),
+            cites: Vec::new(),
+            tokens: 0,
+            cost_usd: 0.0,
+            agent_calls: Vec::new(),
+            patterns: Vec::new(),
+            falsified: None,
+            next: None,
+            artifact: None,
+            failure_output: None,
+            narrative: None,
+            acknowledged: None,
+            confirmation: None,
+            alarms: Vec::new(),
+            analysis: None,
+            rollback_to: None,
+            base_failed: false,
+            stop: None,
+        }
+    }
+
+    /// The same record with secrets removed from every free-text field.
+    /// Redaction works on fields, never on the rendered file, so the YAML
+    /// front matter stays well-formed whatever a secret pattern matches.
+    pub fn redacted(&self) -> IterationRecord {
+        let r = |s: &str| compress::redact(s);
+        let ro = |s: &Option<String>| s.as_deref().map(compress::redact);
+        let mut out = self.clone();
+        out.reason = r(&self.reason);
+        out.hypothesis = r(&self.hypothesis);
+        out.change = r(&self.change);
+        out.failure_output = ro(&self.failure_output);
+        out.falsified = ro(&self.falsified);
+        out.next = ro(&self.next);
+        out.narrative = ro(&self.narrative);
+        out.acknowledged = ro(&self.acknowledged);
+        out.analysis = ro(&self.analysis);
+        for g in &mut out.guards {
+            g.command = r(&g.command);
+        }
+        for p in &mut out.patterns {
+            p.name = r(&p.name);
+            p.lesson = r(&p.lesson);
+        }
+        out
+    }
+
+    /// One line for digests and summaries: signed effect in percent, if measured.
+    pub fn effect_text(&self) -> String {
+        match &self.measured {
+            Some(m) => format!(
+                "{:+.1}% [{:+.1}, {:+.1}]",
+                m.effect * 100.0,
+                m.ci.0 * 100.0,
+                m.ci.1 * 100.0
+            ),
+            None => "—".into(),
+        }
+    }
+}
