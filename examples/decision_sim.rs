@@ -14,7 +14,7 @@
 //!   gives p ≤ 0.05.
 //! - **ooda**: the series of up to 12 pairs goes through
 //!   [`ooda::eval::decide_series`], the code path the runner uses, with a
-//!   [`Rule`] built as `phases.rs` builds it: the noise history pooled from a
+//!   [`Rule`] built as the runner builds it (`eval::Orientation::rule`): the noise history pooled from a
 //!   10-pair A/A calibration drawn from the same noise model (in a night, plus
 //!   every later iteration's pairs), θ₁ = [`sequential::theta1`]`(0, s_h)`,
 //!   α′ = [`sequential::alphas_for`]`(0.05)`, δ₀ = 0, at most 12 pairs. Its
@@ -254,7 +254,7 @@ fn ooda_rule(p: &[Pair], rule: &Rule) -> Verdict {
     }
 }
 
-/// The rule as the runner builds it (`phases.rs`) from a noise history.
+/// The rule as the runner builds it (`eval::Orientation::rule`) from a noise history.
 fn rule_from(noise: Option<NoiseHistory>, alphas: [f64; 4]) -> Rule {
     let theta1 = sequential::theta1(0.0, noise.map(|h| h.s_h).unwrap_or(0.0));
     Rule {

@@ -1,4 +1,4 @@
-//! Prompt-size benchmark (DESIGN.md §14): the PLAN prompt for a synthetic
+//! Prompt-size benchmark: the PLAN prompt for a synthetic
 //! history of 1,000 iterations must stay within the prompt budget (24,000
 //! characters by default) and still list every falsified hypothesis.
 //!
@@ -39,6 +39,7 @@ fn main() {
         .find(|(name, _)| *name == "plan.md")
         .map(|(_, t)| *t)
         .unwrap_or_default();
+    let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05);
     let view = PlanView {
         template,
         brief: &brief,
@@ -54,7 +55,7 @@ fn main() {
         now: Utc::now(),
         iterations_dir: "iterations/latency",
         best_point: &best,
-        analysis: None,
+        orientation: &orientation,
         retry: None,
         max_chars: budget,
     };

@@ -1,6 +1,6 @@
 //! Red-light benchmark: how often each red light fires on a night of
 //! legitimate work (false alarms), and how fast it fires on a night that
-//! goes wrong (detection delay). DESIGN.md §6, issue 5 item 7.
+//! goes wrong (detection delay).
 //!
 //! ```sh
 //! cargo run --release --example redlight_sim            # the tables (≈ 35 s on 2 cores)
@@ -18,7 +18,7 @@
 //! `measured` [`Comparison`] comes from [`eval::decide_series`], the keep /
 //! discard code path of the runner: per iteration up to 12 interleaved pairs
 //! (a random order per pair), looks at 3/5/8/12 pairs, a [`Rule`] built as
-//! `phases.rs` builds it (α′ = `alphas_for(0.05)[0]` at every look, δ₀ = 0,
+//! the runner builds it (α′ = `alphas_for(0.05)[0]` at every look, δ₀ = 0,
 //! θ₁ = `theta1(0, s_h)`, the noise history pooled from a 10-pair A/A
 //! calibration and every later iteration's pairs). The pooling is kept
 //! incrementally with [`NoiseHistory::pool`] on each new sample, which gives
@@ -872,7 +872,7 @@ impl Pool {
     }
 }
 
-/// The rule as `phases.rs` builds it.
+/// The rule as the runner builds it (`eval::Orientation::rule`).
 fn rule(noise: Option<NoiseHistory>, alpha_look: f64) -> Rule {
     let theta1 = sequential::theta1(0.0, noise.map(|h| h.s_h).unwrap_or(0.0));
     Rule {
@@ -973,7 +973,7 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
     let mut pool = Pool::default();
     let cal = machine.pairs(&mut rng, CALIBRATION_PAIRS, 0.0, 0.0);
     pool.add(&cal.iter().map(|p| p.d).collect::<Vec<_>>());
-    let mut base = IterationRecord::new_for_test(0, Verdict::Baseline);
+    let mut base = IterationRecord::new(0, Verdict::Baseline);
     base.tree = Some(world.start.hash());
     let mut history = vec![base];
     let mut outs = vec![NightOut::default(); variants.len()];
@@ -989,7 +989,7 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
         machine.next_iteration(&mut rng, if faulty { sc.drift } else { 0.0 });
         let pattern = if faulty { sc.main } else { sc.pre };
         let cand = propose(pattern, &mut world, &mut rng);
-        let mut r = IterationRecord::new_for_test(it, Verdict::Discard);
+        let mut r = IterationRecord::new(it, Verdict::Discard);
         // An agent's night: model mismatch judges agents' predictions only.
         r.driver = "command:sim".into();
         let tree = cand.state.hash();

@@ -1,4 +1,4 @@
-//! Reading what an agent CLI printed (DESIGN.md §7): its final text, its token
+//! Reading what an agent CLI printed: its final text, its token
 //! usage and cost, the error it reported, and the `ooda` result block.
 //!
 //! Each supported tool prints a different shape in headless mode (samples in

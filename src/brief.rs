@@ -1,4 +1,4 @@
-//! The Brief (DESIGN.md §3): what to optimize, how to measure it, what must not break.
+//! The Brief: what to optimize, how to measure it, what must not break.
 //!
 //! A Brief is markdown: YAML front matter that the runner enforces, and level-1 sections
 //! (`# Goal`, `# Success`, `# Must not break`, `# Context`) that are given to agents.
@@ -254,6 +254,37 @@ impl Brief {
             must_not_break: sections.must_not_break,
             context: sections.context,
         })
+    }
+
+    /// Scope rules for a candidate's changed paths; the knobs file is ooda's own.
+    pub fn scope_violation<'p>(&self, paths: impl Iterator<Item = &'p str>) -> Option<String> {
+        let mut protected = Vec::new();
+        let mut outside = Vec::new();
+        for p in paths {
+            if p == self.knobs_file.trim_start_matches("./") {
+                continue;
+            }
+            if self.scope.protects(p) {
+                protected.push(p.to_string());
+            } else if !self.scope.allows(p) {
+                outside.push(p.to_string());
+            }
+        }
+        if !protected.is_empty() {
+            return Some(format!(
+                "changed protected path(s) {} (scope.protect: {}); the evaluator must stay read-only",
+                protected.join(", "),
+                self.scope.protect.join(", ")
+            ));
+        }
+        if !outside.is_empty() {
+            return Some(format!(
+                "changed path(s) outside scope.allow: {} (allowed: {})",
+                outside.join(", "),
+                self.scope.allow.join(", ")
+            ));
+        }
+        None
     }
 
     /// Whether the main agent is the deterministic knob search.

@@ -3,19 +3,23 @@
 //! Measuring happens in a scratch worktree at the current HEAD
 //! (`.ooda/worktrees/<brief>/check`), never in the user's checkout, and tells
 //! the user before the night whether the metric is usable: its values, their
-//! spread, and the smallest gain the decision rule could detect.
+//! spread, and the smallest gain the decision rule could detect. It runs the
+//! commands exactly as a tick would (the eval-runner, the executor), so what
+//! works here works at night.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use crate::brief::{Brief, Parse};
 use crate::driver::MainAgent;
 use crate::error::{Error, Result};
-use crate::eval::gain;
-use crate::exec::{self, CommandSpec, Outcome};
+use crate::eval::{Evaluator, RunFailure, Side, Worktree, gain};
+use crate::events::{Progress, Span};
+use crate::executor::{Executor, Local, Purpose};
 use crate::history::fmt_num;
 use crate::knobs;
-use crate::metric;
+use crate::phases::Print;
 use crate::project::Project;
 use crate::stats;
 
@@ -131,13 +135,14 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent, project: &Pro
     }
 }
 
-/// Runs setup and guards once, then the metric `n` times, in a scratch worktree.
+/// Runs setup and guards once, then the metric `n` times, in a scratch
+/// worktree, through the same eval-runner and executor as a tick.
 pub fn measure(
     project: &Project,
     brief: &Brief,
     n: u32,
     cancel: &AtomicBool,
-    progress: &dyn Fn(&str),
+    print: Print,
 ) -> Result<String> {
     let ws = crate::workspace::Workspace::open(
         &project.root,
@@ -145,67 +150,34 @@ pub fn measure(
         &brief.name,
     )?;
     let head = ws.user_head()?;
-    let dir = ws.scratch("check", head)?;
-    let file_point = knobs::read_env(&dir.join(&brief.knobs_file), &brief.knobs)?;
-    let env: Vec<(String, String)> = knobs::initial_point(&file_point, &brief.knobs)
-        .into_iter()
-        .map(|(k, v)| (k, v.to_string()))
-        .collect();
-    let cap = project.config.defaults.output_cap as usize;
-    let run = |cmd: &str, timeout| -> Result<exec::CommandOutput> {
-        let mut env = env.clone();
-        env.push(("OODA_SIDE".into(), "check".into()));
-        env.push(("OODA_BRIEF".into(), brief.name.clone()));
-        let spec = CommandSpec {
-            command: cmd,
-            cwd: &dir,
-            env,
-            timeout,
-            output_cap: cap,
-            stdin: None,
-        };
-        let out =
-            exec::run(&spec, cancel).map_err(|e| Error::io(format!("starting `{cmd}`"), e))?;
-        if matches!(out.status, Outcome::Interrupted) {
-            return Err(Error::Interrupted);
-        }
-        Ok(out)
+    let wt = Worktree::new(Side::Check, ws.scratch("check", head)?, brief)?;
+    let print: Arc<dyn Fn(&str) + Send + Sync> = Arc::from(print);
+    let shown = print.clone();
+    let progress = Progress::new(&brief.name, false, Box::new(move |l| shown(l)));
+    // Nothing is archived: the events go to the display only.
+    let span = Span::new("check", vec![Arc::new(progress)]);
+    let lease = Local.lease(Purpose::Check)?;
+    let mut ev = Evaluator {
+        brief,
+        output_cap: project.config.defaults.output_cap as usize,
+        cancel,
+        span: &span,
+        lease: lease.as_ref(),
     };
-    let fail = |what: String, out: &exec::CommandOutput| {
-        Error::Input(format!(
-            "{what} {}:\n{}",
-            describe_outcome(out),
-            crate::compress::compress(&out.output, 4000)
-        ))
+    let fail = |f: RunFailure| {
+        let RunFailure::Failed { reason, output } = f;
+        Error::Input(format!("{reason}:\n{output}"))
     };
-    let long = crate::eval::long_timeout(brief);
-    if let Some(setup) = &brief.metric.setup {
-        progress(&format!("setup `{setup}`"));
-        let out = run(setup, long)?;
-        if out.status != Outcome::Success {
-            return Err(fail(format!("setup `{setup}`"), &out));
-        }
+    if let Some(f) = ev.setup(&wt)? {
+        return Err(fail(f));
     }
-    for g in &brief.guards {
-        progress(&format!("guard `{g}`"));
-        let out = run(g, long)?;
-        if out.status != Outcome::Success {
-            return Err(fail(format!("guard `{g}`"), &out));
-        }
+    if let (_, Some(f)) = ev.guards(&wt)? {
+        return Err(fail(f));
     }
-    let how = crate::eval::metric_parse(brief);
     let mut values = Vec::new();
     for i in 1..=n {
-        let out = run(&brief.metric.command, brief.metric.timeout)?;
-        if out.status != Outcome::Success {
-            return Err(fail(
-                format!("metric command `{}`", brief.metric.command),
-                &out,
-            ));
-        }
-        let v = metric::parse_metric(&out.stdout, &how)
-            .map_err(|e| Error::Input(format!("metric command `{}`: {e}", brief.metric.command)))?;
-        progress(&format!(
+        let (v, _) = ev.metric(&wt)?.map_err(fail)?;
+        print(&format!(
             "run {i}/{n}: {} = {}",
             brief.metric.name,
             fmt_num(v)
@@ -263,14 +235,4 @@ pub fn measure(
         let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
     }
     Ok(s)
-}
-
-fn describe_outcome(out: &exec::CommandOutput) -> String {
-    match out.status {
-        Outcome::Failed => format!("exited with code {}", out.exit_code.unwrap_or(-1)),
-        Outcome::TimedOut => "timed out".into(),
-        Outcome::Killed => "was killed by a signal".into(),
-        Outcome::Interrupted => "was interrupted".into(),
-        Outcome::Success => "succeeded".into(),
-    }
 }

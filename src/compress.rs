@@ -1,4 +1,4 @@
-//! Output compression for command output that reaches a report or a prompt (DESIGN §10),
+//! Output compression for command output that reaches a report or a prompt,
 //! and redaction of secrets.
 //!
 //! Design choices:
@@ -12,7 +12,7 @@
 //!   build log they are the part worth reading. The patterns are deliberately loose
 //!   (`ValueError`, `0 failed` match too): a false positive costs a line, a false
 //!   negative loses the cause of a crash.
-//! - The budget is in characters (DESIGN §10 counts tokens as chars/4) and is a hard
+//! - The budget is in characters (tokens are counted as chars/4) and is a hard
 //!   bound: overlong lines are shortened, the middle is dropped with markers that say
 //!   how many original lines went, and a final clamp covers budgets too small for any
 //!   marker.
@@ -306,7 +306,7 @@ pub fn redact(text: &str) -> String {
     out
 }
 
-/// Characters, not bytes: budgets are in characters (DESIGN.md §10).
+/// Characters, not bytes: budgets are in characters.
 pub fn chars(s: &str) -> usize {
     s.chars().count()
 }
@@ -323,7 +323,7 @@ pub fn clip(s: &str, n: usize) -> String {
     }
 }
 
-/// At most `n` characters of multi-line text, compressed (DESIGN.md §10)
+/// At most `n` characters of multi-line text, compressed
 /// rather than cut when it is longer.
 pub fn bound(s: &str, n: usize) -> String {
     if chars(s) <= n {

@@ -1,4 +1,4 @@
-//! `ooda.yaml`, the project configuration (DESIGN.md §16).
+//! `ooda.yaml`, the project configuration.
 //!
 //! The file is optional and every key has a default, so a fresh project runs the builtin
 //! driver with no configuration at all, and the agent presets (`claude`, `codex`,
@@ -47,7 +47,7 @@ pub struct Defaults {
     pub output_cap: u64,
     /// Consecutive iterations without a keep after which a run is `stalled`.
     pub stall_after: u32,
-    /// Thresholds of the red-light detectors (DESIGN.md §6).
+    /// Thresholds of the red-light detectors.
     pub red_lights: crate::model::Thresholds,
 }
 
@@ -67,7 +67,7 @@ impl Default for Defaults {
     }
 }
 
-/// An agent CLI the command driver runs (DESIGN.md §7).
+/// An agent CLI the command driver runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AgentProfile {
     /// argv; the prompt is added according to `prompt`.
@@ -225,7 +225,7 @@ pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 ///
 /// Each one edits files unattended in the candidate worktree, so it runs with
 /// its tool's "accept edits" setting, but none is given more than that: the
-/// runner, not the agent's permission prompt, enforces scope (DESIGN.md §9),
+/// runner, not the agent's permission prompt, enforces scope,
 /// and a sandbox or permission mode that keeps writes inside the working
 /// directory is a second fence, not the only one. The README lists the exact
 /// command line of each; `ooda check` prints the one a Brief would run.

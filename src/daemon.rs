@@ -1,5 +1,5 @@
 //! `ooda daemon [--briefs DIR]`: every Brief of a folder on its own
-//! schedule, in one long-lived process (DESIGN.md §11).
+//! schedule, in one long-lived process.
 //!
 //! Shape: a supervisor thread and one loop thread per Brief file. Loops are
 //! threads rather than async tasks because a tick is blocking work (git,
@@ -34,6 +34,7 @@ use chrono::Utc;
 use notify_debouncer_full::notify::RecursiveMode;
 
 use crate::error::{Error, Result};
+use crate::exit::Exit;
 use crate::interrupt::{Interrupt, Signal};
 use crate::log::Log;
 use crate::phases::StepOutcome;
@@ -65,7 +66,7 @@ struct Handle {
     fingerprint: Option<u64>,
 }
 
-pub fn run(project: Project, briefs: Option<PathBuf>, log: Log, verbose: bool) -> Result<i32> {
+pub fn run(project: Project, briefs: Option<PathBuf>, log: Log, verbose: bool) -> Result<Exit> {
     let dir = briefs.unwrap_or_else(|| project.briefs_dir());
     if !dir.is_dir() {
         return Err(Error::Input(format!(
@@ -302,7 +303,7 @@ enum Step {
 
 /// One Brief's loop.
 struct Worker {
-    /// The Brief's path, as `Runner::open` takes it.
+    /// The Brief's path, as `Machine::open` takes it.
     arg: String,
     path: PathBuf,
     name: String,

@@ -1,8 +1,8 @@
-//! The library's error type and the exit-code policy it implies.
+//! The library's error type.
 //!
 //! Every failure a user can cause is a variant that says what was wrong and
-//! how to fix it; `main.rs` turns the variant into one of the exit codes of
-//! DESIGN.md §13 so that cron wrappers and scripts can branch on them.
+//! how to fix it; `exit.rs` maps each variant to one of the exit codes of
+//! the README's table so that cron wrappers and scripts can branch on them.
 
 use std::path::PathBuf;
 
@@ -47,21 +47,12 @@ pub enum Error {
     },
     #[error("{0}")]
     Internal(String),
+    /// Standard output was closed by its reader; the process ends quietly.
+    #[error("standard output was closed")]
+    BrokenPipe,
 }
 
 impl Error {
-    /// The process exit code for this error (DESIGN.md §13).
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Error::Brief(_) | Error::Input(_) => 2,
-            Error::Red(_) => 3,
-            Error::Budget(_) => 4,
-            Error::Busy(_) => 5,
-            Error::Interrupted => 130,
-            Error::Corrupt { .. } | Error::Io { .. } | Error::Git { .. } | Error::Internal(_) => 1,
-        }
-    }
-
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             context: context.into(),

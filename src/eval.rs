@@ -1,6 +1,6 @@
 //! The eval-runner: guards, paired measurements and the keep/discard decision.
 //!
-//! Measuring and deciding are plain code (DESIGN.md §1): the agent never sees
+//! Measuring and deciding are plain code: the agent never sees
 //! a number before the runner has decided. Base and candidate are measured
 //! in pairs, back to back, in a random order per pair, so slow drift of the
 //! machine hits both sides alike and cancels in the log ratio.
@@ -13,13 +13,17 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+pub mod orientation;
 pub mod sequential;
+
+pub use orientation::Orientation;
 
 use crate::brief::{Brief, Parse};
 use crate::compress;
 use crate::error::{Error, Result};
-use crate::events::{Event, EventLog};
+use crate::events::{Event, Span};
 use crate::exec::{self, CommandSpec, Outcome};
+use crate::executor::Lease;
 use crate::metric::{self, MetricParse};
 use crate::model::Direction;
 
@@ -33,6 +37,8 @@ pub enum Side {
     Cand,
     /// The start-of-run commit, in the confirmation test.
     Anchor,
+    /// `ooda check --measure`'s scratch worktree at HEAD.
+    Check,
 }
 
 impl Side {
@@ -41,6 +47,7 @@ impl Side {
             Side::Base => "base",
             Side::Cand => "cand",
             Side::Anchor => "anchor",
+            Side::Check => "check",
         }
     }
 }
@@ -49,6 +56,17 @@ pub struct Worktree {
     pub side: Side,
     pub dir: std::path::PathBuf,
     pub env: Vec<(String, String)>,
+}
+
+impl Worktree {
+    /// A worktree with the environment its own knobs file implies.
+    pub fn new(side: Side, dir: std::path::PathBuf, brief: &Brief) -> Result<Worktree> {
+        let env = crate::knobs::point_in(&dir, brief)?
+            .into_iter()
+            .map(|(k, v)| (k, v.to_string()))
+            .collect();
+        Ok(Worktree { side, dir, env })
+    }
 }
 
 /// Failures of one command, as data: the caller decides what verdict they mean.
@@ -61,12 +79,11 @@ pub struct Evaluator<'a> {
     pub brief: &'a Brief,
     pub output_cap: usize,
     pub cancel: &'a AtomicBool,
-    pub events: &'a mut EventLog,
-    pub iteration: u32,
-    pub parent: String,
-    pub progress: &'a dyn Fn(&str),
-    /// Also report every command and its outcome (`-v`).
-    pub verbose: bool,
+    /// Where the commands are logged (the phase, or the confirmation test);
+    /// its iteration is the one commands see as `OODA_ITERATION`.
+    pub span: &'a Span,
+    /// Where the commands run: one lease for the whole measurement.
+    pub lease: &'a dyn Lease,
 }
 
 const FAILURE_OUTPUT_CHARS: usize = 4000;
@@ -79,18 +96,16 @@ impl Evaluator<'_> {
         command: &str,
         timeout: Duration,
     ) -> Result<exec::CommandOutput> {
-        let parent = self.events.emit(
-            Some(self.iteration),
-            Some(&self.parent),
-            Event::CommandStarted {
-                role: role.into(),
-                worktree: wt.side.as_str().into(),
-                command: compress::redact(command),
-            },
-        )?;
+        let span = self.span.child(Event::CommandStarted {
+            role: role.into(),
+            worktree: wt.side.as_str().into(),
+            command: compress::redact(command),
+        })?;
         let mut env = wt.env.clone();
         env.push(("OODA_SIDE".into(), wt.side.as_str().into()));
-        env.push(("OODA_ITERATION".into(), self.iteration.to_string()));
+        if let Some(i) = self.span.iteration() {
+            env.push(("OODA_ITERATION".into(), i.to_string()));
+        }
         env.push(("OODA_BRIEF".into(), self.brief.name.clone()));
         let spec = CommandSpec {
             command,
@@ -100,34 +115,17 @@ impl Evaluator<'_> {
             output_cap: self.output_cap,
             stdin: None,
         };
-        if self.verbose {
-            (self.progress)(&format!(
-                "$ {} (in {})",
-                compress::redact(command),
-                wt.side.as_str()
-            ));
-        }
-        let out = exec::run(&spec, self.cancel)
+        let out = self
+            .lease
+            .run(&spec, self.cancel)
             .map_err(|e| Error::io(format!("starting `{command}` in {}", wt.dir.display()), e))?;
-        if self.verbose {
-            (self.progress)(&format!(
-                "  {:?}, exit {:?}, {:.2}s",
-                out.status,
-                out.exit_code,
-                out.elapsed.as_secs_f64()
-            ));
-        }
-        self.events.emit(
-            Some(self.iteration),
-            Some(&parent),
-            Event::CommandFinished {
-                role: role.into(),
-                outcome: format!("{:?}", out.status).to_lowercase(),
-                exit_code: out.exit_code,
-                seconds: out.elapsed.as_secs_f64(),
-                truncated_bytes: out.truncated_bytes,
-            },
-        )?;
+        span.emit(Event::CommandFinished {
+            role: role.into(),
+            outcome: format!("{:?}", out.status).to_lowercase(),
+            exit_code: out.exit_code,
+            seconds: out.elapsed.as_secs_f64(),
+            truncated_bytes: out.truncated_bytes,
+        })?;
         if matches!(out.status, Outcome::Interrupted) {
             return Err(Error::Interrupted);
         }
@@ -139,7 +137,6 @@ impl Evaluator<'_> {
         let Some(setup) = self.brief.metric.setup.clone() else {
             return Ok(None);
         };
-        (self.progress)(&format!("setup in {}", wt.side.as_str()));
         let out = self.run_command("setup", wt, &setup, long_timeout(self.brief))?;
         Ok(failure_of(&out, &format!("setup `{setup}`")))
     }
@@ -148,7 +145,6 @@ impl Evaluator<'_> {
     pub fn guards(&mut self, wt: &Worktree) -> Result<(Vec<GuardResult>, Option<RunFailure>)> {
         let mut results = Vec::new();
         for g in self.brief.guards.clone() {
-            (self.progress)(&format!("guard `{g}`"));
             let timeout = long_timeout(self.brief);
             let out = self.run_command("guard", wt, &g, timeout)?;
             let failure = failure_of(&out, &format!("guard `{g}`"));
@@ -165,26 +161,36 @@ impl Evaluator<'_> {
         Ok((results, None))
     }
 
-    /// One measurement: the metric command once, its value parsed.
-    pub fn measure(
+    /// The metric command once, its value parsed (any sign).
+    pub fn metric(
         &mut self,
         wt: &Worktree,
-        pair: u32,
-    ) -> Result<std::result::Result<f64, RunFailure>> {
+    ) -> Result<std::result::Result<(f64, String), RunFailure>> {
         let cmd = self.brief.metric.command.clone();
         let out = self.run_command("metric", wt, &cmd, self.brief.metric.timeout)?;
         if let Some(f) = failure_of(&out, &format!("metric command `{cmd}`")) {
             return Ok(Err(f));
         }
         let how = metric_parse(self.brief);
-        let value = match metric::parse_metric(&out.stdout, &how) {
+        Ok(match metric::parse_metric(&out.stdout, &how) {
+            Ok(v) => Ok((v, out.output)),
+            Err(e) => Err(RunFailure::Failed {
+                reason: format!("unparsable metric from `{cmd}`: {e}"),
+                output: compress::compress(&out.output, FAILURE_OUTPUT_CHARS),
+            }),
+        })
+    }
+
+    /// One measurement: the metric once, which must be positive (ooda
+    /// compares ratios).
+    pub fn measure(
+        &mut self,
+        wt: &Worktree,
+        pair: u32,
+    ) -> Result<std::result::Result<f64, RunFailure>> {
+        let (value, output) = match self.metric(wt)? {
             Ok(v) => v,
-            Err(e) => {
-                return Ok(Err(RunFailure::Failed {
-                    reason: format!("unparsable metric from `{cmd}`: {e}"),
-                    output: compress::compress(&out.output, FAILURE_OUTPUT_CHARS),
-                }));
-            }
+            Err(f) => return Ok(Err(f)),
         };
         if value <= 0.0 {
             return Ok(Err(RunFailure::Failed {
@@ -192,18 +198,14 @@ impl Evaluator<'_> {
                     "metric {} = {value}: ooda compares ratios, so the metric must be positive (report e.g. a time, a rate or a count)",
                     self.brief.metric.name
                 ),
-                output: compress::compress(&out.output, FAILURE_OUTPUT_CHARS),
+                output: compress::compress(&output, FAILURE_OUTPUT_CHARS),
             }));
         }
-        self.events.emit(
-            Some(self.iteration),
-            Some(&self.parent),
-            Event::Measurement {
-                pair,
-                side: wt.side.as_str().into(),
-                value,
-            },
-        )?;
+        self.span.emit(Event::Measurement {
+            pair,
+            side: wt.side.as_str().into(),
+            value,
+        })?;
         Ok(Ok(value))
     }
 
@@ -247,22 +249,16 @@ impl Evaluator<'_> {
                 d,
             });
             let ds: Vec<f64> = pairs.iter().map(|p| p.d).collect();
-            let dir = self.brief.metric.direction;
-            let spread = if ds.len() > 1 {
-                format!(
-                    " ± {:.1}%",
-                    1.96 * stats::sd(&ds) / (ds.len() as f64).sqrt() * 100.0
-                )
-            } else {
-                String::new()
-            };
-            // A leading '\r' marks a live line: a terminal redraws it in place.
-            (self.progress)(&format!(
-                "\rpair {i} (of at most {max}): base {} cand {}; running effect {:+.1}%{spread}",
-                crate::history::fmt_num(b),
-                crate::history::fmt_num(c),
-                gain(dir, stats::mean(&ds)) * 100.0
-            ));
+            self.span.emit(Event::PairMeasured {
+                pair: i,
+                max_pairs: max as u32,
+                base: b,
+                cand: c,
+                d,
+                running_effect: gain(self.brief.metric.direction, stats::mean(&ds)),
+                half_width: (ds.len() > 1)
+                    .then(|| 1.96 * stats::sd(&ds) / (ds.len() as f64).sqrt()),
+            })?;
             if enough(&pairs) {
                 break;
             }
@@ -405,8 +401,7 @@ pub fn report(
         theta1,
         alpha,
         delta0: rule.delta0,
-        rule: "sequential paired t-test on log ratios, looks at 3/5/8/12 pairs (DESIGN.md §5)"
-            .into(),
+        rule: "sequential paired t-test on log ratios, looks at 3/5/8/12 pairs".into(),
         alpha_look: rule.alphas[last.index],
         s_h: rule.noise.map(|h| h.s_h).unwrap_or(0.0),
         noise_changed: last.noise_changed,

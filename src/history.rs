@@ -1,4 +1,4 @@
-//! The archive: one `iter-NNN.md` per iteration (DESIGN.md §2, §4).
+//! The archive: one `iter-NNN.md` per iteration.
 //!
 //! Each file is Markdown for humans with YAML front matter holding every
 //! structured fact, and the front matter is the source of truth: `state.json`
@@ -18,6 +18,54 @@ use crate::knobs;
 use crate::model::{AgentCall, GuardResult};
 
 pub use crate::model::{IterationRecord, Prediction, Verdict};
+
+// Queries over the archive that reports, prompts and decisions share.
+
+/// The best known metric value: the last keep's candidate median, else the baseline's.
+pub fn best_value(history: &[IterationRecord]) -> f64 {
+    history
+        .iter()
+        .rev()
+        .find(|r| r.verdict == Verdict::Keep)
+        .and_then(|r| r.measured.as_ref().map(|m| m.cand_median))
+        .or_else(|| baseline_value(history))
+        .unwrap_or(f64::NAN)
+}
+
+/// The most recent confirmation test, with the iteration it followed.
+pub fn latest_confirmation(
+    history: &[IterationRecord],
+) -> Option<(u32, &crate::model::Confirmation)> {
+    history
+        .iter()
+        .rev()
+        .find_map(|r| r.confirmation.as_ref().map(|c| (r.iteration, c)))
+}
+
+/// The best commit of the latest confirmation that found a real gain.
+pub fn last_confirmed_commit(history: &[IterationRecord]) -> Option<String> {
+    history.iter().rev().find_map(|r| {
+        r.confirmation
+            .as_ref()
+            .filter(|c| c.ci.0 > 0.0)
+            .map(|c| c.best.clone())
+    })
+}
+
+pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
+    history
+        .first()
+        .and_then(|r| r.calibration.as_ref())
+        .map(|c| c.median)
+}
+
+/// Relative improvement of `best` over `base` in the Brief's direction.
+pub fn improvement(dir: crate::model::Direction, base: f64, best: f64) -> f64 {
+    match dir {
+        crate::model::Direction::Minimize => 1.0 - best / base,
+        crate::model::Direction::Maximize => best / base - 1.0,
+    }
+}
 
 pub fn file_name(iteration: u32) -> String {
     format!("iter-{iteration:03}.md")
@@ -490,7 +538,7 @@ mod tests {
     }
 
     fn sample() -> IterationRecord {
-        let mut r = IterationRecord::new_for_test(3, Verdict::Discard);
+        let mut r = IterationRecord::new(3, Verdict::Discard);
         r.hypothesis = "TILE 16 → 32: bigger tiles amortize loop overhead".into();
         r.knobs.insert("TILE".into(), KnobValue::Int(32));
         r.knobs.insert("ORDER".into(), KnobValue::Str("ikj".into()));

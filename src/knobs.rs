@@ -13,6 +13,13 @@ use crate::error::{Error, Result};
 
 pub use crate::model::Point;
 
+/// The knob point of a worktree: its knobs file, the Brief's defaults
+/// filling the gaps.
+pub fn point_in(dir: &Path, brief: &crate::brief::Brief) -> Result<Point> {
+    let file = read_env(&dir.join(&brief.knobs_file), &brief.knobs)?;
+    Ok(initial_point(&file, &brief.knobs))
+}
+
 /// A stable text key for "has this point been evaluated before?".
 pub fn key(point: &Point) -> String {
     point

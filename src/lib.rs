@@ -3,10 +3,11 @@
 //! A human writes a Brief (what to optimize, how to measure it, what must not
 //! break); ooda runs an OODA loop over it, one iteration per tick, and leaves
 //! behind a branch of verified improvements plus an archive of everything it
-//! tried. Each module below is one concept of that contract (see DESIGN.md):
+//! tried. Each module below is one concept of that contract:
 //! the file named after a concept is where to look for it.
 
 pub mod agent_output;
+pub mod archive;
 pub mod atomic;
 pub mod brief;
 pub mod check;
@@ -19,6 +20,9 @@ pub mod error;
 pub mod eval;
 pub mod events;
 pub mod exec;
+pub mod executor;
+pub mod exit;
+pub mod fence;
 pub mod history;
 pub mod interrupt;
 pub mod knobs;

@@ -70,7 +70,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let first = BriefLock::acquire(dir.path()).unwrap();
         let err = BriefLock::acquire(dir.path()).unwrap_err();
-        assert_eq!(err.exit_code(), 5);
+        assert_eq!(crate::exit::Exit::from(&err).code(), 5);
         let msg = err.to_string();
         assert!(
             msg.contains(&format!("pid {}", std::process::id())),

@@ -1,20 +1,23 @@
-//! The `ooda` binary: parse arguments, run, map the outcome to an exit code.
+//! The `ooda` binary: parse arguments, run, return the exit code.
 //!
-//! Exit-code policy (DESIGN.md §13), owned here and nowhere else:
-//! 0 ok (an iteration done, or nothing to do), 1 internal or I/O error,
-//! 2 invalid input or config, 3 red light, 4 stopped by a budget, 5 busy
-//! (another runner holds the lock), 130 interrupted.
+//! The exit-code policy is `exit.rs`; this is the one place
+//! that applies it, including to a closed standard output, which ends the
+//! process quietly with 0 (`ooda status | head -1`).
+
+use std::process::ExitCode;
 
 use clap::Parser;
+use ooda::error::Error;
+use ooda::exit::Exit;
 
-fn main() {
+fn main() -> ExitCode {
     let cli = ooda::cli::Cli::parse();
-    let code = match ooda::cli::run(cli) {
-        Ok(code) => code,
+    match ooda::cli::run(cli) {
+        Ok(exit) => exit.into(),
+        Err(Error::BrokenPipe) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("ooda: {err}");
-            err.exit_code()
+            Exit::from(&err).into()
         }
-    };
-    std::process::exit(code);
+    }
 }

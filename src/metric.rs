@@ -1,4 +1,4 @@
-//! Reading the metric from a measurement command's stdout (DESIGN §3, `metric.parse`).
+//! Reading the metric from a measurement command's stdout (`metric.parse`).
 //!
 //! Design choices:
 //! - The last occurrence wins in every mode: benchmarks often print a warm-up or a

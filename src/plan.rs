@@ -1,4 +1,4 @@
-//! The main agent's answers (PLAN and LEARN, DESIGN.md §7) and the runner's
+//! The main agent's answers (PLAN and LEARN) and the runner's
 //! validation of them.
 //!
 //! Plans are checked by code, not trusted: a plan must make a falsifiable
@@ -20,7 +20,7 @@ pub struct Rejection {
     pub message: String,
 }
 
-/// Checks a plan against the rules of DESIGN.md §7.
+/// Checks a plan against the rules every plan must follow.
 pub fn validate(
     plan: &Plan,
     history: &[IterationRecord],
@@ -172,7 +172,7 @@ mod tests {
     use crate::history::{IterationRecord, Verdict};
 
     fn rec(i: u32, verdict: Verdict, hyp: &str, tile: Option<i64>) -> IterationRecord {
-        let mut r = IterationRecord::new_for_test(i, verdict);
+        let mut r = IterationRecord::new(i, verdict);
         r.hypothesis = hyp.into();
         if let Some(t) = tile {
             r.knobs.insert("TILE".into(), KnobValue::Int(t));

@@ -1,4 +1,4 @@
-//! Where things live in a user's project (DESIGN.md §2).
+//! Where things live in a user's project.
 //!
 //! Every path ooda reads or writes is derived here from one root, so the
 //! layout is defined once and `--root` works the same for every command.

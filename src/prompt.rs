@@ -1,4 +1,4 @@
-//! The prompts the runner builds for a command agent (DESIGN.md §7, §10):
+//! The prompts the runner builds for a command agent:
 //! PLAN, EXECUTE and LEARN, rendered from `templates/*.md`.
 //!
 //! A prompt is a bounded *view* of the disk, never the memory itself: the
@@ -31,6 +31,7 @@ use chrono::{DateTime, Utc};
 
 use crate::brief::{Brief, Budget, Direction, format_duration};
 use crate::compress;
+use crate::eval::Orientation;
 
 pub use crate::compress::{bound, chars, clip};
 use crate::history::{IterationRecord, Verdict, fmt_num};
@@ -107,8 +108,8 @@ pub struct PlanView<'a> {
     pub iterations_dir: &'a str,
     /// The knob point of the current best.
     pub best_point: &'a Point,
-    /// The pipeline-analyzer's latest report, if any.
-    pub analysis: Option<&'a str>,
+    /// ORIENT's output: the noise and θ₁ in force, and the analysis notes.
+    pub orientation: &'a Orientation,
     /// The validator's message when this is a retry.
     pub retry: Option<&'a str>,
     /// The whole prompt stays within this many characters.
@@ -137,10 +138,12 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     let state = state_text(v);
     let knobs = bound(&knobs_text(v.brief, v.best_point), 2_500);
     let analysis = v
+        .orientation
         .analysis
+        .as_deref()
         .map(|a| bound(a, 3_000))
         .unwrap_or_else(|| "No analyzer report.".into());
-    let theta1 = format!("{:.2}%", theta1(v.history) * 100.0);
+    let theta1 = format!("{:.2}%", v.orientation.theta1 * 100.0);
     let iteration = v.iteration.to_string();
     let retry = v.retry.map(retry_note).unwrap_or_default();
 
@@ -232,14 +235,6 @@ fn retry_note(message: &str) -> String {
         "\n\n## Your previous answer was rejected\n\n{}\n\nAnswer again: one fenced code block tagged `ooda` holding the plan JSON above, with the problem fixed.\n",
         bound(message, 1_500)
     )
-}
-
-fn theta1(history: &[IterationRecord]) -> f64 {
-    history
-        .first()
-        .and_then(|r| r.calibration.as_ref())
-        .map(|c| c.theta1)
-        .unwrap_or(0.0)
 }
 
 /// The Brief as an agent needs it: the enforced rules in words, then the prose.
@@ -339,12 +334,12 @@ fn state_text(v: &PlanView) -> String {
             ))
         );
     }
-    if let Some(c) = h.first().and_then(|r| r.calibration.as_ref()) {
+    if let Some(noise) = v.orientation.noise {
         let _ = writeln!(
             s,
             "- Noise: {:.2}% per pair; minimum detectable gain θ₁ = {:.2}% (smaller effects cannot be told from noise).",
-            c.noise_sd * 100.0,
-            c.theta1 * 100.0
+            noise.s_h * 100.0,
+            v.orientation.theta1 * 100.0
         );
     }
     let streak = done
@@ -538,7 +533,7 @@ pub fn pattern_entries(history: &[IterationRecord]) -> Vec<NamedPattern> {
     out
 }
 
-/// Patterns shown with their lessons (DESIGN.md §10: ≤ 40, ≤ 8,000 chars).
+/// Patterns shown with their lessons.
 const MAX_PATTERNS: usize = 40;
 
 fn patterns_text(patterns: &[NamedPattern], allot: usize) -> String {
@@ -932,7 +927,7 @@ pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
     use crate::history::Prediction;
     use crate::plan::{Axis, Pattern};
     let mut rng = crate::stats::SplitMix64::new(seed);
-    let mut base = IterationRecord::new_for_test(0, Verdict::Baseline);
+    let mut base = IterationRecord::new(0, Verdict::Baseline);
     base.hypothesis = "baseline".into();
     // Built through serde so that fields the eval-runner adds (with their
     // defaults, as archived files need) do not break the benchmark.
@@ -981,7 +976,7 @@ pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
         };
         let area = areas[(rng.next_u64() % areas.len() as u64) as usize];
         let mv = moves[(rng.next_u64() % moves.len() as u64) as usize];
-        let mut r = IterationRecord::new_for_test(i, verdict);
+        let mut r = IterationRecord::new(i, verdict);
         r.hypothesis = format!(
             "{mv} the {area} hot path (variant {i}) to cut time spent in {area} by avoiding repeated work per call"
         );
@@ -1064,7 +1059,7 @@ mod tests {
             now: Utc::now(),
             iterations_dir: "iterations/b",
             best_point: best,
-            analysis: None,
+            orientation: Box::leak(Box::new(Orientation::of(h, 0.0, 0.05))),
             retry: None,
             max_chars: max,
         }
@@ -1130,7 +1125,10 @@ mod tests {
             }
         }
         assert!(p.contains("Make t small."));
-        assert!(p.contains("θ₁ = 1.08%"), "{p}");
+        // The θ₁ in force (pooled over the archive), not iteration 0's.
+        let in_force = Orientation::of(&h, 0.0, 0.05).theta1;
+        assert!((in_force - 0.0108).abs() > 0.0005, "{in_force}");
+        assert!(p.contains(&format!("θ₁ = {:.2}%", in_force * 100.0)), "{p}");
         assert!(!p.contains("{{"), "{p}");
     }
 

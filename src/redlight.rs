@@ -1,4 +1,4 @@
-//! Red lights: the loop knows when to stop (DESIGN.md §6).
+//! Red lights: the loop knows when to stop.
 //!
 //! Every detector is a pure function over the archive, so each can be tested
 //! on synthetic histories and benchmarked for false alarms without running a
@@ -379,7 +379,7 @@ mod tests {
     use crate::stats::SplitMix64;
 
     fn measured(i: u32, verdict: Verdict, base: f64, effect: f64, half_ci: f64) -> IterationRecord {
-        let mut r = IterationRecord::new_for_test(i, verdict);
+        let mut r = IterationRecord::new(i, verdict);
         r.measured = Some(Comparison {
             pairs: vec![Pair {
                 base,
@@ -424,7 +424,7 @@ mod tests {
     }
 
     fn baseline() -> IterationRecord {
-        IterationRecord::new_for_test(0, Verdict::Baseline)
+        IterationRecord::new(0, Verdict::Baseline)
     }
 
     #[test]
@@ -619,13 +619,13 @@ mod tests {
         let th = Thresholds::default();
         let mut h = vec![baseline()];
         for i in 1..=5 {
-            h.push(IterationRecord::new_for_test(i, Verdict::Crash));
+            h.push(IterationRecord::new(i, Verdict::Crash));
         }
         assert_eq!(
             red_alarms(&h, Direction::Minimize, &th)[0].kind,
             AlarmKind::FailureStreak
         );
-        let mut acked = IterationRecord::new_for_test(6, Verdict::Crash);
+        let mut acked = IterationRecord::new(6, Verdict::Crash);
         acked.acknowledged = Some("by me".into());
         h.push(acked);
         assert!(red_alarms(&h, Direction::Minimize, &th).is_empty());
@@ -637,7 +637,7 @@ mod tests {
             baseline(),
             measured(1, Verdict::Keep, 100.0, 0.1, 0.01),
             measured(2, Verdict::Discard, 90.0, 0.0, 0.01),
-            IterationRecord::new_for_test(3, Verdict::Crash),
+            IterationRecord::new(3, Verdict::Crash),
         ];
         assert_eq!(plateau_length(&h), 2);
     }

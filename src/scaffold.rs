@@ -1,4 +1,4 @@
-//! `ooda init` and `ooda new`: the files a project starts from (DESIGN.md §2).
+//! `ooda init` and `ooda new`: the files a project starts from.
 //!
 //! The default subagent definitions and templates are compiled into the
 //! binary from this repository's own `subagents/` and `templates/`, so what
@@ -49,7 +49,7 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/.lock",
 ];
 
-const OODA_YAML: &str = "# ooda project configuration (DESIGN.md §16). Every key is optional.\ndefaults:\n  pairs: 12               # most paired runs per decision (looks at 3, 5, 8, 12)\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
+const OODA_YAML: &str = "# ooda project configuration. Every key is optional.\ndefaults:\n  pairs: 12               # most paired runs per decision (looks at 3, 5, 8, 12)\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
 
 /// What `init` did, for the report.
 #[derive(Debug, Default)]
@@ -187,10 +187,13 @@ mod tests {
     fn rejects_bad_names() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            new_brief(dir.path(), "Bad Name").unwrap_err().exit_code(),
+            crate::exit::Exit::from(&new_brief(dir.path(), "Bad Name").unwrap_err()).code(),
             2
         );
         new_brief(dir.path(), "ok-name").unwrap();
-        assert_eq!(new_brief(dir.path(), "ok-name").unwrap_err().exit_code(), 2);
+        assert_eq!(
+            crate::exit::Exit::from(&new_brief(dir.path(), "ok-name").unwrap_err()).code(),
+            2
+        );
     }
 }

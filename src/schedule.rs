@@ -1,4 +1,4 @@
-//! When a scheduled loop ticks (DESIGN.md §11): cron expressions as users write
+//! When a scheduled loop ticks: cron expressions as users write
 //! them, intervals, the time zone, and the next fire time.
 //!
 //! Users write crontab syntax: five fields (minute hour day-of-month month

@@ -5,6 +5,12 @@
 //! phase's output. Everything else is derived from the archive
 //! (`iter-*.md`) and git, which is why a deleted or corrupt state is rebuilt
 //! rather than fatal. Writes are atomic (see `atomic.rs`).
+//!
+//! Each phase's output is a typed value here, and the iteration file is a
+//! projection of them (`archive.rs`), so a phase never re-reads what an
+//! earlier one wrote as text. The file carries a version: a state written by
+//! an earlier release is migrated when it is read (see [`migrate`]), never
+//! thrown away while an iteration is in flight.
 
 use std::path::{Path, PathBuf};
 
@@ -13,13 +19,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::atomic::write_atomic;
 use crate::error::{Error, Result};
+use crate::eval::Orientation;
 use crate::model::{
-    AgentCall, Alarm, Confirmation, EvalOutcome, IterationRecord, Phase, Plan, Verdict,
+    AgentCall, Alarm, Confirmation, Cut, EvalOutcome, IterationRecord, LearnResult, Phase, Plan,
+    Review, Verdict,
 };
 
 pub use crate::model::{Status, Stop, StopReason};
 
-pub const STATE_VERSION: u32 = 1;
+/// Version 2: typed cuts (`cut` instead of the `blocked` reason text), and
+/// the outputs of ORIENT, REVIEW and LEARN.
+pub const STATE_VERSION: u32 = 2;
 
 /// The iteration in progress and the outputs of its completed phases.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -32,25 +42,102 @@ pub struct InFlight {
     pub done: Phase,
     #[serde(default)]
     pub base_commit: String,
+    /// ORIENT: the statistics PLAN, EVALUATE and the reports use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orientation: Option<Orientation>,
     #[serde(default)]
     pub plan: Option<Plan>,
-    #[serde(default)]
-    pub blocked: Option<String>,
+    /// Why the iteration was cut short, once something cut it (PLAN,
+    /// EXECUTE, a budget): EVALUATE then measures nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<Cut>,
     #[serde(default)]
     pub changed_paths: Vec<String>,
     #[serde(default)]
     pub tree: Option<String>,
     #[serde(default)]
     pub eval: Option<EvalOutcome>,
+    /// REVIEW's decision on a keep (none yet: REVIEW passes keeps through).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Review>,
+    /// LEARN: the lessons and what else the iteration file needs from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learned: Option<Learned>,
+    /// A pipeline-analyzer report made beside EVALUATE, archived with the
+    /// iteration (CHECK's plateau report takes precedence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<String>,
+    /// The kept commit, prepared in LEARN, on the branch after COMMIT.
     #[serde(default)]
     pub commit: Option<String>,
-    /// CHECK's decision, saved before it is applied (see `phases::do_check`).
+    /// CHECK's decision, saved before it is applied (see `phases/check.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckOutcome>,
     /// Command-agent calls so far (PLAN, EXECUTE), kept across checkpoints so
     /// the iteration file records every call and its cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_calls: Vec<AgentCall>,
+}
+
+impl InFlight {
+    /// An iteration that has just started: nothing done but OBSERVE.
+    pub fn new(iteration: u32, event_id: String, brief_hash: &str, base_commit: &str) -> InFlight {
+        InFlight {
+            iteration,
+            started_at: Utc::now(),
+            event_id,
+            brief_hash: brief_hash.to_string(),
+            done: Phase::Observe,
+            base_commit: base_commit.to_string(),
+            orientation: None,
+            plan: None,
+            cut: None,
+            changed_paths: Vec::new(),
+            tree: None,
+            eval: None,
+            review: None,
+            learned: None,
+            analysis: None,
+            commit: None,
+            check: None,
+            agent_calls: Vec::new(),
+        }
+    }
+}
+
+/// What LEARN adds to an iteration besides the commit it prepares.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Learned {
+    #[serde(default)]
+    pub lessons: LearnResult,
+    pub finished: DateTime<Utc>,
+    /// Who played the main agent: `builtin` or `command:<profile>`.
+    pub driver: String,
+    /// The discarded diff, relative to the iterations folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<String>,
+    /// A human's acknowledgement that this iteration's file carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<String>,
+}
+
+impl Learned {
+    /// LEARN's output as its archived record states it (a state written
+    /// before LEARN's output was kept in it).
+    pub fn from_record(r: &IterationRecord) -> Learned {
+        Learned {
+            lessons: LearnResult {
+                patterns: r.patterns.clone(),
+                falsified: r.falsified.clone(),
+                next: r.next.clone(),
+                narrative: r.narrative.clone(),
+            },
+            finished: r.finished,
+            driver: r.driver.clone(),
+            artifact: r.artifact.clone(),
+            acknowledged: r.acknowledged.clone(),
+        }
+    }
 }
 
 /// What CHECK decided for an iteration.
@@ -65,6 +152,9 @@ pub struct CheckOutcome {
     pub rollback: Option<(String, String)>,
     #[serde(default)]
     pub confirmation: Option<Confirmation>,
+    /// The pipeline-analyzer's report, when a plateau called it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -165,15 +255,16 @@ pub enum Loaded {
     },
 }
 
-/// Reads the state without repairing anything (for `status`).
+/// Reads the state without repairing anything (for `status`); a state of
+/// an earlier version is migrated in memory only.
 pub fn peek(dir: &Path) -> Result<Loaded> {
     let path = State::path(dir);
     match std::fs::read(&path) {
-        Ok(t) => Ok(match serde_json::from_slice::<State>(&t) {
+        Ok(t) => Ok(match parse(&t) {
             Ok(s) => Loaded::Ok(Box::new(s)),
-            Err(e) => Loaded::Corrupt {
+            Err(message) => Loaded::Corrupt {
                 moved_to: path,
-                message: e.to_string(),
+                message,
             },
         }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Loaded::Missing),
@@ -188,16 +279,17 @@ pub fn load(dir: &Path) -> Result<Loaded> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::Missing),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    match serde_json::from_slice::<State>(&text) {
-        Ok(s) if s.version == STATE_VERSION => Ok(Loaded::Ok(Box::new(s))),
-        Ok(s) => Err(Error::Corrupt {
+    if let Some(v) = newer_version(&text) {
+        return Err(Error::Corrupt {
             path,
             message: format!(
-                "state version {} is not {STATE_VERSION}: this ooda is older or newer than the one that wrote it; delete the file to rebuild it from iterations/",
-                s.version
+                "state version {v} is newer than {STATE_VERSION}: a newer ooda wrote it; run that one, or delete the file to rebuild it from iterations/"
             ),
-        }),
-        Err(e) => {
+        });
+    }
+    match parse(&text) {
+        Ok(s) => Ok(Loaded::Ok(Box::new(s))),
+        Err(message) => {
             let moved_to = dir.join(format!(
                 "state.json.corrupt-{}",
                 Utc::now().format("%Y%m%dT%H%M%S")
@@ -205,12 +297,47 @@ pub fn load(dir: &Path) -> Result<Loaded> {
             std::fs::rename(&path, &moved_to).map_err(|err| {
                 Error::io(format!("moving the corrupt {} aside", path.display()), err)
             })?;
-            Ok(Loaded::Corrupt {
-                moved_to,
-                message: e.to_string(),
-            })
+            Ok(Loaded::Corrupt { moved_to, message })
         }
     }
+}
+
+fn version_of(v: &serde_json::Value) -> Option<u64> {
+    v.get("version").and_then(serde_json::Value::as_u64)
+}
+
+fn newer_version(text: &[u8]) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_slice(text).ok()?;
+    version_of(&v).filter(|&n| n > u64::from(STATE_VERSION))
+}
+
+/// The state in `text`, migrated to this version.
+fn parse(text: &[u8]) -> std::result::Result<State, String> {
+    let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    let value = migrate(value)?;
+    serde_json::from_value(value).map_err(|e| e.to_string())
+}
+
+/// Brings a state of an earlier version up to [`STATE_VERSION`], step by
+/// step, on its JSON form (the old Rust types no longer exist).
+///
+/// 1 → 2: the reason an iteration was cut short, kept as text in `blocked`,
+/// becomes the typed `cut` (read back by [`Cut::from_reason`], which inverts
+/// what version 1 wrote). The outputs version 2 adds (ORIENT's, LEARN's) are
+/// absent and filled in from the archive when the Brief is opened.
+pub fn migrate(mut value: serde_json::Value) -> std::result::Result<serde_json::Value, String> {
+    let version = version_of(&value).ok_or("no `version` number")?;
+    if version == 1 {
+        if let Some(cur) = value.get_mut("current").and_then(|c| c.as_object_mut())
+            && let Some(blocked) = cur.remove("blocked")
+            && let Some(reason) = blocked.as_str()
+        {
+            let cut = serde_json::to_value(Cut::from_reason(reason)).map_err(|e| e.to_string())?;
+            cur.insert("cut".into(), cut);
+        }
+        value["version"] = serde_json::json!(2);
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -247,6 +374,49 @@ mod tests {
     }
 
     #[test]
+    fn a_version_one_state_is_migrated_not_thrown_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut v = serde_json::to_value(state()).unwrap();
+        v["version"] = serde_json::json!(1);
+        v["current"] = serde_json::json!({
+            "iteration": 3,
+            "started_at": "2026-01-01T00:00:00Z",
+            "event_id": "e",
+            "brief_hash": "h",
+            "done": "execute",
+            "base_commit": "a",
+            "blocked": "plan rejected (cites) after 3 attempts: iteration 9 does not exist",
+            "changed_paths": [],
+            "tree": null,
+            "eval": null,
+            "commit": null
+        });
+        std::fs::write(State::path(dir.path()), v.to_string()).unwrap();
+        let Loaded::Ok(s) = load(dir.path()).unwrap() else {
+            panic!("expected the migrated state")
+        };
+        let cur = s.current.unwrap();
+        assert_eq!(s.version, STATE_VERSION);
+        assert_eq!(cur.done, Phase::Execute);
+        assert_eq!(
+            cur.cut,
+            Some(Cut::PlanRejected {
+                rule: "cites".into(),
+                message: "iteration 9 does not exist".into(),
+                attempts: Some(3)
+            })
+        );
+        v["version"] = serde_json::json!(STATE_VERSION + 1);
+        std::fs::write(State::path(dir.path()), v.to_string()).unwrap();
+        let err = load(dir.path()).err().unwrap().to_string();
+        assert!(err.contains("newer"), "{err}");
+        assert!(
+            State::path(dir.path()).exists(),
+            "a newer state is left alone"
+        );
+    }
+
+    #[test]
     fn truncated_state_is_moved_aside_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(State::path(dir.path()), "{\"version\": 1, \"bri").unwrap();
@@ -259,16 +429,16 @@ mod tests {
 
     #[test]
     fn rebuild_takes_last_existing_keep() {
-        let mut h = vec![IterationRecord::new_for_test(0, Verdict::Baseline)];
+        let mut h = vec![IterationRecord::new(0, Verdict::Baseline)];
         h[0].base = "s".repeat(40);
         h[0].seed = Some(9);
-        let mut k = IterationRecord::new_for_test(1, Verdict::Keep);
+        let mut k = IterationRecord::new(1, Verdict::Keep);
         k.commit = Some("c".repeat(40));
         h.push(k);
-        let mut gone = IterationRecord::new_for_test(2, Verdict::Keep);
+        let mut gone = IterationRecord::new(2, Verdict::Keep);
         gone.commit = Some("d".repeat(40));
         h.push(gone);
-        h.push(IterationRecord::new_for_test(3, Verdict::Discard));
+        h.push(IterationRecord::new(3, Verdict::Discard));
         let s = State::rebuild("b", "h", &h, |c| c.starts_with('c')).unwrap();
         assert_eq!(s.best_commit, "c".repeat(40));
         assert_eq!(s.next_iteration, 4);

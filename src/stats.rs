@@ -1,4 +1,4 @@
-//! Statistics for the keep/discard decision (DESIGN §5): descriptive statistics, the
+//! Statistics for the keep/discard decision: descriptive statistics, the
 //! paired and Welch t-tests, the minimum detectable effect, and a seeded PRNG.
 //!
 //! Design choices:
@@ -284,7 +284,7 @@ pub fn t_sf(t: f64, df: f64) -> f64 {
 /// with probability `power` from `n` pairs whose differences have sd `sd_d`:
 /// (t₁₋α,ₙ₋₁ + t_power,ₙ₋₁) · sd_d / √n.
 ///
-/// With fewer than two pairs nothing is detectable: +inf. Note DESIGN §5's 0.72·s_h for 12
+/// With fewer than two pairs nothing is detectable: +inf. Note the 0.72·s_h for 12
 /// pairs uses normal quantiles; with t quantiles (this function) the factor is 0.77.
 pub fn min_detectable_effect(sd_d: f64, n: usize, alpha: f64, power: f64) -> f64 {
     if n < 2 {

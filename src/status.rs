@@ -91,7 +91,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         }
     };
     if let Some(s) = &state {
-        out.status = summary::status_word(s.status()).into();
+        out.status = s.status().word().into();
         out.stop_reason = s.stop.as_ref().map(|st| st.reason.as_str().to_string());
         out.detail = s.stop.as_ref().map(|st| st.detail.clone());
         out.in_flight = s

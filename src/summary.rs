@@ -13,68 +13,17 @@ use chrono::Utc;
 use crate::atomic::write_atomic;
 use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
+use crate::eval::Orientation;
 use crate::history::{self, IterationRecord, Verdict, fmt_num};
 use crate::model::{AgentCall, CallOutcome, Usage};
-use crate::state::{State, Status};
+use crate::state::State;
 
-/// The best known metric value: the last keep's candidate median, else the baseline's.
-pub fn best_value(history: &[IterationRecord]) -> f64 {
-    history
-        .iter()
-        .rev()
-        .find(|r| r.verdict == Verdict::Keep)
-        .and_then(|r| r.measured.as_ref().map(|m| m.cand_median))
-        .or_else(|| baseline_value(history))
-        .unwrap_or(f64::NAN)
-}
-
-/// The most recent confirmation test, with the iteration it followed.
-pub fn latest_confirmation(
-    history: &[IterationRecord],
-) -> Option<(u32, &crate::eval::Confirmation)> {
-    history
-        .iter()
-        .rev()
-        .find_map(|r| r.confirmation.as_ref().map(|c| (r.iteration, c)))
-}
-
-/// The best commit of the latest confirmation that found a real gain.
-pub fn last_confirmed_commit(history: &[IterationRecord]) -> Option<String> {
-    history.iter().rev().find_map(|r| {
-        r.confirmation
-            .as_ref()
-            .filter(|c| c.ci.0 > 0.0)
-            .map(|c| c.best.clone())
-    })
-}
-
-pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
-    history
-        .first()
-        .and_then(|r| r.calibration.as_ref())
-        .map(|c| c.median)
-}
-
-/// Relative improvement of `best` over `base` in the Brief's direction.
-pub fn improvement(dir: Direction, base: f64, best: f64) -> f64 {
-    match dir {
-        Direction::Minimize => 1.0 - best / base,
-        Direction::Maximize => best / base - 1.0,
-    }
-}
-
-pub fn status_word(status: Status) -> &'static str {
-    match status {
-        Status::Green => "GREEN",
-        Status::Yellow => "YELLOW",
-        Status::Red => "RED",
-        Status::Done => "DONE",
-        Status::Stopped => "STOPPED",
-    }
-}
+pub use crate::history::{
+    baseline_value, best_value, improvement, last_confirmed_commit, latest_confirmation,
+};
 
 pub fn status_line(state: &State) -> String {
-    let word = status_word(state.status());
+    let word = state.status().word();
     match (&state.stop, &state.yellow) {
         (Some(stop), _) => format!("{word} — {}: {}", stop.reason.as_str(), stop.detail),
         (None, Some(warning)) => format!("{word} — running; {warning}"),
@@ -82,11 +31,14 @@ pub fn status_line(state: &State) -> String {
     }
 }
 
+/// The morning report. `orientation` is what the next decision will use
+/// (the noise in force and θ₁), the same numbers the next PLAN is told.
 pub fn render(
     brief: &Brief,
     state: &State,
     history: &[IterationRecord],
     budget: &Budget,
+    orientation: &Orientation,
 ) -> String {
     let mut s = String::new();
     let metric = &brief.metric.name;
@@ -147,12 +99,12 @@ pub fn render(
                 }
                 None => {}
             }
-            if let Some(c) = history.first().and_then(|r| r.calibration.as_ref()) {
-                let _ = writeln!(s, "| noise per pair | {:.2}% |", c.noise_sd * 100.0);
+            if let Some(noise) = orientation.noise {
+                let _ = writeln!(s, "| noise per pair | {:.2}% |", noise.s_h * 100.0);
                 let _ = writeln!(
                     s,
                     "| minimum detectable gain θ₁ | {:.2}% |",
-                    c.theta1 * 100.0
+                    orientation.theta1 * 100.0
                 );
             }
             let _ = writeln!(
@@ -335,7 +287,7 @@ pub fn render(
 }
 
 /// The "Agent usage" section of `summary.md`: tokens, cost, failures and
-/// time per phase (DESIGN.md §12), empty when no agent ran.
+/// time per phase, empty when no agent ran.
 pub fn usage_section(history: &[IterationRecord]) -> String {
     let calls: Vec<&AgentCall> = history.iter().flat_map(|r| r.agent_calls.iter()).collect();
     if calls.is_empty() {
@@ -380,10 +332,11 @@ pub fn write(
     state: &State,
     history: &[IterationRecord],
     budget: &Budget,
+    orientation: &Orientation,
 ) -> Result<()> {
     write_atomic(
         &dir.join("summary.md"),
-        render(brief, state, history, budget).as_bytes(),
+        render(brief, state, history, budget, orientation).as_bytes(),
     )?;
     write_atomic(
         &dir.join("progress.svg"),
@@ -519,7 +472,7 @@ mod tests {
         };
         let t = history::render_calls(std::slice::from_ref(&call));
         assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.0100 | (cites) a \\| b |"), "{t}");
-        let mut rec = IterationRecord::new_for_test(1, Verdict::Invalid);
+        let mut rec = IterationRecord::new(1, Verdict::Invalid);
         rec.agent_calls = vec![call.clone(), call];
         let s = usage_section(&[rec]);
         assert!(s.contains("| plan | 2 | 2 | 200 | 40 | $0.02 | 3 |"), "{s}");

@@ -26,10 +26,11 @@ use chrono::{DateTime, Utc};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::events::{Event, EventLog};
+use crate::events::{Event, Span};
+use crate::exit::Exit;
 use crate::interrupt::{Interrupt, Signal};
 use crate::log::Log;
-use crate::phases::{Runner, StepOutcome};
+use crate::phases::{Machine, StepOutcome};
 use crate::project::Project;
 use crate::schedule::{Schedule, Zone};
 
@@ -124,7 +125,7 @@ pub fn plan_next(schedule: &Schedule, zone: &Zone, due: DateTime<Utc>, now: Date
 /// What a tick needs besides its timing.
 pub struct TickContext<'a> {
     pub project: &'a Project,
-    /// As given to `Runner::open`: a path or a name.
+    /// As given to `Machine::open`: a path or a name.
     pub brief_arg: &'a str,
     pub name: &'a str,
     pub interrupt: &'a Interrupt,
@@ -143,39 +144,32 @@ pub struct Slot<'a> {
 /// One tick: open the Brief (taking its lock), record the tick, step once,
 /// record how it ended. The step's result is returned unchanged.
 pub fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
-    let mut runner = match Runner::open(
+    let mut machine = match Machine::open(
         cx.project,
         cx.brief_arg,
         cx.interrupt,
         Box::new(cx.log.progress()),
+        cx.verbose,
     ) {
-        Ok(r) => r,
+        Ok(m) => m,
         Err(Error::Busy(m)) => {
             record_skip(cx, slot, "busy");
             return Err(Error::Busy(m));
         }
         Err(e) => return Err(e),
     };
-    runner.verbose = cx.verbose;
-    let iteration = runner
-        .state
-        .current
-        .as_ref()
-        .map(|c| c.iteration)
-        .unwrap_or(runner.state.next_iteration);
     let late = (Utc::now() - slot.due).num_milliseconds().max(0) as f64 / 1000.0;
-    let id = runner.emit_event(
-        Some(iteration),
-        None,
-        Event::ScheduledTick {
+    let span = machine
+        .run_span()
+        .with_iteration(Some(machine.iteration()))
+        .child(Event::ScheduledTick {
             schedule: slot.schedule.to_string(),
             due: slot.due,
             late_seconds: late,
             missed: slot.missed,
-        },
-    )?;
+        })?;
     let started = Instant::now();
-    let result = runner.step();
+    let result = machine.step();
     let outcome = match &result {
         Ok(StepOutcome::Baseline) => "baseline",
         Ok(StepOutcome::Iteration { .. }) => "iteration",
@@ -187,14 +181,10 @@ pub fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
         Err(_) => "error",
     };
     // Recording the end must not hide the step's own result.
-    let _ = runner.emit_event(
-        Some(iteration),
-        Some(&id),
-        Event::ScheduledTickFinished {
-            outcome: outcome.to_string(),
-            seconds: started.elapsed().as_secs_f64(),
-        },
-    );
+    let _ = span.emit(Event::ScheduledTickFinished {
+        outcome: outcome.to_string(),
+        seconds: started.elapsed().as_secs_f64(),
+    });
     result
 }
 
@@ -209,17 +199,13 @@ fn record_skip(cx: &TickContext, slot: &Slot, reason: &str) {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v["run_id"].as_str().map(str::to_string));
     if let Some(run_id) = run_id
-        && let Ok(mut events) = EventLog::open(&dir, &run_id)
+        && let Ok(root) = Span::open(&dir, &run_id, Vec::new())
     {
-        let _ = events.emit(
-            None,
-            None,
-            Event::ScheduledTickSkipped {
-                schedule: slot.schedule.to_string(),
-                due: slot.due,
-                reason: reason.to_string(),
-            },
-        );
+        let _ = root.emit(Event::ScheduledTickSkipped {
+            schedule: slot.schedule.to_string(),
+            due: slot.due,
+            reason: reason.to_string(),
+        });
     }
 }
 
@@ -263,8 +249,8 @@ pub fn run(
     max_iterations: Option<u32>,
     log: Log,
     verbose: bool,
-    report: &dyn Fn(&str, &StepOutcome) -> i32,
-) -> Result<i32> {
+    report: &dyn Fn(&str, &StepOutcome) -> Result<Exit>,
+) -> Result<Exit> {
     let mut project = project;
     // A broken Brief fails now, with exit 2, not at the first fire time.
     let name = project.load_brief(brief_arg)?.name;
@@ -299,7 +285,7 @@ pub fn run(
     loop {
         if max_iterations.is_some_and(|m| done >= m) {
             log.info(Some(&name), &format!("--max-iterations {done} reached"));
-            return Ok(0);
+            return Ok(Exit::Ok);
         }
         match wait_until(due, &rx, &interrupt) {
             Waited::Due => {}
@@ -332,11 +318,11 @@ pub fn run(
         log.info(Some(&name), &format!("tick due {}", zone.format(due)));
         match tick(&cx, &slot) {
             Ok(outcome) => {
-                let code = report(&name, &outcome);
+                let exit = report(&name, &outcome)?;
                 match outcome {
                     StepOutcome::Baseline => {}
                     StepOutcome::Iteration { .. } => done += 1,
-                    StepOutcome::Stopped(_) | StepOutcome::Finished(_) => return Ok(code),
+                    StepOutcome::Stopped(_) | StepOutcome::Finished(_) => return Ok(exit),
                 }
             }
             Err(Error::Busy(m)) => {
@@ -353,7 +339,7 @@ pub fn run(
         let next = plan_next(&schedule, &zone, due, Utc::now());
         let Some(at) = next.at else {
             log.info(Some(&name), &format!("`{label}` has no later fire time"));
-            return Ok(0);
+            return Ok(Exit::Ok);
         };
         if next.missed > 0 {
             log.info(Some(&name), &overrun_message(next.missed));

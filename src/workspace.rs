@@ -1,4 +1,4 @@
-//! Git worktrees where agents edit and the evaluator measures (DESIGN.md §9).
+//! Git worktrees where agents edit and the evaluator measures.
 //!
 //! The user's checkout, index and current branch are never touched. ooda owns
 //! one branch, `ooda/<brief>`, and two worktrees under `.ooda/worktrees/<brief>`:
@@ -290,6 +290,38 @@ impl Workspace {
 
     pub fn base_repo(&self) -> Result<Repository> {
         Repository::open(&self.base_dir).ctx(|| format!("opening {}", self.base_dir.display()))
+    }
+
+    /// Undoes commits an agent made in the candidate worktree, keeping their
+    /// changes as uncommitted edits: the runner owns the branch, and the scope
+    /// check compares the worktree with the base commit. Returns what was
+    /// undone, for the record (`None` when HEAD is where the runner left it).
+    pub fn undo_foreign_commits(&self, base: Oid) -> Result<Option<String>> {
+        let repo = self.cand_repo()?;
+        let head = repo.head().ok();
+        let on_branch = head
+            .as_ref()
+            .and_then(|h| h.shorthand().ok().map(|s| s == self.branch))
+            .unwrap_or(false);
+        let at = head.as_ref().and_then(|h| h.target());
+        if on_branch && at == Some(base) {
+            return Ok(None);
+        }
+        if !on_branch {
+            repo.set_head(&format!("refs/heads/{}", self.branch))
+                .ctx(|| format!("moving the candidate back to {}", self.branch))?;
+        }
+        let obj = repo
+            .find_object(base, None)
+            .ctx(|| format!("finding {base}"))?;
+        repo.reset(&obj, ResetType::Mixed, None)
+            .ctx(|| "undoing the agent's commits".into())?;
+        Ok(Some(format!(
+            "the agent moved the candidate's HEAD ({}); the runner reset it to the base commit {}, keeping the agent's edits uncommitted",
+            at.map(|o| crate::history::short(&o.to_string()).to_string())
+                .unwrap_or_else(|| "unborn".into()),
+            crate::history::short(&base.to_string())
+        )))
     }
 
     /// Paths the candidate changed relative to its HEAD, untracked included

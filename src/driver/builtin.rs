@@ -12,9 +12,13 @@
 use std::collections::BTreeSet;
 
 use crate::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
+use crate::driver::{Driver, Execution, Lesson, Proposal, Turn};
+use crate::error::Result;
 use crate::eval::gain;
+use crate::events::Event;
 use crate::history::{IterationRecord, Verdict};
 use crate::knobs::{self, Point};
+use crate::model::Cut;
 use crate::plan::{Axis, LearnResult, Pattern, Plan};
 use crate::stats::{self, SplitMix64};
 
@@ -139,6 +143,73 @@ impl Surrogate<'_> {
         let var = self.spread.powi(2) * PRIOR_WEIGHT / (PRIOR_WEIGHT + w)
             + self.noise.powi(2) / (PRIOR_WEIGHT + w);
         (mean, var.sqrt(), weights)
+    }
+}
+
+/// The builtin main agent: the knob search below, and lessons stated from
+/// the numbers.
+pub struct Builtin;
+
+impl Driver for Builtin {
+    fn name(&self) -> String {
+        "builtin".into()
+    }
+
+    fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
+        let proposal = plan(
+            t.brief,
+            t.history,
+            best,
+            t.seed,
+            t.iteration,
+            t.orientation.noise_sd(),
+        );
+        let Some(plan) = proposal else {
+            return Ok(Proposal::Exhausted {
+                detail: format!(
+                    "every point of the knob space has been evaluated ({} iterations); the best is iteration {}",
+                    t.history.len().saturating_sub(1),
+                    best_iteration(t.history)
+                ),
+            });
+        };
+        // The search never proposes what the validator refuses; if it ever
+        // did, the iteration says so instead of measuring it.
+        let rejected = match crate::plan::validate(&plan, t.history, t.iteration) {
+            Ok(()) => None,
+            Err(rej) => {
+                t.span.emit(Event::PlanRejected {
+                    rule: rej.rule.into(),
+                    message: rej.message.clone(),
+                })?;
+                Some(Cut::PlanRejected {
+                    rule: rej.rule.into(),
+                    message: rej.message,
+                    attempts: None,
+                })
+            }
+        };
+        Ok(Proposal::Plan {
+            plan,
+            rejected,
+            calls: Vec::new(),
+        })
+    }
+
+    fn execute(&self, _: &Turn, _: &Plan) -> Result<Execution> {
+        Ok(Execution::default())
+    }
+
+    fn learn(&self, _: &Turn, plan: &Plan, rec: &IterationRecord, _: bool) -> Result<Lesson> {
+        let effect = rec.measured.as_ref().map(|c| (c.effect, c.ci));
+        Ok(Lesson {
+            learned: learn(plan, rec.verdict, &rec.effect_text(), effect),
+            calls: Vec::new(),
+        })
+    }
+
+    fn edits_files(&self) -> bool {
+        false
     }
 }
 
@@ -483,7 +554,7 @@ mod tests {
         let b = brief();
         let mut best: Point = Point::new();
         best.insert("TILE".into(), KnobValue::Int(4));
-        let mut base = IterationRecord::new_for_test(0, Verdict::Baseline);
+        let mut base = IterationRecord::new(0, Verdict::Baseline);
         base.knobs = best.clone();
         base.calibration = Some(crate::eval::Calibration {
             pairs: vec![],
@@ -507,7 +578,7 @@ mod tests {
             let (vb, vc) = (landscape(&best), landscape(&plan.knobs));
             let d = vb.ln() - vc.ln();
             let keep = d > 0.01;
-            let mut r = IterationRecord::new_for_test(
+            let mut r = IterationRecord::new(
                 i,
                 if keep {
                     Verdict::Keep
@@ -583,11 +654,11 @@ mod tests {
         let b = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
         let mut best = Point::new();
         best.insert("A".into(), KnobValue::Str("x".into()));
-        let mut h0 = IterationRecord::new_for_test(0, Verdict::Baseline);
+        let mut h0 = IterationRecord::new(0, Verdict::Baseline);
         h0.knobs = best.clone();
         let p = plan(&b, &[h0.clone()], &best, 1, 1, 0.01).unwrap();
         assert_eq!(p.knobs.get("A"), Some(&KnobValue::Str("y".into())));
-        let mut h1 = IterationRecord::new_for_test(1, Verdict::Discard);
+        let mut h1 = IterationRecord::new(1, Verdict::Discard);
         h1.knobs = p.knobs;
         assert!(plan(&b, &[h0, h1], &best, 1, 2, 0.01).is_none());
     }

@@ -1,4 +1,4 @@
-//! The command driver's invocation contract (DESIGN.md §7): how an agent CLI
+//! The command driver's invocation contract: how an agent CLI
 //! or script is started for one step, and what is read back.
 //!
 //! - The command runs in the candidate worktree, as the shell line that
@@ -27,7 +27,8 @@ use crate::agent_output::{self, Source};
 use crate::compress;
 use crate::config::{AgentProfile, DEFAULT_AGENT_TIMEOUT, PromptMode};
 use crate::error::{Error, IoContext, Result};
-use crate::exec::{self, CommandSpec, Outcome};
+use crate::exec::{CommandSpec, Outcome};
+use crate::executor::Lease;
 
 pub use crate::model::{AgentCall, CallOutcome};
 
@@ -70,7 +71,7 @@ impl CommandAgent {
             PromptMode::Stdin => format!("{argv} < \"$OODA_PROMPT_FILE\""),
             // $(cat) drops trailing newlines only; the prompt is otherwise verbatim.
             PromptMode::Arg => format!("{argv} \"$(cat \"$OODA_PROMPT_FILE\")\""),
-            // DESIGN.md §7: the prompt is on stdin unless the profile says `arg`.
+            // The prompt is on stdin unless the profile says `arg`.
             PromptMode::File => format!("{argv} \"$OODA_PROMPT_FILE\" < \"$OODA_PROMPT_FILE\""),
         }
     }
@@ -116,7 +117,7 @@ impl CommandAgent {
     }
 
     /// Runs one step. See the module documentation for the contract.
-    pub fn run(&self, inv: &Invocation, cancel: &AtomicBool) -> Result<Reply> {
+    pub fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
         crate::atomic::create_dir_all(inv.files_dir)?;
         let stem = if inv.attempt > 1 {
             format!("{}-{}", inv.phase, inv.attempt)
@@ -155,7 +156,8 @@ impl CommandAgent {
             output_cap: inv.output_cap,
             stdin: None,
         };
-        let out = exec::run(&spec, cancel)
+        let out = lease
+            .run(&spec, cancel)
             .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
         if out.status == Outcome::Interrupted {
             return Err(Error::Interrupted);
@@ -407,7 +409,14 @@ mod tests {
             prompt: "PROMPT with sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
             output_cap: 1 << 20,
         };
-        let reply = a.run(&inv, &AtomicBool::new(false)).unwrap();
+        let lease = crate::executor::Executor::lease(
+            &crate::executor::Local,
+            crate::executor::Purpose::Agent,
+        )
+        .unwrap();
+        let reply = a
+            .run(&inv, lease.as_ref(), &AtomicBool::new(false))
+            .unwrap();
         (reply, tmp)
     }
 

@@ -1,4 +1,4 @@
-//! The group-sequential keep/discard rule of DESIGN.md §5.
+//! The group-sequential keep/discard rule.
 //!
 //! Pairs are measured one at a time and the evidence is examined at 3, 5, 8
 //! and 12 pairs. A clear gain is kept early, a change that cannot plausibly
@@ -24,7 +24,7 @@ pub const LOOKS: [usize; 4] = [3, 5, 8, 12];
 pub const FALLBACK_ALPHAS: [f64; 4] = [0.0125, 0.0083, 0.0125, 0.0167];
 /// Degrees of freedom the noise history may contribute at most.
 pub const MAX_HISTORY_DF: f64 = 30.0;
-/// θ₁ = 0.72 · s_h: the gain 12 pairs detect with 80% power (DESIGN.md §5).
+/// θ₁ = 0.72 · s_h: the gain 12 pairs detect with 80% power.
 pub const THETA1_FACTOR: f64 = 0.72;
 
 /// The pooled, winsorized noise of log ratios over the archive.

@@ -10,7 +10,7 @@ pub struct Pair {
     pub d: f64,
 }
 
-/// The eval-runner's report on one candidate (DESIGN.md §5).
+/// The eval-runner's report on one candidate.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Comparison {
     pub pairs: Vec<Pair>,

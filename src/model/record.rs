@@ -101,9 +101,11 @@ pub struct IterationRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
 }
+
 impl IterationRecord {
-    #[doc(hidden)]
-    pub fn new_for_test(iteration: u32, verdict: Verdict) -> IterationRecord {
+    /// A record of `iteration` with nothing in it yet: placeholder names, a
+    /// fixed timestamp, no data. The baseline and tests fill in the rest.
+    pub fn new(iteration: u32, verdict: Verdict) -> IterationRecord {
         let t = DateTime::<Utc>::from_timestamp(1_700_000_000, 0).unwrap_or_default();
         IterationRecord {
             iteration,

@@ -1,4 +1,4 @@
-//! Command agents (DESIGN.md §7): fake agent CLIs that print exactly what
+//! Command agents: fake agent CLIs that print exactly what
 //! `claude -p --output-format json`, `codex exec --json` and `gemini -o json`
 //! print (the samples in `tests/fixtures/agent-outputs/`, with the final text
 //! replaced), scripts that write OODA_OUTPUT_FILE, hang, flood, return

@@ -104,3 +104,74 @@ fn the_goal_is_reached_only_through_the_confirmation() {
     assert!(last.confirmation.unwrap().best_median <= 85.0);
     assert_eq!(t.iterations("goal"), vec![0, 1]);
 }
+
+/// A script agent that plans X = 10 + the iteration, citing the baseline.
+const STEPPING_AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+x=$((10 + OODA_ITERATION))
+case "$OODA_PHASE" in
+  plan) printf '{"hypothesis": "X=%s", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.0, "predicted_sd": 0.1, "knobs": {"X": %s}}' "$x" "$x" > "$OODA_OUTPUT_FILE" ;;
+  learn) printf '{"next": "go on"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+/// The number after `label` in `text`, as written (`1.23` of `… 1.23%`).
+fn percent_after<'a>(text: &'a str, label: &str) -> &'a str {
+    let at = text
+        .find(label)
+        .unwrap_or_else(|| panic!("no `{label}` in\n{text}"));
+    let rest = text[at + label.len()..].trim_start_matches([' ', '|', '=']);
+    &rest[..rest.find('%').unwrap_or(0)]
+}
+
+#[test]
+fn the_plan_prompt_the_summary_and_the_decision_state_the_same_noise_and_theta1() {
+    let t = Test::new();
+    // Quiet while the baseline calibrates, ten times noisier afterwards: the
+    // pooled noise history soon differs from iteration 0's.
+    t.script(
+        "bench.sh",
+        &crate::test::bench_after(
+            "[ \"$OODA_ITERATION\" = 0 ] && w=0.01 || w=0.2\n",
+            "100",
+            0.0,
+        )
+        .replace("* (1 + 0 * (rand() - 0.5))", "* (1 + w * (rand() - 0.5))")
+        .replace("-v x=", "-v w=\"$w\" -v x="),
+    );
+    t.script("ooda-agent.sh", STEPPING_AGENT);
+    t.brief(
+        "n",
+        &knob_brief("").replace("agent: builtin", "agent: script"),
+    );
+    t.commit("noisy");
+    for _ in 0..3 {
+        t.ooda(&["tick", "n"]).expect(0);
+    }
+    let summary = t.read("iterations/n/summary.md");
+    let s_theta = percent_after(&summary, "minimum detectable gain θ₁").to_string();
+    let s_noise = percent_after(&summary, "noise per pair").to_string();
+    t.ooda(&["tick", "n"]).expect(0);
+    let prompt = t.read("iterations/n/artifacts/iter-003/plan.prompt.md");
+    let decided = t.record("n", 3).measured.expect("iteration 3 was measured");
+    let d_theta = format!("{:.2}", decided.theta1 * 100.0);
+    let d_noise = format!("{:.2}", decided.s_h * 100.0);
+    assert_eq!(s_theta, d_theta, "summary.md vs the decision");
+    assert_eq!(
+        percent_after(&prompt, "gain θ₁"),
+        d_theta,
+        "the prompt vs the decision"
+    );
+    assert_eq!(s_noise, d_noise, "summary.md vs the decision");
+    assert_eq!(
+        percent_after(&prompt, "- Noise:"),
+        d_noise,
+        "the prompt vs the decision"
+    );
+    let start = t.record("n", 0).calibration.unwrap();
+    assert_ne!(
+        format!("{:.2}", start.theta1 * 100.0),
+        d_theta,
+        "iteration 0's θ₁ is not the one in force"
+    );
+}

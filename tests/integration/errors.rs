@@ -1,5 +1,5 @@
 //! Bad input gets a clear message naming the file, line or key, and the
-//! exit code of DESIGN.md §13; nothing already archived is lost.
+//! exit code; nothing already archived is lost.
 
 use std::fs::OpenOptions;
 use std::io::Write;

@@ -5,6 +5,7 @@ mod commands;
 mod decisions;
 mod errors;
 mod loop_runs;
+mod migration;
 mod redlights;
 mod resume;
 mod safety;

@@ -121,7 +121,7 @@ fn a_baseline_killed_after_archiving_is_not_measured_again() {
     t.commit("brief");
     let r = t.ooda_env(
         &["tick", "b0"],
-        &[("OODA_FAILPOINT", "before-checkpoint:check")],
+        &[("OODA_FAILPOINT", "after:baseline-archived")],
     );
     assert_eq!(r.code, -1);
     let archived = t.read("iterations/b0/iter-000.md");

@@ -1,4 +1,4 @@
-//! Scheduling (DESIGN.md §11): `check` fire times, `run --every/--cron`,
+//! Scheduling: `check` fire times, `run --every/--cron`,
 //! the daemon, signals, and crontab-style bursts of ticks.
 //!
 //! Nothing here asserts how long anything took. Where a test must know that

@@ -8,6 +8,9 @@ use std::process::{Command, Output, Stdio};
 
 pub struct Test {
     pub dir: tempfile::TempDir,
+    /// Commit dates fixed, so commit hashes are the same on every machine
+    /// (fixtures written by an earlier release name them).
+    pinned: bool,
 }
 
 pub struct Run {
@@ -77,8 +80,17 @@ impl Test {
     /// A git repository with one commit holding `ooda.yaml`, `.gitignore`,
     /// `bench.sh` and `src/lib.txt`.
     pub fn new() -> Test {
+        Test::create(false)
+    }
+
+    /// [`Test::new`] with fixed commit dates: the same commit hashes every time.
+    pub fn pinned() -> Test {
+        Test::create(true)
+    }
+
+    fn create(pinned: bool) -> Test {
         let dir = tempfile::tempdir().expect("tempdir");
-        let t = Test { dir };
+        let t = Test { dir, pinned };
         t.git(&["init", "-q", "-b", "main"]);
         t.write("ooda.yaml", QUIET_CONFIG);
         t.write(".gitignore", ".ooda/\niterations/*/state.json\niterations/*/events.jsonl\niterations/*/artifacts/\niterations/*/.lock\n/counter\n");
@@ -130,7 +142,12 @@ impl Test {
     }
 
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
+        let mut c = Command::new("git");
+        if self.pinned {
+            c.env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+                .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+        }
+        let out = c
             .args(args)
             .current_dir(self.path())
             .env("GIT_AUTHOR_NAME", "t")
@@ -153,7 +170,12 @@ impl Test {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ooda"));
+        self.command_of(Path::new(env!("CARGO_BIN_EXE_ooda")), args)
+    }
+
+    /// A command of another `ooda` binary (an earlier release, for fixtures).
+    pub fn command_of(&self, binary: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(binary);
         c.args(args)
             .current_dir(self.path())
             .env("OODA_TEST_DIR", self.path())

@@ -1,15 +1,28 @@
-//! The typed, append-only trajectory of a Brief (`events.jsonl`, DESIGN.md §12).
+//! The typed, append-only trajectory of a Brief (`events.jsonl`).
 //!
 //! Each line is one JSON object with a `type` tag (snake_case), a timestamp,
 //! the run id, the iteration, its own id and its parent's id. Parent ids make
 //! the log a tree (run → iteration → phase → command) so traces and metrics can
 //! be built later from the file alone. The schema is a closed enum: adding a
 //! field is cheap, but nothing writes free-form lines.
+//!
+//! Events are emitted through a [`Span`] (`span.rs`): a cloneable handle on
+//! one node of that tree, safe to share between threads, so work running at
+//! the same time (subagents beside EVALUATE) logs under its own parent
+//! without anyone passing ids around. A span hands every record to its
+//! [`Sink`]s (`sink.rs`): the file, and the progress display (`progress.rs`)
+//! that turns the same events into the lines a human watches.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+mod progress;
+mod sink;
+mod span;
+
+pub use progress::Progress;
+pub use sink::{EventFile, Sink};
+pub use span::Span;
+
+use std::fs::File;
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -55,11 +68,14 @@ pub enum Event {
         rule: String,
         message: String,
     },
-    /// A command agent started one step (DESIGN.md §7).
+    /// A command agent started one step.
     ModelCall {
         phase: String,
         profile: String,
         attempt: u32,
+        /// How many tries the step has at most.
+        #[serde(default = "one")]
+        attempts: u32,
         command: String,
         prompt_chars: usize,
     },
@@ -93,6 +109,33 @@ pub enum Event {
         pair: u32,
         side: String,
         value: f64,
+    },
+    /// Both runs of one pair, and the running estimate after it.
+    PairMeasured {
+        pair: u32,
+        max_pairs: u32,
+        base: f64,
+        cand: f64,
+        /// The pair's log ratio, positive when the candidate is better.
+        d: f64,
+        /// The mean gain so far, in the Brief's direction.
+        running_effect: f64,
+        /// Half the 95% interval of the mean log ratio, from two pairs on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        half_width: Option<f64>,
+    },
+    /// The confirmation test (start of run against the current best) begins.
+    ConfirmationStarted {
+        start: String,
+        best: String,
+    },
+    /// Its result: the unbiased cumulative gain.
+    Confirmed {
+        effect: f64,
+        ci: (f64, f64),
+        p: f64,
+        pairs: u32,
+        why: String,
     },
     Decision {
         verdict: String,
@@ -152,6 +195,11 @@ pub enum Event {
     },
 }
 
+fn one() -> u32 {
+    1
+}
+
+/// One line of `events.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
     pub ts: DateTime<Utc>,
@@ -161,100 +209,6 @@ pub struct Record {
     pub parent_id: Option<String>,
     #[serde(flatten)]
     pub event: Event,
-}
-
-/// Appends events for one process. Ids are unique across processes (a tick
-/// per cron call) because they start with the pid and the process start time.
-pub struct EventLog {
-    path: PathBuf,
-    file: File,
-    pub run_id: String,
-    prefix: String,
-    counter: AtomicU64,
-}
-
-impl EventLog {
-    pub fn open(dir: &Path, run_id: &str) -> Result<EventLog> {
-        let path = dir.join("events.jsonl");
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
-        let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64;
-        Ok(EventLog {
-            path,
-            file,
-            run_id: run_id.to_string(),
-            prefix: format!("{:x}{:x}", std::process::id(), nanos & 0xffff_ffff),
-            counter: AtomicU64::new(0),
-        })
-    }
-
-    pub fn new_id(&self) -> String {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        format!("{}-{n}", self.prefix)
-    }
-
-    /// Appends an event and returns its id, for children to name as parent.
-    pub fn emit(
-        &mut self,
-        iteration: Option<u32>,
-        parent: Option<&str>,
-        event: Event,
-    ) -> Result<String> {
-        let id = self.new_id();
-        self.emit_with_id(&id, iteration, parent, event)?;
-        Ok(id)
-    }
-
-    pub fn emit_with_id(
-        &mut self,
-        id: &str,
-        iteration: Option<u32>,
-        parent: Option<&str>,
-        event: Event,
-    ) -> Result<()> {
-        let record = Record {
-            ts: Utc::now(),
-            run_id: self.run_id.clone(),
-            iteration,
-            id: id.to_string(),
-            parent_id: parent.map(str::to_string),
-            event,
-        };
-        // Secrets never reach disk: every string of every event is redacted
-        // (commands, hypotheses, agent messages), whatever its field.
-        let mut value = serde_json::to_value(&record)
-            .map_err(|e| Error::Internal(format!("serializing an event: {e}")))?;
-        redact_strings(&mut value);
-        let mut line = value.to_string();
-        line.push('\n');
-        // One write call per line: O_APPEND keeps concurrent writers' lines whole.
-        self.file
-            .write_all(line.as_bytes())
-            .map_err(|e| Error::io(format!("appending to {}", self.path.display()), e))
-    }
-
-    pub fn sync(&self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
-    }
-}
-
-fn redact_strings(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::String(s) => {
-            let r = crate::compress::redact(s);
-            if r != *s {
-                *s = r;
-            }
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(redact_strings),
-        serde_json::Value::Object(o) => o.values_mut().for_each(redact_strings),
-        _ => {}
-    }
 }
 
 /// The time of the last event, read from the end of the file only (status
@@ -290,49 +244,41 @@ pub fn read_all(dir: &Path) -> Result<Vec<Record>> {
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
 
     #[test]
     fn events_round_trip_with_type_tag_and_parent() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = EventLog::open(dir.path(), "run-1").unwrap();
-        let it = log
-            .emit(
-                Some(1),
-                None,
-                Event::IterationStarted {
-                    brief_hash: "h".into(),
-                },
-            )
+        let root = Span::open(dir.path(), "run-1", Vec::new()).unwrap();
+        let it = root
+            .with_iteration(Some(1))
+            .child(Event::IterationStarted {
+                brief_hash: "h".into(),
+            })
             .unwrap();
-        log.emit(
-            Some(1),
-            Some(&it),
-            Event::PhaseStarted { phase: Phase::Plan },
-        )
-        .unwrap();
+        it.emit(Event::PhaseStarted { phase: Phase::Plan }).unwrap();
         let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["type"], "iteration_started");
+        assert_eq!(first["iteration"], 1);
         let all = read_all(dir.path()).unwrap();
         assert_eq!(all.len(), 2);
-        assert_eq!(all[1].parent_id.as_deref(), Some(it.as_str()));
+        assert_eq!(all[1].parent_id.as_deref(), it.id());
+        assert_eq!(all[1].iteration, Some(1));
         assert_eq!(all[1].event, Event::PhaseStarted { phase: Phase::Plan });
     }
 
     #[test]
     fn secrets_never_reach_the_log() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = EventLog::open(dir.path(), "r").unwrap();
+        let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
         let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
-        log.emit(
-            None,
-            None,
-            Event::Anomaly {
-                kind: "x".into(),
-                message: format!("the agent said {key}"),
-            },
-        )
+        root.emit(Event::Anomaly {
+            kind: "x".into(),
+            message: format!("the agent said {key}"),
+        })
         .unwrap();
         let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
         assert!(!text.contains(key), "{text}");
@@ -342,16 +288,12 @@ mod tests {
     #[test]
     fn torn_last_line_is_skipped() {
         let dir = tempfile::tempdir().unwrap();
-        let mut log = EventLog::open(dir.path(), "r").unwrap();
-        log.emit(
-            None,
-            None,
-            Event::Verdict {
-                verdict: "keep".into(),
-            },
-        )
+        let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
+        root.emit(Event::Verdict {
+            verdict: "keep".into(),
+        })
         .unwrap();
-        let mut f = OpenOptions::new()
+        let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(dir.path().join("events.jsonl"))
             .unwrap();

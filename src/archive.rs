@@ -1,0 +1,311 @@
+//! A Brief's archive (`iterations/<brief>/`), opened for writing: its lock,
+//! its checkpoint, its history, its event log, and the one function that
+//! writes what people read.
+//!
+//! The iteration files and `summary.md` are projections of typed state: the
+//! record of an iteration is computed from the outputs its phases saved
+//! ([`record_of`]), and [`Archive::sync`] writes every projection of it, in
+//! one order, idempotently. It runs after LEARN, COMMIT and CHECK and when a
+//! run stops, so a kill between any two writes is repaired by the next sync.
+//! Further projections (an index of the archive) are one more entry in
+//! [`Archive::sync`], never a second writer.
+//!
+//! Opening reconciles the checkpoint with the archive: a state behind the
+//! archive, unreadable or missing is rebuilt from the iteration files (they
+//! are the source of truth); a state ahead of it (files deleted) is refused
+//! with the fix; an earlier release's state is migrated.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::Utc;
+
+use crate::brief::Brief;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::eval::Orientation;
+use crate::events::{Event, Sink, Span};
+use crate::history::{self, IterationRecord, Prediction, RenderContext};
+use crate::lock::BriefLock;
+use crate::model::{Stop, Verdict};
+use crate::state::{self, InFlight, Learned, Loaded, State};
+use crate::summary;
+use crate::workspace::Workspace;
+
+/// The Brief's archive, locked for this process.
+pub struct Archive {
+    pub dir: PathBuf,
+    pub state: State,
+    /// Every archived iteration, iteration 0 first: what the files say.
+    pub history: Vec<IterationRecord>,
+    /// The run's span: iterations and run-level events are logged under it.
+    pub run: Span,
+    _lock: BriefLock,
+}
+
+impl Archive {
+    /// Locks the archive of `brief` and loads (or rebuilds, or starts) its
+    /// state; `watchers` see every event after the file does.
+    pub fn open(
+        dir: &Path,
+        brief: &Brief,
+        brief_hash: &str,
+        ws: &Workspace,
+        watchers: Vec<Arc<dyn Sink>>,
+    ) -> Result<Archive> {
+        crate::atomic::create_dir_all(dir)?;
+        let lock = BriefLock::acquire(dir)?;
+        let history = history::load(dir)?;
+        let mut warnings = Vec::new();
+        let rebuild = |history: &[IterationRecord]| {
+            State::rebuild(&brief.name, brief_hash, history, |c| ws.commit_exists(c))
+        };
+        let mut state = match state::load(dir)? {
+            // A state behind the archive (restored from a backup, or killed
+            // between writing iter-000.md and saving) is rebuilt from it; a
+            // state ahead of it means archived files were deleted.
+            Loaded::Ok(s) if history.len() > archived_by(&s) + usize::from(s.current.is_some()) => {
+                warnings.push(format!(
+                    "{} was behind the archive ({} iteration files); rebuilt it from {}",
+                    State::path(dir).display(),
+                    history.len(),
+                    dir.display()
+                ));
+                rebuild(&history).ok_or_else(|| {
+                    Error::Internal("rebuilding from a non-empty archive failed".into())
+                })?
+            }
+            Loaded::Ok(s) if history.len() < archived_by(&s) => {
+                return Err(Error::Corrupt {
+                    path: history::path_of(dir, history.len() as u32),
+                    message: format!(
+                        "missing: state.json records {} archived iteration(s) but only {} file(s) are in {}. Restore the missing iteration files (e.g. `git checkout -- {}`), or delete state.json to continue from the files that remain",
+                        archived_by(&s),
+                        history.len(),
+                        dir.display(),
+                        dir.display()
+                    ),
+                });
+            }
+            Loaded::Ok(s) => *s,
+            other => {
+                if let Loaded::Corrupt { moved_to, message } = &other {
+                    warnings.push(format!(
+                        "{} was unreadable ({message}); moved it to {} and rebuilt the state from {}",
+                        State::path(dir).display(),
+                        moved_to.display(),
+                        dir.display()
+                    ));
+                }
+                match rebuild(&history) {
+                    Some(s) => s,
+                    None => new_state(brief, brief_hash, ws)?,
+                }
+            }
+        };
+        // A state of version 1 in LEARN or later kept LEARN's output only
+        // in the iteration file it wrote: read it back from there.
+        if let Some(cur) = state.current.as_mut()
+            && cur.done.archived()
+            && cur.learned.is_none()
+            && let Some(rec) = history.get(cur.iteration as usize)
+        {
+            cur.learned = Some(Learned::from_record(rec));
+        }
+        let root = Span::open(dir, &state.run_id, watchers)?;
+        let run = root.at(&run_event_id(&state.run_id), None);
+        for w in &warnings {
+            run.emit(Event::Anomaly {
+                kind: "state_rebuilt".into(),
+                message: w.clone(),
+            })?;
+        }
+        if state.next_iteration == 0 && history.is_empty() && state.current.is_none() {
+            root.emit_with_id(
+                &run_event_id(&state.run_id),
+                Event::RunStarted {
+                    brief: state.brief.clone(),
+                    start_commit: state.start_commit.clone(),
+                    seed: state.seed,
+                },
+            )?;
+        }
+        state.save(dir)?;
+        Ok(Archive {
+            dir: dir.to_path_buf(),
+            state,
+            history,
+            run,
+            _lock: lock,
+        })
+    }
+
+    pub fn save_state(&self) -> Result<()> {
+        self.state.save(&self.dir)
+    }
+
+    /// Writes every projection of the archive, `rec` (when given) included:
+    /// its iteration file when it differs from what is archived, then
+    /// `summary.md` and `progress.svg`. Idempotent: a second call with the
+    /// same record rewrites only the summary (whose "regenerated" line moves).
+    pub fn sync(
+        &mut self,
+        rec: Option<IterationRecord>,
+        brief: &Brief,
+        config: &Config,
+    ) -> Result<()> {
+        if let Some(rec) = rec {
+            let i = rec.iteration as usize;
+            if self.history.get(i) != Some(&rec) {
+                // The LEARN gate: written, read back, compared (history.rs).
+                let written = history::write(&self.dir, &rec, &render_context(brief))?;
+                self.history.truncate(i);
+                self.history.push(written);
+            }
+        }
+        let orientation = Orientation::of(
+            &self.history,
+            brief.metric.noise_floor,
+            config.defaults.alpha,
+        );
+        summary::write(
+            &self.dir,
+            brief,
+            &self.state,
+            &self.history,
+            &config.budget_for(brief),
+            &orientation,
+        )
+    }
+
+    /// The last archived record with `stop` written into it: how a run that
+    /// ends between iterations states why in its last iteration file.
+    pub fn stopped_last(&self, stop: &Stop) -> Option<IterationRecord> {
+        let mut rec = self.history.last().cloned().filter(|r| r.iteration > 0)?;
+        rec.stop = Some(stop.clone());
+        Some(rec)
+    }
+}
+
+/// The id of a run's root event: fixed, so every tick logs under it.
+pub fn run_event_id(run_id: &str) -> String {
+    format!("run-{run_id}")
+}
+
+/// How an iteration file names the Brief's goal and metric.
+pub fn render_context(brief: &Brief) -> RenderContext<'_> {
+    RenderContext {
+        goal: &brief.goal,
+        metric: &brief.metric.name,
+        direction_word: brief.metric.direction.better_word(),
+    }
+}
+
+/// How many iteration files a state implies exist: every finished iteration,
+/// plus the one in flight once its LEARN has archived it. (An in-flight
+/// iteration killed after writing its file but before the LEARN checkpoint
+/// has one more file; LEARN simply runs again and rewrites it.)
+fn archived_by(s: &State) -> usize {
+    s.next_iteration as usize + usize::from(s.current.as_ref().is_some_and(|c| c.done.archived()))
+}
+
+fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
+    let head = ws.user_head()?;
+    if let Some(tip) = ws.branch_tip()?
+        && tip != head
+    {
+        return Err(Error::Input(format!(
+            "branch {} already exists (at {}) but {} has no history: it is left from an earlier run. Review it, then delete it with `git branch -D {}` (and `git worktree prune`), or restore the earlier iterations/ folder.",
+            ws.branch,
+            history::short(&tip.to_string()),
+            brief.name,
+            ws.branch
+        )));
+    }
+    let now = Utc::now();
+    let seed = brief.seed.unwrap_or_else(|| {
+        now.timestamp_nanos_opt().unwrap_or_default() as u64 ^ u64::from(std::process::id())
+    });
+    Ok(State {
+        version: state::STATE_VERSION,
+        brief: brief.name.clone(),
+        run_id: format!(
+            "{}-{}",
+            now.format("%Y%m%dT%H%M%S"),
+            &format!("{:08x}", seed as u32)
+        ),
+        seed,
+        created_at: now,
+        start_commit: head.to_string(),
+        best_commit: head.to_string(),
+        brief_hash: hash.to_string(),
+        next_iteration: 0,
+        stop: None,
+        yellow: None,
+        pending_ack: None,
+        current: None,
+    })
+}
+
+/// The iteration file of an iteration in flight: a pure function of what its
+/// phases saved. Before LEARN there is nothing to project.
+pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
+    let outcome = cur.eval.as_ref()?;
+    let learned = cur.learned.as_ref()?;
+    let plan = cur.plan.clone().unwrap_or_default();
+    let check = cur.check.clone().unwrap_or_default();
+    let lessons = learned.lessons.clone();
+    Some(IterationRecord {
+        iteration: cur.iteration,
+        brief: state.brief.clone(),
+        brief_hash: cur.brief_hash.clone(),
+        run_id: state.run_id.clone(),
+        seed: None,
+        started: cur.started_at,
+        finished: learned.finished,
+        driver: learned.driver.clone(),
+        verdict: outcome.verdict,
+        reason: outcome.reason.clone(),
+        // An iteration whose plan was never accepted predicted nothing.
+        predicted: (!plan.hypothesis.is_empty()).then_some(Prediction {
+            effect: plan.predicted_effect,
+            sd: plan.predicted_sd,
+        }),
+        hypothesis: plan.hypothesis,
+        change: plan.change,
+        axes: plan.axes,
+        knobs: plan.knobs,
+        measured: outcome.comparison.clone(),
+        calibration: None,
+        guards: outcome.guards.clone(),
+        base: cur.base_commit.clone(),
+        commit: cur
+            .commit
+            .clone()
+            .filter(|_| outcome.verdict == Verdict::Keep),
+        tree: cur.tree.clone(),
+        changed_paths: cur.changed_paths.clone(),
+        cites: plan.cites,
+        tokens: cur.agent_calls.iter().map(|c| c.usage.total()).sum(),
+        // A fold from +0.0: an empty f64 sum is -0.0, which would read oddly.
+        cost_usd: cur
+            .agent_calls
+            .iter()
+            .filter_map(|c| c.usage.cost_usd)
+            .fold(0.0, |a, c| a + c),
+        agent_calls: cur.agent_calls.clone(),
+        patterns: lessons.patterns,
+        falsified: lessons.falsified,
+        next: lessons.next,
+        artifact: learned.artifact.clone(),
+        failure_output: outcome.failure_output.clone(),
+        narrative: lessons.narrative,
+        acknowledged: learned.acknowledged.clone(),
+        confirmation: check.confirmation,
+        alarms: check.alarms,
+        analysis: check.analysis.or_else(|| cur.analysis.clone()),
+        rollback_to: check.rollback.map(|(_, target)| target),
+        base_failed: outcome.base_failed,
+        stop: check.stop,
+    })
+}

@@ -1,0 +1,61 @@
+//! `ooda ack BRIEF [--note TEXT]`: a human accepts a red light.
+//!
+//! The acknowledgement is data: it clears the stop, is logged, and is
+//! written into the next iteration file, and the red-light detectors only
+//! look at evidence after it (`redlight::window`).
+
+use chrono::Utc;
+
+use super::{Globals, out};
+use crate::archive::Archive;
+use crate::error::Result;
+use crate::events::Event;
+use crate::exit::Exit;
+use crate::project::Project;
+use crate::workspace::Workspace;
+
+pub(crate) fn run(g: &Globals, brief: &str, note: Option<&str>) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    out(&format!("{}\n", ack(&project, brief, note)?))?;
+    Ok(Exit::Ok)
+}
+
+/// Clears a RED stop so the loop may run again; says what was done.
+pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<String> {
+    let brief = project.load_brief(brief_arg)?;
+    let ws = Workspace::open(
+        &project.root,
+        &project.worktrees_dir(&brief.name),
+        &brief.name,
+    )?;
+    let hash = crate::phases::brief_hash(&brief.path)?;
+    let mut archive = Archive::open(
+        &project.iterations_dir(&brief.name),
+        &brief,
+        &hash,
+        &ws,
+        Vec::new(),
+    )?;
+    let Some(stop) = archive.state.stop.clone().filter(|s| s.reason.is_red()) else {
+        return Ok(format!("{} is not RED: nothing to acknowledge", brief.name));
+    };
+    let who = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "unknown".into());
+    let text = format!(
+        "Acknowledged by {who} at {} after {} — {}{}",
+        Utc::now().format("%Y-%m-%d %H:%M UTC"),
+        stop.reason.as_str(),
+        stop.detail,
+        note.map(|n| format!(". Note: {n}")).unwrap_or_default()
+    );
+    archive.state.stop = None;
+    archive.state.pending_ack = Some(text.clone());
+    archive.save_state()?;
+    archive.run.emit(Event::Acknowledged {
+        by: who,
+        note: note.map(str::to_string),
+    })?;
+    archive.sync(None, &brief, &project.config)?;
+    Ok(format!("{}: {text}. The next tick continues.", brief.name))
+}

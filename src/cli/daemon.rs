@@ -1,0 +1,16 @@
+//! `ooda daemon [--briefs DIR]`: every Brief on its own schedule.
+
+use std::path::PathBuf;
+
+use super::Globals;
+use crate::error::Result;
+use crate::exit::Exit;
+use crate::log::Log;
+use crate::project::Project;
+use crate::schedule::Zone;
+
+pub(crate) fn run(g: &Globals, briefs: Option<PathBuf>) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    let log = Log::new(Zone::from_env(), g.quiet);
+    crate::daemon::run(project, briefs, log, g.verbose)
+}

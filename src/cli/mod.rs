@@ -1,0 +1,150 @@
+//! The command line: argument parsing, and one file per
+//! command.
+//!
+//! Commands return an [`Exit`] or a library error; `main.rs` turns either
+//! into the process's exit code (`exit.rs` owns the policy). Data goes to
+//! stdout (plain or `--json`), progress and diagnostics to stderr, so
+//! `ooda status --json | jq` works while a human still sees what a long tick
+//! is doing.
+
+mod ack;
+mod check;
+mod daemon;
+mod init;
+mod new;
+mod output;
+mod report;
+mod run;
+mod status;
+mod tick;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use crate::error::Result;
+use crate::exit::Exit;
+
+pub use ack::ack;
+pub use output::out;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ooda",
+    version,
+    about = "Write a Brief before you leave; read summary.md in the morning."
+)]
+pub struct Cli {
+    /// Project root (default: nearest ancestor with ooda.yaml, else the git root)
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Print data as JSON where a command prints data
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print only errors
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more detail
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// Colour: auto (when stdout is a terminal), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Scaffold ooda.yaml, briefs/, subagents/, templates/ and .gitignore lines
+    Init { dir: Option<PathBuf> },
+    /// Create briefs/NAME.md from the Brief template
+    New { name: String },
+    /// Validate a Brief; with --measure N, run setup, guards and the metric N times at HEAD
+    Check {
+        brief: String,
+        #[arg(long, value_name = "N")]
+        measure: Option<u32>,
+    },
+    /// Run exactly one iteration (or finish an interrupted one) and exit
+    Tick { brief: String },
+    /// Run iterations back to back until a stop, or one per fire time with --every/--cron
+    Run {
+        brief: String,
+        /// Stop after N iterations in this invocation (the baseline not counted)
+        #[arg(long, value_name = "N")]
+        max_iterations: Option<u32>,
+        /// One iteration per interval, the first at once (e.g. 20m, 1h30m)
+        #[arg(long, value_name = "D", conflicts_with = "cron")]
+        every: Option<String>,
+        /// One iteration per fire time of a cron expression (local time, or TZ)
+        #[arg(long, value_name = "E")]
+        cron: Option<String>,
+    },
+    /// Run every Brief in briefs/ on its own `schedule`, picking up new, edited and deleted Briefs
+    Daemon {
+        /// The folder of Briefs to watch (default: briefs/ of the project)
+        #[arg(long, value_name = "DIR")]
+        briefs: Option<PathBuf>,
+    },
+    /// Show each Brief's status
+    Status { brief: Option<String> },
+    /// Acknowledge a red light so the loop may run again
+    Ack {
+        brief: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Print a Brief's summary.md
+    Report { brief: String },
+}
+
+/// Global options every command reads.
+pub(crate) struct Globals {
+    pub root: Option<PathBuf>,
+    pub json: bool,
+    pub quiet: bool,
+    pub verbose: bool,
+    /// Whether stdout gets colour.
+    pub color: bool,
+}
+
+pub fn run(cli: Cli) -> Result<Exit> {
+    let g = Globals {
+        root: cli.root,
+        json: cli.json,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+        color: match cli.color {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+            }
+        },
+    };
+    match cli.command {
+        Command::Init { dir } => init::run(&g, dir),
+        Command::New { name } => new::run(&g, &name),
+        Command::Check { brief, measure } => check::run(&g, &brief, measure),
+        Command::Tick { brief } => tick::run(&g, &brief),
+        Command::Run {
+            brief,
+            max_iterations,
+            every,
+            cron,
+        } => run::run(&g, &brief, max_iterations, every, cron),
+        Command::Daemon { briefs } => daemon::run(&g, briefs),
+        Command::Status { brief } => status::run(&g, brief.as_deref()),
+        Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
+        Command::Report { brief } => report::run(&g, &brief),
+    }
+}

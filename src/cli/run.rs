@@ -1,0 +1,63 @@
+//! `ooda run BRIEF [--every D | --cron E] [--max-iterations N]`.
+
+use super::Globals;
+use super::output::{err_line, open_machine, report_step};
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::interrupt::Interrupt;
+use crate::log::Log;
+use crate::phases::StepOutcome;
+use crate::project::Project;
+use crate::schedule::{Schedule, Zone};
+
+pub(crate) fn run(
+    g: &Globals,
+    brief: &str,
+    max_iterations: Option<u32>,
+    every: Option<String>,
+    cron: Option<String>,
+) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    let schedule = match (every, cron) {
+        (Some(d), _) => {
+            Some(Schedule::every(&d).map_err(|e| Error::Input(format!("--every: {e}")))?)
+        }
+        (_, Some(e)) => Some(Schedule::cron(&e).map_err(|e| Error::Input(format!("--cron: {e}")))?),
+        (None, None) => None,
+    };
+    if let Some(schedule) = schedule {
+        let log = Log::new(Zone::from_env(), g.quiet);
+        let report = |name: &str, o: &StepOutcome| report_step(name, o, g.json, g.quiet);
+        return crate::ticker::run(
+            project,
+            brief,
+            schedule,
+            max_iterations,
+            log,
+            g.verbose,
+            &report,
+        );
+    }
+    let interrupt = Interrupt::install();
+    let mut machine = open_machine(g, &project, brief, &interrupt)?;
+    let mut done = 0u32;
+    loop {
+        if max_iterations.is_some_and(|m| done >= m) {
+            err_line(
+                g.quiet,
+                &format!("[{}] --max-iterations {done} reached", machine.brief().name),
+            );
+            return Ok(Exit::Ok);
+        }
+        if interrupt.is_set() {
+            return Err(Error::Interrupted);
+        }
+        let outcome = machine.step()?;
+        let exit = report_step(&machine.brief().name, &outcome, g.json, g.quiet)?;
+        match outcome {
+            StepOutcome::Baseline => {}
+            StepOutcome::Iteration { .. } => done += 1,
+            StepOutcome::Stopped(_) | StepOutcome::Finished(_) => return Ok(exit),
+        }
+    }
+}

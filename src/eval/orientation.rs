@@ -1,0 +1,149 @@
+//! ORIENT's output: the statistics the next decision will use.
+//!
+//! The noise history, θ₁ and α′ are computed once per iteration from the
+//! archive and checkpointed with it. EVALUATE decides with them, and the PLAN
+//! prompt and `summary.md` state them, so what a reader is told is smaller
+//! than θ₁ is exactly what the decision could not see. (They used to be read
+//! in three places: the prompt and the summary took iteration 0's A/A
+//! calibration while decisions used the pooled history, and after a few
+//! noisy iterations the two differed by a factor of two.)
+
+use serde::{Deserialize, Serialize};
+
+use super::sequential::{self, NoiseHistory, Rule};
+use crate::model::IterationRecord;
+
+/// The noise in force, when nothing was measured yet (the builtin search's
+/// prior and the divergence light need some number).
+const UNMEASURED_NOISE: f64 = 0.02;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Orientation {
+    /// The pooled noise of the archive: the A/A calibration plus every
+    /// iteration's within-iteration spread (`None` before any measurement).
+    pub noise: Option<NoiseHistory>,
+    /// The minimum detectable gain in force, as a relative gain.
+    pub theta1: f64,
+    /// The per-look level α′ of the sequential test.
+    pub alpha_look: f64,
+    /// δ₀ = ln(1 + noise floor), the practical minimum effect.
+    pub delta0: f64,
+    /// What the runner's analysis has to say to the next PLAN: the
+    /// pipeline-analyzer's latest report and the last iteration's alarms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub analysis: Option<String>,
+}
+
+impl Orientation {
+    /// The statistics of `history` for a Brief with this noise floor, under
+    /// an overall one-sided false-keep rate `alpha`.
+    pub fn of(history: &[IterationRecord], noise_floor: f64, alpha: f64) -> Orientation {
+        let samples: Vec<Vec<f64>> = history
+            .iter()
+            .filter_map(|r| {
+                let pairs = r
+                    .calibration
+                    .as_ref()
+                    .map(|c| &c.pairs)
+                    .or(r.measured.as_ref().map(|m| &m.pairs))?;
+                Some(pairs.iter().map(|p| p.d).collect())
+            })
+            .collect();
+        let noise = NoiseHistory::pool(samples.iter().map(Vec::as_slice));
+        // α′ was simulated once, at the baseline, for the whole run.
+        let alpha_look = history
+            .first()
+            .and_then(|r| r.calibration.as_ref())
+            .and_then(|c| c.alpha_look)
+            .unwrap_or_else(|| sequential::alphas_for(alpha)[0]);
+        Orientation {
+            noise,
+            theta1: sequential::theta1(noise_floor, noise.map(|h| h.s_h).unwrap_or(0.0)),
+            alpha_look,
+            delta0: noise_floor.ln_1p(),
+            analysis: None,
+        }
+    }
+
+    /// The decision rule EVALUATE applies.
+    pub fn rule(&self) -> Rule {
+        Rule {
+            alphas: [self.alpha_look; 4],
+            delta0: self.delta0,
+            theta1_log: self.theta1.ln_1p(),
+            noise: self.noise,
+        }
+    }
+
+    /// The standard deviation of one pair's log ratio.
+    pub fn noise_sd(&self) -> f64 {
+        self.noise.map(|h| h.s_h).unwrap_or(UNMEASURED_NOISE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Calibration, Comparison, Pair, Verdict};
+
+    fn pairs(ds: &[f64]) -> Vec<Pair> {
+        ds.iter()
+            .map(|&d| Pair {
+                base: 100.0,
+                cand: 100.0 * (-d).exp(),
+                cand_first: false,
+                d,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_pooled_noise_is_what_is_in_force_not_iteration_zeros() {
+        let mut base = IterationRecord::new(0, Verdict::Baseline);
+        let quiet = [
+            0.001, -0.001, 0.002, -0.002, 0.0, 0.001, -0.001, 0.0, 0.002, -0.002,
+        ];
+        base.calibration = Some(Calibration {
+            pairs: pairs(&quiet),
+            median: 100.0,
+            run_sd: 0.001,
+            noise_sd: 0.0015,
+            mean_d: 0.0,
+            pairs_per_decision: 12,
+            theta1: 0.0011,
+            alpha_look: Some(0.0169),
+        });
+        let at_start = Orientation::of(std::slice::from_ref(&base), 0.0, 0.05);
+        let mut noisy = IterationRecord::new(1, Verdict::Discard);
+        let loud = [
+            0.1, -0.1, 0.08, -0.12, 0.05, -0.03, 0.09, -0.11, 0.1, -0.06, 0.02, -0.04,
+        ];
+        noisy.measured = Some(Comparison {
+            pairs: pairs(&loud),
+            base_median: 100.0,
+            cand_median: 100.0,
+            effect: 0.0,
+            ci: (-0.05, 0.05),
+            p: 0.5,
+            looks: 4,
+            theta1: at_start.theta1,
+            alpha: 0.05,
+            delta0: 0.0,
+            rule: String::new(),
+            alpha_look: 0.0169,
+            s_h: 0.0015,
+            noise_changed: true,
+            d_mean: 0.0,
+            d_ci: (-0.05, 0.05),
+        });
+        let later = Orientation::of(&[base, noisy], 0.0, 0.05);
+        assert!(
+            later.theta1 > 5.0 * at_start.theta1,
+            "{later:?} vs {at_start:?}"
+        );
+        assert_eq!(later.rule().theta1_log, later.theta1.ln_1p());
+        assert_eq!(later.alpha_look, 0.0169);
+        assert!(Orientation::of(&[], 0.01, 0.05).theta1 >= 0.01);
+        assert_eq!(Orientation::of(&[], 0.0, 0.05).noise_sd(), UNMEASURED_NOISE);
+    }
+}

@@ -1,0 +1,204 @@
+//! The progress display: the same events, as the lines a human watches.
+//!
+//! Interactive runs show the phase, each pair measured with the running
+//! estimate, and what an agent is doing; a daemon's log gets the same lines
+//! with timestamps. Being a sink of the event stream rather than a second
+//! channel means the display can only show what the trajectory records.
+//! Lines starting with `\r` are live updates a terminal redraws in place.
+
+use super::{Event, Record, Sink};
+use crate::compress::clip;
+use crate::error::Result;
+
+type Print = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Renders events as `[brief] …` lines for `print`.
+pub struct Progress {
+    brief: String,
+    /// Also show every command and how it ended (`-v`).
+    verbose: bool,
+    print: Print,
+}
+
+impl Progress {
+    pub fn new(brief: &str, verbose: bool, print: Print) -> Progress {
+        Progress {
+            brief: brief.to_string(),
+            verbose,
+            print,
+        }
+    }
+
+    /// The lines one event shows (most show none).
+    pub fn lines(&self, r: &Record) -> Vec<String> {
+        let it = r.iteration.unwrap_or(0);
+        let one = |s: String| vec![s];
+        match &r.event {
+            Event::IterationStarted { .. } if it == 0 => {
+                one("iteration 0: measuring the baseline and calibrating noise (A/A pairs)".into())
+            }
+            Event::IterationResumed { after_phase } => one(format!(
+                "resuming iteration {it} after {}",
+                after_phase.as_str().to_uppercase()
+            )),
+            Event::PhaseStarted { phase } => {
+                one(format!("iteration {it}: {}", phase.as_str().to_uppercase()))
+            }
+            Event::Plan { hypothesis, .. } => {
+                one(format!("plan: {}", hypothesis.lines().next().unwrap_or("")))
+            }
+            Event::Decision { verdict, reason } if verdict == "baseline" => one(reason.clone()),
+            Event::Decision { verdict, reason } => one(format!("{verdict}: {reason}")),
+            Event::RunFinished { reason, detail } => {
+                one(format!("run stopped: {reason} — {detail}"))
+            }
+            Event::Anomaly { kind, message } => match kind.as_str() {
+                "state_rebuilt" | "agent_commit" | "agent_edit_in_learn" | "budget_cut" => {
+                    one(message.clone())
+                }
+                "confirmation_failed" => one(format!("confirmation failed: {message}")),
+                _ => Vec::new(),
+            },
+            Event::ConfirmationStarted { .. } => {
+                one("confirmation: start of run vs current best".into())
+            }
+            Event::Confirmed { why, .. } => one(why.clone()),
+            Event::CommandStarted {
+                role,
+                worktree,
+                command,
+            } => {
+                let mut out = Vec::new();
+                match role.as_str() {
+                    "setup" => out.push(format!("setup in {worktree}")),
+                    "guard" => out.push(format!("guard `{command}`")),
+                    _ => {}
+                }
+                if self.verbose {
+                    out.push(format!("$ {command} (in {worktree})"));
+                }
+                out
+            }
+            Event::CommandFinished {
+                outcome,
+                exit_code,
+                seconds,
+                ..
+            } if self.verbose => one(format!("  {outcome}, exit {exit_code:?}, {seconds:.2}s")),
+            Event::PairMeasured {
+                pair,
+                max_pairs,
+                base,
+                cand,
+                running_effect,
+                half_width,
+                ..
+            } => one(format!(
+                "\rpair {pair} (of at most {max_pairs}): base {} cand {}; running effect {:+.1}%{}",
+                crate::history::fmt_num(*base),
+                crate::history::fmt_num(*cand),
+                running_effect * 100.0,
+                half_width
+                    .map(|h| format!(" ± {:.1}%", h * 100.0))
+                    .unwrap_or_default()
+            )),
+            Event::ModelCall {
+                phase,
+                profile,
+                attempt,
+                attempts,
+                ..
+            } => one(format!(
+                "{phase}: running agent `{profile}`{}",
+                if *attempt > 1 {
+                    format!(" (attempt {attempt} of {attempts})")
+                } else {
+                    String::new()
+                }
+            )),
+            Event::ModelResult {
+                phase,
+                outcome,
+                problem: Some(p),
+                ..
+            } => one(format!("{phase}: agent {outcome}: {}", clip(p, 200))),
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl Sink for Progress {
+    fn record(&self, r: &Record) -> Result<()> {
+        for line in self.lines(r) {
+            // A live line stays live: the tag goes after the '\r'.
+            let tagged = match line.strip_prefix('\r') {
+                Some(rest) => format!("\r[{}] {rest}", self.brief),
+                None => format!("[{}] {line}", self.brief),
+            };
+            (self.print)(&tagged);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::events::Span;
+    use crate::model::Phase;
+
+    #[test]
+    fn phases_pairs_and_agents_read_as_before() {
+        let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+        let out = seen.clone();
+        let p = Progress::new(
+            "k",
+            false,
+            Box::new(move |l| out.lock().unwrap().push(l.to_string())),
+        );
+        let root = Span::new("r", vec![Arc::new(p)]).with_iteration(Some(2));
+        let phase = root
+            .child(Event::PhaseStarted {
+                phase: Phase::Evaluate,
+            })
+            .unwrap();
+        phase
+            .emit(Event::CommandStarted {
+                role: "metric".into(),
+                worktree: "base".into(),
+                command: "./bench.sh".into(),
+            })
+            .unwrap();
+        phase
+            .emit(Event::PairMeasured {
+                pair: 2,
+                max_pairs: 12,
+                base: 100.0,
+                cand: 90.0,
+                d: 0.105,
+                running_effect: 0.1,
+                half_width: Some(0.02),
+            })
+            .unwrap();
+        phase
+            .emit(Event::ModelCall {
+                phase: "plan".into(),
+                profile: "claude".into(),
+                attempt: 2,
+                attempts: 3,
+                command: String::new(),
+                prompt_chars: 10,
+            })
+            .unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![
+                "[k] iteration 2: EVALUATE",
+                "\r[k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% ± 2.0%",
+                "[k] plan: running agent `claude` (attempt 2 of 3)",
+            ]
+        );
+    }
+}

@@ -1,0 +1,205 @@
+//! A node of the event tree that anyone may log under.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::Utc;
+
+use super::{Event, EventFile, Record, Sink};
+use crate::error::Result;
+
+/// What every span of one process shares: the run, the id counter, the sinks.
+struct Hub {
+    run_id: String,
+    prefix: String,
+    counter: AtomicU64,
+    sinks: Vec<Arc<dyn Sink>>,
+}
+
+/// A handle on one node of the event tree: what it emits is its child.
+///
+/// Cloning is cheap and a clone may move to another thread, so two things
+/// running at once each log under their own span instead of sharing a
+/// `&mut` log and handing parent ids around. Ids are unique across processes
+/// (a tick per cron call): they start with the pid and the process start time.
+#[derive(Clone)]
+pub struct Span {
+    hub: Arc<Hub>,
+    id: Option<String>,
+    iteration: Option<u32>,
+}
+
+impl Span {
+    /// The root of a tree whose records go to `sinks`, in order.
+    pub fn new(run_id: &str, sinks: Vec<Arc<dyn Sink>>) -> Span {
+        let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64;
+        Span {
+            hub: Arc::new(Hub {
+                run_id: run_id.to_string(),
+                prefix: format!("{:x}{:x}", std::process::id(), nanos & 0xffff_ffff),
+                counter: AtomicU64::new(0),
+                sinks,
+            }),
+            id: None,
+            iteration: None,
+        }
+    }
+
+    /// The root of a tree written to `dir/events.jsonl`, then to `watchers`.
+    pub fn open(dir: &Path, run_id: &str, watchers: Vec<Arc<dyn Sink>>) -> Result<Span> {
+        let mut sinks: Vec<Arc<dyn Sink>> = vec![Arc::new(EventFile::open(dir)?)];
+        sinks.extend(watchers);
+        Ok(Span::new(run_id, sinks))
+    }
+
+    /// A tree that records nothing.
+    pub fn detached() -> Span {
+        Span::new("", Vec::new())
+    }
+
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    pub fn iteration(&self) -> Option<u32> {
+        self.iteration
+    }
+
+    pub fn new_id(&self) -> String {
+        let n = self.hub.counter.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", self.hub.prefix)
+    }
+
+    /// The span of an event emitted earlier (the run, an iteration resumed
+    /// by a later tick), to log under it again.
+    pub fn at(&self, id: &str, iteration: Option<u32>) -> Span {
+        Span {
+            hub: self.hub.clone(),
+            id: Some(id.to_string()),
+            iteration,
+        }
+    }
+
+    /// The same node, with its events tagged with another iteration.
+    pub fn with_iteration(&self, iteration: Option<u32>) -> Span {
+        Span {
+            iteration,
+            ..self.clone()
+        }
+    }
+
+    /// Records `event` under this span and returns its id.
+    pub fn emit(&self, event: Event) -> Result<String> {
+        let id = self.new_id();
+        self.emit_with_id(&id, event)?;
+        Ok(id)
+    }
+
+    /// Records `event` under this span with an id chosen beforehand (one
+    /// that was saved in the state before the event could be written).
+    pub fn emit_with_id(&self, id: &str, event: Event) -> Result<()> {
+        let record = Record {
+            ts: Utc::now(),
+            run_id: self.hub.run_id.clone(),
+            iteration: self.iteration,
+            id: id.to_string(),
+            parent_id: self.id.clone(),
+            event,
+        };
+        let mut first = Ok(());
+        for (i, sink) in self.hub.sinks.iter().enumerate() {
+            let r = sink.record(&record);
+            if i == 0 {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Records `event` and returns the span it opens.
+    pub fn child(&self, event: Event) -> Result<Span> {
+        let id = self.emit(event)?;
+        Ok(self.at(&id, self.iteration))
+    }
+
+    /// [`Span::child`] with an id chosen beforehand.
+    pub fn child_with_id(&self, id: &str, event: Event) -> Result<Span> {
+        self.emit_with_id(id, event)?;
+        Ok(self.at(id, self.iteration))
+    }
+
+    /// Makes every record so far durable.
+    pub fn sync(&self) -> Result<()> {
+        for sink in &self.hub.sinks {
+            sink.sync()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Collect(Mutex<Vec<Record>>);
+
+    impl Sink for Collect {
+        fn record(&self, r: &Record) -> Result<()> {
+            self.0.lock().unwrap().push(r.clone());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn two_threads_log_under_their_own_spans() {
+        let sink = Arc::new(Collect::default());
+        let root = Span::new("r", vec![sink.clone()]);
+        let phase = root
+            .with_iteration(Some(3))
+            .child(Event::PhaseStarted {
+                phase: crate::model::Phase::Evaluate,
+            })
+            .unwrap();
+        std::thread::scope(|s| {
+            for who in ["reviewer", "simplifier"] {
+                let span = phase.clone();
+                s.spawn(move || {
+                    let me = span
+                        .child(Event::Anomaly {
+                            kind: who.into(),
+                            message: String::new(),
+                        })
+                        .unwrap();
+                    for _ in 0..50 {
+                        me.emit(Event::Verdict {
+                            verdict: who.into(),
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        let all = sink.0.lock().unwrap();
+        assert_eq!(all.len(), 1 + 2 * 51);
+        let ids: std::collections::BTreeSet<&str> = all.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids.len(), all.len(), "ids are unique");
+        for r in all
+            .iter()
+            .filter(|r| matches!(r.event, Event::Verdict { .. }))
+        {
+            let Event::Verdict { verdict } = &r.event else {
+                unreachable!()
+            };
+            let parent = all
+                .iter()
+                .find(|p| Some(&p.id) == r.parent_id.as_ref())
+                .unwrap();
+            assert!(matches!(&parent.event, Event::Anomaly { kind, .. } if kind == verdict));
+            assert_eq!(r.iteration, Some(3));
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Iteration 0: measure the starting commit and calibrate the noise.
+//!
+//! Base and candidate worktrees both hold the starting commit, so the A/A
+//! pairs measure nothing but noise: their spread is the first noise history
+//! and θ₁, and their median is the baseline. A starting commit that cannot
+//! be built, guarded or measured is the Brief's problem, not an iteration's:
+//! the error says how to try the commands (`ooda check --measure`).
+
+use chrono::Utc;
+
+use super::{Cx, oid};
+use crate::error::{Error, Result};
+use crate::eval::{self, RunFailure, Side};
+use crate::history::fmt_num;
+use crate::model::{IterationRecord, Verdict};
+use crate::state::State;
+use crate::stats::SplitMix64;
+
+pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationRecord> {
+    let brief = cx.brief;
+    let defaults = &cx.config.defaults;
+    let start = oid(&state.start_commit)?;
+    let started = Utc::now();
+    cx.ws.ensure(start)?;
+    let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
+    let point = crate::knobs::point_in(&base.dir, brief)?;
+    let mut rng = SplitMix64::new(state.seed);
+    let lease = cx.measuring()?;
+    let mut ev = cx.evaluator(lease.as_ref());
+    let fail = |what: &str, reason: String, output: String| {
+        Error::Input(format!(
+            "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nooda measures the committed HEAD in a fresh worktree (uncommitted edits are not there). Fix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",
+            brief.path.display(),
+            brief.name
+        ))
+    };
+    for wt in [&base, &cand] {
+        if let Some(RunFailure::Failed { reason, output }) = ev.setup(wt)? {
+            return Err(fail("setup", reason, output));
+        }
+    }
+    let (guards, failed) = ev.guards(&base)?;
+    if let Some(RunFailure::Failed { reason, output }) = failed {
+        return Err(fail("a guard fails", reason, output));
+    }
+    let pairs = match ev.measure_pairs(
+        &base,
+        &cand,
+        defaults.calibration_pairs as usize,
+        &mut rng,
+        |_| false,
+    )? {
+        Ok(p) => p,
+        Err((_, RunFailure::Failed { reason, output })) => {
+            return Err(fail("measuring", reason, output));
+        }
+    };
+    let cal = eval::calibrate(
+        pairs,
+        defaults.pairs,
+        defaults.alpha,
+        brief.metric.noise_floor,
+    );
+    let mut rec = IterationRecord::new(0, Verdict::Baseline);
+    rec.brief = brief.name.clone();
+    rec.brief_hash = brief_hash.to_string();
+    rec.run_id = state.run_id.clone();
+    rec.seed = Some(state.seed);
+    rec.started = started;
+    rec.finished = Utc::now();
+    rec.driver = "runner".into();
+    rec.reason = format!(
+        "baseline {} = {}; noise {:.2}% per pair; θ₁ = {:.2}%",
+        brief.metric.name,
+        fmt_num(cal.median),
+        cal.noise_sd * 100.0,
+        cal.theta1 * 100.0
+    );
+    rec.hypothesis = "baseline".into();
+    rec.knobs = point;
+    rec.calibration = Some(cal);
+    rec.guards = guards;
+    rec.base = state.start_commit.clone();
+    rec.tree = Some(cx.ws.tree_of(start)?.to_string());
+    rec.next = Some(if brief.knobs.is_empty() {
+        "Start proposing changes.".into()
+    } else {
+        "Start the knob search around the baseline point.".into()
+    });
+    Ok(rec)
+}

@@ -1,0 +1,59 @@
+//! Committing a keep, in two named steps.
+//!
+//! 1. [`prepare`] (in LEARN, before the agent's LEARN runs): the commit
+//!    object, built from the tree that was measured, on no branch yet.
+//!    Nothing an agent edits afterwards can reach it.
+//! 2. [`advance`] (in COMMIT, after LEARN archived the commit's hash): the
+//!    branch `ooda/<brief>` and the base worktree move to it.
+//!
+//! The order is what makes a kill harmless: before step 2 the branch is
+//! where the archive says the best is, and after it the archive already
+//! names the commit, so a resumed run finds the keep either way.
+
+use super::oid;
+use crate::brief::Brief;
+use crate::error::Result;
+use crate::model::Verdict;
+use crate::state::InFlight;
+use crate::workspace::Workspace;
+
+/// The kept candidate's commit object, parented on the iteration's base.
+pub(crate) fn prepare(ws: &Workspace, brief: &Brief, cur: &InFlight) -> Result<String> {
+    let plan = cur.plan.clone().unwrap_or_default();
+    let reason = cur.eval.as_ref().map(|e| e.reason.as_str()).unwrap_or("");
+    let msg = format!(
+        "ooda {} iteration {}: {}\n\n{reason}\n",
+        brief.name,
+        cur.iteration,
+        plan.hypothesis.lines().next().unwrap_or("")
+    );
+    let base = oid(&cur.base_commit)?;
+    // The commit is built from the tree recorded after EXECUTE (what was
+    // measured), never from the worktree as it is now.
+    let commit = match &cur.tree {
+        Some(t) => ws.commit_tree(base, oid(t)?, &msg)?,
+        None => ws.prepare_commit(base, &msg)?.0,
+    };
+    Ok(commit.to_string())
+}
+
+/// Moves the branch and the base worktree to a prepared commit.
+pub(crate) fn advance(ws: &Workspace, commit: &str) -> Result<()> {
+    ws.advance(oid(commit)?)
+}
+
+/// COMMIT: a keep advances the branch (the new best is returned); anything
+/// else resets the candidate to the base.
+pub(crate) fn run(ws: &Workspace, cur: &InFlight) -> Result<Option<String>> {
+    let keep = cur.eval.as_ref().map(|e| e.verdict) == Some(Verdict::Keep);
+    match (&cur.commit, keep) {
+        (Some(c), true) => {
+            advance(ws, c)?;
+            Ok(Some(c.clone()))
+        }
+        _ => {
+            ws.sync(oid(&cur.base_commit)?)?;
+            Ok(None)
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! The confirmation test: the start-of-run commit against the current best.
+//!
+//! A kept candidate's own runs overstate its gain (the winner's curse), so
+//! the gain the morning report states, a reached goal, and the anchor test
+//! of the divergence light come from fresh pairs of the two commits: 12,
+//! and 20 when the first 12 leave the sign of the gain open. A failure to
+//! measure is recorded as an anomaly, not a verdict: the iteration itself is
+//! already decided.
+
+use super::{Cx, oid};
+use crate::error::Result;
+use crate::eval::{self, RunFailure, Side, Worktree};
+use crate::events::Event;
+use crate::model::Confirmation;
+use crate::state::State;
+use crate::stats::{self, SplitMix64};
+
+const PAIRS: usize = 12;
+const MAX_PAIRS: usize = 20;
+
+/// `None` when there is nothing to confirm (nothing was kept) or it could
+/// not be measured.
+pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Option<Confirmation>> {
+    if state.best_commit == state.start_commit {
+        return Ok(None);
+    }
+    let span = cx.span.child(Event::ConfirmationStarted {
+        start: state.start_commit.clone(),
+        best: state.best_commit.clone(),
+    })?;
+    let cx = Cx { span: &span, ..*cx };
+    let anchor_dir = cx.ws.scratch("anchor", oid(&state.start_commit)?)?;
+    let anchor = Worktree::new(Side::Anchor, anchor_dir, cx.brief)?;
+    let best = cx.worktree(Side::Base)?;
+    let setup_key = cx.base_setup_key(&state.best_commit)?;
+    let skip_base_setup = cx.ws.base_setup_done(&setup_key);
+    let mut rng =
+        SplitMix64::new(state.seed ^ u64::from(iteration).wrapping_mul(0xA076_1D64_78BD_642F));
+    let lease = cx.measuring()?;
+    let mut ev = cx.evaluator(lease.as_ref());
+    let mut failure = ev.setup(&anchor)?;
+    if failure.is_none() && !skip_base_setup {
+        failure = ev.setup(&best)?;
+    }
+    let measured = match failure {
+        Some(f) => Err(f),
+        None => ev
+            .measure_pairs(&anchor, &best, MAX_PAIRS, &mut rng, |p| {
+                // Two looks only (12, then 20), the first at 97.5% so the
+                // pair of them keeps the 95% claim honest.
+                p.len() == PAIRS && {
+                    let d: Vec<f64> = p.iter().map(|x| x.d).collect();
+                    let (m, se) = (stats::mean(&d), stats::sd(&d) / (d.len() as f64).sqrt());
+                    let half = stats::t_quantile(0.9875, (d.len() - 1) as f64) * se;
+                    !(half.is_finite()) || m - half > 0.0 || m + half < 0.0
+                }
+            })?
+            .map_err(|(_, f)| f),
+    };
+    match measured {
+        Ok(pairs) => {
+            if !skip_base_setup {
+                cx.ws.record_base_setup(&setup_key)?;
+            }
+            let conf = eval::confirm(
+                cx.brief.metric.direction,
+                &state.start_commit,
+                &state.best_commit,
+                pairs,
+            );
+            span.emit(Event::Confirmed {
+                effect: conf.effect,
+                ci: conf.ci,
+                p: conf.p,
+                pairs: conf.pairs.len() as u32,
+                why: conf.why.clone(),
+            })?;
+            Ok(Some(conf))
+        }
+        Err(RunFailure::Failed { reason, .. }) => {
+            span.emit(Event::Anomaly {
+                kind: "confirmation_failed".into(),
+                message: reason,
+            })?;
+            Ok(None)
+        }
+    }
+}

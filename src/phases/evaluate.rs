@@ -1,0 +1,184 @@
+//! EVALUATE: guards, then interleaved pairs and the sequential decision.
+//!
+//! The eval-runner's mechanics (commands, pairs, looks) are `eval.rs`; this
+//! phase decides what to measure: nothing for a cut iteration (its cut is
+//! its verdict), nothing for an exact repeat of a discarded candidate (that
+//! verdict stands), otherwise setup, guards, a last scope check, and the
+//! pairs under the rule ORIENT fixed.
+
+use super::Cx;
+use crate::error::{Error, Result};
+use crate::eval::{self, Orientation, RunFailure, Side, sequential};
+use crate::events::Event;
+use crate::history::short;
+use crate::model::{Alarm, AlarmKind, EvalOutcome, IterationRecord, Review, Verdict};
+use crate::redlight;
+use crate::state::InFlight;
+use crate::stats::SplitMix64;
+
+pub(crate) fn run(
+    cx: &Cx,
+    history: &[IterationRecord],
+    cur: &InFlight,
+    orientation: &Orientation,
+    seed: u64,
+) -> Result<EvalOutcome> {
+    if let Some(Review::Simplified {
+        measured: false, ..
+    }) = cur.review
+    {
+        return Err(Error::Internal(
+            "a simplified candidate needs the non-inferiority test, which this version does not have; delete state.json to redo the iteration".into(),
+        ));
+    }
+    let outcome = match &cur.cut {
+        Some(cut) => EvalOutcome::cut(cut),
+        None => candidate(cx, history, cur, orientation, seed)?,
+    };
+    cx.span.emit(Event::Decision {
+        verdict: outcome.verdict.as_str().into(),
+        reason: outcome.reason.clone(),
+    })?;
+    Ok(outcome)
+}
+
+fn candidate(
+    cx: &Cx,
+    history: &[IterationRecord],
+    cur: &InFlight,
+    orientation: &Orientation,
+    seed: u64,
+) -> Result<EvalOutcome> {
+    // An exact repeat of an earlier candidate: its verdict stands, and
+    // measuring it again would only spend the night.
+    if let Some(tree) = &cur.tree
+        && let Some(earlier) = redlight::identical_candidate(history, tree)
+    {
+        let reason = format!(
+            "identical to the candidate of iteration {} (tree {}): its verdict ({}) is reused without measuring",
+            earlier.iteration,
+            short(tree),
+            earlier.verdict.as_str()
+        );
+        let mut out = EvalOutcome::unmeasured(earlier.verdict, reason.clone());
+        out.alarms = vec![Alarm::yellow(AlarmKind::IdenticalCandidate, reason)];
+        return Ok(out);
+    }
+    let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
+    let setup_key = cx.base_setup_key(&cur.base_commit)?;
+    let skip_base_setup = cx.ws.base_setup_done(&setup_key);
+    let rule = orientation.rule();
+    let looks = eval::looks_for(cx.config.defaults.pairs);
+    let mut rng =
+        SplitMix64::new(seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03));
+    let lease = cx.measuring()?;
+    let mut ev = cx.evaluator(lease.as_ref());
+    let crash = |reason: String, output: String, guards| EvalOutcome {
+        verdict: Verdict::Crash,
+        reason,
+        guards,
+        comparison: None,
+        failure_output: Some(output),
+        base_failed: false,
+        alarms: Vec::new(),
+    };
+    let mut base_setup_done = false;
+    if !skip_base_setup {
+        if let Some(RunFailure::Failed { reason, output }) = ev.setup(&base)? {
+            let mut c = crash(
+                format!("the base failed to build: {reason}"),
+                output,
+                Vec::new(),
+            );
+            c.base_failed = true;
+            return Ok(c);
+        }
+        base_setup_done = true;
+    }
+    if let Some(RunFailure::Failed { reason, output }) = ev.setup(&cand)? {
+        return Ok(crash(reason, output, Vec::new()));
+    }
+    let (guards, failed) = ev.guards(&cand)?;
+    if let Some(RunFailure::Failed { reason, output }) = failed {
+        return Ok(EvalOutcome {
+            verdict: Verdict::Invalid,
+            reason,
+            guards,
+            comparison: None,
+            failure_output: Some(output),
+            base_failed: false,
+            alarms: Vec::new(),
+        });
+    }
+    // Protected files are checked again after setup and guards, right
+    // before measuring: a build step must not rewrite the evaluator either.
+    let changed = cx.ws.changed_paths()?;
+    if let Some(v) = cx
+        .brief
+        .scope_violation(changed.iter().map(|c| c.path.as_str()))
+    {
+        let mut out =
+            EvalOutcome::unmeasured(Verdict::Blocked, format!("after setup and guards: {v}"));
+        out.guards = guards;
+        return Ok(out);
+    }
+    if base_setup_done {
+        cx.ws.record_base_setup(&setup_key)?;
+    }
+    let mut last_look = None;
+    let mut taken = 0;
+    let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
+    let measured = ev.measure_pairs(&base, &cand, max, &mut rng, |p| {
+        match eval::look_now(p, &rule, &looks) {
+            Some(l) => {
+                taken += 1;
+                last_look = Some(l);
+                l.decision != sequential::Decision::Continue
+            }
+            None => false,
+        }
+    })?;
+    let pairs = match measured {
+        Err((side, RunFailure::Failed { reason, output })) => {
+            let reason = if side == Side::Base {
+                format!("the base failed while measuring: {reason}")
+            } else {
+                reason
+            };
+            return Ok(crash(reason, output, guards));
+        }
+        Ok(pairs) => pairs,
+    };
+    let last = last_look
+        .ok_or_else(|| Error::Internal("the sequential test ended without a look".into()))?;
+    if last.noise_changed {
+        cx.span.emit(Event::Anomaly {
+            kind: "noise_changed".into(),
+            message: format!(
+                "pair spread at {} pairs is far above the noise history",
+                last.n
+            ),
+        })?;
+    }
+    let (keep, comparison, reason) = eval::report(
+        cx.brief.metric.direction,
+        pairs,
+        &last,
+        &rule,
+        cx.config.defaults.alpha,
+        taken,
+    );
+    Ok(EvalOutcome {
+        verdict: if keep {
+            Verdict::Keep
+        } else {
+            Verdict::Discard
+        },
+        reason,
+        guards,
+        comparison: Some(comparison),
+        failure_output: None,
+        base_failed: false,
+        alarms: Vec::new(),
+    })
+}

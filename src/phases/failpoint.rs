@@ -1,0 +1,94 @@
+//! Kill points: where a test makes the process SIGKILL itself, to prove
+//! that every write the machine makes can be interrupted and resumed.
+//!
+//! `OODA_FAILPOINT=<name>` names one of [`all`]: `before-checkpoint:<phase>`
+//! (after a phase's effects, before its checkpoint), `after:<phase>` (right
+//! after it), and `after:<step>` for the steps inside a phase whose order is
+//! what makes it crash-safe (the commit is prepared before the agent's
+//! LEARN runs; the archive is written before the branch moves; CHECK's
+//! decision is saved before it is applied; the archive before the state).
+//! The resume tests kill at every name this list returns, so a new step
+//! added here is tested without anyone remembering to.
+
+use crate::model::Phase;
+
+/// A step inside a phase whose completion is durable before the next starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Iteration 0's file is written; the state does not know yet.
+    BaselineArchived,
+    /// LEARN: a keep's commit object exists, not yet on any branch.
+    CommitPrepared,
+    /// LEARN: a discarded candidate's diff is saved under `artifacts/`.
+    DiffSaved,
+    /// LEARN: the iteration file is written; LEARN's checkpoint is not.
+    LearnArchived,
+    /// COMMIT: the branch (and base worktree) moved to the kept commit.
+    BranchAdvanced,
+    /// CHECK: its decision is in the state, none of it applied.
+    CheckDecided,
+    /// CHECK: the iteration file and summary hold the decision; the state
+    /// still has the iteration in flight.
+    CheckArchived,
+    /// A stop is in the last iteration file and the summary, not the state.
+    StopArchived,
+}
+
+impl Step {
+    pub const ALL: [Step; 8] = [
+        Step::BaselineArchived,
+        Step::CommitPrepared,
+        Step::DiffSaved,
+        Step::LearnArchived,
+        Step::BranchAdvanced,
+        Step::CheckDecided,
+        Step::CheckArchived,
+        Step::StopArchived,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Step::BaselineArchived => "baseline-archived",
+            Step::CommitPrepared => "commit-prepared",
+            Step::DiffSaved => "diff-saved",
+            Step::LearnArchived => "learn-archived",
+            Step::BranchAdvanced => "branch-advanced",
+            Step::CheckDecided => "check-decided",
+            Step::CheckArchived => "check-archived",
+            Step::StopArchived => "stop-archived",
+        }
+    }
+}
+
+/// Every failpoint name the machine checks.
+pub fn all() -> Vec<String> {
+    let mut out = Vec::new();
+    // CHECK has no checkpoint of its own: it ends the iteration.
+    for p in Phase::ALL.into_iter().filter(|p| *p != Phase::Check) {
+        out.push(format!("before-checkpoint:{}", p.as_str()));
+        out.push(format!("after:{}", p.as_str()));
+    }
+    out.extend(Step::ALL.iter().map(|s| format!("after:{}", s.as_str())));
+    out
+}
+
+fn hit(name: &str) {
+    if std::env::var("OODA_FAILPOINT").is_ok_and(|fp| fp == name) {
+        // SIGKILL, not exit: the test must see exactly what kill -9 leaves.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+pub(crate) fn before_checkpoint(phase: Phase) {
+    hit(&format!("before-checkpoint:{}", phase.as_str()));
+}
+
+pub(crate) fn after_checkpoint(phase: Phase) {
+    hit(&format!("after:{}", phase.as_str()));
+}
+
+pub(crate) fn after(step: Step) {
+    hit(&format!("after:{}", step.as_str()));
+}

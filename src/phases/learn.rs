@@ -1,0 +1,94 @@
+//! LEARN: what the iteration teaches, archived before it may end.
+//!
+//! The runner goes first: a keep's commit object is prepared from the tree
+//! that was measured, a discard's diff is saved (redacted) under
+//! `artifacts/`. Only then does the driver say what it learned, so nothing
+//! an agent edits now can reach the commit or the diff (COMMIT resets the
+//! worktree). The machine then writes the iteration file: the LEARN gate.
+
+use chrono::Utc;
+
+use super::failpoint::{self, Step};
+use super::{commit, oid};
+use crate::archive;
+use crate::driver::{Driver, Turn};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::model::{AgentCall, Verdict};
+use crate::state::{InFlight, Learned, State};
+use crate::workspace::Workspace;
+
+/// LEARN's output.
+pub(crate) struct Learnt {
+    pub learned: Learned,
+    /// A keep's prepared commit.
+    pub commit: Option<String>,
+    pub calls: Vec<AgentCall>,
+}
+
+pub(crate) fn run(
+    t: &Turn,
+    driver: &dyn Driver,
+    ws: &Workspace,
+    state: &State,
+    cur: &InFlight,
+) -> Result<Learnt> {
+    let outcome = cur
+        .eval
+        .as_ref()
+        .ok_or_else(|| Error::Internal("LEARN without EVALUATE".into()))?;
+    let mut commit = None;
+    let mut artifact = None;
+    if outcome.verdict == Verdict::Keep {
+        commit = Some(commit::prepare(ws, t.brief, cur)?);
+        failpoint::after(Step::CommitPrepared);
+    } else if !cur.changed_paths.is_empty() {
+        let base = oid(&cur.base_commit)?;
+        let diff = match &cur.tree {
+            Some(tree) => ws.diff_to_tree(base, oid(tree)?)?,
+            None => ws.diff()?,
+        };
+        let diff = crate::compress::redact(&diff);
+        let name = format!("iter-{:03}.diff", cur.iteration);
+        let rel = format!("artifacts/{name}");
+        crate::atomic::create_dir_all(&t.dir.join("artifacts"))?;
+        crate::atomic::write_atomic(&t.dir.join(&rel), diff.as_bytes())?;
+        t.span.emit(Event::ArtifactStored {
+            reference: name,
+            path: rel.clone(),
+            bytes: diff.len() as u64,
+        })?;
+        artifact = Some(rel);
+        failpoint::after(Step::DiffSaved);
+    }
+    let mut learned = Learned {
+        lessons: Default::default(),
+        finished: Utc::now(),
+        driver: driver.name(),
+        artifact,
+        acknowledged: state.pending_ack.clone(),
+    };
+    // What the driver learns from is the record as it will be archived.
+    let mut view = cur.clone();
+    view.learned = Some(learned.clone());
+    view.commit = commit.clone();
+    let rec = archive::record_of(&view, state)
+        .ok_or_else(|| Error::Internal("LEARN could not project its record".into()))?;
+    let plan = cur.plan.clone().unwrap_or_default();
+    let lesson = driver.learn(t, &plan, &rec, cur.cut.is_none())?;
+    if !lesson.calls.is_empty()
+        && let Some(measured) = &cur.tree
+        && ws.candidate_tree()?.to_string() != *measured
+    {
+        t.span.emit(Event::Anomaly {
+            kind: "agent_edit_in_learn".into(),
+            message: "the agent edited files during LEARN; the edits are not part of this iteration and are discarded".into(),
+        })?;
+    }
+    learned.lessons = lesson.learned;
+    Ok(Learnt {
+        learned,
+        commit,
+        calls: lesson.calls,
+    })
+}

@@ -1,0 +1,803 @@
+//! The iteration machine: OBSERVE, ORIENT, PLAN, EXECUTE,
+//! EVALUATE, REVIEW, LEARN, COMMIT, CHECK.
+//!
+//! The machine is small on purpose. It locks the Brief's archive, then loops:
+//! ask [`next`] (a pure function of the checkpoint and a few facts) what to
+//! do, run that phase, save its typed output in `state.json`, checkpoint.
+//! Each phase lives in its own file and gets only what it needs: the read-only
+//! environment of the step ([`Cx`], or a driver's [`Turn`]) and the outputs
+//! of the phases before it; it returns its own output, which the machine
+//! stores. The iteration file and `summary.md` are projections of those
+//! outputs, written by `Archive::sync` after LEARN, COMMIT and CHECK and when
+//! a run stops.
+//!
+//! A tick resumes after the last checkpoint, so a process killed at any
+//! instant repeats at most the phase it was in (measurements may be re-run;
+//! nothing archived is redone or lost) and iteration numbers never skip or
+//! repeat. LEARN is the gate: an iteration ends only after its `iter-NNN.md`
+//! is written, read back, and `summary.md` regenerated. `failpoint.rs` names
+//! every point where the tests kill the process to prove it.
+
+mod baseline;
+mod budget;
+mod check;
+mod commit;
+mod confirm;
+mod evaluate;
+mod execute;
+pub mod failpoint;
+mod learn;
+mod next;
+mod observe;
+mod orient;
+mod plan;
+mod review;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use chrono::Utc;
+
+use crate::archive::{self, Archive};
+use crate::brief::Brief;
+use crate::config::Config;
+use crate::driver::{MainAgent, Proposal, Turn};
+use crate::error::{Error, Result};
+use crate::eval::{Evaluator, Orientation, Side, Worktree};
+use crate::events::{Event, Progress, Sink, Span};
+use crate::executor::{Executor, Lease, Local, Purpose};
+use crate::interrupt::Interrupt;
+use crate::model::{Cut, Stop, StopReason, Verdict};
+use crate::project::Project;
+use crate::state::InFlight;
+use crate::workspace::Workspace;
+
+pub use crate::model::Phase;
+pub use next::{Beside, Facts, Next, next};
+
+/// What one step of the machine did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    Baseline,
+    Iteration {
+        iteration: u32,
+        verdict: Verdict,
+    },
+    /// The run ended in this step; the stop is recorded everywhere.
+    Stopped(Stop),
+    /// The run had already ended (done or stalled): nothing to do.
+    Finished(Stop),
+}
+
+/// Prints a progress line (a terminal, a daemon's log).
+pub type Print = Box<dyn Fn(&str) + Send + Sync>;
+
+/// What a phase may read: the environment of this step.
+pub(crate) struct Cx<'a> {
+    pub brief: &'a Brief,
+    pub config: &'a Config,
+    pub ws: &'a Workspace,
+    /// The phase's span.
+    pub span: &'a Span,
+    pub cancel: &'a AtomicBool,
+    pub executor: &'a dyn Executor,
+}
+
+impl Cx<'_> {
+    /// The eval-runner, logging under this phase and running its commands
+    /// under `lease`.
+    pub fn evaluator<'l>(&'l self, lease: &'l dyn Lease) -> Evaluator<'l> {
+        Evaluator {
+            brief: self.brief,
+            output_cap: self.config.defaults.output_cap as usize,
+            cancel: self.cancel,
+            span: self.span,
+            lease,
+        }
+    }
+
+    /// A lease for this phase's measurements.
+    pub fn measuring(&self) -> Result<Box<dyn Lease + '_>> {
+        self.executor.lease(Purpose::Measure)
+    }
+
+    pub fn worktree(&self, side: Side) -> Result<Worktree> {
+        let dir = match side {
+            Side::Base => self.ws.base_dir.clone(),
+            Side::Cand => self.ws.cand_dir.clone(),
+            Side::Anchor => self.ws.dir.join("anchor"),
+            Side::Check => self.ws.dir.join("check"),
+        };
+        Worktree::new(side, dir, self.brief)
+    }
+
+    /// Identifies a base worktree's setup: its commit, knobs and command.
+    pub fn base_setup_key(&self, base_commit: &str) -> Result<String> {
+        Ok(format!(
+            "{}|{}|{}",
+            base_commit,
+            crate::knobs::key(&crate::knobs::point_in(&self.ws.base_dir, self.brief)?),
+            self.brief.metric.setup.clone().unwrap_or_default()
+        ))
+    }
+}
+
+/// One Brief's iteration machine, holding its lock while it lives.
+pub struct Machine<'a> {
+    project: &'a Project,
+    brief_arg: String,
+    brief: Brief,
+    brief_hash: String,
+    agent: MainAgent,
+    ws: Workspace,
+    archive: Archive,
+    executor: Box<dyn Executor>,
+    interrupt: &'a Interrupt,
+}
+
+impl<'a> Machine<'a> {
+    /// Locks the Brief and loads (or rebuilds, or starts) its state.
+    /// Progress lines go to `print` (with every command when `verbose`).
+    pub fn open(
+        project: &'a Project,
+        brief_arg: &str,
+        interrupt: &'a Interrupt,
+        print: Print,
+        verbose: bool,
+    ) -> Result<Machine<'a>> {
+        let brief = project.load_brief(brief_arg)?;
+        let agent = MainAgent::for_brief(&brief, &project.config)?;
+        let hash = brief_hash(&brief.path)?;
+        let ws = Workspace::open(
+            &project.root,
+            &project.worktrees_dir(&brief.name),
+            &brief.name,
+        )?
+        .with_owned_file(&brief.knobs_file);
+        let progress: Arc<dyn Sink> = Arc::new(Progress::new(&brief.name, verbose, print));
+        let mut archive = Archive::open(
+            &project.iterations_dir(&brief.name),
+            &brief,
+            &hash,
+            &ws,
+            vec![progress],
+        )?;
+        // A state written before ORIENT's output was kept in it: the same
+        // statistics, from the archive as it was when the iteration began.
+        if let Some(cur) = archive.state.current.as_mut()
+            && cur.done != Phase::Observe
+            && cur.orientation.is_none()
+        {
+            let before = &archive.history[..archive.history.len().min(cur.iteration as usize)];
+            cur.orientation = Some(orient::run(before, &brief, &project.config));
+            archive.save_state()?;
+        }
+        Ok(Machine {
+            project,
+            brief_arg: brief_arg.to_string(),
+            brief,
+            brief_hash: hash,
+            agent,
+            ws,
+            archive,
+            executor: Box::new(Local),
+            interrupt,
+        })
+    }
+
+    pub fn brief(&self) -> &Brief {
+        &self.brief
+    }
+
+    /// The run's span, for callers that log around the machine (the scheduler).
+    pub fn run_span(&self) -> &Span {
+        &self.archive.run
+    }
+
+    /// The iteration the next step works on.
+    pub fn iteration(&self) -> u32 {
+        let s = &self.archive.state;
+        s.current
+            .as_ref()
+            .map(|c| c.iteration)
+            .unwrap_or(s.next_iteration)
+    }
+
+    /// One step: the baseline, or one iteration (or the rest of an interrupted one).
+    pub fn step(&mut self) -> Result<StepOutcome> {
+        self.observe_brief()?;
+        if let Some(c) = &self.archive.state.current {
+            self.archive
+                .run
+                .at(&c.event_id, Some(c.iteration))
+                .emit(Event::IterationResumed {
+                    after_phase: c.done,
+                })?;
+        }
+        loop {
+            let facts = self.facts();
+            match next(self.archive.state.current.as_ref(), &facts) {
+                Next::Red => return Err(self.refuse_red()),
+                Next::OverBudget => return Err(self.refuse_budget()),
+                Next::Unstop => {
+                    // The human raised the budget: the run continues.
+                    self.archive.state.stop = None;
+                    self.archive.save_state()?;
+                }
+                Next::Finished => {
+                    let stop = self.archive.state.stop.clone().ok_or_else(|| {
+                        Error::Internal("the run is finished but records no stop".into())
+                    })?;
+                    return Ok(StepOutcome::Finished(stop));
+                }
+                Next::Baseline => {
+                    self.baseline()?;
+                    return Ok(StepOutcome::Baseline);
+                }
+                Next::Stop => {
+                    let stop = self.budget_stop().ok_or_else(|| {
+                        Error::Internal("a budget stop without a used-up budget".into())
+                    })?;
+                    let rec = self.archive.stopped_last(&stop);
+                    self.finish(stop.clone(), rec)?;
+                    return Ok(StepOutcome::Stopped(stop));
+                }
+                Next::Begin => self.begin()?,
+                Next::Rebuild { done } => {
+                    // The best commit, not the iteration's base: after COMMIT
+                    // they differ, and the branch must not move back.
+                    self.ws.ensure(oid(&self.archive.state.best_commit)?)?;
+                    self.current_mut()?.done = done;
+                }
+                Next::Cut(phase) => self.cut_for_budget(phase)?,
+                Next::Run { phase, beside } => {
+                    if let Some(outcome) = self.run(phase, beside)? {
+                        return Ok(outcome);
+                    }
+                    self.checkpoint(phase)?;
+                }
+            }
+        }
+    }
+
+    fn refuse_red(&self) -> Error {
+        let stop = self.archive.state.stop.clone();
+        let (iteration, reason, detail) = stop
+            .map(|s| (s.iteration, s.reason.as_str(), s.detail))
+            .unwrap_or_default();
+        Error::Red(format!(
+            "{} is RED since iteration {iteration}: {reason} — {detail}. Inspect {}, then run `ooda ack {}` to continue.",
+            self.brief.name,
+            self.archive.dir.join("summary.md").display(),
+            self.brief.name
+        ))
+    }
+
+    fn refuse_budget(&self) -> Error {
+        let (reason, detail) = self
+            .budget_stop()
+            .map(|s| (s.reason.as_str(), s.detail))
+            .unwrap_or_default();
+        Error::Budget(format!(
+            "{} is stopped: {reason} — {detail}. Raise `budget` in {} to continue.",
+            self.brief.name,
+            self.brief.path.display()
+        ))
+    }
+
+    fn facts(&self) -> Facts {
+        let s = &self.archive.state;
+        let budget = self.budget_stop();
+        Facts {
+            stop: s.stop.as_ref().map(|st| st.reason),
+            baseline: s.next_iteration > 0,
+            budget_out: budget.is_some(),
+            spend_out: budget.is_some_and(|b| b.reason != StopReason::BudgetIterations),
+            worktrees: self.ws.cand_dir.join(".git").exists()
+                && self.ws.base_dir.join(".git").exists(),
+            // No trigger runs the analyzer beside EVALUATE yet: the builtin
+            // one reports at a plateau, from CHECK (`check.rs`).
+            analyzer_due: false,
+        }
+    }
+
+    /// Re-reads the Brief: edits take effect at the next iteration.
+    fn observe_brief(&mut self) -> Result<()> {
+        let brief = self.project.load_brief(&self.brief_arg)?;
+        self.agent = MainAgent::for_brief(&brief, &self.project.config)?;
+        let hash = brief_hash(&brief.path)?;
+        if hash != self.archive.state.brief_hash {
+            self.archive.run.emit(Event::BriefChanged {
+                old_hash: self.archive.state.brief_hash.clone(),
+                new_hash: hash.clone(),
+            })?;
+            self.archive.state.brief_hash = hash.clone();
+        }
+        self.brief = brief;
+        self.brief_hash = hash;
+        Ok(())
+    }
+
+    fn current(&self) -> Result<&InFlight> {
+        self.archive
+            .state
+            .current
+            .as_ref()
+            .ok_or_else(|| Error::Internal("no iteration in flight".into()))
+    }
+
+    fn current_mut(&mut self) -> Result<&mut InFlight> {
+        self.archive
+            .state
+            .current
+            .as_mut()
+            .ok_or_else(|| Error::Internal("no iteration in flight".into()))
+    }
+
+    /// The span of the iteration in flight.
+    fn iteration_span(&self) -> Result<Span> {
+        let c = self.current()?;
+        Ok(self.archive.run.at(&c.event_id, Some(c.iteration)))
+    }
+
+    /// Starts the next iteration and runs its OBSERVE (which has nothing to
+    /// save: it makes the worktrees match the best commit).
+    fn begin(&mut self) -> Result<()> {
+        let s = &self.archive.state;
+        let iteration = s.next_iteration;
+        let span = self.archive.run.with_iteration(Some(iteration));
+        let id = span.new_id();
+        span.emit_with_id(
+            &id,
+            Event::IterationStarted {
+                brief_hash: self.brief_hash.clone(),
+            },
+        )?;
+        self.archive.state.current = Some(InFlight::new(
+            iteration,
+            id,
+            &self.brief_hash,
+            &self.archive.state.best_commit,
+        ));
+        let best = self.archive.state.best_commit.clone();
+        self.in_phase(Phase::Observe, |m, _| observe::run(&m.ws, &best))?;
+        self.checkpoint(Phase::Observe)
+    }
+
+    /// Runs `body` between phase_started and phase_finished events.
+    fn in_phase<T>(
+        &mut self,
+        phase: Phase,
+        body: impl FnOnce(&mut Self, &Span) -> Result<T>,
+    ) -> Result<T> {
+        let span = self
+            .iteration_span()?
+            .child(Event::PhaseStarted { phase })?;
+        let t = Instant::now();
+        let out = body(self, &span)?;
+        span.emit(Event::PhaseFinished {
+            phase,
+            seconds: t.elapsed().as_secs_f64(),
+        })?;
+        Ok(out)
+    }
+
+    fn cx<'s>(&'s self, span: &'s Span) -> Cx<'s> {
+        Cx {
+            brief: &self.brief,
+            config: &self.project.config,
+            ws: &self.ws,
+            span,
+            cancel: self.interrupt.flag(),
+            executor: self.executor.as_ref(),
+        }
+    }
+
+    fn turn<'s>(&'s self, span: &'s Span, orientation: &'s Orientation) -> Result<Turn<'s>> {
+        let c = self.current()?;
+        let history = &self.archive.history;
+        Ok(Turn {
+            brief: &self.brief,
+            config: &self.project.config,
+            root: &self.project.root,
+            dir: &self.archive.dir,
+            cand_dir: &self.ws.cand_dir,
+            base_dir: &self.ws.base_dir,
+            // The in-flight iteration is in the archive once LEARN wrote it;
+            // a driver sees only the iterations before it.
+            history: &history[..history.len().min(c.iteration as usize)],
+            orientation,
+            iteration: c.iteration,
+            seed: self.archive.state.seed,
+            run_started: self.archive.state.created_at,
+            span,
+            cancel: self.interrupt.flag(),
+            executor: self.executor.as_ref(),
+        })
+    }
+
+    /// ORIENT's output for the iteration in flight (computed from the archive
+    /// when a state from before ORIENT kept one is resumed).
+    fn orientation(&self) -> Result<Orientation> {
+        let c = self.current()?;
+        Ok(match &c.orientation {
+            Some(o) => o.clone(),
+            None => {
+                let h = &self.archive.history;
+                orient::run(
+                    &h[..h.len().min(c.iteration as usize)],
+                    &self.brief,
+                    &self.project.config,
+                )
+            }
+        })
+    }
+
+    /// Runs one phase and stores its output in the in-flight iteration; the
+    /// outcome when the phase ended the step (PLAN found nothing to try,
+    /// CHECK finished the iteration).
+    fn run(&mut self, phase: Phase, beside: Option<Beside>) -> Result<Option<StepOutcome>> {
+        match phase {
+            Phase::Observe => {
+                let best = self.archive.state.best_commit.clone();
+                self.in_phase(phase, |m, _| observe::run(&m.ws, &best))?;
+            }
+            Phase::Orient => {
+                let o = self.in_phase(phase, |m, _| {
+                    let c = m.current()?;
+                    let h = &m.archive.history;
+                    Ok(orient::run(
+                        &h[..h.len().min(c.iteration as usize)],
+                        &m.brief,
+                        &m.project.config,
+                    ))
+                })?;
+                self.current_mut()?.orientation = Some(o);
+            }
+            Phase::Plan => {
+                let proposal = self.in_phase(phase, |m, span| {
+                    let o = m.orientation()?;
+                    let turn = m.turn(span, &o)?;
+                    plan::run(&turn, m.agent.driver())
+                })?;
+                match proposal {
+                    Proposal::Plan {
+                        plan,
+                        rejected,
+                        calls,
+                    } => {
+                        let c = self.current_mut()?;
+                        c.cut = rejected;
+                        c.plan = Some(plan);
+                        c.agent_calls.extend(calls);
+                    }
+                    Proposal::Exhausted { detail } => {
+                        // Nothing left to try: the iteration never started its work.
+                        let iteration = self.current()?.iteration;
+                        let stop = Stop {
+                            reason: StopReason::Stalled,
+                            detail,
+                            at: Utc::now(),
+                            iteration: iteration.saturating_sub(1),
+                        };
+                        self.archive.state.current = None;
+                        let rec = self.archive.stopped_last(&stop);
+                        self.finish(stop.clone(), rec)?;
+                        return Ok(Some(StepOutcome::Stopped(stop)));
+                    }
+                }
+            }
+            Phase::Execute => {
+                let out = self.in_phase(phase, |m, span| {
+                    let o = m.orientation()?;
+                    let turn = m.turn(span, &o)?;
+                    execute::run(&turn, m.agent.driver(), &m.ws, m.current()?)
+                })?;
+                if let Some(out) = out {
+                    out.apply(self.current_mut()?);
+                }
+            }
+            Phase::Evaluate => {
+                let outcome = self.in_phase(phase, |m, span| {
+                    let o = m.orientation()?;
+                    let cx = m.cx(span);
+                    let cur = m.current()?;
+                    let seed = m.archive.state.seed;
+                    let history = &m.archive.history;
+                    match beside {
+                        None => Ok((evaluate::run(&cx, history, cur, &o, seed)?, None)),
+                        // The analyzer reads the archive only: it runs in its
+                        // own thread while EVALUATE measures, and its report
+                        // is archived with the iteration for the next PLAN.
+                        Some(Beside::Analyzer) => std::thread::scope(|s| {
+                            let analyzer = s.spawn(|| crate::subagents::analyze(history, o.theta1));
+                            let outcome = evaluate::run(&cx, history, cur, &o, seed)?;
+                            let report = analyzer.join().map_err(|_| {
+                                Error::Internal("the pipeline-analyzer panicked".into())
+                            })?;
+                            Ok((outcome, Some(report)))
+                        }),
+                    }
+                })?;
+                let c = self.current_mut()?;
+                c.eval = Some(outcome.0);
+                if outcome.1.is_some() {
+                    c.analysis = outcome.1;
+                }
+            }
+            Phase::Review => {
+                let review = self.in_phase(phase, |m, _| Ok(review::run(m.current()?)))?;
+                self.current_mut()?.review = review;
+            }
+            Phase::Learn => {
+                let out = self.in_phase(phase, |m, span| {
+                    let o = m.orientation()?;
+                    let turn = m.turn(span, &o)?;
+                    learn::run(
+                        &turn,
+                        m.agent.driver(),
+                        &m.ws,
+                        &m.archive.state,
+                        m.current()?,
+                    )
+                })?;
+                let c = self.current_mut()?;
+                c.learned = Some(out.learned);
+                c.commit = out.commit;
+                c.agent_calls.extend(out.calls);
+                self.archive.state.pending_ack = None;
+                self.sync_current()?;
+                failpoint::after(failpoint::Step::LearnArchived);
+                let path = crate::history::path_of(&self.archive.dir, self.current()?.iteration);
+                self.iteration_span()?.emit(Event::LearnArchived {
+                    path: path.display().to_string(),
+                })?;
+            }
+            Phase::Commit => {
+                let best = self.in_phase(phase, |m, _| commit::run(&m.ws, m.current()?))?;
+                if let Some(best) = best {
+                    self.archive.state.best_commit = best;
+                    failpoint::after(failpoint::Step::BranchAdvanced);
+                }
+                self.sync_current()?;
+            }
+            Phase::Check => {
+                let outcome = self.in_phase(phase, |m, span| m.check(span))?;
+                return Ok(Some(outcome));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes the archive's projection of the iteration in flight.
+    fn sync_current(&mut self) -> Result<()> {
+        let rec = archive::record_of(self.current()?, &self.archive.state);
+        self.archive.sync(rec, &self.brief, &self.project.config)
+    }
+
+    /// A budget ran out before `phase` could spend: the iteration is cut
+    /// and goes on, unmeasured, to be archived before the run stops.
+    fn cut_for_budget(&mut self, phase: Phase) -> Result<()> {
+        let stop = self
+            .budget_stop()
+            .ok_or_else(|| Error::Internal("a budget cut without a used-up budget".into()))?;
+        let cut = Cut::Budget {
+            phase,
+            reason: stop.reason,
+            detail: stop.detail,
+        };
+        self.iteration_span()?.emit(Event::Anomaly {
+            kind: "budget_cut".into(),
+            message: cut.reason(),
+        })?;
+        self.current_mut()?.cut = Some(cut);
+        Ok(())
+    }
+
+    fn checkpoint(&mut self, phase: Phase) -> Result<()> {
+        failpoint::before_checkpoint(phase);
+        if let Some(c) = self.archive.state.current.as_mut() {
+            c.done = phase;
+        }
+        self.archive.save_state()?;
+        let span = match &self.archive.state.current {
+            Some(c) => self.archive.run.at(&c.event_id, Some(c.iteration)),
+            None => self
+                .archive
+                .run
+                .with_iteration(Some(self.archive.state.next_iteration)),
+        };
+        span.emit(Event::Checkpoint { phase })?;
+        span.sync()?;
+        failpoint::after_checkpoint(phase);
+        if self.interrupt.is_set() {
+            span.emit(Event::Interrupted { phase: Some(phase) })?;
+            return Err(Error::Interrupted);
+        }
+        Ok(())
+    }
+
+    /// CHECK decides first and acts second. The decision (alarms, stop,
+    /// rollback, confirmation) may measure, so it is saved in the state
+    /// before any of it is applied; a CHECK killed while applying re-applies
+    /// the same decision instead of deciding again on a half-changed world.
+    fn check(&mut self, span: &Span) -> Result<StepOutcome> {
+        let cur = self.current()?.clone();
+        let verdict = cur
+            .eval
+            .as_ref()
+            .map(|e| e.verdict)
+            .unwrap_or(Verdict::Invalid);
+        let decision = match cur.check.clone() {
+            Some(d) => d,
+            None => {
+                let d = check::decide(
+                    &self.cx(span),
+                    &self.archive.history,
+                    &self.archive.state,
+                    &cur,
+                    self.budget_stop(),
+                )?;
+                self.current_mut()?.check = Some(d.clone());
+                self.archive.save_state()?;
+                failpoint::after(failpoint::Step::CheckDecided);
+                d
+            }
+        };
+        if let Some((old_tip, target)) = &decision.rollback {
+            self.ws.keep_ref(
+                &format!("refs/ooda/{}/diverged-{}", self.brief.name, cur.iteration),
+                oid(old_tip)?,
+            )?;
+            self.ws.ensure(oid(target)?)?;
+            self.archive.state.best_commit = target.clone();
+        }
+        self.archive.state.yellow = decision
+            .alarms
+            .iter()
+            .rev()
+            .find(|a| a.level == crate::model::Level::Yellow)
+            .map(|a| format!("{}: {}", a.kind, a.evidence));
+        // The verdict marks the iteration's end. Its id is the iteration's,
+        // so a CHECK run again after a kill cannot record a second verdict.
+        self.iteration_span()?.emit_with_id(
+            &format!("{}-verdict", cur.event_id),
+            Event::Verdict {
+                verdict: verdict.as_str().into(),
+            },
+        )?;
+        let mut done = cur.clone();
+        done.check = Some(decision.clone());
+        let rec = archive::record_of(&done, &self.archive.state);
+        self.archive.state.current = None;
+        self.archive.state.next_iteration = cur.iteration + 1;
+        match decision.stop {
+            Some(stop) => {
+                self.finish(stop.clone(), rec)?;
+                Ok(StepOutcome::Stopped(stop))
+            }
+            None => {
+                self.archive.sync(rec, &self.brief, &self.project.config)?;
+                failpoint::after(failpoint::Step::CheckArchived);
+                self.archive.save_state()?;
+                Ok(StepOutcome::Iteration {
+                    iteration: cur.iteration,
+                    verdict,
+                })
+            }
+        }
+    }
+
+    /// Records a stop in the last iteration file (`rec`), the summary, the
+    /// state and the events, in that order: a kill after the archive is
+    /// written leaves the state as it was, and the stop is decided again.
+    fn finish(&mut self, stop: Stop, mut rec: Option<crate::model::IterationRecord>) -> Result<()> {
+        // Every run that ends (not on a red light) states a confirmed gain,
+        // also when it ends at the start of a tick or in PLAN.
+        if !stop.reason.is_red() && self.unconfirmed_keep(rec.as_ref()) {
+            let iteration = rec
+                .as_ref()
+                .map(|r| r.iteration)
+                .or_else(|| self.archive.history.last().map(|r| r.iteration))
+                .unwrap_or(0);
+            let span = self.archive.run.with_iteration(Some(iteration));
+            let conf = confirm::run(&self.cx(&span), &self.archive.state, iteration)?;
+            if let (Some(conf), Some(r)) = (conf, rec.as_mut()) {
+                r.confirmation = Some(conf);
+            }
+        }
+        self.archive.state.stop = Some(stop.clone());
+        self.archive.sync(rec, &self.brief, &self.project.config)?;
+        failpoint::after(failpoint::Step::StopArchived);
+        self.archive.save_state()?;
+        let run = self.archive.run.with_iteration(Some(stop.iteration));
+        if stop.reason.is_red() {
+            run.emit(Event::RedLight {
+                reason: stop.reason.as_str().into(),
+                evidence: stop.detail.clone(),
+            })?;
+        }
+        run.emit(Event::RunFinished {
+            reason: stop.reason.as_str().into(),
+            detail: stop.detail.clone(),
+        })?;
+        Ok(())
+    }
+
+    /// Whether the last keep (in the archive, or `rec` about to be written)
+    /// has no confirmation test after it.
+    fn unconfirmed_keep(&self, rec: Option<&crate::model::IterationRecord>) -> bool {
+        let h = &self.archive.history;
+        let mut all: Vec<&crate::model::IterationRecord> = h.iter().collect();
+        if let Some(r) = rec {
+            all.truncate(r.iteration as usize);
+            all.push(r);
+        }
+        let last_keep = all.iter().rposition(|r| r.verdict == Verdict::Keep);
+        let last_confirmed = all.iter().rposition(|r| r.confirmation.is_some());
+        last_keep.is_some_and(|k| last_confirmed.is_none_or(|c| c < k))
+    }
+
+    fn budget_stop(&self) -> Option<Stop> {
+        budget::stop(
+            &self.project.config.budget_for(&self.brief),
+            &self.archive.state,
+            &self.archive.history,
+        )
+    }
+
+    /// Iteration 0: measure the starting commit and calibrate the noise.
+    fn baseline(&mut self) -> Result<()> {
+        let span = self.archive.run.with_iteration(Some(0));
+        let id = span.new_id();
+        let span = span.child_with_id(
+            &id,
+            Event::IterationStarted {
+                brief_hash: self.brief_hash.clone(),
+            },
+        )?;
+        let rec = baseline::run(&self.cx(&span), &self.archive.state, &self.brief_hash)?;
+        span.emit(Event::Decision {
+            verdict: Verdict::Baseline.as_str().into(),
+            reason: rec.reason.clone(),
+        })?;
+        self.archive
+            .sync(Some(rec), &self.brief, &self.project.config)?;
+        failpoint::after(failpoint::Step::BaselineArchived);
+        let path = crate::history::path_of(&self.archive.dir, 0);
+        span.emit(Event::LearnArchived {
+            path: path.display().to_string(),
+        })?;
+        self.archive.state.next_iteration = 1;
+        self.archive.save_state()?;
+        // The summary was written before the state knew of iteration 0.
+        self.archive.sync(None, &self.brief, &self.project.config)?;
+        span.emit(Event::Checkpoint {
+            phase: Phase::Check,
+        })?;
+        if self.interrupt.is_set() {
+            return Err(Error::Interrupted);
+        }
+        Ok(())
+    }
+}
+
+/// The Brief file's git blob hash: recorded in every iteration, and how an
+/// edit is noticed.
+pub(crate) fn brief_hash(path: &Path) -> Result<String> {
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    git2::Oid::hash_object(git2::ObjectType::Blob, &bytes)
+        .map(|o| o.to_string())
+        .map_err(|e| Error::git("hashing the Brief", e))
+}
+
+/// A commit hash read from the state.
+pub(crate) fn oid(s: &str) -> Result<git2::Oid> {
+    git2::Oid::from_str(s).map_err(|e| Error::Corrupt {
+        path: std::path::PathBuf::from("state.json"),
+        message: format!("`{s}` is not a commit hash: {e}"),
+    })
+}

@@ -1,0 +1,17 @@
+//! ORIENT: the statistics of the archive that the rest of the iteration uses.
+//!
+//! One value (`eval::Orientation`) carries the noise in force, θ₁, α′ and
+//! the analysis notes for PLAN. It is checkpointed, so EVALUATE decides with
+//! exactly what PLAN was told, and `summary.md` computes it the same way.
+
+use crate::brief::Brief;
+use crate::config::Config;
+use crate::eval::Orientation;
+use crate::model::IterationRecord;
+
+/// ORIENT over the archive as it stands before the iteration.
+pub(crate) fn run(history: &[IterationRecord], brief: &Brief, config: &Config) -> Orientation {
+    let mut o = Orientation::of(history, brief.metric.noise_floor, config.defaults.alpha);
+    o.analysis = crate::subagents::notes_for_plan(history);
+    o
+}

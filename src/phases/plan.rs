@@ -1,0 +1,29 @@
+//! PLAN: the main agent proposes one change with a falsifiable prediction.
+//!
+//! The driver validates what it proposes (an agent gets the validator's
+//! message back for another try); this phase hands it the best point and
+//! records an accepted plan. A rejection is a [`Cut`](crate::model::Cut)
+//! the machine stores: the iteration is archived `invalid`, unmeasured.
+
+use crate::driver::{Driver, Proposal, Turn};
+use crate::error::Result;
+use crate::events::Event;
+
+pub(crate) fn run(t: &Turn, driver: &dyn Driver) -> Result<Proposal> {
+    let best = crate::knobs::point_in(t.base_dir, t.brief)?;
+    let proposal = driver.plan(t, &best)?;
+    if let Proposal::Plan {
+        plan,
+        rejected: None,
+        ..
+    } = &proposal
+    {
+        t.span.emit(Event::Plan {
+            hypothesis: plan.hypothesis.clone(),
+            predicted_effect: plan.predicted_effect,
+            predicted_sd: plan.predicted_sd,
+            cites: plan.cites.clone(),
+        })?;
+    }
+    Ok(proposal)
+}
