@@ -156,6 +156,12 @@ impl Archive {
     ) -> Result<()> {
         if let Some(rec) = rec {
             let i = rec.iteration as usize;
+            if i > self.history.len() {
+                return Err(Error::Internal(format!(
+                    "iteration {i} cannot be archived after {} iteration file(s)",
+                    self.history.len()
+                )));
+            }
             if self.history.get(i) != Some(&rec) {
                 // The LEARN gate: written, read back, compared (history.rs).
                 let written = history::write(&self.dir, &rec, &render_context(brief))?;
@@ -308,4 +314,190 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         base_failed: outcome.base_failed,
         stop: check.stop,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+
+    use super::*;
+    use crate::model::{
+        Alarm, AlarmKind, Calibration, Comparison, EvalOutcome, LearnResult, Pair, Pattern, Plan,
+    };
+    use crate::state::CheckOutcome;
+
+    const BRIEF: &str = "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\nknobs:\n  X: { int: [1, 9] }\n---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nNothing.\n";
+
+    /// A repository with one commit, its Brief, and the archive opened on it.
+    fn opened(dir: &Path) -> (Brief, Workspace, Archive) {
+        let repo = git2::Repository::init(dir).unwrap();
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        let mut index = repo.index().unwrap();
+        index.add_path(Path::new("a.txt")).unwrap();
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let sig = git2::Signature::now("t", "t@t").unwrap();
+        repo.commit(Some("HEAD"), &sig, &sig, "init", &tree, &[])
+            .unwrap();
+        let brief = Brief::parse(&dir.join("briefs/b.md"), BRIEF).unwrap();
+        let ws = Workspace::open(dir, &dir.join(".ooda/worktrees/b"), "b").unwrap();
+        let archive =
+            Archive::open(&dir.join("iterations/b"), &brief, "h", &ws, Vec::new()).unwrap();
+        (brief, ws, archive)
+    }
+
+    fn baseline() -> IterationRecord {
+        let mut r = IterationRecord::new(0, Verdict::Baseline);
+        r.calibration = Some(Calibration {
+            pairs: vec![Pair {
+                base: 10.0,
+                cand: 10.1,
+                cand_first: false,
+                d: -0.01,
+            }],
+            median: 10.0,
+            run_sd: 0.01,
+            noise_sd: 0.01,
+            mean_d: -0.01,
+            pairs_per_decision: 12,
+            theta1: 0.007,
+            alpha_look: Some(0.0169),
+        });
+        r
+    }
+
+    fn kept(state: &State) -> InFlight {
+        let mut c = InFlight::new(1, "e1".into(), "h", &state.start_commit);
+        c.done = Phase::Commit;
+        c.plan = Some(Plan {
+            hypothesis: "X 5 → 6".into(),
+            predicted_effect: 0.1,
+            predicted_sd: 0.05,
+            ..Plan::default()
+        });
+        c.tree = Some("t".repeat(40));
+        c.eval = Some(EvalOutcome {
+            verdict: Verdict::Keep,
+            reason: "kept".into(),
+            guards: Vec::new(),
+            comparison: Some(Comparison {
+                pairs: Vec::new(),
+                base_median: 10.0,
+                cand_median: 9.0,
+                effect: 0.1,
+                ci: (0.05, 0.15),
+                p: 0.001,
+                looks: 1,
+                theta1: 0.007,
+                alpha: 0.05,
+                delta0: 0.0,
+                rule: "r".into(),
+                alpha_look: 0.0169,
+                s_h: 0.01,
+                noise_changed: false,
+                d_mean: 0.1,
+                d_ci: (0.05, 0.15),
+            }),
+            failure_output: None,
+            base_failed: false,
+            alarms: Vec::new(),
+        });
+        c.learned = Some(Learned {
+            lessons: LearnResult {
+                patterns: vec![Pattern {
+                    name: "p".into(),
+                    lesson: "l".into(),
+                }],
+                ..LearnResult::default()
+            },
+            finished: c.started_at,
+            driver: "builtin".into(),
+            artifact: None,
+            acknowledged: Some("ack".into()),
+        });
+        c.commit = Some("c".repeat(40));
+        c
+    }
+
+    use crate::model::Phase;
+
+    #[test]
+    fn the_record_is_a_projection_of_the_phase_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, _, a) = opened(dir.path());
+        let mut c = kept(&a.state);
+        let mut before_learn = c.clone();
+        before_learn.learned = None;
+        assert_eq!(
+            record_of(&before_learn, &a.state),
+            None,
+            "nothing before LEARN"
+        );
+        let r = record_of(&c, &a.state).unwrap();
+        assert_eq!(r.verdict, Verdict::Keep);
+        assert_eq!(r.commit, c.commit);
+        assert_eq!(r.hypothesis, "X 5 → 6");
+        assert_eq!(r.predicted.as_ref().map(|p| p.effect), Some(0.1));
+        assert_eq!(r.patterns.len(), 1);
+        assert_eq!(r.acknowledged.as_deref(), Some("ack"));
+        assert_eq!(r.run_id, a.state.run_id);
+        assert!(r.alarms.is_empty() && r.stop.is_none());
+        c.check = Some(CheckOutcome {
+            alarms: vec![Alarm::yellow(AlarmKind::Plateau, "4; report".into())],
+            analysis: Some("report".into()),
+            ..CheckOutcome::default()
+        });
+        let r = record_of(&c, &a.state).unwrap();
+        assert_eq!(r.alarms.len(), 1);
+        assert_eq!(r.analysis.as_deref(), Some("report"));
+        // A discard names no commit even if one was prepared earlier.
+        c.eval.as_mut().unwrap().verdict = Verdict::Discard;
+        assert_eq!(record_of(&c, &a.state).unwrap().commit, None);
+    }
+
+    #[test]
+    fn sync_writes_an_iteration_file_only_when_its_record_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (brief, _, mut a) = opened(dir.path());
+        let config = Config::default();
+        a.sync(Some(baseline()), &brief, &config).unwrap();
+        let file = history::path_of(&a.dir, 0);
+        let summary = a.dir.join("summary.md");
+        assert!(summary.exists() && a.dir.join("progress.svg").exists());
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        a.sync(Some(baseline()), &brief, &config).unwrap();
+        assert_eq!(
+            std::fs::metadata(&file).unwrap().ino(),
+            inode,
+            "not rewritten"
+        );
+        let c = kept(&a.state);
+        a.sync(record_of(&c, &a.state), &brief, &config).unwrap();
+        assert_eq!(a.history.len(), 2);
+        assert_eq!(
+            history::read(&history::path_of(&a.dir, 1)).unwrap(),
+            a.history[1]
+        );
+        assert!(
+            std::fs::read_to_string(&summary)
+                .unwrap()
+                .contains("[1](iter-001.md)")
+        );
+        // An iteration cannot be archived past a gap.
+        let mut far = a.history[1].clone();
+        far.iteration = 5;
+        assert!(a.sync(Some(far), &brief, &config).is_err());
+        // A stop amends the last file.
+        let stop = Stop {
+            reason: crate::model::StopReason::Stalled,
+            detail: "d".into(),
+            at: Utc::now(),
+            iteration: 1,
+        };
+        let stopped = a.stopped_last(&stop).unwrap();
+        a.sync(Some(stopped), &brief, &config).unwrap();
+        assert_eq!(
+            history::read(&history::path_of(&a.dir, 1)).unwrap().stop,
+            Some(stop)
+        );
+    }
 }
