@@ -103,20 +103,22 @@ impl Archive {
                 }
             }
         };
-        // A state of version 1 in LEARN or later kept LEARN's output only
-        // in the iteration file it wrote: read it back from there.
+        // A state of version 1 in LEARN or later kept LEARN's output (its
+        // lessons, and its agent calls) only in the iteration file it
+        // wrote: read them back from there.
         if let Some(cur) = state.current.as_mut()
             && cur.done.archived()
             && cur.learned.is_none()
             && let Some(rec) = history.get(cur.iteration as usize)
         {
             cur.learned = Some(Learned::from_record(rec));
+            cur.agent_calls = rec.agent_calls.clone();
         }
         let root = Span::open(dir, &state.run_id, watchers)?;
         let run = root.at(&run_event_id(&state.run_id), None);
         for w in &warnings {
             run.emit(Event::Anomaly {
-                kind: "state_rebuilt".into(),
+                kind: crate::model::AnomalyKind::StateRebuilt,
                 message: w.clone(),
             })?;
         }
@@ -162,7 +164,8 @@ impl Archive {
                     self.history.len()
                 )));
             }
-            if self.history.get(i) != Some(&rec) {
+            // What is archived is the redacted record (history.rs).
+            if self.history.get(i) != Some(&rec.redacted()) {
                 // The LEARN gate: written, read back, compared (history.rs).
                 let written = history::write(&self.dir, &rec, &render_context(brief))?;
                 self.history.truncate(i);

@@ -121,7 +121,7 @@ impl Evaluator<'_> {
             .map_err(|e| Error::io(format!("starting `{command}` in {}", wt.dir.display()), e))?;
         span.emit(Event::CommandFinished {
             role: role.into(),
-            outcome: format!("{:?}", out.status).to_lowercase(),
+            outcome: out.status,
             exit_code: out.exit_code,
             seconds: out.elapsed.as_secs_f64(),
             truncated_bytes: out.truncated_bytes,

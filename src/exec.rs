@@ -58,6 +58,7 @@ pub enum Outcome {
     /// A non-zero exit code.
     Failed,
     /// Killed by us after `timeout`.
+    #[serde(alias = "timedout")]
     TimedOut,
     /// Died from a signal we did not send (OOM killer, `kill -INT`, a crash).
     Killed,

@@ -351,8 +351,8 @@ pub fn render_calls(calls: &[AgentCall]) -> String {
     );
     for c in calls {
         let phase = match &c.output {
-            Some(o) => format!("[{}]({o})", c.phase),
-            None => c.phase.clone(),
+            Some(o) => format!("[{}]({o})", c.phase.as_str()),
+            None => c.phase.as_str().to_string(),
         };
         let tokens = if c.usage.total() == 0 {
             "—".to_string()

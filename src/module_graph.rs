@@ -45,19 +45,42 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
 }
 
 /// The source a build without tests compiles: comments and `#[cfg(test)]`
-/// modules left out.
+/// items left out (an inline `mod tests { … }` block to its closing brace,
+/// a `mod tests;` declaration as one line).
 fn code_of(text: &str) -> String {
     let mut out = String::new();
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
         let t = line.trim_start();
-        if t.starts_with("#[cfg(test)]")
-            && lines
-                .peek()
-                .is_some_and(|n| n.trim_start().starts_with("mod "))
-        {
-            // Test modules sit at the end of a file, by this crate's habit.
-            break;
+        if t.starts_with("#[cfg(test)]") {
+            let Some(item) = lines.next() else { break };
+            if item.trim_end().ends_with(';') {
+                continue;
+            }
+            // Skip the item's block by counting braces.
+            let mut depth = 0i32;
+            let mut opened = false;
+            let mut count = |l: &str| {
+                for c in l.chars() {
+                    match c {
+                        '{' => {
+                            depth += 1;
+                            opened = true;
+                        }
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                opened && depth <= 0
+            };
+            if !count(item) {
+                for l in lines.by_ref() {
+                    if count(l) {
+                        break;
+                    }
+                }
+            }
+            continue;
         }
         if t.starts_with("//") {
             continue;
@@ -222,10 +245,10 @@ fn describe(g: &Graph, scc: &[String]) -> String {
 #[test]
 fn the_reader_sees_imports_in_every_form() {
     let code = code_of(
-        "use crate::a::X;\nuse crate::{b, c::{D, E}, d::F};\n// crate::commented\nfn f() { crate::e::g(); my_crate::h(); }\n#[cfg(test)]\nmod tests { use crate::t; }\n",
+        "use crate::a::X;\n#[cfg(test)]\nmod tests;\nuse crate::{b, c::{D, E}, d::F};\n// crate::commented\nfn f() { crate::e::g(); my_crate::h(); }\n#[cfg(test)]\nmod tests {\n    use crate::t;\n    fn g() { if x { y } }\n}\nfn after() { crate::z::w(); }\n",
     );
     let n: Vec<String> = names(&code).into_iter().collect();
-    assert_eq!(n, ["a", "b", "c", "d", "e"]);
+    assert_eq!(n, ["a", "b", "c", "d", "e", "z"]);
 }
 
 #[test]

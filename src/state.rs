@@ -70,11 +70,12 @@ pub struct InFlight {
     /// The kept commit, prepared in LEARN, on the branch after COMMIT.
     #[serde(default)]
     pub commit: Option<String>,
-    /// CHECK's decision, saved before it is applied (see `phases/check.rs`).
+    /// CHECK's decision, saved before it is applied (`Machine::check` in
+    /// `phases/mod.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckOutcome>,
-    /// Command-agent calls so far (PLAN, EXECUTE), kept across checkpoints so
-    /// the iteration file records every call and its cost.
+    /// Every agent call of the iteration so far (PLAN, EXECUTE, LEARN), kept
+    /// across checkpoints so the iteration file records each call and its cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_calls: Vec<AgentCall>,
 }
@@ -173,7 +174,7 @@ pub struct State {
     pub stop: Option<Stop>,
     /// The latest YELLOW warning, shown as the status until an iteration passes without one.
     #[serde(default)]
-    pub yellow: Option<String>,
+    pub yellow: Option<Alarm>,
     /// A human's acknowledgement, to be written into the next iteration file.
     #[serde(default)]
     pub pending_ack: Option<String>,
@@ -323,7 +324,8 @@ fn parse(text: &[u8]) -> std::result::Result<State, String> {
 ///
 /// 1 → 2: the reason an iteration was cut short, kept as text in `blocked`,
 /// becomes the typed `cut` (read back by [`Cut::from_reason`], which inverts
-/// what version 1 wrote). The outputs version 2 adds (ORIENT's, LEARN's) are
+/// what version 1 wrote), and the YELLOW warning, kept as `kind: evidence`,
+/// becomes an alarm. The outputs version 2 adds (ORIENT's, LEARN's) are
 /// absent and filled in from the archive when the Brief is opened.
 pub fn migrate(mut value: serde_json::Value) -> std::result::Result<serde_json::Value, String> {
     let version = version_of(&value).ok_or("no `version` number")?;
@@ -334,6 +336,11 @@ pub fn migrate(mut value: serde_json::Value) -> std::result::Result<serde_json::
         {
             let cut = serde_json::to_value(Cut::from_reason(reason)).map_err(|e| e.to_string())?;
             cur.insert("cut".into(), cut);
+        }
+        if let Some(text) = value.get("yellow").and_then(|y| y.as_str()) {
+            let (kind, evidence) = text.split_once(": ").unwrap_or(("", text));
+            let alarm = Alarm::yellow(crate::model::AlarmKind::parse(kind), evidence.to_string());
+            value["yellow"] = serde_json::to_value(alarm).map_err(|e| e.to_string())?;
         }
         value["version"] = serde_json::json!(2);
     }
@@ -391,10 +398,18 @@ mod tests {
             "eval": null,
             "commit": null
         });
+        v["yellow"] = serde_json::json!("machine_drift: the base got slower");
         std::fs::write(State::path(dir.path()), v.to_string()).unwrap();
         let Loaded::Ok(s) = load(dir.path()).unwrap() else {
             panic!("expected the migrated state")
         };
+        assert_eq!(
+            s.yellow,
+            Some(Alarm::yellow(
+                crate::model::AlarmKind::MachineDrift,
+                "the base got slower".into()
+            ))
+        );
         let cur = s.current.unwrap();
         assert_eq!(s.version, STATE_VERSION);
         assert_eq!(cur.done, Phase::Execute);

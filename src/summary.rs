@@ -15,7 +15,7 @@ use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
 use crate::eval::Orientation;
 use crate::history::{self, IterationRecord, Verdict, fmt_num};
-use crate::model::{AgentCall, CallOutcome, Usage};
+use crate::model::{AgentCall, CallOutcome, Phase, Usage};
 use crate::state::State;
 
 pub use crate::history::{
@@ -26,7 +26,7 @@ pub fn status_line(state: &State) -> String {
     let word = state.status().word();
     match (&state.stop, &state.yellow) {
         (Some(stop), _) => format!("{word} — {}: {}", stop.reason.as_str(), stop.detail),
-        (None, Some(warning)) => format!("{word} — running; {warning}"),
+        (None, Some(w)) => format!("{word} — running; {}: {}", w.kind, w.evidence),
         (None, None) => format!("{word} — running"),
     }
 }
@@ -315,10 +315,10 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
             cs.iter().map(|c| c.seconds).sum::<f64>()
         );
     };
-    for phase in ["plan", "execute", "learn"] {
+    for phase in [Phase::Plan, Phase::Execute, Phase::Learn] {
         let cs: Vec<&AgentCall> = calls.iter().copied().filter(|c| c.phase == phase).collect();
         if !cs.is_empty() {
-            row(phase, &cs);
+            row(phase.as_str(), &cs);
         }
     }
     row("all", &calls);
@@ -455,7 +455,7 @@ mod tests {
     #[test]
     fn call_table_and_usage_section() {
         let call = AgentCall {
-            phase: "plan".into(),
+            phase: Phase::Plan,
             attempt: 2,
             outcome: CallOutcome::Rejected,
             exit_code: Some(0),

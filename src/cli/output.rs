@@ -14,7 +14,8 @@ use crate::project::Project;
 use super::Globals;
 
 /// Writes to stdout. A closed pipe (`ooda status | head -1`) is
-/// [`Error::BrokenPipe`], which `main` turns into a quiet exit 0.
+/// [`Error::BrokenPipe`], which `main` turns into a quiet exit 0; any other
+/// failure to print is not the command's failure and is ignored.
 pub fn out(text: &str) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match stdout
@@ -22,8 +23,7 @@ pub fn out(text: &str) -> Result<()> {
         .and_then(|_| stdout.flush())
     {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
-        Err(e) => Err(Error::io("writing to standard output", e)),
-        Ok(()) => Ok(()),
+        _ => Ok(()),
     }
 }
 
@@ -64,7 +64,8 @@ pub(crate) fn progress_printer(quiet: bool) -> Print {
     })
 }
 
-/// Prints what a step did and returns the exit it implies.
+/// Prints what a step did and returns the exit it implies, also when nobody
+/// reads stdout any more: a red light is exit 3 whoever listens.
 pub(crate) fn report_step(
     name: &str,
     outcome: &StepOutcome,
@@ -101,12 +102,17 @@ pub(crate) fn report_step(
             )
         }
     };
-    if json {
-        out(&format!("{value}\n"))?;
+    let printed = if json {
+        out(&format!("{value}\n"))
     } else if !quiet {
-        out(&format!("{text}\n"))?;
+        out(&format!("{text}\n"))
+    } else {
+        Ok(())
+    };
+    match printed {
+        Ok(()) | Err(Error::BrokenPipe) => Ok(Exit::of_step(outcome)),
+        Err(e) => Err(e),
     }
-    Ok(Exit::of_step(outcome))
 }
 
 /// The machine of one Brief, showing its progress on stderr.

@@ -27,7 +27,7 @@ use crate::events::Event;
 use crate::fence::Fence;
 use crate::history::{IterationRecord, Verdict};
 use crate::knobs::Point;
-use crate::model::Cut;
+use crate::model::{Cut, Phase};
 use crate::plan::{self, Axis, LearnResult, Pattern, Plan};
 use crate::prompt::{self, PlanView, bound, clip};
 
@@ -86,14 +86,18 @@ impl Step<'_> {
     }
 
     /// Runs the agent once, with events around the call.
-    fn call(&self, phase: &str, attempt: u32, prompt: &str) -> Result<Reply> {
+    fn call(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<Reply> {
         let t = self.t;
         let files = Invocation::files_dir_for(t.dir, t.iteration);
         t.span.emit(Event::ModelCall {
-            phase: phase.into(),
+            phase,
             profile: self.agent.name.clone(),
             attempt,
-            attempts: if phase == "plan" { PLAN_ATTEMPTS } else { 1 },
+            attempts: if phase == Phase::Plan {
+                PLAN_ATTEMPTS
+            } else {
+                1
+            },
             command: self.agent.command_line(),
             prompt_chars: prompt::chars(prompt),
         })?;
@@ -116,9 +120,9 @@ impl Step<'_> {
     /// Records how a call ended, once its outcome is final.
     fn finished(&self, call: &AgentCall) -> Result<()> {
         self.t.span.emit(Event::ModelResult {
-            phase: call.phase.clone(),
+            phase: call.phase,
             attempt: call.attempt,
-            outcome: call.outcome.as_str().into(),
+            outcome: call.outcome,
             exit_code: call.exit_code,
             seconds: call.seconds,
             tokens_in: call.usage.input,
@@ -158,7 +162,7 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
             retry: retry.as_deref(),
             max_chars: t.config.defaults.prompt_budget,
         });
-        let mut reply = step.call("plan", attempt, &text)?;
+        let mut reply = step.call(Phase::Plan, attempt, &text)?;
         if !reply.finished() {
             let problem = reply.call.problem.clone().unwrap_or_default();
             step.finished(&reply.call)?;
@@ -297,7 +301,7 @@ fn execute(step: &Step, plan: &Plan) -> Result<Execution> {
         plan,
         max_chars: step.t.config.defaults.prompt_budget,
     });
-    let mut reply = step.call("execute", 1, &text)?;
+    let mut reply = step.call(Phase::Execute, 1, &text)?;
     let mut failure = None;
     if !reply.finished() {
         failure = reply.call.problem.clone();
@@ -338,7 +342,7 @@ fn learn(step: &Step, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec
         known_patterns: &known,
         max_chars: step.t.config.defaults.prompt_budget,
     });
-    let mut reply = step.call("learn", 1, &text)?;
+    let mut reply = step.call(Phase::Learn, 1, &text)?;
     let mut learned = None;
     if reply.finished() {
         match &reply.result {

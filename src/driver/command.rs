@@ -29,6 +29,7 @@ use crate::config::{AgentProfile, DEFAULT_AGENT_TIMEOUT, PromptMode};
 use crate::error::{Error, IoContext, Result};
 use crate::exec::{CommandSpec, Outcome};
 use crate::executor::Lease;
+use crate::model::Phase;
 
 pub use crate::model::{AgentCall, CallOutcome};
 
@@ -120,9 +121,9 @@ impl CommandAgent {
     pub fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
         crate::atomic::create_dir_all(inv.files_dir)?;
         let stem = if inv.attempt > 1 {
-            format!("{}-{}", inv.phase, inv.attempt)
+            format!("{}-{}", inv.phase.as_str(), inv.attempt)
         } else {
-            inv.phase.to_string()
+            inv.phase.as_str().to_string()
         };
         let prompt_file = inv.files_dir.join(format!("{stem}.prompt.md"));
         let output_file = inv.files_dir.join(format!("{stem}.result.json"));
@@ -137,7 +138,7 @@ impl CommandAgent {
         }
         let abs = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
-            ("OODA_PHASE".into(), inv.phase.into()),
+            ("OODA_PHASE".into(), inv.phase.as_str().into()),
             ("OODA_BRIEF".into(), inv.brief_name.into()),
             ("OODA_BRIEF_FILE".into(), abs(inv.brief_path)),
             ("OODA_ITERATION".into(), inv.iteration.to_string()),
@@ -203,7 +204,7 @@ impl CommandAgent {
             (Ok(_), _) => None,
         });
         let call = AgentCall {
-            phase: inv.phase.to_string(),
+            phase: inv.phase,
             attempt: inv.attempt,
             outcome,
             exit_code: out.exit_code,
@@ -278,8 +279,8 @@ fn relative(base: &Path, p: &Path) -> String {
 
 /// One step to run.
 pub struct Invocation<'a> {
-    /// `plan`, `execute` or `learn`.
-    pub phase: &'a str,
+    /// PLAN, EXECUTE or LEARN.
+    pub phase: Phase,
     /// 1 for the first try of a step, 2 and 3 for PLAN retries.
     pub attempt: u32,
     pub brief_path: &'a Path,
@@ -398,7 +399,7 @@ mod tests {
         };
         let files = Invocation::files_dir_for(&dir, 3);
         let inv = Invocation {
-            phase: "plan",
+            phase: Phase::Plan,
             attempt: 1,
             brief_path: Path::new("/x/briefs/b.md"),
             brief_name: "b",

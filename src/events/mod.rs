@@ -28,7 +28,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::Phase;
+use crate::exec::Outcome;
+use crate::model::{AnomalyKind, CallOutcome, Phase, Verdict};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -70,7 +71,7 @@ pub enum Event {
     },
     /// A command agent started one step.
     ModelCall {
-        phase: String,
+        phase: Phase,
         profile: String,
         attempt: u32,
         /// How many tries the step has at most.
@@ -81,9 +82,9 @@ pub enum Event {
     },
     /// How that step ended, with the usage its output reported.
     ModelResult {
-        phase: String,
+        phase: Phase,
         attempt: u32,
-        outcome: String,
+        outcome: CallOutcome,
         exit_code: Option<i32>,
         seconds: f64,
         tokens_in: u64,
@@ -100,7 +101,7 @@ pub enum Event {
     },
     CommandFinished {
         role: String,
-        outcome: String,
+        outcome: Outcome,
         exit_code: Option<i32>,
         seconds: f64,
         truncated_bytes: u64,
@@ -138,11 +139,11 @@ pub enum Event {
         why: String,
     },
     Decision {
-        verdict: String,
+        verdict: Verdict,
         reason: String,
     },
     Verdict {
-        verdict: String,
+        verdict: Verdict,
     },
     ArtifactStored {
         #[serde(rename = "ref")]
@@ -151,7 +152,7 @@ pub enum Event {
         bytes: u64,
     },
     Anomaly {
-        kind: String,
+        kind: AnomalyKind,
         message: String,
     },
     RedLight {
@@ -276,7 +277,7 @@ mod tests {
         let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
         let key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789";
         root.emit(Event::Anomaly {
-            kind: "x".into(),
+            kind: AnomalyKind::StateRebuilt,
             message: format!("the agent said {key}"),
         })
         .unwrap();
@@ -290,7 +291,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
         root.emit(Event::Verdict {
-            verdict: "keep".into(),
+            verdict: Verdict::Keep,
         })
         .unwrap();
         let mut f = std::fs::OpenOptions::new()

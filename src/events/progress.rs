@@ -9,6 +9,7 @@
 use super::{Event, Record, Sink};
 use crate::compress::clip;
 use crate::error::Result;
+use crate::model::{AnomalyKind, Verdict};
 
 type Print = Box<dyn Fn(&str) + Send + Sync>;
 
@@ -47,17 +48,24 @@ impl Progress {
             Event::Plan { hypothesis, .. } => {
                 one(format!("plan: {}", hypothesis.lines().next().unwrap_or("")))
             }
-            Event::Decision { verdict, reason } if verdict == "baseline" => one(reason.clone()),
-            Event::Decision { verdict, reason } => one(format!("{verdict}: {reason}")),
+            Event::Decision {
+                verdict: Verdict::Baseline,
+                reason,
+            } => one(reason.clone()),
+            Event::Decision { verdict, reason } => one(format!("{}: {reason}", verdict.as_str())),
             Event::RunFinished { reason, detail } => {
                 one(format!("run stopped: {reason} — {detail}"))
             }
-            Event::Anomaly { kind, message } => match kind.as_str() {
-                "state_rebuilt" | "agent_commit" | "agent_edit_in_learn" | "budget_cut" => {
-                    one(message.clone())
-                }
-                "confirmation_failed" => one(format!("confirmation failed: {message}")),
-                _ => Vec::new(),
+            Event::Anomaly { kind, message } => match kind {
+                AnomalyKind::StateRebuilt
+                | AnomalyKind::AgentCommit
+                | AnomalyKind::AgentEditInLearn
+                | AnomalyKind::BudgetCut => one(message.clone()),
+                AnomalyKind::ConfirmationFailed => one(format!("confirmation failed: {message}")),
+                AnomalyKind::ScopeViolation
+                | AnomalyKind::NoiseChanged
+                | AnomalyKind::TargetNotConfirmed
+                | AnomalyKind::Alarm(_) => Vec::new(),
             },
             Event::ConfirmationStarted { .. } => {
                 one("confirmation: start of run vs current best".into())
@@ -84,7 +92,7 @@ impl Progress {
                 exit_code,
                 seconds,
                 ..
-            } if self.verbose => one(format!("  {outcome}, exit {exit_code:?}, {seconds:.2}s")),
+            } if self.verbose => one(format!("  {outcome:?}, exit {exit_code:?}, {seconds:.2}s")),
             Event::PairMeasured {
                 pair,
                 max_pairs,
@@ -109,7 +117,8 @@ impl Progress {
                 attempts,
                 ..
             } => one(format!(
-                "{phase}: running agent `{profile}`{}",
+                "{}: running agent `{profile}`{}",
+                phase.as_str(),
                 if *attempt > 1 {
                     format!(" (attempt {attempt} of {attempts})")
                 } else {
@@ -121,7 +130,12 @@ impl Progress {
                 outcome,
                 problem: Some(p),
                 ..
-            } => one(format!("{phase}: agent {outcome}: {}", clip(p, 200))),
+            } => one(format!(
+                "{}: agent {}: {}",
+                phase.as_str(),
+                outcome.as_str(),
+                clip(p, 200)
+            )),
             _ => Vec::new(),
         }
     }
@@ -184,7 +198,7 @@ mod tests {
             .unwrap();
         phase
             .emit(Event::ModelCall {
-                phase: "plan".into(),
+                phase: crate::model::Phase::Plan,
                 profile: "claude".into(),
                 attempt: 2,
                 attempts: 3,

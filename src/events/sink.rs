@@ -9,8 +9,9 @@ use super::Record;
 use crate::error::{Error, Result};
 
 /// Something that receives every event of a span tree. Sinks are called in
-/// order on the thread that emits; the first (the file) decides whether the
-/// emit failed, so a display can never lose the record.
+/// order on the thread that emits, each whatever the others did; the first
+/// (the file) decides whether the emit failed. A display may thus show an
+/// event the file could not record, but the caller learns of that failure.
 pub trait Sink: Send + Sync {
     fn record(&self, record: &Record) -> Result<()>;
 
@@ -18,7 +19,17 @@ pub trait Sink: Send + Sync {
     fn sync(&self) -> Result<()> {
         Ok(())
     }
+
+    /// Whether a record with this id is among the last ones recorded (a
+    /// sink that keeps nothing says no).
+    fn recorded(&self, _id: &str) -> bool {
+        false
+    }
 }
+
+/// How far back [`EventFile::recorded`] looks: an event emitted once per
+/// step is always among the last few lines when the step runs again.
+const RECENT_BYTES: u64 = 64 * 1024;
 
 /// `events.jsonl`, appended one whole line per write.
 pub struct EventFile {
@@ -61,6 +72,25 @@ impl Sink for EventFile {
         let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.sync_data()
             .map_err(|e| Error::io(format!("syncing {}", self.path.display()), e))
+    }
+
+    fn recorded(&self, id: &str) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = File::open(&self.path) else {
+            return false;
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if f.seek(SeekFrom::Start(len.saturating_sub(RECENT_BYTES)))
+            .is_err()
+        {
+            return false;
+        }
+        let mut tail = Vec::new();
+        if f.read_to_end(&mut tail).is_err() {
+            return false;
+        }
+        let needle = format!("\"id\":{}", serde_json::Value::from(id));
+        String::from_utf8_lossy(&tail).contains(&needle)
     }
 }
 

@@ -53,11 +53,6 @@ impl Span {
         Ok(Span::new(run_id, sinks))
     }
 
-    /// A tree that records nothing.
-    pub fn detached() -> Span {
-        Span::new("", Vec::new())
-    }
-
     pub fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }
@@ -117,6 +112,16 @@ impl Span {
         first
     }
 
+    /// Records `event` with `id` unless a record with that id is already
+    /// there: for an event that marks a step done, which a step resumed
+    /// after a kill would otherwise record twice.
+    pub fn emit_once(&self, id: &str, event: Event) -> Result<()> {
+        if self.hub.sinks.first().is_some_and(|s| s.recorded(id)) {
+            return Ok(());
+        }
+        self.emit_with_id(id, event)
+    }
+
     /// Records `event` and returns the span it opens.
     pub fn child(&self, event: Event) -> Result<Span> {
         let id = self.emit(event)?;
@@ -155,6 +160,28 @@ mod tests {
     }
 
     #[test]
+    fn an_event_marking_a_step_is_recorded_once_across_processes() {
+        let dir = tempfile::tempdir().unwrap();
+        let verdict = || Event::Verdict {
+            verdict: crate::model::Verdict::Keep,
+        };
+        let first = Span::open(dir.path(), "r", Vec::new()).unwrap();
+        first.emit_once("it-1-verdict", verdict()).unwrap();
+        first.emit(verdict()).unwrap();
+        // A second process (the step resumed after a kill) opens the file anew.
+        let again = Span::open(dir.path(), "r", Vec::new()).unwrap();
+        again.emit_once("it-1-verdict", verdict()).unwrap();
+        again.emit_once("it-2-verdict", verdict()).unwrap();
+        let ids: Vec<String> = super::super::read_all(dir.path())
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(ids.len(), 3, "{ids:?}");
+        assert_eq!(ids.iter().filter(|i| *i == "it-1-verdict").count(), 1);
+    }
+
+    #[test]
     fn two_threads_log_under_their_own_spans() {
         let sink = Arc::new(Collect::default());
         let root = Span::new("r", vec![sink.clone()]);
@@ -169,14 +196,13 @@ mod tests {
                 let span = phase.clone();
                 s.spawn(move || {
                     let me = span
-                        .child(Event::Anomaly {
-                            kind: who.into(),
-                            message: String::new(),
-                        })
+                        .child(Event::LearnArchived { path: who.into() })
                         .unwrap();
-                    for _ in 0..50 {
-                        me.emit(Event::Verdict {
-                            verdict: who.into(),
+                    for pair in 0..50 {
+                        me.emit(Event::Measurement {
+                            pair,
+                            side: who.into(),
+                            value: 1.0,
                         })
                         .unwrap();
                     }
@@ -187,18 +213,15 @@ mod tests {
         assert_eq!(all.len(), 1 + 2 * 51);
         let ids: std::collections::BTreeSet<&str> = all.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids.len(), all.len(), "ids are unique");
-        for r in all
-            .iter()
-            .filter(|r| matches!(r.event, Event::Verdict { .. }))
-        {
-            let Event::Verdict { verdict } = &r.event else {
-                unreachable!()
+        for r in all.iter() {
+            let Event::Measurement { side, .. } = &r.event else {
+                continue;
             };
             let parent = all
                 .iter()
                 .find(|p| Some(&p.id) == r.parent_id.as_ref())
                 .unwrap();
-            assert!(matches!(&parent.event, Event::Anomaly { kind, .. } if kind == verdict));
+            assert!(matches!(&parent.event, Event::LearnArchived { path } if *path == *side));
             assert_eq!(r.iteration, Some(3));
         }
     }

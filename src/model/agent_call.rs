@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use super::Usage;
+use super::{Phase, Usage};
 
 /// How one agent call ended, as recorded in the iteration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,7 +31,7 @@ impl CallOutcome {
 /// One agent call: the data an iteration file keeps about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentCall {
-    pub phase: String,
+    pub phase: Phase,
     pub attempt: u32,
     pub outcome: CallOutcome,
     #[serde(default)]

@@ -29,19 +29,22 @@ pub enum Cut {
         reason: StopReason,
         detail: String,
     },
-    /// REVIEW blocked a keep.
+    /// REVIEW blocked a keep: the measured keep becomes a discard (not a
+    /// scope block: a reviewer's judgement does not count toward that light).
     Review { findings: String },
 }
 
 impl Cut {
     /// `invalid` for what the agent failed to do, `blocked` for what it was
-    /// not allowed to do (which counts toward the scope red light).
+    /// not allowed to do (which counts toward the scope red light), and
+    /// `discard` for a keep the reviewer refused.
     pub fn verdict(&self) -> Verdict {
         match self {
             Cut::PlanRejected { .. } | Cut::ExecuteFailed { .. } | Cut::Budget { .. } => {
                 Verdict::Invalid
             }
-            Cut::Scope { .. } | Cut::Review { .. } => Verdict::Blocked,
+            Cut::Scope { .. } => Verdict::Blocked,
+            Cut::Review { .. } => Verdict::Discard,
         }
     }
 
@@ -121,6 +124,17 @@ impl Cut {
                 findings: findings.to_string(),
             };
         }
+        // Version 1 called everything it did not recognize as invalid a
+        // scope block; a reason that starts like an invalid one but does not
+        // parse stays invalid, its text kept whole.
+        if ["plan rejected", "budget reached before"]
+            .iter()
+            .any(|p| text.starts_with(p))
+        {
+            return Cut::ExecuteFailed {
+                message: text.to_string(),
+            };
+        }
         Cut::Scope {
             message: text.to_string(),
         }
@@ -192,6 +206,24 @@ mod tests {
         );
         assert_eq!(
             Cut::from_reason("plan rejected (agent): the agent timed out after 5m").verdict(),
+            Verdict::Invalid
+        );
+        // Messages with parentheses and colons of their own still parse.
+        let odd = Cut::PlanRejected {
+            rule: "agent".into(),
+            message: "the agent exited with code 1: error (x): y".into(),
+            attempts: None,
+        };
+        assert_eq!(Cut::from_reason(&odd.reason()), odd);
+        let budget = Cut::Budget {
+            phase: Phase::Execute,
+            reason: StopReason::BudgetCost,
+            detail: "$2.00 (of $1.50) used".into(),
+        };
+        assert_eq!(Cut::from_reason(&budget.reason()), budget);
+        // A malformed invalid reason stays invalid.
+        assert_eq!(
+            Cut::from_reason("plan rejected, somehow").verdict(),
             Verdict::Invalid
         );
     }

@@ -5,14 +5,15 @@
 //! from the code that computes them so that any module may name them without
 //! importing that code: `brief`, `config`, `eval`, `redlight`, `history` and
 //! the phases all depend on `model`, and `model` depends on nothing of ours
-//! but `stats` and `compress` (for the numbers and the redaction its records
-//! need). A test in `src/module_graph.rs` keeps it that way.
+//! but `compress` (the redaction its records need). A test in
+//! `src/module_graph.rs` fails on any import cycle, so none can start here.
 //!
 //! One type per file, named after it; the few helpers beside a type are the
 //! ones that only read it.
 
 mod agent_call;
 mod alarm;
+mod anomaly;
 mod budget;
 mod calibration;
 mod comparison;
@@ -33,6 +34,7 @@ mod verdict;
 
 pub use agent_call::{AgentCall, CallOutcome};
 pub use alarm::{Alarm, AlarmKind, Level};
+pub use anomaly::AnomalyKind;
 pub use budget::Budget;
 pub use calibration::Calibration;
 pub use comparison::{Comparison, Pair};

@@ -80,7 +80,7 @@ pub(crate) fn decide(
                 evidence: a.evidence.clone(),
             },
             Level::Yellow => Event::Anomaly {
-                kind: a.kind.to_string(),
+                kind: crate::model::AnomalyKind::Alarm(a.kind.clone()),
                 message: a.evidence.clone(),
             },
         })?;
@@ -122,7 +122,7 @@ pub(crate) fn decide(
             });
         } else if target_hit {
             cx.span.emit(Event::Anomaly {
-                kind: "target_not_confirmed".into(),
+                kind: crate::model::AnomalyKind::TargetNotConfirmed,
                 message: format!(
                     "the kept candidate met the target, but the confirmation measured {}",
                     fmt_num(conf.best_median)

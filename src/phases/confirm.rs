@@ -79,7 +79,7 @@ pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Option<Confi
         }
         Err(RunFailure::Failed { reason, .. }) => {
             span.emit(Event::Anomaly {
-                kind: "confirmation_failed".into(),
+                kind: crate::model::AnomalyKind::ConfirmationFailed,
                 message: reason,
             })?;
             Ok(None)

@@ -23,20 +23,17 @@ pub(crate) fn run(
     orientation: &Orientation,
     seed: u64,
 ) -> Result<EvalOutcome> {
-    if let Some(Review::Simplified {
-        measured: false, ..
-    }) = cur.review
-    {
-        return Err(Error::Internal(
-            "a simplified candidate needs the non-inferiority test, which this version does not have; delete state.json to redo the iteration".into(),
-        ));
-    }
-    let outcome = match &cur.cut {
-        Some(cut) => EvalOutcome::cut(cut),
-        None => candidate(cx, history, cur, orientation, seed)?,
+    let outcome = match (&cur.cut, &cur.review) {
+        (Some(cut), _) => EvalOutcome::cut(cut),
+        (None, Some(Review::Simplified { .. })) => {
+            return Err(Error::Internal(
+                "a simplified candidate needs the non-inferiority test, which this version does not have; delete state.json to redo the iteration".into(),
+            ));
+        }
+        (None, _) => candidate(cx, history, cur, orientation, seed)?,
     };
     cx.span.emit(Event::Decision {
-        verdict: outcome.verdict.as_str().into(),
+        verdict: outcome.verdict,
         reason: outcome.reason.clone(),
     })?;
     Ok(outcome)
@@ -153,7 +150,7 @@ fn candidate(
         .ok_or_else(|| Error::Internal("the sequential test ended without a look".into()))?;
     if last.noise_changed {
         cx.span.emit(Event::Anomaly {
-            kind: "noise_changed".into(),
+            kind: crate::model::AnomalyKind::NoiseChanged,
             message: format!(
                 "pair spread at {} pairs is far above the noise history",
                 last.n

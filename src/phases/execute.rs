@@ -50,7 +50,7 @@ pub(crate) fn run(
     let out = driver.execute(t, &plan)?;
     if let Some(b) = &out.breach {
         t.span.emit(Event::Anomaly {
-            kind: "scope_violation".into(),
+            kind: crate::model::AnomalyKind::ScopeViolation,
             message: b.clone(),
         })?;
     }
@@ -59,7 +59,7 @@ pub(crate) fn run(
     }
     if let Some(note) = ws.undo_foreign_commits(base)? {
         t.span.emit(Event::Anomaly {
-            kind: "agent_commit".into(),
+            kind: crate::model::AnomalyKind::AgentCommit,
             message: note,
         })?;
     }

@@ -81,7 +81,7 @@ pub(crate) fn run(
         && ws.candidate_tree()?.to_string() != *measured
     {
         t.span.emit(Event::Anomaly {
-            kind: "agent_edit_in_learn".into(),
+            kind: crate::model::AnomalyKind::AgentEditInLearn,
             message: "the agent edited files during LEARN; the edits are not part of this iteration and are discarded".into(),
         })?;
     }

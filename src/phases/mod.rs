@@ -9,7 +9,9 @@
 //! of the phases before it; it returns its own output, which the machine
 //! stores. The iteration file and `summary.md` are projections of those
 //! outputs, written by `Archive::sync` after LEARN, COMMIT and CHECK and when
-//! a run stops.
+//! a run stops. What the machine itself does is store each phase's output
+//! and make the writes that end a step, in their crash-safe order: applying
+//! CHECK's saved decision, recording a stop, archiving the baseline.
 //!
 //! A tick resumes after the last checkpoint, so a process killed at any
 //! instant repeats at most the phase it was in (measurements may be re-run;
@@ -589,7 +591,7 @@ impl<'a> Machine<'a> {
             detail: stop.detail,
         };
         self.iteration_span()?.emit(Event::Anomaly {
-            kind: "budget_cut".into(),
+            kind: crate::model::AnomalyKind::BudgetCut,
             message: cut.reason(),
         })?;
         self.current_mut()?.cut = Some(cut);
@@ -659,14 +661,12 @@ impl<'a> Machine<'a> {
             .iter()
             .rev()
             .find(|a| a.level == crate::model::Level::Yellow)
-            .map(|a| format!("{}: {}", a.kind, a.evidence));
+            .cloned();
         // The verdict marks the iteration's end. Its id is the iteration's,
-        // so a CHECK run again after a kill cannot record a second verdict.
-        self.iteration_span()?.emit_with_id(
+        // so a CHECK run again after a kill does not record a second one.
+        self.iteration_span()?.emit_once(
             &format!("{}-verdict", cur.event_id),
-            Event::Verdict {
-                verdict: verdict.as_str().into(),
-            },
+            Event::Verdict { verdict },
         )?;
         let mut done = cur.clone();
         done.check = Some(decision.clone());
@@ -760,7 +760,7 @@ impl<'a> Machine<'a> {
         )?;
         let rec = baseline::run(&self.cx(&span), &self.archive.state, &self.brief_hash)?;
         span.emit(Event::Decision {
-            verdict: Verdict::Baseline.as_str().into(),
+            verdict: Verdict::Baseline,
             reason: rec.reason.clone(),
         })?;
         self.archive

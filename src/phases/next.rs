@@ -108,16 +108,17 @@ pub fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
         Phase::Observe => Next::run(Phase::Orient),
         Phase::Orient => Next::run(Phase::Plan),
         Phase::Plan => spends(Phase::Execute),
+        // A cut iteration measures nothing: nothing runs beside it.
         Phase::Execute => match spends(Phase::Evaluate) {
-            Next::Run { phase, .. } if facts.analyzer_due => Next::Run {
+            Next::Run { phase, .. } if facts.analyzer_due && cur.cut.is_none() => Next::Run {
                 phase,
                 beside: Some(Beside::Analyzer),
             },
             n => n,
         },
+        Phase::Evaluate => Next::run(Phase::Review),
         // A simplified candidate is measured against the kept one before
         // the iteration may be archived.
-        Phase::Evaluate => Next::run(Phase::Review),
         Phase::Review => match cur.review {
             Some(Review::Simplified {
                 measured: false, ..
@@ -292,14 +293,21 @@ mod tests {
             }
         );
         assert_eq!(next(Some(&at(Phase::Plan)), &f), run(Phase::Execute));
-        // A cut iteration measures nothing, and nothing runs beside it.
-        let cut = Facts {
+        // A budget cuts the iteration first; once cut, it measures nothing,
+        // and nothing runs beside it.
+        let out = Facts {
             spend_out: true,
             ..f
         };
         assert_eq!(
-            next(Some(&at(Phase::Execute)), &cut),
+            next(Some(&at(Phase::Execute)), &out),
             Next::Cut(Phase::Evaluate)
         );
+        let mut cut = at(Phase::Execute);
+        cut.cut = Some(crate::model::Cut::ExecuteFailed {
+            message: "x".into(),
+        });
+        assert_eq!(next(Some(&cut), &out), run(Phase::Evaluate));
+        assert_eq!(next(Some(&cut), &f), run(Phase::Evaluate));
     }
 }

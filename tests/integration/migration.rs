@@ -1,9 +1,12 @@
 //! Archives and checkpoints written by an earlier release keep working.
 //!
-//! `tests/fixtures/state-v1/` was written by the release whose `state.json`
-//! has version 1 (commit 4be4fe9), with `make_state_v1_fixture` below: a
-//! Brief's baseline, then a tick killed right after EVALUATE's checkpoint,
-//! so the state holds the measured pairs of an iteration still in flight.
+//! `tests/fixtures/state-v1/` and `state-v1-learn/` were written by the
+//! release whose `state.json` has version 1 (commit 4be4fe9), with the
+//! ignored `make_*` tests below: a Brief's baseline, then a tick killed
+//! right after EVALUATE's checkpoint (the state holds the measured pairs of
+//! an iteration still in flight: version 1 saved nothing during EVALUATE
+//! itself), or after LEARN's (a script agent; the state lacks the LEARN
+//! call that the iteration file already has).
 
 use std::path::Path;
 
@@ -149,4 +152,120 @@ fn a_state_written_mid_iteration_by_the_earlier_release_resumes_with_its_pairs()
     // The run goes on from there.
     t.ooda(&["tick", "k"]).expect(0);
     assert_eq!(t.iterations("k"), vec![0, 1, 2]);
+}
+
+const LEARN_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/state-v1-learn");
+
+/// A script agent that plans X = 80 (worse than the start) and counts its
+/// LEARN calls in `$OODA_TEST_DIR/learned`.
+const COUNTING_AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+case "$OODA_PHASE" in
+  plan) printf '{"hypothesis": "X=80", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.1, "predicted_sd": 0.1, "knobs": {"X": 80}}' > "$OODA_OUTPUT_FILE" ;;
+  learn) echo "$OODA_ITERATION" >> "$OODA_TEST_DIR/learned"; printf '{"patterns": [{"name": "x-80", "lesson": "too far"}]}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+fn counting_repo() -> Test {
+    let t = Test::pinned();
+    t.script("ooda-agent.sh", COUNTING_AGENT);
+    t.ignore(&["/learned"]);
+    t.brief(
+        "k",
+        &knob_brief("").replace("agent: builtin", "agent: script"),
+    );
+    t.commit("brief");
+    t
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// `OODA_V1_BIN=/path/to/old/ooda cargo test --test integration make_state_v1_learn_fixture -- --ignored`.
+#[test]
+#[ignore = "writes tests/fixtures/state-v1-learn with an earlier release's binary (OODA_V1_BIN)"]
+fn make_state_v1_learn_fixture() {
+    let bin = std::env::var("OODA_V1_BIN").expect("OODA_V1_BIN names the earlier release's binary");
+    let t = counting_repo();
+    let run = |env: &[(&str, &str)]| {
+        let mut c = t.command_of(Path::new(&bin), &["tick", "k"]);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().expect("running the earlier ooda")
+    };
+    assert!(run(&[]).status.success(), "baseline");
+    let killed = run(&[("OODA_FAILPOINT", "after:learn")]);
+    assert_eq!(killed.status.code(), None, "killed by SIGKILL after LEARN");
+    let out = Path::new(LEARN_FIXTURE);
+    let _ = std::fs::remove_dir_all(out);
+    copy_tree(&t.path().join("iterations/k"), &out.join("iterations/k"));
+    let _ = std::fs::remove_file(out.join("iterations/k/.lock"));
+    std::fs::copy(t.path().join("counter"), out.join("counter")).unwrap();
+    std::fs::copy(t.path().join("learned"), out.join("learned")).unwrap();
+}
+
+#[test]
+fn a_state_written_after_learn_by_the_earlier_release_keeps_the_learn_call() {
+    let t = counting_repo();
+    let dir = Path::new(LEARN_FIXTURE);
+    let old: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("iterations/k/state.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (old["version"].as_u64(), old["current"]["done"].as_str()),
+        (Some(1), Some("learn"))
+    );
+    assert_eq!(
+        t.git(&["rev-parse", "HEAD"]),
+        old["start_commit"].as_str().unwrap()
+    );
+    t.ooda(&["tick", "k"]).expect(0);
+    copy_tree(&dir.join("iterations/k"), &t.path().join("iterations/k"));
+    for f in ["counter", "learned"] {
+        std::fs::copy(dir.join(f), t.path().join(f)).unwrap();
+    }
+    let archived = t.read("iterations/k/iter-001.md");
+    let calls: Vec<&str> = t
+        .record("k", 1)
+        .agent_calls
+        .iter()
+        .map(|c| c.phase.as_str())
+        .collect();
+    assert_eq!(
+        calls,
+        ["plan", "execute", "learn"],
+        "what the earlier release archived"
+    );
+
+    let r = t.ooda(&["tick", "k"]).expect(0);
+    assert!(
+        r.stderr.contains("resuming iteration 1 after LEARN"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("iteration 1 discard"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(t.read("learned"), "1\n", "LEARN is not asked again");
+    assert_eq!(
+        t.read("counter"),
+        std::fs::read_to_string(dir.join("counter")).unwrap()
+    );
+    // CHECK added nothing at iteration 1: the file is exactly as LEARN wrote it.
+    assert_eq!(t.read("iterations/k/iter-001.md"), archived);
+    assert_eq!(t.state("k")["next_iteration"], 2);
 }

@@ -13,17 +13,11 @@ fn prepared() -> Test {
     t
 }
 
-/// The verdicts recorded for one iteration. A verdict event has the id of
-/// its iteration, so one re-recorded by a CHECK resumed after a kill is the
-/// same event, not a second verdict.
 fn verdict_events(t: &Test, iteration: u64) -> usize {
-    let ids: std::collections::BTreeSet<String> = t
-        .events("k")
+    t.events("k")
         .iter()
         .filter(|e| e["type"] == "verdict" && e["iteration"] == iteration)
-        .map(|e| e["id"].as_str().unwrap_or_default().to_string())
-        .collect();
-    ids.len()
+        .count()
 }
 
 /// Ticks with `OODA_FAILPOINT=failpoint` until it fires (the process dies
@@ -61,6 +55,14 @@ fn killed_at(failpoint: &str) {
     for i in 1..=4 {
         assert_eq!(verdict_events(&t, i), 1, "iteration {i} after {failpoint}");
     }
+    let events = t.events("k");
+    let ids: std::collections::BTreeSet<&str> =
+        events.iter().filter_map(|e| e["id"].as_str()).collect();
+    assert_eq!(
+        ids.len(),
+        events.len(),
+        "event ids are unique after {failpoint}"
+    );
     // The branch holds exactly the archived keeps, each the measured tree.
     let records: Vec<_> = (1..=4).map(|i| t.record("k", i)).collect();
     let keeps: Vec<String> = records.iter().filter_map(|r| r.commit.clone()).collect();
