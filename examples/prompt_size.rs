@@ -57,6 +57,7 @@ fn main() {
         best_point: &best,
         orientation: &orientation,
         retry: None,
+        result_file: false,
         max_chars: budget,
     };
     let t = Instant::now();

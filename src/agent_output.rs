@@ -33,17 +33,68 @@ pub struct Parsed {
     /// `problem` is an error the tool itself reported (claude `is_error`,
     /// codex `turn.failed`, gemini `error`), not merely unreadable output.
     pub error_reported: bool,
+    /// The tool could not reach its model (HTTP 429/5xx/529, or an API
+    /// timeout, after its own retries): what it said. An outage is worth
+    /// waiting out; it says nothing about the agent or the change.
+    pub unavailable: Option<String>,
+    /// What the tool reported without failing (a permission it was denied,
+    /// a degraded model), for the record of the call.
+    pub warnings: Vec<String>,
+}
+
+/// An HTTP status that means "the service is not there right now".
+fn outage_status(code: u64) -> bool {
+    code == 408 || code == 429 || (500..=599).contains(&code)
+}
+
+/// The HTTP status an error message names (`529`, `status 503`, `429 Too
+/// Many Requests`), if it names one that means an outage.
+fn outage_in(message: &str) -> Option<u64> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)(?:\b|status |error: )(408|429|5\d\d)\b")
+            .expect("static regex is valid")
+    });
+    let code = RE
+        .captures(message)
+        .and_then(|c| c[1].parse().ok())
+        .filter(|c| outage_status(*c));
+    let lower = message.to_lowercase();
+    code.or_else(|| {
+        [
+            "overloaded",
+            "rate limit",
+            "service unavailable",
+            "timed out",
+            "timeout",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
+        .then_some(0)
+    })
+}
+
+/// `agent unavailable: HTTP 529 (…what the tool said…)`.
+fn unavailable_label(code: u64, tool: &str, said: &str) -> String {
+    let status = if code > 0 {
+        format!("HTTP {code}")
+    } else {
+        "the API did not answer".to_string()
+    };
+    format!("{status} ({tool}: {})", first_line(said))
 }
 
 /// Parses `stdout` as `format` prints it.
 pub fn parse(format: AgentFormat, stdout: &str) -> Parsed {
-    match format {
+    let mut p = match format {
         AgentFormat::ClaudeJson => claude_json(stdout),
         AgentFormat::ClaudeStreamJson => claude_stream(stdout),
         AgentFormat::CodexJsonl => codex(stdout),
         AgentFormat::GeminiJson => gemini(stdout),
+        AgentFormat::Aider => aider(stdout),
         AgentFormat::Text => text(stdout),
-    }
+    };
+    p.problem = p.problem.map(|t| crate::compress::strip_ansi(&t));
+    p
 }
 
 fn u(v: &Value, key: &str) -> u64 {
@@ -68,9 +119,11 @@ fn json_lines(stdout: &str) -> (Vec<Value>, usize) {
     (out, bad)
 }
 
-/// One JSON object for the whole output. Tools sometimes print a warning
-/// line before it, so when the whole text does not parse the last line that
-/// does is taken.
+/// One JSON object for the whole output. Tools sometimes print warning
+/// lines before it (Gemini CLI: "Warning: 256-color support not detected",
+/// then the object over many lines), so when the whole text does not parse,
+/// the object that starts on a line of its own and runs to the end is
+/// taken, and failing that the last line that parses.
 fn whole_json(stdout: &str) -> Result<Value, String> {
     let trimmed = stdout.trim();
     if trimmed.is_empty() {
@@ -79,14 +132,45 @@ fn whole_json(stdout: &str) -> Result<Value, String> {
     match serde_json::from_str::<Value>(trimmed) {
         Ok(v) if v.is_object() => Ok(v),
         Ok(_) => Err("the agent's output is JSON but not an object".into()),
-        Err(e) => json_lines(stdout)
-            .0
-            .pop()
-            .ok_or_else(|| format!("the agent's output is not valid JSON ({e}); was it cut off?")),
+        Err(e) => {
+            let mut offset = 0;
+            for line in stdout.split_inclusive('\n') {
+                if line.starts_with('{')
+                    && let Ok(v) = serde_json::from_str::<Value>(stdout[offset..].trim())
+                    && v.is_object()
+                {
+                    return Ok(v);
+                }
+                offset += line.len();
+            }
+            json_lines(stdout).0.pop().ok_or_else(|| {
+                format!("the agent's output is not valid JSON ({e}); was it cut off?")
+            })
+        }
     }
 }
 
+/// Tokens from `modelUsage` (every model the call used, side requests such
+/// as the session title on a small model included, as `total_cost_usd`
+/// counts them), else from the top-level `usage` (main turns only).
 fn claude_usage(v: &Value) -> Usage {
+    let cost = v.get("total_cost_usd").and_then(Value::as_f64);
+    if let Some(models) = v.get("modelUsage").and_then(Value::as_object)
+        && !models.is_empty()
+    {
+        let mut usage = Usage {
+            cost_usd: cost,
+            ..Usage::default()
+        };
+        for m in models.values() {
+            usage.input += u(m, "inputTokens")
+                + u(m, "cacheReadInputTokens")
+                + u(m, "cacheCreationInputTokens");
+            usage.cached += u(m, "cacheReadInputTokens");
+            usage.output += u(m, "outputTokens");
+        }
+        return usage;
+    }
     let usage = v.get("usage").cloned().unwrap_or(Value::Null);
     Usage {
         input: u(&usage, "input_tokens")
@@ -94,14 +178,48 @@ fn claude_usage(v: &Value) -> Usage {
             + u(&usage, "cache_read_input_tokens"),
         cached: u(&usage, "cache_read_input_tokens"),
         output: u(&usage, "output_tokens"),
-        cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+        cost_usd: cost,
     }
 }
 
+/// The model that did the work: the one with the most output tokens (the
+/// keys are alphabetical, and a small model titles the session).
 fn claude_model(v: &Value) -> Option<String> {
     v.get("modelUsage")
-        .and_then(Value::as_object)
-        .and_then(|m| m.keys().next().cloned())
+        .and_then(Value::as_object)?
+        .iter()
+        .max_by_key(|(_, m)| u(m, "outputTokens"))
+        .map(|(name, _)| name.clone())
+}
+
+/// Tool uses Claude's permission mode refused, as one warning.
+fn claude_denials(v: &Value) -> Option<String> {
+    let denials = v.get("permission_denials").and_then(Value::as_array)?;
+    if denials.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = denials
+        .iter()
+        .map(|d| {
+            let tool = d
+                .get("tool_name")
+                .and_then(Value::as_str)
+                .unwrap_or("a tool");
+            match d
+                .pointer("/tool_input/file_path")
+                .or_else(|| d.pointer("/tool_input/command"))
+                .and_then(Value::as_str)
+            {
+                Some(arg) => format!("{tool}({})", first_line(arg)),
+                None => tool.to_string(),
+            }
+        })
+        .collect();
+    Some(format!(
+        "claude was denied {} tool use(s): {}",
+        names.len(),
+        names.join(", ")
+    ))
 }
 
 /// `{"type":"result", "result": ..., "is_error": ..., "usage": ..., "total_cost_usd": ...}`.
@@ -110,25 +228,42 @@ fn claude_result(v: &Value) -> Parsed {
         text: s(v, "result"),
         usage: claude_usage(v),
         model: claude_model(v),
-        problem: None,
-        error_reported: false,
+        warnings: claude_denials(v).into_iter().collect(),
+        ..Parsed::default()
     };
     let is_error = v.get("is_error").and_then(Value::as_bool).unwrap_or(false);
     let subtype = s(v, "subtype").unwrap_or_default();
     if is_error || subtype.starts_with("error") {
         p.error_reported = true;
-        p.problem = Some(format!(
-            "claude reported an error ({}){}",
-            if subtype.is_empty() {
-                "is_error"
-            } else {
-                &subtype
-            },
-            p.text
-                .as_deref()
-                .map(|t| format!(": {}", first_line(t)))
-                .unwrap_or_default()
-        ));
+        let said = p.text.clone().unwrap_or_default();
+        let status = v.get("api_error_status").and_then(Value::as_u64);
+        p.problem = Some(match status {
+            Some(code) => format!("claude: API error {code}: {}", first_line(&said)),
+            None => format!(
+                "claude reported an error ({}){}",
+                if subtype.is_empty() {
+                    "is_error"
+                } else {
+                    &subtype
+                },
+                if said.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", first_line(&said))
+                }
+            ),
+        });
+        let outage = match status {
+            Some(code) => outage_status(code).then_some(code),
+            None => outage_in(&said).filter(|_| said.starts_with("API Error")),
+        };
+        if let Some(code) = outage {
+            p.unavailable = Some(unavailable_label(code, "claude", &said));
+        }
+        // A call that failed and used nothing reported no cost either.
+        if p.usage.total() == 0 && p.usage.cost_usd == Some(0.0) {
+            p.usage.cost_usd = None;
+        }
     } else if p.text.is_none() {
         p.problem = Some("claude's result has no `result` text".into());
     }
@@ -179,54 +314,71 @@ fn claude_stream(stdout: &str) -> Parsed {
                 });
             Parsed {
                 text,
-                usage: Usage::default(),
                 model,
-                error_reported: false,
                 problem: Some(if lines.is_empty() {
                     "the agent printed no stream-json events".into()
                 } else {
                     "the stream ended without a `result` event (cut off?)".into()
                 }),
+                ..Parsed::default()
             }
         }
     }
 }
 
+/// `codex exec --json`. An `error` event is fatal only if no completed turn
+/// follows it: codex prints "Reconnecting... n/5" errors while it retries a
+/// stream and then goes on; `turn.failed` is always fatal.
 fn codex(stdout: &str) -> Parsed {
     let (lines, _) = json_lines(stdout);
     let mut p = Parsed::default();
-    let mut errors = Vec::new();
+    let mut failed: Option<String> = None;
+    let mut pending: Option<String> = None;
     for v in &lines {
         match v.get("type").and_then(Value::as_str) {
-            Some("item.completed") => {
-                if v.pointer("/item/type").and_then(Value::as_str) == Some("agent_message")
-                    && let Some(t) = v.pointer("/item/text").and_then(Value::as_str)
-                {
-                    p.text = Some(t.to_string());
+            Some("item.completed") => match v.pointer("/item/type").and_then(Value::as_str) {
+                Some("agent_message") => {
+                    if let Some(t) = v.pointer("/item/text").and_then(Value::as_str) {
+                        p.text = Some(t.to_string());
+                    }
                 }
-            }
+                Some("error") => {
+                    if let Some(m) = v.pointer("/item/message").and_then(Value::as_str) {
+                        p.warnings.push(format!("codex: {}", first_line(m)));
+                    }
+                }
+                _ => {}
+            },
             Some("turn.completed") => {
                 let usage = v.get("usage").cloned().unwrap_or(Value::Null);
+                // `output_tokens` already counts the reasoning tokens; cache
+                // writes are reported beside `input_tokens`.
                 p.usage.add(&Usage {
-                    input: u(&usage, "input_tokens"),
+                    input: u(&usage, "input_tokens") + u(&usage, "cache_write_input_tokens"),
                     cached: u(&usage, "cached_input_tokens"),
-                    output: u(&usage, "output_tokens") + u(&usage, "reasoning_output_tokens"),
+                    output: u(&usage, "output_tokens"),
                     cost_usd: None,
                 });
+                pending = None;
             }
-            Some("turn.failed") => errors.push(
-                v.pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("turn failed")
-                    .to_string(),
-            ),
-            Some("error") => errors.push(s(v, "message").unwrap_or_else(|| "error".into())),
+            Some("turn.failed") => {
+                failed = Some(
+                    v.pointer("/error/message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("turn failed")
+                        .to_string(),
+                )
+            }
+            Some("error") => pending = Some(s(v, "message").unwrap_or_else(|| "error".into())),
             _ => {}
         }
     }
-    if let Some(e) = errors.last() {
+    if let Some(e) = failed.or(pending) {
         p.error_reported = true;
-        p.problem = Some(format!("codex reported an error: {}", first_line(e)));
+        p.problem = Some(format!("codex reported an error: {}", first_line(&e)));
+        if let Some(code) = outage_in(&e) {
+            p.unavailable = Some(unavailable_label(code, "codex", &e));
+        }
     } else if lines.is_empty() {
         p.problem = Some("the agent printed no codex JSON events".into());
     } else if p.text.is_none() {
@@ -272,6 +424,14 @@ fn gemini(stdout: &str) -> Parsed {
         let msg = s(err, "message").unwrap_or_else(|| err.to_string());
         p.error_reported = true;
         p.problem = Some(format!("gemini reported an error: {}", first_line(&msg)));
+        let outage = err
+            .get("code")
+            .and_then(Value::as_u64)
+            .filter(|c| outage_status(*c))
+            .or_else(|| outage_in(&msg));
+        if let Some(code) = outage {
+            p.unavailable = Some(unavailable_label(code, "gemini", &msg));
+        }
     } else if p.text.is_none() {
         p.problem = Some("gemini's output has no `response`".into());
     }
@@ -283,10 +443,37 @@ fn text(stdout: &str) -> Parsed {
     Parsed {
         text: (!t.is_empty()).then(|| stdout.to_string()),
         usage: aider_usage(stdout),
-        model: None,
         problem: t.is_empty().then(|| "the agent printed nothing".into()),
-        error_reported: false,
+        ..Parsed::default()
     }
+}
+
+/// aider's stdout: plain text with `Tokens: …` lines. When its model
+/// endpoint fails, aider prints `litellm.…Error` lines and its own retries,
+/// and after the last one exits 0 having done nothing: an error with no
+/// exchange after it is an outage.
+fn aider(stdout: &str) -> Parsed {
+    let mut p = text(stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let last_error = lines
+        .iter()
+        .rposition(|l| l.trim_start().starts_with("litellm.") && l.contains("Error"));
+    if let Some(i) = last_error
+        && !lines[i..].iter().any(|l| l.contains("Tokens: "))
+    {
+        let said = lines[i].trim();
+        let code = lines[i + 1..]
+            .iter()
+            .take(2)
+            .find_map(|l| l.trim().parse::<u64>().ok())
+            .filter(|c| outage_status(*c))
+            .or_else(|| outage_in(said))
+            .unwrap_or(0);
+        p.error_reported = true;
+        p.problem = Some(format!("aider: {}", first_line(said)));
+        p.unavailable = Some(unavailable_label(code, "aider", said));
+    }
+    p
 }
 
 /// aider prints `Tokens: 12k sent, 1.1k received. Cost: $0.05 message, $0.09 session.`
@@ -561,6 +748,165 @@ mod tests {
             &format!("Warning: update\n{CLAUDE}"),
         );
         assert_eq!(p.problem, None);
+    }
+
+    /// Output captured from the real tools (tests/fixtures/agent-outputs/real-cli/).
+    fn real(name: &str) -> String {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/agent-outputs/real-cli")
+                .join(name),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn claude_counts_every_model_and_names_the_one_that_worked() {
+        let p = parse(AgentFormat::ClaudeJson, &real("claude-2.1.197-plan.json"));
+        assert_eq!(p.problem, None);
+        // modelUsage (2003 + 600 + 400 in, 103 out) counts the side request
+        // that `usage` (1002 + 300 + 200, 52) leaves out, as the cost does.
+        assert_eq!(
+            p.usage,
+            Usage {
+                input: 2003 + 600 + 400,
+                cached: 600,
+                output: 103,
+                cost_usd: Some(0.015390000000000001),
+            }
+        );
+        assert_eq!(p.model.as_deref(), Some("claude-opus-4-8[1m]"));
+        let two = r#"{"type":"result","is_error":false,"result":"x","modelUsage":{"claude-a-small":{"inputTokens":900,"outputTokens":12},"claude-b-big":{"inputTokens":100,"outputTokens":400}},"permission_denials":[{"tool_name":"Write","tool_input":{"file_path":"/x/out.json"}}]}"#;
+        let p = parse(AgentFormat::ClaudeJson, two);
+        assert_eq!(p.model.as_deref(), Some("claude-b-big"));
+        assert_eq!(p.usage.total(), 900 + 12 + 100 + 400);
+        assert_eq!(
+            p.warnings,
+            ["claude was denied 1 tool use(s): Write(/x/out.json)"]
+        );
+    }
+
+    #[test]
+    fn claude_overloaded_is_an_outage_with_no_cost() {
+        let p = parse(
+            AgentFormat::ClaudeJson,
+            &real("claude-2.1.197-overloaded-529.json"),
+        );
+        assert!(p.error_reported);
+        assert_eq!(
+            p.problem.as_deref(),
+            Some(
+                "claude: API error 529: API Error: 529 Overloaded. This is a server-side issue, usually temporary — try again in a moment. If it persists, check your inference gateway (127.0.0.1:8765)."
+            )
+        );
+        assert!(
+            p.unavailable
+                .unwrap()
+                .starts_with("HTTP 529 (claude: API Error: 529 Overloaded")
+        );
+        assert_eq!(
+            p.usage.cost_usd, None,
+            "nothing was spent, and nothing reported"
+        );
+        let denied = parse(
+            AgentFormat::ClaudeJson,
+            &real("claude-2.1.197-execute.json"),
+        );
+        assert_eq!(denied.unavailable, None);
+        assert!(denied.warnings.is_empty());
+    }
+
+    #[test]
+    fn codex_goes_on_after_reconnecting_and_counts_output_once() {
+        let p = parse(
+            AgentFormat::CodexJsonl,
+            &real("codex-0.171.0-reconnect-then-success.jsonl"),
+        );
+        assert_eq!(p.problem, None, "the turn completed after the reconnects");
+        assert!(!p.error_reported);
+        assert_eq!(p.unavailable, None);
+        assert_eq!(
+            p.usage,
+            Usage {
+                input: 4030,
+                cached: 1000,
+                output: 190,
+                cost_usd: None
+            }
+        );
+        assert_eq!(
+            plan_of(&p)["change"].as_str().map(|c| &c[..11]),
+            Some("Incremented")
+        );
+        assert!(
+            p.warnings[0].starts_with("codex: Model metadata"),
+            "{:?}",
+            p.warnings
+        );
+        // The same reconnects with no completed turn after them: an outage.
+        let cut: String = real("codex-0.171.0-reconnect-then-success.jsonl")
+            .lines()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n");
+        let p = parse(AgentFormat::CodexJsonl, &cut);
+        assert!(p.error_reported);
+        assert!(
+            p.unavailable
+                .unwrap()
+                .starts_with("HTTP 529 (codex: Reconnecting...")
+        );
+        let plan = parse(AgentFormat::CodexJsonl, &real("codex-0.171.0-plan.jsonl"));
+        assert_eq!((plan.usage.input, plan.usage.output), (2025, 105));
+    }
+
+    #[test]
+    fn gemini_after_its_warning_lines() {
+        let p = parse(AgentFormat::GeminiJson, &real("gemini-0.61.0-execute.json"));
+        assert_eq!(p.problem, None);
+        assert_eq!(p.usage.input, 9012);
+        assert_eq!(p.usage.total(), 9204);
+        assert_eq!(p.usage.cached, 300);
+        assert_eq!(p.model.as_deref(), Some("gemini-2.5-pro"));
+        let busy =
+            r#"{"error":{"type":"ApiError","message":"Resource has been exhausted","code":429}}"#;
+        assert!(
+            parse(AgentFormat::GeminiJson, busy)
+                .unavailable
+                .unwrap()
+                .starts_with("HTTP 429")
+        );
+    }
+
+    #[test]
+    fn aider_usage_and_outage() {
+        let p = parse(AgentFormat::Aider, &real("aider-0.86.2-plan.txt"));
+        assert_eq!(p.problem, None);
+        assert_eq!((p.usage.input, p.usage.output), (3200, 98));
+        assert_eq!(p.usage.cost_usd, Some(0.00054));
+        assert_eq!(plan_of(&p)["predicted_effect"], 0.3);
+        let down = parse(
+            AgentFormat::Aider,
+            &real("aider-0.86.2-plan.persistent-500.stdout.txt"),
+        );
+        assert!(down.error_reported);
+        assert_eq!(
+            down.problem.as_deref(),
+            Some(
+                "aider: litellm.InternalServerError: InternalServerError: OpenAIException - mock fault"
+            )
+        );
+        assert!(
+            down.unavailable
+                .unwrap()
+                .starts_with("HTTP 500 (aider: litellm.InternalServerError")
+        );
+        // A plain script that happens to print such a line is just text.
+        let text = parse(
+            AgentFormat::Text,
+            &real("aider-0.86.2-plan.persistent-500.stdout.txt"),
+        );
+        assert_eq!(text.unavailable, None);
     }
 
     #[test]

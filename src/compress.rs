@@ -47,6 +47,12 @@ static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
 static DIGITS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[0-9]+").expect("static regex is valid"));
 
+/// `text` without ANSI escapes (colours, cursor moves): what a terminal
+/// shows, and what a reason in an iteration file must hold.
+pub fn strip_ansi(text: &str) -> String {
+    ANSI.replace_all(text, "").into_owned()
+}
+
 /// ANSI stripped, progress redraws resolved to their final state, control characters and
 /// trailing whitespace removed.
 fn clean_lines(text: &str) -> Vec<String> {

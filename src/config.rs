@@ -49,6 +49,10 @@ pub struct Defaults {
     pub stall_after: u32,
     /// Thresholds of the red-light detectors.
     pub red_lights: crate::model::Thresholds,
+    /// How long one agent step may wait out its API being unavailable
+    /// (HTTP 429/5xx after the tool's own retries), retrying with backoff,
+    /// before the iteration is given up as `agent unavailable`. Zero: never wait.
+    pub agent_outage: Duration,
 }
 
 impl Default for Defaults {
@@ -63,6 +67,7 @@ impl Default for Defaults {
             output_cap: 1_048_576,
             stall_after: 10,
             red_lights: crate::model::Thresholds::default(),
+            agent_outage: Duration::from_secs(30 * 60),
         }
     }
 }
@@ -78,6 +83,11 @@ pub struct AgentProfile {
     pub timeout: Option<Duration>,
     /// Extra environment for the agent process.
     pub env: BTreeMap<String, String>,
+    /// Whether the agent can write `OODA_OUTPUT_FILE` (outside its working
+    /// directory), so the prompt offers it. Tools whose sandbox or
+    /// permission mode confines writes to the worktree cannot, and answer
+    /// with the fenced `ooda` block only.
+    pub result_file: bool,
 }
 
 /// How the rendered prompt reaches the agent. `OODA_PROMPT_FILE` is set in every mode.
@@ -103,16 +113,19 @@ pub enum AgentFormat {
     CodexJsonl,
     /// `gemini -p ... -o json`
     GeminiJson,
+    /// aider's stdout: plain text, `Tokens: … Cost: …` lines, litellm errors.
+    Aider,
     /// Raw stdout.
     Text,
 }
 
 impl AgentFormat {
-    const ALL: [AgentFormat; 5] = [
+    const ALL: [AgentFormat; 6] = [
         AgentFormat::ClaudeJson,
         AgentFormat::ClaudeStreamJson,
         AgentFormat::CodexJsonl,
         AgentFormat::GeminiJson,
+        AgentFormat::Aider,
         AgentFormat::Text,
     ];
 
@@ -123,6 +136,7 @@ impl AgentFormat {
             AgentFormat::ClaudeStreamJson => "claude-stream-json",
             AgentFormat::CodexJsonl => "codex-jsonl",
             AgentFormat::GeminiJson => "gemini-json",
+            AgentFormat::Aider => "aider",
             AgentFormat::Text => "text",
         }
     }
@@ -184,6 +198,7 @@ const DEFAULTS_KEYS: &[&str] = &[
     "output_cap",
     "stall_after",
     "red_lights",
+    "agent_outage",
 ];
 const RED_LIGHT_KEYS: &[&str] = &[
     "flip_window",
@@ -198,7 +213,14 @@ const RED_LIGHT_KEYS: &[&str] = &[
     "plateau",
     "regressions",
 ];
-const AGENT_KEYS: &[&str] = &["command", "prompt", "format", "timeout", "env"];
+const AGENT_KEYS: &[&str] = &[
+    "command",
+    "prompt",
+    "format",
+    "timeout",
+    "env",
+    "result_file",
+];
 const MODEL_KEYS: &[&str] = &[
     "provider",
     "model",
@@ -215,7 +237,14 @@ fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentPr
         format,
         timeout: None,
         env: BTreeMap::new(),
+        result_file: true,
     }
+}
+
+/// A preset whose tool cannot write outside its working directory.
+fn confined(mut p: AgentProfile) -> AgentProfile {
+    p.result_file = false;
+    p
 }
 
 /// How long an agent call may run when its profile sets no `timeout`.
@@ -237,7 +266,9 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
             "claude",
             // -p: print mode (one prompt, read from stdin, then exit);
             // acceptEdits: file edits in the working directory need no approval.
-            profile(
+            // acceptEdits refuses writes outside the working directory, so
+            // the answer comes back in the fenced block only.
+            confined(profile(
                 &[
                     "claude",
                     "-p",
@@ -248,14 +279,14 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
                 ],
                 Stdin,
                 ClaudeJson,
-            ),
+            )),
         ),
         (
             "codex",
             // exec: non-interactive; `-` reads the prompt from stdin; the
             // workspace-write sandbox confines writes to the working directory;
             // approval_policy=never, because nobody is there to approve.
-            profile(
+            confined(profile(
                 &[
                     "codex",
                     "exec",
@@ -268,24 +299,39 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
                 ],
                 Stdin,
                 CodexJsonl,
-            ),
+            )),
         ),
         (
             "gemini",
             // -p takes the prompt as its value, so the prompt is the last argument;
             // auto_edit approves edits but not arbitrary shell commands (unlike --yolo).
-            profile(
-                &["gemini", "--approval-mode", "auto_edit", "-o", "json", "-p"],
-                Arg,
-                GeminiJson,
-            ),
+            // A fresh worktree is never a trusted folder: without --skip-trust
+            // every call exits 55 (the variable covers releases without the flag).
+            {
+                let mut p = confined(profile(
+                    &[
+                        "gemini",
+                        "--skip-trust",
+                        "--approval-mode",
+                        "auto_edit",
+                        "-o",
+                        "json",
+                        "-p",
+                    ],
+                    Arg,
+                    GeminiJson,
+                ));
+                p.env
+                    .insert("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into());
+                p
+            },
         ),
         (
             "aider",
             // --message-file: one message, then exit; --yes-always (spelt
             // --yes in older releases) answers its confirmations; no commits,
             // because the runner owns the candidate's git history.
-            profile(
+            confined(profile(
                 &[
                     "aider",
                     "--yes-always",
@@ -295,8 +341,8 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
                     "--message-file",
                 ],
                 File,
-                Text,
-            ),
+                Aider,
+            )),
         ),
         ("script", profile(&["./ooda-agent.sh"], Stdin, Text)),
     ]
@@ -451,6 +497,17 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         )
     {
         d.notes_dir = v;
+    }
+    if let Some(e) = fields.get("agent_outage")
+        && let Some(v) = ck.expect(
+            &e.value,
+            "defaults.agent_outage",
+            "a duration like `30m` (`0s`: never wait)",
+            "agent_outage: 30m",
+            |n| parse_duration(n.scalar()?),
+        )
+    {
+        d.agent_outage = v;
     }
     if let Some(e) = fields.get("output_cap")
         && let Some(v) = ck.expect(
@@ -618,6 +675,21 @@ fn check_agent(
             "timeout: 30m",
             |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
         );
+    }
+    if let Some(e) = fields.get("result_file")
+        && let Some(v) = ck.expect(
+            &e.value,
+            &join(&path, "result_file"),
+            "true or false",
+            "result_file: false",
+            |n| match n.scalar()? {
+                "true" => Some(true),
+                "false" => Some(false),
+                _ => None,
+            },
+        )
+    {
+        p.result_file = v;
     }
     if let Some(e) = fields.get("env") {
         let key = join(&path, "env");

@@ -79,6 +79,9 @@ pub struct Execution {
     pub failure: Option<String>,
     /// Set when files outside the candidate worktree changed: `blocked`.
     pub breach: Option<String>,
+    /// Set when the agent's API stayed unavailable: `invalid`, not the
+    /// agent's failure.
+    pub unavailable: Option<Cut>,
     pub calls: Vec<AgentCall>,
 }
 

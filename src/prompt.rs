@@ -112,6 +112,8 @@ pub struct PlanView<'a> {
     pub orientation: &'a Orientation,
     /// The validator's message when this is a retry.
     pub retry: Option<&'a str>,
+    /// Whether the agent can write `OODA_OUTPUT_FILE` (the prompt offers it).
+    pub result_file: bool,
     /// The whole prompt stays within this many characters.
     pub max_chars: usize,
 }
@@ -148,6 +150,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     let retry = v.retry.map(retry_note).unwrap_or_default();
 
     let fixed_slots: Vec<(&str, &str)> = vec![
+        ("result_file", result_file_note(v.result_file)),
         ("brief", &v.brief.name),
         ("brief_text", &brief_text),
         ("state", &state),
@@ -845,7 +848,19 @@ pub struct LearnView<'a> {
     pub record: &'a IterationRecord,
     /// Names already in use, so the agent reuses one when it fits.
     pub known_patterns: &'a [NamedPattern],
+    /// Whether the agent can write `OODA_OUTPUT_FILE` (the prompt offers it).
+    pub result_file: bool,
     pub max_chars: usize,
+}
+
+/// The `{{result_file}}` slot: the second way to answer, for agents that can
+/// write outside their working directory.
+fn result_file_note(allowed: bool) -> &'static str {
+    if allowed {
+        " (or write the JSON to the file named by the environment variable OODA_OUTPUT_FILE)"
+    } else {
+        ""
+    }
 }
 
 pub fn learn(v: &LearnView) -> String {
@@ -904,6 +919,7 @@ pub fn learn(v: &LearnView) -> String {
         v.template,
         &[
             ("brief", &v.brief.name),
+            ("result_file", result_file_note(v.result_file)),
             ("iteration", &iteration),
             ("verdict", r.verdict.as_str()),
             ("reason", &reason),
@@ -1061,6 +1077,7 @@ mod tests {
             best_point: best,
             orientation: Box::leak(Box::new(Orientation::of(h, 0.0, 0.05))),
             retry: None,
+            result_file: true,
             max_chars: max,
         }
     }
@@ -1101,6 +1118,7 @@ mod tests {
             "theta1",
             "iteration",
             "iterations_dir",
+            "result_file",
         ] {
             assert_eq!(occurrences(t.1, slot), 1, "{slot}");
         }

@@ -298,8 +298,17 @@ pub fn model_mismatch(
     None
 }
 
+/// Failed iterations in a row. An iteration cut short because the agent's
+/// API stayed unavailable is skipped: an outage of the provider is neither
+/// the agent's failure nor a success, and waiting it out must not end the
+/// night.
 pub fn failure_streak(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
-    let tail: Vec<&IterationRecord> = history.iter().rev().take(th.failure_streak).collect();
+    let tail: Vec<&IterationRecord> = history
+        .iter()
+        .rev()
+        .filter(|r| !r.cut_by_outage())
+        .take(th.failure_streak)
+        .collect();
     if tail.len() < th.failure_streak || !tail.iter().all(|r| r.verdict.is_failure()) {
         return None;
     }
@@ -425,6 +434,40 @@ mod tests {
 
     fn baseline() -> IterationRecord {
         IterationRecord::new(0, Verdict::Baseline)
+    }
+
+    #[test]
+    fn an_outage_does_not_count_toward_the_failure_streak() {
+        use crate::model::{AgentCall, CallOutcome, Phase};
+        let th = Thresholds::default();
+        let failed = |i: u32, outage: bool| {
+            let mut r = IterationRecord::new(i, Verdict::Invalid);
+            r.agent_calls = vec![AgentCall {
+                phase: Phase::Plan,
+                attempt: 1,
+                outcome: if outage {
+                    CallOutcome::Unavailable
+                } else {
+                    CallOutcome::Failed
+                },
+                exit_code: Some(1),
+                seconds: 1.0,
+                usage: Default::default(),
+                model: None,
+                problem: None,
+                warnings: Vec::new(),
+                waited: 0.0,
+                output: None,
+            }];
+            r
+        };
+        let mut h = vec![IterationRecord::new(0, Verdict::Baseline)];
+        h.extend((1..=8).map(|i| failed(i, true)));
+        assert_eq!(failure_streak(&h, &th), None, "eight outages in a row");
+        h.extend((9..=12).map(|i| failed(i, false)));
+        assert_eq!(failure_streak(&h, &th), None, "four real failures");
+        h.push(failed(13, false));
+        assert!(failure_streak(&h, &th).is_some(), "the fifth real one");
     }
 
     #[test]

@@ -323,6 +323,26 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
     }
     row("all", &calls);
     s.push('\n');
+    let outages: Vec<&AgentCall> = calls
+        .iter()
+        .copied()
+        .filter(|c| c.outcome == CallOutcome::Unavailable)
+        .collect();
+    if !outages.is_empty() {
+        let waited: f64 = outages.iter().map(|c| c.waited).sum();
+        let cut = history.iter().filter(|r| r.cut_by_outage()).count();
+        let _ = writeln!(
+            s,
+            "The agent's API was unavailable {} time(s); ooda waited {} in all for it to come back{}. Iterations cut short by an outage do not count toward the failure streak.\n",
+            outages.len(),
+            crate::brief::format_duration(std::time::Duration::from_secs_f64(waited.max(0.0))),
+            if cut > 0 {
+                format!(", and gave up on {cut} iteration(s)")
+            } else {
+                String::new()
+            }
+        );
+    }
     s
 }
 
@@ -468,6 +488,8 @@ mod tests {
             },
             model: None,
             problem: Some("(cites) a | b".into()),
+            warnings: Vec::new(),
+            waited: 0.0,
             output: Some("artifacts/iter-001/plan-2.output.txt".into()),
         };
         let t = history::render_calls(std::slice::from_ref(&call));

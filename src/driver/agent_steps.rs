@@ -28,8 +28,10 @@ use crate::fence::Fence;
 use crate::history::{IterationRecord, Verdict};
 use crate::knobs::Point;
 use crate::model::{Cut, Phase};
+
 use crate::plan::{self, Axis, LearnResult, Pattern, Plan};
 use crate::prompt::{self, PlanView, bound, clip};
+use std::time::{Duration, Instant};
 
 /// One try plus two retries for an invalid plan.
 pub const PLAN_ATTEMPTS: u32 = 3;
@@ -74,6 +76,18 @@ impl Driver for CommandAgent {
     }
 }
 
+/// Sleeps `d`, waking early (as an interruption) when `cancel` is set.
+fn sleep_unless_cancelled(d: Duration, cancel: &std::sync::atomic::AtomicBool) -> Result<()> {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(crate::error::Error::Interrupted);
+        }
+        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
+    }
+    Ok(())
+}
+
 /// One step of the conversation: the agent and what it may see.
 struct Step<'a> {
     agent: &'a CommandAgent,
@@ -85,8 +99,41 @@ impl Step<'_> {
         crate::scaffold::template(self.t.root, name).unwrap_or_default()
     }
 
-    /// Runs the agent once, with events around the call.
-    fn call(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<Reply> {
+    /// Runs the agent, with events around each call. While the tool says its
+    /// API is unavailable, the call is repeated after a growing wait, until
+    /// `defaults.agent_outage` has been spent waiting: an outage of the
+    /// provider is waited out, not blamed on the agent. Returns the last
+    /// reply and the calls that found the API unavailable before it.
+    fn call(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<(Reply, Vec<AgentCall>)> {
+        let budget = self.t.config.defaults.agent_outage;
+        let mut wait = (budget / 60).clamp(Duration::from_millis(100), Duration::from_secs(30));
+        let mut waited = Duration::ZERO;
+        let mut earlier = Vec::new();
+        loop {
+            let reply = self.call_once(phase, attempt, prompt)?;
+            if reply.call.outcome != CallOutcome::Unavailable || waited >= budget {
+                return Ok((reply, earlier));
+            }
+            let this = wait.min(budget - waited);
+            let mut call = reply.call;
+            call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
+            self.finished(&call)?;
+            self.t.span.emit(Event::AgentUnavailable {
+                phase,
+                attempt,
+                reason: call.problem.clone().unwrap_or_default(),
+                wait_seconds: this.as_secs_f64(),
+                waited_seconds: waited.as_secs_f64(),
+            })?;
+            earlier.push(call);
+            sleep_unless_cancelled(this, self.t.cancel)?;
+            waited += this;
+            wait = (wait * 2).min(Duration::from_secs(300));
+        }
+    }
+
+    /// Runs the agent once, with an event before the call.
+    fn call_once(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<Reply> {
         let t = self.t;
         let files = Invocation::files_dir_for(t.dir, t.iteration);
         t.span.emit(Event::ModelCall {
@@ -115,6 +162,18 @@ impl Step<'_> {
         };
         let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
         self.agent.run(&inv, lease.as_ref(), t.cancel)
+    }
+
+    /// The cut of an iteration whose agent stayed unavailable.
+    fn unavailable(&self, phase: Phase, earlier: &[AgentCall], problem: &str) -> Cut {
+        Cut::Unavailable {
+            phase,
+            waited_seconds: earlier.iter().map(|c| c.waited).sum(),
+            message: problem
+                .strip_prefix("agent unavailable: ")
+                .unwrap_or(problem)
+                .to_string(),
+        }
     }
 
     /// Records how a call ended, once its outcome is final.
@@ -160,20 +219,26 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
             best_point: best,
             orientation: t.orientation,
             retry: retry.as_deref(),
+            result_file: step.agent.profile.result_file,
             max_chars: t.config.defaults.prompt_budget,
         });
-        let mut reply = step.call(Phase::Plan, attempt, &text)?;
+        let (mut reply, outage) = step.call(Phase::Plan, attempt, &text)?;
+        calls.extend(outage);
         if !reply.finished() {
             let problem = reply.call.problem.clone().unwrap_or_default();
+            let cut = match reply.call.outcome {
+                CallOutcome::Unavailable => step.unavailable(Phase::Plan, &calls, &problem),
+                _ => Cut::PlanRejected {
+                    rule: "agent".into(),
+                    message: problem,
+                    attempts: None,
+                },
+            };
             step.finished(&reply.call)?;
             calls.push(reply.call);
             return Ok(Proposal::Plan {
                 plan: proposed.unwrap_or_default(),
-                rejected: Some(Cut::PlanRejected {
-                    rule: "agent".into(),
-                    message: problem,
-                    attempts: None,
-                }),
+                rejected: Some(cut),
                 calls,
             });
         }
@@ -301,9 +366,13 @@ fn execute(step: &Step, plan: &Plan) -> Result<Execution> {
         plan,
         max_chars: step.t.config.defaults.prompt_budget,
     });
-    let mut reply = step.call(Phase::Execute, 1, &text)?;
+    let (mut reply, mut calls) = step.call(Phase::Execute, 1, &text)?;
     let mut failure = None;
-    if !reply.finished() {
+    let mut unavailable = None;
+    if reply.call.outcome == CallOutcome::Unavailable {
+        let problem = reply.call.problem.clone().unwrap_or_default();
+        unavailable = Some(step.unavailable(Phase::Execute, &calls, &problem));
+    } else if !reply.finished() {
         failure = reply.call.problem.clone();
     } else if let Some(e) = reply.tool_error.clone() {
         reply.call.outcome = CallOutcome::NoResult;
@@ -322,11 +391,13 @@ fn execute(step: &Step, plan: &Plan) -> Result<Execution> {
         Err(_) => None,
     };
     step.finished(&reply.call)?;
+    calls.push(reply.call);
     Ok(Execution {
         failure,
+        unavailable,
         change,
         breach: None,
-        calls: vec![reply.call],
+        calls,
     })
 }
 
@@ -340,9 +411,10 @@ fn learn(step: &Step, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec
         brief: step.t.brief,
         record: rec,
         known_patterns: &known,
+        result_file: step.agent.profile.result_file,
         max_chars: step.t.config.defaults.prompt_budget,
     });
-    let mut reply = step.call(Phase::Learn, 1, &text)?;
+    let (mut reply, mut calls) = step.call(Phase::Learn, 1, &text)?;
     let mut learned = None;
     if reply.finished() {
         match &reply.result {
@@ -363,7 +435,8 @@ fn learn(step: &Step, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec
         }
     }
     step.finished(&reply.call)?;
-    Ok((learned, vec![reply.call]))
+    calls.push(reply.call);
+    Ok((learned, calls))
 }
 
 /// Patterns an iteration may add (a long list is a sign of noise, not insight).

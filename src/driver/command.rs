@@ -192,9 +192,23 @@ impl CommandAgent {
                     out.exit_code
                         .map(|c| c.to_string())
                         .unwrap_or_else(|| "?".into()),
-                    last_words(&out.output)
+                    // What the tool said it failed on reads better than the
+                    // raw tail of its JSON.
+                    match (parsed.error_reported, &parsed.problem) {
+                        (true, Some(p)) => format!(": {p}"),
+                        _ => last_words(&out.output),
+                    }
                 )),
             ),
+        };
+        // The tool could not reach its model: the call is not the agent's
+        // failure, whatever the exit code (aider exits 0 after its retries).
+        let (outcome, problem) = match &parsed.unavailable {
+            Some(why) if out.status != Outcome::TimedOut => (
+                CallOutcome::Unavailable,
+                Some(format!("agent unavailable: {why}")),
+            ),
+            _ => (outcome, problem),
         };
         let result = agent_output::result_json(written.as_deref(), parsed.text.as_deref());
         let problem = problem.or_else(|| match (&result, &parsed.problem) {
@@ -212,6 +226,12 @@ impl CommandAgent {
             usage: parsed.usage,
             model: parsed.model.clone(),
             problem: problem.map(|p| compress::redact(&p)),
+            warnings: parsed
+                .warnings
+                .iter()
+                .map(|w| compress::redact(w))
+                .collect(),
+            waited: 0.0,
             output: Some(relative(inv.iterations_dir, &log_file)),
         };
         Ok(Reply {
@@ -351,7 +371,7 @@ mod tests {
         );
         assert_eq!(
             agent("gemini").command_line(),
-            r#"gemini --approval-mode auto_edit -o json -p "$(cat "$OODA_PROMPT_FILE")""#
+            r#"gemini --skip-trust --approval-mode auto_edit -o json -p "$(cat "$OODA_PROMPT_FILE")""#
         );
         assert_eq!(
             agent("aider").command_line(),
@@ -395,6 +415,7 @@ mod tests {
                 format: crate::config::AgentFormat::Text,
                 timeout: Some(Duration::from_secs(timeout)),
                 env: [("EXTRA".to_string(), "yes".to_string())].into(),
+                result_file: true,
             },
         };
         let files = Invocation::files_dir_for(&dir, 3);

@@ -80,6 +80,15 @@ pub enum Event {
         command: String,
         prompt_chars: usize,
     },
+    /// The agent's API was unavailable: the call is tried again after
+    /// `wait_seconds` (`waited_seconds` already spent waiting in this step).
+    AgentUnavailable {
+        phase: Phase,
+        attempt: u32,
+        reason: String,
+        wait_seconds: f64,
+        waited_seconds: f64,
+    },
     /// How that step ended, with the usage its output reported.
     ModelResult {
         phase: Phase,

@@ -125,6 +125,18 @@ impl Progress {
                     String::new()
                 }
             )),
+            Event::AgentUnavailable {
+                phase,
+                reason,
+                wait_seconds,
+                waited_seconds,
+                ..
+            } => one(format!(
+                "{}: {reason}; trying again in {} ({} waited so far)",
+                phase.as_str(),
+                secs(*wait_seconds),
+                secs(*waited_seconds)
+            )),
             Event::ModelResult {
                 phase,
                 outcome,
@@ -139,6 +151,10 @@ impl Progress {
             _ => Vec::new(),
         }
     }
+}
+
+fn secs(s: f64) -> String {
+    crate::units::format_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
 }
 
 impl Sink for Progress {

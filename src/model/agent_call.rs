@@ -2,6 +2,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{Phase, Usage};
 
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
+}
+
 /// How one agent call ended, as recorded in the iteration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -14,6 +18,8 @@ pub enum CallOutcome {
     NoResult,
     /// Its plan broke a rule of the validator.
     Rejected,
+    /// The tool could not reach its model (an outage, a rate limit).
+    Unavailable,
 }
 
 impl CallOutcome {
@@ -24,6 +30,7 @@ impl CallOutcome {
             CallOutcome::TimedOut => "timed_out",
             CallOutcome::NoResult => "no_result",
             CallOutcome::Rejected => "rejected",
+            CallOutcome::Unavailable => "unavailable",
         }
     }
 }
@@ -43,6 +50,13 @@ pub struct AgentCall {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// What the tool reported without failing (a denied permission).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Seconds the runner waited after this call before trying again,
+    /// because the tool's API was unavailable.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waited: f64,
     /// The compressed output, relative to the iterations folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,

@@ -29,6 +29,14 @@ pub enum Cut {
         reason: StopReason,
         detail: String,
     },
+    /// The agent's API stayed unavailable (HTTP 429/5xx, a timeout) after
+    /// ooda waited `waited_seconds` for it during `phase`: not a failure of
+    /// the agent, and not counted toward the failure streak.
+    Unavailable {
+        phase: Phase,
+        waited_seconds: f64,
+        message: String,
+    },
     /// REVIEW blocked a keep: the measured keep becomes a discard (not a
     /// scope block: a reviewer's judgement does not count toward that light).
     Review { findings: String },
@@ -40,9 +48,10 @@ impl Cut {
     /// `discard` for a keep the reviewer refused.
     pub fn verdict(&self) -> Verdict {
         match self {
-            Cut::PlanRejected { .. } | Cut::ExecuteFailed { .. } | Cut::Budget { .. } => {
-                Verdict::Invalid
-            }
+            Cut::PlanRejected { .. }
+            | Cut::ExecuteFailed { .. }
+            | Cut::Budget { .. }
+            | Cut::Unavailable { .. } => Verdict::Invalid,
             Cut::Scope { .. } => Verdict::Blocked,
             Cut::Review { .. } => Verdict::Discard,
         }
@@ -69,6 +78,17 @@ impl Cut {
                 "budget reached before {}: {} ({detail}); the candidate was not measured",
                 phase.as_str().to_uppercase(),
                 reason.as_str()
+            ),
+            Cut::Unavailable {
+                phase,
+                waited_seconds,
+                message,
+            } => format!(
+                "agent unavailable in {} (waited {} for it): {message}",
+                phase.as_str().to_uppercase(),
+                crate::units::format_duration(std::time::Duration::from_secs_f64(
+                    waited_seconds.max(0.0)
+                ))
             ),
             Cut::Review { findings } => format!("blocked by review: {findings}"),
         }

@@ -157,7 +157,8 @@ impl IterationRecord {
         let r = |s: &str| compress::redact(s);
         let ro = |s: &Option<String>| s.as_deref().map(compress::redact);
         let mut out = self.clone();
-        out.reason = r(&self.reason);
+        // A reason is read by people: a tool's colour codes are not kept.
+        out.reason = r(&compress::strip_ansi(&self.reason));
         out.hypothesis = r(&self.hypothesis);
         out.change = r(&self.change);
         out.failure_output = ro(&self.failure_output);
@@ -174,6 +175,17 @@ impl IterationRecord {
             p.lesson = r(&p.lesson);
         }
         out
+    }
+
+    /// Whether the iteration failed because the agent's API stayed
+    /// unavailable (its last agent call found it so): an outage, which
+    /// says nothing about the agent or the change.
+    pub fn cut_by_outage(&self) -> bool {
+        self.verdict == Verdict::Invalid
+            && self
+                .agent_calls
+                .last()
+                .is_some_and(|c| c.outcome == super::CallOutcome::Unavailable)
     }
 
     /// One line for digests and summaries: signed effect in percent, if measured.

@@ -72,7 +72,8 @@ pub(crate) fn run(
         .brief
         .scope_violation(changed.iter().map(|c| c.path.as_str()));
     let mut failure = out.failure;
-    if changed.is_empty() && failure.is_none() && driver.edits_files() {
+    if changed.is_empty() && failure.is_none() && out.unavailable.is_none() && driver.edits_files()
+    {
         failure = Some("the agent changed nothing, so there is nothing to measure".into());
     }
     // A scope violation outweighs an agent failure: it counts toward the red light.
@@ -80,6 +81,7 @@ pub(crate) fn run(
         .breach
         .or(violation)
         .map(|message| Cut::Scope { message })
+        .or(out.unavailable)
         .or(failure.map(|message| Cut::ExecuteFailed { message }));
     Ok(Some(Executed {
         plan,

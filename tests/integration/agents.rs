@@ -838,3 +838,108 @@ esac
     // The base worktree was restored before anything was measured again.
     assert!(f.t.read(".ooda/worktrees/b/base/bench.sh").contains("awk"));
 }
+
+/// The standard fake in claude-json whose first `fails` calls get the API's
+/// 529 (the real Claude Code 2.1.197 output), counted in `$AGENT_DIR/calls`.
+fn overloaded(fails: u32) -> Fake {
+    let script = format!(
+        r#"#!/bin/sh
+cat > /dev/null
+n=$(cat "$AGENT_DIR/calls" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$AGENT_DIR/calls"
+if [ $n -le {fails} ]; then cat "$AGENT_DIR/overloaded.json"; exit 1; fi
+if [ "$OODA_PHASE" = execute ]; then echo tuned >> src/lib.txt; fi
+cat "$AGENT_DIR/$OODA_PHASE.out"
+"#
+    );
+    let f = Fake::new("claude-json", &script, "20s");
+    f.t.write(
+        "ooda.yaml",
+        &f.t.read("ooda.yaml")
+            .replace("defaults:\n", "defaults:\n  agent_outage: 2s\n"),
+    );
+    f.t.commit("outage budget");
+    std::fs::write(
+        f.dir.path().join("overloaded.json"),
+        include_str!("../fixtures/agent-outputs/real-cli/claude-2.1.197-overloaded-529.json"),
+    )
+    .unwrap();
+    f.put("plan", &with_text("claude-json", &block(PLAN)));
+    f.put("execute", &with_text("claude-json", &block(EXECUTE)));
+    f.put("learn", &with_text("claude-json", &block(LEARN)));
+    f
+}
+
+#[test]
+fn an_outage_is_waited_out_and_the_iteration_goes_on() {
+    let f = overloaded(3);
+    let (run, rec) = f.first_iteration();
+    let run = run.expect(0);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", f.iter_file(1));
+    let outcomes: Vec<&str> = rec.agent_calls.iter().map(|c| c.outcome.as_str()).collect();
+    assert_eq!(
+        outcomes,
+        [
+            "unavailable",
+            "unavailable",
+            "unavailable",
+            "ok",
+            "ok",
+            "ok"
+        ]
+    );
+    let unavailable = &rec.agent_calls[0];
+    assert!(unavailable.waited > 0.0);
+    let problem = unavailable.problem.as_deref().unwrap();
+    assert!(
+        problem.starts_with("agent unavailable: HTTP 529 (claude: API Error: 529 Overloaded"),
+        "{problem}"
+    );
+    assert!(
+        !problem.contains("{\""),
+        "the tool's message, not its JSON: {problem}"
+    );
+    assert_eq!(unavailable.usage.cost_usd, None, "no cost was reported");
+    let waits =
+        f.t.events("b")
+            .iter()
+            .filter(|e| e["type"] == "agent_unavailable")
+            .count();
+    assert_eq!(waits, 3);
+    let summary = f.t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("The agent's API was unavailable 3 time(s)"),
+        "{summary}"
+    );
+    assert!(
+        run.stderr.contains("plan: agent unavailable: HTTP 529"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_long_outage_cuts_iterations_short_but_is_not_a_failure_streak() {
+    let f = overloaded(1000);
+    f.t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 6 }\n").replace("agent: builtin", "agent: fake"),
+    );
+    f.t.commit("six iterations");
+    let r = f.ooda(&["run", "b"]);
+    assert_eq!(
+        r.code, 4,
+        "the budget, not a red light, ends it: {}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("budget_iterations"), "{}", r.stdout);
+    for i in 1..=6 {
+        let rec = f.t.record("b", i);
+        assert_eq!(rec.verdict, Verdict::Invalid);
+        assert!(
+            rec.reason.starts_with("agent unavailable in PLAN (waited "),
+            "{}",
+            rec.reason
+        );
+        assert!(rec.reason.contains("HTTP 529"), "{}", rec.reason);
+    }
+}
