@@ -224,11 +224,11 @@ fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
         && tip != head
     {
         return Err(Error::Input(format!(
-            "branch {} already exists (at {}) but {} has no history: it is left from an earlier run. Review it, then delete it with `git branch -D {}` (and `git worktree prune`), or restore the earlier iterations/ folder.",
+            "branch {} already exists (at {}) but {} has no history: it is left from an earlier run. Review it, then start over with `ooda reset {}`, or restore the earlier iterations/ folder.",
             ws.branch,
             history::short(&tip.to_string()),
             brief.name,
-            ws.branch
+            brief.name
         )));
     }
     let now = Utc::now();

@@ -207,9 +207,22 @@ impl Brief {
         Brief::parse(path, &text)
     }
 
+    /// Reads and validates a Brief file of a project whose agent profiles
+    /// are `agents`: an `agent:` naming none of them is one more problem of
+    /// the same report, with its line.
+    pub fn load_in(path: &Path, agents: &[&str]) -> Result<Brief, BriefError> {
+        let text = std::fs::read_to_string(path).map_err(|e| BriefError::io(path, &e))?;
+        Brief::parse_in(path, &text, Some(agents))
+    }
+
     /// Validates `text` as the Brief at `path` (the path names the Brief and the
     /// problems; it is not read).
     pub fn parse(path: &Path, text: &str) -> Result<Brief, BriefError> {
+        Brief::parse_in(path, text, None)
+    }
+
+    /// [`Brief::parse`], checking `agent:` against the known profiles too.
+    pub fn parse_in(path: &Path, text: &str, agents: Option<&[&str]>) -> Result<Brief, BriefError> {
         let mut ck = Checker::new(path);
         let name = check_file_name(&mut ck, path);
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -232,6 +245,9 @@ impl Brief {
         let sections = check_sections(&mut ck, text, &doc);
         if draft.is_map {
             check_agent_or_knobs(&mut ck, &draft);
+            if let (Some(known), Some(agent)) = (agents, draft.agent.as_deref()) {
+                check_agent_known(&mut ck, &draft, agent, known);
+            }
         }
 
         BriefError::check(ck.problems)?;
@@ -1041,6 +1057,28 @@ pub(crate) fn check_budget(ck: &mut Checker, node: &Node, path: &str) -> Budget 
             )
         }),
     }
+}
+
+fn check_agent_known(ck: &mut Checker, draft: &Draft, agent: &str, known: &[&str]) {
+    if agent == "builtin" || known.contains(&agent) {
+        return;
+    }
+    let mut names: Vec<&str> = vec!["builtin"];
+    names.extend(known.iter().copied());
+    let suggestion = yaml::suggest(agent, &names);
+    let p = ck.report(
+        Some(draft.agent_line),
+        Some("agent"),
+        format!(
+            "`{agent}` is not an agent profile{}; known: {}. A new one is defined in ooda.yaml under `agents:`",
+            suggestion
+                .map(|s| format!(" (did you mean `{s}`?)"))
+                .unwrap_or_default(),
+            names.join(", ")
+        ),
+    );
+    p.expected("`builtin` or the name of an agent profile");
+    p.example(format!("agent: {}", suggestion.unwrap_or("claude")));
 }
 
 fn check_agent_or_knobs(ck: &mut Checker, draft: &Draft) {

@@ -14,8 +14,8 @@ use std::sync::atomic::AtomicBool;
 use crate::brief::{Brief, Parse};
 use crate::driver::MainAgent;
 use crate::error::{Error, Result};
-use crate::eval::{Evaluator, RunFailure, Side, Worktree, gain};
-use crate::events::{Progress, Span};
+use crate::eval::{Evaluator, RunFailure, Side, Worktree};
+use crate::events::{Progress, Shown, Span};
 use crate::executor::{Executor, Local, Purpose};
 use crate::history::fmt_num;
 use crate::knobs;
@@ -29,7 +29,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     let _ = writeln!(s, "{}: valid", brief.path.display());
     let _ = writeln!(
         s,
-        "  metric      {} ({:?}) from `{}`",
+        "  metric      {} ({}) from `{}`",
         m.name, m.direction, m.command
     );
     if let Some(setup) = &m.setup {
@@ -51,6 +51,14 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     }
     for g in &brief.guards {
         let _ = writeln!(s, "  guard       `{g}`");
+    }
+    for (what, cmd) in std::iter::once(("the metric command", &m.command))
+        .chain(m.setup.iter().map(|c| ("setup", c)))
+        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+    {
+        if let Some(problem) = command_problem(&project.root, cmd, what) {
+            let _ = writeln!(s, "  warning     {problem}");
+        }
     }
     let _ = writeln!(
         s,
@@ -107,6 +115,214 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     s
 }
 
+/// What `describe` says, as data (`ooda check --json`).
+pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
+    use serde_json::json;
+    let m = &brief.metric;
+    let mut warnings: Vec<String> = std::iter::once(("the metric command", &m.command))
+        .chain(m.setup.iter().map(|c| ("setup", c)))
+        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+        .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
+        .collect();
+    let agent = match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => {
+            if let Some(p) = a.program_problem(&project.root) {
+                warnings.push(p);
+            }
+            json!({
+                "name": a.name,
+                "driver": "command",
+                "command_line": a.command_line(),
+                "format": a.profile.format.as_str(),
+                "timeout_seconds": a.timeout().as_secs(),
+            })
+        }
+        Ok(a) => json!({"name": a.name(), "driver": "builtin"}),
+        Err(e) => json!({"error": e.to_string()}),
+    };
+    let b = project.config.budget_for(brief);
+    let zone = crate::schedule::Zone::from_env();
+    let schedule = brief
+        .schedule
+        .as_ref()
+        .map(|sch| match crate::schedule::Schedule::parse(sch) {
+            Ok(parsed) => {
+                let mut next = Vec::new();
+                let mut at = chrono::Utc::now();
+                for _ in 0..5 {
+                    match parsed.next_after(at, &zone) {
+                        Some(t) => {
+                            next.push(t.to_rfc3339());
+                            at = t;
+                        }
+                        None => break,
+                    }
+                }
+                json!({"text": sch, "next": next})
+            }
+            Err(e) => json!({"text": sch, "error": e}),
+        });
+    json!({
+        "brief": brief.name,
+        "path": brief.path.display().to_string(),
+        "valid": true,
+        "metric": {
+            "name": m.name,
+            "command": m.command,
+            "setup": m.setup,
+            "parse": m.parse.to_string(),
+            "direction": m.direction,
+            "target": m.target,
+            "noise_floor": m.noise_floor,
+            "timeout_seconds": m.timeout.as_secs_f64(),
+        },
+        "guards": brief.guards,
+        "scope": {"allow": brief.scope.allow, "protect": brief.scope.protect},
+        "knobs": brief.knobs.iter().map(|k| json!({
+            "name": k.name,
+            "spec": knobs::describe(&k.spec),
+            "default": k.default.as_ref().map(|d| d.to_string()),
+        })).collect::<Vec<_>>(),
+        "agent": agent,
+        "budget": {
+            "iterations": b.iterations,
+            "wall_seconds": b.wall.map(|w| w.as_secs_f64()),
+            "tokens": b.tokens,
+            "cost_usd": b.cost_usd,
+        },
+        "schedule": schedule,
+        "warnings": warnings,
+    })
+}
+
+/// `ooda check --preflight`: one real PLAN call with the Brief's agent, in
+/// a scratch worktree at HEAD, nothing archived (the prompt and the output
+/// stay in `.ooda/preflight/<brief>/` for reading). Says whether the agent
+/// starts, answers, and answers in a form ooda reads; `Ok(false)` when not.
+pub fn preflight(
+    project: &Project,
+    brief: &Brief,
+    cancel: &AtomicBool,
+    print: Print,
+) -> Result<(String, bool, serde_json::Value)> {
+    let agent = match MainAgent::for_brief(brief, &project.config)? {
+        MainAgent::Builtin => {
+            return Ok((
+                "preflight: the builtin driver runs no agent process (no network, no key): nothing to try\n".into(),
+                true,
+                serde_json::json!({"ok": true, "driver": "builtin"}),
+            ));
+        }
+        MainAgent::Command(a) => a,
+    };
+    let ws = crate::workspace::Workspace::open(
+        &project.root,
+        &project.worktrees_dir(&brief.name),
+        &brief.name,
+    )?;
+    let cand = ws.scratch("check", ws.user_head()?)?;
+    let files = project
+        .root
+        .join(".ooda")
+        .join("preflight")
+        .join(&brief.name);
+    crate::atomic::create_dir_all(&files)?;
+    // The archive, if there is one, makes the prompt the next PLAN's.
+    let history = crate::history::load(&project.iterations_dir(&brief.name)).unwrap_or_default();
+    let orientation = crate::phases::orientation_of(&history, brief, &project.config);
+    let progress = Progress::new(&brief.name, false, print);
+    let span = Span::new("preflight", vec![Arc::new(progress)]);
+    let turn = crate::driver::Turn {
+        brief,
+        config: &project.config,
+        root: &project.root,
+        dir: &files,
+        cand_dir: &cand,
+        base_dir: &cand,
+        history: &history,
+        orientation: &orientation,
+        iteration: history.len().max(1) as u32,
+        seed: brief.seed.unwrap_or(0),
+        run_started: chrono::Utc::now(),
+        span: &span,
+        cancel,
+        executor: &Local,
+    };
+    let best = knobs::point_in(&cand, brief)?;
+    let report = crate::driver::agent_steps::preflight(&agent, &turn, &best)?;
+    let c = &report.call;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "preflight: `{}` answered PLAN in {:.1}s: {}{}",
+        agent.command_line(),
+        c.seconds,
+        c.outcome.as_str(),
+        c.model
+            .as_deref()
+            .map(|m| format!(" (model {m})"))
+            .unwrap_or_default()
+    );
+    if !c.usage.is_empty() {
+        let _ = writeln!(
+            s,
+            "  usage       {} tokens in ({} cached), {} out{}",
+            c.usage.input,
+            c.usage.cached,
+            c.usage.output,
+            c.usage
+                .cost_usd
+                .map(|x| format!(", ${x:.4}"))
+                .unwrap_or_default()
+        );
+    }
+    for w in &c.warnings {
+        let _ = writeln!(s, "  warning     {w}");
+    }
+    let ok = match &report.plan {
+        Ok(plan) => {
+            let _ = writeln!(
+                s,
+                "  plan        {} (predicted {:+.1}% ± {:.1}%)",
+                crate::prompt::clip(&plan.hypothesis, 100),
+                plan.predicted_effect * 100.0,
+                plan.predicted_sd * 100.0
+            );
+            true
+        }
+        Err(why) => {
+            let _ = writeln!(s, "  FAILED      {why}");
+            false
+        }
+    };
+    let _ = writeln!(
+        s,
+        "  files       {} (the prompt, the output, the answer)",
+        files.display()
+    );
+    let data = serde_json::json!({
+        "ok": ok,
+        "call": c,
+        "plan": report.plan.as_ref().ok(),
+        "problem": report.plan.as_ref().err(),
+        "files": files.display().to_string(),
+    });
+    Ok((s, ok, data))
+}
+
+/// A problem with the program a shell line starts, when that program is
+/// named by a path (`./bench.sh`, `tools/run`): a bare word may be a shell
+/// builtin or on the worktree's own `PATH`, so it is not judged.
+fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<String> {
+    let program = command
+        .split_whitespace()
+        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))?;
+    program
+        .contains('/')
+        .then(|| crate::driver::command::program_problem(root, program, what))
+        .flatten()
+}
+
 /// A command agent as it will run: its profile and the exact shell line.
 fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent, project: &Project) {
     let p = &a.profile;
@@ -143,7 +359,7 @@ pub fn measure(
     n: u32,
     cancel: &AtomicBool,
     print: Print,
-) -> Result<String> {
+) -> Result<(String, serde_json::Value)> {
     let ws = crate::workspace::Workspace::open(
         &project.root,
         &project.worktrees_dir(&brief.name),
@@ -151,9 +367,9 @@ pub fn measure(
     )?;
     let head = ws.user_head()?;
     let wt = Worktree::new(Side::Check, ws.scratch("check", head)?, brief)?;
-    let print: Arc<dyn Fn(&str) + Send + Sync> = Arc::from(print);
+    let print: Arc<dyn Fn(&Shown) + Send + Sync> = Arc::from(print);
     let shown = print.clone();
-    let progress = Progress::new(&brief.name, false, Box::new(move |l| shown(l)));
+    let progress = Progress::new(&brief.name, false, Box::new(move |s: &Shown| shown(s)));
     // Nothing is archived: the events go to the display only.
     let span = Span::new("check", vec![Arc::new(progress)]);
     let lease = Local.lease(Purpose::Check)?;
@@ -177,11 +393,12 @@ pub fn measure(
     let mut values = Vec::new();
     for i in 1..=n {
         let (v, _) = ev.metric(&wt)?.map_err(fail)?;
-        print(&format!(
-            "run {i}/{n}: {} = {}",
+        print(&Shown::Line(&format!(
+            "[{}] run {i}/{n}: {} = {}",
+            brief.name,
             brief.metric.name,
             fmt_num(v)
-        ));
+        )));
         values.push(v);
     }
     let mut s = String::new();
@@ -201,7 +418,8 @@ pub fn measure(
             s,
             "warning: the metric must be positive: ooda compares ratios"
         );
-        return Ok(s);
+        let data = serde_json::json!({"head": head.to_string(), "values": values, "error": "the metric must be positive: ooda compares ratios"});
+        return Ok((s, data));
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
     let _ = writeln!(
@@ -211,28 +429,42 @@ pub fn measure(
         fmt_num(values.iter().copied().fold(f64::INFINITY, f64::min)),
         fmt_num(values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
     );
+    let mut data = serde_json::json!({
+        "head": head.to_string(),
+        "values": values,
+        "median": stats::median(&values),
+    });
     if n >= 2 {
         let sd = stats::sd(&logs);
-        let pairs = project.config.defaults.pairs;
-        let mde = stats::min_detectable_effect(
-            sd * std::f64::consts::SQRT_2,
-            pairs as usize,
-            project.config.defaults.alpha,
-            0.8,
+        // A pair's log ratio has √2 times one run's spread; θ₁ is then what
+        // the runner computes from its A/A calibration, floor included.
+        let noise = sd * std::f64::consts::SQRT_2;
+        let theta1 = crate::eval::sequential::theta1(brief.metric.noise_floor, noise);
+        let by_noise = crate::eval::sequential::theta1(0.0, noise);
+        data["run_sd"] = sd.into();
+        data["noise_per_pair"] = noise.into();
+        data["theta1"] = theta1.into();
+        let _ = writeln!(
+            s,
+            "spread: {:.2}% run to run (sd of log values), {:.2}% per pair",
+            sd * 100.0,
+            noise * 100.0
         );
         let _ = writeln!(
             s,
-            "spread: {:.2}% run to run (sd of log values)",
-            sd * 100.0
-        );
-        let _ = writeln!(
-            s,
-            "minimum detectable gain: {:.2}% at {pairs} pairs (80% power, α = {}); smaller gains will be discarded as noise",
-            gain(crate::brief::Direction::Minimize, mde) * 100.0,
-            project.config.defaults.alpha
+            "minimum detectable gain θ₁: {:.2}%{}; smaller gains will be discarded as noise",
+            theta1 * 100.0,
+            if theta1 > by_noise {
+                format!(
+                    " (the Brief's noise floor; the noise alone allows {:.2}%)",
+                    by_noise * 100.0
+                )
+            } else {
+                String::new()
+            }
         );
     } else {
         let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
     }
-    Ok(s)
+    Ok((s, data))
 }

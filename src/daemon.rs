@@ -477,7 +477,7 @@ impl Worker {
                     }
                     match outcome {
                         StepOutcome::Baseline | StepOutcome::Iteration { .. } => {}
-                        StepOutcome::Stopped(_) | StepOutcome::Finished(_) => {
+                        StepOutcome::Stopped(..) | StepOutcome::Finished(_) => {
                             last_park_message.clear();
                             self.park_message(
                                 &mut last_park_message,
@@ -659,7 +659,7 @@ fn outcome_line(o: &StepOutcome) -> Option<String> {
         StepOutcome::Iteration { iteration, verdict } => {
             Some(format!("iteration {iteration}: {}", verdict.as_str()))
         }
-        StepOutcome::Stopped(_) => None,
+        StepOutcome::Stopped(..) => None,
         StepOutcome::Finished(s) => Some(format!(
             "nothing to do: the run ended ({} — {})",
             s.reason.as_str(),

@@ -366,11 +366,9 @@ pub fn report(
     let n = pairs.len();
     let theta1 = rule.theta1_log.exp() - 1.0;
     let mut reason = format!(
-        "{}: {:+.1}% [{:+.1}, {:+.1}], p={:.3} at {n} pairs",
+        "{}: {}, p={:.3} at {n} pairs",
         if keep { "kept" } else { "discarded" },
-        effect * 100.0,
-        ci.0 * 100.0,
-        ci.1 * 100.0,
+        crate::model::gain_ci_text(effect, ci),
         last.p
     );
     if !keep {
@@ -444,10 +442,8 @@ pub fn confirm(dir: Direction, start: &str, best: &str, pairs: Vec<Pair>) -> Con
     let effect = gain(dir, mean);
     let ci = (gain(dir, ci.0), gain(dir, ci.1));
     let why = format!(
-        "confirmed cumulative gain {:+.1}% [{:+.1}, {:+.1}] over the start of the run, p={p:.3} at {} pairs",
-        effect * 100.0,
-        ci.0 * 100.0,
-        ci.1 * 100.0,
+        "confirmed cumulative gain {} over the start of the run, p={p:.3} at {} pairs",
+        crate::model::gain_ci_text(effect, ci),
         pairs.len()
     );
     Confirmation {

@@ -38,7 +38,7 @@ impl Exit {
     pub fn of_step(outcome: &StepOutcome) -> Exit {
         match outcome {
             StepOutcome::Baseline | StepOutcome::Iteration { .. } => Exit::Ok,
-            StepOutcome::Stopped(stop) | StepOutcome::Finished(stop) => {
+            StepOutcome::Stopped(stop, _) | StepOutcome::Finished(stop) => {
                 if stop.reason.is_red() {
                     Exit::Red
                 } else if stop.reason.is_budget() {
@@ -82,12 +82,15 @@ mod tests {
     #[test]
     fn every_stop_has_its_code() {
         let stop = |reason| {
-            StepOutcome::Stopped(Stop {
-                reason,
-                detail: String::new(),
-                at: chrono::Utc::now(),
-                iteration: 1,
-            })
+            StepOutcome::Stopped(
+                Stop {
+                    reason,
+                    detail: String::new(),
+                    at: chrono::Utc::now(),
+                    iteration: 1,
+                },
+                None,
+            )
         };
         for r in StopReason::ALL {
             let want = if r.is_red() {

@@ -114,8 +114,8 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     if let Some(p) = &rec.predicted {
         let _ = writeln!(
             s,
-            "Predicted effect: {:+.1}% ± {:.1}% ({} is {}).\n",
-            p.effect * 100.0,
+            "Predicted effect: {} ± {:.1}% ({} is {}).\n",
+            crate::model::gain_text(p.effect),
             p.sd * 100.0,
             ctx.metric,
             ctx.direction_word

@@ -40,13 +40,17 @@ impl Log {
         self.write(brief, msg);
     }
 
-    /// For the phase machine's progress messages, which already start with `[brief]`.
-    pub fn progress(&self) -> impl Fn(&str) + Send + Sync + 'static {
+    /// For the phase machine's progress, whose lines already start with
+    /// `[brief]`; a measurement's live state is logged as a line too.
+    pub fn progress(&self) -> crate::events::Print {
         let log = self.clone();
-        move |m: &str| {
-            if !log.quiet {
-                log.write(None, m);
-            }
+        Box::new(move |s: &crate::events::Shown| log.line(s.text()))
+    }
+
+    /// One line that already names its Brief; suppressed by `-q`.
+    pub fn line(&self, msg: &str) {
+        if !self.quiet {
+            self.write(None, msg);
         }
     }
 

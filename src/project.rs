@@ -72,7 +72,12 @@ impl Project {
     }
 
     pub fn load_brief(&self, arg: &str) -> Result<Brief> {
-        Ok(Brief::load(&self.brief_path(arg)?)?)
+        Ok(Brief::load_in(&self.brief_path(arg)?, &self.agent_names())?)
+    }
+
+    /// The agent profiles a Brief may name (presets and `ooda.yaml`'s).
+    pub fn agent_names(&self) -> Vec<&str> {
+        self.config.agents.keys().map(String::as_str).collect()
     }
 
     /// Every `briefs/*.md`, sorted by name.

@@ -80,7 +80,7 @@ fn occurrences(template: &str, key: &str) -> usize {
 }
 
 fn pct(x: f64) -> String {
-    format!("{:+.1}%", x * 100.0)
+    crate::model::gain_text(x)
 }
 
 /// The last k iterations shown in full: the source's keepTarget =

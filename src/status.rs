@@ -63,7 +63,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         last_event: None,
         error: None,
     };
-    let brief = match Brief::load(path) {
+    let brief = match Brief::load_in(path, &project.agent_names()) {
         Ok(b) => b,
         Err(e) => {
             out.status = "INVALID".into();

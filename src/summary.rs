@@ -139,7 +139,7 @@ pub fn render(
         let predicted = r
             .predicted
             .as_ref()
-            .map(|p| format!("{:+.1}%", p.effect * 100.0))
+            .map(|p| crate::model::gain_text(p.effect))
             .unwrap_or_else(|| "—".into());
         let _ = writeln!(
             s,
@@ -281,7 +281,8 @@ pub fn render(
     );
     let _ = writeln!(
         s,
-        "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration."
+        "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration.\n\nIf your own branch moved while ooda ran, merge as usual (`git merge {branch}` brings the kept commits on top of your work), or replay them with `git rebase --onto <your-branch> {start} {branch}` for a straight history. The knobs file (`{}`) is ooda's: in a conflict there, keep the `{branch}` side, which holds the setting that was measured. The measurements were made on `{start}`, not on your new commits: run `ooda check {} --measure 5` after merging to see the numbers hold.",
+        brief.knobs_file, brief.name
     );
     s
 }
@@ -346,6 +347,107 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
     s
 }
 
+/// Version of the `summary.json` document (docs/files.md describes it).
+pub const SUMMARY_SCHEMA: u32 = 1;
+
+/// `summary.json`: the facts of `summary.md` as data, for scripts and agents.
+pub fn json(
+    brief: &Brief,
+    state: &State,
+    history: &[IterationRecord],
+    budget: &Budget,
+    orientation: &Orientation,
+) -> serde_json::Value {
+    use serde_json::{Value, json};
+    let keeps: Vec<&IterationRecord> = history
+        .iter()
+        .filter(|r| r.verdict == Verdict::Keep)
+        .collect();
+    let base = baseline_value(history);
+    let best = base.map(|_| best_value(history));
+    let iterations: Vec<Value> = history
+        .iter()
+        .map(|r| {
+            json!({
+                "iteration": r.iteration,
+                "verdict": r.verdict.as_str(),
+                "reason": r.reason,
+                "hypothesis": r.hypothesis,
+                "effect": r.measured.as_ref().map(|m| m.effect),
+                "ci": r.measured.as_ref().map(|m| [m.ci.0, m.ci.1]),
+                "pairs": r.measured.as_ref().map(|m| m.pairs.len()),
+                "predicted": r.predicted.as_ref().map(|p| p.effect),
+                "commit": r.commit,
+                "tokens": r.tokens,
+                "cost_usd": r.cost_usd,
+                "file": history::file_name(r.iteration),
+            })
+        })
+        .collect();
+    let mut patterns: BTreeMap<String, (u32, String)> = BTreeMap::new();
+    for r in history {
+        for p in &r.patterns {
+            patterns.insert(p.name.clone(), (r.iteration, p.lesson.clone()));
+        }
+    }
+    let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
+    json!({
+        "schema": SUMMARY_SCHEMA,
+        "brief": brief.name,
+        "status": state.status().word(),
+        "stop": state.stop,
+        "warning": state.yellow,
+        "metric": {"name": brief.metric.name, "direction": brief.metric.direction},
+        "baseline": base,
+        "best": best.map(|v| json!({
+            "value": v,
+            "iteration": keeps.last().map(|r| r.iteration).unwrap_or(0),
+        })),
+        "improvement": base.zip(best).map(|(b, v)| improvement(brief.metric.direction, b, v)),
+        "confirmed": latest_confirmation(history).map(|(it, c)| json!({
+            "effect": c.effect,
+            "ci": [c.ci.0, c.ci.1],
+            "p": c.p,
+            "pairs": c.pairs.len(),
+            "after_iteration": it,
+        })),
+        "noise_per_pair": orientation.noise.map(|n| n.s_h),
+        "theta1": orientation.theta1,
+        "done": history.len().saturating_sub(1),
+        "keeps": keeps.len(),
+        "iterations": iterations,
+        "falsified": history
+            .iter()
+            .filter_map(|r| r.falsified.as_ref().map(|f| json!({"iteration": r.iteration, "text": f})))
+            .collect::<Vec<_>>(),
+        "patterns": patterns
+            .into_iter()
+            .map(|(name, (it, lesson))| json!({"name": name, "lesson": lesson, "iteration": it}))
+            .collect::<Vec<_>>(),
+        "alarms": history
+            .iter()
+            .flat_map(|r| r.alarms.iter().map(move |a| json!({
+                "iteration": r.iteration,
+                "level": a.level.word(),
+                "kind": a.kind.as_str(),
+                "evidence": a.evidence,
+            })))
+            .collect::<Vec<_>>(),
+        "budget": {
+            "iterations": {"used": history.len().saturating_sub(1), "limit": budget.iterations},
+            "wall_seconds": {"used": elapsed.as_secs_f64(), "limit": budget.wall.map(|w| w.as_secs_f64())},
+            "tokens": {"used": history.iter().map(|r| r.tokens).sum::<u64>(), "limit": budget.tokens},
+            "cost_usd": {"used": history.iter().map(|r| r.cost_usd).sum::<f64>(), "limit": budget.cost_usd},
+        },
+        "review": {
+            "branch": format!("ooda/{}", brief.name),
+            "start_commit": state.start_commit,
+            "log": format!("git log --oneline {}..ooda/{}", history::short(&state.start_commit), brief.name),
+            "diff": format!("git diff {}...ooda/{}", history::short(&state.start_commit), brief.name),
+        },
+    })
+}
+
 pub fn write(
     dir: &Path,
     brief: &Brief,
@@ -358,6 +460,9 @@ pub fn write(
         &dir.join("summary.md"),
         render(brief, state, history, budget, orientation).as_bytes(),
     )?;
+    let data = serde_json::to_string_pretty(&json(brief, state, history, budget, orientation))
+        .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
+    write_atomic(&dir.join("summary.json"), (data + "\n").as_bytes())?;
     write_atomic(
         &dir.join("progress.svg"),
         progress_svg(brief, history).as_bytes(),

@@ -148,7 +148,7 @@ pub fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
         cx.project,
         cx.brief_arg,
         cx.interrupt,
-        Box::new(cx.log.progress()),
+        cx.log.progress(),
         cx.verbose,
     ) {
         Ok(m) => m,
@@ -173,7 +173,7 @@ pub fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
     let outcome = match &result {
         Ok(StepOutcome::Baseline) => "baseline",
         Ok(StepOutcome::Iteration { .. }) => "iteration",
-        Ok(StepOutcome::Stopped(_)) => "stopped",
+        Ok(StepOutcome::Stopped(..)) => "stopped",
         Ok(StepOutcome::Finished(_)) => "finished",
         Err(Error::Red(_)) => "red",
         Err(Error::Budget(_)) => "budget",
@@ -322,7 +322,7 @@ pub fn run(
                 match outcome {
                     StepOutcome::Baseline => {}
                     StepOutcome::Iteration { .. } => done += 1,
-                    StepOutcome::Stopped(_) | StepOutcome::Finished(_) => return Ok(exit),
+                    StepOutcome::Stopped(..) | StepOutcome::Finished(_) => return Ok(exit),
                 }
             }
             Err(Error::Busy(m)) => {

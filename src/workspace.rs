@@ -483,6 +483,79 @@ impl Workspace {
 
     /// Keeps a commit reachable under a reference of ooda's own (e.g. the
     /// tip a divergence rollback moved away from), so nothing is lost.
+    /// `ooda reset`: removes the Brief's worktrees (and git's records of
+    /// them), deletes the branch `ooda/<brief>`, and moves the refs ooda kept
+    /// under `refs/ooda/<brief>/` to `refs/ooda/<brief>.<suffix>/`, beside
+    /// the archive moved aside with the same suffix. Returns what it did.
+    pub fn remove(&self, suffix: &str) -> Result<Vec<String>> {
+        let mut done = Vec::new();
+        if let Ok(head) = self.repo.head()
+            && head.name().ok() == Some(format!("refs/heads/{}", self.branch).as_str())
+        {
+            return Err(Error::Input(format!(
+                "your checkout has {} checked out: switch to another branch first (ooda never deletes the branch you are on)",
+                self.branch
+            )));
+        }
+        for which in ["cand", "base", "anchor", "check"] {
+            let path = self.dir.join(which);
+            let name = self.worktree_name(which);
+            if let Ok(wt) = self.repo.find_worktree(&name) {
+                let mut opts = git2::WorktreePruneOptions::new();
+                opts.valid(true).locked(true).working_tree(true);
+                wt.prune(Some(&mut opts))
+                    .ctx(|| format!("removing the worktree {}", path.display()))?;
+                done.push(format!("removed the worktree {}", path.display()));
+            }
+            if path.exists() {
+                fs::remove_dir_all(&path).ctx(|| format!("removing {}", path.display()))?;
+            }
+            if let Ok(mut b) = self
+                .repo
+                .find_branch(&format!("ooda-tmp/{name}"), BranchType::Local)
+            {
+                let _ = b.delete();
+            }
+        }
+        if self.dir.exists() {
+            let _ = fs::remove_dir(&self.dir);
+        }
+        if let Ok(mut b) = self.repo.find_branch(&self.branch, BranchType::Local) {
+            let tip = b.get().target().map(|o| o.to_string()).unwrap_or_default();
+            b.delete()
+                .ctx(|| format!("deleting branch {}", self.branch))?;
+            done.push(format!(
+                "deleted branch {} (it was at {}; `git branch {} {}` restores it)",
+                self.branch,
+                crate::history::short(&tip),
+                self.branch,
+                crate::history::short(&tip)
+            ));
+        }
+        let prefix = format!("refs/ooda/{}/", self.brief);
+        let kept: Vec<(String, Oid)> = self
+            .repo
+            .references_glob(&format!("{prefix}*"))
+            .ctx(|| format!("listing {prefix}*"))?
+            .flatten()
+            .filter_map(|r| Some((r.name().ok()?.to_string(), r.target()?)))
+            .collect();
+        for (name, target) in kept {
+            let moved = format!(
+                "refs/ooda/{}.{suffix}/{}",
+                self.brief,
+                name.trim_start_matches(&prefix)
+            );
+            self.keep_ref(&moved, target)?;
+            self.repo
+                .find_reference(&name)
+                .and_then(|mut r| r.delete())
+                .ctx(|| format!("removing {name}"))?;
+            done.push(format!("moved {name} to {moved}"));
+        }
+        Ok(done)
+    }
+
     pub fn keep_ref(&self, name: &str, commit: Oid) -> Result<()> {
         self.repo
             .reference(name, commit, true, "ooda: keep")

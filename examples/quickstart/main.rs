@@ -80,14 +80,38 @@ impl Knobs {
     }
 }
 
-fn read_knobs() -> Result<Knobs, String> {
-    let tile = match std::env::var("TILE") {
-        Err(std::env::VarError::NotPresent) => None,
+/// The file ooda writes the knob values of a tree to. After the ooda branch
+/// is merged, the winning setting is in this file of the checkout, and the
+/// program picks it up from there.
+const KNOBS_FILE: &str = "ooda.knobs.env";
+
+/// A knob's value: the environment variable if set (ooda sets it for every
+/// measurement; a person may too), else the line `NAME=value` of
+/// `ooda.knobs.env` in the current directory, else `None`.
+fn knob(name: &str) -> Result<Option<String>, String> {
+    match std::env::var(name) {
+        Ok(v) => return Ok(Some(v)),
         Err(std::env::VarError::NotUnicode(_)) => {
-            return Err("TILE is not valid UTF-8; expected an integer >= 1, e.g. TILE=64".into());
+            return Err(format!("{name} is not valid UTF-8"));
         }
-        Ok(s) if s.trim().is_empty() => None,
-        Ok(s) => match s.trim().parse::<usize>() {
+        Err(std::env::VarError::NotPresent) => {}
+    }
+    let Ok(text) = std::fs::read_to_string(KNOBS_FILE) else {
+        return Ok(None);
+    };
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+        .map(str::to_string))
+}
+
+fn read_knobs() -> Result<Knobs, String> {
+    let tile = match knob("TILE")? {
+        None => None,
+        Some(s) if s.trim().is_empty() => None,
+        Some(s) => match s.trim().parse::<usize>() {
             Ok(t) if t >= 1 => Some(t),
             _ => {
                 return Err(format!(
@@ -97,13 +121,10 @@ fn read_knobs() -> Result<Knobs, String> {
             }
         },
     };
-    let order = match std::env::var("LOOP_ORDER") {
-        Err(std::env::VarError::NotPresent) => Order::Ijk,
-        Err(std::env::VarError::NotUnicode(_)) => {
-            return Err("LOOP_ORDER is not valid UTF-8".into());
-        }
-        Ok(s) if s.trim().is_empty() => Order::Ijk,
-        Ok(s) => {
+    let order = match knob("LOOP_ORDER")? {
+        None => Order::Ijk,
+        Some(s) if s.trim().is_empty() => Order::Ijk,
+        Some(s) => {
             let want = s.trim().to_ascii_lowercase();
             match ORDERS.iter().find(|(name, _)| *name == want) {
                 Some(&(_, o)) => o,

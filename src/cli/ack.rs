@@ -39,9 +39,7 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Str
     let Some(stop) = archive.state.stop.clone().filter(|s| s.reason.is_red()) else {
         return Ok(format!("{} is not RED: nothing to acknowledge", brief.name));
     };
-    let who = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "unknown".into());
+    let who = who_acknowledges(&project.root);
     let text = format!(
         "Acknowledged by {who} at {} after {} — {}{}",
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
@@ -58,4 +56,34 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Str
     })?;
     archive.sync(None, &brief, &project.config)?;
     Ok(format!("{}: {text}. The next tick continues.", brief.name))
+}
+
+/// Who is acknowledging: `$USER`, else git's `user.name`, else the name of
+/// the process's uid, else the uid.
+fn who_acknowledges(root: &std::path::Path) -> String {
+    if let Ok(user) = std::env::var("USER").or_else(|_| std::env::var("LOGNAME"))
+        && !user.trim().is_empty()
+    {
+        return user;
+    }
+    if let Some(name) = git2::Repository::discover(root)
+        .ok()
+        .and_then(|r| r.config().ok())
+        .and_then(|c| c.get_string("user.name").ok())
+        .filter(|n| !n.trim().is_empty())
+    {
+        return name;
+    }
+    // SAFETY: getpwuid returns a pointer into static storage or null; it is
+    // read at once, on this thread, before any other call could reuse it.
+    unsafe {
+        let uid = libc::getuid();
+        let pw = libc::getpwuid(uid);
+        if !pw.is_null() && !(*pw).pw_name.is_null() {
+            return std::ffi::CStr::from_ptr((*pw).pw_name)
+                .to_string_lossy()
+                .into_owned();
+        }
+        format!("uid {uid}")
+    }
 }

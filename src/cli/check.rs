@@ -1,4 +1,5 @@
-//! `ooda check BRIEF [--measure N]`: validate, and try the commands.
+//! `ooda check BRIEF [--measure N] [--preflight] [--json]`: validate, and try
+//! the commands and the agent.
 
 use super::output::progress_printer;
 use super::{Globals, out};
@@ -7,23 +8,48 @@ use crate::exit::Exit;
 use crate::interrupt::Interrupt;
 use crate::project::Project;
 
-pub(crate) fn run(g: &Globals, brief: &str, measure: Option<u32>) -> Result<Exit> {
+pub(crate) fn run(g: &Globals, brief: &str, measure: Option<u32>, preflight: bool) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
     let b = project.load_brief(brief)?;
-    out(&crate::check::describe(&b, &project))?;
+    let mut data = crate::check::describe_json(&b, &project);
+    let say = |text: &str| if g.json { Ok(()) } else { out(text) };
+    say(&crate::check::describe(&b, &project))?;
+    let mut failed = None;
+    let interrupt = (preflight || measure.is_some()).then(Interrupt::install);
+    let cancel = || interrupt.as_ref().map(|i| i.flag());
+    if preflight && let Some(cancel) = cancel() {
+        let (report, ok, json) =
+            crate::check::preflight(&project, &b, cancel, progress_printer(g.quiet))?;
+        say(&report)?;
+        data["preflight"] = json;
+        if !ok {
+            failed = Some(Error::Input(format!(
+                "{}: the agent's preflight failed (above); fix the agent's profile, key or flags before leaving it a night",
+                b.path.display()
+            )));
+        }
+    }
     if let Some(n) = measure {
         if n == 0 {
             return Err(Error::Input("--measure needs at least 1 run".into()));
         }
-        let interrupt = Interrupt::install();
-        let progress = progress_printer(g.quiet);
-        out(&crate::check::measure(
-            &project,
-            &b,
-            n,
-            interrupt.flag(),
-            progress,
-        )?)?;
+        if failed.is_none()
+            && let Some(cancel) = cancel()
+        {
+            let progress = progress_printer(g.quiet);
+            let (report, json) = crate::check::measure(&project, &b, n, cancel, progress)?;
+            say(&report)?;
+            data["measure"] = json;
+        }
     }
-    Ok(Exit::Ok)
+    if g.json {
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&data).unwrap_or_default()
+        ))?;
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(Exit::Ok),
+    }
 }

@@ -14,6 +14,7 @@ mod init;
 mod new;
 mod output;
 mod report;
+mod reset;
 mod run;
 mod status;
 mod tick;
@@ -65,19 +66,38 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Scaffold ooda.yaml, briefs/, subagents/, templates/ and .gitignore lines
-    Init { dir: Option<PathBuf> },
+    /// (again in an existing project: adds only what is missing)
+    Init {
+        /// The repository to set up (default: the current directory)
+        dir: Option<PathBuf>,
+    },
     /// Create briefs/NAME.md from the Brief template
-    New { name: String },
+    New {
+        /// The Brief's name: lowercase letters, digits and `-` (it names the
+        /// branch ooda/NAME and the folder iterations/NAME)
+        name: String,
+    },
     /// Validate a Brief; with --measure N, run setup, guards and the metric N times at HEAD
     Check {
+        /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
+        /// Run setup and guards once, then the metric N times, in a scratch
+        /// worktree at the committed HEAD; report the spread and θ₁
         #[arg(long, value_name = "N")]
         measure: Option<u32>,
+        /// Run one real PLAN call with the Brief's agent (nothing archived):
+        /// does it start, answer, and answer in a form ooda reads?
+        #[arg(long)]
+        preflight: bool,
     },
     /// Run exactly one iteration (or finish an interrupted one) and exit
-    Tick { brief: String },
+    Tick {
+        /// The Brief: a name (`latency` for briefs/latency.md) or a path
+        brief: String,
+    },
     /// Run iterations back to back until a stop, or one per fire time with --every/--cron
     Run {
+        /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
         /// Stop after N iterations in this invocation (the baseline not counted)
         #[arg(long, value_name = "N")]
@@ -95,16 +115,35 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         briefs: Option<PathBuf>,
     },
-    /// Show each Brief's status
-    Status { brief: Option<String> },
+    /// Show each Brief's status (one line each; --json for scripts)
+    Status {
+        /// Only this Brief (a name or a path); default: every Brief in briefs/
+        brief: Option<String>,
+    },
     /// Acknowledge a red light so the loop may run again
     Ack {
+        /// The Brief: a name or a path
         brief: String,
+        /// Why it is fine to go on; written into the next iteration file
         #[arg(long)]
         note: Option<String>,
     },
-    /// Print a Brief's summary.md
-    Report { brief: String },
+    /// Print a Brief's summary.md (with --json: summary.json)
+    Report {
+        /// The Brief: a name or a path
+        brief: String,
+    },
+    /// Start a Brief over: remove its worktrees and branch, move its archive aside
+    Reset {
+        /// The Brief: a name or a path
+        brief: String,
+        /// Do not ask for confirmation (for scripts)
+        #[arg(long)]
+        yes: bool,
+        /// Delete the iteration folder instead of moving it aside
+        #[arg(long)]
+        discard_archive: bool,
+    },
 }
 
 /// Global options every command reads.
@@ -134,7 +173,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
     match cli.command {
         Command::Init { dir } => init::run(&g, dir),
         Command::New { name } => new::run(&g, &name),
-        Command::Check { brief, measure } => check::run(&g, &brief, measure),
+        Command::Check {
+            brief,
+            measure,
+            preflight,
+        } => check::run(&g, &brief, measure, preflight),
         Command::Tick { brief } => tick::run(&g, &brief),
         Command::Run {
             brief,
@@ -146,5 +189,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Status { brief } => status::run(&g, brief.as_deref()),
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
         Command::Report { brief } => report::run(&g, &brief),
+        Command::Reset {
+            brief,
+            yes,
+            discard_archive,
+        } => reset::run(&g, &brief, yes, discard_archive),
     }
 }

@@ -1,15 +1,21 @@
 //! What the command line prints, and how.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 use serde_json::json;
 
 use crate::error::{Error, Result};
+use crate::events::Shown;
 use crate::exit::Exit;
 use crate::interrupt::Interrupt;
+use crate::log::Log;
+use crate::model::Verdict;
 use crate::phases::{Machine, Print, StepOutcome};
 use crate::project::Project;
+use crate::schedule::Zone;
 
 use super::Globals;
 
@@ -34,33 +40,41 @@ pub(crate) fn err_line(quiet: bool, text: &str) {
     }
 }
 
-/// Progress on stderr. Lines starting with '\r' are live updates (pairs
-/// measured, running estimate): a terminal redraws them in place, anything
-/// else gets them as plain lines.
+/// Progress on stderr, each line with the time (as the daemon's log has
+/// it). On a terminal a measurement's pairs move a progress bar (the
+/// running estimate beside it); elsewhere each pair is a line.
 pub(crate) fn progress_printer(quiet: bool) -> Print {
+    let log = Log::new(Zone::from_env(), quiet);
     let tty = std::io::stderr().is_terminal();
-    let live = AtomicBool::new(false);
-    Box::new(move |m: &str| {
+    let bar: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    Box::new(move |s: &Shown| {
         if quiet {
             return;
         }
-        let mut err = std::io::stderr().lock();
-        match m.strip_prefix('\r') {
-            Some(rest) if tty => {
-                let _ = write!(err, "\r\x1b[K{rest}");
-                live.store(true, Ordering::Relaxed);
+        let mut bar = bar.lock().unwrap_or_else(|p| p.into_inner());
+        match s {
+            Shown::Pair { pair, of, text } if tty => {
+                let pb = bar.get_or_insert_with(|| {
+                    let pb = ProgressBar::new(u64::from(*of));
+                    if let Ok(style) =
+                        ProgressStyle::with_template("{bar:24.cyan/blue} {pos}/{len} {msg}")
+                    {
+                        pb.set_style(style.progress_chars("=> "));
+                    }
+                    pb
+                });
+                pb.set_length(u64::from(*of));
+                pb.set_position(u64::from(*pair));
+                pb.set_message(text.to_string());
             }
-            Some(rest) => {
-                let _ = writeln!(err, "{rest}");
-            }
-            None => {
-                if live.swap(false, Ordering::Relaxed) {
-                    let _ = writeln!(err);
+            Shown::Pair { text, .. } => log.line(text),
+            Shown::Line(text) => {
+                if let Some(pb) = bar.take() {
+                    pb.finish_and_clear();
                 }
-                let _ = writeln!(err, "{m}");
+                log.line(text);
             }
         }
-        let _ = err.flush();
     })
 }
 
@@ -72,20 +86,31 @@ pub(crate) fn report_step(
     json: bool,
     quiet: bool,
 ) -> Result<Exit> {
-    let (text, value) = match outcome {
-        StepOutcome::Baseline => (
-            format!("{name}: baseline archived in iter-000.md"),
-            json!({"brief": name, "outcome": "baseline", "iteration": 0}),
-        ),
-        StepOutcome::Iteration { iteration, verdict } => (
+    let iteration = |iteration: u32, verdict: Verdict| {
+        (
             format!("{name}: iteration {iteration} {}", verdict.as_str()),
             json!({"brief": name, "outcome": "iteration", "iteration": iteration, "verdict": verdict.as_str()}),
-        ),
-        StepOutcome::Stopped(stop) | StepOutcome::Finished(stop) => {
+        )
+    };
+    let mut lines = Vec::new();
+    match outcome {
+        StepOutcome::Baseline => lines.push((
+            format!("{name}: baseline archived in iter-000.md"),
+            json!({"brief": name, "outcome": "baseline", "iteration": 0}),
+        )),
+        StepOutcome::Iteration {
+            iteration: i,
+            verdict,
+        } => lines.push(iteration(*i, *verdict)),
+        StepOutcome::Stopped(stop, _) | StepOutcome::Finished(stop) => {
+            // The iteration that ended the run is reported like any other.
+            if let StepOutcome::Stopped(_, Some((i, v))) = outcome {
+                lines.push(iteration(*i, *v));
+            }
             let finished = matches!(outcome, StepOutcome::Finished(_));
             let text = if finished {
                 format!(
-                    "{name}: nothing to do: the run ended ({}: {}). To start a new run, move iterations/{name}/ aside and delete branch ooda/{name}.",
+                    "{name}: nothing to do: the run ended ({}: {}). To start a new run: `ooda reset {name}`.",
                     stop.reason.as_str(),
                     stop.detail
                 )
@@ -96,19 +121,25 @@ pub(crate) fn report_step(
                     stop.detail
                 )
             };
-            (
+            lines.push((
                 text,
                 json!({"brief": name, "outcome": if finished {"finished"} else {"stopped"}, "reason": stop.reason.as_str(), "detail": stop.detail, "iteration": stop.iteration}),
-            )
+            ));
         }
-    };
-    let printed = if json {
-        out(&format!("{value}\n"))
-    } else if !quiet {
-        out(&format!("{text}\n"))
-    } else {
-        Ok(())
-    };
+    }
+    let mut printed = Ok(());
+    for (text, value) in lines {
+        if printed.is_err() {
+            break;
+        }
+        printed = if json {
+            out(&format!("{value}\n"))
+        } else if !quiet {
+            out(&format!("{text}\n"))
+        } else {
+            Ok(())
+        };
+    }
     match printed {
         Ok(()) | Err(Error::BrokenPipe) => Ok(Exit::of_step(outcome)),
         Err(e) => Err(e),

@@ -57,7 +57,7 @@ pub(crate) fn run(
         match outcome {
             StepOutcome::Baseline => {}
             StepOutcome::Iteration { .. } => done += 1,
-            StepOutcome::Stopped(_) | StepOutcome::Finished(_) => return Ok(exit),
+            StepOutcome::Stopped(..) | StepOutcome::Finished(_) => return Ok(exit),
         }
     }
 }

@@ -293,8 +293,17 @@ type PlanError = (&'static str, String, Option<Box<Plan>>);
 /// The reply as a validated plan, or the rule it broke, the message for the
 /// agent, and the plan as proposed (when it parsed).
 fn read_plan(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
-    let value = match &reply.result {
-        Ok((v, _)) => v.clone(),
+    let plan = read_plan_shape(t, reply, best)?;
+    if let Err(r) = plan::validate(&plan, t.history, t.iteration) {
+        return Err((r.rule, r.message, Some(Box::new(plan))));
+    }
+    Ok(plan)
+}
+
+/// The reply as a plan with valid knobs, before the rules about history.
+fn read_plan_shape(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
+    let (value, source) = match &reply.result {
+        Ok((v, source)) => (v.clone(), *source),
         Err(e) => {
             let why = reply.tool_error.clone().unwrap_or_else(|| e.clone());
             return Err(("format", why, None));
@@ -303,7 +312,10 @@ fn read_plan(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
     let mut plan: Plan = serde_json::from_value(value).map_err(|e| {
         (
             "format",
-            format!("the ooda block is not a valid plan ({e}); use exactly the fields of the JSON shown in the task"),
+            format!(
+                "the answer (the {}) is not a valid plan ({e}); use exactly the fields of the JSON shown in the task",
+                source.as_str()
+            ),
             None,
         )
     })?;
@@ -311,10 +323,48 @@ fn read_plan(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
     if let Err(r) = plan::validate_knobs(&mut plan, &t.brief.knobs, best) {
         return Err((r.rule, r.message, Some(Box::new(plan))));
     }
-    if let Err(r) = plan::validate(&plan, t.history, t.iteration) {
-        return Err((r.rule, r.message, Some(Box::new(plan))));
-    }
     Ok(plan)
+}
+
+/// What one PLAN call of `ooda check --preflight` showed.
+pub struct Preflight {
+    pub call: AgentCall,
+    /// The plan the answer holds, or why it could not be read as one.
+    pub plan: std::result::Result<Plan, String>,
+}
+
+/// One PLAN call, as iteration `t.iteration` would make it, with no retry
+/// and no wait for an unavailable API: does the agent start, answer, and
+/// answer in a form ooda reads? Only the format and the knobs of the plan
+/// are judged (its citations depend on history a first run does not have).
+pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflight> {
+    let step = Step { agent, t };
+    let (text, _) = prompt::plan(&PlanView {
+        template: &step.template("plan.md"),
+        brief: t.brief,
+        history: t.history,
+        iteration: t.iteration,
+        limits: t.config.budget_for(t.brief),
+        run_started: t.run_started,
+        now: chrono::Utc::now(),
+        iterations_dir: &t.dir.display().to_string(),
+        best_point: best,
+        orientation: t.orientation,
+        retry: None,
+        result_file: agent.profile.result_file,
+        max_chars: t.config.defaults.prompt_budget,
+    });
+    let reply = step.call_once(Phase::Plan, 1, &text)?;
+    let plan = if reply.finished() {
+        read_plan_shape(t, &reply, best).map_err(|(rule, message, _)| format!("({rule}) {message}"))
+    } else {
+        Err(reply.call.problem.clone().unwrap_or_default())
+    };
+    step.finished(&reply.call)?;
+    Ok(Preflight {
+        call: reply.call,
+        plan,
+    })
 }
 
 fn sanitize_plan(p: &mut Plan) {

@@ -201,9 +201,8 @@ impl Driver for Builtin {
     }
 
     fn learn(&self, _: &Turn, plan: &Plan, rec: &IterationRecord, _: bool) -> Result<Lesson> {
-        let effect = rec.measured.as_ref().map(|c| (c.effect, c.ci));
         Ok(Lesson {
-            learned: learn(plan, rec.verdict, &rec.effect_text(), effect),
+            learned: learn(plan, rec),
             calls: Vec::new(),
         })
     }
@@ -435,25 +434,37 @@ fn describe(
     cites.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut cited: BTreeSet<u32> = cites.into_iter().take(3).map(|(_, i)| i).collect();
     cited.insert(best_iteration(history));
+    // The hypothesis says what is tried; the surrogate's guess is the plan's
+    // prediction (predicted_effect, predicted_sd), stated beside it, not in it.
+    // The knobs left as they are complete the point, so that no two points
+    // read the same (a falsified hypothesis must not bar another point).
+    let kept: Vec<String> = brief
+        .knobs
+        .iter()
+        .filter(|k| best.get(&k.name) == point.get(&k.name))
+        .filter_map(|k| point.get(&k.name).map(|v| format!("{}={v}", k.name)))
+        .collect();
+    let tried = if kept.is_empty() {
+        moves.join(", ")
+    } else {
+        format!("{} with {}", moves.join(", "), kept.join(", "))
+    };
     let hypothesis = if explored {
-        format!(
-            "Exploration: {} is far from everything measured; the surrogate's guess is {:+.1}% ± {:.1}%",
-            moves.join(", "),
-            effect * 100.0,
-            sd * 100.0
-        )
+        format!("Exploration: {tried}")
+    } else {
+        tried
+    };
+    let basis = if explored {
+        "a point far from everything measured".to_string()
     } else {
         format!(
-            "{}: the surrogate fitted to {} measurement(s) ({near} nearby) predicts {:+.1}% ± {:.1}%",
-            moves.join(", "),
-            s.obs.len(),
-            effect * 100.0,
-            sd * 100.0
+            "a step from the best; the surrogate fits {} measurement(s), {near} nearby",
+            s.obs.len()
         )
     };
     Plan {
         hypothesis,
-        change: format!("set {} in {}", moves.join(", "), brief.knobs_file),
+        change: format!("set {} in {} ({basis})", moves.join(", "), brief.knobs_file),
         cites: cited.into_iter().collect(),
         axes,
         predicted_effect: effect,
@@ -473,50 +484,54 @@ pub fn best_iteration(history: &[IterationRecord]) -> u32 {
 }
 
 /// LEARN for the builtin driver: lessons are stated from the numbers only.
-pub fn learn(
-    plan: &Plan,
-    verdict: Verdict,
-    effect_text: &str,
-    effect: Option<(f64, (f64, f64))>,
-) -> LearnResult {
-    let axes: Vec<String> = plan
-        .axes
-        .iter()
-        .map(|a| format!("{} {}", a.name, a.direction))
-        .collect();
-    let axes = if axes.is_empty() {
+/// A pattern is named after the knobs a move touched, so a later move on the
+/// same knobs replaces its lesson instead of contradicting it ("TILE up
+/// helps" beside "TILE down helps" said nothing).
+pub fn learn(plan: &Plan, rec: &IterationRecord) -> LearnResult {
+    let knobs_moved: Vec<&str> = plan.axes.iter().map(|a| a.name.as_str()).collect();
+    let name = if knobs_moved.is_empty() {
         "this change".to_string()
     } else {
-        axes.join(", ")
+        knobs_moved.join(" + ")
     };
+    let moves = plan
+        .hypothesis
+        .strip_prefix("Exploration: ")
+        .unwrap_or(&plan.hypothesis);
+    let moves = moves.split(" with ").next().unwrap_or(moves);
     let point = knobs::key(&plan.knobs);
+    let measured = rec.effect_text();
     let mut out = LearnResult::default();
-    match verdict {
+    match rec.verdict {
         Verdict::Keep => {
             out.patterns.push(Pattern {
-                name: format!("{axes} helps"),
-                lesson: format!("moving to {point} measured {effect_text}"),
+                name,
+                lesson: format!("{moves} helped: measured {measured}"),
             });
             out.next = Some(format!("Refine around {point} with smaller steps."));
         }
         Verdict::Discard => {
             out.falsified = Some(format!(
-                "{point} is not better than the best so far ({effect_text})"
+                "{point} is not better than the best so far ({measured})"
             ));
-            if let Some((_, (_, hi))) = effect
-                && hi < 0.0
-            {
+            if rec.measured.as_ref().is_some_and(|m| m.ci.1 < 0.0) {
                 out.patterns.push(Pattern {
-                    name: format!("{axes} hurts"),
-                    lesson: format!("{point} is significantly worse: {effect_text}"),
+                    name,
+                    lesson: format!("{moves} hurt: measured {measured}"),
                 });
             }
             out.next = Some("Try another direction, or smaller steps around the best.".into());
         }
         Verdict::Crash | Verdict::Invalid => {
+            // Say what failed: a guard, the build, the measurement.
+            let what = match rec.guards.iter().find(|g| !g.ok) {
+                Some(g) => format!("the guard `{}` fails", g.command),
+                None if rec.verdict == Verdict::Crash => "the measurement fails".to_string(),
+                None => "the candidate is invalid".to_string(),
+            };
             out.patterns.push(Pattern {
                 name: format!("{point} fails"),
-                lesson: format!("the program fails at {point} ({})", verdict.as_str()),
+                lesson: format!("at {point} {what}: {}", rec.reason),
             });
             out.next = Some("Avoid this region of the knob space.".into());
         }

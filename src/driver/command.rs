@@ -81,40 +81,9 @@ impl CommandAgent {
         self.profile.timeout.unwrap_or(DEFAULT_AGENT_TIMEOUT)
     }
 
-    /// A warning when the program cannot be found, for `ooda check`: a
-    /// relative path is looked up in the project root (the worktree is a
-    /// checkout of it), a bare name on `PATH`.
+    /// A warning when the program cannot be found, for `ooda check`.
     pub fn program_problem(&self, root: &Path) -> Option<String> {
-        let program = self.profile.command.first()?;
-        if program.contains('/') {
-            let path = root.join(program);
-            let rel = Path::new(program.trim_start_matches("./"));
-            let committed = git2::Repository::open(root).ok().is_some_and(|r| {
-                r.head()
-                    .and_then(|h| h.peel_to_tree())
-                    .is_ok_and(|t| t.get_path(rel).is_ok())
-            });
-            if !path.is_file() {
-                return Some(format!(
-                    "`{program}` does not exist in {}: the agent cannot start",
-                    root.display()
-                ));
-            }
-            if !committed {
-                return Some(format!(
-                    "`{program}` is not committed: the agent runs in a worktree checked out from HEAD, where it will be missing"
-                ));
-            }
-            use std::os::unix::fs::PermissionsExt;
-            let executable = std::fs::metadata(&path)
-                .map(|m| m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false);
-            return (!executable).then(|| format!("`{program}` is not executable (chmod +x it)"));
-        }
-        let found = std::env::var_os("PATH")
-            .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-            .unwrap_or(false);
-        (!found).then(|| format!("`{program}` is not on PATH: the agent cannot start"))
+        program_problem(root, self.profile.command.first()?, "the agent")
     }
 
     /// Runs one step. See the module documentation for the contract.
@@ -244,6 +213,53 @@ impl CommandAgent {
             excerpt,
         })
     }
+}
+
+/// Why `program` (the first word of a command) will not start in a
+/// worktree, if it will not: a relative path is looked up in the project
+/// root (the worktree is a checkout of its committed `HEAD`), an absolute
+/// one where it is, a bare name on `PATH`. `who` names it in the message.
+pub fn program_problem(root: &Path, program: &str, who: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if Path::new(program).is_absolute() {
+        return if !Path::new(program).is_file() {
+            Some(format!("`{program}` does not exist: {who} cannot start"))
+        } else {
+            (!executable(Path::new(program)))
+                .then(|| format!("`{program}` is not executable (chmod +x it)"))
+        };
+    }
+    if program.contains('/') {
+        let path = root.join(program);
+        let rel = Path::new(program.trim_start_matches("./"));
+        let committed = git2::Repository::open(root).ok().is_some_and(|r| {
+            r.head()
+                .and_then(|h| h.peel_to_tree())
+                .is_ok_and(|t| t.get_path(rel).is_ok())
+        });
+        if !path.is_file() {
+            return Some(format!(
+                "`{program}` does not exist in {}: {who} cannot start",
+                root.display()
+            ));
+        }
+        if !committed {
+            return Some(format!(
+                "`{program}` is not committed: a run works in worktrees checked out from the commit it started at, where it will be missing (commit it before the first tick; a run already started needs `ooda reset`)"
+            ));
+        }
+        return (!executable(&path))
+            .then(|| format!("`{program}` is not executable (chmod +x it)"));
+    }
+    let found = std::env::var_os("PATH")
+        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+        .unwrap_or(false);
+    (!found).then(|| format!("`{program}` is not on PATH: {who} cannot start"))
 }
 
 /// Removes the lines on both sides of the output cap's omission marker (see

@@ -17,7 +17,7 @@ mod progress;
 mod sink;
 mod span;
 
-pub use progress::Progress;
+pub use progress::{Print, Progress, Shown};
 pub use sink::{EventFile, Sink};
 pub use span::Span;
 

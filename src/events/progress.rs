@@ -11,7 +11,27 @@ use crate::compress::clip;
 use crate::error::Result;
 use crate::model::{AnomalyKind, Verdict};
 
-type Print = Box<dyn Fn(&str) + Send + Sync>;
+/// What the display is asked to show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shown<'a> {
+    /// A line, already tagged `[brief] …`.
+    Line(&'a str),
+    /// The live state of a measurement: pair `pair` of at most `of`, and
+    /// the line that says it (a terminal redraws it in place, a log gets it
+    /// as a line).
+    Pair { pair: u32, of: u32, text: &'a str },
+}
+
+impl Shown<'_> {
+    pub fn text(&self) -> &str {
+        match self {
+            Shown::Line(t) | Shown::Pair { text: t, .. } => t,
+        }
+    }
+}
+
+/// Shows what the progress display is given (a terminal, a daemon's log).
+pub type Print = Box<dyn Fn(&Shown) + Send + Sync>;
 
 /// Renders events as `[brief] …` lines for `print`.
 pub struct Progress {
@@ -160,12 +180,23 @@ fn secs(s: f64) -> String {
 impl Sink for Progress {
     fn record(&self, r: &Record) -> Result<()> {
         for line in self.lines(r) {
-            // A live line stays live: the tag goes after the '\r'.
-            let tagged = match line.strip_prefix('\r') {
-                Some(rest) => format!("\r[{}] {rest}", self.brief),
-                None => format!("[{}] {line}", self.brief),
-            };
-            (self.print)(&tagged);
+            match (line.strip_prefix('\r'), &r.event) {
+                (
+                    Some(rest),
+                    Event::PairMeasured {
+                        pair, max_pairs, ..
+                    },
+                ) => (self.print)(&Shown::Pair {
+                    pair: *pair,
+                    of: *max_pairs,
+                    text: &format!("[{}] {rest}", self.brief),
+                }),
+                (rest, _) => (self.print)(&Shown::Line(&format!(
+                    "[{}] {}",
+                    self.brief,
+                    rest.unwrap_or(&line)
+                ))),
+            }
         }
         Ok(())
     }
@@ -186,7 +217,12 @@ mod tests {
         let p = Progress::new(
             "k",
             false,
-            Box::new(move |l| out.lock().unwrap().push(l.to_string())),
+            Box::new(move |s: &Shown| {
+                out.lock().unwrap().push(match s {
+                    Shown::Line(l) => l.to_string(),
+                    Shown::Pair { pair, of, text } => format!("{pair}/{of} {text}"),
+                })
+            }),
         );
         let root = Span::new("r", vec![Arc::new(p)]).with_iteration(Some(2));
         let phase = root
@@ -226,7 +262,7 @@ mod tests {
             *seen.lock().unwrap(),
             vec![
                 "[k] iteration 2: EVALUATE",
-                "\r[k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% ± 2.0%",
+                "2/12 [k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% ± 2.0%",
                 "[k] plan: running agent `claude` (attempt 2 of 3)",
             ]
         );

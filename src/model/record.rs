@@ -191,12 +191,7 @@ impl IterationRecord {
     /// One line for digests and summaries: signed effect in percent, if measured.
     pub fn effect_text(&self) -> String {
         match &self.measured {
-            Some(m) => format!(
-                "{:+.1}% [{:+.1}, {:+.1}]",
-                m.effect * 100.0,
-                m.ci.0 * 100.0,
-                m.ci.1 * 100.0
-            ),
+            Some(m) => super::gain_ci_text(m.effect, m.ci),
             None => "—".into(),
         }
     }

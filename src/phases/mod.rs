@@ -67,14 +67,15 @@ pub enum StepOutcome {
         iteration: u32,
         verdict: Verdict,
     },
-    /// The run ended in this step; the stop is recorded everywhere.
-    Stopped(Stop),
+    /// The run ended in this step; the stop is recorded everywhere. When the
+    /// step also finished an iteration (CHECK stopped the run), its number
+    /// and verdict.
+    Stopped(Stop, Option<(u32, Verdict)>),
     /// The run had already ended (done or stalled): nothing to do.
     Finished(Stop),
 }
 
-/// Prints a progress line (a terminal, a daemon's log).
-pub type Print = Box<dyn Fn(&str) + Send + Sync>;
+pub use crate::events::Print;
 
 /// What a phase may read: the environment of this step.
 pub(crate) struct Cx<'a> {
@@ -244,7 +245,7 @@ impl<'a> Machine<'a> {
                     })?;
                     let rec = self.archive.stopped_last(&stop);
                     self.finish(stop.clone(), rec)?;
-                    return Ok(StepOutcome::Stopped(stop));
+                    return Ok(StepOutcome::Stopped(stop, None));
                 }
                 Next::Begin => self.begin()?,
                 Next::Rebuild { done } => {
@@ -487,7 +488,7 @@ impl<'a> Machine<'a> {
                         self.archive.state.current = None;
                         let rec = self.archive.stopped_last(&stop);
                         self.finish(stop.clone(), rec)?;
-                        return Ok(Some(StepOutcome::Stopped(stop)));
+                        return Ok(Some(StepOutcome::Stopped(stop, None)));
                     }
                 }
             }
@@ -676,7 +677,7 @@ impl<'a> Machine<'a> {
         match decision.stop {
             Some(stop) => {
                 self.finish(stop.clone(), rec)?;
-                Ok(StepOutcome::Stopped(stop))
+                Ok(StepOutcome::Stopped(stop, Some((cur.iteration, verdict))))
             }
             None => {
                 self.archive.sync(rec, &self.brief, &self.project.config)?;
@@ -782,6 +783,15 @@ impl<'a> Machine<'a> {
         }
         Ok(())
     }
+}
+
+/// ORIENT's output for a Brief with this archive, as the next PLAN gets it.
+pub fn orientation_of(
+    history: &[crate::model::IterationRecord],
+    brief: &Brief,
+    config: &Config,
+) -> Orientation {
+    orient::run(history, brief, config)
 }
 
 /// The Brief file's git blob hash: recorded in every iteration, and how an

@@ -571,7 +571,7 @@ fn check_prints_the_exact_command_line() {
     );
     let r = t.ooda(&["tick", "u"]).expect(2);
     assert!(
-        r.stderr.contains("agent `nosuch` is not a profile"),
+        r.stderr.contains("agent: `nosuch` is not an agent profile"),
         "{}",
         r.stderr
     );

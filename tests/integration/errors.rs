@@ -50,7 +50,9 @@ fn an_unknown_agent_profile_is_refused_clearly() {
     t.commit("brief");
     let r = t.ooda(&["tick", "ai"]).expect(2);
     assert!(
-        r.stderr.contains("agent `cluade` is not a profile") && r.stderr.contains("claude"),
+        r.stderr.contains(
+            "briefs/ai.md:12: agent: `cluade` is not an agent profile (did you mean `claude`?)"
+        ),
         "{}",
         r.stderr
     );
@@ -154,5 +156,5 @@ fn an_old_branch_without_history_is_not_overwritten() {
     t.write("src/lib.txt", "newer\n");
     t.commit("newer");
     let r = t.ooda(&["tick", "o"]).expect(2);
-    assert!(r.stderr.contains("git branch -D ooda/o"), "{}", r.stderr);
+    assert!(r.stderr.contains("ooda reset o"), "{}", r.stderr);
 }

@@ -1,0 +1,88 @@
+//! `ooda reset BRIEF [--yes] [--discard-archive]`: start the Brief over.
+//!
+//! A run's numbers must never be reused within one archive, and its branch
+//! is checked out in a worktree (so `git branch -D` alone fails). Reset
+//! removes the worktrees and the branch, and moves the iteration folder
+//! aside (`iterations/<brief>.reset-<time>/`, its state removed so nothing
+//! resumes from it), so the next tick starts a new run at iteration 0.
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use chrono::Utc;
+
+use super::{Globals, out};
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::lock::BriefLock;
+use crate::project::Project;
+use crate::workspace::Workspace;
+
+pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    let b = project.load_brief(brief)?;
+    let dir = project.iterations_dir(&b.name);
+    let ws = Workspace::open(&project.root, &project.worktrees_dir(&b.name), &b.name)?;
+    let stamp = format!("reset-{}", Utc::now().format("%Y%m%dT%H%M%S"));
+    let aside = dir.with_file_name(format!("{}.{stamp}", b.name));
+    if !yes {
+        let plan = format!(
+            "This starts {} over: it removes its worktrees in {}, deletes branch {}{}, and {} {}.\n",
+            b.name,
+            ws.dir.display(),
+            ws.branch,
+            ws.branch_tip()?
+                .map(|t| format!(" (at {})", crate::history::short(&t.to_string())))
+                .unwrap_or_default(),
+            if discard { "deletes" } else { "moves aside" },
+            if discard {
+                dir.display().to_string()
+            } else {
+                format!("{} to {}", dir.display(), aside.display())
+            }
+        );
+        if !std::io::stdin().is_terminal() {
+            return Err(Error::Input(format!(
+                "{plan}Nothing was done: pass --yes to reset without asking."
+            )));
+        }
+        eprint!("{plan}Type the Brief's name ({}) to go on: ", b.name);
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut answer)
+            .map_err(|e| Error::io("reading the confirmation", e))?;
+        if answer.trim() != b.name {
+            return Err(Error::Input("not confirmed: nothing was done".into()));
+        }
+    }
+    // No tick may be running while its archive moves.
+    let lock = dir.exists().then(|| BriefLock::acquire(&dir)).transpose()?;
+    let mut done = ws.remove(&stamp)?;
+    drop(lock);
+    if dir.exists() {
+        if discard {
+            std::fs::remove_dir_all(&dir)
+                .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
+            done.push(format!("deleted {}", dir.display()));
+        } else {
+            let _ = std::fs::remove_file(dir.join(".lock"));
+            let _ = std::fs::remove_file(dir.join("state.json"));
+            std::fs::rename(&dir, &aside).map_err(|e| {
+                Error::io(
+                    format!("moving {} to {}", dir.display(), aside.display()),
+                    e,
+                )
+            })?;
+            done.push(format!("moved {} to {}", dir.display(), aside.display()));
+        }
+    }
+    for line in &done {
+        out(&format!("{}: {line}\n", b.name))?;
+    }
+    out(&format!(
+        "{}: reset; the next tick starts a new run at iteration 0\n",
+        b.name
+    ))?;
+    Ok(Exit::Ok)
+}
