@@ -100,7 +100,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             .map(|n| n.to_string())
             .unwrap_or_else(|| "none".into()),
         b.cost_usd
-            .map(|c| format!("${c:.2}"))
+            .map(crate::units::format_usd)
             .unwrap_or_else(|| "none".into())
     );
     if let Some(sch) = &brief.schedule {
@@ -272,7 +272,7 @@ pub fn preflight(
             c.usage.output,
             c.usage
                 .cost_usd
-                .map(|x| format!(", ${x:.4}"))
+                .map(|x| format!(", {}", crate::units::format_usd(x)))
                 .unwrap_or_default()
         );
     }
@@ -341,7 +341,7 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent, project: &Pro
     let _ = writeln!(s, "  command     {}", a.command_line());
     let _ = writeln!(
         s,
-        "              in the candidate worktree, with OODA_PHASE, OODA_BRIEF, OODA_ITERATION, OODA_PROMPT_FILE and OODA_OUTPUT_FILE set"
+        "              in the candidate worktree, with OODA_PHASE, OODA_BRIEF, OODA_BRIEF_FILE, OODA_ITERATION, OODA_ATTEMPT,\n              OODA_PROMPT_FILE, OODA_OUTPUT_FILE and OODA_ITERATIONS_DIR set (docs/agents.md)"
     );
     for (k, v) in &p.env {
         let _ = writeln!(s, "  agent env   {k}={}", crate::compress::redact(v));

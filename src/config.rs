@@ -33,7 +33,8 @@ pub struct Defaults {
     /// Limits for Briefs that leave them out (see `Config::budget_for`).
     pub budget: Budget,
     /// The most pairs one decision may use: the sequential test looks at
-    /// 3, 5, 8 and 12 pairs, up to this cap (the last look is final).
+    /// those of 3, 5, 8 and 12 pairs that fit under it (the last look is
+    /// final); values above 12 change nothing.
     pub pairs: u32,
     /// A/A pairs of the iteration-0 noise calibration.
     pub calibration_pairs: u32,
@@ -363,8 +364,13 @@ impl Default for Config {
 
 impl Config {
     /// A Brief's budget, each limit it leaves out taken from the defaults.
+    /// A `tokens` or `cost_usd` of 0 in the Brief is "no limit": it lifts
+    /// the default rather than allowing nothing.
     pub fn budget_for(&self, brief: &crate::brief::Brief) -> Budget {
-        brief.budget.or(&self.defaults.budget)
+        let mut b = brief.budget.or(&self.defaults.budget);
+        b.tokens = b.tokens.filter(|t| *t > 0);
+        b.cost_usd = b.cost_usd.filter(|c| *c > 0.0);
+        b
     }
 
     /// Reads `root/ooda.yaml`; a missing file is the default configuration.
@@ -551,6 +557,22 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresh
         {
             *slot = usize::try_from(v).unwrap_or(usize::MAX);
         }
+    }
+    // A light that can never fire is a configuration mistake, not a setting.
+    if th.flip_min >= th.flip_window {
+        let line = fields
+            .get("flip_min")
+            .or_else(|| fields.get("flip_window"))
+            .map(|e| e.value.line);
+        ck.report(
+            line,
+            Some("defaults.red_lights.flip_min"),
+            format!(
+                "flip_min ({}) must be below flip_window ({}), or the oscillation light can never fire",
+                th.flip_min, th.flip_window
+            ),
+        )
+        .example("red_lights: {flip_window: 16, flip_min: 14}");
     }
     let reals: [(&str, &mut f64); 3] = [
         ("trend_z", &mut th.trend_z),
@@ -859,6 +881,9 @@ mod tests {
         assert!(p.to_string().contains("failure_streak"), "{p}");
         let p = only("defaults:\n  red_lights:\n    trend_z: -1\n");
         assert_eq!(p.key.as_deref(), Some("defaults.red_lights.trend_z"));
+        let p = only("defaults:\n  red_lights:\n    flip_window: 10\n    flip_min: 12\n");
+        assert_eq!(p.line, Some(4));
+        assert!(p.to_string().contains("can never fire"), "{p}");
     }
 
     #[test]

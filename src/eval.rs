@@ -356,8 +356,12 @@ pub fn report(
     last: &sequential::Look,
     rule: &sequential::Rule,
     alpha: f64,
-    looks_taken: usize,
+    looks: &[usize],
 ) -> (bool, Comparison, String) {
+    let looks_taken = looks
+        .iter()
+        .position(|&n| n == last.n)
+        .map_or(looks.len(), |i| i + 1);
     let base_median = stats::median(&pairs.iter().map(|p| p.base).collect::<Vec<_>>());
     let cand_median = stats::median(&pairs.iter().map(|p| p.cand).collect::<Vec<_>>());
     let effect = gain(dir, last.mean);
@@ -399,7 +403,14 @@ pub fn report(
         theta1,
         alpha,
         delta0: rule.delta0,
-        rule: "sequential paired t-test on log ratios, looks at 3/5/8/12 pairs".into(),
+        rule: format!(
+            "sequential paired t-test on log ratios, looks at {} pairs",
+            looks
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join("/")
+        ),
         alpha_look: rule.alphas[last.index],
         s_h: rule.noise.map(|h| h.s_h).unwrap_or(0.0),
         noise_changed: last.noise_changed,
@@ -419,13 +430,13 @@ pub fn decide_series(
     max_pairs: u32,
 ) -> Option<(bool, Comparison, String)> {
     let looks = looks_for(max_pairs);
-    for (taken, &n) in looks.iter().enumerate() {
+    for &n in &looks {
         if pairs.len() < n {
             return None;
         }
         let l = look_now(&pairs[..n], rule, &looks)?;
         if l.decision != sequential::Decision::Continue {
-            return Some(report(dir, pairs[..n].to_vec(), &l, rule, alpha, taken + 1));
+            return Some(report(dir, pairs[..n].to_vec(), &l, rule, alpha, &looks));
         }
     }
     None

@@ -321,13 +321,12 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
         let _ = writeln!(s, "| A/A mean log ratio | {:+.4} |", c.mean_d);
         let _ = writeln!(
             s,
-            "| minimum detectable gain θ₁ at {} pairs | {:.2}% |",
-            c.pairs_per_decision,
+            "| minimum detectable gain θ₁ | {:.2}% |",
             c.theta1 * 100.0
         );
         let _ = writeln!(
             s,
-            "\nGains smaller than θ₁ are invisible to this setup: a change must beat it to be kept with 80% power.\n"
+            "\nGains smaller than θ₁ are mostly discarded as noise by this setup; a gain of about θ₁ is kept about as often as not, one of twice θ₁ nearly always (docs/statistics.md).\n"
         );
     }
     let _ = writeln!(
@@ -338,7 +337,8 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
 }
 
 fn cost_text(c: Option<f64>) -> String {
-    c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "—".into())
+    c.map(crate::units::format_usd)
+        .unwrap_or_else(|| "—".into())
 }
 
 /// The "Agent calls" section of an iteration file: one row per call.

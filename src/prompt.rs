@@ -374,7 +374,11 @@ fn state_text(v: &PlanView) -> String {
     }
     if let Some(c) = v.limits.cost_usd {
         let used: f64 = h.iter().map(|r| r.cost_usd).sum();
-        left.push(format!("${:.2} of ${c:.2}", (c - used).max(0.0)));
+        left.push(format!(
+            "{} of {}",
+            crate::units::format_usd((c - used).max(0.0)),
+            crate::units::format_usd(c)
+        ));
     }
     if !left.is_empty() {
         let _ = writeln!(s, "- Budget left: {}.", left.join("; "));

@@ -262,10 +262,11 @@ pub fn render(
     );
     let _ = writeln!(
         s,
-        "| cost | ${cost:.2} | {} |\n",
+        "| cost | {} | {} |\n",
+        crate::units::format_usd(cost),
         budget
             .cost_usd
-            .map(|c| format!("${c:.2}"))
+            .map(crate::units::format_usd)
             .unwrap_or_else(|| "—".into())
     );
     let _ = writeln!(s, "## Review and merge\n");
@@ -311,7 +312,7 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
             usage.output,
             usage
                 .cost_usd
-                .map(|c| format!("${c:.2}"))
+                .map(crate::units::format_usd)
                 .unwrap_or_else(|| "not reported".into()),
             cs.iter().map(|c| c.seconds).sum::<f64>()
         );
@@ -598,7 +599,7 @@ mod tests {
             output: Some("artifacts/iter-001/plan-2.output.txt".into()),
         };
         let t = history::render_calls(std::slice::from_ref(&call));
-        assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.0100 | (cites) a \\| b |"), "{t}");
+        assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.01 | (cites) a \\| b |"), "{t}");
         let mut rec = IterationRecord::new(1, Verdict::Invalid);
         rec.agent_calls = vec![call.clone(), call];
         let s = usage_section(&[rec]);

@@ -66,6 +66,19 @@ pub fn format_duration(d: Duration) -> String {
     out
 }
 
+/// Dollars as people read a bill: `$1.25`, and a cost under a cent with
+/// its digits (`$0.0045`), because a night of cheap calls shown as `$0.00`
+/// reads as "nothing was charged" or "nothing was counted".
+pub fn format_usd(x: f64) -> String {
+    if x > 0.0 && x < 0.000_05 {
+        "<$0.0001".to_string()
+    } else if x > 0.0 && x < 0.01 {
+        format!("${x:.4}")
+    } else {
+        format!("${x:.2}")
+    }
+}
+
 /// `1%` → 0.01; a bare number is already a fraction (`0.01`).
 pub fn parse_percent(s: &str) -> Option<f64> {
     let t = s.trim();
@@ -98,6 +111,16 @@ pub fn parse_count(s: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn costs_under_a_cent_keep_their_digits() {
+        assert_eq!(super::format_usd(0.0), "$0.00");
+        assert_eq!(super::format_usd(0.00054), "$0.0005");
+        assert_eq!(super::format_usd(0.0045), "$0.0045");
+        assert_eq!(super::format_usd(0.00001), "<$0.0001");
+        assert_eq!(super::format_usd(0.015), "$0.01");
+        assert_eq!(super::format_usd(12.345), "$12.35");
+    }
+
     use super::*;
 
     #[test]

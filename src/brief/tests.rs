@@ -303,6 +303,14 @@ fn effective_budget_falls_back_to_config() {
     assert_eq!(eff.wall, Some(Duration::from_secs(3600)));
     assert_eq!(eff.cost_usd, None);
     assert_eq!(eff.tokens, Some(10));
+    // 0 lifts a default limit instead of allowing nothing.
+    let lifted = ok(&with_front(&format!(
+        "{MINIMAL_FRONT}budget: {{tokens: 0, cost_usd: 0}}\n"
+    )));
+    cfg.defaults.budget.cost_usd = Some(5.0);
+    let eff = cfg.budget_for(&lifted);
+    assert_eq!(eff.tokens, None);
+    assert_eq!(eff.cost_usd, None);
 }
 
 #[test]

@@ -677,4 +677,55 @@ mod tests {
         h1.knobs = p.knobs;
         assert!(plan(&b, &[h0, h1], &best, 1, 2, 0.01).is_none());
     }
+
+    #[test]
+    fn hypotheses_say_what_is_tried_and_lessons_do_not_contradict() {
+        let (history, _) = simulate(5, 12);
+        for r in &history[1..] {
+            // The point tried, never the surrogate's guess.
+            assert!(!r.hypothesis.contains("predict"), "{}", r.hypothesis);
+            assert!(!r.hypothesis.contains('%'), "{}", r.hypothesis);
+            assert!(r.hypothesis.contains("TILE") || r.hypothesis.contains("ORDER"));
+        }
+        // A move on TILE is named "TILE" whether it helped or hurt, so the later
+        // lesson replaces the earlier one instead of contradicting it.
+        let b = brief();
+        let mut best = Point::new();
+        best.insert("TILE".into(), KnobValue::Int(4));
+        best.insert("ORDER".into(), KnobValue::Str("ijk".into()));
+        let mut h0 = IterationRecord::new(0, Verdict::Baseline);
+        h0.knobs = best.clone();
+        let plan = plan(&b, &[h0], &best, 1, 1, 0.01).unwrap();
+        let moved: Vec<&str> = plan.axes.iter().map(|a| a.name.as_str()).collect();
+        assert!(plan.hypothesis.contains(" with "), "{}", plan.hypothesis);
+        let mut kept = history[1].clone();
+        kept.verdict = Verdict::Keep;
+        let mut hurt = kept.clone();
+        hurt.verdict = Verdict::Discard;
+        if let Some(m) = hurt.measured.as_mut() {
+            m.effect = -0.2;
+            m.ci = (-0.3, -0.1);
+        }
+        let a = learn(&plan, &kept);
+        let z = learn(&plan, &hurt);
+        assert_eq!(a.patterns[0].name, moved.join(" + "));
+        assert_eq!(z.patterns[0].name, a.patterns[0].name);
+        assert!(a.patterns[0].lesson.contains("helped"), "{:?}", a.patterns);
+        assert!(z.patterns[0].lesson.contains("hurt"), "{:?}", z.patterns);
+        // A failed guard is named as the guard failing.
+        let mut failed = IterationRecord::new(3, Verdict::Invalid);
+        failed.reason = "guard failed".into();
+        failed.guards = vec![crate::model::GuardResult {
+            command: "./test.sh".into(),
+            ok: false,
+            exit_code: Some(1),
+            seconds: 0.1,
+        }];
+        let l = learn(&plan, &failed);
+        assert!(
+            l.patterns[0].lesson.contains("the guard `./test.sh` fails"),
+            "{:?}",
+            l.patterns
+        );
+    }
 }

@@ -3,10 +3,11 @@
 //! Pairs are measured one at a time and the evidence is examined at 3, 5, 8
 //! and 12 pairs. A clear gain is kept early, a change that cannot plausibly
 //! beat the minimum detectable gain θ₁ is discarded early, and only the
-//! ambiguous ones pay for all 12 pairs. The keep test uses only this
-//! iteration's pairs (no borrowing of strength that could bias a keep); the
-//! discard bound borrows the pooled noise history, because being wrong there
-//! only costs a missed small gain.
+//! ambiguous ones pay for all 12 pairs. The keep test's mean and spread are
+//! this iteration's pairs alone (no borrowing of strength that could bias a
+//! keep); the history's noise only sets how far a wild pair is clamped
+//! before it. The discard bound borrows the pooled noise history, because
+//! being wrong there only costs a missed small gain.
 //!
 //! Because there are four chances to keep, each look tests at a reduced
 //! level α′ chosen so that the overall false-keep rate is α. α′ is computed
@@ -24,7 +25,10 @@ pub const LOOKS: [usize; 4] = [3, 5, 8, 12];
 pub const FALLBACK_ALPHAS: [f64; 4] = [0.0125, 0.0083, 0.0125, 0.0167];
 /// Degrees of freedom the noise history may contribute at most.
 pub const MAX_HISTORY_DF: f64 = 30.0;
-/// θ₁ = 0.72 · s_h: the gain 12 pairs detect with 80% power.
+/// θ₁ = 0.72 · s_h: the gain a single fixed test of 12 pairs at 5% detects
+/// with 80% power. The four-look rule spends α over its looks, so it keeps a
+/// gain of exactly θ₁ less often than that (about 6 times in 10, 1.5·θ₁
+/// about 9 in 10: `examples/decision_sim.rs`, docs/statistics.md).
 pub const THETA1_FACTOR: f64 = 0.72;
 
 /// The pooled, winsorized noise of log ratios over the archive.

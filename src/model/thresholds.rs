@@ -6,7 +6,8 @@ pub struct Thresholds {
     /// Direction flips: window of changes on one axis, and flips that alarm.
     pub flip_window: usize,
     pub flip_min: usize,
-    /// Mann-Kendall over the re-measured base: window and |Z| that alarm.
+    /// Mann-Kendall over the re-measured base: window and the Z above which
+    /// it alarms. One-sided: only a base getting worse is divergence.
     pub trend_window: usize,
     pub trend_z: f64,
     /// The trend must also amount to this much over the window (log units).

@@ -51,7 +51,9 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: &[IterationRecord]) 
         }
     }
     let tokens: u64 = history.iter().map(|r| r.tokens).sum::<u64>() + in_flight.total();
+    // 0 is "no limit", as for cost: a Brief can lift a default limit.
     if let Some(t) = budget.tokens
+        && t > 0
         && tokens >= t
     {
         return mk(
@@ -67,8 +69,67 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: &[IterationRecord]) 
     {
         return mk(
             StopReason::BudgetCost,
-            format!("${cost:.2} of ${c:.2} used"),
+            format!(
+                "{} of {} used",
+                crate::units::format_usd(cost),
+                crate::units::format_usd(c)
+            ),
         );
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Verdict;
+
+    fn state() -> State {
+        State {
+            version: crate::state::STATE_VERSION,
+            brief: "b".into(),
+            run_id: "r".into(),
+            seed: 0,
+            created_at: Utc::now(),
+            start_commit: String::new(),
+            best_commit: String::new(),
+            brief_hash: String::new(),
+            next_iteration: 2,
+            stop: None,
+            yellow: None,
+            pending_ack: None,
+            current: None,
+        }
+    }
+
+    fn spent(tokens: u64, cost: f64) -> Vec<IterationRecord> {
+        let mut r = IterationRecord::new(1, Verdict::Discard);
+        r.tokens = tokens;
+        r.cost_usd = cost;
+        vec![IterationRecord::new(0, Verdict::Baseline), r]
+    }
+
+    #[test]
+    fn zero_token_and_cost_limits_mean_no_limit() {
+        let history = spent(5_000, 2.0);
+        let zero = Budget {
+            tokens: Some(0),
+            cost_usd: Some(0.0),
+            ..Budget::default()
+        };
+        assert_eq!(stop(&zero, &state(), &history), None);
+        let tight = Budget {
+            tokens: Some(4_000),
+            ..Budget::default()
+        };
+        let s = stop(&tight, &state(), &history).unwrap();
+        assert_eq!(s.reason, StopReason::BudgetTokens);
+        assert_eq!(s.detail, "5000 of 4000 tokens used");
+        let cheap = Budget {
+            cost_usd: Some(0.005),
+            ..Budget::default()
+        };
+        let s = stop(&cheap, &state(), &spent(0, 0.0072)).unwrap();
+        assert_eq!(s.detail, "$0.0072 of $0.0050 used");
+    }
 }

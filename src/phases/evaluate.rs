@@ -163,7 +163,7 @@ fn candidate(
         &last,
         &rule,
         cx.config.defaults.alpha,
-        taken,
+        &looks,
     );
     Ok(EvalOutcome {
         verdict: if keep {

@@ -128,3 +128,192 @@ fn editing_the_brief_mid_run_is_logged_and_used() {
     assert!(t.events("e").iter().any(|e| e["type"] == "brief_changed"));
     assert_ne!(t.record("e", 0).brief_hash, t.record("e", 1).brief_hash);
 }
+
+#[test]
+fn init_in_an_existing_project_adds_only_the_missing_gitignore_lines() {
+    let t = Test::new();
+    // An older scaffold: some of the lines, the user's own, no final newline.
+    t.write(".gitignore", "target/\n.ooda/\n# mine\n/counter");
+    let yaml = t.read("ooda.yaml");
+    t.ooda(&["init"]).expect(0);
+    let gi = t.read(".gitignore");
+    assert!(
+        gi.starts_with("target/\n.ooda/\n# mine\n/counter\n"),
+        "{gi}"
+    );
+    assert_eq!(gi.matches(".ooda/").count(), 1, "{gi}");
+    for line in ["iterations/*/state.json", "iterations/*/artifacts/"] {
+        assert!(gi.lines().any(|l| l == line), "{line} not in\n{gi}");
+    }
+    assert_eq!(t.read("ooda.yaml"), yaml, "an existing ooda.yaml is kept");
+}
+
+/// A Brief `p` whose agent is `./agent.sh`, printing `answer` on stdout.
+fn agent_project(answer: &str) -> Test {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        "defaults: {pairs: 3, calibration_pairs: 3}\nagents:\n  fake: {command: [./agent.sh], prompt: stdin, format: text, timeout: 20s}\n",
+    );
+    t.script(
+        "agent.sh",
+        &format!("#!/bin/sh\ncat > /dev/null\necho \"phase $OODA_PHASE\"\ncat <<'ANSWER'\n{answer}\nANSWER\n"),
+    );
+    t.brief(
+        "p",
+        &knob_brief("").replace("agent: builtin", "agent: fake"),
+    );
+    t.commit("agent");
+    t
+}
+
+const GOOD_PLAN: &str = "```ooda\n{\"hypothesis\": \"X=40 is the bottom\", \"change\": \"set X\", \"cites\": [0], \"predicted_effect\": 0.3, \"predicted_sd\": 0.1, \"knobs\": {\"X\": 40}}\n```";
+
+#[test]
+fn preflight_makes_one_plan_call_and_archives_nothing() {
+    let t = agent_project(GOOD_PLAN);
+    let before = t.checkout_fingerprint();
+    let r = t.ooda(&["check", "p", "--preflight"]).expect(0);
+    assert!(r.stdout.contains("briefs/p.md: valid"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("preflight: `./agent.sh < \"$OODA_PROMPT_FILE\"` answered PLAN"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("plan        X=40 is the bottom (predicted +30.0% ± 10.0%)"),
+        "{}",
+        r.stdout
+    );
+    // Nothing archived, the checkout untouched; the call's files are kept aside.
+    assert!(!t.exists("iterations/p"), "preflight archived something");
+    assert_eq!(t.checkout_fingerprint(), before);
+    assert!(t.exists(".ooda/preflight/p"));
+    // The night after it starts at iteration 0 as if nothing happened.
+    t.ooda(&["tick", "p"]).expect(0);
+    assert_eq!(t.iterations("p"), vec![0]);
+
+    let j = t.ooda(&["check", "p", "--preflight", "--json"]).expect(0);
+    let v: serde_json::Value = serde_json::from_str(&j.stdout).expect(&j.stdout);
+    assert_eq!(v["preflight"]["ok"], true, "{v}");
+    assert_eq!(v["preflight"]["plan"]["knobs"]["X"], 40, "{v}");
+    assert_eq!(v["preflight"]["call"]["outcome"], "ok", "{v}");
+}
+
+#[test]
+fn a_failing_preflight_exits_2_and_says_why() {
+    // An answer a night could not read: no JSON, no ooda block.
+    let t = agent_project("I would rather not.");
+    let r = t.ooda(&["check", "p", "--preflight"]).expect(2);
+    assert!(r.stdout.contains("FAILED"), "{}", r.stdout);
+    assert!(r.stdout.contains("ooda"), "{}", r.stdout);
+    assert!(r.stderr.contains("preflight failed"), "{}", r.stderr);
+    assert!(!t.exists("iterations/p"));
+}
+
+#[test]
+fn check_json_describes_the_brief() {
+    let t = Test::new();
+    t.brief("j", &knob_brief(""));
+    t.commit("brief");
+    let r = t.ooda(&["check", "j", "--json"]).expect(0);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect(&r.stdout);
+    assert_eq!(v["brief"], "j", "{v}");
+    assert_eq!(v["valid"], true, "{v}");
+    assert_eq!(v["metric"]["name"], "t", "{v}");
+    assert_eq!(v["metric"]["direction"], "minimize", "{v}");
+    assert_eq!(v["knobs"][0]["name"], "X", "{v}");
+    assert_eq!(v["knobs"][0]["default"], "10", "{v}");
+    assert_eq!(v["agent"]["driver"], "builtin", "{v}");
+    assert_eq!(v["scope"]["protect"][0], "bench.sh", "{v}");
+}
+
+#[test]
+fn report_json_is_the_summary_json_beside_summary_md() {
+    let t = Test::new();
+    t.brief("r", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["report", "r"]).expect(2);
+    t.ooda(&["tick", "r"]).expect(0);
+    t.ooda(&["tick", "r"]).expect(0);
+    let r = t.ooda(&["report", "r", "--json"]).expect(0);
+    assert_eq!(r.stdout, t.read("iterations/r/summary.json"));
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["brief"], "r");
+    assert_eq!(v["status"], "GREEN");
+    let its = v["iterations"].as_array().unwrap();
+    assert_eq!(its.len(), 2, "{v}");
+    assert_eq!(its[1]["iteration"], 1);
+    assert_eq!(its[1]["verdict"], t.record("r", 1).verdict.as_str());
+    assert_eq!(its[1]["file"], "iter-001.md");
+    let md = t.ooda(&["report", "r"]).expect(0);
+    assert_eq!(md.stdout, t.read("iterations/r/summary.md"));
+}
+
+#[test]
+fn reset_starts_the_brief_over_and_keeps_the_old_archive_aside() {
+    let t = Test::new();
+    t.brief("z", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "z"]).expect(0);
+    t.ooda(&["tick", "z"]).expect(0);
+    let tip = t.git(&["rev-parse", "ooda/z"]);
+    let before = t.checkout_fingerprint();
+    // Without a terminal, only --yes confirms.
+    let r = t.ooda(&["reset", "z"]).expect(2);
+    assert!(r.stderr.contains("pass --yes"), "{}", r.stderr);
+    assert_eq!(t.iterations("z"), vec![0, 1]);
+    assert_eq!(t.git(&["rev-parse", "ooda/z"]), tip);
+
+    let r = t.ooda(&["reset", "z", "--yes"]).expect(0);
+    assert!(r.stdout.contains("deleted branch ooda/z"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains(&format!("git branch ooda/z {}", &tip[..7]))
+            || r.stdout.contains("git branch ooda/z"),
+        "{}",
+        r.stdout
+    );
+    assert!(t.git(&["branch", "--list", "ooda/z"]).is_empty());
+    assert!(!t.exists(".ooda/worktrees/z/cand"));
+    assert!(!t.exists("iterations/z"));
+    let aside: Vec<String> = std::fs::read_dir(t.path().join("iterations"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("z.reset-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    let old = format!("iterations/{}", aside[0]);
+    assert!(t.exists(&format!("{old}/iter-000.md")));
+    assert!(t.exists(&format!("{old}/iter-001.md")));
+    assert!(
+        !t.exists(&format!("{old}/state.json")),
+        "nothing resumes from it"
+    );
+    // The user's checkout, branch and index are as they were.
+    assert_eq!(t.checkout_fingerprint(), before);
+
+    // The next tick is a new run at iteration 0.
+    let r = t.ooda(&["tick", "z"]).expect(0);
+    assert!(r.stdout.contains("baseline archived"), "{}", r.stdout);
+    assert_eq!(t.iterations("z"), vec![0]);
+
+    // --discard-archive deletes instead of moving aside.
+    t.ooda(&["reset", "z", "--yes", "--discard-archive"])
+        .expect(0);
+    assert!(!t.exists("iterations/z"));
+    let asides = std::fs::read_dir(t.path().join("iterations"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("z.reset-")
+        })
+        .count();
+    assert_eq!(asides, 1);
+}

@@ -150,7 +150,17 @@ fn promising_gains_that_never_come_is_red_model_mismatch_within_ten_iterations()
     assert_eq!(last, 10, "mismatch_window = 10 predictions");
     assert!(detail.contains("optimistic"), "{detail}");
     t.ooda(&["tick", "r"]).expect(3);
-    t.ooda(&["ack", "r"]).expect(0);
+    // From cron there is no $USER: git's user.name says who acknowledged.
+    t.git(&["config", "user.name", "Night Owl"]);
+    let out = t
+        .command(&["ack", "r"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("Acknowledged by Night Owl at"), "{said}");
     let env = [
         ("PLAN_X", "100 + i"),
         ("PLAN_DIR", "\"up\""),
