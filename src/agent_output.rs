@@ -94,6 +94,12 @@ pub fn parse(format: AgentFormat, stdout: &str) -> Parsed {
         AgentFormat::Text => text(stdout),
     };
     p.problem = p.problem.map(|t| crate::compress::strip_ansi(&t));
+    p.unavailable = p.unavailable.map(|t| crate::compress::strip_ansi(&t));
+    p.warnings = p
+        .warnings
+        .iter()
+        .map(|t| crate::compress::strip_ansi(t))
+        .collect();
     p
 }
 
@@ -455,6 +461,22 @@ fn text(stdout: &str) -> Parsed {
 fn aider(stdout: &str) -> Parsed {
     let mut p = text(stdout);
     let lines: Vec<&str> = stdout.lines().collect();
+    // aider exits 0 after these, so they are the only sign its edit was lost.
+    let nonconforming = lines
+        .iter()
+        .filter(|l| l.contains("did not conform to the edit format"))
+        .count();
+    if nonconforming > 0 {
+        p.warnings.push(format!(
+            "aider: the model's reply did not conform to the edit format ({nonconforming} time(s)); its edits may be lost"
+        ));
+    }
+    if let Some(l) = lines
+        .iter()
+        .find(|l| l.starts_with("Only ") && l.contains("reflections allowed"))
+    {
+        p.warnings.push(format!("aider: {}", l.trim()));
+    }
     let last_error = lines
         .iter()
         .rposition(|l| l.trim_start().starts_with("litellm.") && l.contains("Error"));
@@ -468,12 +490,27 @@ fn aider(stdout: &str) -> Parsed {
             .find_map(|l| l.trim().parse::<u64>().ok())
             .filter(|c| outage_status(*c))
             .or_else(|| outage_in(said))
+            .or_else(|| litellm_status(said))
             .unwrap_or(0);
         p.error_reported = true;
         p.problem = Some(format!("aider: {}", first_line(said)));
         p.unavailable = Some(unavailable_label(code, "aider", said));
     }
     p
+}
+
+/// The HTTP status a litellm exception class stands for (aider prints the
+/// class, and the status only when the provider put it in its message).
+fn litellm_status(line: &str) -> Option<u64> {
+    let kind = line.trim().strip_prefix("litellm.")?.split(':').next()?;
+    match kind {
+        "RateLimitError" => Some(429),
+        "InternalServerError" => Some(500),
+        "BadGatewayError" => Some(502),
+        "ServiceUnavailableError" => Some(503),
+        "Timeout" => Some(408),
+        _ => None,
+    }
 }
 
 /// aider prints `Tokens: 12k sent, 1.1k received. Cost: $0.05 message, $0.09 session.`
@@ -901,6 +938,46 @@ mod tests {
                 .unwrap()
                 .starts_with("HTTP 500 (aider: litellm.InternalServerError")
         );
+        assert!(down.warnings.is_empty(), "{:?}", down.warnings);
+        // Without a status line, the exception class names it.
+        let no_status =
+            real("aider-0.86.2-plan.persistent-500.stdout.txt").replace("\n500\n", "\n");
+        let down = parse(AgentFormat::Aider, &no_status);
+        assert!(
+            down.unavailable
+                .as_deref()
+                .unwrap()
+                .starts_with("HTTP 500 (aider: litellm.InternalServerError"),
+            "{:?}",
+            down.unavailable
+        );
+        let rate = parse(
+            AgentFormat::Aider,
+            "litellm.RateLimitError: RateLimitError: OpenAIException - slow down\n",
+        );
+        assert!(rate.unavailable.unwrap().starts_with("HTTP 429"));
+        // The "whole" edit format: aider exits 0, the call carries why.
+        let dropped = parse(
+            AgentFormat::Aider,
+            &real("aider-0.86.2-execute.whole-format-failed.stdout.txt"),
+        );
+        assert!(
+            dropped.warnings[0].contains("did not conform to the edit format"),
+            "{:?}",
+            dropped.warnings
+        );
+        let reflected = parse(
+            AgentFormat::Aider,
+            &real("aider-0.86.2-plan.whole-format-reflections.stdout.txt"),
+        );
+        assert_eq!(
+            reflected.warnings,
+            [
+                "aider: the model's reply did not conform to the edit format (4 time(s)); its edits may be lost",
+                "aider: Only 3 reflections allowed, stopping."
+            ]
+        );
+        assert_eq!(plan_of(&reflected)["predicted_effect"], 0.3);
         // A plain script that happens to print such a line is just text.
         let text = parse(
             AgentFormat::Text,

@@ -288,7 +288,7 @@ impl Brief {
         }
         if !protected.is_empty() {
             return Some(format!(
-                "changed protected path(s) {} (scope.protect: {}); the evaluator must stay read-only",
+                "changed protected path(s) {} (scope.protect: {}); protected paths must stay as they are, so that the measurement stays honest",
                 protected.join(", "),
                 self.scope.protect.join(", ")
             ));
@@ -552,7 +552,8 @@ fn check_sections(ck: &mut Checker, text: &str, doc: &Markdown) -> Sections {
                 }
             }
             None => {
-                let hint = match yaml::suggest(title, SECTIONS) {
+                let suggested = yaml::suggest(title, SECTIONS);
+                let hint = match suggested {
                     Some(s) => format!("did you mean `# {s}`?"),
                     None => "use `##` for a sub-heading inside a section".into(),
                 };
@@ -564,7 +565,10 @@ fn check_sections(ck: &mut Checker, text: &str, doc: &Markdown) -> Sections {
                     ),
                 )
                 .expected("`# Goal`, `# Success`, `# Must not break` or `# Context`")
-                .example(format!("## {title}"));
+                .example(match suggested {
+                    Some(s) => format!("# {s}"),
+                    None => format!("## {title}"),
+                });
             }
         }
     }

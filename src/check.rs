@@ -52,14 +52,6 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     for g in &brief.guards {
         let _ = writeln!(s, "  guard       `{g}`");
     }
-    for (what, cmd) in std::iter::once(("the metric command", &m.command))
-        .chain(m.setup.iter().map(|c| ("setup", c)))
-        .chain(brief.guards.iter().map(|g| ("a guard", g)))
-    {
-        if let Some(problem) = command_problem(&project.root, cmd, what) {
-            let _ = writeln!(s, "  warning     {problem}");
-        }
-    }
     let _ = writeln!(
         s,
         "  scope       allow {:?}, protect {:?}",
@@ -78,7 +70,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
         );
     }
     match MainAgent::for_brief(brief, &project.config) {
-        Ok(MainAgent::Command(a)) => describe_agent(&mut s, &a, project),
+        Ok(MainAgent::Command(a)) => describe_agent(&mut s, &a),
         Ok(a) => {
             let _ = writeln!(s, "  agent       {}", a.name());
         }
@@ -112,23 +104,66 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             }
         }
     }
+    for w in warnings(brief, project) {
+        let _ = writeln!(s, "  warning     {w}");
+    }
+    for p in problems(brief, project) {
+        let _ = writeln!(s, "  PROBLEM     {p}");
+    }
     s
+}
+
+/// What stops a night before its first measurement: a program named by a
+/// path that is missing, not executable or not committed (the worktrees are
+/// checkouts of the committed history), an agent program that cannot start.
+/// `ooda check` exits 2 when there is any.
+pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
+    let m = &brief.metric;
+    let mut out: Vec<String> = std::iter::once(("the metric command", &m.command))
+        .chain(m.setup.iter().map(|c| ("setup", c)))
+        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+        .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
+        .collect();
+    if let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config)
+        && let Some(p) = a.program_problem(&project.root)
+    {
+        out.push(p);
+    }
+    out
+}
+
+/// What may go wrong but does not stop the night: a project template from an
+/// older release that offers `OODA_OUTPUT_FILE` to a tool that cannot write
+/// it (the fenced block still works; the wasted attempts do not).
+pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
+    let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config) else {
+        return Vec::new();
+    };
+    if a.profile.result_file {
+        return Vec::new();
+    }
+    ["plan.md", "learn.md"]
+        .iter()
+        .filter(|name| {
+            std::fs::read_to_string(project.root.join("templates").join(name))
+                .is_ok_and(|t| t.contains("OODA_OUTPUT_FILE"))
+        })
+        .map(|name| {
+            format!(
+                "templates/{name} offers OODA_OUTPUT_FILE, which `{}` cannot write (its sandbox keeps writes in the worktree): replace that sentence with {{{{result_file}}}}, or delete the file and run `ooda init` for the current one",
+                a.name
+            )
+        })
+        .collect()
 }
 
 /// What `describe` says, as data (`ooda check --json`).
 pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
     use serde_json::json;
     let m = &brief.metric;
-    let mut warnings: Vec<String> = std::iter::once(("the metric command", &m.command))
-        .chain(m.setup.iter().map(|c| ("setup", c)))
-        .chain(brief.guards.iter().map(|g| ("a guard", g)))
-        .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
-        .collect();
+    let problems = problems(brief, project);
     let agent = match MainAgent::for_brief(brief, &project.config) {
         Ok(MainAgent::Command(a)) => {
-            if let Some(p) = a.program_problem(&project.root) {
-                warnings.push(p);
-            }
             json!({
                 "name": a.name,
                 "driver": "command",
@@ -191,7 +226,9 @@ pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
             "cost_usd": b.cost_usd,
         },
         "schedule": schedule,
-        "warnings": warnings,
+        "runnable": problems.is_empty(),
+        "problems": problems,
+        "warnings": warnings(brief, project),
     })
 }
 
@@ -254,10 +291,13 @@ pub fn preflight(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "preflight: `{}` answered PLAN in {:.1}s: {}{}",
-        agent.command_line(),
-        c.seconds,
+        "preflight: ran `{}` for PLAN: {} after {:.1}s{}",
+        agent.command_line_for(
+            crate::model::Phase::Plan,
+            &crate::driver::named_files::NamedFiles::default()
+        ),
         c.outcome.as_str(),
+        c.seconds,
         c.model
             .as_deref()
             .map(|m| format!(" (model {m})"))
@@ -291,7 +331,7 @@ pub fn preflight(
             true
         }
         Err(why) => {
-            let _ = writeln!(s, "  FAILED      {why}");
+            let _ = writeln!(s, "  problem     {why}");
             false
         }
     };
@@ -299,6 +339,15 @@ pub fn preflight(
         s,
         "  files       {} (the prompt, the output, the answer)",
         files.display()
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        if ok {
+            "preflight OK: the agent answered with a plan a night would accept"
+        } else {
+            "preflight FAILED: a night would not get a usable plan from this agent (above)"
+        }
     );
     let data = serde_json::json!({
         "ok": ok,
@@ -324,7 +373,7 @@ fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<
 }
 
 /// A command agent as it will run: its profile and the exact shell line.
-fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent, project: &Project) {
+fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
     let p = &a.profile;
     let _ = writeln!(
         s,
@@ -338,16 +387,31 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent, project: &Pro
         },
         crate::brief::format_duration(a.timeout())
     );
-    let _ = writeln!(s, "  command     {}", a.command_line());
+    let per_step = !p.args_by_phase.is_empty() || p.file_arg.is_some() || p.read_arg.is_some();
+    if per_step {
+        use crate::driver::named_files::NamedFiles;
+        use crate::model::Phase;
+        // What EXECUTE adds depends on the plan: show the shape.
+        let example = NamedFiles {
+            edit: vec!["<file the plan names>".into()],
+            read: vec!["<other file the prompt names>".into()],
+        };
+        for (label, phase) in [
+            ("plan", Phase::Plan),
+            ("execute", Phase::Execute),
+            ("learn", Phase::Learn),
+        ] {
+            let _ = writeln!(s, "  {label:<11} {}", a.command_line_for(phase, &example));
+        }
+    } else {
+        let _ = writeln!(s, "  command     {}", a.command_line());
+    }
     let _ = writeln!(
         s,
         "              in the candidate worktree, with OODA_PHASE, OODA_BRIEF, OODA_BRIEF_FILE, OODA_ITERATION, OODA_ATTEMPT,\n              OODA_PROMPT_FILE, OODA_OUTPUT_FILE and OODA_ITERATIONS_DIR set (docs/agents.md)"
     );
     for (k, v) in &p.env {
         let _ = writeln!(s, "  agent env   {k}={}", crate::compress::redact(v));
-    }
-    if let Some(problem) = a.program_problem(&project.root) {
-        let _ = writeln!(s, "  warning     {problem}");
     }
 }
 

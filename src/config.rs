@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::brief::{BriefError, Budget, check_budget, is_env_name, parse_count, parse_duration};
+use crate::model::Phase;
 use crate::yaml::{self, Checker, Entry, Node, join, parse_float, parse_int};
 
 /// The configuration file, relative to the project root.
@@ -89,6 +90,42 @@ pub struct AgentProfile {
     /// permission mode confines writes to the worktree cannot, and answer
     /// with the fenced `ooda` block only.
     pub result_file: bool,
+    /// Arguments for one step only (aider's `--chat-mode ask` in PLAN and
+    /// LEARN): an argv entry cannot expand `$OODA_PHASE`.
+    pub args_by_phase: PhaseArgs,
+    /// The flag that puts a file in the agent's editing context (aider's
+    /// `--file`): in EXECUTE, each file in scope that the plan names.
+    pub file_arg: Option<String>,
+    /// The flag that shows a file read-only (aider's `--read`): in EXECUTE,
+    /// every other committed file the prompt names, so a tool that adds the
+    /// files it sees mentioned cannot add a protected one as editable.
+    pub read_arg: Option<String>,
+    /// Whether the EXECUTE prompt asks for the optional `{"change": …}`
+    /// block (aider reads a fenced block in its reply as an edit).
+    pub change_note: bool,
+}
+
+/// Per-step arguments of a profile (`args_by_phase` in `ooda.yaml`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PhaseArgs {
+    pub plan: Vec<String>,
+    pub execute: Vec<String>,
+    pub learn: Vec<String>,
+}
+
+impl PhaseArgs {
+    pub fn of(&self, phase: Phase) -> &[String] {
+        match phase {
+            Phase::Plan => &self.plan,
+            Phase::Execute => &self.execute,
+            Phase::Learn => &self.learn,
+            _ => &[],
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.plan.is_empty() && self.execute.is_empty() && self.learn.is_empty()
+    }
 }
 
 /// How the rendered prompt reaches the agent. `OODA_PROMPT_FILE` is set in every mode.
@@ -221,6 +258,10 @@ const AGENT_KEYS: &[&str] = &[
     "timeout",
     "env",
     "result_file",
+    "args_by_phase",
+    "file_arg",
+    "read_arg",
+    "change_note",
 ];
 const MODEL_KEYS: &[&str] = &[
     "provider",
@@ -239,6 +280,10 @@ fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentPr
         timeout: None,
         env: BTreeMap::new(),
         result_file: true,
+        args_by_phase: PhaseArgs::default(),
+        file_arg: None,
+        read_arg: None,
+        change_note: true,
     }
 }
 
@@ -331,19 +376,46 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
             "aider",
             // --message-file: one message, then exit; --yes-always (spelt
             // --yes in older releases) answers its confirmations; no commits,
-            // because the runner owns the candidate's git history.
-            confined(profile(
-                &[
-                    "aider",
-                    "--yes-always",
-                    "--no-auto-commits",
-                    "--no-dirty-commits",
-                    "--no-pretty",
-                    "--message-file",
-                ],
-                File,
-                Aider,
-            )),
+            // because the runner owns the candidate's git history. Unattended
+            // and offline-safe: it must not edit .gitignore, phone home or
+            // leave its history files in the worktree. The diff edit format,
+            // because the "whole" format reads the fenced answer block as a
+            // malformed file listing. PLAN and LEARN only talk (ask mode;
+            // a prompt starting with `/ask` crashes 0.86.2).
+            {
+                let mut p = confined(profile(
+                    &[
+                        "aider",
+                        "--yes-always",
+                        "--no-auto-commits",
+                        "--no-dirty-commits",
+                        "--no-pretty",
+                        "--no-gitignore",
+                        "--no-check-update",
+                        "--no-show-release-notes",
+                        "--no-analytics",
+                        "--edit-format",
+                        "diff",
+                        "--chat-history-file",
+                        "/dev/null",
+                        "--input-history-file",
+                        "/dev/null",
+                        "--message-file",
+                    ],
+                    File,
+                    Aider,
+                ));
+                let ask = vec!["--chat-mode".to_string(), "ask".to_string()];
+                p.args_by_phase = PhaseArgs {
+                    plan: ask.clone(),
+                    execute: Vec::new(),
+                    learn: ask,
+                };
+                p.file_arg = Some("--file".into());
+                p.read_arg = Some("--read".into());
+                p.change_note = false;
+                p
+            },
         ),
         ("script", profile(&["./ooda-agent.sh"], Stdin, Text)),
     ]
@@ -698,20 +770,64 @@ fn check_agent(
             |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
         );
     }
-    if let Some(e) = fields.get("result_file")
-        && let Some(v) = ck.expect(
-            &e.value,
-            &join(&path, "result_file"),
-            "true or false",
-            "result_file: false",
-            |n| match n.scalar()? {
-                "true" => Some(true),
-                "false" => Some(false),
-                _ => None,
-            },
-        )
-    {
-        p.result_file = v;
+    for (key, slot) in [
+        ("result_file", &mut p.result_file),
+        ("change_note", &mut p.change_note),
+    ] {
+        if let Some(e) = fields.get(key)
+            && let Some(v) = ck.expect(
+                &e.value,
+                &join(&path, key),
+                "true or false",
+                &format!("{key}: false"),
+                |n| match n.scalar()? {
+                    "true" => Some(true),
+                    "false" => Some(false),
+                    _ => None,
+                },
+            )
+        {
+            *slot = v;
+        }
+    }
+    for (key, slot, example) in [
+        ("file_arg", &mut p.file_arg, "file_arg: --file"),
+        ("read_arg", &mut p.read_arg, "read_arg: --read"),
+    ] {
+        // `entry`, not `get`: here null means "none", turning a preset's flag off.
+        if let Some(e) = fields.entry(key) {
+            *slot = if e.value.is_null() {
+                None
+            } else {
+                ck.expect(
+                    &e.value,
+                    &join(&path, key),
+                    "a flag such as `--file`, or null for none",
+                    example,
+                    |n| Some(n.scalar()?.trim().to_string()).filter(|f| f.starts_with('-')),
+                )
+            };
+        }
+    }
+    if let Some(e) = fields.get("args_by_phase") {
+        let key = join(&path, "args_by_phase");
+        let example = "args_by_phase: {plan: [--chat-mode, ask], learn: [--chat-mode, ask]}";
+        if let Some(phases) = ck.map(&e.value, &key, &["plan", "execute", "learn"], example) {
+            let mut args = PhaseArgs::default();
+            for entry in phases.entries {
+                let k = join(&key, &entry.key);
+                if let Some(v) =
+                    ck.strings(&entry.value, &k, "an argv list", "an argument", example)
+                {
+                    match entry.key.as_str() {
+                        "plan" => args.plan = v,
+                        "execute" => args.execute = v,
+                        _ => args.learn = v,
+                    }
+                }
+            }
+            p.args_by_phase = args;
+        }
     }
     if let Some(e) = fields.get("env") {
         let key = join(&path, "env");
@@ -861,6 +977,31 @@ mod tests {
         let mut ps = problems(text);
         assert_eq!(ps.len(), 1, "{ps:#?}");
         ps.remove(0)
+    }
+
+    #[test]
+    fn per_step_arguments_and_file_flags() {
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "agents:\n  mine:\n    command: [tool, --message]\n    prompt: arg\n    args_by_phase: {plan: [--ask], learn: [--ask, --quiet]}\n    file_arg: --edit\n    change_note: false\n  aider: {read_arg: null}\n",
+        )
+        .expect("valid");
+        let mine = &cfg.agents["mine"];
+        assert_eq!(mine.args_by_phase.of(Phase::Plan), ["--ask"]);
+        assert!(mine.args_by_phase.of(Phase::Execute).is_empty());
+        assert_eq!(mine.args_by_phase.of(Phase::Learn), ["--ask", "--quiet"]);
+        assert_eq!(mine.file_arg.as_deref(), Some("--edit"));
+        assert_eq!(mine.read_arg, None);
+        assert!(!mine.change_note);
+        // Overriding one key of the aider preset keeps the rest of it.
+        let aider = &cfg.agents["aider"];
+        assert_eq!(aider.read_arg, None);
+        assert_eq!(aider.file_arg.as_deref(), Some("--file"));
+        assert_eq!(aider.args_by_phase.of(Phase::Plan), ["--chat-mode", "ask"]);
+        let p = only("agents:\n  mine:\n    command: [t]\n    args_by_phase: {plann: [--ask]}\n");
+        assert!(p.to_string().contains("did you mean `plan`"), "{p}");
+        let p = only("agents:\n  mine:\n    command: [t]\n    file_arg: file\n");
+        assert_eq!(p.key.as_deref(), Some("agents.mine.file_arg"));
     }
 
     #[test]

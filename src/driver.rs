@@ -13,6 +13,7 @@
 pub mod agent_steps;
 pub mod builtin;
 pub mod command;
+pub mod named_files;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

@@ -372,14 +372,26 @@ pub fn render_calls(calls: &[AgentCall]) -> String {
                 .unwrap_or_else(|| "—".into()),
             c.seconds,
             cost_text(c.usage.cost_usd),
-            c.problem
-                .as_deref()
-                .map(|p| clip(p, 200).replace('|', "\\|"))
-                .unwrap_or_default()
+            call_notes(c)
         );
     }
     s.push('\n');
     s
+}
+
+/// The last cell of a call's row: its problem, what the tool warned about,
+/// and how long the runner waited after it for an unavailable API.
+fn call_notes(c: &AgentCall) -> String {
+    let mut notes: Vec<String> = c.problem.iter().map(|p| clip(p, 200)).collect();
+    notes.extend(
+        c.warnings
+            .iter()
+            .map(|w| format!("warning: {}", clip(w, 160))),
+    );
+    if c.waited > 0.0 {
+        notes.push(format!("then waited {:.0}s for the API", c.waited));
+    }
+    notes.join("; ").replace('|', "\\|")
 }
 
 fn guard_table(s: &mut String, guards: &[GuardResult]) {

@@ -809,6 +809,8 @@ pub struct ExecuteView<'a> {
     pub brief: &'a Brief,
     pub iteration: u32,
     pub plan: &'a Plan,
+    /// Whether to ask for the optional `{"change": …}` block.
+    pub change_note: bool,
     pub max_chars: usize,
 }
 
@@ -840,9 +842,19 @@ pub fn execute(v: &ExecuteView) -> String {
             ("protect", &protect),
             ("scope", &scope),
             ("knobs_file", &v.brief.knobs_file),
+            ("change_note", change_note(v.change_note)),
         ],
     );
     bound(&out, v.max_chars)
+}
+
+/// The `{{change_note}}` slot of the EXECUTE prompt: the optional answer.
+fn change_note(asked: bool) -> &'static str {
+    if asked {
+        "When you are done, you may describe what you actually changed in a fenced code\nblock tagged `ooda`:\n\n```ooda\n{\"change\": \"what you changed, in one or two sentences\"}\n```\n"
+    } else {
+        "When you are done, stop; the runner reads your change from the files.\n"
+    }
 }
 
 /// Everything the LEARN prompt is built from.

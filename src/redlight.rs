@@ -442,23 +442,15 @@ mod tests {
         let th = Thresholds::default();
         let failed = |i: u32, outage: bool| {
             let mut r = IterationRecord::new(i, Verdict::Invalid);
-            r.agent_calls = vec![AgentCall {
-                phase: Phase::Plan,
-                attempt: 1,
-                outcome: if outage {
+            r.agent_calls = vec![AgentCall::new(
+                Phase::Plan,
+                1,
+                if outage {
                     CallOutcome::Unavailable
                 } else {
                     CallOutcome::Failed
                 },
-                exit_code: Some(1),
-                seconds: 1.0,
-                usage: Default::default(),
-                model: None,
-                problem: None,
-                warnings: Vec::new(),
-                waited: 0.0,
-                output: None,
-            }];
+            )];
             r
         };
         let mut h = vec![IterationRecord::new(0, Verdict::Baseline)];

@@ -47,6 +47,8 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/events.jsonl",
     "iterations/*/artifacts/",
     "iterations/*/.lock",
+    // aider's own files (chat history, tags cache) in a worktree.
+    ".aider*",
 ];
 
 const OODA_YAML: &str = "# ooda project configuration. Every key is optional.\ndefaults:\n  pairs: 12               # most paired runs per decision (looks at 3, 5, 8, 12)\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";

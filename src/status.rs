@@ -19,6 +19,8 @@ pub struct BriefStatus {
     pub status: String,
     pub stop_reason: Option<String>,
     pub detail: Option<String>,
+    /// The YELLOW warning in force: its kind and evidence.
+    pub warning: Option<String>,
     pub iterations: usize,
     pub keeps: usize,
     pub in_flight: Option<String>,
@@ -51,6 +53,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         status: "NEW".into(),
         stop_reason: None,
         detail: None,
+        warning: None,
         iterations: 0,
         keeps: 0,
         in_flight: None,
@@ -94,6 +97,10 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         out.status = s.status().word().into();
         out.stop_reason = s.stop.as_ref().map(|st| st.reason.as_str().to_string());
         out.detail = s.stop.as_ref().map(|st| st.detail.clone());
+        out.warning = s
+            .yellow
+            .as_ref()
+            .map(|a| format!("{}: {}", a.kind.as_str(), a.evidence));
         out.in_flight = s
             .current
             .as_ref()
@@ -160,8 +167,14 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
         if let Some(g) = r.confirmed_gain {
             s.push_str(&format!(", confirmed {:+.1}%", g * 100.0));
         }
+        if r.iterations == 0 && r.baseline.is_none() {
+            s.push_str(", no baseline yet");
+        }
         if let Some(reason) = &r.stop_reason {
             s.push_str(&format!(", stopped: {reason}"));
+        }
+        if let Some(w) = &r.warning {
+            s.push_str(&format!(", warning {}", crate::prompt::clip(w, 120)));
         }
         if let Some(f) = &r.in_flight {
             s.push_str(&format!(", in flight: {f}"));
@@ -175,4 +188,50 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
         s.push('\n');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(status: &str) -> BriefStatus {
+        BriefStatus {
+            brief: "b".into(),
+            status: status.into(),
+            stop_reason: None,
+            detail: None,
+            warning: None,
+            iterations: 0,
+            keeps: 0,
+            in_flight: None,
+            metric: "t".into(),
+            baseline: None,
+            best: None,
+            improvement: None,
+            confirmed_gain: None,
+            budget_iterations: Some(30),
+            last_event: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn the_line_names_the_warning_and_a_missing_baseline() {
+        let line = render(&[row("NEW")], false);
+        assert!(
+            line.contains("0 iteration(s) of 30, 0 keep(s), no baseline yet"),
+            "{line}"
+        );
+        let mut y = row("YELLOW");
+        y.iterations = 6;
+        y.baseline = Some(10.0);
+        y.warning = Some("plateau: 4 iterations without a keep".into());
+        let line = render(&[y], false);
+        assert!(line.contains("YELLOW"), "{line}");
+        assert!(
+            line.contains(", warning plateau: 4 iterations without a keep"),
+            "{line}"
+        );
+        assert!(!line.contains("no baseline"), "{line}");
+    }
 }

@@ -282,7 +282,7 @@ pub fn render(
     );
     let _ = writeln!(
         s,
-        "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration.\n\nIf your own branch moved while ooda ran, merge as usual (`git merge {branch}` brings the kept commits on top of your work), or replay them with `git rebase --onto <your-branch> {start} {branch}` for a straight history. The knobs file (`{}`) is ooda's: in a conflict there, keep the `{branch}` side, which holds the setting that was measured. The measurements were made on `{start}`, not on your new commits: run `ooda check {} --measure 5` after merging to see the numbers hold.",
+        "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration.\n\nIf your own branch moved while ooda ran, merge as usual (`git merge {branch}` brings the kept commits on top of your work), or, for a straight history, copy them onto your branch with `git cherry-pick {start}..{branch}` (never rebase `{branch}` itself: ooda's worktrees have it checked out). The knobs file (`{}`) is ooda's: in a conflict there, keep the `{branch}` side, which holds the setting that was measured. The measurements were made on `{start}`, not on your new commits: after merging, run `ooda check {} --measure 5` and compare its median with the best above.",
         brief.knobs_file, brief.name
     );
     s

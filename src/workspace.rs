@@ -268,8 +268,18 @@ impl Workspace {
         let mut index = repo
             .index()
             .ctx(|| "opening the candidate's index".into())?;
+        let head = repo.head().and_then(|h| h.peel_to_tree()).ok();
+        // A tool's own new files are not part of the change (see `is_tool_file`).
+        let mut skip_tool_files = |path: &Path, _: &[u8]| -> i32 {
+            let new = head.as_ref().is_none_or(|t| t.get_path(path).is_err());
+            i32::from(new && path.to_str().is_some_and(is_tool_file))
+        };
         index
-            .add_all(["*"], IndexAddOption::DEFAULT, None)
+            .add_all(
+                ["*"],
+                IndexAddOption::DEFAULT,
+                Some(&mut skip_tool_files as &mut git2::IndexMatchedPath),
+            )
             .ctx(|| "staging the candidate".into())?;
         index
             .update_all(["*"], None)
@@ -347,6 +357,7 @@ impl Workspace {
             };
             if let Ok(p) = s.path()
                 && !out.iter().any(|c| c.path == p)
+                && !(kind == "added" && is_tool_file(p))
             {
                 out.push(ChangedPath {
                     path: p.to_string(),
@@ -655,6 +666,18 @@ fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
         let _ = fs::remove_dir(&d); // fails harmlessly when not empty
     }
     Ok(())
+}
+
+/// A file an agent tool writes for itself in its working directory (aider's
+/// `.aider.chat.history.md`, `.aider.tags.cache.v4/`): a new one is not
+/// the agent's change, so it is neither a scope violation nor committed.
+/// A committed file of that name (a project's `.aider.conf.yml`) counts as
+/// usual when it changes.
+pub fn is_tool_file(rel_path: &str) -> bool {
+    rel_path
+        .split('/')
+        .next()
+        .is_some_and(|top| top.starts_with(".aider"))
 }
 
 #[cfg(test)]

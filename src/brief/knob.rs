@@ -118,7 +118,14 @@ pub(crate) fn check(ck: &mut Checker, entry: &Entry) -> Option<Knob> {
             ),
         )
         .expected("a name like `TILE` or `BATCH_SIZE`")
-        .example(format!("{upper}: {{int: [8, 512]}}"));
+        .example(format!(
+            "{}: {{int: [8, 512]}}",
+            if upper.starts_with(|c: char| c.is_ascii_digit()) {
+                format!("K_{upper}")
+            } else {
+                upper
+            }
+        ));
     } else if name.starts_with("OODA_") || RESERVED.contains(&name.as_str()) {
         ck.report(
             Some(entry.line),

@@ -10,14 +10,44 @@ use crate::project::Project;
 
 pub(crate) fn run(g: &Globals, brief: &str, measure: Option<u32>, preflight: bool) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
-    let b = project.load_brief(brief)?;
+    let b = match project.load_brief(brief) {
+        Ok(b) => b,
+        Err(e) => {
+            if g.json {
+                let problems: Vec<String> = match &e {
+                    Error::Brief(be) => be.problems.iter().map(|p| p.to_string()).collect(),
+                    other => vec![other.to_string()],
+                };
+                out(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&serde_json::json!({
+                        "brief": brief,
+                        "valid": false,
+                        "problems": problems,
+                    }))
+                    .unwrap_or_default()
+                ))?;
+            }
+            return Err(e);
+        }
+    };
     let mut data = crate::check::describe_json(&b, &project);
     let say = |text: &str| if g.json { Ok(()) } else { out(text) };
     say(&crate::check::describe(&b, &project))?;
-    let mut failed = None;
+    let problems = crate::check::problems(&b, &project);
+    let mut failed = (!problems.is_empty()).then(|| {
+        Error::Input(format!(
+            "{}: the Brief is valid but cannot run: {} (fix it and commit, then check again)",
+            b.path.display(),
+            problems.join("; ")
+        ))
+    });
     let interrupt = (preflight || measure.is_some()).then(Interrupt::install);
     let cancel = || interrupt.as_ref().map(|i| i.flag());
-    if preflight && let Some(cancel) = cancel() {
+    if preflight
+        && failed.is_none()
+        && let Some(cancel) = cancel()
+    {
         let (report, ok, json) =
             crate::check::preflight(&project, &b, cancel, progress_printer(g.quiet))?;
         say(&report)?;

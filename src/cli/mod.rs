@@ -77,7 +77,7 @@ pub enum Command {
         /// branch ooda/NAME and the folder iterations/NAME)
         name: String,
     },
-    /// Validate a Brief; with --measure N, run setup, guards and the metric N times at HEAD
+    /// Validate a Brief and whether it can run; --measure N runs the metric N times at HEAD, --preflight makes one real PLAN call
     Check {
         /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,

@@ -58,31 +58,48 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
     }
     // No tick may be running while its archive moves.
     let lock = dir.exists().then(|| BriefLock::acquire(&dir)).transpose()?;
+    let tip = ws.branch_tip()?;
     let mut done = ws.remove(&stamp)?;
-    drop(lock);
+    let _ = std::fs::remove_dir_all(project.root.join(".ooda/preflight").join(&b.name));
     if dir.exists() {
         if discard {
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
             done.push(format!("deleted {}", dir.display()));
         } else {
-            let _ = std::fs::remove_file(dir.join(".lock"));
             let _ = std::fs::remove_file(dir.join("state.json"));
+            // The summary set aside tells its reader the branch it names is gone.
+            let summary = dir.join("summary.md");
+            if let Ok(text) = std::fs::read_to_string(&summary) {
+                let note = format!(
+                    "> This run was reset on {}: branch `{}` was deleted{}. The commands below name it as it was.\n\n",
+                    Utc::now().format("%Y-%m-%d %H:%M UTC"),
+                    ws.branch,
+                    tip.map(|t| format!(" (restore it with `git branch {} {}`)", ws.branch, t))
+                        .unwrap_or_default()
+                );
+                crate::atomic::write_atomic(&summary, format!("{note}{text}").as_bytes())?;
+            }
+            // Moved while still locked, so no tick starts in between.
             std::fs::rename(&dir, &aside).map_err(|e| {
                 Error::io(
                     format!("moving {} to {}", dir.display(), aside.display()),
                     e,
                 )
             })?;
+            drop(lock);
+            let _ = std::fs::remove_file(aside.join(".lock"));
             done.push(format!("moved {} to {}", dir.display(), aside.display()));
         }
     }
-    for line in &done {
-        out(&format!("{}: {line}\n", b.name))?;
+    if !g.quiet {
+        for line in &done {
+            out(&format!("{}: {line}\n", b.name))?;
+        }
+        out(&format!(
+            "{}: reset; the next tick starts a new run at iteration 0\n",
+            b.name
+        ))?;
     }
-    out(&format!(
-        "{}: reset; the next tick starts a new run at iteration 0\n",
-        b.name
-    ))?;
     Ok(Exit::Ok)
 }

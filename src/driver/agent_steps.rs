@@ -21,6 +21,7 @@
 use serde_json::Value;
 
 use crate::driver::command::{AgentCall, CallOutcome, CommandAgent, Invocation, Reply};
+use crate::driver::named_files::{NamedFiles, named_files};
 use crate::driver::{Driver, Execution, Lesson, Proposal, Turn};
 use crate::error::Result;
 use crate::events::Event;
@@ -42,14 +43,14 @@ impl Driver for CommandAgent {
     }
 
     fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
-        plan(&Step { agent: self, t }, best)
+        plan(&Step::new(self, t), best)
     }
 
     fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {
         // A script can write anywhere the user can: what it changed outside
         // the candidate worktree is found by content afterwards.
         let fence = Fence::new(t.root, t.base_dir, t.dir)?;
-        let mut out = execute(&Step { agent: self, t }, plan)?;
+        let mut out = execute(&mut Step::new(self, t), plan)?;
         out.breach = fence.breached()?;
         Ok(out)
     }
@@ -64,7 +65,7 @@ impl Driver for CommandAgent {
                 calls: Vec::new(),
             });
         }
-        let (said, calls) = learn(&Step { agent: self, t }, rec)?;
+        let (said, calls) = learn(&Step::new(self, t), rec)?;
         Ok(Lesson {
             learned: merge_learn(runner_learn(rec), said),
             calls,
@@ -92,9 +93,19 @@ fn sleep_unless_cancelled(d: Duration, cancel: &std::sync::atomic::AtomicBool) -
 struct Step<'a> {
     agent: &'a CommandAgent,
     t: &'a Turn<'a>,
+    /// The files this step is about (EXECUTE), for profiles that pass them.
+    files: NamedFiles,
 }
 
-impl Step<'_> {
+impl<'a> Step<'a> {
+    fn new(agent: &'a CommandAgent, t: &'a Turn<'a>) -> Step<'a> {
+        Step {
+            agent,
+            t,
+            files: NamedFiles::default(),
+        }
+    }
+
     fn template(&self, name: &str) -> String {
         crate::scaffold::template(self.t.root, name).unwrap_or_default()
     }
@@ -145,7 +156,7 @@ impl Step<'_> {
             } else {
                 1
             },
-            command: self.agent.command_line(),
+            command: self.agent.command_line_for(phase, &self.files),
             prompt_chars: prompt::chars(prompt),
         })?;
         let inv = Invocation {
@@ -159,6 +170,7 @@ impl Step<'_> {
             files_dir: &files,
             prompt,
             output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
+            files: &self.files,
         };
         let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
         self.agent.run(&inv, lease.as_ref(), t.cancel)
@@ -335,10 +347,10 @@ pub struct Preflight {
 
 /// One PLAN call, as iteration `t.iteration` would make it, with no retry
 /// and no wait for an unavailable API: does the agent start, answer, and
-/// answer in a form ooda reads? Only the format and the knobs of the plan
-/// are judged (its citations depend on history a first run does not have).
+/// answer with a plan the validator accepts? Before a first run the plan is
+/// judged against the baseline iteration 0 that run will have.
 pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflight> {
-    let step = Step { agent, t };
+    let step = Step::new(agent, t);
     let (text, _) = prompt::plan(&PlanView {
         template: &step.template("plan.md"),
         brief: t.brief,
@@ -355,8 +367,20 @@ pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflig
         max_chars: t.config.defaults.prompt_budget,
     });
     let reply = step.call_once(Phase::Plan, 1, &text)?;
+    // Judged as a night's first PLAN would be: iteration 0 exists by then.
+    let mut history = t.history.to_vec();
+    if history.is_empty() {
+        let mut baseline = IterationRecord::new(0, Verdict::Baseline);
+        baseline.knobs = best.clone();
+        history.push(baseline);
+    }
     let plan = if reply.finished() {
-        read_plan_shape(t, &reply, best).map_err(|(rule, message, _)| format!("({rule}) {message}"))
+        read_plan_shape(t, &reply, best)
+            .and_then(|plan| match plan::validate(&plan, &history, t.iteration) {
+                Ok(()) => Ok(plan),
+                Err(r) => Err((r.rule, r.message, None)),
+            })
+            .map_err(|(rule, message, _)| format!("({rule}) {message}"))
     } else {
         Err(reply.call.problem.clone().unwrap_or_default())
     };
@@ -407,15 +431,21 @@ fn escape_line(l: &str) -> String {
 }
 
 /// Asks the agent to apply `plan` in the candidate worktree.
-fn execute(step: &Step, plan: &Plan) -> Result<Execution> {
+fn execute(step: &mut Step, plan: &Plan) -> Result<Execution> {
     let template = step.template("execute.md");
     let text = prompt::execute(&prompt::ExecuteView {
         template: &template,
         brief: step.t.brief,
         iteration: step.t.iteration,
         plan,
+        change_note: step.agent.profile.change_note,
         max_chars: step.t.config.defaults.prompt_budget,
     });
+    let p = &step.agent.profile;
+    if p.file_arg.is_some() || p.read_arg.is_some() {
+        let plan_text = format!("{}\n{}", plan.hypothesis, plan.change);
+        step.files = named_files(step.t.brief, step.t.cand_dir, &plan_text, &text)?;
+    }
     let (mut reply, mut calls) = step.call(Phase::Execute, 1, &text)?;
     let mut failure = None;
     let mut unavailable = None;

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::named_files::NamedFiles;
 use crate::agent_output::{self, Source};
 use crate::compress;
 use crate::config::{AgentProfile, DEFAULT_AGENT_TIMEOUT, PromptMode};
@@ -61,12 +62,42 @@ impl CommandAgent {
     /// The exact shell line that runs for every step (with the `OODA_*`
     /// variables set), e.g. `claude -p --output-format json … < "$OODA_PROMPT_FILE"`.
     pub fn command_line(&self) -> String {
-        let argv: Vec<String> = self
-            .profile
-            .command
-            .iter()
-            .map(|a| shell_quote(a))
-            .collect();
+        self.line_with(&[])
+    }
+
+    /// The line of one step: the profile's arguments for `phase`, and in
+    /// EXECUTE the files the plan names (`file_arg`, `read_arg`).
+    pub fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
+        let p = &self.profile;
+        let mut extra: Vec<String> = p.args_by_phase.of(phase).to_vec();
+        if phase == Phase::Execute {
+            for (flag, paths) in [(&p.file_arg, &files.edit), (&p.read_arg, &files.read)] {
+                if let Some(flag) = flag {
+                    for path in paths {
+                        extra.push(flag.clone());
+                        extra.push(path.clone());
+                    }
+                }
+            }
+        }
+        self.line_with(&extra)
+    }
+
+    /// `command` with `extra` arguments. When the prompt is passed as an
+    /// argument and the command ends with the flag that takes it (`-p`,
+    /// `--message-file`), the extra arguments go before that flag.
+    fn line_with(&self, extra: &[String]) -> String {
+        let mut argv: Vec<&str> = self.profile.command.iter().map(String::as_str).collect();
+        let ends_with_flag = self.profile.prompt != PromptMode::Stdin
+            && argv.len() > 1
+            && argv.last().is_some_and(|a| a.starts_with('-'));
+        let at = if ends_with_flag {
+            argv.len() - 1
+        } else {
+            argv.len()
+        };
+        argv.splice(at..at, extra.iter().map(String::as_str));
+        let argv: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
         let argv = argv.join(" ");
         match self.profile.prompt {
             PromptMode::Stdin => format!("{argv} < \"$OODA_PROMPT_FILE\""),
@@ -117,7 +148,7 @@ impl CommandAgent {
             ("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir)),
         ];
         env.extend(self.profile.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let line = self.command_line();
+        let line = self.command_line_for(inv.phase, inv.files);
         let spec = CommandSpec {
             command: &line,
             cwd: inv.cwd,
@@ -290,6 +321,7 @@ fn drop_cut_lines(output: &str) -> String {
 
 /// The tail of a failed command's output, for its one-line problem.
 fn last_words(output: &str) -> String {
+    let output = crate::compress::strip_ansi(output);
     let tail: Vec<&str> = output
         .lines()
         .map(str::trim)
@@ -331,6 +363,8 @@ pub struct Invocation<'a> {
     pub prompt: &'a str,
     /// Bytes of the agent's stdout (and combined output) kept in memory.
     pub output_cap: usize,
+    /// The files this step is about, for profiles that pass them.
+    pub files: &'a NamedFiles,
 }
 
 impl Invocation<'_> {
@@ -391,7 +425,33 @@ mod tests {
         );
         assert_eq!(
             agent("aider").command_line(),
-            r#"aider --yes-always --no-auto-commits --no-dirty-commits --no-pretty --message-file "$OODA_PROMPT_FILE" < "$OODA_PROMPT_FILE""#
+            r#"aider --yes-always --no-auto-commits --no-dirty-commits --no-pretty --no-gitignore --no-check-update --no-show-release-notes --no-analytics --edit-format diff --chat-history-file /dev/null --input-history-file /dev/null --message-file "$OODA_PROMPT_FILE" < "$OODA_PROMPT_FILE""#
+        );
+        // aider: PLAN and LEARN in ask mode, EXECUTE with the plan's files,
+        // each before the flag that takes the prompt.
+        let files = NamedFiles {
+            edit: vec!["src/a b.rs".into()],
+            read: vec!["bench.sh".into()],
+        };
+        let aider = agent("aider");
+        let tail = r#"--message-file "$OODA_PROMPT_FILE" < "$OODA_PROMPT_FILE""#;
+        assert!(
+            aider
+                .command_line_for(Phase::Plan, &files)
+                .ends_with(&format!("/dev/null --chat-mode ask {tail}"))
+        );
+        assert!(
+            aider
+                .command_line_for(Phase::Execute, &files)
+                .ends_with(&format!(
+                    "/dev/null --file 'src/a b.rs' --read bench.sh {tail}"
+                ))
+        );
+        // A profile without per-step arguments runs the same line every step.
+        let claude = agent("claude");
+        assert_eq!(
+            claude.command_line_for(Phase::Execute, &files),
+            claude.command_line()
         );
         assert_eq!(
             agent("script").command_line(),
@@ -431,7 +491,7 @@ mod tests {
                 format: crate::config::AgentFormat::Text,
                 timeout: Some(Duration::from_secs(timeout)),
                 env: [("EXTRA".to_string(), "yes".to_string())].into(),
-                result_file: true,
+                ..crate::config::presets()["script"].clone()
             },
         };
         let files = Invocation::files_dir_for(&dir, 3);
@@ -446,6 +506,7 @@ mod tests {
             files_dir: &files,
             prompt: "PROMPT with sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
             output_cap: 1 << 20,
+            files: &NamedFiles::default(),
         };
         let lease = crate::executor::Executor::lease(
             &crate::executor::Local,

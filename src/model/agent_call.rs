@@ -61,3 +61,22 @@ pub struct AgentCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
 }
+
+impl AgentCall {
+    /// A call with nothing measured yet: no usage, problem or output.
+    pub fn new(phase: Phase, attempt: u32, outcome: CallOutcome) -> AgentCall {
+        AgentCall {
+            phase,
+            attempt,
+            outcome,
+            exit_code: None,
+            seconds: 0.0,
+            usage: Usage::default(),
+            model: None,
+            problem: None,
+            warnings: Vec::new(),
+            waited: 0.0,
+            output: None,
+        }
+    }
+}

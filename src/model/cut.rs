@@ -186,7 +186,7 @@ mod tests {
                 message: "the agent changed nothing, so there is nothing to measure".into(),
             },
             Cut::Scope {
-                message: "changed protected path(s) bench.sh (scope.protect: bench.sh); the evaluator must stay read-only".into(),
+                message: "changed protected path(s) bench.sh (scope.protect: bench.sh); protected paths must stay as they are, so that the measurement stays honest".into(),
             },
             Cut::Budget {
                 phase: Phase::Evaluate,

@@ -178,13 +178,15 @@ impl IterationRecord {
     }
 
     /// Whether the iteration failed because the agent's API stayed
-    /// unavailable (its last agent call found it so): an outage, which
-    /// says nothing about the agent or the change.
+    /// unavailable in PLAN or EXECUTE (the call that ended it found it so):
+    /// an outage, which says nothing about the agent or the change. An
+    /// outage in LEARN cuts nothing; the verdict was decided before it.
     pub fn cut_by_outage(&self) -> bool {
         self.verdict == Verdict::Invalid
             && self
                 .agent_calls
-                .last()
+                .iter()
+                .rfind(|c| c.phase != super::Phase::Learn)
                 .is_some_and(|c| c.outcome == super::CallOutcome::Unavailable)
     }
 
@@ -194,5 +196,34 @@ impl IterationRecord {
             Some(m) => super::gain_ci_text(m.effect, m.ci),
             None => "—".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{AgentCall, CallOutcome, Phase};
+
+    fn call(phase: Phase, outcome: CallOutcome) -> AgentCall {
+        AgentCall::new(phase, 1, outcome)
+    }
+
+    #[test]
+    fn only_an_outage_in_plan_or_execute_cuts_an_iteration() {
+        let mut r = IterationRecord::new(3, Verdict::Invalid);
+        r.agent_calls = vec![call(Phase::Plan, CallOutcome::Unavailable)];
+        assert!(r.cut_by_outage());
+        // A guard failed after EXECUTE; LEARN then found the API down: the
+        // iteration failed on its own account.
+        r.agent_calls = vec![
+            call(Phase::Plan, CallOutcome::Ok),
+            call(Phase::Execute, CallOutcome::Ok),
+            call(Phase::Learn, CallOutcome::Unavailable),
+        ];
+        assert!(!r.cut_by_outage());
+        r.agent_calls[1].outcome = CallOutcome::Unavailable;
+        assert!(r.cut_by_outage());
+        r.verdict = Verdict::Discard;
+        assert!(!r.cut_by_outage());
     }
 }

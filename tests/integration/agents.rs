@@ -535,9 +535,15 @@ fn check_prints_the_exact_command_line() {
         &knob_brief("").replace("agent: builtin", "agent: script"),
     );
     t.commit("briefs");
+    // claude is not on this PATH: the line is printed, and the Brief cannot run.
     let r = t
         .ooda_env(&["check", "b"], &[("PATH", "/usr/bin:/bin")])
-        .expect(0);
+        .expect(2);
+    assert!(
+        r.stdout.contains("  PROBLEM     `claude` is not on PATH"),
+        "{}",
+        r.stdout
+    );
     assert!(
         r.stdout.contains(
             "  command     claude -p --output-format json --permission-mode acceptEdits < \"$OODA_PROMPT_FILE\"\n"
@@ -552,7 +558,7 @@ fn check_prints_the_exact_command_line() {
         "{}",
         r.stdout
     );
-    let r = t.ooda(&["check", "s"]).expect(0);
+    let r = t.ooda(&["check", "s"]).expect(2);
     assert!(
         r.stdout
             .contains("  command     ./ooda-agent.sh < \"$OODA_PROMPT_FILE\"\n"),
@@ -564,6 +570,24 @@ fn check_prints_the_exact_command_line() {
         "{}",
         r.stdout
     );
+    // With claude on PATH the Brief can run; a project template from an older
+    // release that offers OODA_OUTPUT_FILE to it is worth a warning.
+    t.script("tools/claude", "#!/bin/sh\nexit 0\n");
+    t.write(
+        "templates/plan.md",
+        "Plan {{iteration}}. Answer in a block, or write the JSON to OODA_OUTPUT_FILE.\n",
+    );
+    t.commit("a claude and an old template");
+    let path = format!("{}:/usr/bin:/bin", t.path().join("tools").display());
+    let r = t.ooda_env(&["check", "b"], &[("PATH", &path)]).expect(0);
+    assert!(
+        r.stdout.contains(
+            "warning     templates/plan.md offers OODA_OUTPUT_FILE, which `claude` cannot write"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("PROBLEM"), "{}", r.stdout);
     // An unknown profile is refused before anything runs.
     t.brief(
         "u",

@@ -177,7 +177,7 @@ fn preflight_makes_one_plan_call_and_archives_nothing() {
     assert!(r.stdout.contains("briefs/p.md: valid"), "{}", r.stdout);
     assert!(
         r.stdout
-            .contains("preflight: `./agent.sh < \"$OODA_PROMPT_FILE\"` answered PLAN"),
+            .contains("preflight: ran `./agent.sh < \"$OODA_PROMPT_FILE\"` for PLAN: ok after"),
         "{}",
         r.stdout
     );
@@ -187,6 +187,7 @@ fn preflight_makes_one_plan_call_and_archives_nothing() {
         "{}",
         r.stdout
     );
+    assert!(r.stdout.contains("preflight OK"), "{}", r.stdout);
     // Nothing archived, the checkout untouched; the call's files are kept aside.
     assert!(!t.exists("iterations/p"), "preflight archived something");
     assert_eq!(t.checkout_fingerprint(), before);
@@ -207,10 +208,19 @@ fn a_failing_preflight_exits_2_and_says_why() {
     // An answer a night could not read: no JSON, no ooda block.
     let t = agent_project("I would rather not.");
     let r = t.ooda(&["check", "p", "--preflight"]).expect(2);
-    assert!(r.stdout.contains("FAILED"), "{}", r.stdout);
+    assert!(r.stdout.contains("preflight FAILED"), "{}", r.stdout);
     assert!(r.stdout.contains("ooda"), "{}", r.stdout);
     assert!(r.stderr.contains("preflight failed"), "{}", r.stderr);
     assert!(!t.exists("iterations/p"));
+    // A plan the night's validator would reject fails the preflight too:
+    // before the first run, iteration 0 is the only one that will exist.
+    let t = agent_project(&GOOD_PLAN.replace("[0]", "[99]"));
+    let r = t.ooda(&["check", "p", "--preflight"]).expect(2);
+    assert!(
+        r.stdout.contains("problem     (cites)") && r.stdout.contains("[99]"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]
@@ -228,6 +238,32 @@ fn check_json_describes_the_brief() {
     assert_eq!(v["knobs"][0]["default"], "10", "{v}");
     assert_eq!(v["agent"]["driver"], "builtin", "{v}");
     assert_eq!(v["scope"]["protect"][0], "bench.sh", "{v}");
+    assert_eq!(v["runnable"], true, "{v}");
+    // A Brief that cannot run: its metric program is not committed.
+    t.brief("m", &knob_brief("").replace("./bench.sh", "./missing.sh"));
+    t.commit("m");
+    let r = t.ooda(&["check", "m"]).expect(2);
+    assert!(r.stdout.contains("  PROBLEM     "), "{}", r.stdout);
+    assert!(r.stdout.contains("./missing.sh"), "{}", r.stdout);
+    assert!(r.stderr.contains("cannot run"), "{}", r.stderr);
+    let r = t.ooda(&["check", "m", "--json"]).expect(2);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect(&r.stdout);
+    assert_eq!(v["runnable"], false, "{v}");
+    // An invalid Brief is JSON too, with every problem.
+    t.brief(
+        "bad",
+        &knob_brief("").replace("direction: minimize", "direction: fastest"),
+    );
+    let r = t.ooda(&["check", "bad", "--json"]).expect(2);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect(&r.stdout);
+    assert_eq!(v["valid"], false, "{v}");
+    assert!(
+        v["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("metric.direction"),
+        "{v}"
+    );
 }
 
 #[test]
@@ -272,8 +308,7 @@ fn reset_starts_the_brief_over_and_keeps_the_old_archive_aside() {
     assert!(r.stdout.contains("deleted branch ooda/z"), "{}", r.stdout);
     assert!(
         r.stdout
-            .contains(&format!("git branch ooda/z {}", &tip[..7]))
-            || r.stdout.contains("git branch ooda/z"),
+            .contains(&format!("`git branch ooda/z {}` restores it", &tip[..10])),
         "{}",
         r.stdout
     );
@@ -292,6 +327,13 @@ fn reset_starts_the_brief_over_and_keeps_the_old_archive_aside() {
     assert!(
         !t.exists(&format!("{old}/state.json")),
         "nothing resumes from it"
+    );
+    // Its summary says the branch it names is gone, and how to get it back.
+    let summary = t.read(&format!("{old}/summary.md"));
+    assert!(summary.starts_with("> This run was reset on "), "{summary}");
+    assert!(
+        summary.contains(&format!("git branch ooda/z {tip}")),
+        "{summary}"
     );
     // The user's checkout, branch and index are as they were.
     assert_eq!(t.checkout_fingerprint(), before);

@@ -28,6 +28,8 @@ const GEMINI: &str = include_str!("../fixtures/agent-outputs/real-cli/gemini-0.6
 const AIDER_PLAN: &str = include_str!("../fixtures/agent-outputs/real-cli/aider-0.86.2-plan.txt");
 const AIDER_EXECUTE: &str =
     include_str!("../fixtures/agent-outputs/real-cli/aider-0.86.2-execute.txt");
+const AIDER_OUTAGE: &str =
+    include_str!("../fixtures/agent-outputs/real-cli/aider-0.86.2-plan.persistent-500.stdout.txt");
 const AIDER_LEARN: &str = include_str!("../fixtures/agent-outputs/real-cli/aider-0.86.2-learn.txt");
 
 /// X per iteration on the test landscape (best at 40, baseline 10): 25 and
@@ -36,7 +38,7 @@ const XS: [u32; 3] = [25, 40, 60];
 
 fn plan(x: u32) -> String {
     format!(
-        r#"{{"hypothesis": "X={x} is nearer the bottom of the cost curve", "change": "set X to {x}", "cites": [0], "axes": [{{"name": "X", "direction": "up"}}], "predicted_effect": 0.2, "predicted_sd": 0.2, "knobs": {{"X": {x}}}}}"#
+        r#"{{"hypothesis": "X={x} is nearer the bottom of the cost curve", "change": "set X to {x} and note it in src/lib.txt", "cites": [0], "axes": [{{"name": "X", "direction": "up"}}], "predicted_effect": 0.2, "predicted_sd": 0.2, "knobs": {{"X": {x}}}}}"#
     )
 }
 
@@ -114,11 +116,20 @@ fn fake(tool: &str) -> String {
             r#"[ $# = 7 ] && [ "$1 $2 $3 $4 $5 $6 $7" = "--skip-trust --approval-mode auto_edit -o json -p $(cat "$OODA_PROMPT_FILE")" ] && [ "$GEMINI_CLI_TRUST_WORKSPACE" = true ]"#,
             r#"printf '%s' "$7""#,
         ),
+        // The step's own arguments sit between these; the test reads them
+        // from argv-<phase>-<iteration>.
         "aider" => (
-            r#"[ "$*" = "--yes-always --no-auto-commits --no-dirty-commits --no-pretty --message-file $OODA_PROMPT_FILE" ]"#,
-            r#"cat "$6""#,
+            r#"case "$*" in "--yes-always --no-auto-commits --no-dirty-commits --no-pretty --no-gitignore --no-check-update --no-show-release-notes --no-analytics --edit-format diff --chat-history-file /dev/null --input-history-file /dev/null "*" --message-file $OODA_PROMPT_FILE") ;; *) false ;; esac"#,
+            r#"eval "cat \"\${$#}\"""#,
         ),
         _ => unreachable!("{tool}"),
+    };
+    // Like the real aider, the fake leaves its own files in the worktree
+    // (the repository map's cache, a chat history): they are not a change.
+    let tool_files = if tool == "aider" {
+        "mkdir -p .aider.tags.cache.v4 && echo x > .aider.tags.cache.v4/cache.db\necho chat >> .aider.chat.history.md"
+    } else {
+        ""
     };
     format!(
         r#"#!/bin/sh
@@ -126,8 +137,10 @@ if ! {{ {check}; }}; then
   echo "{tool}: unexpected command line: $*" >&2
   exit 64
 fi
+echo "$*" > "$AGENT_DIR/argv-$OODA_PHASE-$OODA_ITERATION"
 {prompt} > "$AGENT_DIR/prompt-$OODA_PHASE-$OODA_ITERATION.md"
 if [ "$OODA_PHASE" = execute ]; then echo "tuned in $OODA_ITERATION" >> src/lib.txt; fi
+{tool_files}
 cat "$AGENT_DIR/$OODA_PHASE-$OODA_ITERATION.out"
 "#
     )
@@ -144,11 +157,13 @@ fn fixtures(tool: &str) -> [&'static str; 3] {
     }
 }
 
-fn night_with(tool: &str) {
+/// A repository whose Brief `b` uses the preset `tool`, and a folder with
+/// the fake tool in `bin/` and room for its canned outputs.
+fn with_fake(tool: &str, iterations: u32) -> (Test, tempfile::TempDir) {
     let t = Test::new();
     t.brief(
         "b",
-        &knob_brief("budget: {iterations: 3}\n")
+        &knob_brief(&format!("budget: {{iterations: {iterations}}}\n"))
             .replace("agent: builtin", &format!("agent: {tool}")),
     );
     t.commit("brief");
@@ -158,6 +173,20 @@ fn night_with(tool: &str) {
     let exe = bin.join(tool);
     std::fs::write(&exe, fake(tool)).unwrap();
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (t, dir)
+}
+
+fn env_of(dir: &tempfile::TempDir) -> (String, String) {
+    let path = format!(
+        "{}:{}",
+        dir.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (path, dir.path().to_str().unwrap().to_string())
+}
+
+fn night_with(tool: &str) {
+    let (t, dir) = with_fake(tool, 3);
     let [plan_fx, execute_fx, learn_fx] = fixtures(tool);
     for (i, x) in XS.iter().enumerate() {
         let n = i + 1;
@@ -178,15 +207,8 @@ fn night_with(tool: &str) {
             .unwrap();
         }
     }
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let env = [
-        ("PATH", path.as_str()),
-        ("AGENT_DIR", dir.path().to_str().unwrap()),
-    ];
+    let (path, agent_dir) = env_of(&dir);
+    let env = [("PATH", path.as_str()), ("AGENT_DIR", agent_dir.as_str())];
     let run = t.ooda_env(&["run", "b"], &env).expect(4);
     // Every iteration's verdict is on stdout, the one that ended the run too.
     for line in [
@@ -241,21 +263,6 @@ fn night_with(tool: &str) {
         // No preset is offered the output file it could not write.
         assert!(!prompt.contains("OODA_OUTPUT_FILE"), "{tool}: {prompt}");
     }
-    // Per-tool readings of the real formats.
-    let calls = &t.record("b", 1).agent_calls;
-    match tool {
-        "claude" => {
-            assert_eq!(calls[0].model.as_deref(), Some("claude-opus-4-8[1m]"));
-            assert!(t.record("b", 1).cost_usd > 0.0);
-        }
-        "gemini" => assert_eq!(calls[0].model.as_deref(), Some("gemini-2.5-pro")),
-        "aider" => {
-            // 9 calls at about $0.0005: shown in cents they would read $0.00.
-            let summary = t.read("iterations/b/summary.md");
-            assert!(summary.contains("| cost | $0.0044 |"), "{summary}");
-        }
-        _ => {}
-    }
     // The branch holds the second keep: X=40 and both EXECUTE edits.
     let head = t.git(&["rev-parse", "ooda/b"]);
     let head = head.trim();
@@ -271,6 +278,53 @@ fn night_with(tool: &str) {
     assert!(!lib.contains("tuned in 3"), "{lib}");
     let summary = t.read("iterations/b/summary.md");
     assert!(summary.contains("## Agent usage"), "{summary}");
+    // Per-tool readings of the real formats.
+    let calls = &t.record("b", 1).agent_calls;
+    match tool {
+        "claude" => {
+            assert_eq!(calls[0].model.as_deref(), Some("claude-opus-4-8[1m]"));
+            assert!(t.record("b", 1).cost_usd > 0.0);
+        }
+        "gemini" => assert_eq!(calls[0].model.as_deref(), Some("gemini-2.5-pro")),
+        "aider" => {
+            // 9 calls at about $0.0005: shown in cents they would read $0.00.
+            let summary = t.read("iterations/b/summary.md");
+            assert!(summary.contains("| cost | $0.0044 |"), "{summary}");
+            for n in 1..=3 {
+                let argv = |phase: &str| {
+                    std::fs::read_to_string(dir.path().join(format!("argv-{phase}-{n}"))).unwrap()
+                };
+                let step = |phase: &str| {
+                    let a = argv(phase);
+                    let from = a.find("/dev/null --input-history-file /dev/null ").unwrap() + 41;
+                    let to = a.rfind(" --message-file").unwrap();
+                    a[from..to].to_string()
+                };
+                // PLAN and LEARN only talk; EXECUTE gets the plan's file to
+                // edit and the protected benchmark read-only.
+                assert_eq!(step("plan"), "--chat-mode ask");
+                assert_eq!(step("learn"), "--chat-mode ask");
+                let execute = step("execute");
+                assert!(execute.starts_with("--file src/lib.txt "), "{execute}");
+                assert!(execute.contains("--read bench.sh"), "{execute}");
+                assert!(!execute.contains("--file bench.sh"), "{execute}");
+                // No "describe what you changed" block is asked of aider.
+                let prompt =
+                    std::fs::read_to_string(dir.path().join(format!("prompt-execute-{n}.md")))
+                        .unwrap();
+                assert!(!prompt.contains("```ooda"), "{prompt}");
+                let rec = t.record("b", n);
+                assert!(
+                    rec.changed_paths.iter().all(|p| !p.starts_with(".aider")),
+                    "{:?}",
+                    rec.changed_paths
+                );
+            }
+            let tree = t.git(&["ls-tree", "-r", "--name-only", head]);
+            assert!(!tree.contains(".aider"), "{tree}");
+        }
+        _ => {}
+    }
 }
 
 #[test]
@@ -291,4 +345,44 @@ fn the_gemini_preset_runs_a_night() {
 #[test]
 fn the_aider_preset_runs_a_night() {
     night_with("aider");
+}
+
+/// aider retries a down API itself, prints `litellm.…Error` lines and exits
+/// 0 with no answer: one unavailable call with aider's words, not a format
+/// problem sent back twice.
+#[test]
+fn an_aider_outage_is_one_failed_call_with_aiders_message() {
+    let (t, dir) = with_fake("aider", 2);
+    t.write(
+        "ooda.yaml",
+        &t.read("ooda.yaml")
+            .replace("defaults:\n", "defaults:\n  agent_outage: 0s\n"),
+    );
+    t.commit("no waiting");
+    std::fs::write(dir.path().join("plan-1.out"), AIDER_OUTAGE).unwrap();
+    let (path, agent_dir) = env_of(&dir);
+    let env = [("PATH", path.as_str()), ("AGENT_DIR", agent_dir.as_str())];
+    t.ooda_env(&["tick", "b"], &env).expect(0);
+    t.ooda_env(&["tick", "b"], &env).expect(0);
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Invalid);
+    assert_eq!(rec.agent_calls.len(), 1, "{:?}", rec.agent_calls);
+    let call = &rec.agent_calls[0];
+    assert_eq!(
+        call.outcome,
+        ooda::driver::command::CallOutcome::Unavailable
+    );
+    assert_eq!(call.exit_code, Some(0));
+    assert_eq!(
+        call.problem.as_deref(),
+        Some(
+            "agent unavailable: HTTP 500 (aider: litellm.InternalServerError: InternalServerError: OpenAIException - mock fault)"
+        )
+    );
+    assert!(
+        rec.reason.starts_with("agent unavailable in PLAN"),
+        "{}",
+        rec.reason
+    );
+    assert!(rec.reason.contains("HTTP 500"), "{}", rec.reason);
 }
