@@ -83,6 +83,18 @@ fn unavailable_label(code: u64, tool: &str, said: &str) -> String {
     format!("{status} ({tool}: {})", first_line(said))
 }
 
+/// How long the tool kept trying before it gave up, when it says so: the
+/// difference between a blip and an outage for whoever reads the reason.
+fn after(label: String, tried: Option<String>) -> String {
+    match tried {
+        Some(t) => match label.split_once(" (") {
+            Some((status, rest)) => format!("{status} {t} ({rest}"),
+            None => format!("{label} {t}"),
+        },
+        None => label,
+    }
+}
+
 /// Parses `stdout` as `format` prints it.
 pub fn parse(format: AgentFormat, stdout: &str) -> Parsed {
     let mut p = match format {
@@ -264,7 +276,13 @@ fn claude_result(v: &Value) -> Parsed {
             None => outage_in(&said).filter(|_| said.starts_with("API Error")),
         };
         if let Some(code) = outage {
-            p.unavailable = Some(unavailable_label(code, "claude", &said));
+            // Claude retries on its own; its duration is the time it spent.
+            let tried = v
+                .get("duration_ms")
+                .and_then(Value::as_f64)
+                .filter(|ms| *ms >= 1_000.0)
+                .map(|ms| format!("after {:.0}s of retries", ms / 1_000.0));
+            p.unavailable = Some(after(unavailable_label(code, "claude", &said), tried));
         }
         // A call that failed and used nothing reported no cost either.
         if p.usage.total() == 0 && p.usage.cost_usd == Some(0.0) {
@@ -494,7 +512,12 @@ fn aider(stdout: &str) -> Parsed {
             .unwrap_or(0);
         p.error_reported = true;
         p.problem = Some(format!("aider: {}", first_line(said)));
-        p.unavailable = Some(unavailable_label(code, "aider", said));
+        let retries = lines
+            .iter()
+            .filter(|l| l.starts_with("Retrying in "))
+            .count();
+        let tried = (retries > 0).then(|| format!("after {retries} retries"));
+        p.unavailable = Some(after(unavailable_label(code, "aider", said), tried));
     }
     p
 }
@@ -839,7 +862,7 @@ mod tests {
         assert!(
             p.unavailable
                 .unwrap()
-                .starts_with("HTTP 529 (claude: API Error: 529 Overloaded")
+                .starts_with("HTTP 529 after 179s of retries (claude: API Error: 529 Overloaded")
         );
         assert_eq!(
             p.usage.cost_usd, None,
@@ -936,7 +959,7 @@ mod tests {
         assert!(
             down.unavailable
                 .unwrap()
-                .starts_with("HTTP 500 (aider: litellm.InternalServerError")
+                .starts_with("HTTP 500 after 8 retries (aider: litellm.InternalServerError")
         );
         assert!(down.warnings.is_empty(), "{:?}", down.warnings);
         // Without a status line, the exception class names it.
@@ -947,7 +970,7 @@ mod tests {
             down.unavailable
                 .as_deref()
                 .unwrap()
-                .starts_with("HTTP 500 (aider: litellm.InternalServerError"),
+                .starts_with("HTTP 500 after 8 retries (aider: litellm.InternalServerError"),
             "{:?}",
             down.unavailable
         );

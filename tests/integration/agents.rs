@@ -915,7 +915,9 @@ fn an_outage_is_waited_out_and_the_iteration_goes_on() {
     assert!(unavailable.waited > 0.0);
     let problem = unavailable.problem.as_deref().unwrap();
     assert!(
-        problem.starts_with("agent unavailable: HTTP 529 (claude: API Error: 529 Overloaded"),
+        problem.starts_with(
+            "agent unavailable: HTTP 529 after 179s of retries (claude: API Error: 529 Overloaded"
+        ),
         "{problem}"
     );
     assert!(

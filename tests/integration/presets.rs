@@ -376,7 +376,7 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     assert_eq!(
         call.problem.as_deref(),
         Some(
-            "agent unavailable: HTTP 500 (aider: litellm.InternalServerError: InternalServerError: OpenAIException - mock fault)"
+            "agent unavailable: HTTP 500 after 8 retries (aider: litellm.InternalServerError: InternalServerError: OpenAIException - mock fault)"
         )
     );
     assert!(
