@@ -245,12 +245,12 @@ fn welch(p: &[Pair]) -> Verdict {
 }
 
 fn ooda_rule(p: &[Pair], rule: &Rule) -> Verdict {
-    let (keep, cmp, _reason) = eval::decide_series(DIR, p, rule, ALPHA, MAX_PAIRS as u32)
+    let d = eval::decide_series(DIR, p, rule, ALPHA, MAX_PAIRS as u32)
         .expect("12 pairs always reach a decision");
     Verdict {
-        keep,
-        effect: cmp.effect,
-        runs: 2 * cmp.pairs.len() as u32,
+        keep: d.keep,
+        effect: d.comparison.effect,
+        runs: 2 * d.comparison.pairs.len() as u32,
     }
 }
 

@@ -70,6 +70,7 @@
 //! | noisy plateau | all 0 (no-ops); hiccups | none | 3% crash |
 //! | calibrated predictions | 50% U[−10%, −1%], 30% 0, 20% U[+1%, +10%] | all; 70% state sd U[0.5%, 8%], 30% state none | 2% crash |
 //! | typical night (mix) | as calibrated; hiccups | 80%, as calibrated | 4% crash, 2% invalid, 0.3% blocked |
+//! | builtin: explorations predicted worse (5% and 20% noise per run) | 40% explorations U[−90%, −30%], else as calibrated; hiccups | all; explorations sd 15%, the rest U[1%, 8%] | 2% crash |
 //! | probe: bisection, then typical changes | the bisection, then the typical night (which moves the bisected knobs again); hiccups | after the bisection | after the bisection |
 //!
 //! The probe is not one of the patterns and not a target: it shows
@@ -129,7 +130,7 @@ mod parallel;
 
 use ooda::brief::Direction;
 use ooda::eval::sequential::{self, NoiseHistory, Rule};
-use ooda::eval::{self, Comparison, Pair};
+use ooda::eval::{self, Pair};
 use ooda::history::{IterationRecord, Prediction, Verdict};
 use ooda::plan::Axis;
 use ooda::redlight::{self, Thresholds};
@@ -171,6 +172,14 @@ const STANDARD: MachineModel = MachineModel {
 const HICCUPS: MachineModel = MachineModel {
     hiccup_p: 0.03,
     ..STANDARD
+};
+const NOISY5: MachineModel = MachineModel {
+    sd: 0.05,
+    ..HICCUPS
+};
+const NOISY20: MachineModel = MachineModel {
+    sd: 0.20,
+    ..HICCUPS
 };
 
 struct Machine {
@@ -270,6 +279,10 @@ enum Pattern {
     Scope,
     /// Reverts the last keep.
     Revert,
+    /// The builtin driver's night: local steps with calibrated predictions,
+    /// and in 40% of iterations an exploration of a far point its surrogate
+    /// predicts much worse (U[−90%, −30%], sd 15%), which is measured worse.
+    Explore,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -480,6 +493,16 @@ fn propose(pattern: Pattern, world: &mut World, rng: &mut SplitMix64) -> Cand {
             free_change(world, rng, p, Some(sd), [0.02, 0.0, 0.0])
         }
         Pattern::Plateau => free_change(world, rng, 0.0, None, [0.03, 0.0, 0.0]),
+        Pattern::Explore => {
+            if rng.next_f64() < 0.4 {
+                let p = uniform(rng, -0.9, -0.3);
+                free_change(world, rng, p, Some(0.15), [0.02, 0.0, 0.0])
+            } else {
+                let p = mix_effect(rng);
+                let sd = uniform(rng, 0.01, 0.08);
+                free_change(world, rng, p, Some(sd), [0.02, 0.0, 0.0])
+            }
+        }
         Pattern::Calibrated => {
             let p = mix_effect(rng);
             let sd = calibrated_sd(rng);
@@ -697,7 +720,7 @@ const fn fault(name: &'static str, p: Pattern, expect: usize) -> Scenario {
     }
 }
 
-const SCENARIOS: [Scenario; 17] = [
+const SCENARIOS: [Scenario; 19] = [
     legit("steady improvement", Pattern::Steady, STANDARD),
     legit(
         "bisection, one knob at a time",
@@ -715,6 +738,16 @@ const SCENARIOS: [Scenario; 17] = [
     legit("noisy plateau, hiccups", Pattern::Plateau, HICCUPS),
     legit("calibrated predictions", Pattern::Calibrated, STANDARD),
     legit("typical night (mix)", Pattern::Mix, HICCUPS),
+    legit(
+        "builtin: explorations predicted worse, 5% noise",
+        Pattern::Explore,
+        NOISY5,
+    ),
+    legit(
+        "builtin: explorations predicted worse, 20% noise",
+        Pattern::Explore,
+        NOISY20,
+    ),
     fault(
         "flip-flop on one knob, constant step",
         Pattern::FlipFlop,
@@ -1007,9 +1040,10 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
                     let b_cand = world.b - cand.d_true - cand.artifact;
                     let pairs = machine.pairs(&mut rng, MAX_PAIRS as usize, world.b, b_cand);
                     let rule = rule(pool.history(), alpha_look);
-                    let (keep, cmp, _): (bool, Comparison, String) =
-                        eval::decide_series(DIR, &pairs, &rule, ALPHA, MAX_PAIRS)
-                            .expect("12 pairs always reach a decision");
+                    let d = eval::decide_series(DIR, &pairs, &rule, ALPHA, MAX_PAIRS)
+                        .expect("12 pairs always reach a decision");
+                    let (keep, cmp) = (d.keep, d.comparison);
+                    r.discard = d.discard;
                     pool.add(&cmp.pairs.iter().map(|p| p.d).collect::<Vec<_>>());
                     r.verdict = if keep {
                         Verdict::Keep

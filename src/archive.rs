@@ -274,6 +274,7 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         finished: learned.finished,
         driver: learned.driver.clone(),
         verdict: outcome.verdict,
+        discard: outcome.discard,
         reason: outcome.reason.clone(),
         // An iteration whose plan was never accepted predicted nothing.
         predicted: (!plan.hypothesis.is_empty()).then_some(Prediction {
@@ -380,6 +381,7 @@ mod tests {
         c.tree = Some("t".repeat(40));
         c.eval = Some(EvalOutcome {
             verdict: Verdict::Keep,
+            discard: None,
             reason: "kept".into(),
             guards: Vec::new(),
             comparison: Some(Comparison {

@@ -25,7 +25,7 @@ use crate::events::{Event, Span};
 use crate::exec::{self, CommandSpec, Outcome};
 use crate::executor::Lease;
 use crate::metric::{self, MetricParse};
-use crate::model::Direction;
+use crate::model::{Direction, DiscardKind};
 
 pub use crate::model::{Calibration, Comparison, Confirmation, EvalOutcome, GuardResult, Pair};
 use crate::stats::{self, SplitMix64};
@@ -349,6 +349,16 @@ pub fn look_now(
     Some(l)
 }
 
+/// A finished decision: keep or not, the comparison, the reason in words,
+/// and for a discard its kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    pub keep: bool,
+    pub comparison: Comparison,
+    pub reason: String,
+    pub discard: Option<DiscardKind>,
+}
+
 /// The comparison report and the reason in words for a finished sequence.
 pub fn report(
     dir: Direction,
@@ -357,7 +367,7 @@ pub fn report(
     rule: &sequential::Rule,
     alpha: f64,
     looks: &[usize],
-) -> (bool, Comparison, String) {
+) -> Decided {
     let looks_taken = looks
         .iter()
         .position(|&n| n == last.n)
@@ -375,19 +385,20 @@ pub fn report(
         crate::model::gain_ci_text(effect, ci),
         last.p
     );
-    if !keep {
-        if ci.1 < 0.0 {
-            reason.push_str(" (significantly worse)");
-        } else if last.why == "cannot reach the minimum detectable gain" {
-            reason.push_str(&format!(
-                " ({}: 90% upper bound {:+.1}% < θ₁ {:.1}%)",
-                last.why,
-                gain(dir, last.upper90) * 100.0,
-                theta1 * 100.0
-            ));
-        } else {
-            reason.push_str(&format!(" ({})", last.why));
-        }
+    let upper90 = gain(dir, last.upper90);
+    let discard = (!keep).then(|| DiscardKind::of(ci, upper90, theta1));
+    match discard {
+        Some(DiscardKind::Worse) => reason.push_str(" (worse: significantly worse than the base)"),
+        Some(DiscardKind::Futile) => reason.push_str(&format!(
+            " (futile: cannot reach the minimum detectable gain: 90% upper bound {:+.1}% < θ₁ {:.1}%)",
+            upper90 * 100.0,
+            theta1 * 100.0
+        )),
+        Some(DiscardKind::Inconclusive) => reason.push_str(&format!(
+            " (inconclusive: {}; it may be tried again)",
+            last.why
+        )),
+        None => {}
     }
     if last.noise_changed {
         reason.push_str("; noise changed: this iteration's spread is far above the history");
@@ -417,7 +428,12 @@ pub fn report(
         d_mean: last.mean,
         d_ci: last.ci95,
     };
-    (keep, comparison, reason)
+    Decided {
+        keep,
+        comparison,
+        reason,
+        discard,
+    }
 }
 
 /// Runs the sequential rule over an already measured series (the benchmark
@@ -428,7 +444,7 @@ pub fn decide_series(
     rule: &sequential::Rule,
     alpha: f64,
     max_pairs: u32,
-) -> Option<(bool, Comparison, String)> {
+) -> Option<Decided> {
     let looks = looks_for(max_pairs);
     for &n in &looks {
         if pairs.len() < n {
@@ -520,7 +536,8 @@ mod tests {
     }
 
     fn decide(p: &[Pair], noise_floor: f64) -> (bool, Comparison, String) {
-        decide_series(Direction::Minimize, p, &rule(noise_floor), 0.05, 12).unwrap()
+        let d = decide_series(Direction::Minimize, p, &rule(noise_floor), 0.05, 12).unwrap();
+        (d.keep, d.comparison, d.reason)
     }
 
     #[test]
@@ -556,10 +573,9 @@ mod tests {
     #[test]
     fn a_looks_cap_makes_the_last_look_final() {
         let noop = pairs(&[(100.0, 100.5), (100.0, 99.8), (100.0, 100.1)]);
-        let (keep, cmp, _) =
-            decide_series(Direction::Minimize, &noop, &rule(0.0), 0.05, 3).unwrap();
-        assert!(!keep);
-        assert_eq!(cmp.pairs.len(), 3);
+        let d = decide_series(Direction::Minimize, &noop, &rule(0.0), 0.05, 3).unwrap();
+        assert!(!d.keep);
+        assert_eq!(d.comparison.pairs.len(), 3);
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         s,
         "# Iteration {} — {}\n",
         rec.iteration,
-        rec.verdict.as_str().to_uppercase()
+        rec.verdict_text().to_uppercase()
     );
     let _ = writeln!(s, "## Goal\n\n{}\n", first_paragraph(ctx.goal));
     let _ = writeln!(
@@ -195,7 +195,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     let _ = writeln!(
         s,
         "## Decision\n\n**{}** — {}\n",
-        rec.verdict.as_str(),
+        rec.verdict_text(),
         rec.reason
     );
     if let Some(m) = &rec.measured {
@@ -224,7 +224,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     if !rec.patterns.is_empty() {
         s.push('\n');
     }
-    if let Some(f) = &rec.falsified {
+    if let Some(f) = rec.falsified_text() {
         let _ = writeln!(s, "## Falsified\n\n{f}\n");
     }
     if let Some(n) = &rec.narrative {

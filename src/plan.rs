@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use crate::brief::Knob;
 use crate::knobs;
-use crate::model::{IterationRecord, Point};
+use crate::model::{DiscardKind, IterationRecord, Point, Verdict};
 
 pub use crate::model::{Axis, LearnResult, Pattern, Plan};
 
@@ -72,8 +72,9 @@ pub fn validate(
     }
     let hyp = normalize(&plan.hypothesis);
     if let Some(r) = history.iter().find(|r| {
-        r.falsified.as_deref().map(normalize).as_deref() == Some(hyp.as_str())
-            || (r.verdict.is_falsifying() && normalize(&r.hypothesis) == hyp)
+        (r.falsified.as_deref().map(normalize).as_deref() == Some(hyp.as_str())
+            && r.discard_kind().is_none_or(|k| k.falsifies()))
+            || (r.falsifies() && normalize(&r.hypothesis) == hyp)
     }) {
         return Err(Rejection {
             rule: "falsified",
@@ -85,22 +86,54 @@ pub fn validate(
     }
     if !plan.knobs.is_empty() {
         let k = knobs::key(&plan.knobs);
-        if let Some(r) = history.iter().find(|r| {
-            !r.knobs.is_empty()
-                && knobs::key(&r.knobs) == k
-                && r.verdict.was_measured()
-                && !r.base_failed
-        }) {
+        if let Some((r, why)) = settled_point(history, &k) {
             return Err(Rejection {
                 rule: "repeat",
                 message: format!(
-                    "the knob point {k} was already evaluated in iteration {}: choose an unevaluated point",
+                    "the knob point {k} was {why} in iteration {}: choose another point (an inconclusive one may be tried once more)",
                     r.iteration
                 ),
             });
         }
     }
     Ok(())
+}
+
+/// Whether the knob point `key` is settled by the history, and by which
+/// iteration: kept, falsified (worse or futile), failing on its own account
+/// (a crash, a failed guard), or inconclusive twice. An inconclusive point
+/// is open once more; a point whose base failed was never tried.
+pub fn settled_point<'a>(
+    history: &'a [IterationRecord],
+    key: &str,
+) -> Option<(&'a IterationRecord, &'static str)> {
+    let at: Vec<&IterationRecord> = history
+        .iter()
+        .filter(|r| !r.knobs.is_empty() && !r.base_failed && knobs::key(&r.knobs) == key)
+        .collect();
+    let settled = at.iter().rev().find_map(|r| {
+        let why = match r.verdict {
+            Verdict::Baseline => "the baseline",
+            Verdict::Keep => "already kept",
+            Verdict::Discard if r.falsifies() => match r.discard_kind() {
+                Some(DiscardKind::Futile) => "falsified (futile)",
+                _ => "falsified (worse)",
+            },
+            Verdict::Crash => "measured and crashed",
+            Verdict::Invalid if r.guards.iter().any(|g| !g.ok) => "measured and failed a guard",
+            _ => return None,
+        };
+        Some((*r, why))
+    });
+    settled.or_else(|| {
+        let inconclusive: Vec<&&IterationRecord> = at
+            .iter()
+            .filter(|r| r.discard_kind() == Some(DiscardKind::Inconclusive))
+            .collect();
+        (inconclusive.len() >= crate::redlight::MAX_INCONCLUSIVE)
+            .then(|| inconclusive.last().map(|r| (**r, "inconclusive twice")))
+            .flatten()
+    })
 }
 
 /// Checks a plan's knobs against the Brief's declarations and completes the
@@ -214,6 +247,50 @@ mod tests {
         let mut p = plan("z", vec![0], 32);
         p.predicted_effect = f64::NAN;
         assert_eq!(rule(p), "prediction");
+    }
+
+    #[test]
+    fn an_inconclusive_point_may_be_tried_once_more() {
+        use crate::model::DiscardKind;
+        let mut open = rec(1, Verdict::Discard, "tile 64 helps", Some(64));
+        open.discard = Some(DiscardKind::Inconclusive);
+        let mut h = vec![
+            rec(0, Verdict::Baseline, "baseline", Some(16)),
+            open.clone(),
+        ];
+        // Neither the hypothesis nor the point is falsified by an
+        // interval that could not tell.
+        assert_eq!(validate(&plan("tile 64 helps", vec![1], 64), &h, 2), Ok(()));
+        assert_eq!(
+            validate(&plan("y", vec![0], 16), &h, 2).unwrap_err().rule,
+            "repeat"
+        );
+        let mut again = open.clone();
+        again.iteration = 2;
+        h.push(again);
+        let rej = validate(&plan("y", vec![1], 64), &h, 3).unwrap_err();
+        assert_eq!(rej.rule, "repeat");
+        assert!(
+            rej.message.contains("inconclusive twice in iteration 2"),
+            "{}",
+            rej.message
+        );
+        // Futile is falsified at once.
+        let mut futile = open;
+        futile.discard = Some(DiscardKind::Futile);
+        let h = vec![rec(0, Verdict::Baseline, "baseline", Some(16)), futile];
+        assert_eq!(
+            validate(&plan("tile 64 helps", vec![1], 32), &h, 2)
+                .unwrap_err()
+                .rule,
+            "falsified"
+        );
+        let rej = validate(&plan("y", vec![1], 64), &h, 2).unwrap_err();
+        assert!(
+            rej.message.contains("falsified (futile)"),
+            "{}",
+            rej.message
+        );
     }
 
     #[test]

@@ -421,7 +421,11 @@ pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
     let mut out: Vec<Falsified> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for r in history.iter().filter(|r| r.iteration > 0) {
-        let text = match (&r.falsified, r.verdict.is_falsifying()) {
+        // An inconclusive discard is not falsified, whatever its LEARN said.
+        if r.discard_kind().is_some_and(|k| !k.falsifies()) {
+            continue;
+        }
+        let text = match (&r.falsified, r.falsifies()) {
             (Some(f), _) if !f.trim().is_empty() => f.clone(),
             (_, true) if !r.hypothesis.trim().is_empty() => r.hypothesis.clone(),
             _ => continue,
@@ -600,7 +604,7 @@ fn full_iteration(r: &IterationRecord) -> String {
     let mut s = format!(
         "### Iteration {} — {}\n",
         r.iteration,
-        r.verdict.as_str().to_uppercase()
+        r.verdict_text().to_uppercase()
     );
     let _ = writeln!(
         s,
@@ -650,7 +654,7 @@ fn full_iteration(r: &IterationRecord) -> String {
     let _ = writeln!(
         s,
         "- Decision: {} — {}",
-        r.verdict.as_str(),
+        r.verdict_text(),
         clip(&r.reason, 400)
     );
     if !r.changed_paths.is_empty() {
@@ -704,7 +708,7 @@ fn digest_line(r: &IterationRecord, falsified: bool) -> String {
     format!(
         "{} {} {outcome}{predicted} — {what}\n",
         r.iteration,
-        r.verdict.as_str()
+        r.verdict_text()
     )
 }
 
@@ -1045,6 +1049,7 @@ pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
             .ok();
         }
         if verdict == Verdict::Discard {
+            r.discard = Some(crate::model::DiscardKind::Futile);
             r.falsified = Some(format!(
                 "{mv} on the {area} (variant {i}) does not help: the {area} is not the bottleneck at this size"
             ));

@@ -48,18 +48,35 @@ pub fn exact_cycle(history: &[IterationRecord]) -> Option<Alarm> {
     ))
 }
 
-/// The earlier discarded candidate with exactly this tree. Only a discard is
-/// reused: re-keeping an earlier kept tree unmeasured would commit a revert
-/// nobody measured (it is measured, and the exact-cycle red light judges it).
+/// The earlier discarded candidate with exactly this tree, when its verdict
+/// settles it. Only a discard is reused: re-keeping an earlier kept tree
+/// unmeasured would commit a revert nobody measured (it is measured, and the
+/// exact-cycle red light judges it). A falsified discard is reused; an
+/// inconclusive one is measured once more, and after a second inconclusive
+/// measurement it is settled too.
 pub fn identical_candidate<'a>(
     history: &'a [IterationRecord],
     tree: &str,
 ) -> Option<&'a IterationRecord> {
-    history
+    let same: Vec<&IterationRecord> = history
         .iter()
+        .filter(|r| r.tree.as_deref() == Some(tree) && r.verdict == Verdict::Discard)
+        .collect();
+    same.iter()
         .rev()
-        .find(|r| r.tree.as_deref() == Some(tree) && r.verdict == Verdict::Discard)
+        .find(|r| r.falsifies())
+        .or_else(|| {
+            (same.len() >= MAX_INCONCLUSIVE)
+                .then(|| same.last())
+                .flatten()
+        })
+        .copied()
 }
+
+/// Inconclusive measurements of one candidate after which it counts as
+/// falsified: trying it again and again would spend the night and inflate
+/// the false-keep rate of that one change.
+pub const MAX_INCONCLUSIVE: usize = 2;
 
 /// (b) Direction flips: on one axis, the recent changes keep reversing
 /// with steps of about the same size (bisection shrinks and is fine; a
@@ -168,10 +185,13 @@ pub fn base_trend(
 }
 
 /// Divergence, second form: the candidates' measured effects trend down and
-/// the last few were all significant regressions.
+/// the last few were all significant regressions. Only candidates that were
+/// predicted to improve count: a driver that explores a point it expects to
+/// be worse, and finds it worse, is calibrated, not diverging.
 pub fn regressions(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
     let measured: Vec<(u32, f64, f64)> = history
         .iter()
+        .filter(|r| r.predicted.as_ref().is_none_or(|p| p.effect > 0.0))
         .filter_map(|r| r.measured.as_ref().map(|m| (r.iteration, m.effect, m.ci.1)))
         .collect();
     if measured.len() < th.trend_window.max(th.regressions) {
@@ -575,6 +595,34 @@ mod tests {
             })
             .collect();
         assert!(base_trend(&flat, Direction::Minimize, 0.02, &th).is_none());
+    }
+
+    #[test]
+    fn explorations_predicted_worse_are_not_divergence() {
+        let th = Thresholds::default();
+        let explored: Vec<IterationRecord> = (1..=12)
+            .map(|i| {
+                let mut r = measured(i, Verdict::Discard, 100.0, -0.05 * i as f64, 0.005);
+                r.predicted = Some(crate::model::Prediction {
+                    effect: -0.3,
+                    sd: 0.2,
+                });
+                r
+            })
+            .collect();
+        assert!(regressions(&explored, &th).is_none());
+        // The same series predicted to help is divergence.
+        let promised: Vec<IterationRecord> = explored
+            .into_iter()
+            .map(|mut r| {
+                r.predicted = Some(crate::model::Prediction {
+                    effect: 0.05,
+                    sd: 0.2,
+                });
+                r
+            })
+            .collect();
+        assert!(regressions(&promised, &th).is_some());
     }
 
     #[test]

@@ -146,15 +146,17 @@ pub fn render(
             "| [{}]({}) | {} | {} | {} | {} |",
             r.iteration,
             history::file_name(r.iteration),
-            r.verdict.as_str(),
+            r.verdict_text(),
             hyp.replace('|', "\\|"),
             r.effect_text(),
             predicted
         );
     }
     s.push('\n');
-    let falsified: Vec<&IterationRecord> =
-        history.iter().filter(|r| r.falsified.is_some()).collect();
+    let falsified: Vec<&IterationRecord> = history
+        .iter()
+        .filter(|r| r.falsified_text().is_some())
+        .collect();
     let _ = writeln!(s, "## Falsified directions\n");
     if falsified.is_empty() {
         let _ = writeln!(s, "None yet.\n");
@@ -165,7 +167,7 @@ pub fn render(
                 "- [{}]({}): {}",
                 r.iteration,
                 history::file_name(r.iteration),
-                r.falsified.as_deref().unwrap_or_default()
+                r.falsified_text().unwrap_or_default()
             );
         }
         s.push('\n');
@@ -372,6 +374,7 @@ pub fn json(
             json!({
                 "iteration": r.iteration,
                 "verdict": r.verdict.as_str(),
+                "discard": r.discard_kind().map(|k| k.as_str()),
                 "reason": r.reason,
                 "hypothesis": r.hypothesis,
                 "effect": r.measured.as_ref().map(|m| m.effect),
@@ -419,7 +422,7 @@ pub fn json(
         "iterations": iterations,
         "falsified": history
             .iter()
-            .filter_map(|r| r.falsified.as_ref().map(|f| json!({"iteration": r.iteration, "text": f})))
+            .filter_map(|r| r.falsified_text().map(|f| json!({"iteration": r.iteration, "text": f})))
             .collect::<Vec<_>>(),
         "patterns": patterns
             .into_iter()

@@ -67,7 +67,7 @@ impl Driver for CommandAgent {
         }
         let (said, calls) = learn(&Step::new(self, t), rec)?;
         Ok(Lesson {
-            learned: merge_learn(runner_learn(rec), said),
+            learned: merge_learn(runner_learn(rec), said, rec),
             calls,
         })
     }
@@ -559,7 +559,7 @@ fn read_learn(v: &Value) -> std::result::Result<LearnResult, String> {
 /// hypothesis is falsified by the measurement, whatever the agent says.
 pub fn runner_learn(rec: &IterationRecord) -> LearnResult {
     LearnResult {
-        falsified: (rec.verdict == Verdict::Discard && !rec.hypothesis.is_empty()).then(|| {
+        falsified: (rec.falsifies() && !rec.hypothesis.is_empty()).then(|| {
             format!(
                 "{} (measured {})",
                 line(&rec.hypothesis, 300),
@@ -571,12 +571,20 @@ pub fn runner_learn(rec: &IterationRecord) -> LearnResult {
 }
 
 /// The agent's lessons over the runner's: the agent's words where it gave
-/// them, the runner's falsified statement otherwise.
-pub fn merge_learn(runner: LearnResult, agent: Option<LearnResult>) -> LearnResult {
+/// them, the runner's falsified statement otherwise. Whether anything was
+/// falsified is the runner's call: an agent cannot file an inconclusive
+/// discard as falsified (nor a keep).
+pub fn merge_learn(
+    runner: LearnResult,
+    agent: Option<LearnResult>,
+    rec: &IterationRecord,
+) -> LearnResult {
     let Some(a) = agent else { return runner };
+    let may_falsify =
+        rec.verdict != Verdict::Keep && rec.discard_kind().is_none_or(|k| k.falsifies());
     LearnResult {
         patterns: a.patterns,
-        falsified: a.falsified.or(runner.falsified),
+        falsified: a.falsified.filter(|_| may_falsify).or(runner.falsified),
         next: a.next.or(runner.next),
         narrative: a.narrative.or(runner.narrative),
     }
@@ -622,9 +630,18 @@ mod tests {
             next: Some("try the lexer".into()),
             ..LearnResult::default()
         };
-        let m = merge_learn(runner.clone(), Some(agent));
+        let m = merge_learn(runner.clone(), Some(agent), &rec);
         assert_eq!(m.falsified, runner.falsified);
         assert_eq!(m.next.as_deref(), Some("try the lexer"));
-        assert_eq!(merge_learn(runner.clone(), None), runner);
+        assert_eq!(merge_learn(runner.clone(), None, &rec), runner);
+        // An inconclusive discard is falsified by nobody, the agent included.
+        rec.discard = Some(crate::model::DiscardKind::Inconclusive);
+        let runner = runner_learn(&rec);
+        assert_eq!(runner.falsified, None);
+        let agent = LearnResult {
+            falsified: Some("inlining does not help".into()),
+            ..LearnResult::default()
+        };
+        assert_eq!(merge_learn(runner, Some(agent), &rec).falsified, None);
     }
 }

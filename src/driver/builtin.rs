@@ -167,7 +167,7 @@ impl Driver for Builtin {
         let Some(plan) = proposal else {
             return Ok(Proposal::Exhausted {
                 detail: format!(
-                    "every point of the knob space has been evaluated ({} iterations); the best is iteration {}",
+                    "every point of the knob space is settled (kept, falsified, failing or inconclusive twice) ({} iterations); the best is iteration {}",
                     t.history.len().saturating_sub(1),
                     best_iteration(t.history)
                 ),
@@ -232,10 +232,12 @@ pub fn plan(
         noise,
         obs,
     };
+    // Settled points are never proposed again; an inconclusive one may be,
+    // once (the validator's rule, so a builtin plan is never refused).
     let evaluated: BTreeSet<String> = history
         .iter()
-        .filter(|r| r.verdict.was_measured() && !r.base_failed)
         .map(|r| knobs::key(&r.knobs))
+        .filter(|k| crate::plan::settled_point(history, k).is_some())
         .chain(std::iter::once(knobs::key(best)))
         .collect();
     let mut rng = SplitMix64::new(seed ^ u64::from(iteration).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -510,18 +512,28 @@ pub fn learn(plan: &Plan, rec: &IterationRecord) -> LearnResult {
             });
             out.next = Some(format!("Refine around {point} with smaller steps."));
         }
-        Verdict::Discard => {
-            out.falsified = Some(format!(
-                "{point} is not better than the best so far ({measured})"
-            ));
-            if rec.measured.as_ref().is_some_and(|m| m.ci.1 < 0.0) {
-                out.patterns.push(Pattern {
-                    name,
-                    lesson: format!("{moves} hurt: measured {measured}"),
-                });
+        Verdict::Discard => match rec.discard_kind() {
+            Some(crate::model::DiscardKind::Inconclusive) => {
+                out.next = Some(format!(
+                    "{point} was inconclusive ({measured}): it may be measured once more."
+                ));
             }
-            out.next = Some("Try another direction, or smaller steps around the best.".into());
-        }
+            kind => {
+                let why = if kind == Some(crate::model::DiscardKind::Futile) {
+                    "cannot reach the smallest gain this setup sees"
+                } else {
+                    "is worse than the best so far"
+                };
+                out.falsified = Some(format!("{point} {why} ({measured})"));
+                if kind == Some(crate::model::DiscardKind::Worse) {
+                    out.patterns.push(Pattern {
+                        name,
+                        lesson: format!("{moves} hurt: measured {measured}"),
+                    });
+                }
+                out.next = Some("Try another direction, or smaller steps around the best.".into());
+            }
+        },
         Verdict::Crash | Verdict::Invalid => {
             // Say what failed: a guard, the build, the measurement.
             let what = match rec.guards.iter().find(|g| !g.ok) {

@@ -1,11 +1,14 @@
 use serde::{Deserialize, Serialize};
 
-use super::{Alarm, Comparison, Cut, GuardResult, Verdict};
+use super::{Alarm, Comparison, Cut, DiscardKind, GuardResult, Verdict};
 
 /// What EVALUATE ended in, before REVIEW and COMMIT act on it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct EvalOutcome {
     pub verdict: Verdict,
+    /// Why a measured discard was not kept (see [`DiscardKind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<DiscardKind>,
     pub reason: String,
     pub guards: Vec<GuardResult>,
     pub comparison: Option<Comparison>,
@@ -28,6 +31,7 @@ impl EvalOutcome {
     pub fn unmeasured(verdict: Verdict, reason: String) -> EvalOutcome {
         EvalOutcome {
             verdict,
+            discard: None,
             reason,
             guards: Vec::new(),
             comparison: None,

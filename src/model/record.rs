@@ -2,8 +2,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    AgentCall, Alarm, Axis, Calibration, Comparison, Confirmation, GuardResult, Pattern, Point,
-    Stop, Verdict,
+    AgentCall, Alarm, Axis, Calibration, Comparison, Confirmation, DiscardKind, GuardResult,
+    Pattern, Point, Stop, Verdict,
 };
 use crate::compress;
 
@@ -29,6 +29,11 @@ pub struct IterationRecord {
     pub finished: DateTime<Utc>,
     pub driver: String,
     pub verdict: Verdict,
+    /// For a measured discard: worse, futile (both falsified) or
+    /// inconclusive (may be tried again). Absent in older archives, where
+    /// [`IterationRecord::discard_kind`] derives it from the interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discard: Option<DiscardKind>,
     pub reason: String,
     #[serde(default)]
     pub hypothesis: String,
@@ -117,6 +122,7 @@ impl IterationRecord {
             finished: t,
             driver: "builtin".into(),
             verdict,
+            discard: None,
             reason: String::new(),
             hypothesis: String::new(),
             change: String::new(),
@@ -188,6 +194,40 @@ impl IterationRecord {
                 .iter()
                 .rfind(|c| c.phase != super::Phase::Learn)
                 .is_some_and(|c| c.outcome == super::CallOutcome::Unavailable)
+    }
+
+    /// Why a discard was not kept: as recorded, or, in an archive written
+    /// before the kinds, from its interval against θ₁ (a discard without a
+    /// measurement of its own reused an earlier verdict and falsifies).
+    pub fn discard_kind(&self) -> Option<DiscardKind> {
+        if self.verdict != Verdict::Discard {
+            return None;
+        }
+        Some(self.discard.unwrap_or_else(|| match &self.measured {
+            Some(m) => DiscardKind::of(m.ci, m.ci.1, m.theta1),
+            None => DiscardKind::Worse,
+        }))
+    }
+
+    /// The verdict as people read it: `discard (inconclusive)` beside `keep`.
+    pub fn verdict_text(&self) -> String {
+        match self.discard_kind() {
+            Some(k) => format!("{} ({})", self.verdict.as_str(), k.as_str()),
+            None => self.verdict.as_str().to_string(),
+        }
+    }
+
+    /// Whether this iteration's LEARN statement counts as falsified: not for
+    /// an inconclusive discard, whatever an older release wrote there.
+    pub fn falsified_text(&self) -> Option<&str> {
+        self.falsified
+            .as_deref()
+            .filter(|_| self.discard_kind().is_none_or(DiscardKind::falsifies))
+    }
+
+    /// A measured "no": this hypothesis and this point must not be retried.
+    pub fn falsifies(&self) -> bool {
+        self.discard_kind().is_some_and(DiscardKind::falsifies)
     }
 
     /// One line for digests and summaries: signed effect in percent, if measured.

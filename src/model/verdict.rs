@@ -24,11 +24,6 @@ impl Verdict {
         }
     }
 
-    /// A measured "no": the hypothesis is falsified and must not be retried.
-    pub fn is_falsifying(self) -> bool {
-        self == Verdict::Discard
-    }
-
     /// The point was tried (measured or failed trying); re-proposing it wastes a night.
     pub fn was_measured(self) -> bool {
         !matches!(self, Verdict::Blocked)

@@ -58,6 +58,7 @@ fn candidate(
             earlier.verdict.as_str()
         );
         let mut out = EvalOutcome::unmeasured(earlier.verdict, reason.clone());
+        out.discard = earlier.discard_kind();
         out.alarms = vec![Alarm::yellow(AlarmKind::IdenticalCandidate, reason)];
         return Ok(out);
     }
@@ -72,6 +73,7 @@ fn candidate(
     let mut ev = cx.evaluator(lease.as_ref());
     let crash = |reason: String, output: String, guards| EvalOutcome {
         verdict: Verdict::Crash,
+        discard: None,
         reason,
         guards,
         comparison: None,
@@ -99,6 +101,7 @@ fn candidate(
     if let Some(RunFailure::Failed { reason, output }) = failed {
         return Ok(EvalOutcome {
             verdict: Verdict::Invalid,
+            discard: None,
             reason,
             guards,
             comparison: None,
@@ -123,12 +126,10 @@ fn candidate(
         cx.ws.record_base_setup(&setup_key)?;
     }
     let mut last_look = None;
-    let mut taken = 0;
     let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
     let measured = ev.measure_pairs(&base, &cand, max, &mut rng, |p| {
         match eval::look_now(p, &rule, &looks) {
             Some(l) => {
-                taken += 1;
                 last_look = Some(l);
                 l.decision != sequential::Decision::Continue
             }
@@ -157,7 +158,7 @@ fn candidate(
             ),
         })?;
     }
-    let (keep, comparison, reason) = eval::report(
+    let d = eval::report(
         cx.brief.metric.direction,
         pairs,
         &last,
@@ -166,14 +167,15 @@ fn candidate(
         &looks,
     );
     Ok(EvalOutcome {
-        verdict: if keep {
+        verdict: if d.keep {
             Verdict::Keep
         } else {
             Verdict::Discard
         },
-        reason,
+        discard: d.discard,
+        reason: d.reason,
         guards,
-        comparison: Some(comparison),
+        comparison: Some(d.comparison),
         failure_output: None,
         base_failed: false,
         alarms: Vec::new(),

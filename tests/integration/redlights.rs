@@ -117,14 +117,15 @@ fn flip_flopping_a_knob_is_red_oscillation_within_sixteen_iterations() {
 
 #[test]
 fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
-    // The metric grows with X; the agent raises X every time: every candidate
-    // is a significant regression, and a worse one each time.
+    // The metric grows with X; the agent raises X every time, each time
+    // predicting a small gain: every candidate is a significant regression,
+    // and a worse one each time.
     let worse = bench("100 + 2 * x", 0.02);
     let t = night(Scenario {
         bench: &worse,
         x: "10 + 5 * i",
         dir: "\"up\"",
-        effect: "0.0",
+        effect: "0.01",
         sd: "1.0",
     });
     let (last, reason, detail) = stopped(&t);
@@ -133,6 +134,38 @@ fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
     assert!(detail.contains("significantly worse"), "{detail}");
     for i in 1..=12 {
         assert_eq!(t.record("r", i).verdict, Verdict::Discard);
+    }
+}
+
+#[test]
+fn exploring_points_predicted_worse_is_not_divergence() {
+    // The same night, but each step is an exploration the agent expects to
+    // be worse: finding it worse is calibration, and the night goes on.
+    let t = Test::new();
+    t.write("ooda.yaml", CONFIG);
+    t.script("bench.sh", &bench("100 + 2 * x", 0.02));
+    t.script("ooda-agent.sh", AGENT);
+    t.brief(
+        "r",
+        &knob_brief("")
+            .replace("agent: builtin", "agent: script")
+            .replace("int: [10, 80], default: 10", "int: [1, 200], default: 10"),
+    );
+    t.commit("explorations");
+    let env = [
+        ("PLAN_X", "10 + 5 * i"),
+        ("PLAN_DIR", "\"up\""),
+        ("PLAN_EFFECT", "-0.3"),
+        ("PLAN_SD", "1.0"),
+    ];
+    // Past the 12 iterations that made the night above RED, nothing stops it.
+    let r = t.ooda_env(&["run", "r", "--max-iterations", "14"], &env);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(t.iterations("r").len(), 15);
+    assert!(t.state("r")["stop"].is_null(), "{}", t.state("r"));
+    for i in 1..=14 {
+        let rec = t.record("r", i);
+        assert_eq!(rec.discard, Some(ooda::model::DiscardKind::Worse), "{i}");
     }
 }
 

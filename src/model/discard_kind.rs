@@ -1,0 +1,68 @@
+use serde::{Deserialize, Serialize};
+
+/// Why a measured candidate was not kept. Only a candidate shown worse, or
+/// shown unable to reach the smallest gain this setup can see, is
+/// falsified; one the measurement could not settle is inconclusive, and a
+/// 95% interval that excludes zero must never be filed under "falsified".
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DiscardKind {
+    /// Significantly worse than the base: the 95% interval is below zero.
+    Worse,
+    /// The interval rules out a gain of θ₁ or more.
+    Futile,
+    /// Neither: it may be tried again.
+    Inconclusive,
+}
+
+impl DiscardKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiscardKind::Worse => "worse",
+            DiscardKind::Futile => "futile",
+            DiscardKind::Inconclusive => "inconclusive",
+        }
+    }
+
+    /// A measured "no" that must not be retried.
+    pub fn falsifies(self) -> bool {
+        self != DiscardKind::Inconclusive
+    }
+
+    /// The kind of a discard from its 95% interval (gains in the Brief's
+    /// direction) and the upper bound the futility rule used (its 90%
+    /// bound), against θ₁.
+    pub fn of(ci95: (f64, f64), upper90: f64, theta1: f64) -> DiscardKind {
+        if ci95.1 < 0.0 {
+            DiscardKind::Worse
+        } else if upper90 < theta1 {
+            DiscardKind::Futile
+        } else {
+            DiscardKind::Inconclusive
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interval_that_excludes_zero_upwards_is_never_falsified() {
+        // +21.7% [+2.8, +44.0], with θ₁ 8%: not kept at its α′, but not "no" either.
+        assert_eq!(
+            DiscardKind::of((0.028, 0.44), 0.40, 0.08),
+            DiscardKind::Inconclusive
+        );
+        assert_eq!(
+            DiscardKind::of((-0.2, -0.05), -0.07, 0.08),
+            DiscardKind::Worse
+        );
+        assert_eq!(
+            DiscardKind::of((-0.03, 0.06), 0.05, 0.08),
+            DiscardKind::Futile
+        );
+        assert!(DiscardKind::Worse.falsifies() && DiscardKind::Futile.falsifies());
+        assert!(!DiscardKind::Inconclusive.falsifies());
+    }
+}
