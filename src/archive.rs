@@ -365,6 +365,7 @@ mod tests {
             pairs_per_decision: 12,
             theta1: 0.007,
             alpha_look: Some(0.0169),
+            advice: None,
         });
         r
     }

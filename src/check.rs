@@ -443,6 +443,7 @@ pub fn measure(
         cancel,
         span: &span,
         lease: lease.as_ref(),
+        exclusive: project.config.defaults.measure_exclusive,
     };
     let fail = |f: RunFailure| {
         let RunFailure::Failed { reason, output } = f;
@@ -454,6 +455,7 @@ pub fn measure(
     if let (_, Some(f)) = ev.guards(&wt)? {
         return Err(fail(f));
     }
+    let _lock = ev.hold_measurements()?;
     let mut values = Vec::new();
     for i in 1..=n {
         let (v, _) = ev.metric(&wt)?.map_err(fail)?;
@@ -527,6 +529,10 @@ pub fn measure(
                 String::new()
             }
         );
+        if let Some(a) = crate::eval::sequential::noise_advice(noise, brief.metric.noise_floor) {
+            let _ = writeln!(s, "advice: {a}");
+            data["advice"] = a.into();
+        }
     } else {
         let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
     }

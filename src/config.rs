@@ -55,6 +55,9 @@ pub struct Defaults {
     /// (HTTP 429/5xx after the tool's own retries), retrying with backoff,
     /// before the iteration is given up as `agent unavailable`. Zero: never wait.
     pub agent_outage: Duration,
+    /// Whether this Brief's timed runs take the host-wide measurement lock,
+    /// so two Briefs (or two projects) never benchmark on top of each other.
+    pub measure_exclusive: bool,
 }
 
 impl Default for Defaults {
@@ -70,6 +73,7 @@ impl Default for Defaults {
             stall_after: 10,
             red_lights: crate::model::Thresholds::default(),
             agent_outage: Duration::from_secs(30 * 60),
+            measure_exclusive: true,
         }
     }
 }
@@ -237,6 +241,7 @@ const DEFAULTS_KEYS: &[&str] = &[
     "stall_after",
     "red_lights",
     "agent_outage",
+    "measure_exclusive",
 ];
 const RED_LIGHT_KEYS: &[&str] = &[
     "flip_window",
@@ -586,6 +591,15 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         )
     {
         d.agent_outage = v;
+    }
+    if let Some(e) = fields.get("measure_exclusive")
+        && let Some(v) = ck.boolean(
+            &e.value,
+            "defaults.measure_exclusive",
+            "measure_exclusive: true",
+        )
+    {
+        d.measure_exclusive = v;
     }
     if let Some(e) = fields.get("output_cap")
         && let Some(v) = ck.expect(
@@ -977,6 +991,22 @@ mod tests {
         let mut ps = problems(text);
         assert_eq!(ps.len(), 1, "{ps:#?}");
         ps.remove(0)
+    }
+
+    #[test]
+    fn measure_exclusive_is_on_by_default_and_must_be_a_boolean() {
+        let cfg = Config::parse(Path::new("ooda.yaml"), "# nothing\n").unwrap();
+        assert!(cfg.defaults.measure_exclusive);
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "defaults:\n  measure_exclusive: false\n",
+        )
+        .unwrap();
+        assert!(!cfg.defaults.measure_exclusive);
+        let p = only("defaults:\n  measure_exclusive: sometimes\n");
+        let text = p.to_string();
+        assert!(text.contains("defaults.measure_exclusive"), "{text}");
+        assert!(text.contains("ooda.yaml:2"), "{text}");
     }
 
     #[test]

@@ -24,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, Span};
 use crate::exec::{self, CommandSpec, Outcome};
 use crate::executor::Lease;
+use crate::measure_lock::{self, MeasureLock};
 use crate::metric::{self, MetricParse};
 use crate::model::{Direction, DiscardKind};
 
@@ -84,6 +85,9 @@ pub struct Evaluator<'a> {
     pub span: &'a Span,
     /// Where the commands run: one lease for the whole measurement.
     pub lease: &'a dyn Lease,
+    /// Whether timed runs wait for the host-wide measurement lock
+    /// (`defaults.measure_exclusive`).
+    pub exclusive: bool,
 }
 
 const FAILURE_OUTPUT_CHARS: usize = 4000;
@@ -209,6 +213,34 @@ impl Evaluator<'_> {
         Ok(Ok(value))
     }
 
+    /// The host-wide measurement lock, for the timed runs that follow (held
+    /// until the value is dropped); `None` when the Brief opted out. A wait
+    /// is logged.
+    pub fn hold_measurements(&self) -> Result<Option<MeasureLock>> {
+        if !self.exclusive {
+            return Ok(None);
+        }
+        let path = measure_lock::path();
+        let who = match std::env::current_dir() {
+            Ok(d) => format!("brief {} in {}", self.brief.name, d.display()),
+            Err(_) => format!("brief {}", self.brief.name),
+        };
+        let lock = MeasureLock::acquire(&path, &who, self.cancel, |holder| {
+            self.span
+                .emit(Event::MeasureLockWaiting {
+                    path: path.display().to_string(),
+                    holder: holder.to_string(),
+                })
+                .map(drop)
+        })?;
+        if lock.waited > Duration::from_millis(200) {
+            self.span.emit(Event::MeasureLockAcquired {
+                waited_seconds: lock.waited.as_secs_f64(),
+            })?;
+        }
+        Ok(Some(lock))
+    }
+
     /// Interleaved pairs in a seeded random order, until `enough` says so
     /// or `max` pairs. Stops at the first failure, returning it with the side
     /// that failed.
@@ -220,6 +252,9 @@ impl Evaluator<'_> {
         rng: &mut SplitMix64,
         mut enough: impl FnMut(&[Pair]) -> bool,
     ) -> Result<std::result::Result<Vec<Pair>, (Side, RunFailure)>> {
+        // Held for the whole series: a decision's pairs must all see the
+        // same quiet machine.
+        let _lock = self.hold_measurements()?;
         let mut pairs: Vec<Pair> = Vec::new();
         while pairs.len() < max {
             let i = pairs.len() as u32 + 1;
@@ -504,6 +539,7 @@ pub fn calibrate(pairs: Vec<Pair>, max_pairs: u32, alpha: f64, noise_floor: f64)
         pairs_per_decision: max_pairs,
         theta1: sequential::theta1(noise_floor, noise_sd),
         alpha_look: Some(sequential::alphas_for(alpha)[0]),
+        advice: sequential::noise_advice(noise_sd, noise_floor),
         pairs,
     }
 }

@@ -328,6 +328,9 @@ fn render_baseline(s: &mut String, rec: &IterationRecord, ctx: &RenderContext) {
             s,
             "\nGains smaller than θ₁ are mostly discarded as noise by this setup; a gain of about θ₁ is kept about as often as not, one of twice θ₁ nearly always (docs/statistics.md).\n"
         );
+        if let Some(a) = &c.advice {
+            let _ = writeln!(s, "**Advice.** {a}\n");
+        }
     }
     let _ = writeln!(
         s,

@@ -28,6 +28,7 @@ pub mod interrupt;
 pub mod knobs;
 pub mod lock;
 pub mod log;
+pub mod measure_lock;
 pub mod metric;
 pub mod model;
 #[cfg(test)]

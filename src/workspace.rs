@@ -173,9 +173,7 @@ impl Workspace {
         let r = b.into_reference();
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(&r));
-        self.repo
-            .worktree(name, path, Some(&opts))
-            .ctx(|| format!("creating worktree {}", path.display()))?;
+        self.add_worktree(name, path, &opts)?;
         let wt_repo = Repository::open(path).ctx(|| format!("opening {}", path.display()))?;
         wt_repo
             .set_head_detached(commit)
@@ -183,6 +181,19 @@ impl Workspace {
         if let Ok(mut b) = self.repo.find_branch(&tmp_branch, BranchType::Local) {
             let _ = b.delete();
         }
+        Ok(())
+    }
+
+    /// `git worktree add`, safe against another Brief adding one at the same
+    /// moment: libgit2 creates `<git dir>/worktrees` itself and fails with
+    /// "directory exists" when a concurrent add made it first (`ooda daemon`
+    /// starts Briefs together), so it is made beforehand, idempotently.
+    fn add_worktree(&self, name: &str, path: &Path, opts: &WorktreeAddOptions) -> Result<()> {
+        let records = self.repo.commondir().join("worktrees");
+        fs::create_dir_all(&records).ctx(|| format!("creating {}", records.display()))?;
+        self.repo
+            .worktree(name, path, Some(opts))
+            .ctx(|| format!("creating worktree {}", path.display()))?;
         Ok(())
     }
 
@@ -218,9 +229,7 @@ impl Workspace {
                 .ctx(|| format!("finding branch {}", self.branch))?;
             let mut opts = WorktreeAddOptions::new();
             opts.reference(Some(&reference));
-            self.repo
-                .worktree(&name, path, Some(&opts))
-                .ctx(|| format!("creating worktree {}", path.display()))?;
+            self.add_worktree(&name, path, &opts)?;
         } else {
             let tip = self
                 .branch_tip()?

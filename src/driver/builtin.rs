@@ -592,6 +592,7 @@ mod tests {
             pairs_per_decision: 5,
             theta1: 0.01,
             alpha_look: None,
+            advice: None,
         });
         let mut history = vec![base];
         for i in 1..=iterations {

@@ -112,6 +112,7 @@ mod tests {
             pairs_per_decision: 12,
             theta1: 0.0011,
             alpha_look: Some(0.0169),
+            advice: None,
         });
         let at_start = Orientation::of(std::slice::from_ref(&base), 0.0, 0.05);
         let mut noisy = IterationRecord::new(1, Verdict::Discard);

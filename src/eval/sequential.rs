@@ -62,6 +62,41 @@ pub fn theta1(noise_floor: f64, s_h: f64) -> f64 {
     noise_floor.max((THETA1_FACTOR * s_h).exp() - 1.0)
 }
 
+/// θ₁ above which a setup is called too noisy even without a `noise_floor`:
+/// most optimizations worth a night gain less than 10%.
+pub const NOISY_THETA1: f64 = 0.10;
+
+/// What to tell a user whose noise hides the gains they care about: when
+/// the θ₁ the noise alone allows (`noise` per pair) is above the Brief's
+/// `noise_floor` (if it states one) or above [`NOISY_THETA1`]. `None` when
+/// the setup can see them.
+pub fn noise_advice(noise: f64, noise_floor: f64) -> Option<String> {
+    let by_noise = theta1(0.0, noise);
+    let why = if noise_floor > 0.0 && by_noise > noise_floor {
+        format!(
+            "above the Brief's noise_floor {:.1}%: gains between the two will mostly be discarded",
+            noise_floor * 100.0
+        )
+    } else if by_noise > NOISY_THETA1 {
+        format!(
+            "above {:.0}%: most real gains will be discarded as noise",
+            NOISY_THETA1 * 100.0
+        )
+    } else {
+        return None;
+    };
+    Some(format!(
+        "The noise is too high to see the gains you care about: θ₁ {:.1}% (noise {:.1}% per pair) is {why}. \
+         To lower it: run fewer jobs at once on this machine (other benchmarks, builds, `make -j`; \
+         `ooda daemon` already measures one Brief at a time unless `measure_exclusive: false`), \
+         pin the benchmark to a core (`taskset -c 2 ./bench.sh`), make one run longer (more work per run, \
+         or the median of several repetitions inside the benchmark), or, if gains that small do not matter, \
+         raise the Brief's `noise_floor`.",
+        by_noise * 100.0,
+        noise * 100.0
+    ))
+}
+
 /// Clamps each value to median ± 3ŝ with ŝ = max(s_floor, 1.4826·MAD).
 pub fn winsorize(d: &[f64], s_floor: f64) -> Vec<f64> {
     if d.len() < 3 {
@@ -334,5 +369,20 @@ mod tests {
     fn theta1_respects_the_floor() {
         assert!((theta1(0.0, 0.03) - ((0.72f64 * 0.03).exp() - 1.0)).abs() < 1e-12);
         assert_eq!(theta1(0.05, 0.01), 0.05);
+    }
+
+    #[test]
+    fn noise_advice_names_the_threshold_it_crossed() {
+        // θ₁ ≈ 0.72 · noise: 3% noise sees 2.2%, 20% sees 15.5%.
+        assert_eq!(noise_advice(0.03, 0.0), None);
+        let loud = noise_advice(0.20, 0.0).unwrap();
+        assert!(
+            loud.contains("θ₁ 15.5%") && loud.contains("above 10%"),
+            "{loud}"
+        );
+        let floor = noise_advice(0.05, 0.02).unwrap();
+        assert!(floor.contains("noise_floor 2.0%"), "{floor}");
+        assert!(floor.contains("taskset") && floor.contains("measure_exclusive"));
+        assert_eq!(noise_advice(0.05, 0.05), None);
     }
 }

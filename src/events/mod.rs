@@ -134,6 +134,16 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         half_width: Option<f64>,
     },
+    /// Another Brief holds the host-wide measurement lock: this one waits
+    /// before its timed runs.
+    MeasureLockWaiting {
+        path: String,
+        holder: String,
+    },
+    /// The lock was taken after a wait.
+    MeasureLockAcquired {
+        waited_seconds: f64,
+    },
     /// The confirmation test (start of run against the current best) begins.
     ConfirmationStarted {
         start: String,

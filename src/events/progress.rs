@@ -145,6 +145,13 @@ impl Progress {
                     String::new()
                 }
             )),
+            Event::MeasureLockWaiting { holder, .. } => one(format!(
+                "waiting to measure: the measurement lock is held by {holder}"
+            )),
+            Event::MeasureLockAcquired { waited_seconds } => one(format!(
+                "measurement lock taken after {}",
+                secs(*waited_seconds)
+            )),
             Event::AgentUnavailable {
                 phase,
                 reason,

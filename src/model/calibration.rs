@@ -17,4 +17,7 @@ pub struct Calibration {
     /// The per-look level α′ of the sequential test, simulated once per run.
     #[serde(default)]
     pub alpha_look: Option<f64>,
+    /// What to try when the noise hides the gains the user cares about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
 }

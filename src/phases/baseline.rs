@@ -76,6 +76,11 @@ pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationR
         cal.noise_sd * 100.0,
         cal.theta1 * 100.0
     );
+    if cal.advice.is_some() {
+        rec.reason.push_str(
+            " — too noisy to see the gains you care about: see the advice in iter-000.md",
+        );
+    }
     rec.hypothesis = "baseline".into();
     rec.knobs = point;
     rec.calibration = Some(cal);

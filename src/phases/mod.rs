@@ -98,6 +98,7 @@ impl Cx<'_> {
             cancel: self.cancel,
             span: self.span,
             lease,
+            exclusive: self.config.defaults.measure_exclusive,
         }
     }
 

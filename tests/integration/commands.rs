@@ -359,3 +359,87 @@ fn reset_starts_the_brief_over_and_keeps_the_old_archive_aside() {
         .count();
     assert_eq!(asides, 1);
 }
+
+#[test]
+fn check_measure_and_the_baseline_advise_when_the_noise_hides_real_gains() {
+    let t = Test::new();
+    // ±45% per run: θ₁ near 30%.
+    t.script("bench.sh", &crate::test::bench("100", 0.9));
+    t.brief("n", &knob_brief(""));
+    t.commit("noisy");
+    let r = t.ooda(&["check", "n", "--measure", "6"]).expect(0);
+    assert!(
+        r.stdout
+            .contains("advice: The noise is too high to see the gains you care about"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("is above 10%"), "{}", r.stdout);
+    assert!(r.stdout.contains("taskset"), "{}", r.stdout);
+    let json = t
+        .ooda(&["check", "n", "--measure", "3", "--json"])
+        .expect(0);
+    assert!(json.stdout.contains("\"advice\""), "{}", json.stdout);
+    t.ooda(&["tick", "n"]).expect(0);
+    let base = t.read("iterations/n/iter-000.md");
+    assert!(base.contains("**Advice.** The noise is too high"), "{base}");
+    assert!(
+        t.record("n", 0).reason.contains("too noisy"),
+        "{}",
+        t.record("n", 0).reason
+    );
+    // A quiet setup gets no advice.
+    let q = Test::new();
+    q.brief("q", &knob_brief(""));
+    q.commit("quiet");
+    let r = q.ooda(&["check", "q", "--measure", "4"]).expect(0);
+    assert!(!r.stdout.contains("advice"), "{}", r.stdout);
+}
+
+#[test]
+fn check_measure_waits_for_the_measurement_lock_and_says_so() {
+    let t = Test::new();
+    t.brief("c", &knob_brief(""));
+    t.commit("brief");
+    let path = t.path().join(".git/ooda-measure.lock");
+    std::fs::write(&path, "brief other in /elsewhere (pid 1) since then\n").unwrap();
+    let held = std::fs::File::open(&path).unwrap();
+    held.try_lock().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("out"), logs.path().join("err"));
+    let mut child = t
+        .command(&["check", "c", "--measure", "2"])
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || {
+        std::fs::read_to_string(&out).unwrap_or_default()
+            + &std::fs::read_to_string(&err).unwrap_or_default()
+    };
+    // The lock is released once the wait shows, so no timing is assumed.
+    let mut tries = 0;
+    while !said().contains("waiting to measure") {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "it ended without waiting:\n{}",
+            said()
+        );
+        tries += 1;
+        assert!(tries < 1200, "no wait shown in a minute:\n{}", said());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !said().contains("t over 2 run(s)"),
+        "it measured while the lock was held:\n{}",
+        said()
+    );
+    drop(held);
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{}", said());
+    let all = said();
+    assert!(
+        all.contains("the measurement lock is held by brief other in /elsewhere (pid 1)"),
+        "{all}"
+    );
+    assert!(all.contains("t over 2 run(s)"), "{all}");
+}

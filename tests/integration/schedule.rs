@@ -533,25 +533,94 @@ fn the_daemon_ticks_each_brief_on_its_own_schedule() {
 
 /// Both Briefs' candidate measurements wait (boundedly) for each other: each
 /// can only see the other's marker if the two run at the same time.
-const MEET: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  if [ \"$OODA_BRIEF\" = p ]; then other=q; else other=p; fi\n  touch \"$OODA_TEST_DIR/marks/here-$OODA_BRIEF\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/here-$other\" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e \"$OODA_TEST_DIR/marks/here-$other\" ] && touch \"$OODA_TEST_DIR/marks/saw-$OODA_BRIEF\"\nfi\nexec ./bench.sh\n";
+const MEET: &str = "#!/bin/sh\nif [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then\n  if [ \"$OODA_BRIEF\" = p ]; then other=q; else other=p; fi\n  touch \"$OODA_TEST_DIR/marks/here-$OODA_BRIEF\"\n  i=0; while [ ! -e \"$OODA_TEST_DIR/marks/here-$other\" ] && [ $i -lt 1800 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e \"$OODA_TEST_DIR/marks/here-$other\" ] && touch \"$OODA_TEST_DIR/marks/saw-$OODA_BRIEF\"\nfi\nexec ./bench.sh\n";
 
-#[test]
-fn the_daemon_runs_two_briefs_at_once_each_under_its_own_lock() {
-    let t = repo();
-    t.script("meet.sh", MEET);
+/// Logs each timed run's Brief, iteration and side (one line, appended
+/// before the run), and takes a little while, so two Briefs measuring at
+/// once would interleave. Nothing makes a difference (`flat.sh`), so
+/// nothing is kept and no confirmation runs: an iteration's runs are
+/// exactly one series (the calibration, or a decision's pairs).
+const LOGGED: &str = "#!/bin/sh\necho \"$OODA_BRIEF $OODA_ITERATION\" >> \"$OODA_TEST_DIR/marks/runs\"\nsleep 0.05\nexec ./flat.sh\n";
+
+fn two_briefs(t: &Test, metric: &str, budget: &str) {
     for name in ["p", "q"] {
         t.brief(
             name,
-            &knob_brief("budget: { iterations: 1 }\n")
-                .replace("command: ./bench.sh", "command: ./meet.sh"),
+            &knob_brief(budget)
+                .replace("command: ./bench.sh", &format!("command: {metric}"))
+                .replace("timeout: 20s", "timeout: 120s"),
         );
     }
     t.commit("briefs");
+}
+
+#[test]
+fn the_daemon_measures_one_brief_at_a_time() {
+    let t = repo();
+    t.script("logged.sh", LOGGED);
+    t.script("flat.sh", &crate::test::bench("100", 0.02));
+    two_briefs(&t, "./logged.sh", "budget: { iterations: 2 }\n");
     let bg = Bg::start(&t, &["daemon"]);
     bg.wait_log("[p] run stopped: budget_iterations");
     bg.wait_log("[q] run stopped: budget_iterations");
-    assert!(mark(&t, "saw-p").exists(), "p never saw q measuring");
-    assert!(mark(&t, "saw-q").exists(), "q never saw p measuring");
+    let log = bg.log();
+    bg.signal(libc::SIGINT);
+    assert_eq!(bg.exit_code().0, 130);
+    // Each series must be one unbroken block of runs.
+    let runs = std::fs::read_to_string(mark(&t, "runs")).unwrap();
+    let series: Vec<String> = runs.lines().map(str::to_string).collect();
+    let mut seen: Vec<&String> = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        if i > 0 && series[i - 1] == *s {
+            continue;
+        }
+        assert!(
+            !seen.contains(&s),
+            "`{s}` was interrupted by another Brief's runs:\n{runs}\n{log}"
+        );
+        seen.push(s);
+    }
+    assert!(
+        seen.iter().any(|s| s.starts_with("p ")) && seen.iter().any(|s| s.starts_with("q ")),
+        "{runs}"
+    );
+    // The daemon starts both at once: one of them waited, and said so.
+    let waits: Vec<_> = ["p", "q"]
+        .iter()
+        .flat_map(|b| events_of(&t, b, "measure_lock_waiting"))
+        .collect();
+    assert!(!waits.is_empty(), "no wait logged:\n{runs}\n{log}");
+    assert!(
+        waits
+            .iter()
+            .all(|w| w["holder"].as_str().unwrap().starts_with("brief ")),
+        "{waits:?}"
+    );
+    assert!(
+        log.contains("waiting to measure: the measurement lock is held by brief "),
+        "{log}"
+    );
+}
+
+#[test]
+fn with_measure_exclusive_false_two_briefs_measure_at_once() {
+    let t = repo();
+    t.write("ooda.yaml", "defaults:\n  measure_exclusive: false\n");
+    t.script("meet.sh", MEET);
+    two_briefs(&t, "./meet.sh", "budget: { iterations: 1 }\n");
+    let bg = Bg::start(&t, &["daemon"]);
+    bg.wait_log("[p] run stopped: budget_iterations");
+    bg.wait_log("[q] run stopped: budget_iterations");
+    assert!(
+        mark(&t, "saw-p").exists(),
+        "p never saw q measuring: {}",
+        t.record("p", 1).reason
+    );
+    assert!(
+        mark(&t, "saw-q").exists(),
+        "q never saw p measuring: {}",
+        t.record("q", 1).reason
+    );
     assert_eq!(t.iterations("p"), vec![0, 1]);
     assert_eq!(t.iterations("q"), vec![0, 1]);
     bg.signal(libc::SIGINT);

@@ -179,6 +179,12 @@ impl Test {
         c.args(args)
             .current_dir(self.path())
             .env("OODA_TEST_DIR", self.path())
+            // Each test its own host: parallel tests must not queue on
+            // one measurement lock (a test of the lock shares one on purpose).
+            .env(
+                "OODA_MEASURE_LOCK",
+                self.path().join(".git/ooda-measure.lock"),
+            )
             .env_remove("OODA_FAILPOINT")
             .stdin(Stdio::null());
         c
