@@ -312,6 +312,7 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         narrative: lessons.narrative,
         acknowledged: learned.acknowledged.clone(),
         confirmation: check.confirmation,
+        confirmation_failed: check.confirmation_failed,
         alarms: check.alarms,
         analysis: check.analysis.or_else(|| cur.analysis.clone()),
         rollback_to: check.rollback.map(|(_, target)| target),

@@ -52,6 +52,26 @@ pub fn last_confirmed_commit(history: &[IterationRecord]) -> Option<String> {
     })
 }
 
+/// The latest confirmation test of `best_commit` (the current best), with
+/// the iteration it ran after: a confirmation of an earlier best (before a
+/// keep, or an anchor test of a tip that was rolled back) does not count.
+pub fn confirmation_of<'a>(
+    history: &'a [IterationRecord],
+    best_commit: &str,
+) -> Option<(u32, &'a crate::model::Confirmation)> {
+    history.iter().rev().find_map(|r| {
+        r.confirmation
+            .as_ref()
+            .filter(|c| c.best == best_commit)
+            .map(|c| (r.iteration, c))
+    })
+}
+
+/// Whether the current best already has a confirmation test.
+pub fn best_is_confirmed(history: &[IterationRecord], best_commit: &str) -> bool {
+    confirmation_of(history, best_commit).is_some()
+}
+
 pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
     history
         .first()

@@ -153,6 +153,9 @@ pub struct CheckOutcome {
     pub rollback: Option<(String, String)>,
     #[serde(default)]
     pub confirmation: Option<Confirmation>,
+    /// Why a confirmation test due here could not be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_failed: Option<String>,
     /// The pipeline-analyzer's report, when a plateau called it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analysis: Option<String>,

@@ -119,7 +119,10 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
             .baseline
             .map(|b| summary::improvement(brief.metric.direction, b, best));
     }
-    out.confirmed_gain = summary::latest_confirmation(&history).map(|(_, c)| c.effect);
+    out.confirmed_gain = state
+        .as_ref()
+        .and_then(|s| crate::history::confirmation_of(&history, &s.best_commit))
+        .map(|(_, c)| c.effect);
     out.last_event = crate::events::last_timestamp(&dir);
     out
 }

@@ -19,7 +19,8 @@ use crate::model::{AgentCall, CallOutcome, Phase, Usage};
 use crate::state::State;
 
 pub use crate::history::{
-    baseline_value, best_value, improvement, last_confirmed_commit, latest_confirmation,
+    baseline_value, best_value, confirmation_of, improvement, last_confirmed_commit,
+    latest_confirmation,
 };
 
 pub fn status_line(state: &State) -> String {
@@ -79,7 +80,7 @@ pub fn render(
                 "| improvement | {:+.1}% |",
                 improvement(brief.metric.direction, base, best) * 100.0
             );
-            match latest_confirmation(history) {
+            match confirmation_of(history, &state.best_commit) {
                 Some((it, c)) => {
                     let _ = writeln!(
                         s,
@@ -94,7 +95,8 @@ pub fn render(
                 None if !keeps.is_empty() => {
                     let _ = writeln!(
                         s,
-                        "| confirmed gain | not yet measured (after every 10 keeps and at the end of the run) |"
+                        "| confirmed gain | {} |",
+                        unconfirmed_text(history, state)
                     );
                 }
                 None => {}
@@ -408,7 +410,11 @@ pub fn json(
             "iteration": keeps.last().map(|r| r.iteration).unwrap_or(0),
         })),
         "improvement": base.zip(best).map(|(b, v)| improvement(brief.metric.direction, b, v)),
-        "confirmed": latest_confirmation(history).map(|(it, c)| json!({
+        "confirmation_failed": confirmation_failure(history).map(|(it, why)| json!({
+            "after_iteration": it,
+            "why": why,
+        })),
+        "confirmed": confirmation_of(history, &state.best_commit).map(|(it, c)| json!({
             "effect": c.effect,
             "ci": [c.ci.0, c.ci.1],
             "p": c.p,
@@ -569,6 +575,38 @@ pub fn progress_svg(brief: &Brief, history: &[IterationRecord]) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// Why no confirmed gain of the current best is shown.
+fn unconfirmed_text(history: &[IterationRecord], state: &State) -> String {
+    if state.best_commit == state.start_commit {
+        return "none: the base was rolled back to the start of the run".into();
+    }
+    if let Some((it, why)) = confirmation_failure(history) {
+        return format!(
+            "could not be measured after iteration {it}: {}",
+            why.replace('|', "\\|")
+        );
+    }
+    match latest_confirmation(history) {
+        Some((it, c)) => format!(
+            "not yet measured for the current best (the test after iteration {it} measured an earlier best: {:+.1}% [{:+.1}, {:+.1}])",
+            c.effect * 100.0,
+            c.ci.0 * 100.0,
+            c.ci.1 * 100.0
+        ),
+        None => "not yet measured (after every 10 keeps and when the run stops)".into(),
+    }
+}
+
+/// A confirmation test that failed after the last keep, with its reason.
+fn confirmation_failure(history: &[IterationRecord]) -> Option<(u32, &str)> {
+    let last_keep = history.iter().rposition(|r| r.verdict == Verdict::Keep)?;
+    history[last_keep..]
+        .iter()
+        .rev()
+        .take_while(|r| r.confirmation.is_none())
+        .find_map(|r| r.confirmation_failed.as_deref().map(|w| (r.iteration, w)))
 }
 
 fn xml(s: &str) -> String {

@@ -89,6 +89,10 @@ pub struct IterationRecord {
     /// A confirmation test run after this iteration (start of run vs best).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<Confirmation>,
+    /// Why a confirmation test due after this iteration could not be
+    /// measured (the metric failed on the start or the best).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_failed: Option<String>,
     /// Red lights and YELLOW warnings raised by this iteration's CHECK.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alarms: Vec<Alarm>,
@@ -148,6 +152,7 @@ impl IterationRecord {
             narrative: None,
             acknowledged: None,
             confirmation: None,
+            confirmation_failed: None,
             alarms: Vec::new(),
             analysis: None,
             rollback_to: None,

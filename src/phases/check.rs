@@ -7,7 +7,8 @@
 
 use chrono::Utc;
 
-use super::{Cx, confirm};
+use super::Cx;
+use super::confirm::{self, Confirmed};
 use crate::error::Result;
 use crate::eval::Orientation;
 use crate::events::Event;
@@ -100,12 +101,23 @@ pub(crate) fn decide(
         && !stop_is_red
         && meets_target(cx, crate::history::best_value(history));
     let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
-    let end_of_run = out.stop.is_some() && !stop_is_red;
+    // Every stop confirms, a RED one included (its morning needs the
+    // number most) and one past the wall budget (bounded at 20 pairs),
+    // unless the best was confirmed already and nothing was kept since.
+    let end_of_run =
+        out.stop.is_some() && !crate::history::best_is_confirmed(history, &state.best_commit);
     if keeps > 0
         && out.confirmation.is_none()
         && out.rollback.is_none()
         && (target_hit || every_ten || end_of_run)
-        && let Some(conf) = confirm::run(cx, state, cur.iteration)?
+        && let Some(conf) = match confirm::run(cx, state, cur.iteration)? {
+            Confirmed::Measured(c) => Some(c),
+            Confirmed::Failed(why) => {
+                out.confirmation_failed = Some(why);
+                None
+            }
+            Confirmed::Nothing => None,
+        }
     {
         if target_hit && meets_target(cx, conf.best_median) {
             out.stop = Some(Stop {
@@ -214,7 +226,11 @@ fn divergence(
         ));
         return Ok(());
     }
-    let conf = confirm::run(cx, state, iteration)?;
+    let (conf, failed) = match confirm::run(cx, state, iteration)? {
+        Confirmed::Measured(c) => (Some(c), None),
+        Confirmed::Failed(why) => (None, Some(why)),
+        Confirmed::Nothing => (None, None),
+    };
     if let Some(c) = &conf
         && c.ci.0 > 0.0
     {
@@ -230,7 +246,10 @@ fn divergence(
     let old_tip = state.best_commit.clone();
     let anchor = match &conf {
         Some(c) => format!("the anchor test finds no gain over the start ({})", c.why),
-        None => "the anchor test could not be measured".into(),
+        None => match &failed {
+            Some(why) => format!("the anchor test could not be measured ({why})"),
+            None => "the anchor test could not be measured".into(),
+        },
     };
     let evidence = format!(
         "{trend}; {anchor}. The base was rolled back from {} to {} (the old tip is kept as refs/ooda/{}/diverged-{iteration})",
@@ -242,6 +261,7 @@ fn divergence(
         out.rollback = Some((old_tip, target));
     }
     out.confirmation = conf;
+    out.confirmation_failed = failed;
     out.alarms
         .push(Alarm::red(AlarmKind::Divergence, evidence.clone()));
     out.stop = Some(Stop {

@@ -18,11 +18,21 @@ use crate::stats::{self, SplitMix64};
 const PAIRS: usize = 12;
 const MAX_PAIRS: usize = 20;
 
-/// `None` when there is nothing to confirm (nothing was kept) or it could
-/// not be measured.
-pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Option<Confirmation>> {
+/// What a confirmation test came to.
+#[derive(Debug)]
+pub(crate) enum Confirmed {
+    /// Nothing to confirm: the best is the start commit.
+    Nothing,
+    Measured(Confirmation),
+    /// It could not be measured, and why (a setup or metric failure).
+    Failed(String),
+}
+
+/// A signal while it measures is an `Err(Interrupted)`: the stop is not
+/// recorded, so the next tick decides it again and confirms then.
+pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {
     if state.best_commit == state.start_commit {
-        return Ok(None);
+        return Ok(Confirmed::Nothing);
     }
     let span = cx.span.child(Event::ConfirmationStarted {
         start: state.start_commit.clone(),
@@ -75,14 +85,14 @@ pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Option<Confi
                 pairs: conf.pairs.len() as u32,
                 why: conf.why.clone(),
             })?;
-            Ok(Some(conf))
+            Ok(Confirmed::Measured(conf))
         }
         Err(RunFailure::Failed { reason, .. }) => {
             span.emit(Event::Anomaly {
                 kind: crate::model::AnomalyKind::ConfirmationFailed,
-                message: reason,
+                message: reason.clone(),
             })?;
-            Ok(None)
+            Ok(Confirmed::Failed(reason))
         }
     }
 }

@@ -696,9 +696,9 @@ impl<'a> Machine<'a> {
     /// state and the events, in that order: a kill after the archive is
     /// written leaves the state as it was, and the stop is decided again.
     fn finish(&mut self, stop: Stop, mut rec: Option<crate::model::IterationRecord>) -> Result<()> {
-        // Every run that ends (not on a red light) states a confirmed gain,
+        // Every run that ends states a confirmed gain, a RED one included,
         // also when it ends at the start of a tick or in PLAN.
-        if !stop.reason.is_red() && self.unconfirmed_keep(rec.as_ref()) {
+        if self.unconfirmed_keep(rec.as_ref()) {
             let iteration = rec
                 .as_ref()
                 .map(|r| r.iteration)
@@ -706,8 +706,12 @@ impl<'a> Machine<'a> {
                 .unwrap_or(0);
             let span = self.archive.run.with_iteration(Some(iteration));
             let conf = confirm::run(&self.cx(&span), &self.archive.state, iteration)?;
-            if let (Some(conf), Some(r)) = (conf, rec.as_mut()) {
-                r.confirmation = Some(conf);
+            if let Some(r) = rec.as_mut() {
+                match conf {
+                    confirm::Confirmed::Measured(c) => r.confirmation = Some(c),
+                    confirm::Confirmed::Failed(why) => r.confirmation_failed = Some(why),
+                    confirm::Confirmed::Nothing => {}
+                }
             }
         }
         self.archive.state.stop = Some(stop.clone());

@@ -330,3 +330,103 @@ fn the_token_budget_stops_after_the_iteration_that_used_it() {
     assert!(r.stdout.contains("budget_tokens"), "{}", r.stdout);
     assert_eq!(t.iterations("c"), vec![0, 1]);
 }
+
+/// Cand guards fail from iteration 2 on: after a keep, five failures in a row.
+const FAILS_FROM_TWO: &str = "#!/bin/sh\n[ \"$OODA_SIDE\" = cand ] && [ \"$OODA_ITERATION\" -ge 2 ] && { echo 'guard says no' >&2; exit 1; }\nexit 0\n";
+
+#[test]
+fn a_red_stop_still_confirms_the_gain_kept_before_it() {
+    let t = Test::new();
+    t.write("ooda.yaml", CONFIG);
+    t.script("guard.sh", FAILS_FROM_TWO);
+    t.brief(
+        "f",
+        &knob_brief("guards: [./guard.sh]\n").replace(
+            "  protect: [\"bench.sh\"]",
+            "  protect: [\"bench.sh\", \"guard.sh\"]",
+        ),
+    );
+    t.commit("guarded");
+    let r = t.ooda(&["run", "f"]).expect(3);
+    assert!(r.stdout.contains("red_failure_streak"), "{}", r.stdout);
+    assert_eq!(t.record("f", 1).verdict, Verdict::Keep);
+    let last = *t.iterations("f").last().unwrap();
+    let c = t
+        .record("f", last)
+        .confirmation
+        .expect("the RED stop ran a confirmation test");
+    assert!(c.ci.0 > 0.0, "{:?}", c.ci);
+    assert!(c.pairs.len() <= 20);
+    let summary = t.read("iterations/f/summary.md");
+    assert!(summary.contains("RED"), "{summary}");
+    assert!(
+        summary.contains(&format!(
+            "**confirmed gain** (start vs best, after iteration {last})"
+        )),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_wall_budget_stop_confirms_past_the_wall() {
+    let t = Test::new();
+    t.write("ooda.yaml", crate::test::QUIET_CONFIG);
+    t.brief("w", &knob_brief("budget: { wall: 3s }\n"));
+    t.commit("wall");
+    let start = std::time::Instant::now();
+    t.ooda(&["tick", "w"]).expect(0);
+    t.ooda(&["tick", "w"]).expect(0);
+    assert_eq!(
+        t.record("w", 1).verdict,
+        Verdict::Keep,
+        "{}",
+        t.record("w", 1).reason
+    );
+    std::thread::sleep(
+        std::time::Duration::from_secs(3).saturating_sub(start.elapsed())
+            + std::time::Duration::from_millis(200),
+    );
+    let r = t.ooda(&["tick", "w"]).expect(4);
+    assert!(r.stdout.contains("budget_wall"), "{}", r.stdout);
+    let rec = t.record("w", 1);
+    assert!(
+        rec.confirmation.is_some(),
+        "the wall stop confirmed the keep"
+    );
+    assert_eq!(rec.stop.unwrap().reason.as_str(), "budget_wall");
+    assert!(
+        t.read("iterations/w/summary.md")
+            .contains("**confirmed gain**")
+    );
+}
+
+#[test]
+fn a_confirmation_that_cannot_be_measured_says_why_in_the_summary() {
+    let t = Test::new();
+    t.write("ooda.yaml", crate::test::QUIET_CONFIG);
+    t.script(
+        "bench.sh",
+        &crate::test::bench_after(
+            "[ \"$OODA_SIDE\" = anchor ] && { echo 'no such input' >&2; exit 1; }\n",
+            crate::test::LANDSCAPE,
+            0.01,
+        ),
+    );
+    t.brief("c", &knob_brief("budget: { iterations: 1 }\n"));
+    t.commit("anchor fails");
+    t.ooda(&["run", "c"]).expect(4);
+    let rec = t.record("c", 1);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    assert!(rec.confirmation.is_none());
+    let why = rec.confirmation_failed.expect("the failure is recorded");
+    assert!(why.contains("exited with code 1"), "{why}");
+    let summary = t.read("iterations/c/summary.md");
+    assert!(
+        summary.contains("| confirmed gain | could not be measured after iteration 1: metric command `./bench.sh` exited with code 1"),
+        "{summary}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&t.read("iterations/c/summary.json")).unwrap();
+    assert_eq!(json["confirmation_failed"]["after_iteration"], 1);
+    assert!(json["confirmed"].is_null());
+}
