@@ -10,6 +10,7 @@ pub mod agent_output;
 pub mod archive;
 pub mod atomic;
 pub mod brief;
+pub mod chart;
 pub mod check;
 pub mod cli;
 pub mod compress;

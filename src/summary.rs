@@ -475,7 +475,7 @@ pub fn write(
     write_atomic(&dir.join("summary.json"), (data + "\n").as_bytes())?;
     write_atomic(
         &dir.join("progress.svg"),
-        progress_svg(brief, history).as_bytes(),
+        crate::chart::progress_svg(brief, history, &state.best_commit).as_bytes(),
     )
 }
 
@@ -486,95 +486,6 @@ fn truncate(s: &str, n: usize) -> String {
     } else {
         format!("{}…", line.chars().take(n).collect::<String>())
     }
-}
-
-/// A dependency-free line chart: candidate medians per iteration (kept ones
-/// filled) and the running best.
-pub fn progress_svg(brief: &Brief, history: &[IterationRecord]) -> String {
-    let (w, h, pad) = (640.0, 240.0, 40.0);
-    let mut points: Vec<(u32, f64, bool)> = Vec::new();
-    for r in history {
-        if let Some(c) = &r.calibration {
-            points.push((r.iteration, c.median, true));
-        } else if let Some(m) = &r.measured {
-            points.push((r.iteration, m.cand_median, r.verdict == Verdict::Keep));
-        }
-    }
-    let mut s = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"{pad}\" y=\"16\">{} per iteration ({}); filled = kept</text>",
-        xml(&brief.metric.name),
-        match brief.metric.direction {
-            Direction::Minimize => "lower is better",
-            Direction::Maximize => "higher is better",
-        }
-    );
-    if points.is_empty() {
-        s.push_str("</svg>\n");
-        return s;
-    }
-    let max_i = points.iter().map(|p| p.0).max().unwrap_or(1).max(1) as f64;
-    let lo = points.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-    let hi = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
-    let span = if hi > lo {
-        hi - lo
-    } else {
-        hi.abs().max(1.0) * 0.1
-    };
-    let x = |i: f64| pad + (w - 2.0 * pad) * i / max_i;
-    let y = |v: f64| h - pad - (h - 2.0 * pad) * (v - lo) / span;
-    let _ = writeln!(
-        s,
-        "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/>",
-        h - pad,
-        w - pad,
-        h - pad
-    );
-    let _ = writeln!(
-        s,
-        "<text x=\"2\" y=\"{:.1}\">{}</text><text x=\"2\" y=\"{:.1}\">{}</text>",
-        y(hi) + 4.0,
-        fmt_num(hi),
-        y(lo) + 4.0,
-        fmt_num(lo)
-    );
-    let mut best = points[0].1;
-    let mut path = String::new();
-    for (i, v, kept) in &points {
-        let better = match brief.metric.direction {
-            Direction::Minimize => *v < best,
-            Direction::Maximize => *v > best,
-        };
-        if *kept && better {
-            best = *v;
-        }
-        let _ = write!(
-            path,
-            "{}{:.1},{:.1} ",
-            if path.is_empty() { "M" } else { "L" },
-            x(*i as f64),
-            y(best)
-        );
-    }
-    let _ = writeln!(
-        s,
-        "<path d=\"{}\" fill=\"none\" stroke=\"#2a7\" stroke-width=\"2\"/>",
-        path.trim_end()
-    );
-    for (i, v, kept) in &points {
-        let _ = writeln!(
-            s,
-            "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{}\" stroke=\"#26a\"/>",
-            x(*i as f64),
-            y(*v),
-            if *kept { "#26a" } else { "white" }
-        );
-    }
-    s.push_str("</svg>\n");
-    s
 }
 
 /// Why no confirmed gain of the current best is shown.
@@ -607,12 +518,6 @@ fn confirmation_failure(history: &[IterationRecord]) -> Option<(u32, &str)> {
         .rev()
         .take_while(|r| r.confirmation.is_none())
         .find_map(|r| r.confirmation_failed.as_deref().map(|w| (r.iteration, w)))
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 #[cfg(test)]

@@ -45,7 +45,11 @@ fn a_knob_run_keeps_real_gains_on_the_branch_and_leaves_the_checkout_alone() {
         "{summary}"
     );
     assert!(summary.contains("[6](iter-006.md)"));
-    assert!(t.exists("iterations/speed/progress.svg"));
+    // The chart: one marker per iteration (0 to 6), axis labels.
+    let svg = t.read("iterations/speed/progress.svg");
+    assert_eq!(svg.matches("<circle").count(), 7, "{svg}");
+    assert!(svg.contains("\niteration\n</text>"), "{svg}");
+    assert!(svg.contains("\nt (lower is better)\n</text>"), "{svg}");
     assert_eq!(
         t.checkout_fingerprint(),
         before,
