@@ -5,22 +5,27 @@
 //! cargo run --release --example decision_sim
 //! ```
 //!
-//! Three rules are scored on the **same simulated data**:
+//! Four rules are scored on the **same simulated data**:
 //!
 //! - **naive 1+1**: one base run, one candidate run; keep if the candidate is
 //!   better. It uses the first pair of the series.
 //! - **Welch 5+5**: the first 5 pairs' base and candidate runs as two
 //!   independent samples; keep if the one-sided Welch t-test on ln(value)
 //!   gives p ≤ 0.05.
-//! - **ooda**: the series of up to 12 pairs goes through
+//! - **ooda, 12 pairs** and **ooda, 24 (extended)**: the series goes through
 //!   [`ooda::eval::decide_series`], the code path the runner uses, with a
 //!   [`Rule`] built as the runner builds it (`eval::Orientation::rule`): the noise history pooled from a
 //!   10-pair A/A calibration drawn from the same noise model (in a night, plus
 //!   every later iteration's pairs), θ₁ = [`sequential::theta1`]`(0, s_h)`,
-//!   α′ = [`sequential::alphas_for`]`(0.05)`, δ₀ = 0, at most 12 pairs. Its
-//!   cost is the pairs it used before deciding (2 runs each).
+//!   α′ = [`sequential::alphas_for`]`(0.05, max_pairs)` (simulated for each
+//!   design), δ₀ = 0, at most 12 pairs (`defaults.pairs: 12`, looks at
+//!   3/5/8/12) or 24 (the default: then 16/20/24 while the candidate is
+//!   promising). Its cost is the pairs it used before deciding (2 runs each).
+//!   The tables "P(keep) at multiples of θ₁" (3%, 10% and 20% noise) show
+//!   what the extension costs in runs and buys in power.
 //!
-//! A trial is one series of 12 interleaved pairs: per pair a fair coin picks
+//! A trial is one series of 24 interleaved pairs (the 12-pair rules use
+//! the first 12): per pair a fair coin picks
 //! which side runs first (as the runner does), and the runs happen in that
 //! time order, which matters for the drifting machine. The metric is a time
 //! to minimize; the candidate's true value is base·(1 − θ), θ being its true
@@ -35,6 +40,8 @@
 //! | AR(1) drift | a machine drift shared by both sides, x(t+1) = 0.9·x(t) + e with stationary sd 3%, plus σ = 1% per run |
 //! | cand 2× noisier | σ = 3% for the base, 6% for the candidate (the A/A calibration sees base vs base) |
 //! | Gaussian 8% | σ = 8% on both sides |
+//! | Gaussian 10% | σ = 10% on both sides |
+//! | Gaussian 20% | σ = 20% on both sides |
 //!
 //! **Seeds and determinism.** Everything comes from [`SplitMix64`]. Trial `i`
 //! of model `m` draws its calibration and its noise from its own generator
@@ -42,7 +49,7 @@
 //! (common random numbers): the five P(keep | θ) of a row differ only by the
 //! true effect, and the three rules of a column see the very same runs.
 //! Night `k` of model `m` likewise has its own generator seeded by
-//! (`NIGHT_SEED`, m, k) for its candidates, its calibration and one 12-pair
+//! (`NIGHT_SEED`, m, k) for its candidates, its calibration and one 24-pair
 //! block of noise per iteration (the drift carries on across the night); a
 //! rule that decides sooner simply uses a shorter prefix of the block.
 //! Work is spread over threads in fixed chunks and reduced in trial order,
@@ -74,12 +81,28 @@ const NIGHT_SEED: u64 = 0x0DA5_EED0_0016_0002;
 const TRIALS: usize = 20_000;
 const NIGHTS: usize = 2_000;
 const ITERATIONS: usize = 100;
-const MAX_PAIRS: usize = 12;
+/// The ordinary design's last look, and the extended design's.
+const ORDINARY_PAIRS: usize = 12;
+const MAX_PAIRS: usize = 24;
 const CALIBRATION_PAIRS: usize = 10;
 const ALPHA: f64 = 0.05;
 const WELCH_N: usize = 5;
 const THETAS: [f64; 5] = [-0.02, 0.0, 0.02, 0.05, 0.10];
-const RULES: [&str; 3] = ["naive 1+1", "Welch 5+5", "ooda"];
+const RULES: [&str; 4] = [
+    "naive 1+1",
+    "Welch 5+5",
+    "ooda, 12 pairs",
+    "ooda, 24 (extended)",
+];
+/// Indices of the two ooda designs in [`RULES`].
+const OODA12: usize = 2;
+const OODA24: usize = 3;
+/// Each ooda design with its own α′ (simulated for its looks).
+#[derive(Clone, Copy)]
+struct Alphas {
+    ordinary: [f64; sequential::N_LOOKS],
+    extended: [f64; sequential::N_LOOKS],
+}
 const DIR: Direction = Direction::Minimize;
 const CHUNK: usize = 250;
 
@@ -108,7 +131,7 @@ const fn gaussian(name: &'static str, sd: f64) -> NoiseModel {
     }
 }
 
-const MODELS: [NoiseModel; 5] = [
+const MODELS: [NoiseModel; 7] = [
     gaussian("Gaussian 3%", 0.03),
     NoiseModel {
         slow_p: 0.10,
@@ -125,6 +148,8 @@ const MODELS: [NoiseModel; 5] = [
         ..gaussian("cand 2× noisier", 0.03)
     },
     gaussian("Gaussian 8%", 0.08),
+    gaussian("Gaussian 10%", 0.10),
+    gaussian("Gaussian 20%", 0.20),
 ];
 
 /// A generator for one trial, mixed from a seed and the trial's coordinates.
@@ -244,9 +269,9 @@ fn welch(p: &[Pair]) -> Verdict {
     }
 }
 
-fn ooda_rule(p: &[Pair], rule: &Rule) -> Verdict {
-    let d = eval::decide_series(DIR, p, rule, ALPHA, MAX_PAIRS as u32)
-        .expect("12 pairs always reach a decision");
+fn ooda_rule(p: &[Pair], rule: &Rule, max_pairs: usize) -> Verdict {
+    let d = eval::decide_series(DIR, p, rule, ALPHA, max_pairs as u32)
+        .expect("max_pairs pairs always reach a decision");
     Verdict {
         keep: d.keep,
         effect: d.comparison.effect,
@@ -255,7 +280,7 @@ fn ooda_rule(p: &[Pair], rule: &Rule) -> Verdict {
 }
 
 /// The rule as the runner builds it (`eval::Orientation::rule`) from a noise history.
-fn rule_from(noise: Option<NoiseHistory>, alphas: [f64; 4]) -> Rule {
+fn rule_from(noise: Option<NoiseHistory>, alphas: [f64; sequential::N_LOOKS]) -> Rule {
     let theta1 = sequential::theta1(0.0, noise.map(|h| h.s_h).unwrap_or(0.0));
     Rule {
         alphas,
@@ -267,21 +292,28 @@ fn rule_from(noise: Option<NoiseHistory>, alphas: [f64; 4]) -> Rule {
 
 /// Per trial: for each θ and rule, the verdict; plus the calibration's θ₁.
 struct CellTrial {
-    v: [[Verdict; 3]; THETAS.len()],
+    v: [[Verdict; RULES.len()]; THETAS.len()],
     theta1: f64,
 }
 
-fn cell_trial(mi: usize, i: usize, alphas: [f64; 4]) -> CellTrial {
+fn cell_trial(mi: usize, i: usize, alphas: Alphas) -> CellTrial {
     let model = MODELS[mi];
     let mut rng = rng_for(CELL_SEED, mi, i);
     let calibration = Machine::new(model, &mut rng).block(&mut rng, CALIBRATION_PAIRS, true);
     let cal_d: Vec<f64> = pairs(&calibration, 0.0).iter().map(|p| p.d).collect();
-    let rule = rule_from(NoiseHistory::pool([cal_d.as_slice()]), alphas);
+    let noise_h = NoiseHistory::pool([cal_d.as_slice()]);
+    let rule = rule_from(noise_h, alphas.ordinary);
+    let rule24 = rule_from(noise_h, alphas.extended);
     let noise = Machine::new(model, &mut rng).block(&mut rng, MAX_PAIRS, false);
-    let mut v = [[Verdict::default(); 3]; THETAS.len()];
+    let mut v = [[Verdict::default(); RULES.len()]; THETAS.len()];
     for (ti, &theta) in THETAS.iter().enumerate() {
         let p = pairs(&noise, theta);
-        v[ti] = [naive(&p), welch(&p), ooda_rule(&p, &rule)];
+        v[ti] = [
+            naive(&p),
+            welch(&p),
+            ooda_rule(&p, &rule, ORDINARY_PAIRS),
+            ooda_rule(&p, &rule24, MAX_PAIRS),
+        ];
     }
     CellTrial {
         v,
@@ -301,18 +333,21 @@ struct NightRule {
     runs: u32,
 }
 
-fn night(mi: usize, k: usize, alphas: [f64; 4]) -> [NightRule; 3] {
+fn night(mi: usize, k: usize, alphas: Alphas) -> [NightRule; RULES.len()] {
     let model = MODELS[mi];
     let mut rng = rng_for(NIGHT_SEED, mi, k);
     let mut machine = Machine::new(model, &mut rng);
     let calibration = machine.block(&mut rng, CALIBRATION_PAIRS, true);
-    let mut history: Vec<Vec<f64>> = vec![pairs(&calibration, 0.0).iter().map(|p| p.d).collect()];
+    let cal: Vec<f64> = pairs(&calibration, 0.0).iter().map(|p| p.d).collect();
+    // Each ooda design pools its own measured pairs, as its runner would.
+    let mut history: [Vec<Vec<f64>>; 2] = [vec![cal.clone()], vec![cal]];
     let mut out = [NightRule {
         true_factor: 1.0,
         believed_factor: 1.0,
         ..NightRule::default()
-    }; 3];
-    out[2].runs = 2 * CALIBRATION_PAIRS as u32;
+    }; RULES.len()];
+    out[OODA12].runs = 2 * CALIBRATION_PAIRS as u32;
+    out[OODA24].runs = 2 * CALIBRATION_PAIRS as u32;
     for _ in 0..ITERATIONS {
         let u = rng.next_f64();
         let theta = if u < 0.5 {
@@ -325,13 +360,24 @@ fn night(mi: usize, k: usize, alphas: [f64; 4]) -> [NightRule; 3] {
         let noise = machine.block(&mut rng, MAX_PAIRS, false);
         let p = pairs(&noise, theta);
         let rule = rule_from(
-            NoiseHistory::pool(history.iter().map(Vec::as_slice)),
-            alphas,
+            NoiseHistory::pool(history[0].iter().map(Vec::as_slice)),
+            alphas.ordinary,
         );
-        let verdicts = [naive(&p), welch(&p), ooda_rule(&p, &rule)];
+        let rule24 = rule_from(
+            NoiseHistory::pool(history[1].iter().map(Vec::as_slice)),
+            alphas.extended,
+        );
+        let verdicts = [
+            naive(&p),
+            welch(&p),
+            ooda_rule(&p, &rule, ORDINARY_PAIRS),
+            ooda_rule(&p, &rule24, MAX_PAIRS),
+        ];
         // The runner adds every iteration's measured pairs to the history.
-        let used = verdicts[2].runs as usize / 2;
-        history.push(p[..used].iter().map(|x| x.d).collect());
+        for (h, r) in history.iter_mut().zip([OODA12, OODA24]) {
+            let used = verdicts[r].runs as usize / 2;
+            h.push(p[..used].iter().map(|x| x.d).collect());
+        }
         for (r, v) in out.iter_mut().zip(verdicts) {
             r.runs += v.runs;
             if v.keep {
@@ -365,62 +411,99 @@ fn theta_label(t: f64) -> String {
 const THETA1_MULTIPLES: [f64; 5] = [0.0, 0.5, 1.0, 1.5, 2.0];
 const POWER_SEED: u64 = 0x0DA5_EED0_0001_0003;
 
-/// How often ooda keeps a change of true gain k·θ₁ when the noise is well
-/// known (the history's s_h is the true pair sd, ν = 30): what θ₁ means in
-/// practice, since θ₁ is defined by a single fixed test of 12 pairs.
-fn power_in_theta1(alphas: [f64; 4]) {
-    let model = MODELS[0];
-    let s_h = (model.base_sd.powi(2) + model.cand_sd.powi(2)).sqrt();
-    let rule = rule_from(Some(NoiseHistory { s_h, nu_h: 30.0 }), alphas);
-    let theta1 = rule.theta1_log.exp_m1();
-    let kept = parallel::run(TRIALS, CHUNK, |i| {
-        let mut rng = rng_for(POWER_SEED, 0, i);
-        let noise = Machine::new(model, &mut rng).block(&mut rng, MAX_PAIRS, false);
-        THETA1_MULTIPLES.map(|k| {
-            // θ such that the true log ratio is k·ln(1 + θ₁).
-            let theta = 1.0 - (-k * theta1.ln_1p()).exp();
-            ooda_rule(&pairs(&noise, theta), &rule).keep
-        })
-    });
-    println!(
-        "### P(keep) at multiples of θ₁ ({}, noise known: s_h = {:.2}%, ν = 30, θ₁ = {:.2}%)\n",
-        model.name,
-        100.0 * s_h,
-        100.0 * theta1
-    );
-    let header: Vec<String> = THETA1_MULTIPLES.iter().map(|k| format!("{k}·θ₁")).collect();
-    println!("| true gain | {} |", header.join(" | "));
-    println!("|---|{}", "---:|".repeat(THETA1_MULTIPLES.len()));
-    let cells: Vec<String> = (0..THETA1_MULTIPLES.len())
-        .map(|j| {
-            let n = kept.iter().filter(|k| k[j]).count();
-            format!("{:.1}%", 100.0 * n as f64 / TRIALS as f64)
-        })
-        .collect();
-    println!("| ooda P(keep) | {} |\n", cells.join(" | "));
+/// How often each ooda design keeps a change of true gain k·θ₁ when the
+/// noise is well known (the history's s_h is the true pair sd, ν = 30), and
+/// what it spends: what θ₁ means in practice, and what the extension buys,
+/// at the noise levels where it matters.
+fn power_in_theta1(alphas: Alphas) {
+    for mi in [0, 5, 6] {
+        let model = MODELS[mi];
+        let s_h = (model.base_sd.powi(2) + model.cand_sd.powi(2)).sqrt();
+        let noise_h = Some(NoiseHistory { s_h, nu_h: 30.0 });
+        let rules = [
+            (rule_from(noise_h, alphas.ordinary), ORDINARY_PAIRS),
+            (rule_from(noise_h, alphas.extended), MAX_PAIRS),
+        ];
+        let theta1 = rules[0].0.theta1_log.exp_m1();
+        let trials = parallel::run(TRIALS, CHUNK, |i| {
+            let mut rng = rng_for(POWER_SEED, mi, i);
+            let noise = Machine::new(model, &mut rng).block(&mut rng, MAX_PAIRS, false);
+            THETA1_MULTIPLES.map(|k| {
+                // θ such that the true log ratio is k·ln(1 + θ₁).
+                let theta = 1.0 - (-k * theta1.ln_1p()).exp();
+                let p = pairs(&noise, theta);
+                rules.map(|(r, max)| ooda_rule(&p, &r, max))
+            })
+        });
+        println!(
+            "### P(keep) at multiples of θ₁ ({}, noise known: s_h = {:.2}%, ν = 30, θ₁ = {:.2}%)\n",
+            model.name,
+            100.0 * s_h,
+            100.0 * theta1
+        );
+        let header: Vec<String> = THETA1_MULTIPLES.iter().map(|k| format!("{k}·θ₁")).collect();
+        println!("| | {} |", header.join(" | "));
+        println!("|---|{}", "---:|".repeat(THETA1_MULTIPLES.len()));
+        for (r, name) in ["ordinary (12)", "extended (24)"].iter().enumerate() {
+            let cells: Vec<String> = (0..THETA1_MULTIPLES.len())
+                .map(|j| {
+                    let n = trials.iter().filter(|t| t[j][r].keep).count();
+                    format!("{:.1}%", 100.0 * n as f64 / TRIALS as f64)
+                })
+                .collect();
+            println!("| P(keep), {name} | {} |", cells.join(" | "));
+        }
+        for (r, name) in ["ordinary (12)", "extended (24)"].iter().enumerate() {
+            let cells: Vec<String> = (0..THETA1_MULTIPLES.len())
+                .map(|j| {
+                    let n: u64 = trials.iter().map(|t| u64::from(t[j][r].runs)).sum();
+                    format!("{:.1}", n as f64 / TRIALS as f64)
+                })
+                .collect();
+            println!("| runs per decision, {name} | {} |", cells.join(" | "));
+        }
+        println!();
+        let power =
+            |r: usize| trials.iter().filter(|t| t[2][r].keep).count() as f64 / TRIALS as f64;
+        POWER_AT_THETA1.with(|p| p.borrow_mut().push((model.name, power(0), power(1))));
+    }
+}
+
+thread_local! {
+    /// P(keep | θ₁) per model for the targets: (model, ordinary, extended).
+    static POWER_AT_THETA1: std::cell::RefCell<Vec<(&'static str, f64, f64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 
 fn main() {
     let started = Instant::now();
-    let alphas = sequential::alphas_for(ALPHA);
+    let alphas = Alphas {
+        ordinary: sequential::alphas_for(ALPHA, ORDINARY_PAIRS as u32),
+        extended: sequential::alphas_for(ALPHA, MAX_PAIRS as u32),
+    };
     println!("## Decision quality (cargo run --release --example decision_sim)\n");
     println!(
-        "{TRIALS} trials per noise model; each trial's {MAX_PAIRS} interleaved pairs are shared by the three rules and the five θ. \
-         ooda: α′ = {:.4} per look, looks at {:?} pairs, δ₀ = 0, θ₁ = theta1(0, s_h) with s_h from a {CALIBRATION_PAIRS}-pair A/A calibration \
+        "{TRIALS} trials per noise model; each trial's {MAX_PAIRS} interleaved pairs are shared by the four rules and the five θ \
+         (the 12-pair rules use the first 12). \
+         ooda, 12 pairs: α′ = {:.4} per look, looks at {:?}; ooda, 24 (extended): α′ = {:.4}, looks at {:?}, \
+         16 to 24 only while promising: estimate ≥ θ₁/2 and own p ≤ 0.10 (each α′ simulated for its own design). \
+         δ₀ = 0, θ₁ = theta1(0, s_h) with s_h from a {CALIBRATION_PAIRS}-pair A/A calibration \
          (in a night, pooled with every iteration's pairs).\n",
-        alphas[0],
-        sequential::LOOKS
+        alphas.ordinary[0],
+        sequential::looks_for(ORDINARY_PAIRS as u32),
+        alphas.extended[0],
+        sequential::looks_for(MAX_PAIRS as u32),
     );
 
     // P(keep | θ) and runs per decision.
-    let mut keep = vec![[[0usize; THETAS.len()]; 3]; MODELS.len()];
-    let mut runs = vec![[[0u64; THETAS.len()]; 3]; MODELS.len()];
+    let mut keep = vec![[[0usize; THETAS.len()]; RULES.len()]; MODELS.len()];
+    let mut runs = vec![[[0u64; THETAS.len()]; RULES.len()]; MODELS.len()];
     let mut theta1 = vec![0.0; MODELS.len()];
     for mi in 0..MODELS.len() {
         let trials = parallel::run(TRIALS, CHUNK, |i| cell_trial(mi, i, alphas));
         for t in &trials {
             for ti in 0..THETAS.len() {
-                for r in 0..3 {
+                for r in 0..RULES.len() {
                     keep[mi][r][ti] += usize::from(t.v[ti][r].keep);
                     runs[mi][r][ti] += u64::from(t.v[ti][r].runs);
                 }
@@ -458,7 +541,7 @@ fn main() {
             let cells: Vec<String> = (0..THETAS.len())
                 .map(|ti| format!("{:.1}", mean_runs(mi, r, ti)))
                 .collect();
-            let t1 = if r == 2 {
+            let t1 = if r == OODA12 {
                 format!("{:.1}%", 100.0 * theta1[mi])
             } else {
                 String::new()
@@ -508,22 +591,42 @@ fn main() {
         failed += usize::from(!ok);
     };
     for (mi, m) in MODELS.iter().enumerate() {
-        let p = p_keep(mi, 2, ti0);
+        for r in [OODA12, OODA24] {
+            let p = p_keep(mi, r, ti0);
+            check(
+                p <= 0.055,
+                format!("P(keep | 0) = {p:.4} ≤ 0.055 ({}, {})", m.name, RULES[r]),
+            );
+        }
+    }
+    for r in [OODA12, OODA24] {
+        let p = p_keep(0, r, ti5);
         check(
-            p <= 0.055,
-            format!("P(keep | 0) = {p:.4} ≤ 0.055 ({})", m.name),
+            p >= 0.93,
+            format!(
+                "P(keep | +5%) = {p:.4} ≥ 0.93 ({}, {})",
+                MODELS[0].name, RULES[r]
+            ),
+        );
+        let n = mean_runs(0, r, ti5);
+        check(
+            n <= 15.0,
+            format!(
+                "{n:.1} runs per decision at +5% ≤ 15 ({}, {})",
+                MODELS[0].name, RULES[r]
+            ),
         );
     }
-    let p = p_keep(0, 2, ti5);
-    check(
-        p >= 0.93,
-        format!("P(keep | +5%) = {p:.4} ≥ 0.93 ({})", MODELS[0].name),
-    );
-    let r = mean_runs(0, 2, ti5);
-    check(
-        r <= 15.0,
-        format!("{r:.1} runs per decision at +5% ≤ 15 ({})", MODELS[0].name),
-    );
+    for (name, ordinary, extended) in POWER_AT_THETA1.with(|p| p.borrow().clone()) {
+        check(
+            extended >= ordinary,
+            format!(
+                "the extension keeps a gain of θ₁ at least as often: {:.1}% ≥ {:.1}% ({name})",
+                100.0 * extended,
+                100.0 * ordinary
+            ),
+        );
+    }
     eprintln!("\n(ran in {:.1} s)", started.elapsed().as_secs_f64());
     if failed > 0 {
         println!("\n{failed} target(s) failed.");

@@ -16,9 +16,9 @@
 //! iteration on [`redlight::window`] of the growing archive, as the runner's
 //! CHECK does. The archive holds real [`IterationRecord`]s whose
 //! `measured` [`Comparison`] comes from [`eval::decide_series`], the keep /
-//! discard code path of the runner: per iteration up to 12 interleaved pairs
-//! (a random order per pair), looks at 3/5/8/12 pairs, a [`Rule`] built as
-//! the runner builds it (α′ = `alphas_for(0.05)[0]` at every look, δ₀ = 0,
+//! discard code path of the runner: per iteration up to 24 interleaved pairs
+//! (a random order per pair), looks at 3/5/8/12 pairs (16/20/24 while promising), a [`Rule`] built as
+//! the runner builds it (α′ = `alphas_for(0.05, 24)[0]` at every look, δ₀ = 0,
 //! θ₁ = `theta1(0, s_h)`, the noise history pooled from a 10-pair A/A
 //! calibration and every later iteration's pairs). The pooling is kept
 //! incrementally with [`NoiseHistory::pool`] on each new sample, which gives
@@ -143,7 +143,7 @@ const ITERATIONS: u32 = 100;
 /// First faulty iteration of a fault scenario.
 const ONSET: u32 = 21;
 const CALIBRATION_PAIRS: usize = 10;
-const MAX_PAIRS: u32 = 12;
+const MAX_PAIRS: u32 = 24;
 /// The anchor test: 12 pairs, extended up to 20 while the sign is open.
 const CONFIRM_PAIRS: usize = 12;
 const CONFIRM_MAX_PAIRS: usize = 20;
@@ -909,7 +909,7 @@ impl Pool {
 fn rule(noise: Option<NoiseHistory>, alpha_look: f64) -> Rule {
     let theta1 = sequential::theta1(0.0, noise.map(|h| h.s_h).unwrap_or(0.0));
     Rule {
-        alphas: [alpha_look; 4],
+        alphas: [alpha_look; sequential::N_LOOKS],
         delta0: 0.0,
         theta1_log: theta1.ln_1p(),
         noise,
@@ -1041,7 +1041,7 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
                     let pairs = machine.pairs(&mut rng, MAX_PAIRS as usize, world.b, b_cand);
                     let rule = rule(pool.history(), alpha_look);
                     let d = eval::decide_series(DIR, &pairs, &rule, ALPHA, MAX_PAIRS)
-                        .expect("12 pairs always reach a decision");
+                        .expect("24 pairs always reach a decision");
                     let (keep, cmp) = (d.keep, d.comparison);
                     r.discard = d.discard;
                     pool.add(&cmp.pairs.iter().map(|p| p.d).collect::<Vec<_>>());
@@ -1351,7 +1351,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_NIGHTS);
-    let alpha_look = sequential::alphas_for(ALPHA)[0];
+    let alpha_look = sequential::alphas_for(ALPHA, MAX_PAIRS)[0];
     let th = Thresholds::default();
     let grid = if sweep {
         sweep_grid()
@@ -1383,7 +1383,7 @@ fn main() {
     println!(
         "{nights_n} simulated nights of {ITERATIONS} iterations per scenario; every detector of `src/redlight.rs` with \
          `Thresholds::default()` is called after every iteration on the growing archive, as CHECK does; \
-         comparisons come from `eval::decide_series` (α′ = {alpha_look:.4} per look, looks at 3/5/8/12 pairs). \
+         comparisons come from `eval::decide_series` (α′ = {alpha_look:.4} per look, looks at 3/5/8/12 pairs, then 16/20/24 while promising). \
          Noise: 3% log-normal per run, 3% of runs slowed by ×(1 + Exp(mean 10%)); \"hiccups\": 3% of iterations \
          start a 1–3-iteration slowdown of 5–20%. Standard error of a rate near 5%: {:.2}%.\n",
         100.0 * (0.05f64 * 0.95 / nights_n as f64).sqrt()

@@ -34,8 +34,9 @@ pub struct Defaults {
     /// Limits for Briefs that leave them out (see `Config::budget_for`).
     pub budget: Budget,
     /// The most pairs one decision may use: the sequential test looks at
-    /// those of 3, 5, 8 and 12 pairs that fit under it (the last look is
-    /// final); values above 12 change nothing.
+    /// those of 3, 5, 8 and 12 pairs that fit under it, then, for a
+    /// promising candidate only, at 16, 20 and 24 (the last look allowed is
+    /// final); values above 24 change nothing, 12 turns the extension off.
     pub pairs: u32,
     /// A/A pairs of the iteration-0 noise calibration.
     pub calibration_pairs: u32,
@@ -64,7 +65,7 @@ impl Default for Defaults {
     fn default() -> Defaults {
         Defaults {
             budget: Budget::default(),
-            pairs: 12,
+            pairs: 24,
             calibration_pairs: 10,
             alpha: 0.05,
             prompt_budget: 24_000,
@@ -1061,7 +1062,7 @@ mod tests {
     fn empty_or_missing_file_is_default() {
         let cfg = Config::parse(Path::new("ooda.yaml"), "# nothing yet\n").expect("valid");
         assert_eq!(cfg, Config::default());
-        assert_eq!(cfg.defaults.pairs, 12);
+        assert_eq!(cfg.defaults.pairs, 24);
         assert_eq!(
             cfg.defaults.red_lights,
             crate::redlight::Thresholds::default()

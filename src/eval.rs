@@ -6,7 +6,7 @@
 //! machine hits both sides alike and cancels in the log ratio.
 //!
 //! The decision itself is the group-sequential rule in `sequential.rs`
-//! (looks at 3/5/8/12 pairs); the confirmation test re-measures the start of
+//! (looks at 3/5/8/12 pairs, then 16/20/24 while promising); the confirmation test re-measures the start of
 //! the run against the current best so the morning report states a gain that
 //! is not inflated by the winner's curse.
 
@@ -354,15 +354,7 @@ pub fn gain(dir: Direction, d: f64) -> f64 {
 
 /// The looks of the sequential rule that `max_pairs` allows (the last is final).
 pub fn looks_for(max_pairs: u32) -> Vec<usize> {
-    let mut looks: Vec<usize> = sequential::LOOKS
-        .iter()
-        .copied()
-        .filter(|&n| n <= max_pairs as usize)
-        .collect();
-    if looks.is_empty() {
-        looks.push(sequential::LOOKS[0]);
-    }
-    looks
+    sequential::looks_for(max_pairs)
 }
 
 /// Examines the pairs measured so far with the sequential rule, if a look is due.
@@ -379,7 +371,7 @@ pub fn look_now(
     let mut l = sequential::look(&d, rule);
     if looks.last() == Some(&n) && l.decision == sequential::Decision::Continue {
         l.decision = sequential::Decision::Discard;
-        l.why = "not shown better after all pairs";
+        l.why = sequential::final_why(n);
     }
     Some(l)
 }
@@ -538,7 +530,7 @@ pub fn calibrate(pairs: Vec<Pair>, max_pairs: u32, alpha: f64, noise_floor: f64)
         mean_d: stats::mean(&d),
         pairs_per_decision: max_pairs,
         theta1: sequential::theta1(noise_floor, noise_sd),
-        alpha_look: Some(sequential::alphas_for(alpha)[0]),
+        alpha_look: Some(sequential::alphas_for(alpha, max_pairs)[0]),
         advice: sequential::noise_advice(noise_sd, noise_floor),
         pairs,
     }
@@ -561,7 +553,7 @@ mod tests {
 
     fn rule(noise_floor: f64) -> sequential::Rule {
         sequential::Rule {
-            alphas: [0.018; 4],
+            alphas: [0.018; sequential::N_LOOKS],
             delta0: (1.0f64 + noise_floor).ln(),
             theta1_log: (1.0f64 + sequential::theta1(noise_floor, 0.01)).ln(),
             noise: Some(sequential::NoiseHistory {

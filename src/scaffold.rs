@@ -51,7 +51,7 @@ pub const GITIGNORE_LINES: &[&str] = &[
     ".aider*",
 ];
 
-const OODA_YAML: &str = "# ooda project configuration. Every key is optional.\ndefaults:\n  pairs: 12               # most paired runs per decision (looks at 3, 5, 8, 12)\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
+const OODA_YAML: &str = "# ooda project configuration. Every key is optional.\ndefaults:\n  pairs: 24               # most paired runs per decision (looks at 3, 5, 8, 12; 16, 20, 24 if promising)\n  calibration_pairs: 10   # A/A pairs in iteration 0\n  alpha: 0.05             # one-sided false-keep rate per decision\n";
 
 /// What `init` did, for the report.
 #[derive(Debug, Default)]

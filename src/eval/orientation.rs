@@ -55,7 +55,9 @@ impl Orientation {
             .first()
             .and_then(|r| r.calibration.as_ref())
             .and_then(|c| c.alpha_look)
-            .unwrap_or_else(|| sequential::alphas_for(alpha)[0]);
+            .unwrap_or_else(|| {
+                sequential::alphas_for(alpha, sequential::LOOKS[sequential::N_LOOKS - 1] as u32)[0]
+            });
         Orientation {
             noise,
             theta1: sequential::theta1(noise_floor, noise.map(|h| h.s_h).unwrap_or(0.0)),
@@ -68,7 +70,7 @@ impl Orientation {
     /// The decision rule EVALUATE applies.
     pub fn rule(&self) -> Rule {
         Rule {
-            alphas: [self.alpha_look; 4],
+            alphas: [self.alpha_look; sequential::N_LOOKS],
             delta0: self.delta0,
             theta1_log: self.theta1.ln_1p(),
             noise: self.noise,

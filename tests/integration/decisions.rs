@@ -242,3 +242,36 @@ fn an_inconclusive_discard_is_not_falsified_and_is_tried_once_more() {
     assert_eq!(json["iterations"][1]["discard"], "inconclusive");
     assert_eq!(json["falsified"], serde_json::json!([]));
 }
+
+#[test]
+fn a_promising_candidate_gets_more_pairs_and_is_kept() {
+    // The same unclear candidate, with the default design (up to 24 pairs):
+    // at 12 pairs its estimate is above half of θ₁ with p ≤ 0.10, so it
+    // goes on instead of being discarded, and the extra pairs show the gain.
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        "defaults:\n  calibration_pairs: 10\n  stall_after: 1000\n",
+    );
+    t.script("bench.sh", UNCLEAR_BENCH);
+    t.brief(
+        "x",
+        &knob_brief("budget: { iterations: 1 }\n").replace("int: [10, 80]", "int: [10, 11]"),
+    );
+    t.commit("unclear, extended");
+    t.ooda(&["run", "x"]).expect(4);
+    let r = t.record("x", 1);
+    assert_eq!(r.verdict, Verdict::Keep, "{}", r.reason);
+    let m = r.measured.unwrap();
+    assert!(
+        [16, 20, 24].contains(&m.pairs.len()),
+        "kept in the extension: {} pairs",
+        m.pairs.len()
+    );
+    assert!(m.rule.contains("3/5/8/12/16/20/24"), "{}", m.rule);
+    assert!(
+        m.alpha_look < 0.016,
+        "α′ of the extended design: {}",
+        m.alpha_look
+    );
+}
