@@ -39,7 +39,7 @@ fn main() {
         .find(|(name, _)| *name == "plan.md")
         .map(|(_, t)| *t)
         .unwrap_or_default();
-    let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05);
+    let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05, 24);
     let view = PlanView {
         template,
         brief: &brief,

@@ -176,6 +176,7 @@ impl Archive {
             &self.history,
             brief.metric.noise_floor,
             config.defaults.alpha,
+            config.defaults.pairs,
         );
         summary::write(
             &self.dir,

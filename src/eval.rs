@@ -413,7 +413,9 @@ pub fn report(
         last.p
     );
     let upper90 = gain(dir, last.upper90);
-    let discard = (!keep).then(|| DiscardKind::of(ci, upper90, theta1));
+    // Futility on the rule's own (log) scale: mapped to gains, the bound
+    // and θ₁ would not compare the same for a minimized metric.
+    let discard = (!keep).then(|| DiscardKind::of(ci, last.upper90 < rule.theta1_log));
     match discard {
         Some(DiscardKind::Worse) => reason.push_str(" (worse: significantly worse than the base)"),
         Some(DiscardKind::Futile) => reason.push_str(&format!(

@@ -32,6 +32,23 @@ pub fn best_value(history: &[IterationRecord]) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// The current best as the summary states it: the keep that made
+/// `best_commit` (its iteration and candidate median), or the baseline when
+/// the base is the start commit (nothing kept, or a divergence rollback to
+/// the start). After a rollback to an earlier keep, that keep.
+pub fn best_of(history: &[IterationRecord], best_commit: &str) -> (Option<u32>, f64) {
+    history
+        .iter()
+        .rev()
+        .find(|r| r.verdict == Verdict::Keep && r.commit.as_deref() == Some(best_commit))
+        .and_then(|r| {
+            r.measured
+                .as_ref()
+                .map(|m| (Some(r.iteration), m.cand_median))
+        })
+        .unwrap_or_else(|| (None, baseline_value(history).unwrap_or(f64::NAN)))
+}
+
 /// The most recent confirmation test, with the iteration it followed.
 pub fn latest_confirmation(
     history: &[IterationRecord],

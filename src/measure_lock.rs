@@ -11,11 +11,16 @@
 //! a pair's two runs. Setup, guards and agent steps run outside it, so other
 //! Briefs keep thinking while one measures.
 //!
-//! The lock is `flock` on a file in the temporary directory (or
-//! `$OODA_MEASURE_LOCK`), released by the kernel when the holder dies. The
-//! file is opened without following symlinks (it lives in a shared,
-//! world-writable directory) and read-only when another user created it:
-//! `flock` works on a read-only descriptor, so users share the lock.
+//! The lock is `flock` on `/tmp/ooda-measure.lock` (or
+//! `$OODA_MEASURE_LOCK`), released by the kernel when the holder dies. A
+//! fixed path, not `$TMPDIR`: a per-user temporary directory would give
+//! each user a lock of their own. The file lives in a shared,
+//! world-writable directory, so it is opened without following symlinks,
+//! must be a plain file with one link (not a FIFO that would hang the
+//! read, not a hard link to someone's file), is made readable and writable
+//! by all when this process created it (the umask would otherwise lock
+//! other users out), and is only written by its owner. `flock` works on a
+//! read-only descriptor, so users share the lock.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -35,14 +40,16 @@ pub const ENV: &str = "OODA_MEASURE_LOCK";
 /// How often a waiting runner looks again (and checks for a signal).
 const POLL: Duration = Duration::from_millis(100);
 
-/// The lock's path: `$OODA_MEASURE_LOCK`, else `ooda-measure.lock` in the
-/// temporary directory.
+/// The lock's path: `$OODA_MEASURE_LOCK`, else `/tmp/ooda-measure.lock`.
 pub fn path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
-        _ => std::env::temp_dir().join("ooda-measure.lock"),
+        _ => PathBuf::from("/tmp/ooda-measure.lock"),
     }
 }
+
+/// How often a long wait is logged again.
+const REMIND: Duration = Duration::from_secs(600);
 
 /// The held lock; dropping it lets the next Brief measure.
 #[derive(Debug)]
@@ -65,7 +72,7 @@ impl MeasureLock {
     ) -> Result<MeasureLock> {
         let (mut file, writable) = open(path)?;
         let started = Instant::now();
-        let mut told = false;
+        let mut told: Option<Instant> = None;
         let mut tries = 0u32;
         loop {
             match file.try_lock() {
@@ -75,8 +82,8 @@ impl MeasureLock {
                     // From the second try: a holder that has just taken the
                     // lock has had time to write its name, and a wait of
                     // one poll is not worth a line.
-                    if !told && tries > 1 {
-                        told = true;
+                    if tries > 1 && told.is_none_or(|at| at.elapsed() >= REMIND) {
+                        told = Some(Instant::now());
                         let mut holder = String::new();
                         let _ = file.seek(SeekFrom::Start(0));
                         let _ = file.read_to_string(&mut holder);
@@ -123,19 +130,47 @@ impl MeasureLock {
 }
 
 fn open(path: &Path) -> Result<(File, bool)> {
+    let (file, writable) = open_file(path)?;
+    let refuse = |why: &str| {
+        Err(Error::Input(format!(
+            "the measurement lock {} {why}: remove it, or set {ENV} to another path (or defaults.measure_exclusive: false)",
+            path.display()
+        )))
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !meta.file_type().is_file() {
+        return refuse("is not a plain file");
+    }
+    if meta.nlink() != 1 {
+        return refuse("has more than one link");
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let mine = meta.uid() == unsafe { libc::geteuid() };
+    if mine && meta.permissions().mode() & 0o777 != 0o666 {
+        // Best effort: another user reading it is what matters, and a
+        // failure here only keeps them out as before.
+        let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    Ok((file, writable && mine))
+}
+
+fn open_file(path: &Path) -> Result<(File, bool)> {
     let rw = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path);
     match rw {
         Ok(f) => Ok((f, true)),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(path)
             .map(|f| (f, false))
             .map_err(|e| {
@@ -200,6 +235,31 @@ mod tests {
         let cancel = AtomicBool::new(true);
         let err = MeasureLock::acquire(&path, "q", &cancel, |_| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Interrupted), "{err}");
+    }
+
+    #[test]
+    fn a_fifo_or_a_hard_link_is_refused_and_the_file_is_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.lock");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let free = AtomicBool::new(false);
+        let err = MeasureLock::acquire(&fifo, "p", &free, |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("not a plain file"), "{err}");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let link = dir.path().join("link.lock");
+        std::fs::hard_link(&victim, &link).unwrap();
+        let err = MeasureLock::acquire(&link, "p", &free, |_| Ok(())).unwrap_err();
+        assert!(err.to_string().contains("more than one link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        // Made by this process: readable and writable by every user.
+        let ok = dir.path().join("m.lock");
+        let _held = MeasureLock::acquire(&ok, "p", &free, |_| Ok(())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ok).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o666);
     }
 
     #[test]

@@ -84,6 +84,25 @@ pub fn validate(
             ),
         });
     }
+    // An idea the measurement could not settle may be tried again, but not
+    // without end: each try is another chance at a false keep.
+    let unsettled: Vec<u32> = history
+        .iter()
+        .filter(|r| {
+            r.discard_kind() == Some(DiscardKind::Inconclusive) && normalize(&r.hypothesis) == hyp
+        })
+        .map(|r| r.iteration)
+        .collect();
+    if unsettled.len() >= crate::redlight::MAX_INCONCLUSIVE {
+        return Err(Rejection {
+            rule: "repeat",
+            message: format!(
+                "this hypothesis was measured inconclusive {} times (iterations {:?}): it counts as settled; propose a different change",
+                unsettled.len(),
+                unsettled
+            ),
+        });
+    }
     if !plan.knobs.is_empty() {
         let k = knobs::key(&plan.knobs);
         if let Some((r, why)) = settled_point(history, &k) {
@@ -272,6 +291,19 @@ mod tests {
         assert_eq!(rej.rule, "repeat");
         assert!(
             rej.message.contains("inconclusive twice in iteration 2"),
+            "{}",
+            rej.message
+        );
+        // The same hypothesis, inconclusive twice, is settled too (an agent
+        // without knobs changes the diff, not the idea).
+        let mut h2 = h.clone();
+        for r in h2.iter_mut().skip(1) {
+            r.knobs.clear();
+        }
+        let rej = validate(&plan("Tile 64  helps", vec![1], 32), &h2, 3).unwrap_err();
+        assert_eq!(rej.rule, "repeat");
+        assert!(
+            rej.message.contains("inconclusive 2 times"),
             "{}",
             rej.message
         );

@@ -421,8 +421,8 @@ pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
     let mut out: Vec<Falsified> = Vec::new();
     let mut index: BTreeMap<String, usize> = BTreeMap::new();
     for r in history.iter().filter(|r| r.iteration > 0) {
-        // An inconclusive discard is not falsified, whatever its LEARN said.
-        if r.discard_kind().is_some_and(|k| !k.falsifies()) {
+        // Only a worse or futile discard is falsified, whatever its LEARN said.
+        if !r.falsifies() {
             continue;
         }
         let text = match (&r.falsified, r.falsifies()) {
@@ -941,7 +941,7 @@ pub fn learn(v: &LearnView) -> String {
             ("brief", &v.brief.name),
             ("result_file", result_file_note(v.result_file)),
             ("iteration", &iteration),
-            ("verdict", r.verdict.as_str()),
+            ("verdict", &r.verdict_text()),
             ("reason", &reason),
             ("hypothesis", &hypothesis),
             ("predicted", &predicted),
@@ -1096,7 +1096,7 @@ mod tests {
             now: Utc::now(),
             iterations_dir: "iterations/b",
             best_point: best,
-            orientation: Box::leak(Box::new(Orientation::of(h, 0.0, 0.05))),
+            orientation: Box::leak(Box::new(Orientation::of(h, 0.0, 0.05, 24))),
             retry: None,
             result_file: true,
             max_chars: max,
@@ -1165,7 +1165,7 @@ mod tests {
         }
         assert!(p.contains("Make t small."));
         // The θ₁ in force (pooled over the archive), not iteration 0's.
-        let in_force = Orientation::of(&h, 0.0, 0.05).theta1;
+        let in_force = Orientation::of(&h, 0.0, 0.05, 24).theta1;
         assert!((in_force - 0.0108).abs() > 0.0005, "{in_force}");
         assert!(p.contains(&format!("θ₁ = {:.2}%", in_force * 100.0)), "{p}");
         assert!(!p.contains("{{"), "{p}");

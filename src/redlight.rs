@@ -185,13 +185,14 @@ pub fn base_trend(
 }
 
 /// Divergence, second form: the candidates' measured effects trend down and
-/// the last few were all significant regressions. Only candidates that were
-/// predicted to improve count: a driver that explores a point it expects to
-/// be worse, and finds it worse, is calibrated, not diverging.
+/// the last few were all significant regressions. Candidates predicted to
+/// be worse do not count: a driver that explores a point it expects to be
+/// worse, and finds it worse, is calibrated, not diverging. A prediction of
+/// 0 ("no idea") counts, so an agent cannot escape the light by it.
 pub fn regressions(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
     let measured: Vec<(u32, f64, f64)> = history
         .iter()
-        .filter(|r| r.predicted.as_ref().is_none_or(|p| p.effect > 0.0))
+        .filter(|r| r.predicted.as_ref().is_none_or(|p| p.effect >= 0.0))
         .filter_map(|r| r.measured.as_ref().map(|m| (r.iteration, m.effect, m.ci.1)))
         .collect();
     if measured.len() < th.trend_window.max(th.regressions) {

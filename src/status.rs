@@ -113,7 +113,10 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
         .count();
     out.baseline = summary::baseline_value(&history);
     if out.baseline.is_some() {
-        let best = summary::best_value(&history);
+        let best = match &state {
+            Some(s) => crate::history::best_of(&history, &s.best_commit).1,
+            None => summary::best_value(&history),
+        };
         out.best = Some(best);
         out.improvement = out
             .baseline

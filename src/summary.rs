@@ -59,7 +59,7 @@ pub fn render(
     let _ = writeln!(s, "## Result\n");
     match baseline_value(history) {
         Some(base) => {
-            let best = best_value(history);
+            let (best_at, best) = crate::history::best_of(history, &state.best_commit);
             let keeps: Vec<&IterationRecord> = history
                 .iter()
                 .filter(|r| r.verdict == Verdict::Keep)
@@ -69,9 +69,8 @@ pub fn render(
             let _ = writeln!(
                 s,
                 "| best ({}) | {} |",
-                keeps
-                    .last()
-                    .map(|r| format!("iteration {}", r.iteration))
+                best_at
+                    .map(|i| format!("iteration {i}"))
                     .unwrap_or_else(|| "the baseline".into()),
                 fmt_num(best)
             );
@@ -369,7 +368,8 @@ pub fn json(
         .filter(|r| r.verdict == Verdict::Keep)
         .collect();
     let base = baseline_value(history);
-    let best = base.map(|_| best_value(history));
+    let (best_at, best_v) = crate::history::best_of(history, &state.best_commit);
+    let best = base.map(|_| best_v);
     let iterations: Vec<Value> = history
         .iter()
         .map(|r| {
@@ -407,7 +407,7 @@ pub fn json(
         "baseline": base,
         "best": best.map(|v| json!({
             "value": v,
-            "iteration": keeps.last().map(|r| r.iteration).unwrap_or(0),
+            "iteration": best_at.unwrap_or(0),
         })),
         "improvement": base.zip(best).map(|(b, v)| improvement(brief.metric.direction, b, v)),
         "confirmation_failed": confirmation_failure(history).map(|(it, why)| json!({

@@ -572,16 +572,15 @@ pub fn runner_learn(rec: &IterationRecord) -> LearnResult {
 
 /// The agent's lessons over the runner's: the agent's words where it gave
 /// them, the runner's falsified statement otherwise. Whether anything was
-/// falsified is the runner's call: an agent cannot file an inconclusive
-/// discard as falsified (nor a keep).
+/// falsified is the runner's call: an agent can file only a worse or
+/// futile discard as falsified (not an inconclusive one, a keep or a crash).
 pub fn merge_learn(
     runner: LearnResult,
     agent: Option<LearnResult>,
     rec: &IterationRecord,
 ) -> LearnResult {
     let Some(a) = agent else { return runner };
-    let may_falsify =
-        rec.verdict != Verdict::Keep && rec.discard_kind().is_none_or(|k| k.falsifies());
+    let may_falsify = rec.falsifies();
     LearnResult {
         patterns: a.patterns,
         falsified: a.falsified.filter(|_| may_falsify).or(runner.falsified),

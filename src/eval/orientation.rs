@@ -37,7 +37,14 @@ pub struct Orientation {
 impl Orientation {
     /// The statistics of `history` for a Brief with this noise floor, under
     /// an overall one-sided false-keep rate `alpha`.
-    pub fn of(history: &[IterationRecord], noise_floor: f64, alpha: f64) -> Orientation {
+    /// `max_pairs` is the cap in force (`defaults.pairs`): the looks EVALUATE
+    /// will use.
+    pub fn of(
+        history: &[IterationRecord],
+        noise_floor: f64,
+        alpha: f64,
+        max_pairs: u32,
+    ) -> Orientation {
         let samples: Vec<Vec<f64>> = history
             .iter()
             .filter_map(|r| {
@@ -50,14 +57,24 @@ impl Orientation {
             })
             .collect();
         let noise = NoiseHistory::pool(samples.iter().map(Vec::as_slice));
-        // α′ was simulated once, at the baseline, for the whole run.
-        let alpha_look = history
-            .first()
-            .and_then(|r| r.calibration.as_ref())
-            .and_then(|c| c.alpha_look)
-            .unwrap_or_else(|| {
-                sequential::alphas_for(alpha, sequential::LOOKS[sequential::N_LOOKS - 1] as u32)[0]
-            });
+        // α′ was simulated once, at the baseline, for the whole run and the
+        // looks then in force. Looks changed since (an archive from before
+        // the extension, or `pairs` edited) would spend more α than it was
+        // simulated for: then the smaller of it and the current design's.
+        let in_force = || sequential::alphas_for(alpha, max_pairs)[0];
+        let alpha_look = match history.first().and_then(|r| r.calibration.as_ref()) {
+            Some(c) => match c.alpha_look {
+                Some(a)
+                    if sequential::looks_for(c.pairs_per_decision)
+                        == sequential::looks_for(max_pairs) =>
+                {
+                    a
+                }
+                Some(a) => a.min(in_force()),
+                None => in_force(),
+            },
+            None => in_force(),
+        };
         Orientation {
             noise,
             theta1: sequential::theta1(noise_floor, noise.map(|h| h.s_h).unwrap_or(0.0)),
@@ -100,6 +117,32 @@ mod tests {
     }
 
     #[test]
+    fn an_alpha_simulated_for_fewer_looks_is_not_spent_on_more() {
+        let mut base = IterationRecord::new(0, Verdict::Baseline);
+        base.calibration = Some(Calibration {
+            pairs: pairs(&[0.001, -0.001, 0.002]),
+            median: 100.0,
+            run_sd: 0.001,
+            noise_sd: 0.0015,
+            mean_d: 0.0,
+            pairs_per_decision: 12,
+            theta1: 0.0011,
+            alpha_look: Some(0.0169),
+            advice: None,
+        });
+        let h = std::slice::from_ref(&base);
+        // The run's own design: its α′.
+        assert_eq!(Orientation::of(h, 0.0, 0.05, 12).alpha_look, 0.0169);
+        // An archive from before the extension, run with 24 pairs: the
+        // extended design's smaller α′.
+        let extended = sequential::alphas_for(0.05, 24)[0];
+        assert!(extended < 0.0169);
+        assert_eq!(Orientation::of(h, 0.0, 0.05, 24).alpha_look, extended);
+        // Fewer looks than simulated for: the stored value is conservative.
+        assert_eq!(Orientation::of(h, 0.0, 0.05, 5).alpha_look, 0.0169);
+    }
+
+    #[test]
     fn the_pooled_noise_is_what_is_in_force_not_iteration_zeros() {
         let mut base = IterationRecord::new(0, Verdict::Baseline);
         let quiet = [
@@ -116,7 +159,7 @@ mod tests {
             alpha_look: Some(0.0169),
             advice: None,
         });
-        let at_start = Orientation::of(std::slice::from_ref(&base), 0.0, 0.05);
+        let at_start = Orientation::of(std::slice::from_ref(&base), 0.0, 0.05, 12);
         let mut noisy = IterationRecord::new(1, Verdict::Discard);
         let loud = [
             0.1, -0.1, 0.08, -0.12, 0.05, -0.03, 0.09, -0.11, 0.1, -0.06, 0.02, -0.04,
@@ -139,14 +182,17 @@ mod tests {
             d_mean: 0.0,
             d_ci: (-0.05, 0.05),
         });
-        let later = Orientation::of(&[base, noisy], 0.0, 0.05);
+        let later = Orientation::of(&[base, noisy], 0.0, 0.05, 12);
         assert!(
             later.theta1 > 5.0 * at_start.theta1,
             "{later:?} vs {at_start:?}"
         );
         assert_eq!(later.rule().theta1_log, later.theta1.ln_1p());
         assert_eq!(later.alpha_look, 0.0169);
-        assert!(Orientation::of(&[], 0.01, 0.05).theta1 >= 0.01);
-        assert_eq!(Orientation::of(&[], 0.0, 0.05).noise_sd(), UNMEASURED_NOISE);
+        assert!(Orientation::of(&[], 0.01, 0.05, 24).theta1 >= 0.01);
+        assert_eq!(
+            Orientation::of(&[], 0.0, 0.05, 24).noise_sd(),
+            UNMEASURED_NOISE
+        );
     }
 }

@@ -344,12 +344,28 @@ pub fn simulate_alpha(alpha: f64, trials: usize, seed: u64, looks: &[usize]) -> 
 
 /// The per-look level for `alpha` under the design `max_pairs` allows:
 /// simulated, else the union bound (α split evenly over the looks).
+/// Deterministic for its arguments, and a 20,000-trial simulation: kept
+/// per process, because ORIENT asks for it on every tick.
 pub fn alphas_for(alpha: f64, max_pairs: u32) -> [f64; N_LOOKS] {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    /// (α's bits, number of looks) → the levels.
+    type Levels = HashMap<(u64, usize), [f64; N_LOOKS]>;
+    static CACHE: OnceLock<Mutex<Levels>> = OnceLock::new();
     let looks = looks_for(max_pairs);
-    match simulate_alpha(alpha, 20_000, 0x00DA_5EED, &looks) {
+    let key = (alpha.to_bits(), looks.len());
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(a) = cache.lock().ok().and_then(|c| c.get(&key).copied()) {
+        return a;
+    }
+    let a = match simulate_alpha(alpha, 20_000, 0x00DA_5EED, &looks) {
         Some(a) => [a; N_LOOKS],
         None => [alpha / looks.len() as f64; N_LOOKS],
+    };
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, a);
     }
+    a
 }
 
 #[cfg(test)]

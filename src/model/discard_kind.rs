@@ -30,12 +30,12 @@ impl DiscardKind {
     }
 
     /// The kind of a discard from its 95% interval (gains in the Brief's
-    /// direction) and the upper bound the futility rule used (its 90%
-    /// bound), against θ₁.
-    pub fn of(ci95: (f64, f64), upper90: f64, theta1: f64) -> DiscardKind {
+    /// direction) and whether the futility bound (the one-sided 90% upper
+    /// bound, on the log scale the rule works in) is below θ₁.
+    pub fn of(ci95: (f64, f64), futile: bool) -> DiscardKind {
         if ci95.1 < 0.0 {
             DiscardKind::Worse
-        } else if upper90 < theta1 {
+        } else if futile {
             DiscardKind::Futile
         } else {
             DiscardKind::Inconclusive
@@ -51,17 +51,11 @@ mod tests {
     fn an_interval_that_excludes_zero_upwards_is_never_falsified() {
         // +21.7% [+2.8, +44.0], with θ₁ 8%: not kept at its α′, but not "no" either.
         assert_eq!(
-            DiscardKind::of((0.028, 0.44), 0.40, 0.08),
+            DiscardKind::of((0.028, 0.44), false),
             DiscardKind::Inconclusive
         );
-        assert_eq!(
-            DiscardKind::of((-0.2, -0.05), -0.07, 0.08),
-            DiscardKind::Worse
-        );
-        assert_eq!(
-            DiscardKind::of((-0.03, 0.06), 0.05, 0.08),
-            DiscardKind::Futile
-        );
+        assert_eq!(DiscardKind::of((-0.2, -0.05), true), DiscardKind::Worse);
+        assert_eq!(DiscardKind::of((-0.03, 0.06), true), DiscardKind::Futile);
         assert!(DiscardKind::Worse.falsifies() && DiscardKind::Futile.falsifies());
         assert!(!DiscardKind::Inconclusive.falsifies());
     }

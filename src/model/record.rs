@@ -209,7 +209,9 @@ impl IterationRecord {
             return None;
         }
         Some(self.discard.unwrap_or_else(|| match &self.measured {
-            Some(m) => DiscardKind::of(m.ci, m.ci.1, m.theta1),
+            // The 95% upper bound stands in for the 90% one, which older
+            // archives did not record: it can only call fewer discards futile.
+            Some(m) => DiscardKind::of(m.ci, m.ci.1 < m.theta1),
             None => DiscardKind::Worse,
         }))
     }
@@ -222,12 +224,11 @@ impl IterationRecord {
         }
     }
 
-    /// Whether this iteration's LEARN statement counts as falsified: not for
-    /// an inconclusive discard, whatever an older release wrote there.
+    /// This iteration's LEARN statement, if it counts as falsified: only a
+    /// worse or futile discard falsifies, whatever an older release wrote
+    /// on an inconclusive discard, a keep or a crash.
     pub fn falsified_text(&self) -> Option<&str> {
-        self.falsified
-            .as_deref()
-            .filter(|_| self.discard_kind().is_none_or(DiscardKind::falsifies))
+        self.falsified.as_deref().filter(|_| self.falsifies())
     }
 
     /// A measured "no": this hypothesis and this point must not be retried.

@@ -42,6 +42,7 @@ pub(crate) fn decide(
         history,
         cx.brief.metric.noise_floor,
         cx.config.defaults.alpha,
+        cx.config.defaults.pairs,
     );
     let mut out = CheckOutcome {
         alarms: cur

@@ -698,7 +698,11 @@ impl<'a> Machine<'a> {
     fn finish(&mut self, stop: Stop, mut rec: Option<crate::model::IterationRecord>) -> Result<()> {
         // Every run that ends states a confirmed gain, a RED one included,
         // also when it ends at the start of a tick or in PLAN.
-        if self.unconfirmed_keep(rec.as_ref()) {
+        // Not a second time when CHECK's test of this iteration failed.
+        let tried = rec
+            .as_ref()
+            .is_some_and(|r| r.confirmation_failed.is_some());
+        if !tried && self.unconfirmed_keep(rec.as_ref()) {
             let iteration = rec
                 .as_ref()
                 .map(|r| r.iteration)

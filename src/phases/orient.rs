@@ -11,7 +11,12 @@ use crate::model::IterationRecord;
 
 /// ORIENT over the archive as it stands before the iteration.
 pub(crate) fn run(history: &[IterationRecord], brief: &Brief, config: &Config) -> Orientation {
-    let mut o = Orientation::of(history, brief.metric.noise_floor, config.defaults.alpha);
+    let mut o = Orientation::of(
+        history,
+        brief.metric.noise_floor,
+        config.defaults.alpha,
+        config.defaults.pairs,
+    );
     o.analysis = crate::subagents::notes_for_plan(history);
     o
 }

@@ -117,15 +117,15 @@ fn flip_flopping_a_knob_is_red_oscillation_within_sixteen_iterations() {
 
 #[test]
 fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
-    // The metric grows with X; the agent raises X every time, each time
-    // predicting a small gain: every candidate is a significant regression,
-    // and a worse one each time.
+    // The metric grows with X; the agent raises X every time, predicting
+    // nothing (0, "no idea", still counts): every candidate is a significant
+    // regression, and a worse one each time.
     let worse = bench("100 + 2 * x", 0.02);
     let t = night(Scenario {
         bench: &worse,
         x: "10 + 5 * i",
         dir: "\"up\"",
-        effect: "0.01",
+        effect: "0.0",
         sd: "1.0",
     });
     let (last, reason, detail) = stopped(&t);
@@ -431,5 +431,12 @@ fn a_confirmation_that_cannot_be_measured_says_why_in_the_summary() {
     let json: serde_json::Value =
         serde_json::from_str(&t.read("iterations/c/summary.json")).unwrap();
     assert_eq!(json["confirmation_failed"]["after_iteration"], 1);
+    // Tried once: the stop does not run the failing test a second time.
+    let started = t
+        .events("c")
+        .iter()
+        .filter(|e| e["type"] == "confirmation_started")
+        .count();
+    assert_eq!(started, 1);
     assert!(json["confirmed"].is_null());
 }

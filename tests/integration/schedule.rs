@@ -557,6 +557,9 @@ fn two_briefs(t: &Test, metric: &str, budget: &str) {
 #[test]
 fn the_daemon_measures_one_brief_at_a_time() {
     let t = repo();
+    // A strict α: a chance keep would add a confirmation, whose runs share
+    // the iteration's key.
+    t.write("ooda.yaml", "defaults:\n  alpha: 0.001\n");
     t.script("logged.sh", LOGGED);
     t.script("flat.sh", &crate::test::bench("100", 0.02));
     two_briefs(&t, "./logged.sh", "budget: { iterations: 2 }\n");
