@@ -414,8 +414,12 @@ pub fn report(
     );
     let upper90 = gain(dir, last.upper90);
     // Futility on the rule's own (log) scale: mapped to gains, the bound
-    // and θ₁ would not compare the same for a minimized metric.
-    let discard = (!keep).then(|| DiscardKind::of(ci, last.upper90 < rule.theta1_log));
+    // and θ₁ would not compare the same for a minimized metric. And only
+    // when the 95% interval the user reads excludes θ₁ as well: the bound
+    // borrows the pooled noise, the interval does not, and a discard shown
+    // as `[-45.5, +18.6]` with θ₁ 11% must not be filed as falsified.
+    let futile = last.upper90 < rule.theta1_log && ci.1 < theta1;
+    let discard = (!keep).then(|| DiscardKind::of(ci, futile));
     match discard {
         Some(DiscardKind::Worse) => reason.push_str(" (worse: significantly worse than the base)"),
         Some(DiscardKind::Futile) => reason.push_str(&format!(
@@ -423,6 +427,12 @@ pub fn report(
             upper90 * 100.0,
             theta1 * 100.0
         )),
+        Some(DiscardKind::Inconclusive) if last.upper90 < rule.theta1_log => {
+            reason.push_str(&format!(
+                " (inconclusive: stopped early, the pooled noise says it cannot reach θ₁ {:.1}%, but its own 95% interval still does; it may be tried again)",
+                theta1 * 100.0
+            ));
+        }
         Some(DiscardKind::Inconclusive) => reason.push_str(&format!(
             " (inconclusive: {}; it may be tried again)",
             last.why
@@ -598,6 +608,55 @@ mod tests {
         let (keep, cmp, reason) = decide(&noop, 0.0);
         assert!(!keep, "{reason}");
         assert!(cmp.pairs.len() <= 12);
+    }
+
+    #[test]
+    fn futile_needs_the_interval_the_user_reads_to_exclude_theta1_too() {
+        let rule = sequential::Rule {
+            alphas: [0.017; sequential::N_LOOKS],
+            delta0: 0.0,
+            theta1_log: 0.05f64.ln_1p(),
+            noise: None,
+        };
+        let pairs: Vec<Pair> = (0..3)
+            .map(|_| Pair {
+                base: 100.0,
+                cand: 100.0,
+                cand_first: false,
+                d: 0.0,
+            })
+            .collect();
+        let look = |ci95: (f64, f64)| sequential::Look {
+            n: 3,
+            index: 0,
+            decision: sequential::Decision::Discard,
+            mean: 0.0,
+            p: 0.5,
+            ci95,
+            upper90: 0.01,
+            noise_changed: false,
+            why: "cannot reach the minimum detectable gain",
+        };
+        let decided = |ci95| {
+            report(
+                Direction::Minimize,
+                pairs.clone(),
+                &look(ci95),
+                &rule,
+                0.05,
+                &[3, 5],
+            )
+        };
+        let wide = decided((-0.1, 0.2));
+        assert_eq!(wide.discard, Some(DiscardKind::Inconclusive));
+        assert!(
+            wide.reason.contains("its own 95% interval still does"),
+            "{}",
+            wide.reason
+        );
+        let tight = decided((-0.1, 0.03));
+        assert_eq!(tight.discard, Some(DiscardKind::Futile));
+        assert!(tight.reason.contains("(futile: "), "{}", tight.reason);
     }
 
     #[test]

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 pub enum DiscardKind {
     /// Significantly worse than the base: the 95% interval is below zero.
     Worse,
-    /// The interval rules out a gain of θ₁ or more.
+    /// The interval rules out a gain of θ₁ or more: the rule's 90% bound
+    /// (pooled noise) and the 95% interval shown (this iteration's own).
     Futile,
     /// Neither: it may be tried again.
     Inconclusive,
