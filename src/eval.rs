@@ -352,11 +352,6 @@ pub fn gain(dir: Direction, d: f64) -> f64 {
     }
 }
 
-/// The looks of the sequential rule that `max_pairs` allows (the last is final).
-pub fn looks_for(max_pairs: u32) -> Vec<usize> {
-    sequential::looks_for(max_pairs)
-}
-
 /// Examines the pairs measured so far with the sequential rule, if a look is due.
 pub fn look_now(
     pairs: &[Pair],
@@ -484,7 +479,7 @@ pub fn decide_series(
     alpha: f64,
     max_pairs: u32,
 ) -> Option<Decided> {
-    let looks = looks_for(max_pairs);
+    let looks = sequential::looks_for(max_pairs);
     for &n in &looks {
         if pairs.len() < n {
             return None;

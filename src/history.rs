@@ -84,11 +84,6 @@ pub fn confirmation_of<'a>(
     })
 }
 
-/// Whether the current best already has a confirmation test.
-pub fn best_is_confirmed(history: &[IterationRecord], best_commit: &str) -> bool {
-    confirmation_of(history, best_commit).is_some()
-}
-
 pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
     history
         .first()

@@ -158,38 +158,33 @@ fn open(path: &Path) -> Result<(File, bool)> {
 }
 
 fn open_file(path: &Path) -> Result<(File, bool)> {
+    let flags = libc::O_NOFOLLOW | libc::O_NONBLOCK;
     let rw = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o666)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .custom_flags(flags)
         .open(path);
-    match rw {
-        Ok(f) => Ok((f, true)),
+    // Another user's file: read-only is enough to flock it.
+    let opened = match rw {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .custom_flags(flags)
             .open(path)
-            .map(|f| (f, false))
-            .map_err(|e| {
-                Error::io(
-                    format!(
-                        "opening the measurement lock {} (set {ENV} to another path, or defaults.measure_exclusive: false)",
-                        path.display()
-                    ),
-                    e,
-                )
-            }),
-        Err(e) => Err(Error::io(
+            .map(|f| (f, false)),
+        other => other.map(|f| (f, true)),
+    };
+    opened.map_err(|e| {
+        Error::io(
             format!(
                 "opening the measurement lock {} (set {ENV} to another path, or defaults.measure_exclusive: false)",
                 path.display()
             ),
             e,
-        )),
-    }
+        )
+    })
 }
 
 #[cfg(test)]

@@ -116,11 +116,11 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn an_alpha_simulated_for_fewer_looks_is_not_spent_on_more() {
+    /// A quiet baseline calibrated for 12 pairs with α′ 0.0169.
+    fn baseline(ds: &[f64]) -> IterationRecord {
         let mut base = IterationRecord::new(0, Verdict::Baseline);
         base.calibration = Some(Calibration {
-            pairs: pairs(&[0.001, -0.001, 0.002]),
+            pairs: pairs(ds),
             median: 100.0,
             run_sd: 0.001,
             noise_sd: 0.0015,
@@ -130,6 +130,12 @@ mod tests {
             alpha_look: Some(0.0169),
             advice: None,
         });
+        base
+    }
+
+    #[test]
+    fn an_alpha_simulated_for_fewer_looks_is_not_spent_on_more() {
+        let base = baseline(&[0.001, -0.001, 0.002]);
         let h = std::slice::from_ref(&base);
         // The run's own design: its α′.
         assert_eq!(Orientation::of(h, 0.0, 0.05, 12).alpha_look, 0.0169);
@@ -144,21 +150,9 @@ mod tests {
 
     #[test]
     fn the_pooled_noise_is_what_is_in_force_not_iteration_zeros() {
-        let mut base = IterationRecord::new(0, Verdict::Baseline);
-        let quiet = [
+        let base = baseline(&[
             0.001, -0.001, 0.002, -0.002, 0.0, 0.001, -0.001, 0.0, 0.002, -0.002,
-        ];
-        base.calibration = Some(Calibration {
-            pairs: pairs(&quiet),
-            median: 100.0,
-            run_sd: 0.001,
-            noise_sd: 0.0015,
-            mean_d: 0.0,
-            pairs_per_decision: 12,
-            theta1: 0.0011,
-            alpha_look: Some(0.0169),
-            advice: None,
-        });
+        ]);
         let at_start = Orientation::of(std::slice::from_ref(&base), 0.0, 0.05, 12);
         let mut noisy = IterationRecord::new(1, Verdict::Discard);
         let loud = [

@@ -8,7 +8,7 @@
 use chrono::Utc;
 
 use super::Cx;
-use super::confirm::{self, Confirmed};
+use super::confirm;
 use crate::error::Result;
 use crate::eval::Orientation;
 use crate::events::Event;
@@ -105,19 +105,16 @@ pub(crate) fn decide(
     // Every stop confirms, a RED one included (its morning needs the
     // number most) and one past the wall budget (bounded at 20 pairs),
     // unless the best was confirmed already and nothing was kept since.
-    let end_of_run =
-        out.stop.is_some() && !crate::history::best_is_confirmed(history, &state.best_commit);
+    let end_of_run = out.stop.is_some()
+        && crate::history::confirmation_of(history, &state.best_commit).is_none();
     if keeps > 0
         && out.confirmation.is_none()
         && out.rollback.is_none()
         && (target_hit || every_ten || end_of_run)
-        && let Some(conf) = match confirm::run(cx, state, cur.iteration)? {
-            Confirmed::Measured(c) => Some(c),
-            Confirmed::Failed(why) => {
-                out.confirmation_failed = Some(why);
-                None
-            }
-            Confirmed::Nothing => None,
+        && let Some(conf) = {
+            let (conf, failed) = confirm::run(cx, state, cur.iteration)?.into_parts();
+            out.confirmation_failed = failed;
+            conf
         }
     {
         if target_hit && meets_target(cx, conf.best_median) {
@@ -227,11 +224,7 @@ fn divergence(
         ));
         return Ok(());
     }
-    let (conf, failed) = match confirm::run(cx, state, iteration)? {
-        Confirmed::Measured(c) => (Some(c), None),
-        Confirmed::Failed(why) => (None, Some(why)),
-        Confirmed::Nothing => (None, None),
-    };
+    let (conf, failed) = confirm::run(cx, state, iteration)?.into_parts();
     if let Some(c) = &conf
         && c.ci.0 > 0.0
     {

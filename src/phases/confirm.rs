@@ -28,6 +28,17 @@ pub(crate) enum Confirmed {
     Failed(String),
 }
 
+impl Confirmed {
+    /// The measured test, and why it could not be measured: at most one.
+    pub(crate) fn into_parts(self) -> (Option<Confirmation>, Option<String>) {
+        match self {
+            Confirmed::Nothing => (None, None),
+            Confirmed::Measured(c) => (Some(c), None),
+            Confirmed::Failed(why) => (None, Some(why)),
+        }
+    }
+}
+
 /// A signal while it measures is an `Err(Interrupted)`: the stop is not
 /// recorded, so the next tick decides it again and confirms then.
 pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {

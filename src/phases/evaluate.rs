@@ -66,7 +66,7 @@ fn candidate(
     let setup_key = cx.base_setup_key(&cur.base_commit)?;
     let skip_base_setup = cx.ws.base_setup_done(&setup_key);
     let rule = orientation.rule();
-    let looks = eval::looks_for(cx.config.defaults.pairs);
+    let looks = sequential::looks_for(cx.config.defaults.pairs);
     let mut rng =
         SplitMix64::new(seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03));
     let lease = cx.measuring()?;

@@ -698,11 +698,7 @@ impl<'a> Machine<'a> {
     fn finish(&mut self, stop: Stop, mut rec: Option<crate::model::IterationRecord>) -> Result<()> {
         // Every run that ends states a confirmed gain, a RED one included,
         // also when it ends at the start of a tick or in PLAN.
-        // Not a second time when CHECK's test of this iteration failed.
-        let tried = rec
-            .as_ref()
-            .is_some_and(|r| r.confirmation_failed.is_some());
-        if !tried && self.unconfirmed_keep(rec.as_ref()) {
+        if self.best_unconfirmed(rec.as_ref()) {
             let iteration = rec
                 .as_ref()
                 .map(|r| r.iteration)
@@ -711,11 +707,7 @@ impl<'a> Machine<'a> {
             let span = self.archive.run.with_iteration(Some(iteration));
             let conf = confirm::run(&self.cx(&span), &self.archive.state, iteration)?;
             if let Some(r) = rec.as_mut() {
-                match conf {
-                    confirm::Confirmed::Measured(c) => r.confirmation = Some(c),
-                    confirm::Confirmed::Failed(why) => r.confirmation_failed = Some(why),
-                    confirm::Confirmed::Nothing => {}
-                }
+                (r.confirmation, r.confirmation_failed) = conf.into_parts();
             }
         }
         self.archive.state.stop = Some(stop.clone());
@@ -736,18 +728,24 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    /// Whether the last keep (in the archive, or `rec` about to be written)
-    /// has no confirmation test after it.
-    fn unconfirmed_keep(&self, rec: Option<&crate::model::IterationRecord>) -> bool {
-        let h = &self.archive.history;
-        let mut all: Vec<&crate::model::IterationRecord> = h.iter().collect();
-        if let Some(r) = rec {
-            all.truncate(r.iteration as usize);
-            all.push(r);
+    /// Whether the current best still lacks a confirmation test: none in
+    /// the archive before `rec` (the iteration about to be written), and
+    /// none measured or tried and failed in `rec` itself (CHECK's test of
+    /// this iteration is not run a second time). CHECK asks the same.
+    fn best_unconfirmed(&self, rec: Option<&crate::model::IterationRecord>) -> bool {
+        let state = &self.archive.state;
+        if state.best_commit == state.start_commit {
+            return false;
         }
-        let last_keep = all.iter().rposition(|r| r.verdict == Verdict::Keep);
-        let last_confirmed = all.iter().rposition(|r| r.confirmation.is_some());
-        last_keep.is_some_and(|k| last_confirmed.is_none_or(|c| c < k))
+        let h = &self.archive.history;
+        let earlier = &h[..rec.map_or(h.len(), |r| (r.iteration as usize).min(h.len()))];
+        let in_rec = rec.is_some_and(|r| {
+            r.confirmation_failed.is_some()
+                || r.confirmation
+                    .as_ref()
+                    .is_some_and(|c| c.best == state.best_commit)
+        });
+        !in_rec && crate::history::confirmation_of(earlier, &state.best_commit).is_none()
     }
 
     fn budget_stop(&self) -> Option<Stop> {
