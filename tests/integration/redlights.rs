@@ -40,6 +40,17 @@ struct Scenario<'a> {
 }
 
 fn night(s: Scenario) -> Test {
+    let (t, r) = night_of(s, "30");
+    assert_eq!(
+        r.code, 3,
+        "expected a red light\n{}\n{}",
+        r.stdout, r.stderr
+    );
+    t
+}
+
+/// A scenario's night of at most `max` iterations, and how `run` ended.
+fn night_of(s: Scenario, max: &str) -> (Test, crate::test::Run) {
     let t = Test::new();
     t.write("ooda.yaml", CONFIG);
     t.script("bench.sh", s.bench);
@@ -57,13 +68,8 @@ fn night(s: Scenario) -> Test {
         ("PLAN_EFFECT", s.effect),
         ("PLAN_SD", s.sd),
     ];
-    let r = t.ooda_env(&["run", "r", "--max-iterations", "30"], &env);
-    assert_eq!(
-        r.code, 3,
-        "expected a red light\n{}\n{}",
-        r.stdout, r.stderr
-    );
-    t
+    let r = t.ooda_env(&["run", "r", "--max-iterations", max], &env);
+    (t, r)
 }
 
 fn stopped(t: &Test) -> (u32, String, String) {
@@ -140,26 +146,19 @@ fn making_every_change_worse_is_red_divergence_within_twelve_iterations() {
 #[test]
 fn exploring_points_predicted_worse_is_not_divergence() {
     // The same night, but each step is an exploration the agent expects to
-    // be worse: finding it worse is calibration, and the night goes on.
-    let t = Test::new();
-    t.write("ooda.yaml", CONFIG);
-    t.script("bench.sh", &bench("100 + 2 * x", 0.02));
-    t.script("ooda-agent.sh", AGENT);
-    t.brief(
-        "r",
-        &knob_brief("")
-            .replace("agent: builtin", "agent: script")
-            .replace("int: [10, 80], default: 10", "int: [1, 200], default: 10"),
+    // be worse: finding it worse is calibration, and the night goes on past
+    // the 12 iterations that made the night above RED.
+    let worse = bench("100 + 2 * x", 0.02);
+    let (t, r) = night_of(
+        Scenario {
+            bench: &worse,
+            x: "10 + 5 * i",
+            dir: "\"up\"",
+            effect: "-0.3",
+            sd: "1.0",
+        },
+        "14",
     );
-    t.commit("explorations");
-    let env = [
-        ("PLAN_X", "10 + 5 * i"),
-        ("PLAN_DIR", "\"up\""),
-        ("PLAN_EFFECT", "-0.3"),
-        ("PLAN_SD", "1.0"),
-    ];
-    // Past the 12 iterations that made the night above RED, nothing stops it.
-    let r = t.ooda_env(&["run", "r", "--max-iterations", "14"], &env);
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_eq!(t.iterations("r").len(), 15);
     assert!(t.state("r")["stop"].is_null(), "{}", t.state("r"));
