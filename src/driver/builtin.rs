@@ -1,17 +1,23 @@
 //! The builtin main agent: a deterministic knob search.
 //!
-//! It reads the whole history, fits a small surrogate (kernel regression of
-//! log-metric over normalized knob space) and proposes the unevaluated point
-//! with the best optimistic predicted improvement. Candidates are steps
-//! around the current best whose size halves as non-keeps accumulate
-//! (convergence), plus a seeded chance of a random far point (exploration).
-//! The surrogate also supplies every plan's predicted effect and uncertainty,
-//! so builtin plans are held to the same "make a falsifiable prediction"
-//! rule as an LLM's.
+//! It reads the whole history, fits a Gaussian process to every timed run
+//! (`surrogate.rs`) and proposes the untried point with the largest
+//! expected improvement over the best beyond half of θ₁ (a gain smaller
+//! than that cannot be kept, so measuring it buys nothing). Expected
+//! improvement weighs predicted gain against uncertainty: far, unmeasured
+//! regions are explored while the model is unsure about them, and a point
+//! predicted much worse than the best with a tight interval is never
+//! proposed: when no untried point has a real chance
+//! ([`MIN_CHANCE`]) of a gain of θ₁/2, the search says it is exhausted
+//! instead of spending the night on points it expects to lose.
+//! The surrogate also supplies every plan's predicted effect and
+//! uncertainty, so builtin plans are held to the same "make a falsifiable
+//! prediction" rule as an LLM's.
 
 use std::collections::BTreeSet;
 
 use crate::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
+use crate::driver::surrogate::{self, Surrogate};
 use crate::driver::{Driver, Execution, Lesson, Proposal, Turn};
 use crate::error::Result;
 use crate::eval::gain;
@@ -20,37 +26,19 @@ use crate::history::{IterationRecord, Verdict};
 use crate::knobs::{self, Point};
 use crate::model::Cut;
 use crate::plan::{Axis, LearnResult, Pattern, Plan};
-use crate::stats::{self, SplitMix64};
+use crate::stats::SplitMix64;
 
-/// Probability of proposing a random unevaluated point instead of a local step.
-const EXPLORE: f64 = 0.1;
-/// Kernel bandwidth in unit knob space.
-const BANDWIDTH: f64 = 0.12;
-/// Weight of the prior (the mean of all observations) in the surrogate.
-const PRIOR_WEIGHT: f64 = 0.3;
-/// Optimism: how much predicted uncertainty counts toward a candidate's score.
-const KAPPA: f64 = 0.5;
+/// The least chance of a gain of θ₁/2 a point needs to be measured.
+pub const MIN_CHANCE: f64 = 0.02;
+/// Spaces with at most this many points are searched exhaustively by the
+/// acquisition rule; larger ones through a seeded sample of them.
+const ENUMERATE: usize = 6000;
+/// Random points in the sample of a large space.
+const SAMPLED: usize = 1500;
+/// Values per knob on the lines through the best in the sample.
+const LINE_VALUES: usize = 33;
 const FIRST_STEP: f64 = 0.25;
-/// The least log-scale spread assumed for the landscape: knob changes
-/// routinely move a metric by tens of percent, even when the points measured
-/// so far happen to agree, and a prediction must not claim more certainty
-/// than the search has.
-const PRIOR_SPREAD: f64 = 0.5;
 const STEP_LEVELS: i32 = 7;
-
-struct Obs {
-    point: Point,
-    y: f64,
-    iteration: u32,
-}
-
-/// Lower y is better whatever the Brief's direction.
-fn y_of(dir: Direction, value: f64) -> f64 {
-    match dir {
-        Direction::Minimize => value.ln(),
-        Direction::Maximize => -value.ln(),
-    }
-}
 
 /// The knob point each iteration was compared against: the baseline's, then
 /// each kept candidate's in turn.
@@ -68,82 +56,32 @@ pub fn base_points(history: &[IterationRecord]) -> Vec<Point> {
         .collect()
 }
 
-fn observations(brief: &Brief, history: &[IterationRecord]) -> Vec<Obs> {
-    let dir = brief.metric.direction;
-    let bases = base_points(history);
-    let mut out = Vec::new();
-    for (r, base) in history.iter().zip(bases) {
-        if let Some(c) = &r.calibration {
-            out.push(Obs {
-                point: r.knobs.clone(),
-                y: y_of(dir, c.median),
+/// Every decision of the archive as an observation of f(cand) − f(base),
+/// f the log metric oriented so that lower is better: the mean paired log
+/// ratio, with the variance of that mean under the pooled noise of a pair.
+fn observations(history: &[IterationRecord], noise_sd: f64) -> Vec<surrogate::Observation> {
+    let pair_var = noise_sd.max(0.004).powi(2);
+    history
+        .iter()
+        .zip(base_points(history))
+        .filter_map(|(r, base)| {
+            let m = r.measured.as_ref()?;
+            let n = m.pairs.len().max(1) as f64;
+            // `Pair::d` is positive when the candidate is better.
+            let d = if m.pairs.is_empty() {
+                -m.d_mean
+            } else {
+                -m.pairs.iter().map(|p| p.d).sum::<f64>() / n
+            };
+            d.is_finite().then(|| surrogate::Observation {
+                cand: r.knobs.clone(),
+                base,
+                d,
+                var: pair_var / n,
                 iteration: r.iteration,
-            });
-        }
-        if let Some(m) = &r.measured {
-            out.push(Obs {
-                point: base,
-                y: y_of(dir, m.base_median),
-                iteration: r.iteration,
-            });
-            out.push(Obs {
-                point: r.knobs.clone(),
-                y: y_of(dir, m.cand_median),
-                iteration: r.iteration,
-            });
-        }
-    }
-    out
-}
-
-fn distance(knobs: &[Knob], a: &Point, b: &Point) -> f64 {
-    let mut d2 = 0.0;
-    for k in knobs {
-        let (va, vb) = (a.get(&k.name), b.get(&k.name));
-        let part = match (&k.spec, va, vb) {
-            (_, None, None) => 0.0,
-            (KnobSpec::Choice(_), Some(x), Some(y)) => {
-                // Other choices are neither near nor unrelated: a loop order
-                // measured at one tile size says something about another.
-                if x == y { 0.0 } else { 0.25 }
-            }
-            (spec, Some(x), Some(y)) => match (knobs::to_unit(spec, x), knobs::to_unit(spec, y)) {
-                (Some(u), Some(v)) => u - v,
-                _ => 0.5,
-            },
-            _ => 0.5,
-        };
-        d2 += part * part;
-    }
-    d2.sqrt()
-}
-
-struct Surrogate<'a> {
-    knobs: &'a [Knob],
-    obs: Vec<Obs>,
-    prior: f64,
-    spread: f64,
-    noise: f64,
-}
-
-impl Surrogate<'_> {
-    /// (mean, sd) of y at a point, plus the weights of each observation.
-    fn predict(&self, x: &Point) -> (f64, f64, Vec<f64>) {
-        let weights: Vec<f64> = self
-            .obs
-            .iter()
-            .map(|o| {
-                let d = distance(self.knobs, x, &o.point);
-                (-(d * d) / (2.0 * BANDWIDTH * BANDWIDTH)).exp()
             })
-            .collect();
-        let w: f64 = weights.iter().sum();
-        let num: f64 = self.obs.iter().zip(&weights).map(|(o, wi)| o.y * wi).sum();
-        let mean = (PRIOR_WEIGHT * self.prior + num) / (PRIOR_WEIGHT + w);
-        let var = self.spread.powi(2) * PRIOR_WEIGHT / (PRIOR_WEIGHT + w)
-            + self.noise.powi(2) / (PRIOR_WEIGHT + w);
-        (mean, var.sqrt(), weights)
-    }
+        })
+        .collect()
 }
 
 /// The builtin main agent: the knob search below, and lessons stated from
@@ -163,15 +101,28 @@ impl Driver for Builtin {
             t.seed,
             t.iteration,
             t.orientation.noise_sd(),
+            t.orientation.theta1,
         );
-        let Some(plan) = proposal else {
-            return Ok(Proposal::Exhausted {
-                detail: format!(
-                    "every point of the knob space is settled (kept, falsified, failing or inconclusive twice) ({} iterations); the best is iteration {}",
-                    t.history.len().saturating_sub(1),
-                    best_iteration(t.history)
-                ),
-            });
+        let plan = match proposal {
+            Ok(plan) => plan,
+            Err(why) => {
+                let what = match why {
+                    Exhausted::Settled => "every point of the knob space is settled (kept, falsified, failing or inconclusive twice)".to_string(),
+                    Exhausted::NothingLikely { untried, best_chance } => format!(
+                        "no untried point is worth measuring: the surrogate gives none of the {untried} untried points it ranked a {:.0}% chance of beating the best by θ₁/2 ({:.1}%; the likeliest has {:.1}%)",
+                        MIN_CHANCE * 100.0,
+                        50.0 * t.orientation.theta1,
+                        best_chance * 100.0
+                    ),
+                };
+                return Ok(Proposal::Exhausted {
+                    detail: format!(
+                        "{what} ({} iterations); the best is iteration {}",
+                        t.history.len().saturating_sub(1),
+                        best_iteration(t.history)
+                    ),
+                });
+            }
         };
         // The search never proposes what the validator refuses; if it ever
         // did, the iteration says so instead of measuring it.
@@ -212,7 +163,19 @@ impl Driver for Builtin {
     }
 }
 
-/// The point to try next, or `None` when every point of the space was tried.
+/// Why the search has nothing to propose.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exhausted {
+    /// Every point of the space is settled.
+    Settled,
+    /// Untried points remain, but none of those ranked (the whole space when
+    /// it is small, else the sample [`candidates`] draws) has a
+    /// [`MIN_CHANCE`] of a gain of θ₁/2.
+    NothingLikely { untried: usize, best_chance: f64 },
+}
+
+/// The point to try next, or why there is none. `noise_sd` is the noise of
+/// one pair's log ratio, `theta1` the minimum detectable gain in force.
 pub fn plan(
     brief: &Brief,
     history: &[IterationRecord],
@@ -220,18 +183,10 @@ pub fn plan(
     seed: u64,
     iteration: u32,
     noise_sd: f64,
-) -> Option<Plan> {
+    theta1: f64,
+) -> std::result::Result<Plan, Exhausted> {
     let knobs = &brief.knobs;
-    let obs = observations(brief, history);
-    let ys: Vec<f64> = obs.iter().map(|o| o.y).collect();
-    let noise = (noise_sd / std::f64::consts::SQRT_2).max(0.005);
-    let surrogate = Surrogate {
-        knobs,
-        prior: if ys.is_empty() { 0.0 } else { stats::mean(&ys) },
-        spread: stats::sd(&ys).max(noise).max(PRIOR_SPREAD),
-        noise,
-        obs,
-    };
+    let surrogate = Surrogate::fit(knobs, observations(history, noise_sd));
     // Settled points are never proposed again; an inconclusive one may be,
     // once (the validator's rule, so a builtin plan is never refused).
     let evaluated: BTreeSet<String> = history
@@ -241,47 +196,97 @@ pub fn plan(
         .chain(std::iter::once(knobs::key(best)))
         .collect();
     let mut rng = SplitMix64::new(seed ^ u64::from(iteration).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-
-    let non_keeps = history
-        .iter()
-        .rev()
-        .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
-        .count();
-    let moves_per_level = local_moves(knobs, best, 0).len().max(1);
-    let min_level = (non_keeps / moves_per_level) as i32;
-
-    // Pattern search: the first step size (from the current one down) that
-    // still has untried moves; the surrogate only ranks moves of that size.
-    let mut local: Vec<Point> = Vec::new();
-    for level in min_level.min(STEP_LEVELS - 1)..STEP_LEVELS {
-        local = local_moves(knobs, best, level)
-            .into_iter()
-            .filter(|p| !evaluated.contains(&knobs::key(p)))
-            .collect();
-        local.dedup();
-        if !local.is_empty() {
-            break;
+    let untried: Vec<Point> = candidates(knobs, best, &mut rng)
+        .into_iter()
+        .filter(|p| !evaluated.contains(&knobs::key(p)))
+        .collect();
+    if untried.is_empty() {
+        return Err(Exhausted::Settled);
+    }
+    let margin = 0.5 * theta1.max(0.0).ln_1p();
+    let mut chosen: Option<(f64, &Point)> = None;
+    let mut best_chance: f64 = 0.0;
+    let anchor = surrogate.anchor(best);
+    for p in &untried {
+        let d = surrogate.difference(p, &anchor);
+        let chance = surrogate::chance_of_gain(d, margin);
+        best_chance = best_chance.max(chance);
+        if chance < MIN_CHANCE {
+            continue;
+        }
+        let ei = surrogate::expected_improvement(d, margin);
+        if chosen.is_none_or(|(e, _)| ei > e) {
+            chosen = Some((ei, p));
         }
     }
-    let explore = local.is_empty() || rng.next_f64() < EXPLORE;
-    let chosen = if explore {
-        random_unevaluated(knobs, best, &evaluated, &mut rng).map(|p| (p, true))
-    } else {
-        None
+    match chosen {
+        Some((_, point)) => Ok(describe(brief, history, &surrogate, best, point.clone())),
+        None => Err(Exhausted::NothingLikely {
+            untried: untried.len(),
+            best_chance,
+        }),
     }
-    .or_else(|| {
-        let (y_best, _, _) = surrogate.predict(best);
-        local
-            .iter()
-            .map(|p| {
-                let (m, s, _) = surrogate.predict(p);
-                (p.clone(), (y_best - m) + KAPPA * s)
-            })
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(p, _)| (p, false))
-    })?;
-    let (point, explored) = chosen;
-    Some(describe(brief, history, &surrogate, best, point, explored))
+}
+
+/// How many points the space has, if it is finite and small enough to list.
+fn space_size(knobs: &[Knob]) -> Option<usize> {
+    knobs.iter().try_fold(1usize, |acc, k| {
+        let n = match &k.spec {
+            KnobSpec::Choice(c) => c.len(),
+            KnobSpec::Int { lo, hi, .. } => {
+                usize::try_from(i128::from(*hi) - i128::from(*lo) + 1).ok()?
+            }
+            KnobSpec::Float { .. } => return None,
+        };
+        acc.checked_mul(n).filter(|&t| t <= ENUMERATE)
+    })
+}
+
+/// The points the acquisition rule ranks: the whole space when it is small,
+/// else steps of every size around the best, lines through it along each
+/// knob, and a seeded sample of the space.
+fn candidates(knobs: &[Knob], best: &Point, rng: &mut SplitMix64) -> Vec<Point> {
+    if space_size(knobs).is_some() {
+        let mut all = vec![Point::new()];
+        for k in knobs {
+            let values: Vec<KnobValue> = match &k.spec {
+                KnobSpec::Choice(c) => c.iter().cloned().map(KnobValue::Str).collect(),
+                KnobSpec::Int { lo, hi, .. } => (*lo..=*hi).map(KnobValue::Int).collect(),
+                KnobSpec::Float { .. } => unreachable!("space_size is None with a float knob"),
+            };
+            all = all
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut q = p.clone();
+                        q.insert(k.name.clone(), v.clone());
+                        q
+                    })
+                })
+                .collect();
+        }
+        return all;
+    }
+    let mut out: Vec<Point> = (0..STEP_LEVELS)
+        .flat_map(|level| local_moves(knobs, best, level))
+        .collect();
+    for k in knobs {
+        if let KnobSpec::Choice(_) = k.spec {
+            continue;
+        }
+        for i in 0..LINE_VALUES {
+            let u = i as f64 / (LINE_VALUES - 1) as f64;
+            if let Some(v) = knobs::from_unit(&k.spec, u) {
+                let mut p = best.clone();
+                p.insert(k.name.clone(), v);
+                out.push(p);
+            }
+        }
+    }
+    out.extend((0..SAMPLED).map(|_| random_point(knobs, rng)));
+    let mut seen = BTreeSet::new();
+    out.retain(|p| seen.insert(knobs::key(p)));
+    out
 }
 
 /// Moves of one step along each axis (and each other choice of a choice knob).
@@ -342,36 +347,21 @@ fn random_point(knobs: &[Knob], rng: &mut SplitMix64) -> Point {
     p
 }
 
-fn random_unevaluated(
-    knobs: &[Knob],
-    best: &Point,
-    evaluated: &BTreeSet<String>,
-    rng: &mut SplitMix64,
-) -> Option<Point> {
-    if knobs.is_empty() {
-        return None;
-    }
-    for _ in 0..500 {
-        let p = random_point(knobs, rng);
-        if &p != best && !evaluated.contains(&knobs::key(&p)) {
-            return Some(p);
-        }
-    }
-    None
-}
-
 fn describe(
     brief: &Brief,
     history: &[IterationRecord],
     s: &Surrogate,
     best: &Point,
     point: Point,
-    explored: bool,
 ) -> Plan {
     let dir = brief.metric.direction;
-    let (y_best, _, _) = s.predict(best);
-    let (m, sd, weights) = s.predict(&point);
-    let effect = gain(dir, y_best - m);
+    let d = s.difference(&point, &s.anchor(best));
+    let effect = gain(dir, -d.mean);
+    // Chosen for what the model does not know although it predicts a loss:
+    // said so in the hypothesis, and not counted as a regression when it
+    // comes back worse (`redlight::regressions`, where a prediction of 0
+    // counts).
+    let explored = d.mean > 0.0;
     // Honest uncertainty: never claim to be more precise than the surrogate
     // has actually been. The typical past miss (log scale) is a floor, which
     // keeps the builtin's predictions calibrated for the mismatch red light.
@@ -385,7 +375,7 @@ fn describe(
     } else {
         (misses.iter().sum::<f64>() / misses.len() as f64).sqrt()
     };
-    let sd_log = sd.max(floor);
+    let sd_log = d.sd.max(floor);
     // Plans state uncertainty as a relative gain; map the log-scale sd by the
     // slope of the gain at the predicted point (delta method).
     let sd = sd_log
@@ -394,6 +384,7 @@ fn describe(
             Direction::Maximize => 1.0 + effect,
         }
         .abs();
+    let weights = s.similarity(&point);
     let mut axes = Vec::new();
     let mut moves = Vec::new();
     for k in &brief.knobs {
@@ -457,10 +448,13 @@ fn describe(
         tried
     };
     let basis = if explored {
-        "a point far from everything measured".to_string()
+        format!(
+            "the surrogate is unsure here: it fits {} decision(s), {near} nearby",
+            s.obs.len()
+        )
     } else {
         format!(
-            "a step from the best; the surrogate fits {} measurement(s), {near} nearby",
+            "the largest expected improvement; the surrogate fits {} decision(s), {near} nearby",
             s.obs.len()
         )
     };
@@ -578,14 +572,27 @@ mod tests {
     }
 
     fn simulate(seed: u64, iterations: u32) -> (Vec<IterationRecord>, Point) {
-        let b = brief();
-        let mut best: Point = Point::new();
-        best.insert("TILE".into(), KnobValue::Int(4));
+        let mut start: Point = Point::new();
+        start.insert("TILE".into(), KnobValue::Int(4));
+        let (history, best, _) = night(&brief(), start, landscape, seed, iterations);
+        (history, best)
+    }
+
+    /// A noiseless night on `f`: each decision keeps a gain above 1%, and
+    /// the interval is the measured difference itself.
+    fn night(
+        b: &Brief,
+        start: Point,
+        f: impl Fn(&Point) -> f64,
+        seed: u64,
+        iterations: u32,
+    ) -> (Vec<IterationRecord>, Point, Option<Exhausted>) {
+        let mut best = start;
         let mut base = IterationRecord::new(0, Verdict::Baseline);
         base.knobs = best.clone();
         base.calibration = Some(crate::eval::Calibration {
             pairs: vec![],
-            median: landscape(&best),
+            median: f(&best),
             run_sd: 0.01,
             noise_sd: 0.01,
             mean_d: 0.0,
@@ -596,14 +603,15 @@ mod tests {
         });
         let mut history = vec![base];
         for i in 1..=iterations {
-            let Some(plan) = plan(&b, &history, &best, seed, i, 0.01) else {
-                break;
+            let plan = match plan(b, &history, &best, seed, i, 0.01, 0.01) {
+                Ok(p) => p,
+                Err(why) => return (history, best, Some(why)),
             };
             assert!(
                 crate::plan::validate(&plan, &history, i).is_ok(),
                 "{plan:?}"
             );
-            let (vb, vc) = (landscape(&best), landscape(&plan.knobs));
+            let (vb, vc) = (f(&best), f(&plan.knobs));
             let d = vb.ln() - vc.ln();
             let keep = d > 0.01;
             let mut r = IterationRecord::new(
@@ -616,6 +624,11 @@ mod tests {
             );
             r.knobs = plan.knobs.clone();
             r.hypothesis = plan.hypothesis.clone();
+            r.predicted = Some(crate::model::Prediction {
+                effect: plan.predicted_effect,
+                sd: plan.predicted_sd,
+            });
+            let effect = gain(Direction::Minimize, d);
             r.measured = Some(Comparison {
                 pairs: vec![Pair {
                     base: vb,
@@ -625,8 +638,8 @@ mod tests {
                 }],
                 base_median: vb,
                 cand_median: vc,
-                effect: gain(Direction::Minimize, d),
-                ci: (0.0, 0.0),
+                effect,
+                ci: (effect, effect),
                 p: 0.5,
                 looks: 1,
                 theta1: 0.01,
@@ -644,7 +657,119 @@ mod tests {
             }
             history.push(r);
         }
-        (history, best)
+        (history, best, None)
+    }
+
+    #[test]
+    fn a_point_predicted_much_worse_with_a_tight_interval_is_not_proposed() {
+        // A sharp valley at X = 20, the start: every step away is worse, and
+        // once the model has seen that, the far ends are sure losses.
+        let text = "---\nmetric:\n  name: t\n  command: ./b\n  direction: minimize\nknobs:\n  X: { int: [0, 40], default: 20 }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
+        let b = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
+        let x = |p: &Point| match p.get("X") {
+            Some(KnobValue::Int(v)) => *v as f64,
+            _ => f64::NAN,
+        };
+        let valley = |p: &Point| 100.0 * (0.08 * (x(p) - 20.0).abs()).exp();
+        let mut start = Point::new();
+        start.insert("X".into(), KnobValue::Int(20));
+        // With the valley's walls measured, the next point is inside them:
+        // nothing past X = 10 or X = 30, where the model has seen the loss
+        // grow, is worth a decision.
+        let mut walls = vec![{
+            let mut r = IterationRecord::new(0, Verdict::Baseline);
+            r.knobs = start.clone();
+            r.calibration = Some(crate::eval::Calibration {
+                pairs: (0..5)
+                    .map(|_| Pair {
+                        base: 100.0,
+                        cand: 100.0,
+                        cand_first: false,
+                        d: 0.0,
+                    })
+                    .collect(),
+                median: 100.0,
+                run_sd: 0.01,
+                noise_sd: 0.01,
+                mean_d: 0.0,
+                pairs_per_decision: 5,
+                theta1: 0.01,
+                alpha_look: None,
+                advice: None,
+            });
+            r
+        }];
+        for (i, at) in [0i64, 10, 30, 40].into_iter().enumerate() {
+            let mut p = start.clone();
+            p.insert("X".into(), KnobValue::Int(at));
+            let (vb, vc) = (100.0, valley(&p));
+            let mut r = IterationRecord::new(i as u32 + 1, Verdict::Discard);
+            r.knobs = p;
+            let pairs: Vec<Pair> = (0..3)
+                .map(|_| Pair {
+                    base: vb,
+                    cand: vc,
+                    cand_first: false,
+                    d: vb.ln() - vc.ln(),
+                })
+                .collect();
+            let effect = gain(Direction::Minimize, vb.ln() - vc.ln());
+            r.measured = Some(Comparison {
+                pairs,
+                base_median: vb,
+                cand_median: vc,
+                effect,
+                ci: (effect - 0.01, effect + 0.01),
+                p: 1.0,
+                looks: 1,
+                theta1: 0.01,
+                alpha: 0.05,
+                delta0: 0.0,
+                rule: String::new(),
+                alpha_look: 0.018,
+                s_h: 0.01,
+                noise_changed: false,
+                d_mean: vb.ln() - vc.ln(),
+                d_ci: (vb.ln() - vc.ln(), vb.ln() - vc.ln()),
+            });
+            walls.push(r);
+        }
+        let next = plan(&b, &walls, &start, 3, 5, 0.01, 0.01).unwrap();
+        assert!(
+            (11.0..=29.0).contains(&x(&next.knobs)),
+            "proposed {:?} predicted {:+.3} ± {:.3}",
+            next.knobs,
+            next.predicted_effect,
+            next.predicted_sd
+        );
+        let (history, best, why) = night(&b, start, valley, 3, 40);
+        assert_eq!(x(&best), 20.0, "the start is the valley's floor");
+        // It stops by itself, with most of the space untried ...
+        let tried = history.len() - 1;
+        match why {
+            Some(Exhausted::NothingLikely {
+                untried,
+                best_chance,
+            }) => {
+                assert!(
+                    untried > 20 && best_chance < MIN_CHANCE,
+                    "{untried} {best_chance}"
+                );
+            }
+            other => panic!("{other:?} after {tried} iterations"),
+        }
+        assert!(tried < 15, "tried {tried} points");
+        // ... and no plan it made was a sure loss.
+        for r in &history[1..] {
+            let p = r.predicted.as_ref().unwrap();
+            assert!(
+                p.effect + 2.0 * p.sd > 0.0,
+                "iteration {} predicted {:+.3} ± {:.3}",
+                r.iteration,
+                p.effect,
+                p.sd
+            );
+        }
     }
 
     #[test]
@@ -677,6 +802,54 @@ mod tests {
     }
 
     #[test]
+    fn deterministic_for_a_seed_in_a_sampled_space() {
+        // Float knobs: the candidates are a seeded sample, not the space.
+        let text = "---\nmetric:\n  name: t\n  command: ./b\n  direction: minimize\nknobs:\n  A: { float: [0, 1], default: 0.5 }\n  B: { float: [0.01, 100], log: true, default: 1 }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
+        let b = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
+        let bowl = |p: &Point| {
+            let f = |k: &str| match p.get(k) {
+                Some(KnobValue::Float(v)) => *v,
+                _ => f64::NAN,
+            };
+            100.0 * ((f("A") - 0.3).powi(2) + 0.1 * (f("B") / 5.0).ln().powi(2)).exp()
+        };
+        let start = knobs::initial_point(&Point::new(), &b.knobs);
+        let keys = |seed| {
+            night(&b, start.clone(), bowl, seed, 6)
+                .0
+                .iter()
+                .map(|r| knobs::key(&r.knobs))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keys(4), keys(4));
+        assert_eq!(keys(4).len(), 7);
+    }
+
+    #[test]
+    fn a_machine_slower_during_one_decision_changes_no_observation() {
+        // The pairing cancels a slow iteration: both sides of its pairs are
+        // 10% slower and the observed difference is the same.
+        let (history, _) = simulate(7, 3);
+        let mut slowed = history.clone();
+        if let Some(m) = slowed[2].measured.as_mut() {
+            for p in &mut m.pairs {
+                p.base *= 1.1;
+                p.cand *= 1.1;
+            }
+            m.base_median *= 1.1;
+            m.cand_median *= 1.1;
+        }
+        let d = |h: &[IterationRecord]| {
+            observations(h, 0.01)
+                .iter()
+                .map(|o| o.d)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(d(&history), d(&slowed));
+        assert_eq!(d(&history).len(), 3);
+    }
+
+    #[test]
     fn exhausts_a_tiny_space() {
         let text = "---\nmetric:\n  name: t\n  command: ./b\n  direction: minimize\nknobs:\n  A: { choice: [x, y] }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
         let b = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
@@ -684,11 +857,14 @@ mod tests {
         best.insert("A".into(), KnobValue::Str("x".into()));
         let mut h0 = IterationRecord::new(0, Verdict::Baseline);
         h0.knobs = best.clone();
-        let p = plan(&b, &[h0.clone()], &best, 1, 1, 0.01).unwrap();
+        let p = plan(&b, &[h0.clone()], &best, 1, 1, 0.01, 0.01).unwrap();
         assert_eq!(p.knobs.get("A"), Some(&KnobValue::Str("y".into())));
         let mut h1 = IterationRecord::new(1, Verdict::Discard);
         h1.knobs = p.knobs;
-        assert!(plan(&b, &[h0, h1], &best, 1, 2, 0.01).is_none());
+        assert_eq!(
+            plan(&b, &[h0, h1], &best, 1, 2, 0.01, 0.01),
+            Err(Exhausted::Settled)
+        );
     }
 
     #[test]
@@ -708,9 +884,19 @@ mod tests {
         best.insert("ORDER".into(), KnobValue::Str("ijk".into()));
         let mut h0 = IterationRecord::new(0, Verdict::Baseline);
         h0.knobs = best.clone();
-        let plan = plan(&b, &[h0], &best, 1, 1, 0.01).unwrap();
+        let history0 = [h0];
+        let s = Surrogate::fit(&b.knobs, observations(&history0, 0.01));
+        let mut point = best.clone();
+        point.insert("TILE".into(), KnobValue::Int(8));
+        let plan = describe(&b, &history0, &s, &best, point);
         let moved: Vec<&str> = plan.axes.iter().map(|a| a.name.as_str()).collect();
-        assert!(plan.hypothesis.contains(" with "), "{}", plan.hypothesis);
+        assert_eq!(moved, ["TILE"]);
+        // The knobs left as they are complete the point.
+        assert!(
+            plan.hypothesis.ends_with("TILE 4 → 8 with ORDER=ijk"),
+            "{}",
+            plan.hypothesis
+        );
         let mut kept = history[1].clone();
         kept.verdict = Verdict::Keep;
         let mut hurt = kept.clone();

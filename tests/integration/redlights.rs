@@ -340,6 +340,7 @@ const FAILS_FROM_TWO: &str = "#!/bin/sh\n[ \"$OODA_SIDE\" = cand ] && [ \"$OODA_
 fn a_red_stop_still_confirms_the_gain_kept_before_it() {
     let t = Test::new();
     t.write("ooda.yaml", CONFIG);
+    t.script("bench.sh", &crate::test::gain_bench());
     t.script("guard.sh", FAILS_FROM_TWO);
     t.brief(
         "f",
@@ -373,6 +374,7 @@ fn a_red_stop_still_confirms_the_gain_kept_before_it() {
 fn a_wall_budget_stop_confirms_past_the_wall() {
     let t = Test::new();
     t.write("ooda.yaml", crate::test::QUIET_CONFIG);
+    t.script("bench.sh", &crate::test::gain_bench());
     t.brief("w", &knob_brief("budget: { wall: 3s }\n"));
     t.commit("wall");
     let start = std::time::Instant::now();
@@ -410,8 +412,8 @@ fn a_confirmation_that_cannot_be_measured_says_why_in_the_summary() {
         "bench.sh",
         &crate::test::bench_after(
             "[ \"$OODA_SIDE\" = anchor ] && { echo 'no such input' >&2; exit 1; }\n",
-            crate::test::LANDSCAPE,
-            0.01,
+            crate::test::ANY_MOVE_GAINS,
+            0.02,
         ),
     );
     t.brief("c", &knob_brief("budget: { iterations: 1 }\n"));

@@ -1,0 +1,696 @@
+//! Search quality: ooda's builtin knob search against Optuna's TPE sampler
+//! and random search, at equal numbers of benchmark runs.
+//!
+//! Run it with `examples/search/run.sh` (it installs Optuna from PyPI into
+//! `target/search-venv`, then runs `cargo run --release --example
+//! search_sim -- --python target/search-venv/bin/python`).
+//!
+//! ooda spends several runs per proposal: the A/A calibration, each
+//! decision's pairs (3 to 24, as the sequential rule asks) and the closing
+//! confirmation. Its night here is the real one, in process: the builtin
+//! driver's `plan`, `Orientation::of`, `eval::decide_series`, the red
+//! lights and the stall rule, over at most 24 iterations. Its final choice
+//! is the last kept point. Each peer then gets exactly as many benchmark
+//! runs as ooda spent in that night, one per trial, starting from the same
+//! default point, and its final choice is the trial with the best single
+//! noisy value (what a user of such a loop reads in the morning). A guard
+//! failure costs one run for everyone.
+//!
+//! The objectives are known functions, so each final choice is scored by
+//! its *true* value, as a share of the best value the objective has (100%
+//! is the optimum): three synthetic landscapes at 3% and 15% noise per run
+//! (lognormal), and two real programs through grids measured on this
+//! machine by `examples/search/grid.py` (`zstd-grid.json`,
+//! `quickstart-grid.json`: the median of every point's runs is its true
+//! value, and runs are drawn around it with the spread those runs had; the
+//! quickstart's TILE was measured at 47 of its values and is interpolated
+//! in log TILE between them).
+//!
+//! Targets, checked at the end (exit status 1 if one fails): on every
+//! objective ooda's final choice is not worse than TPE's (the 95% interval
+//! of the mean per-seed difference in quality does not lie below zero), and
+//! ooda's final choice is never worse than the start.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
+
+#[path = "common/parallel.rs"]
+mod parallel;
+
+use ooda::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
+use ooda::driver::builtin;
+use ooda::eval::{self, Orientation, Pair};
+use ooda::knobs::{self, Point};
+use ooda::model::{GuardResult, IterationRecord, Prediction, Verdict};
+use ooda::redlight;
+use ooda::stats::{self, SplitMix64};
+
+const SEEDS: usize = 20;
+const ITERATIONS: u32 = 24;
+const MAX_PAIRS: u32 = 24;
+const CALIBRATION_PAIRS: usize = 10;
+const ALPHA: f64 = 0.05;
+/// The confirmation's looks (`phases/confirm.rs`).
+const CONFIRM_PAIRS: [usize; 2] = [12, 20];
+const STALL_AFTER: usize = 10;
+
+type Truth = Box<dyn Fn(&Point) -> Option<f64> + Sync>;
+
+struct Objective {
+    name: String,
+    brief: Brief,
+    start: Point,
+    /// The true value of a point; `None` when its guard fails.
+    truth: Truth,
+    /// The best true value the objective has.
+    optimum: f64,
+    /// Standard deviation of one run's log value.
+    noise: f64,
+}
+
+impl Objective {
+    fn dir(&self) -> Direction {
+        self.brief.metric.direction
+    }
+
+    /// The true value as a share of the optimum (1 is the optimum).
+    fn quality(&self, p: &Point) -> f64 {
+        let v = (self.truth)(p).expect("a final choice passes its guard");
+        match self.dir() {
+            Direction::Minimize => self.optimum / v,
+            Direction::Maximize => v / self.optimum,
+        }
+    }
+
+    fn run(&self, p: &Point, rng: &mut SplitMix64) -> Option<f64> {
+        (self.truth)(p).map(|v| v * (self.noise * rng.normal()).exp())
+    }
+}
+
+fn brief(direction: &str, knobs: &str) -> Brief {
+    let text = format!(
+        "---\nmetric:\n  name: m\n  command: ./bench\n  direction: {direction}\nknobs:\n{knobs}---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n"
+    );
+    Brief::parse(Path::new("briefs/search.md"), &text).expect("the benchmark's Briefs parse")
+}
+
+fn int(p: &Point, k: &str) -> f64 {
+    match p.get(k) {
+        Some(KnobValue::Int(v)) => *v as f64,
+        Some(KnobValue::Float(v)) => *v,
+        _ => f64::NAN,
+    }
+}
+
+fn text<'a>(p: &'a Point, k: &str) -> &'a str {
+    match p.get(k) {
+        Some(KnobValue::Str(s)) => s,
+        _ => "",
+    }
+}
+
+fn unit(brief: &Brief, p: &Point, k: &str) -> f64 {
+    let knob = brief.knobs.iter().find(|x| x.name == k).expect("a knob");
+    p.get(k)
+        .and_then(|v| knobs::to_unit(&knob.spec, v))
+        .unwrap_or(f64::NAN)
+}
+
+fn synthetic(kind: &str, noise: f64) -> Objective {
+    let (brief, truth, optimum): (Brief, Truth, f64) = match kind {
+        // A smooth bowl over three knobs with a correlated valley; the
+        // default is 1.9x the optimum.
+        "smooth" => {
+            let b = brief(
+                "minimize",
+                "  A: { int: [1, 256], log: true, default: 4 }\n  B: { float: [0, 1], default: 0.2 }\n  C: { int: [1, 16], default: 1 }\n",
+            );
+            let bb = b.clone();
+            let f = move |p: &Point| {
+                let a = unit(&bb, p, "A") - 0.7;
+                let b = int(p, "B") - 0.65;
+                let c = (int(p, "C") - 6.0) / 15.0;
+                Some(100.0 * (1.2 * a * a + b * b + 0.8 * c * c + 0.6 * a * b).exp())
+            };
+            (b, Box::new(f), 100.0)
+        }
+        // A choice knob whose best setting needs a different block size:
+        // changing one knob at a time from the default finds `d` (0.90) and
+        // misses `b` at BLOCK 4 (0.62).
+        "categorical" => {
+            let b = brief(
+                "minimize",
+                "  ORDER: { choice: [a, b, c, d], default: a }\n  BLOCK: { int: [1, 256], log: true, default: 256 }\n",
+            );
+            let bb = b.clone();
+            let f = move |p: &Point| {
+                let (factor, best) = match text(p, "ORDER") {
+                    "a" => (1.0, 0.9),
+                    "b" => (0.62, 0.25),
+                    "c" => (0.80, 0.55),
+                    _ => (0.90, 1.0),
+                };
+                let u = unit(&bb, p, "BLOCK") - best;
+                Some(100.0 * factor * (2.0 * u * u).exp())
+            };
+            (b, Box::new(f), 62.0)
+        }
+        // Flat everywhere but one narrow well (2% of the space gains more
+        // than 5%), and only with MODE on.
+        _ => {
+            let b = brief(
+                "minimize",
+                "  X: { int: [0, 100], default: 50 }\n  Y: { int: [0, 100], default: 50 }\n  MODE: { choice: [off, on], default: off }\n",
+            );
+            let f = move |p: &Point| {
+                let (x, y) = (int(p, "X") / 100.0 - 0.8, int(p, "Y") / 100.0 - 0.15);
+                let well = if text(p, "MODE") == "on" {
+                    0.35 * (-(x * x + y * y) / (2.0 * 0.06 * 0.06)).exp()
+                } else {
+                    0.0
+                };
+                Some(100.0 * (1.0 - well))
+            };
+            (b, Box::new(f), 65.0)
+        }
+    };
+    let start = knobs::initial_point(&Point::new(), &brief.knobs);
+    Objective {
+        name: format!("{kind}, {:.0}% noise", noise * 100.0),
+        brief,
+        start,
+        truth,
+        optimum,
+        noise,
+    }
+}
+
+/// A grid measured on this machine: `{"knobs": [...], "values": {key: [runs]}}`
+/// with keys as `knobs::key` writes them, and `"invalid"` keys whose guard fails.
+#[derive(serde::Deserialize)]
+struct Grid {
+    direction: String,
+    knobs: String,
+    values: std::collections::BTreeMap<String, Vec<f64>>,
+    #[serde(default)]
+    invalid: Vec<String>,
+    /// An int knob measured at some of its values only: between two
+    /// measured values the true value is interpolated in log space.
+    #[serde(default)]
+    interpolate: Option<String>,
+}
+
+fn measured(name: &str, path: &Path) -> Objective {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (measured by examples/search/grid.py)",
+            path.display()
+        )
+    });
+    let grid: Grid =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let brief = brief(&grid.direction, &grid.knobs);
+    let medians: std::collections::BTreeMap<String, f64> = grid
+        .values
+        .iter()
+        .map(|(k, v)| (k.clone(), stats::median(v)))
+        .collect();
+    // The spread of one run around its point's median, pooled.
+    let logs: Vec<Vec<f64>> = grid
+        .values
+        .values()
+        .map(|v| v.iter().map(|x| x.ln()).collect())
+        .collect();
+    let (var, _) = stats::pooled_variance(logs.iter().map(Vec::as_slice)).expect("repeated runs");
+    let invalid: std::collections::BTreeSet<String> = grid.invalid.into_iter().collect();
+    let dir = brief.metric.direction;
+    let optimum = medians
+        .iter()
+        .filter(|(k, _)| !invalid.contains(*k))
+        .map(|(_, v)| *v)
+        .fold(None, |acc: Option<f64>, v| {
+            Some(match (acc, dir) {
+                (None, _) => v,
+                (Some(a), Direction::Minimize) => a.min(v),
+                (Some(a), Direction::Maximize) => a.max(v),
+            })
+        })
+        .expect("a valid point");
+    let along = grid.interpolate.clone();
+    let truth = move |p: &Point| {
+        let k = knobs::key(p);
+        if invalid.contains(&k) {
+            return None;
+        }
+        if let Some(v) = medians.get(&k) {
+            return Some(*v);
+        }
+        // Between the two nearest measured values of the interpolated knob.
+        let name = along
+            .as_deref()
+            .unwrap_or_else(|| panic!("{k} is not in the measured grid"));
+        let x = int(p, name);
+        let at = |v: i64| {
+            let mut q = p.clone();
+            q.insert(name.to_string(), KnobValue::Int(v));
+            medians.get(&knobs::key(&q)).map(|m| (v as f64, *m))
+        };
+        let below = (1..=x as i64).rev().find_map(at);
+        let above = (x as i64..=x as i64 * 4).find_map(at);
+        match (below, above) {
+            (Some((x0, y0)), Some((x1, y1))) => {
+                let t = (x.ln() - x0.ln()) / (x1.ln() - x0.ln());
+                Some((y0.ln() + t * (y1.ln() - y0.ln())).exp())
+            }
+            _ => panic!("{k} is outside the measured grid"),
+        }
+    };
+    let start = knobs::initial_point(&Point::new(), &brief.knobs);
+    Objective {
+        name: format!("{name} (measured, {:.1}% noise)", var.sqrt() * 100.0),
+        brief,
+        start,
+        truth: Box::new(truth),
+        optimum,
+        noise: var.sqrt(),
+    }
+}
+
+// ---------------------------------------------------------------- ooda
+
+#[derive(Debug, Clone)]
+struct Night {
+    choice: Point,
+    runs: u64,
+    stop: &'static str,
+    confirmed: bool,
+}
+
+fn pairs(o: &Objective, base: &Point, cand: &Point, n: usize, rng: &mut SplitMix64) -> Vec<Pair> {
+    (0..n)
+        .map(|i| {
+            let b = o.run(base, rng).expect("the base passes its guard");
+            let c = o
+                .run(cand, rng)
+                .expect("a measured candidate passes its guard");
+            Pair {
+                base: b,
+                cand: c,
+                cand_first: i % 2 == 1,
+                d: eval::oriented_log_ratio(o.dir(), b, c),
+            }
+        })
+        .collect()
+}
+
+fn ooda_night(o: &Objective, seed: u64) -> Night {
+    let mut rng = SplitMix64::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x00DA);
+    let dir = o.dir();
+    let mut runs = 0u64;
+    let cal = pairs(o, &o.start, &o.start, CALIBRATION_PAIRS, &mut rng);
+    runs += 2 * cal.len() as u64;
+    let mut base = IterationRecord::new(0, Verdict::Baseline);
+    base.knobs = o.start.clone();
+    base.tree = Some(knobs::key(&o.start));
+    base.calibration = Some(eval::calibrate(cal, MAX_PAIRS, ALPHA, 0.0));
+    let mut history = vec![base];
+    let mut best = o.start.clone();
+    let th = redlight::Thresholds::default();
+    let mut stop = "budget";
+    for it in 1..=ITERATIONS {
+        let orient = Orientation::of(&history, 0.0, ALPHA, MAX_PAIRS);
+        let plan = match builtin::plan(
+            &o.brief,
+            &history,
+            &best,
+            seed,
+            it,
+            orient.noise_sd(),
+            orient.theta1,
+        ) {
+            Ok(p) => p,
+            Err(_) => {
+                stop = "exhausted";
+                break;
+            }
+        };
+        let mut r = IterationRecord::new(it, Verdict::Discard);
+        r.driver = "builtin".into();
+        r.knobs = plan.knobs.clone();
+        r.axes = plan.axes.clone();
+        r.hypothesis = plan.hypothesis.clone();
+        r.tree = Some(knobs::key(&plan.knobs));
+        r.predicted = Some(Prediction {
+            effect: plan.predicted_effect,
+            sd: plan.predicted_sd,
+        });
+        if (o.truth)(&plan.knobs).is_none() {
+            runs += 1;
+            r.verdict = Verdict::Invalid;
+            r.guards = vec![GuardResult {
+                command: "./guard".into(),
+                ok: false,
+                exit_code: Some(1),
+                seconds: 0.0,
+            }];
+        } else {
+            let series = pairs(o, &best, &plan.knobs, MAX_PAIRS as usize, &mut rng);
+            let d = eval::decide_series(dir, &series, &orient.rule(), ALPHA, MAX_PAIRS)
+                .expect("the last look decides");
+            runs += 2 * d.comparison.pairs.len() as u64;
+            r.verdict = if d.keep {
+                Verdict::Keep
+            } else {
+                Verdict::Discard
+            };
+            r.discard = d.discard;
+            r.measured = Some(d.comparison);
+        }
+        if std::env::var_os("SEARCH_TRACE").is_some() {
+            eprintln!(
+                "{} seed {seed} it {it}: {} -> {:?} {:?} pred {:+.3}±{:.3} runs {runs}",
+                o.name,
+                knobs::key(&r.knobs),
+                r.verdict,
+                r.discard,
+                plan.predicted_effect,
+                plan.predicted_sd
+            );
+        }
+        if r.verdict == Verdict::Keep {
+            best = r.knobs.clone();
+        }
+        history.push(r);
+        if redlight::red_alarms(&history, dir, &th)
+            .iter()
+            .any(|a| a.stop_reason().is_some())
+        {
+            stop = "RED";
+            break;
+        }
+        if redlight::plateau_length(redlight::window(&history)) >= STALL_AFTER {
+            stop = "stalled";
+            break;
+        }
+    }
+    // The confirmation on every stop: start against the final best.
+    let mut confirmed = false;
+    if best != o.start {
+        let series = pairs(o, &o.start, &best, CONFIRM_PAIRS[1], &mut rng);
+        let open = |n: usize| {
+            let d: Vec<f64> = series[..n].iter().map(|p| p.d).collect();
+            let (m, se) = (stats::mean(&d), stats::sd(&d) / (n as f64).sqrt());
+            let half = stats::t_quantile(0.9875, (n - 1) as f64) * se;
+            !(m - half > 0.0 || m + half < 0.0)
+        };
+        let n = if open(CONFIRM_PAIRS[0]) {
+            CONFIRM_PAIRS[1]
+        } else {
+            CONFIRM_PAIRS[0]
+        };
+        runs += 2 * n as u64;
+        let c = eval::confirm(dir, "start", "best", series[..n].to_vec());
+        confirmed = c.ci.0 > 0.0;
+    }
+    Night {
+        choice: best,
+        runs,
+        stop,
+        confirmed,
+    }
+}
+
+// ---------------------------------------------------------------- peers
+
+/// One Python process running Optuna (`examples/search/peers.py`).
+struct Peers {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Peers {
+    fn start(python: &Path) -> Peers {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/search/peers.py");
+        let mut child = Command::new(python)
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{}: {e}", python.display()));
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        Peers {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn call(&mut self, req: serde_json::Value) -> serde_json::Value {
+        writeln!(self.stdin, "{req}").expect("the peer process reads");
+        let mut line = String::new();
+        self.stdout
+            .read_line(&mut line)
+            .expect("the peer process answers");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("peer answered {line:?}: {e}"))
+    }
+}
+
+impl Drop for Peers {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn knob_json(k: &Knob) -> serde_json::Value {
+    match &k.spec {
+        KnobSpec::Int { lo, hi, log } => {
+            serde_json::json!({"name": k.name, "int": [lo, hi], "log": log})
+        }
+        KnobSpec::Float { lo, hi, log } => {
+            serde_json::json!({"name": k.name, "float": [lo, hi], "log": log})
+        }
+        KnobSpec::Choice(c) => serde_json::json!({"name": k.name, "choice": c}),
+    }
+}
+
+fn value_json(v: &KnobValue) -> serde_json::Value {
+    match v {
+        KnobValue::Int(i) => serde_json::json!(i),
+        KnobValue::Float(f) => serde_json::json!(f),
+        KnobValue::Str(s) => serde_json::json!(s),
+    }
+}
+
+fn point_of(knobs: &[Knob], params: &serde_json::Value) -> Point {
+    let mut p = Point::new();
+    for k in knobs {
+        let v = &params[&k.name];
+        let value = match &k.spec {
+            KnobSpec::Int { .. } => KnobValue::Int(v.as_i64().expect("an int")),
+            KnobSpec::Float { .. } => KnobValue::Float(v.as_f64().expect("a float")),
+            KnobSpec::Choice(_) => KnobValue::Str(v.as_str().expect("a choice").to_string()),
+        };
+        p.insert(k.name.clone(), value);
+    }
+    p
+}
+
+/// A peer's night: `budget` trials, the best single noisy value wins.
+fn peer_night(peers: &mut Peers, sampler: &str, o: &Objective, seed: u64, budget: u64) -> Point {
+    let mut rng = SplitMix64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ sampler.len() as u64);
+    let start: serde_json::Map<String, serde_json::Value> = o
+        .start
+        .iter()
+        .map(|(k, v)| (k.clone(), value_json(v)))
+        .collect();
+    peers.call(serde_json::json!({
+        "op": "study",
+        "sampler": sampler,
+        "seed": seed,
+        "direction": match o.dir() { Direction::Minimize => "minimize", Direction::Maximize => "maximize" },
+        "knobs": o.brief.knobs.iter().map(knob_json).collect::<Vec<_>>(),
+        "start": start,
+    }));
+    let mut best: Option<(f64, Point)> = None;
+    for _ in 0..budget {
+        let asked = peers.call(serde_json::json!({"op": "ask"}));
+        let p = point_of(&o.brief.knobs, &asked["params"]);
+        let value = o.run(&p, &mut rng);
+        peers.call(serde_json::json!({"op": "tell", "value": value}));
+        if let Some(v) = value {
+            let better = best.as_ref().is_none_or(|(b, _)| match o.dir() {
+                Direction::Minimize => v < *b,
+                Direction::Maximize => v > *b,
+            });
+            if better {
+                best = Some((v, p));
+            }
+        }
+    }
+    best.map(|(_, p)| p).unwrap_or_else(|| o.start.clone())
+}
+
+// ---------------------------------------------------------------- report
+
+#[derive(Debug, Clone)]
+struct SeedOut {
+    night: Night,
+    quality: [f64; 3],
+    worse_than_start: [bool; 3],
+}
+
+const METHODS: [&str; 3] = ["ooda (builtin)", "Optuna TPE", "random search"];
+
+fn interval(x: &[f64]) -> (f64, f64, f64) {
+    let m = stats::mean(x);
+    let half =
+        stats::t_quantile(0.975, (x.len() - 1) as f64) * stats::sd(x) / (x.len() as f64).sqrt();
+    (m, m - half, m + half)
+}
+
+fn python_arg() -> PathBuf {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == "--python")
+        .and_then(|i| args.get(i + 1))
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("python3"))
+}
+
+fn main() {
+    let started = Instant::now();
+    let python = python_arg();
+    let ok = Command::new(&python)
+        .args(["-c", "import optuna"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!(
+            "error: `{} -c 'import optuna'` fails: run examples/search/run.sh, which installs Optuna from PyPI into target/search-venv, or pass --python PATH",
+            python.display()
+        );
+        std::process::exit(2);
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/search");
+    // `--only NAME` runs the objectives whose name starts with NAME.
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_default();
+    let mut objectives = Vec::new();
+    for kind in ["smooth", "categorical", "plateau"] {
+        for noise in [0.03, 0.15] {
+            objectives.push(synthetic(kind, noise));
+        }
+    }
+    objectives.retain(|o| o.name.starts_with(only.as_str()));
+    for (name, file) in [
+        ("quickstart", "quickstart-grid.json"),
+        ("zstd", "zstd-grid.json"),
+    ] {
+        if name.starts_with(only.as_str()) {
+            objectives.push(measured(name, &dir.join(file)));
+        }
+    }
+
+    println!("## Search quality (examples/search/run.sh)\n");
+    println!(
+        "{SEEDS} seeds per objective. ooda: the builtin driver's night of at most {ITERATIONS} iterations \
+         (A/A calibration, sequential decisions up to {MAX_PAIRS} pairs, red lights, stall after {STALL_AFTER}, \
+         confirmation); each peer gets as many benchmark runs as ooda spent in the same seed's night, one per trial, \
+         and keeps the trial with the best single noisy value. Quality: the final choice's true value as a share \
+         of the optimum (100% = optimum), mean with 95% interval over seeds.\n"
+    );
+    println!(
+        "| objective | runs per night | {} | {} | {} | ooda − TPE | worse than start (ooda / TPE / random) | ooda RED | ooda confirmed | ooda stops |",
+        METHODS[0], METHODS[1], METHODS[2]
+    );
+    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    let mut failures = Vec::new();
+    for o in &objectives {
+        let outs: Vec<SeedOut> = parallel::run(SEEDS, 1, |s| {
+            let seed = 1000 + s as u64;
+            let night = ooda_night(o, seed);
+            let mut peers = Peers::start(&python);
+            let tpe = peer_night(&mut peers, "tpe", o, seed, night.runs);
+            let random = peer_night(&mut peers, "random", o, seed, night.runs);
+            let start = o.quality(&o.start);
+            let quality = [
+                o.quality(&night.choice),
+                o.quality(&tpe),
+                o.quality(&random),
+            ];
+            SeedOut {
+                worse_than_start: quality.map(|q| q < start - 1e-12),
+                night,
+                quality,
+            }
+        });
+        let q = |m: usize| outs.iter().map(|s| s.quality[m]).collect::<Vec<_>>();
+        let pct = |(m, lo, hi): (f64, f64, f64)| {
+            format!("{:.1}% [{:.1}, {:.1}]", m * 100.0, lo * 100.0, hi * 100.0)
+        };
+        let diff: Vec<f64> = outs.iter().map(|s| s.quality[0] - s.quality[1]).collect();
+        let (dm, dlo, dhi) = interval(&diff);
+        let worse = |m: usize| outs.iter().filter(|s| s.worse_than_start[m]).count();
+        let runs: Vec<f64> = outs.iter().map(|s| s.night.runs as f64).collect();
+        let red = outs.iter().filter(|s| s.night.stop == "RED").count();
+        let confirmed = outs.iter().filter(|s| s.night.confirmed).count();
+        let stops = ["budget", "stalled", "exhausted", "RED"]
+            .iter()
+            .map(|r| (r, outs.iter().filter(|s| s.night.stop == *r).count()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        println!(
+            "| {} | {:.0} | {} | {} | {} | {:+.1} [{:+.1}, {:+.1}] | {} / {} / {} | {red} | {confirmed} | {stops} |",
+            o.name,
+            stats::mean(&runs),
+            pct(interval(&q(0))),
+            pct(interval(&q(1))),
+            pct(interval(&q(2))),
+            dm * 100.0,
+            dlo * 100.0,
+            dhi * 100.0,
+            worse(0),
+            worse(1),
+            worse(2),
+        );
+        if dhi < 0.0 {
+            failures.push(format!(
+                "{}: ooda's final choice is worse than TPE's",
+                o.name
+            ));
+        }
+        if worse(0) > 0 {
+            failures.push(format!(
+                "{}: ooda's final choice is worse than the start in {} night(s)",
+                o.name,
+                worse(0)
+            ));
+        }
+    }
+    println!();
+    if failures.is_empty() {
+        println!(
+            "PASS: on every objective ooda's final choice is at least as good as TPE's at equal runs, and never worse than the start"
+        );
+    }
+    for f in &failures {
+        println!("FAIL: {f}");
+    }
+    println!("\n({:.0} s)", started.elapsed().as_secs_f64());
+    if !failures.is_empty() {
+        std::process::exit(1);
+    }
+}
