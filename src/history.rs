@@ -499,9 +499,24 @@ pub fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
 }
 
 pub fn read(path: &Path) -> Result<IterationRecord> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let text = String::from_utf8(bytes).map_err(|e| not_utf8(path, &e))?;
     parse(path, &text)
+}
+
+/// An iteration file that is not UTF-8 (an editor saved it in another
+/// encoding, or it was damaged): where, and how to get it back.
+fn not_utf8(path: &Path, e: &std::string::FromUtf8Error) -> Error {
+    let at = e.utf8_error().valid_up_to();
+    let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+    Error::Corrupt {
+        path: path.to_path_buf(),
+        message: format!(
+            "not UTF-8 text: the first invalid byte is at offset {at} (line {line}); re-save the file as UTF-8, or restore it from git: `git checkout -- {}`",
+            path.display()
+        ),
+    }
 }
 
 /// Writes and validates an iteration file: the LEARN gate. The file is read
@@ -575,6 +590,20 @@ mod tests {
     use crate::brief::KnobValue;
     use crate::eval::Pair;
     use crate::model::{Comparison, Pattern};
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_named_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("iter-003.md");
+        std::fs::write(&path, b"---\niteration: 3\nreason: caf\xe9\n---\n").unwrap();
+        let msg = read(&path).unwrap_err().to_string();
+        assert!(
+            msg.starts_with(&format!("{}: not UTF-8 text", path.display())),
+            "{msg}"
+        );
+        assert!(msg.contains("offset 28 (line 3)"), "{msg}");
+        assert!(msg.contains("re-save the file as UTF-8"), "{msg}");
+    }
 
     fn ctx() -> RenderContext<'static> {
         RenderContext {

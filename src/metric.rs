@@ -1,9 +1,13 @@
 //! Reading the metric from a measurement command's stdout (`metric.parse`).
 //!
 //! Design choices:
-//! - The last occurrence wins in every mode: benchmarks often print a warm-up or a
-//!   running value before the final one, and the final one is what the command means.
-//!   If that last occurrence is malformed it is an error, not a silent fall-back to an
+//! - `METRIC` lines are unambiguous: the same name printed twice with different values
+//!   is an error, not "the last one wins". Last-wins let a candidate's code append a line
+//!   after the benchmark's own (a wrapper, an `atexit` hook) and be measured by it; a
+//!   benchmark that prints a warm-up or running value names it differently. Repeating
+//!   the same value is fine. In the regex and JSON modes the last match or line still
+//!   wins, because there the pattern or pointer is the user's own choice of what to read.
+//! - If the occurrence read is malformed it is an error, not a silent fall-back to an
 //!   earlier value: a stale number would be measured as if it were fresh.
 //! - Numbers are strict (`1.5`, `-3`, `2e-3`; no units glued on, no `inf`/`NaN`), because
 //!   a half-parsed `1.2ms` → 1.2 or `0x10` → 0 would pass as a measurement. A unit after
@@ -20,7 +24,7 @@ use thiserror::Error;
 /// How to find the metric in stdout (from the Brief's `metric.parse`).
 #[derive(Debug, Clone, Copy)]
 pub enum MetricParse<'a> {
-    /// Lines `METRIC <name>=<number>`; the last one with this name.
+    /// Lines `METRIC <name>=<number>`: one value for this name (it may be repeated).
     MetricLine { name: &'a str },
     /// The first capture group (or the whole match, for a regex without groups) of the
     /// last match in stdout.
@@ -43,6 +47,12 @@ pub enum MetricError {
         seen: Vec<String>,
         snippet: String,
     },
+    #[error(
+        "`METRIC {name}` is printed {} times with different values ({}): print the metric once per run, and name a warm-up or running value differently (`METRIC {name}_warmup=…`); ooda does not guess which one is meant",
+        values.len(),
+        values.join(", ")
+    )]
+    MetricLineRepeated { name: String, values: Vec<String> },
     #[error("expected a number for {what}, found {found}")]
     NotANumber { what: String, found: String },
     #[error(
@@ -94,28 +104,43 @@ pub fn parse_metric(stdout: &str, how: &MetricParse) -> Result<f64, MetricError>
 
 fn parse_metric_line(stdout: &str, name: &str) -> Result<f64, MetricError> {
     let mut seen: Vec<String> = Vec::new();
-    let mut last: Option<&str> = None;
+    let mut values: Vec<&str> = Vec::new();
     for line in stdout.lines() {
         for caps in METRIC_LINE.captures_iter(line) {
             let (Some(n), Some(v)) = (caps.get(1), caps.get(2)) else {
                 continue;
             };
             if n.as_str() == name {
-                last = Some(v.as_str());
+                values.push(v.as_str());
             }
             if !seen.iter().any(|s| s == n.as_str()) {
                 seen.push(n.as_str().to_string());
             }
         }
     }
-    match last {
-        Some(value) => to_number(value, &format!("METRIC {name}")),
-        None => Err(MetricError::MetricLineMissing {
+    let what = format!("METRIC {name}");
+    let Some(first) = values.first() else {
+        return Err(MetricError::MetricLineMissing {
             name: name.to_string(),
             seen,
             snippet: tail_snippet(stdout),
-        }),
+        });
+    };
+    let value = to_number(first, &what)?;
+    let mut distinct: Vec<String> = vec![first.to_string()];
+    for v in &values[1..] {
+        // `2` and `2.0` are the same value; a malformed repeat is an error.
+        if to_number(v, &what)? != value && !distinct.iter().any(|d| d == v) {
+            distinct.push(v.to_string());
+        }
     }
+    if distinct.len() > 1 {
+        return Err(MetricError::MetricLineRepeated {
+            name: name.to_string(),
+            values: distinct,
+        });
+    }
+    Ok(value)
 }
 
 fn parse_regex(stdout: &str, re: &Regex) -> Result<f64, MetricError> {
@@ -253,10 +278,24 @@ mod tests {
     }
 
     #[test]
-    fn metric_line_takes_last_of_its_name() {
+    fn a_metric_line_printed_twice_with_different_values_is_an_error() {
         let out = "warming up\nMETRIC p95_ms=3.5\nMETRIC rss=100\nnoise\nMETRIC p95_ms=2.25\nbye\n";
-        assert_eq!(line(out, "p95_ms"), Ok(2.25));
+        let err = line(out, "p95_ms").unwrap_err();
+        assert_eq!(
+            err,
+            MetricError::MetricLineRepeated {
+                name: "p95_ms".into(),
+                values: vec!["3.5".into(), "2.25".into()],
+            }
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("`METRIC p95_ms` is printed 2 times with different values (3.5, 2.25): print the metric once per run"),
+            "{msg}"
+        );
+        // Other names are not affected, and repeating one value is fine.
         assert_eq!(line(out, "rss"), Ok(100.0));
+        assert_eq!(line("METRIC x=2\nMETRIC x=2.0\nMETRIC x=2\n", "x"), Ok(2.0));
     }
 
     #[test]

@@ -123,6 +123,30 @@ fn a_baseline_that_cannot_be_measured_says_how_to_fix_it() {
 }
 
 #[test]
+fn a_second_metric_line_appended_by_the_candidate_is_a_crash_not_a_measurement() {
+    let t = Test::new();
+    // The candidate side prints a perfect number after the benchmark's own.
+    let rigged = format!(
+        "{}[ \"$OODA_SIDE\" = cand ] && [ \"$OODA_ITERATION\" != 0 ] && echo 'METRIC t=1'\nexit 0\n",
+        crate::test::knob_bench()
+    );
+    t.script("bench.sh", &rigged);
+    t.brief("r", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "r"]).expect(0);
+    t.ooda(&["tick", "r"]).expect(0);
+    let rec = t.record("r", 1);
+    assert_eq!(rec.verdict, ooda::history::Verdict::Crash, "{}", rec.reason);
+    assert!(
+        rec.reason
+            .contains("`METRIC t` is printed 2 times with different values"),
+        "{}",
+        rec.reason
+    );
+    assert!(rec.commit.is_none());
+}
+
+#[test]
 fn a_hanging_command_times_out_as_a_crash() {
     let t = Test::new();
     t.script("bench.sh", &crate::test::bench_after("if [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then sleep 60 & wait; fi\n", crate::test::LANDSCAPE, 0.01));
