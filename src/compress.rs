@@ -281,6 +281,20 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\bgithub_pat_[A-Za-z0-9_]{20,}", "[REDACTED]"),
         // AWS access key ids.
         (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED]"),
+        // Private key blocks (PEM, OpenSSH, PGP), also cut off before their end.
+        (
+            r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+            "[REDACTED PRIVATE KEY]",
+        ),
+        // JSON web tokens: header.payload.signature, the first two base64 JSON.
+        (
+            r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+            "[REDACTED]",
+        ),
+        // Stripe secret and restricted keys.
+        (r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}", "[REDACTED]"),
+        // Google API keys.
+        (r"\bAIza[0-9A-Za-z_-]{35}\b", "[REDACTED]"),
         // Slack tokens.
         (r"\bxox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
         // Authorization headers and the like.
@@ -300,14 +314,115 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     .collect()
 });
 
-/// Replaces secrets that match common key shapes with `[REDACTED]`, keeping the name of
-/// an assignment (`API_KEY=[REDACTED]`) so the reader still knows what was there.
+/// Words of 40 characters from the base64 alphabet: an AWS secret access key
+/// has that shape and no prefix. Checked in code ([`aws_secret`]): the
+/// regex crate has no look-around to say "not part of a longer word".
+static FORTY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9/+]{40,}").expect("static regex is valid"));
+
+/// A bare AWS secret access key: exactly 40 characters of its alphabet,
+/// mixing upper case, lower case and digits, as random as a key (at least
+/// 4.4 bits per character: 99% of random keys are above 4.47, and a path
+/// like `src/driver/Surrogate1/Module2/Component3` is at 4.23). Pure hex
+/// (commit hashes fill the archive) and longer base64 runs are not.
+fn aws_secret(token: &str) -> bool {
+    token.len() == 40
+        && token.bytes().any(|b| b.is_ascii_uppercase())
+        && token.bytes().any(|b| b.is_ascii_lowercase())
+        && token.bytes().any(|b| b.is_ascii_digit())
+        && entropy(token) >= 4.4
+}
+
+/// Shannon entropy of a string's bytes, in bits per byte.
+fn entropy(s: &str) -> f64 {
+    let mut counts = [0usize; 256];
+    for b in s.bytes() {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|c| **c > 0)
+        .map(|&c| {
+            let p = c as f64 / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// Environment variables whose name says they hold a secret.
+static SECRET_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)(?:^|_)(?:key|token|secret|password|passwd|credentials?|api_?key)$")
+        .expect("static regex is valid")
+});
+
+/// Values shorter than this are not redacted by value: `KEY=1` would
+/// otherwise blank every digit 1.
+const MIN_SECRET_VALUE: usize = 8;
+
+/// The values of this process's secret-named environment variables, with
+/// their base64 encodings: what an agent or a benchmark would echo or
+/// encode. Read once: ooda does not change its own environment.
+static SECRET_VALUES: LazyLock<Vec<String>> = LazyLock::new(|| secret_values(std::env::vars()));
+
+/// The values to redact for an environment: each secret-named variable's
+/// value (at least [`MIN_SECRET_VALUE`] long, not pure hex) and its standard
+/// and URL-safe base64 forms, longest first so no value is half-replaced.
+pub fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+    use base64::Engine;
+    let mut out: Vec<String> = Vec::new();
+    for (name, value) in env {
+        if !SECRET_NAME.is_match(&name)
+            || value.len() < MIN_SECRET_VALUE
+            || value.bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            continue;
+        }
+        let engines = [
+            base64::engine::general_purpose::STANDARD.encode(&value),
+            base64::engine::general_purpose::STANDARD_NO_PAD.encode(&value),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&value),
+        ];
+        out.push(value);
+        out.extend(engines);
+    }
+    out.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    out.dedup();
+    out
+}
+
+/// Replaces secrets with `[REDACTED]`: the values of this process's
+/// secret-named environment variables (also base64-encoded), then common key
+/// shapes, keeping the name of an assignment (`API_KEY=[REDACTED]`) so the
+/// reader still knows what was there.
 pub fn redact(text: &str) -> String {
+    redact_with(text, &SECRET_VALUES)
+}
+
+/// [`redact`] with the secret values given.
+pub fn redact_with(text: &str, values: &[String]) -> String {
     let mut out = text.to_string();
+    for v in values {
+        if out.contains(v.as_str()) {
+            out = out.replace(v.as_str(), "[REDACTED]");
+        }
+    }
     for (re, with) in SECRETS.iter() {
         if re.is_match(&out) {
             out = re.replace_all(&out, *with).into_owned();
         }
+    }
+    if FORTY.find_iter(&out).any(|m| aws_secret(m.as_str())) {
+        out = FORTY
+            .replace_all(&out, |c: &regex::Captures| {
+                let m = &c[0];
+                if aws_secret(m) {
+                    "[REDACTED]".to_string()
+                } else {
+                    m.to_string()
+                }
+            })
+            .into_owned();
     }
     out
 }
@@ -519,6 +634,54 @@ mod tests {
         assert_eq!(
             redact("slack xoxb-123456789012-abcdefABCDEF"),
             "slack [REDACTED]"
+        );
+    }
+
+    #[test]
+    fn redacts_the_other_key_families() {
+        // A bare AWS secret access key, with no name beside it.
+        assert_eq!(
+            redact("then wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ok"),
+            "then [REDACTED] ok"
+        );
+        // Commit hashes, path-like words and longer base64 runs stay.
+        let hash = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(redact(hash), hash);
+        let path = "src/driver/Surrogate1/Module2/Component3";
+        assert_eq!(redact(path), path);
+        let long = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9w";
+        assert_eq!(redact(long), long);
+        let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\ny";
+        assert_eq!(redact(pem), "x\n[REDACTED PRIVATE KEY]\ny");
+        let cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA";
+        assert_eq!(redact(cut), "[REDACTED PRIVATE KEY]");
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        assert_eq!(redact(&format!("t={jwt};")), "t=[REDACTED];");
+        assert_eq!(redact(&format!("jwt {jwt}")), "jwt [REDACTED]");
+        let stripe = format!("sk_live_{}", "4eC39HqLyjWDarjtT1zdp7dc");
+        assert_eq!(redact(&format!("stripe {stripe}")), "stripe [REDACTED]");
+        let google = format!("AIza{}", "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY");
+        assert_eq!(redact(&format!("g {google} x")), "g [REDACTED] x");
+    }
+
+    #[test]
+    fn redacts_secret_environment_values_and_their_base64() {
+        let env = [
+            (
+                "MY_SERVICE_TOKEN".to_string(),
+                "plain-looking-value-42".to_string(),
+            ),
+            ("DB_PASSWORD".to_string(), "correct horse".to_string()),
+            // Not secret by name, too short, or pure hex: left alone.
+            ("HOME".to_string(), "/root/home/dir".to_string()),
+            ("SHORT_KEY".to_string(), "abc".to_string()),
+            ("BUILD_TOKEN".to_string(), "deadbeefdeadbeef".to_string()),
+        ];
+        let values = secret_values(env);
+        let text = "echo plain-looking-value-42; b64 cGxhaW4tbG9va2luZy12YWx1ZS00Mg==; pw correct horse; /root/home/dir deadbeefdeadbeef abc";
+        assert_eq!(
+            redact_with(text, &values),
+            "echo [REDACTED]; b64 [REDACTED]; pw [REDACTED]; /root/home/dir deadbeefdeadbeef abc"
         );
     }
 

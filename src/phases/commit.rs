@@ -21,12 +21,14 @@ use crate::workspace::Workspace;
 pub(crate) fn prepare(ws: &Workspace, brief: &Brief, cur: &InFlight) -> Result<String> {
     let plan = cur.plan.clone().unwrap_or_default();
     let reason = cur.eval.as_ref().map(|e| e.reason.as_str()).unwrap_or("");
-    let msg = format!(
+    // The hypothesis is the agent's text: redacted like everything archived,
+    // since a commit message is on disk (and pushed) for good.
+    let msg = crate::compress::redact(&format!(
         "ooda {} iteration {}: {}\n\n{reason}\n",
         brief.name,
         cur.iteration,
         plan.hypothesis.lines().next().unwrap_or("")
-    );
+    ));
     let base = oid(&cur.base_commit)?;
     // The commit is built from the tree recorded after EXECUTE (what was
     // measured), never from the worktree as it is now.

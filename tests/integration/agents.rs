@@ -346,6 +346,66 @@ cat "$AGENT_DIR/$OODA_PHASE.out"
 }
 
 #[test]
+fn a_secret_environment_value_never_reaches_disk_even_base64_encoded() {
+    // The agent sees the secret (it inherits ooda's environment), prints it
+    // and its base64 in its output, and puts it into its hypothesis.
+    let script = r#"#!/bin/sh
+cat > /dev/null
+printf '%s' "$SERVICE_API_TOKEN" > "$AGENT_DIR/seen"
+echo "debug: token is $SERVICE_API_TOKEN"
+echo "debug: encoded $(printf '%s' "$SERVICE_API_TOKEN" | base64)"
+case "$OODA_PHASE" in
+  execute) echo tuned >> src/lib.txt ;;
+esac
+sed "s/TOKENHERE/$SERVICE_API_TOKEN/" "$AGENT_DIR/$OODA_PHASE.out"
+"#;
+    let f = Fake::new("text", script, "20s");
+    f.put(
+        "plan",
+        &block(&PLAN.replace("X=40 sits", "X=40 (auth TOKENHERE) sits")),
+    );
+    f.put("execute", &block(EXECUTE));
+    f.put("learn", &block(LEARN));
+    let secret = "Zq8vN2xR7tLp4sWm";
+    let env = [("AGENT_DIR", f.agent_dir()), ("SERVICE_API_TOKEN", secret)];
+    f.t.ooda_env(&["tick", "b"], &env).expect(0);
+    f.t.ooda_env(&["tick", "b"], &env).expect(0);
+    let seen = std::fs::read_to_string(f.dir.path().join("seen")).unwrap();
+    assert_eq!(seen, secret, "the agent saw the secret");
+    let rec = f.t.record("b", 1);
+    assert!(rec.hypothesis.contains("[REDACTED]"), "{}", rec.hypothesis);
+    let encoded = "WnE4dk4yeFI3dExwNHNXbQ==";
+    let mut stack = vec![f.t.path().to_path_buf()];
+    let mut files = 0;
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(text) = std::fs::read(&p) {
+                files += 1;
+                let text = String::from_utf8_lossy(&text);
+                assert!(!text.contains(secret), "the secret reached {}", p.display());
+                assert!(
+                    !text.contains(encoded),
+                    "its base64 reached {}",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(files > 10, "{files} files checked");
+    let log = f.t.git(&["log", "--all", "--format=%B"]);
+    assert!(
+        !log.contains(secret),
+        "the secret reached a commit message: {log}"
+    );
+}
+
+#[test]
 fn garbage_is_sent_back_twice_then_the_iteration_is_invalid() {
     let script = r#"#!/bin/sh
 cat > "$AGENT_DIR/prompt-$OODA_ITERATION-$OODA_PHASE-$OODA_ATTEMPT.md"
