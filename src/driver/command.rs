@@ -171,6 +171,14 @@ impl CommandAgent {
 
         let parsed = agent_output::parse(self.profile.format, &out.stdout);
         let written = std::fs::read_to_string(&output_file).ok();
+        // The agent wrote this file itself: it stays as an artifact, so it
+        // is redacted in place like everything else ooda keeps.
+        if let Some(text) = &written {
+            let clean = compress::redact(text);
+            if &clean != text {
+                crate::atomic::write_atomic(&output_file, clean.as_bytes())?;
+            }
+        }
         let seconds = out.elapsed.as_secs_f64();
         let (outcome, problem) = match out.status {
             Outcome::Success => (CallOutcome::Ok, None),

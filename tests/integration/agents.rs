@@ -355,11 +355,18 @@ printf '%s' "$SERVICE_API_TOKEN" > "$AGENT_DIR/seen"
 echo "debug: token is $SERVICE_API_TOKEN"
 echo "debug: encoded $(printf '%s' "$SERVICE_API_TOKEN" | base64)"
 case "$OODA_PHASE" in
+  plan) sed "s/TOKENHERE/$SERVICE_API_TOKEN/" "$AGENT_DIR/plan.json" > "$OODA_OUTPUT_FILE" ;;
   execute) echo tuned >> src/lib.txt ;;
 esac
 sed "s/TOKENHERE/$SERVICE_API_TOKEN/" "$AGENT_DIR/$OODA_PHASE.out"
 "#;
     let f = Fake::new("text", script, "20s");
+    // The plan also comes as the result file the agent writes itself.
+    std::fs::write(
+        f.dir.path().join("plan.json"),
+        PLAN.replace("X=40 sits", "X=40 (auth TOKENHERE) sits"),
+    )
+    .unwrap();
     f.put(
         "plan",
         &block(&PLAN.replace("X=40 sits", "X=40 (auth TOKENHERE) sits")),
