@@ -99,7 +99,7 @@ impl Archive {
                 }
                 match rebuild(&history) {
                     Some(s) => s,
-                    None => new_state(brief, brief_hash, ws)?,
+                    None => new_state(dir, brief, brief_hash, ws)?,
                 }
             }
         };
@@ -219,18 +219,23 @@ fn archived_by(s: &State) -> usize {
     s.next_iteration as usize + usize::from(s.current.as_ref().is_some_and(|c| c.done.archived()))
 }
 
-fn new_state(brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
+fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
     let head = ws.user_head()?;
+    // Kept commits with no archive: the archive of an earlier run was
+    // deleted or lost. Never baseline over it (exit 1, like a damaged file).
     if let Some(tip) = ws.branch_tip()?
         && tip != head
     {
-        return Err(Error::Input(format!(
-            "branch {} already exists (at {}) but {} has no history: it is left from an earlier run. Review it, then start over with `ooda reset {}`, or restore the earlier iterations/ folder.",
-            ws.branch,
-            history::short(&tip.to_string()),
-            brief.name,
-            brief.name
-        )));
+        return Err(Error::Corrupt {
+            path: dir.to_path_buf(),
+            message: format!(
+                "no iteration files, but branch {} already exists (at {}): it holds the kept commits of an earlier run whose archive is missing. Restore the earlier iterations/{}/ folder (from git or a backup), or review the branch and start over with `ooda reset {}`.",
+                ws.branch,
+                history::short(&tip.to_string()),
+                brief.name,
+                brief.name
+            ),
+        });
     }
     let now = Utc::now();
     let seed = brief.seed.unwrap_or_else(|| {

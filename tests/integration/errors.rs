@@ -123,6 +123,40 @@ fn a_baseline_that_cannot_be_measured_says_how_to_fix_it() {
 }
 
 #[test]
+fn a_deleted_archive_is_never_baselined_over() {
+    let t = Test::new();
+    t.script("bench.sh", &crate::test::gain_bench());
+    t.brief("lost", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "lost"]).expect(0);
+    t.ooda(&["tick", "lost"]).expect(0);
+    assert_eq!(t.record("lost", 1).verdict, ooda::history::Verdict::Keep);
+    // What `rm -rf $OODA_ITERATIONS_DIR/*` does.
+    for e in std::fs::read_dir(t.path().join("iterations/lost")).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).unwrap();
+        } else {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let tip = t.git(&["rev-parse", "ooda/lost"]);
+    let r = t.ooda(&["tick", "lost"]).expect(1);
+    assert!(
+        r.stderr
+            .contains("no iteration files, but branch ooda/lost already exists")
+            && r.stderr
+                .contains("Restore the earlier iterations/lost/ folder")
+            && r.stderr.contains("`ooda reset lost`"),
+        "{}",
+        r.stderr
+    );
+    // Nothing was baselined over it, and the kept commit is where it was.
+    assert!(t.iterations("lost").is_empty());
+    assert_eq!(t.git(&["rev-parse", "ooda/lost"]), tip);
+}
+
+#[test]
 fn a_second_metric_line_appended_by_the_candidate_is_a_crash_not_a_measurement() {
     let t = Test::new();
     // The candidate side prints a perfect number after the benchmark's own.
@@ -179,6 +213,6 @@ fn an_old_branch_without_history_is_not_overwritten() {
     t.git(&["branch", "ooda/o", "HEAD"]);
     t.write("src/lib.txt", "newer\n");
     t.commit("newer");
-    let r = t.ooda(&["tick", "o"]).expect(2);
+    let r = t.ooda(&["tick", "o"]).expect(1);
     assert!(r.stderr.contains("ooda reset o"), "{}", r.stderr);
 }
