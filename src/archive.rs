@@ -221,21 +221,27 @@ fn archived_by(s: &State) -> usize {
 
 fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
     let head = ws.user_head()?;
-    // Kept commits with no archive: the archive of an earlier run was
-    // deleted or lost. Never baseline over it (exit 1, like a damaged file).
     if let Some(tip) = ws.branch_tip()?
         && tip != head
     {
-        return Err(Error::Corrupt {
-            path: dir.to_path_buf(),
-            message: format!(
-                "no iteration files, but branch {} already exists (at {}): it holds the kept commits of an earlier run whose archive is missing. Restore the earlier iterations/{}/ folder (from git or a backup), or review the branch and start over with `ooda reset {}`.",
-                ws.branch,
-                history::short(&tip.to_string()),
-                brief.name,
-                brief.name
-            ),
-        });
+        let tip_full = tip.to_string();
+        let tip_text = history::short(&tip_full);
+        // Commits the user's history does not have: kept commits of an
+        // earlier run whose archive was deleted or lost. Never baseline
+        // over them (exit 1, like a damaged file ooda owns).
+        if !ws.is_ancestor(tip, head)? {
+            return Err(Error::Corrupt {
+                path: dir.to_path_buf(),
+                message: format!(
+                    "no iteration files, but branch {} already exists (at {tip_text}) with commits your checkout does not have: the kept commits of an earlier run whose archive is missing. Restore the earlier iterations/{}/ folder (from git or a backup), or review the branch and start over with `ooda reset {}`.",
+                    ws.branch, brief.name, brief.name
+                ),
+            });
+        }
+        return Err(Error::Input(format!(
+            "branch {} already exists (at {tip_text}) but {} has no history: it is left from an earlier run. Review it, then start over with `ooda reset {}`, or restore the earlier iterations/ folder.",
+            ws.branch, brief.name, brief.name
+        )));
     }
     let now = Utc::now();
     let seed = brief.seed.unwrap_or_else(|| {

@@ -283,7 +283,7 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED]"),
         // Private key blocks (PEM, OpenSSH, PGP), also cut off before their end.
         (
-            r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----|\z)",
+            r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----|(?:\r?\n[A-Za-z0-9+/=:, -]*)*)",
             "[REDACTED PRIVATE KEY]",
         ),
         // JSON web tokens: header.payload.signature, the first two base64 JSON.
@@ -292,9 +292,9 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             "[REDACTED]",
         ),
         // Stripe secret and restricted keys.
-        (r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{10,}", "[REDACTED]"),
+        (r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{20,}", "[REDACTED]"),
         // Google API keys.
-        (r"\bAIza[0-9A-Za-z_-]{35}\b", "[REDACTED]"),
+        (r"\bAIza[0-9A-Za-z_-]{35}", "[REDACTED]"),
         // Slack tokens.
         (r"\bxox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
         // Authorization headers and the like.
@@ -350,15 +350,21 @@ fn entropy(s: &str) -> f64 {
         .sum()
 }
 
-/// Environment variables whose name says they hold a secret.
+/// Environment variables whose name says they hold a secret: `…_KEY`,
+/// `…TOKEN`, `…SECRET`, `…PASSWORD` (`PGPASSWORD` too), `…_PWD`, `…_PASS`,
+/// `…_PAT`. Not `PWD`/`OLDPWD` (the working directory), and not
+/// `…_CREDENTIALS`, which names a file path.
 static SECRET_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:^|_)(?:key|token|secret|password|passwd|credentials?|api_?key)$")
+    Regex::new(r"(?i)(?:(?:^|_)(?:key|api_?key|pass|pat)|token|secret|passw(?:or)?d|_pwd)$")
         .expect("static regex is valid")
 });
 
 /// Values shorter than this are not redacted by value: `KEY=1` would
 /// otherwise blank every digit 1.
 const MIN_SECRET_VALUE: usize = 8;
+/// Pure-hex values shorter than this are not redacted by value (a short
+/// hex value is as likely an id or a hash prefix); longer ones are keys.
+const MIN_HEX_SECRET: usize = 16;
 
 /// The values of this process's secret-named environment variables, with
 /// their base64 encodings: what an agent or a benchmark would echo or
@@ -372,9 +378,12 @@ pub fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<Str
     use base64::Engine;
     let mut out: Vec<String> = Vec::new();
     for (name, value) in env {
+        let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
         if !SECRET_NAME.is_match(&name)
+            || name.eq_ignore_ascii_case("PWD")
+            || name.eq_ignore_ascii_case("OLDPWD")
             || value.len() < MIN_SECRET_VALUE
-            || value.bytes().all(|b| b.is_ascii_hexdigit())
+            || (hex && value.len() < MIN_HEX_SECRET)
         {
             continue;
         }
@@ -399,12 +408,63 @@ pub fn redact(text: &str) -> String {
     redact_with(text, &SECRET_VALUES)
 }
 
+/// Redacts a JSON value in place and keeps it JSON: every string is
+/// redacted, and a string or number under a key that names a secret
+/// (`client_secret`, `api_key`) is replaced whatever it looks like, which
+/// text redaction of the serialized form would do but break the JSON.
+pub fn redact_json(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::String(s) => {
+            let r = redact(s);
+            if r != *s {
+                *s = r;
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(redact_json),
+        serde_json::Value::Object(o) => {
+            for (k, val) in o.iter_mut() {
+                let secret_key = SECRET_NAME.is_match(k) && !k.eq_ignore_ascii_case("pwd");
+                if secret_key && (val.is_string() || val.is_number()) {
+                    *val = serde_json::Value::String("[REDACTED]".into());
+                } else {
+                    redact_json(val);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Redacts a file an agent wrote, in place: as JSON when it parses (so it
+/// stays JSON), else as text (bytes that are not UTF-8 replaced).
+pub fn redact_file(path: &std::path::Path) -> crate::error::Result<()> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let clean = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(mut v) => {
+            let before = v.clone();
+            redact_json(&mut v);
+            if v == before {
+                return Ok(());
+            }
+            serde_json::to_string_pretty(&v).unwrap_or_else(|_| redact(&text))
+        }
+        Err(_) => redact(&text),
+    };
+    if clean.as_bytes() != bytes.as_slice() {
+        crate::atomic::write_atomic(path, clean.as_bytes())?;
+    }
+    Ok(())
+}
+
 /// [`redact`] with the secret values given.
 pub fn redact_with(text: &str, values: &[String]) -> String {
     let mut out = text.to_string();
     for v in values {
         if out.contains(v.as_str()) {
-            out = out.replace(v.as_str(), "[REDACTED]");
+            out = replace_words(&out, v);
         }
     }
     for (re, with) in SECRETS.iter() {
@@ -412,19 +472,66 @@ pub fn redact_with(text: &str, values: &[String]) -> String {
             out = re.replace_all(&out, *with).into_owned();
         }
     }
-    if FORTY.find_iter(&out).any(|m| aws_secret(m.as_str())) {
-        out = FORTY
-            .replace_all(&out, |c: &regex::Captures| {
-                let m = &c[0];
-                if aws_secret(m) {
-                    "[REDACTED]".to_string()
-                } else {
-                    m.to_string()
-                }
-            })
-            .into_owned();
+    if FORTY
+        .find_iter(&out)
+        .any(|m| aws_secret_at(&out, m.start(), m.end()))
+    {
+        let mut clean = String::with_capacity(out.len());
+        let mut last = 0;
+        for m in FORTY.find_iter(&out) {
+            if aws_secret_at(&out, m.start(), m.end()) {
+                clean.push_str(&out[last..m.start()]);
+                clean.push_str("[REDACTED]");
+                last = m.end();
+            }
+        }
+        clean.push_str(&out[last..]);
+        out = clean;
     }
     out
+}
+
+/// Part of a word: a value found inside a longer one (`postgres` in
+/// `postgresql`) is not that value.
+fn word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Replaces `value` where it stands as a whole word (or is bounded by
+/// non-word characters): `DB_PASSWORD=postgres` must not turn `postgresql`
+/// into `[REDACTED]ql`.
+fn replace_words(text: &str, value: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (at, _) in text.match_indices(value) {
+        if at < last {
+            continue;
+        }
+        let end = at + value.len();
+        let before = at > 0 && word_byte(bytes[at - 1]) && word_byte(value.as_bytes()[0]);
+        let after = end < bytes.len()
+            && word_byte(bytes[end])
+            && value.as_bytes().last().copied().is_some_and(word_byte);
+        if before || after {
+            continue;
+        }
+        out.push_str(&text[last..at]);
+        out.push_str("[REDACTED]");
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// A 40-character run at `start..end` that is an AWS secret key, and not a
+/// stretch of a longer token (URL-safe base64 continues with `-`, `_`, `=`).
+fn aws_secret_at(text: &str, start: usize, end: usize) -> bool {
+    let b = text.as_bytes();
+    let joined = |i: usize| matches!(b[i], b'-' | b'_' | b'=' | b'.');
+    aws_secret(&text[start..end])
+        && !(start > 0 && joined(start - 1))
+        && !(end < b.len() && joined(end))
 }
 
 /// Characters, not bytes: budgets are in characters.
@@ -649,12 +756,21 @@ mod tests {
         assert_eq!(redact(hash), hash);
         let path = "src/driver/Surrogate1/Module2/Component3";
         assert_eq!(redact(path), path);
+        // 40 characters inside a longer URL-safe token are not a key.
+        let digest = "1X_n63pQ2Y2d0HMdhUb3JrmscoqhcQ6Vfohx9wbxLo0=";
+        assert_eq!(redact(digest), digest);
         let long = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9w";
         assert_eq!(redact(long), long);
         let pem = "x\n-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\ny";
         assert_eq!(redact(pem), "x\n[REDACTED PRIVATE KEY]\ny");
         let cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA";
         assert_eq!(redact(cut), "[REDACTED PRIVATE KEY]");
+        // A header with no key after it takes only itself, not the rest.
+        let mention = "const HEADER = \"-----BEGIN RSA PRIVATE KEY-----\";\nerror: parse failed";
+        assert_eq!(
+            redact(mention),
+            "const HEADER = \"[REDACTED PRIVATE KEY]\";\nerror: parse failed"
+        );
         let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
         assert_eq!(redact(&format!("t={jwt};")), "t=[REDACTED];");
         assert_eq!(redact(&format!("jwt {jwt}")), "jwt [REDACTED]");
@@ -666,22 +782,41 @@ mod tests {
 
     #[test]
     fn redacts_secret_environment_values_and_their_base64() {
+        let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
         let env = [
-            (
-                "MY_SERVICE_TOKEN".to_string(),
-                "plain-looking-value-42".to_string(),
-            ),
-            ("DB_PASSWORD".to_string(), "correct horse".to_string()),
-            // Not secret by name, too short, or pure hex: left alone.
-            ("HOME".to_string(), "/root/home/dir".to_string()),
-            ("SHORT_KEY".to_string(), "abc".to_string()),
-            ("BUILD_TOKEN".to_string(), "deadbeefdeadbeef".to_string()),
+            pair("MY_SERVICE_TOKEN", "plain-looking-value-42"),
+            pair("DB_PASSWORD", "correct horse"),
+            pair("PGPASSWORD", "postgres"),
+            pair("DD_API_KEY", "0123456789abcdef0123456789abcdef"),
+            // Not secret by name, too short, or short hex: left alone.
+            pair("HOME", "/root/home/dir"),
+            pair("PWD", "/work/checkout"),
+            pair("GOOGLE_APPLICATION_CREDENTIALS", "/etc/gcp.json"),
+            pair("SHORT_KEY", "abc"),
+            pair("BUILD_TOKEN", "deadbeef1"),
         ];
         let values = secret_values(env);
-        let text = "echo plain-looking-value-42; b64 cGxhaW4tbG9va2luZy12YWx1ZS00Mg==; pw correct horse; /root/home/dir deadbeefdeadbeef abc";
+        let text = "echo plain-looking-value-42; b64 cGxhaW4tbG9va2luZy12YWx1ZS00Mg==; pw correct horse; \
+                    db postgres in postgresql; dd 0123456789abcdef0123456789abcdef; \
+                    /root/home/dir /work/checkout /etc/gcp.json deadbeef1 abc";
         assert_eq!(
             redact_with(text, &values),
-            "echo [REDACTED]; b64 [REDACTED]; pw [REDACTED]; /root/home/dir deadbeefdeadbeef abc"
+            "echo [REDACTED]; b64 [REDACTED]; pw [REDACTED]; \
+             db [REDACTED] in postgresql; dd [REDACTED]; \
+             /root/home/dir /work/checkout /etc/gcp.json deadbeef1 abc"
+        );
+    }
+
+    #[test]
+    fn json_is_redacted_and_stays_json() {
+        let mut v: serde_json::Value = serde_json::from_str(
+            r#"{"client_secret": "abc", "n": 1, "nested": [{"apiKey": 12345}, "sk-1234567890abcdefghij"]}"#,
+        )
+        .unwrap();
+        redact_json(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({"client_secret": "[REDACTED]", "n": 1, "nested": [{"apiKey": "[REDACTED]"}, "[REDACTED]"]})
         );
     }
 

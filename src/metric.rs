@@ -48,11 +48,15 @@ pub enum MetricError {
         snippet: String,
     },
     #[error(
-        "`METRIC {name}` is printed {} times with different values ({}): print the metric once per run, and name a warm-up or running value differently (`METRIC {name}_warmup=…`); ooda does not guess which one is meant",
+        "`METRIC {name}` is printed {lines} times with {} different values ({}): print the metric once per run, and name a warm-up or running value differently (`METRIC {name}_warmup=…`); ooda does not guess which one is meant",
         values.len(),
         values.join(", ")
     )]
-    MetricLineRepeated { name: String, values: Vec<String> },
+    MetricLineRepeated {
+        name: String,
+        lines: usize,
+        values: Vec<String>,
+    },
     #[error("expected a number for {what}, found {found}")]
     NotANumber { what: String, found: String },
     #[error(
@@ -127,17 +131,19 @@ fn parse_metric_line(stdout: &str, name: &str) -> Result<f64, MetricError> {
         });
     };
     let value = to_number(first, &what)?;
-    let mut distinct: Vec<String> = vec![first.to_string()];
+    let mut distinct: Vec<(f64, String)> = vec![(value, first.to_string())];
     for v in &values[1..] {
         // `2` and `2.0` are the same value; a malformed repeat is an error.
-        if to_number(v, &what)? != value && !distinct.iter().any(|d| d == v) {
-            distinct.push(v.to_string());
+        let x = to_number(v, &what)?;
+        if !distinct.iter().any(|(d, _)| *d == x) {
+            distinct.push((x, v.to_string()));
         }
     }
     if distinct.len() > 1 {
         return Err(MetricError::MetricLineRepeated {
             name: name.to_string(),
-            values: distinct,
+            lines: values.len(),
+            values: distinct.into_iter().map(|(_, v)| v).collect(),
         });
     }
     Ok(value)
@@ -285,17 +291,25 @@ mod tests {
             err,
             MetricError::MetricLineRepeated {
                 name: "p95_ms".into(),
+                lines: 2,
                 values: vec!["3.5".into(), "2.25".into()],
             }
         );
         let msg = err.to_string();
         assert!(
-            msg.starts_with("`METRIC p95_ms` is printed 2 times with different values (3.5, 2.25): print the metric once per run"),
+            msg.starts_with("`METRIC p95_ms` is printed 2 times with 2 different values (3.5, 2.25): print the metric once per run"),
             "{msg}"
         );
         // Other names are not affected, and repeating one value is fine.
         assert_eq!(line(out, "rss"), Ok(100.0));
         assert_eq!(line("METRIC x=2\nMETRIC x=2.0\nMETRIC x=2\n", "x"), Ok(2.0));
+        let three = line("METRIC x=2\nMETRIC x=3\nMETRIC x=3.0\n", "x").unwrap_err();
+        assert!(
+            three
+                .to_string()
+                .contains("printed 3 times with 2 different values (2, 3)"),
+            "{three}"
+        );
     }
 
     #[test]

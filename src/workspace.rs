@@ -109,6 +109,16 @@ impl Workspace {
         }
     }
 
+    /// Whether `ancestor` is reachable from `of` (or is it).
+    pub fn is_ancestor(&self, ancestor: Oid, of: Oid) -> Result<bool> {
+        if ancestor == of {
+            return Ok(true);
+        }
+        self.repo
+            .graph_descendant_of(of, ancestor)
+            .map_err(|e| Error::git(format!("comparing {ancestor} with {of}"), e))
+    }
+
     pub fn commit_exists(&self, oid: &str) -> bool {
         Oid::from_str(oid)
             .ok()

@@ -161,6 +161,7 @@ impl CommandAgent {
             .run(&spec, cancel)
             .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
         if out.status == Outcome::Interrupted {
+            compress::redact_file(&output_file)?;
             return Err(Error::Interrupted);
         }
         let excerpt = compress::redact(&compress::compress(
@@ -172,13 +173,8 @@ impl CommandAgent {
         let parsed = agent_output::parse(self.profile.format, &out.stdout);
         let written = std::fs::read_to_string(&output_file).ok();
         // The agent wrote this file itself: it stays as an artifact, so it
-        // is redacted in place like everything else ooda keeps.
-        if let Some(text) = &written {
-            let clean = compress::redact(text);
-            if &clean != text {
-                crate::atomic::write_atomic(&output_file, clean.as_bytes())?;
-            }
-        }
+        // is redacted in place (and stays JSON) once read.
+        compress::redact_file(&output_file)?;
         let seconds = out.elapsed.as_secs_f64();
         let (outcome, problem) = match out.status {
             Outcome::Success => (CallOutcome::Ok, None),

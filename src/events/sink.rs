@@ -58,7 +58,7 @@ impl Sink for EventFile {
         // (commands, hypotheses, agent messages), whatever its field.
         let mut value = serde_json::to_value(record)
             .map_err(|e| Error::Internal(format!("serializing an event: {e}")))?;
-        redact_strings(&mut value);
+        crate::compress::redact_json(&mut value);
         let mut line = value.to_string();
         line.push('\n');
         // One write call per line: O_APPEND keeps concurrent writers' lines
@@ -91,19 +91,5 @@ impl Sink for EventFile {
         }
         let needle = format!("\"id\":{}", serde_json::Value::from(id));
         String::from_utf8_lossy(&tail).contains(&needle)
-    }
-}
-
-fn redact_strings(v: &mut serde_json::Value) {
-    match v {
-        serde_json::Value::String(s) => {
-            let r = crate::compress::redact(s);
-            if r != *s {
-                *s = r;
-            }
-        }
-        serde_json::Value::Array(a) => a.iter_mut().for_each(redact_strings),
-        serde_json::Value::Object(o) => o.values_mut().for_each(redact_strings),
-        _ => {}
     }
 }

@@ -380,6 +380,8 @@ sed "s/TOKENHERE/$SERVICE_API_TOKEN/" "$AGENT_DIR/$OODA_PHASE.out"
     let seen = std::fs::read_to_string(f.dir.path().join("seen")).unwrap();
     assert_eq!(seen, secret, "the agent saw the secret");
     let rec = f.t.record("b", 1);
+    // Kept, so a commit message was written and is checked below.
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
     assert!(rec.hypothesis.contains("[REDACTED]"), "{}", rec.hypothesis);
     let encoded = "WnE4dk4yeFI3dExwNHNXbQ==";
     let mut stack = vec![f.t.path().to_path_buf()];
