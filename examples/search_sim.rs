@@ -52,8 +52,6 @@ const ITERATIONS: u32 = 24;
 const MAX_PAIRS: u32 = 24;
 const CALIBRATION_PAIRS: usize = 10;
 const ALPHA: f64 = 0.05;
-/// The confirmation's looks (`phases/confirm.rs`).
-const CONFIRM_PAIRS: [usize; 2] = [12, 20];
 const STALL_AFTER: usize = 10;
 
 type Truth = Box<dyn Fn(&Point) -> Option<f64> + Sync>;
@@ -398,17 +396,12 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
     // The confirmation on every stop: start against the final best.
     let mut confirmed = false;
     if best != o.start {
-        let series = pairs(o, &o.start, &best, CONFIRM_PAIRS[1], &mut rng);
-        let open = |n: usize| {
-            let d: Vec<f64> = series[..n].iter().map(|p| p.d).collect();
-            let (m, se) = (stats::mean(&d), stats::sd(&d) / (n as f64).sqrt());
-            let half = stats::t_quantile(0.9875, (n - 1) as f64) * se;
-            !(m - half > 0.0 || m + half < 0.0)
-        };
-        let n = if open(CONFIRM_PAIRS[0]) {
-            CONFIRM_PAIRS[1]
+        let [first, last] = eval::CONFIRM_LOOKS;
+        let series = pairs(o, &o.start, &best, last, &mut rng);
+        let n = if eval::confirmation_settled(&series[..first]) {
+            first
         } else {
-            CONFIRM_PAIRS[0]
+            last
         };
         runs += 2 * n as u64;
         let c = eval::confirm(dir, "start", "best", series[..n].to_vec());
@@ -546,11 +539,10 @@ struct SeedOut {
 
 const METHODS: [&str; 3] = ["ooda (builtin)", "Optuna TPE", "random search"];
 
+/// Mean and 95% t interval over seeds.
 fn interval(x: &[f64]) -> (f64, f64, f64) {
-    let m = stats::mean(x);
-    let half =
-        stats::t_quantile(0.975, (x.len() - 1) as f64) * stats::sd(x) / (x.len() as f64).sqrt();
-    (m, m - half, m + half)
+    let t = stats::paired_t(x, 0.0).expect("at least two finite seeds");
+    (t.mean, t.ci95.0, t.ci95.1)
 }
 
 fn python_arg() -> PathBuf {

@@ -436,27 +436,26 @@ pub fn redact_json(v: &mut serde_json::Value) {
 }
 
 /// Redacts a file an agent wrote, in place: as JSON when it parses (so it
-/// stays JSON), else as text (bytes that are not UTF-8 replaced).
-pub fn redact_file(path: &std::path::Path) -> crate::error::Result<()> {
+/// stays JSON), else as text (bytes that are not UTF-8 replaced). Returns
+/// what the file held before, when it was UTF-8 text: the one read of it.
+pub fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String>> {
     let Ok(bytes) = std::fs::read(path) else {
-        return Ok(());
+        return Ok(None);
     };
     let text = String::from_utf8_lossy(&bytes);
     let clean = match serde_json::from_str::<serde_json::Value>(&text) {
         Ok(mut v) => {
             let before = v.clone();
             redact_json(&mut v);
-            if v == before {
-                return Ok(());
-            }
-            serde_json::to_string_pretty(&v).unwrap_or_else(|_| redact(&text))
+            (v != before)
+                .then(|| serde_json::to_string_pretty(&v).unwrap_or_else(|_| redact(&text)))
         }
-        Err(_) => redact(&text),
+        Err(_) => Some(redact(&text)).filter(|c| *c != text),
     };
-    if clean.as_bytes() != bytes.as_slice() {
+    if let Some(clean) = clean {
         crate::atomic::write_atomic(path, clean.as_bytes())?;
     }
-    Ok(())
+    Ok(String::from_utf8(bytes).ok())
 }
 
 /// [`redact`] with the secret values given.

@@ -492,6 +492,20 @@ pub fn decide_series(
     None
 }
 
+/// The confirmation's looks: 12 pairs, then 20 when the first 12 leave the
+/// sign of the gain open.
+pub const CONFIRM_LOOKS: [usize; 2] = [12, 20];
+
+/// Whether a confirmation may stop at its first look: the 97.5% interval of
+/// the mean log ratio excludes zero (two looks, each at 97.5%, keep the 95%
+/// claim honest), or the spread is degenerate.
+pub fn confirmation_settled(pairs: &[Pair]) -> bool {
+    let d: Vec<f64> = pairs.iter().map(|x| x.d).collect();
+    let (m, se) = (stats::mean(&d), stats::sd(&d) / (d.len() as f64).sqrt());
+    let half = stats::t_quantile(0.9875, (d.len() - 1) as f64) * se;
+    !(half.is_finite()) || m - half > 0.0 || m + half < 0.0
+}
+
 /// Summarizes a confirmation test (start commit as "base", best as "cand").
 pub fn confirm(dir: Direction, start: &str, best: &str, pairs: Vec<Pair>) -> Confirmation {
     let d: Vec<f64> = pairs.iter().map(|p| p.d).collect();

@@ -75,10 +75,12 @@ git add -A
 git -c user.email=nights@ooda -c user.name=nights commit -qm "zstd nights"
 for s in $seeds; do
     code=0
+    started=$(date +%s)
     "$ooda" run "briefs/z$s.md" > "night$s.log" 2>&1 || code=$?
+    seconds=$(( $(date +%s) - started ))
     status=$(grep -m1 '^\*\*Status' "iterations/z$s/summary.md")
     confirmed=$(grep -m1 'confirmed gain' "iterations/z$s/summary.md" | cut -d'|' -f3)
     setting=$(git show "ooda/z$s:ooda.knobs.env" 2>/dev/null | grep -v '^#' | tr '\n' ' ' || echo "start")
-    echo "seed $s: exit $code; $setting;$confirmed; $status"
+    echo "seed $s: exit $code after ${seconds}s; $setting;$confirmed; $status"
 done
 echo "archives in $dir"

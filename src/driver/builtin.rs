@@ -204,7 +204,7 @@ pub fn plan(
         return Err(Exhausted::Settled);
     }
     let margin = 0.5 * theta1.max(0.0).ln_1p();
-    let mut chosen: Option<(f64, &Point)> = None;
+    let mut chosen: Option<(f64, &Point, surrogate::Prediction)> = None;
     let mut best_chance: f64 = 0.0;
     let anchor = surrogate.anchor(best);
     for p in &untried {
@@ -215,12 +215,12 @@ pub fn plan(
             continue;
         }
         let ei = surrogate::expected_improvement(d, margin);
-        if chosen.is_none_or(|(e, _)| ei > e) {
-            chosen = Some((ei, p));
+        if chosen.is_none_or(|(e, _, _)| ei > e) {
+            chosen = Some((ei, p, d));
         }
     }
     match chosen {
-        Some((_, point)) => Ok(describe(brief, history, &surrogate, best, point.clone())),
+        Some((_, point, d)) => Ok(describe(brief, history, &surrogate, best, point.clone(), d)),
         None => Err(Exhausted::NothingLikely {
             untried: untried.len(),
             best_chance,
@@ -353,9 +353,10 @@ fn describe(
     s: &Surrogate,
     best: &Point,
     point: Point,
+    // The surrogate's prediction of f(point) − f(best), as ranked.
+    d: surrogate::Prediction,
 ) -> Plan {
     let dir = brief.metric.direction;
-    let d = s.difference(&point, &s.anchor(best));
     let effect = gain(dir, -d.mean);
     // Chosen for what the model does not know although it predicts a loss:
     // said so in the hypothesis, and not counted as a regression when it
@@ -578,6 +579,57 @@ mod tests {
         (history, best)
     }
 
+    /// The baseline record at `knobs`, measured at `median`.
+    fn baseline(knobs: Point, median: f64) -> IterationRecord {
+        let mut base = IterationRecord::new(0, Verdict::Baseline);
+        base.knobs = knobs;
+        base.calibration = Some(crate::eval::Calibration {
+            pairs: vec![],
+            median,
+            run_sd: 0.01,
+            noise_sd: 0.01,
+            mean_d: 0.0,
+            pairs_per_decision: 5,
+            theta1: 0.01,
+            alpha_look: None,
+            advice: None,
+        });
+        base
+    }
+
+    /// `n` noiseless pairs of base `vb` against candidate `vc` (minimized),
+    /// the interval the measured difference itself.
+    fn measured(vb: f64, vc: f64, n: usize) -> Comparison {
+        let d = vb.ln() - vc.ln();
+        let effect = gain(Direction::Minimize, d);
+        Comparison {
+            pairs: vec![
+                Pair {
+                    base: vb,
+                    cand: vc,
+                    cand_first: false,
+                    d,
+                };
+                n
+            ],
+            base_median: vb,
+            cand_median: vc,
+            effect,
+            ci: (effect, effect),
+            p: 0.5,
+            looks: 1,
+            theta1: 0.01,
+            alpha: 0.05,
+            delta0: 0.0,
+            rule: String::new(),
+            alpha_look: 0.018,
+            s_h: 0.01,
+            noise_changed: false,
+            d_mean: d,
+            d_ci: (d, d),
+        }
+    }
+
     /// A noiseless night on `f`: each decision keeps a gain above 1%, and
     /// the interval is the measured difference itself.
     fn night(
@@ -588,19 +640,7 @@ mod tests {
         iterations: u32,
     ) -> (Vec<IterationRecord>, Point, Option<Exhausted>) {
         let mut best = start;
-        let mut base = IterationRecord::new(0, Verdict::Baseline);
-        base.knobs = best.clone();
-        base.calibration = Some(crate::eval::Calibration {
-            pairs: vec![],
-            median: f(&best),
-            run_sd: 0.01,
-            noise_sd: 0.01,
-            mean_d: 0.0,
-            pairs_per_decision: 5,
-            theta1: 0.01,
-            alpha_look: None,
-            advice: None,
-        });
+        let base = baseline(best.clone(), f(&best));
         let mut history = vec![base];
         for i in 1..=iterations {
             let plan = match plan(b, &history, &best, seed, i, 0.01, 0.01) {
@@ -628,30 +668,7 @@ mod tests {
                 effect: plan.predicted_effect,
                 sd: plan.predicted_sd,
             });
-            let effect = gain(Direction::Minimize, d);
-            r.measured = Some(Comparison {
-                pairs: vec![Pair {
-                    base: vb,
-                    cand: vc,
-                    cand_first: false,
-                    d,
-                }],
-                base_median: vb,
-                cand_median: vc,
-                effect,
-                ci: (effect, effect),
-                p: 0.5,
-                looks: 1,
-                theta1: 0.01,
-                alpha: 0.05,
-                delta0: 0.0,
-                rule: String::new(),
-                alpha_look: 0.018,
-                s_h: 0.01,
-                noise_changed: false,
-                d_mean: d,
-                d_ci: (d, d),
-            });
+            r.measured = Some(measured(vb, vc, 1));
             if keep {
                 best = plan.knobs.clone();
             }
@@ -676,62 +693,14 @@ mod tests {
         // With the valley's walls measured, the next point is inside them:
         // nothing past X = 10 or X = 30, where the model has seen the loss
         // grow, is worth a decision.
-        let mut walls = vec![{
-            let mut r = IterationRecord::new(0, Verdict::Baseline);
-            r.knobs = start.clone();
-            r.calibration = Some(crate::eval::Calibration {
-                pairs: (0..5)
-                    .map(|_| Pair {
-                        base: 100.0,
-                        cand: 100.0,
-                        cand_first: false,
-                        d: 0.0,
-                    })
-                    .collect(),
-                median: 100.0,
-                run_sd: 0.01,
-                noise_sd: 0.01,
-                mean_d: 0.0,
-                pairs_per_decision: 5,
-                theta1: 0.01,
-                alpha_look: None,
-                advice: None,
-            });
-            r
-        }];
+        let mut walls = vec![baseline(start.clone(), 100.0)];
         for (i, at) in [0i64, 10, 30, 40].into_iter().enumerate() {
             let mut p = start.clone();
             p.insert("X".into(), KnobValue::Int(at));
             let (vb, vc) = (100.0, valley(&p));
             let mut r = IterationRecord::new(i as u32 + 1, Verdict::Discard);
             r.knobs = p;
-            let pairs: Vec<Pair> = (0..3)
-                .map(|_| Pair {
-                    base: vb,
-                    cand: vc,
-                    cand_first: false,
-                    d: vb.ln() - vc.ln(),
-                })
-                .collect();
-            let effect = gain(Direction::Minimize, vb.ln() - vc.ln());
-            r.measured = Some(Comparison {
-                pairs,
-                base_median: vb,
-                cand_median: vc,
-                effect,
-                ci: (effect - 0.01, effect + 0.01),
-                p: 1.0,
-                looks: 1,
-                theta1: 0.01,
-                alpha: 0.05,
-                delta0: 0.0,
-                rule: String::new(),
-                alpha_look: 0.018,
-                s_h: 0.01,
-                noise_changed: false,
-                d_mean: vb.ln() - vc.ln(),
-                d_ci: (vb.ln() - vc.ln(), vb.ln() - vc.ln()),
-            });
+            r.measured = Some(measured(vb, vc, 3));
             walls.push(r);
         }
         let next = plan(&b, &walls, &start, 3, 5, 0.01, 0.01).unwrap();
@@ -888,7 +857,8 @@ mod tests {
         let s = Surrogate::fit(&b.knobs, observations(&history0, 0.01));
         let mut point = best.clone();
         point.insert("TILE".into(), KnobValue::Int(8));
-        let plan = describe(&b, &history0, &s, &best, point);
+        let d = s.difference(&point, &s.anchor(&best));
+        let plan = describe(&b, &history0, &s, &best, point, d);
         let moved: Vec<&str> = plan.axes.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(moved, ["TILE"]);
         // The knobs left as they are complete the point.

@@ -171,10 +171,9 @@ impl CommandAgent {
         crate::atomic::write_atomic(&log_file, excerpt.as_bytes())?;
 
         let parsed = agent_output::parse(self.profile.format, &out.stdout);
-        let written = std::fs::read_to_string(&output_file).ok();
         // The agent wrote this file itself: it stays as an artifact, so it
-        // is redacted in place (and stays JSON) once read.
-        compress::redact_file(&output_file)?;
+        // is redacted in place (and stays JSON) as it is read.
+        let written = compress::redact_file(&output_file)?;
         let seconds = out.elapsed.as_secs_f64();
         let (outcome, problem) = match out.status {
             Outcome::Success => (CallOutcome::Ok, None),

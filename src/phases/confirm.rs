@@ -13,10 +13,7 @@ use crate::eval::{self, RunFailure, Side, Worktree};
 use crate::events::Event;
 use crate::model::Confirmation;
 use crate::state::State;
-use crate::stats::{self, SplitMix64};
-
-const PAIRS: usize = 12;
-const MAX_PAIRS: usize = 20;
+use crate::stats::SplitMix64;
 
 /// What a confirmation test came to.
 #[derive(Debug)]
@@ -66,15 +63,8 @@ pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {
     let measured = match failure {
         Some(f) => Err(f),
         None => ev
-            .measure_pairs(&anchor, &best, MAX_PAIRS, &mut rng, |p| {
-                // Two looks only (12, then 20), the first at 97.5% so the
-                // pair of them keeps the 95% claim honest.
-                p.len() == PAIRS && {
-                    let d: Vec<f64> = p.iter().map(|x| x.d).collect();
-                    let (m, se) = (stats::mean(&d), stats::sd(&d) / (d.len() as f64).sqrt());
-                    let half = stats::t_quantile(0.9875, (d.len() - 1) as f64) * se;
-                    !(half.is_finite()) || m - half > 0.0 || m + half < 0.0
-                }
+            .measure_pairs(&anchor, &best, eval::CONFIRM_LOOKS[1], &mut rng, |p| {
+                p.len() == eval::CONFIRM_LOOKS[0] && eval::confirmation_settled(p)
             })?
             .map_err(|(_, f)| f),
     };
