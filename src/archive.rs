@@ -265,6 +265,7 @@ fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<St
         yellow: None,
         pending_ack: None,
         current: None,
+        unconfined: None,
     })
 }
 

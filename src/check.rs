@@ -78,6 +78,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             let _ = writeln!(s, "  agent       NOT RUNNABLE: {e}");
         }
     }
+    let _ = writeln!(s, "  sandbox     {}", sandbox_line(brief, project));
     let b = project.config.budget_for(brief);
     let _ = writeln!(
         s,
@@ -129,7 +130,57 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     {
         out.push(p);
     }
+    if let Err(e) = project
+        .config
+        .sandbox
+        .in_force(agent_name(brief, project).as_deref())
+    {
+        out.push(format!("{}: {e}", crate::config::FILE_NAME));
+    }
     out
+}
+
+fn agent_name(brief: &Brief, project: &Project) -> Option<String> {
+    match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => Some(a.name),
+        _ => None,
+    }
+}
+
+/// The sandbox a tick of this Brief would run its commands in, and the
+/// Landlock ABI this kernel offers.
+fn sandbox_line(brief: &Brief, project: &Project) -> String {
+    let found = match crate::sandbox::landlock_abi() {
+        Some(abi) => format!("Landlock ABI {abi} found"),
+        None => "no Landlock on this kernel".to_string(),
+    };
+    let settings = &project.config.sandbox;
+    match settings.in_force(agent_name(brief, project).as_deref()) {
+        Ok(f) => match f.abi {
+            Some(abi) => {
+                let mut line = format!(
+                    "Landlock ABI {abi}: commands write only their worktree, a private TMPDIR{}{}",
+                    if settings.writable.is_empty() {
+                        ""
+                    } else {
+                        " and "
+                    },
+                    settings.writable.join(", ")
+                );
+                for gap in crate::sandbox::abi_gaps(abi) {
+                    line.push_str(&format!("\n              not contained at this ABI: {gap}"));
+                }
+                line
+            }
+            None => match f.warning {
+                Some(w) => format!("none ({found}): {w}"),
+                None => format!(
+                    "contained, not confined ({found}): the builtin driver runs your own code; `sandbox: on` in ooda.yaml confines it too"
+                ),
+            },
+        },
+        Err(e) => format!("REFUSED: {e}"),
+    }
 }
 
 /// What may go wrong but does not stop the night: a project template from an
@@ -226,6 +277,17 @@ pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
             "cost_usd": b.cost_usd,
         },
         "schedule": schedule,
+        "sandbox": {
+            "mode": project.config.sandbox.mode.as_str(),
+            "landlock_abi": crate::sandbox::landlock_abi(),
+            "in_force": project
+                .config
+                .sandbox
+                .in_force(agent_name(brief, project).as_deref())
+                .ok()
+                .and_then(|f| f.abi),
+            "writable": project.config.sandbox.writable,
+        },
         "runnable": problems.is_empty(),
         "problems": problems,
         "warnings": warnings(brief, project),
@@ -252,6 +314,7 @@ pub fn preflight(
         }
         MainAgent::Command(a) => a,
     };
+    let executor = Local::sandboxed(&sandbox_for(project, Some(&agent.name))?);
     let ws = crate::workspace::Workspace::open(
         &project.root,
         &project.worktrees_dir(&brief.name),
@@ -283,7 +346,7 @@ pub fn preflight(
         run_started: chrono::Utc::now(),
         span: &span,
         cancel,
-        executor: &Local,
+        executor: &executor,
     };
     let best = knobs::point_in(&cand, brief)?;
     let report = crate::driver::agent_steps::preflight(&agent, &turn, &best)?;
@@ -436,7 +499,8 @@ pub fn measure(
     let progress = Progress::new(&brief.name, false, Box::new(move |s: &Shown| shown(s)));
     // Nothing is archived: the events go to the display only.
     let span = Span::new("check", vec![Arc::new(progress)]);
-    let lease = Local.lease(Purpose::Check)?;
+    let executor = Local::sandboxed(&sandbox_for(project, None)?);
+    let lease = executor.lease(Purpose::Check)?;
     let mut ev = Evaluator {
         brief,
         output_cap: project.config.defaults.output_cap as usize,
@@ -537,4 +601,14 @@ pub fn measure(
         let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
     }
     Ok((s, data))
+}
+
+/// The sandbox `check --measure` and `--preflight` run their commands in:
+/// the same as a tick's.
+fn sandbox_for(project: &Project, agent: Option<&str>) -> Result<crate::sandbox::InForce> {
+    project
+        .config
+        .sandbox
+        .in_force(agent)
+        .map_err(|e| Error::Input(format!("{}: {e}", crate::config::FILE_NAME)))
 }

@@ -27,6 +27,9 @@ pub struct Config {
     pub agents: BTreeMap<String, AgentProfile>,
     /// Only `light`, `medium` and `heavy`.
     pub models: BTreeMap<String, ModelTier>,
+    /// `sandbox:`: whether commands are confined, and what every command
+    /// may write besides its worktree.
+    pub sandbox: crate::sandbox::Settings,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -108,6 +111,21 @@ pub struct AgentProfile {
     /// Whether the EXECUTE prompt asks for the optional `{"change": …}`
     /// block (aider reads a fenced block in its reply as an edit).
     pub change_note: bool,
+    /// `sandbox.writable`: where the tool keeps its own state (its
+    /// configuration directory), writable for it besides the worktree when
+    /// ooda's sandbox is in force. `~` and `$VAR` expand at run time.
+    pub sandbox_writable: Vec<String>,
+    /// `sandbox.args_inside` / `sandbox.args_outside`: arguments the tool
+    /// gets when ooda's sandbox is (is not) in force. Codex's own sandbox
+    /// cannot start inside a Landlock domain, so it is relaxed there.
+    pub sandbox_args: SandboxArgs,
+}
+
+/// Arguments that depend on whether ooda's sandbox is in force.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SandboxArgs {
+    pub inside: Vec<String>,
+    pub outside: Vec<String>,
 }
 
 /// Per-step arguments of a profile (`args_by_phase` in `ooda.yaml`).
@@ -230,7 +248,9 @@ impl Provider {
 }
 
 pub const TIERS: &[&str] = &["light", "medium", "heavy"];
-const TOP_KEYS: &[&str] = &["defaults", "agents", "models"];
+const TOP_KEYS: &[&str] = &["defaults", "agents", "models", "sandbox"];
+const SANDBOX_KEYS: &[&str] = &["mode", "writable"];
+const AGENT_SANDBOX_KEYS: &[&str] = &["writable", "args_inside", "args_outside"];
 const DEFAULTS_KEYS: &[&str] = &[
     "budget",
     "pairs",
@@ -268,6 +288,7 @@ const AGENT_KEYS: &[&str] = &[
     "file_arg",
     "read_arg",
     "change_note",
+    "sandbox",
 ];
 const MODEL_KEYS: &[&str] = &[
     "provider",
@@ -290,7 +311,24 @@ fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentPr
         file_arg: None,
         read_arg: None,
         change_note: true,
+        sandbox_writable: Vec::new(),
+        sandbox_args: SandboxArgs::default(),
     }
+}
+
+/// A preset whose tool keeps its state in `dir` (its configuration
+/// directory, relocated by `var` when the user has not set it).
+fn with_state(mut p: AgentProfile, var: Option<&str>, dir: &str) -> AgentProfile {
+    match var {
+        Some(var) => {
+            p.sandbox_writable.push(format!("${var}"));
+            if std::env::var_os(var).is_none() {
+                p.env.insert(var.into(), dir.into());
+            }
+        }
+        None => p.sandbox_writable.push(dir.into()),
+    }
+    p
 }
 
 /// A preset whose tool cannot write outside its working directory.
@@ -320,38 +358,57 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
             // acceptEdits: file edits in the working directory need no approval.
             // acceptEdits refuses writes outside the working directory, so
             // the answer comes back in the fenced block only.
-            confined(profile(
-                &[
-                    "claude",
-                    "-p",
-                    "--output-format",
-                    "json",
-                    "--permission-mode",
-                    "acceptEdits",
-                ],
-                Stdin,
-                ClaudeJson,
-            )),
+            // Its state lives in CLAUDE_CONFIG_DIR (default ~/.claude, where the
+            // login is): with the variable set, `.claude.json` — replaced by
+            // rename, so not grantable by itself — moves in there too.
+            with_state(
+                confined(profile(
+                    &[
+                        "claude",
+                        "-p",
+                        "--output-format",
+                        "json",
+                        "--permission-mode",
+                        "acceptEdits",
+                    ],
+                    Stdin,
+                    ClaudeJson,
+                )),
+                Some("CLAUDE_CONFIG_DIR"),
+                &home_dir(".claude"),
+            ),
         ),
         (
             "codex",
             // exec: non-interactive; `-` reads the prompt from stdin; the
             // workspace-write sandbox confines writes to the working directory;
             // approval_policy=never, because nobody is there to approve.
-            confined(profile(
-                &[
-                    "codex",
-                    "exec",
-                    "--json",
-                    "--sandbox",
-                    "workspace-write",
-                    "-c",
-                    "approval_policy=\"never\"",
-                    "-",
-                ],
-                Stdin,
-                CodexJsonl,
-            )),
+            // Inside ooda's sandbox its bubblewrap cannot start ("Failed to
+            // make / slave"), so there it runs with its own sandbox off and
+            // ooda's Landlock domain confines it instead.
+            {
+                let mut p = with_state(
+                    confined(profile(
+                        &[
+                            "codex",
+                            "exec",
+                            "--json",
+                            "-c",
+                            "approval_policy=\"never\"",
+                            "-",
+                        ],
+                        Stdin,
+                        CodexJsonl,
+                    )),
+                    Some("CODEX_HOME"),
+                    &home_dir(".codex"),
+                );
+                p.sandbox_args = SandboxArgs {
+                    inside: vec!["--sandbox".into(), "danger-full-access".into()],
+                    outside: vec!["--sandbox".into(), "workspace-write".into()],
+                };
+                p
+            },
         ),
         (
             "gemini",
@@ -360,19 +417,23 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
             // A fresh worktree is never a trusted folder: without --skip-trust
             // every call exits 55 (the variable covers releases without the flag).
             {
-                let mut p = confined(profile(
-                    &[
-                        "gemini",
-                        "--skip-trust",
-                        "--approval-mode",
-                        "auto_edit",
-                        "-o",
-                        "json",
-                        "-p",
-                    ],
-                    Arg,
-                    GeminiJson,
-                ));
+                let mut p = with_state(
+                    confined(profile(
+                        &[
+                            "gemini",
+                            "--skip-trust",
+                            "--approval-mode",
+                            "auto_edit",
+                            "-o",
+                            "json",
+                            "-p",
+                        ],
+                        Arg,
+                        GeminiJson,
+                    )),
+                    None,
+                    "~/.gemini",
+                );
                 p.env
                     .insert("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into());
                 p
@@ -411,6 +472,7 @@ pub fn presets() -> BTreeMap<String, AgentProfile> {
                     File,
                     Aider,
                 ));
+                p = with_state(p, None, "~/.aider");
                 let ask = vec!["--chat-mode".to_string(), "ask".to_string()];
                 p.args_by_phase = PhaseArgs {
                     plan: ask.clone(),
@@ -436,6 +498,7 @@ impl Default for Config {
             defaults: Defaults::default(),
             agents: presets(),
             models: BTreeMap::new(),
+            sandbox: crate::sandbox::Settings::default(),
         }
     }
 }
@@ -494,6 +557,9 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
             }
         }
     }
+    if let Some(e) = fields.get("sandbox") {
+        check_sandbox(ck, &e.value, &mut cfg.sandbox);
+    }
     if let Some(e) = fields.get("models") {
         let example = "models: {light: {provider: openai, model: gpt-4o-mini}}";
         if let Some(models) = ck.map(&e.value, "models", TIERS, example) {
@@ -507,6 +573,72 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
             }
         }
     }
+}
+
+/// `~/rel` when `HOME` is known, else `~/rel` as written (expanded, or
+/// left out, when a command starts).
+fn home_dir(rel: &str) -> String {
+    match std::env::var("HOME") {
+        Ok(h) if !h.is_empty() => format!("{}/{rel}", h.trim_end_matches('/')),
+        _ => format!("~/{rel}"),
+    }
+}
+
+const MODES: [crate::sandbox::Mode; 3] = [
+    crate::sandbox::Mode::Auto,
+    crate::sandbox::Mode::On,
+    crate::sandbox::Mode::Off,
+];
+
+/// `sandbox: off`, or `sandbox: {mode: on, writable: [~/.cargo]}`.
+fn check_sandbox(ck: &mut Checker, node: &Node, s: &mut crate::sandbox::Settings) {
+    let example = "sandbox: {writable: [~/.cargo, ~/.cache/pip]}";
+    let mode = |ck: &mut Checker, n: &Node, key: &str| {
+        ck.expect(n, key, "`auto`, `on` or `off`", "sandbox: off", |n| {
+            one_of(&MODES, n.scalar()?, crate::sandbox::Mode::as_str)
+        })
+    };
+    if matches!(node.value, yaml::Value::Scalar { .. }) {
+        if let Some(m) = mode(ck, node, "sandbox") {
+            s.mode = m;
+        }
+        return;
+    }
+    let Some(fields) = ck.map(node, "sandbox", SANDBOX_KEYS, example) else {
+        return;
+    };
+    if let Some(e) = fields.get("mode")
+        && let Some(m) = mode(ck, &e.value, "sandbox.mode")
+    {
+        s.mode = m;
+    }
+    if let Some(e) = fields.get("writable")
+        && let Some(v) = writable_list(ck, &e.value, "sandbox.writable", example)
+    {
+        s.writable = v;
+    }
+}
+
+/// A list of paths to grant: absolute, or starting with `~` or `$VAR`
+/// (a relative path would mean a different place for every worktree).
+fn writable_list(ck: &mut Checker, node: &Node, key: &str, example: &str) -> Option<Vec<String>> {
+    let v = ck.strings(node, key, "a list of paths", "a path", example)?;
+    let bad: Vec<&String> = v
+        .iter()
+        .filter(|p| !(p.starts_with('/') || p.starts_with('~') || p.starts_with('$')))
+        .collect();
+    if let Some(b) = bad.first() {
+        ck.report(
+            Some(node.line),
+            Some(key),
+            format!(
+                "`{b}` is relative: give an absolute path, or one starting with `~/` or `$VAR`"
+            ),
+        )
+        .example(example);
+        return None;
+    }
+    Some(v)
 }
 
 fn positive(ck: &mut Checker, e: &Entry, key: &str, min: i64, example: &str) -> Option<i64> {
@@ -844,6 +976,33 @@ fn check_agent(
             p.args_by_phase = args;
         }
     }
+    if let Some(e) = fields.get("sandbox") {
+        let key = join(&path, "sandbox");
+        let example = "sandbox: {writable: [~/.config/my-agent]}";
+        if let Some(f) = ck.map(&e.value, &key, AGENT_SANDBOX_KEYS, example) {
+            if let Some(w) = f.get("writable")
+                && let Some(v) = writable_list(ck, &w.value, &join(&key, "writable"), example)
+            {
+                p.sandbox_writable = v;
+            }
+            for (k, slot) in [
+                ("args_inside", &mut p.sandbox_args.inside),
+                ("args_outside", &mut p.sandbox_args.outside),
+            ] {
+                if let Some(a) = f.get(k)
+                    && let Some(v) = ck.strings(
+                        &a.value,
+                        &join(&key, k),
+                        "an argv list",
+                        "an argument",
+                        "args_inside: [--sandbox, danger-full-access]",
+                    )
+                {
+                    *slot = v;
+                }
+            }
+        }
+    }
     if let Some(e) = fields.get("env") {
         let key = join(&path, "env");
         if let Some(vars) = ck.map_any(
@@ -1008,6 +1167,56 @@ mod tests {
         let text = p.to_string();
         assert!(text.contains("defaults.measure_exclusive"), "{text}");
         assert!(text.contains("ooda.yaml:2"), "{text}");
+    }
+
+    #[test]
+    fn the_sandbox_is_a_mode_or_a_mapping_and_paths_must_be_absolute() {
+        use crate::sandbox::Mode;
+        let parse = |t: &str| Config::parse(Path::new("ooda.yaml"), t);
+        assert_eq!(parse("# none\n").unwrap().sandbox.mode, Mode::Auto);
+        assert_eq!(parse("sandbox: off\n").unwrap().sandbox.mode, Mode::Off);
+        let cfg = parse("sandbox: {mode: on, writable: [~/.cargo, $GOCACHE, /opt/c]}\n").unwrap();
+        assert_eq!(cfg.sandbox.mode, Mode::On);
+        assert_eq!(cfg.sandbox.writable, ["~/.cargo", "$GOCACHE", "/opt/c"]);
+        let e = parse("sandbox: maybe\n").unwrap_err().to_string();
+        assert!(
+            e.contains("ooda.yaml:1: sandbox: ") && e.contains("`auto`, `on` or `off`"),
+            "{e}"
+        );
+        let e = parse("sandbox:\n  writable: [cache]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sandbox.writable: `cache` is relative"), "{e}");
+        let e = parse("sandbox: {writeable: [/x]}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("writable"), "{e}");
+        // A profile's state directory and its in/out arguments.
+        let cfg = parse(
+            "agents:\n  mine:\n    command: [t, \"-\"]\n    sandbox: {writable: [$HOME/.t], args_inside: [--no-own-sandbox], args_outside: [--own-sandbox]}\n",
+        )
+        .unwrap();
+        let p = &cfg.agents["mine"];
+        assert_eq!(p.sandbox_writable, ["$HOME/.t"]);
+        assert_eq!(p.sandbox_args.inside, ["--no-own-sandbox"]);
+        assert_eq!(p.sandbox_args.outside, ["--own-sandbox"]);
+        let e = parse("agents:\n  claude: {sandbox: {writable: [.claude]}}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("agents.claude.sandbox.writable"), "{e}");
+    }
+
+    #[test]
+    fn presets_keep_their_state_in_a_writable_directory() {
+        let p = presets();
+        assert_eq!(p["claude"].sandbox_writable, ["$CLAUDE_CONFIG_DIR"]);
+        assert_eq!(p["codex"].sandbox_writable, ["$CODEX_HOME"]);
+        assert_eq!(p["gemini"].sandbox_writable, ["~/.gemini"]);
+        assert_eq!(p["aider"].sandbox_writable, ["~/.aider"]);
+        assert!(p["script"].sandbox_writable.is_empty());
+        if std::env::var_os("CLAUDE_CONFIG_DIR").is_none() {
+            assert!(p["claude"].env["CLAUDE_CONFIG_DIR"].ends_with("/.claude"));
+        }
     }
 
     #[test]

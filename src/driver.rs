@@ -134,6 +134,7 @@ impl MainAgent {
             Some(profile) => Ok(MainAgent::Command(Box::new(CommandAgent {
                 name: name.to_string(),
                 profile: profile.clone(),
+                sandboxed: config.sandbox.abi().is_some(),
             }))),
             None => {
                 let known: Vec<&str> = std::iter::once("builtin")

@@ -118,6 +118,8 @@ impl Evaluator<'_> {
             timeout,
             output_cap: self.output_cap,
             stdin: None,
+            landlock: None,
+            writable: Vec::new(),
         };
         let out = self
             .lease

@@ -27,7 +27,7 @@
 
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -47,6 +47,13 @@ pub struct CommandSpec<'a> {
     pub output_cap: usize,
     /// Fed to the command's stdin, which is then closed; `None` gives it `/dev/null`.
     pub stdin: Option<&'a [u8]>,
+    /// Confines the command's writes with Landlock at this ABI (see
+    /// `sandbox.rs`); `None` leaves them unconfined. Either way, when ooda's
+    /// helper is available the command is contained: it gets a private
+    /// `TMPDIR`, and nothing it starts outlives it.
+    pub landlock: Option<i32>,
+    /// With `landlock`, writable besides `cwd` and the private `TMPDIR`.
+    pub writable: Vec<PathBuf>,
 }
 
 /// How a command ended.
@@ -120,6 +127,8 @@ struct State {
     open_pipes: usize,
     /// Set by the waiter thread: when the shell exited, or why waiting failed.
     exited: Option<io::Result<Instant>>,
+    /// Set with `exited`, and never taken.
+    exit_seen: bool,
 }
 
 impl Shared {
@@ -150,12 +159,42 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
         });
     }
 
-    let mut command = Command::new("sh");
+    let helper = crate::sandbox::helper();
+    let tmp = match helper {
+        Some(_) => Some(StepTmp::create()?),
+        None => None,
+    };
+    let mut command = match helper {
+        Some(helper) => {
+            let confine = spec.landlock.map(|abi| {
+                let mut writable = vec![spec.cwd.to_path_buf()];
+                writable.extend(tmp.iter().map(|t| t.0.clone()));
+                writable.extend(spec.writable.iter().cloned());
+                crate::sandbox::Confinement { abi, writable }
+            });
+            let mut c = Command::new(helper);
+            c.args(crate::sandbox::helper_args(
+                confine.as_ref(),
+                std::process::id(),
+                spec.command,
+            ));
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(spec.command);
+            c
+        }
+    };
     command
-        .arg("-c")
-        .arg(spec.command)
         .current_dir(spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    if let Some(t) = &tmp {
+        // After the caller's environment: the private directory is the one
+        // the sandbox lets the command write.
+        command.env("TMPDIR", &t.0);
+    }
+    command
         .process_group(0)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
@@ -173,6 +212,7 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
             stdout: HeadTail::new(spec.output_cap),
             open_pipes: 0,
             exited: None,
+            exit_seen: false,
         }),
         changed: Condvar::new(),
     });
@@ -183,7 +223,8 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
         return Err(e);
     }
 
-    let end = match supervise(spec, cancel, timing, start, pgid, &shared) {
+    let contained = helper.is_some();
+    let end = match supervise(spec, cancel, timing, start, pgid, contained, &shared) {
         Ok(end) => end,
         Err(e) => {
             kill_group(pgid, libc::SIGKILL);
@@ -191,6 +232,12 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
             return Err(e);
         }
     };
+    if contained {
+        // The helper is killing and reaping what the command left; killing
+        // it now would orphan those to init. Only a helper that does not
+        // finish in time is killed with its group.
+        wait_exited(&shared, timing.term_grace);
+    }
     // The leader is dead but not reaped (or was SIGKILLed with its group): the pgid is
     // still ours, so this reaches only the command's own leftovers.
     kill_group(pgid, libc::SIGKILL);
@@ -247,7 +294,10 @@ fn start_threads(child: &mut Child, spec: &CommandSpec, shared: &Arc<Shared>) ->
         .name("ooda-exec-wait".into())
         .spawn(move || {
             let result = wait_exit_nowait(pid).map(|()| Instant::now());
-            waiter.lock().exited = Some(result);
+            let mut state = waiter.lock();
+            state.exited = Some(result);
+            state.exit_seen = true;
+            drop(state);
             waiter.changed.notify_all();
         })?;
     Ok(())
@@ -335,8 +385,19 @@ fn supervise(
     timing: &Timing,
     start: Instant,
     pgid: libc::pid_t,
+    contained: bool,
     shared: &Shared,
 ) -> io::Result<End> {
+    // A contained command's group is led by the helper, which SIGKILLs
+    // everything below it, `setsid` escapees included, when told so.
+    let hard_stop = || {
+        if contained {
+            // SAFETY: plain syscall to our own child (unreaped, so its pid is ours).
+            unsafe { libc::kill(pgid, libc::SIGUSR1) };
+        } else {
+            kill_group(pgid, libc::SIGKILL);
+        }
+    };
     // `None` when the timeout is too large to represent: no deadline.
     let deadline = start.checked_add(spec.timeout);
     let mut terminated_at: Option<Instant> = None;
@@ -352,7 +413,7 @@ fn supervise(
         let now = Instant::now();
         match terminated_at {
             Some(t) if now.saturating_duration_since(t) >= timing.term_grace => {
-                kill_group(pgid, libc::SIGKILL);
+                hard_stop();
                 return Ok(End::Interrupted(now));
             }
             Some(_) => {}
@@ -361,7 +422,7 @@ fn supervise(
                 terminated_at = Some(now);
             }
             None if deadline.is_some_and(|d| now >= d) => {
-                kill_group(pgid, libc::SIGKILL);
+                hard_stop();
                 return Ok(End::TimedOut(now));
             }
             None => {}
@@ -378,6 +439,61 @@ fn supervise(
             .wait_timeout(state, wait.max(Duration::from_millis(1)))
             .unwrap_or_else(PoisonError::into_inner)
             .0;
+    }
+}
+
+/// Waits (boundedly) for the leader's exit to be seen.
+fn wait_exited(shared: &Shared, grace: Duration) {
+    let until = Instant::now() + grace;
+    let mut state = shared.lock();
+    while !state.exit_seen {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        state = shared
+            .changed
+            .wait_timeout(state, until - now)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
+    }
+}
+
+/// A command's private temporary directory, removed when it ends.
+struct StepTmp(PathBuf);
+
+impl StepTmp {
+    fn create() -> io::Result<StepTmp> {
+        use std::sync::atomic::AtomicU64;
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = base.join(format!("ooda-step-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+                    return Ok(StepTmp(dir));
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(io::Error::new(
+                        e.kind(),
+                        format!(
+                            "creating the private temporary directory {}: {e}",
+                            dir.display()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StepTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -583,6 +699,8 @@ mod tests {
             timeout: Duration::from_secs(10),
             output_cap: 1 << 20,
             stdin: None,
+            landlock: None,
+            writable: Vec::new(),
         }
     }
 

@@ -40,6 +40,7 @@ pub mod problem;
 pub mod project;
 pub mod prompt;
 pub mod redlight;
+pub mod sandbox;
 pub mod scaffold;
 pub mod schedule;
 pub mod state;

@@ -183,6 +183,10 @@ pub struct State {
     pub pending_ack: Option<String>,
     #[serde(default)]
     pub current: Option<InFlight>,
+    /// Why the latest tick's commands ran without Landlock (`sandbox: off`,
+    /// or no Landlock with the builtin driver); `summary.md` shows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unconfined: Option<String>,
 }
 
 impl State {
@@ -244,6 +248,7 @@ impl State {
             yellow: None,
             pending_ack: None,
             current: None,
+            unconfined: None,
         })
     }
 }
@@ -369,6 +374,7 @@ mod tests {
             yellow: None,
             pending_ack: None,
             current: None,
+            unconfined: None,
         }
     }
 

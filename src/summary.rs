@@ -197,7 +197,12 @@ pub fn render(
         .flat_map(|r| r.alarms.iter().map(move |a| (r.iteration, a)))
         .collect();
     let _ = writeln!(s, "## Red lights and warnings\n");
-    if alarms.is_empty() {
+    if let Some(w) = &state.unconfined {
+        let _ = writeln!(s, "- **Unsandboxed** — {w}.");
+    }
+    if alarms.is_empty() && state.unconfined.is_some() {
+        s.push('\n');
+    } else if alarms.is_empty() {
         let _ = writeln!(s, "None.\n");
     } else {
         for (it, a) in &alarms {

@@ -42,6 +42,9 @@ const OUTPUT_ARTIFACT_CHARS: usize = 16_000;
 pub struct CommandAgent {
     pub name: String,
     pub profile: AgentProfile,
+    /// Whether ooda's sandbox is in force for its steps (which of the
+    /// profile's `sandbox.args_*` it gets).
+    pub sandboxed: bool,
 }
 
 /// Quotes `arg` for `sh` only when it needs it, so the printed line stays
@@ -62,14 +65,24 @@ impl CommandAgent {
     /// The exact shell line that runs for every step (with the `OODA_*`
     /// variables set), e.g. `claude -p --output-format json … < "$OODA_PROMPT_FILE"`.
     pub fn command_line(&self) -> String {
-        self.line_with(&[])
+        self.line_with(self.sandbox_args())
+    }
+
+    fn sandbox_args(&self) -> &[String] {
+        let a = &self.profile.sandbox_args;
+        if self.sandboxed {
+            &a.inside
+        } else {
+            &a.outside
+        }
     }
 
     /// The line of one step: the profile's arguments for `phase`, and in
     /// EXECUTE the files the plan names (`file_arg`, `read_arg`).
     pub fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
         let p = &self.profile;
-        let mut extra: Vec<String> = p.args_by_phase.of(phase).to_vec();
+        let mut extra: Vec<String> = self.sandbox_args().to_vec();
+        extra.extend(p.args_by_phase.of(phase).iter().cloned());
         if phase == Phase::Execute {
             for (flag, paths) in [(&p.file_arg, &files.edit), (&p.read_arg, &files.read)] {
                 if let Some(flag) = flag {
@@ -85,12 +98,14 @@ impl CommandAgent {
 
     /// `command` with `extra` arguments. When the prompt is passed as an
     /// argument and the command ends with the flag that takes it (`-p`,
-    /// `--message-file`), the extra arguments go before that flag.
+    /// `--message-file`), or the command ends with `-` (read the prompt
+    /// from stdin: Codex), the extra arguments go before that last one.
     fn line_with(&self, extra: &[String]) -> String {
         let mut argv: Vec<&str> = self.profile.command.iter().map(String::as_str).collect();
-        let ends_with_flag = self.profile.prompt != PromptMode::Stdin
-            && argv.len() > 1
-            && argv.last().is_some_and(|a| a.starts_with('-'));
+        let ends_with_flag = argv.len() > 1
+            && argv.last().is_some_and(|a| {
+                *a == "-" || (self.profile.prompt != PromptMode::Stdin && a.starts_with('-'))
+            });
         let at = if ends_with_flag {
             argv.len() - 1
         } else {
@@ -106,6 +121,26 @@ impl CommandAgent {
             // The prompt is on stdin unless the profile says `arg`.
             PromptMode::File => format!("{argv} \"$OODA_PROMPT_FILE\" < \"$OODA_PROMPT_FILE\""),
         }
+    }
+
+    /// What the agent may write besides its worktree and `TMPDIR` when
+    /// sandboxed: its result file's directory and its profile's
+    /// `sandbox.writable` (an entry naming an unset variable is left out).
+    /// A state directory that does not exist yet is created, as the tool
+    /// would on its first run (a grant needs something to grant).
+    fn writable(&self, drop_box: &Path) -> Vec<std::path::PathBuf> {
+        let env = &self.profile.env;
+        let mut w = vec![drop_box.to_path_buf()];
+        for raw in &self.profile.sandbox_writable {
+            let lookup = |name: &str| env.get(name).cloned().or_else(|| std::env::var(name).ok());
+            if let Some(p) = crate::sandbox::expand_with(raw, lookup) {
+                if self.sandboxed && !p.exists() {
+                    let _ = std::fs::create_dir_all(&p);
+                }
+                w.push(p);
+            }
+        }
+        w
     }
 
     pub fn timeout(&self) -> Duration {
@@ -136,6 +171,11 @@ impl CommandAgent {
             }
             _ => {}
         }
+        // The agent writes its result into a directory of its own, which is
+        // the only one outside the worktree its sandbox lets it write; ooda
+        // moves the file into the archive (redacted) after the step.
+        let drop_box = DropBox::create()?;
+        let agent_output_file = drop_box.0.join("result.json");
         let abs = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
             ("OODA_PHASE".into(), inv.phase.as_str().into()),
@@ -144,7 +184,7 @@ impl CommandAgent {
             ("OODA_ITERATION".into(), inv.iteration.to_string()),
             ("OODA_ATTEMPT".into(), inv.attempt.to_string()),
             ("OODA_PROMPT_FILE".into(), abs(&prompt_file)),
-            ("OODA_OUTPUT_FILE".into(), abs(&output_file)),
+            ("OODA_OUTPUT_FILE".into(), abs(&agent_output_file)),
             ("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir)),
         ];
         env.extend(self.profile.env.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -156,12 +196,16 @@ impl CommandAgent {
             timeout: self.timeout(),
             output_cap: inv.output_cap,
             stdin: None,
+            landlock: None,
+            writable: self.writable(&drop_box.0),
         };
         let out = lease
             .run(&spec, cancel)
             .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
+        // The agent wrote this file itself: it is archived, so it is
+        // redacted (and stays JSON) before it is moved there.
+        let written = drop_box.deliver(&agent_output_file, &output_file)?;
         if out.status == Outcome::Interrupted {
-            compress::redact_file(&output_file)?;
             return Err(Error::Interrupted);
         }
         let excerpt = compress::redact(&compress::compress(
@@ -171,9 +215,6 @@ impl CommandAgent {
         crate::atomic::write_atomic(&log_file, excerpt.as_bytes())?;
 
         let parsed = agent_output::parse(self.profile.format, &out.stdout);
-        // The agent wrote this file itself: it stays as an artifact, so it
-        // is redacted in place (and stays JSON) as it is read.
-        let written = compress::redact_file(&output_file)?;
         let seconds = out.elapsed.as_secs_f64();
         let (outcome, problem) = match out.status {
             Outcome::Success => (CallOutcome::Ok, None),
@@ -379,6 +420,46 @@ impl Invocation<'_> {
     }
 }
 
+/// The private directory an agent writes `OODA_OUTPUT_FILE` into; removed
+/// on drop.
+struct DropBox(std::path::PathBuf);
+
+impl DropBox {
+    fn create() -> Result<DropBox> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir().join(format!("ooda-result-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(DropBox(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
+            }
+        }
+    }
+
+    /// Redacts what the agent wrote and moves it to its archived place;
+    /// returns what it held. A symlink or a directory there is not a
+    /// result: it is not followed.
+    fn deliver(&self, written: &Path, archived: &Path) -> Result<Option<String>> {
+        if !std::fs::symlink_metadata(written).is_ok_and(|m| m.is_file()) {
+            return Ok(None);
+        }
+        let text = compress::redact_file(written)?;
+        let clean = std::fs::read(written)
+            .map_err(|e| Error::io(format!("reading {}", written.display()), e))?;
+        crate::atomic::write_atomic(archived, &clean)?;
+        Ok(text)
+    }
+}
+
+impl Drop for DropBox {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// What one step returned.
 #[derive(Debug)]
 pub struct Reply {
@@ -409,6 +490,7 @@ mod tests {
         CommandAgent {
             name: name.into(),
             profile: presets()[name].clone(),
+            sandboxed: false,
         }
     }
 
@@ -420,7 +502,14 @@ mod tests {
         );
         assert_eq!(
             agent("codex").command_line(),
-            r#"codex exec --json --sandbox workspace-write -c 'approval_policy="never"' - < "$OODA_PROMPT_FILE""#
+            r#"codex exec --json -c 'approval_policy="never"' --sandbox workspace-write - < "$OODA_PROMPT_FILE""#
+        );
+        // Inside ooda's sandbox, Codex's own (bubblewrap) cannot start.
+        let mut inside = agent("codex");
+        inside.sandboxed = true;
+        assert_eq!(
+            inside.command_line_for(Phase::Execute, &NamedFiles::default()),
+            r#"codex exec --json -c 'approval_policy="never"' --sandbox danger-full-access - < "$OODA_PROMPT_FILE""#
         );
         assert_eq!(
             agent("gemini").command_line(),
@@ -496,6 +585,7 @@ mod tests {
                 env: [("EXTRA".to_string(), "yes".to_string())].into(),
                 ..crate::config::presets()["script"].clone()
             },
+            sandboxed: false,
         };
         let files = Invocation::files_dir_for(&dir, 3);
         let inv = Invocation {
@@ -511,11 +601,9 @@ mod tests {
             output_cap: 1 << 20,
             files: &NamedFiles::default(),
         };
-        let lease = crate::executor::Executor::lease(
-            &crate::executor::Local,
-            crate::executor::Purpose::Agent,
-        )
-        .unwrap();
+        let local = crate::executor::Local::default();
+        let lease =
+            crate::executor::Executor::lease(&local, crate::executor::Purpose::Agent).unwrap();
         let reply = a
             .run(&inv, lease.as_ref(), &AtomicBool::new(false))
             .unwrap();

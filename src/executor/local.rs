@@ -1,27 +1,51 @@
 //! The local executor: commands run on this machine, now.
 
 use std::io;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 use super::{Executor, Lease, Purpose};
 use crate::error::Result;
 use crate::exec::{self, CommandOutput, CommandSpec};
+use crate::sandbox::InForce;
 
-/// Runs every command here, as a child process group of ooda.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Local;
+/// Runs every command here, as a child process group of ooda, confined by
+/// the run's sandbox (see `sandbox.rs`) when one is in force.
+#[derive(Debug, Clone, Default)]
+pub struct Local {
+    /// The Landlock ABI to confine commands with; `None`: unconfined.
+    abi: Option<i32>,
+    /// Writable for every command besides its worktree (`sandbox.writable`).
+    writable: Vec<PathBuf>,
+}
 
-struct Here;
+impl Local {
+    /// An executor whose commands are confined as `sandbox` says.
+    pub fn sandboxed(sandbox: &InForce) -> Local {
+        Local {
+            abi: sandbox.abi,
+            writable: sandbox.writable.clone(),
+        }
+    }
+}
 
-impl Lease for Here {
+struct Here<'a>(&'a Local);
+
+impl Lease for Here<'_> {
     fn run(&self, spec: &CommandSpec, cancel: &AtomicBool) -> io::Result<CommandOutput> {
-        exec::run(spec, cancel)
+        if self.0.abi.is_none() {
+            return exec::run(spec, cancel);
+        }
+        let mut spec = spec.clone();
+        spec.landlock = self.0.abi;
+        spec.writable.extend(self.0.writable.iter().cloned());
+        exec::run(&spec, cancel)
     }
 }
 
 impl Executor for Local {
     fn lease(&self, _: Purpose) -> Result<Box<dyn Lease + '_>> {
-        Ok(Box::new(Here))
+        Ok(Box::new(Here(self)))
     }
 }
 
@@ -33,7 +57,8 @@ mod tests {
     #[test]
     fn a_local_lease_runs_the_command_here() {
         let dir = tempfile::tempdir().unwrap();
-        let lease = Local.lease(Purpose::Measure).unwrap();
+        let local = Local::default();
+        let lease = local.lease(Purpose::Measure).unwrap();
         let out = lease
             .run(
                 &CommandSpec {
@@ -43,6 +68,8 @@ mod tests {
                     timeout: std::time::Duration::from_secs(10),
                     output_cap: 1 << 16,
                     stdin: None,
+                    landlock: None,
+                    writable: Vec::new(),
                 },
                 &AtomicBool::new(false),
             )

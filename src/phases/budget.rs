@@ -99,6 +99,7 @@ mod tests {
             yellow: None,
             pending_ack: None,
             current: None,
+            unconfined: None,
         }
     }
 

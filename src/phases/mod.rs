@@ -153,6 +153,15 @@ impl<'a> Machine<'a> {
     ) -> Result<Machine<'a>> {
         let brief = project.load_brief(brief_arg)?;
         let agent = MainAgent::for_brief(&brief, &project.config)?;
+        let agent_name = match &agent {
+            MainAgent::Command(c) => Some(c.name.clone()),
+            MainAgent::Builtin => None,
+        };
+        let sandbox = project
+            .config
+            .sandbox
+            .in_force(agent_name.as_deref())
+            .map_err(|e| Error::Input(format!("{}: {e}", crate::config::FILE_NAME)))?;
         let hash = brief_hash(&brief.path)?;
         let ws = Workspace::open(
             &project.root,
@@ -168,6 +177,10 @@ impl<'a> Machine<'a> {
             &ws,
             vec![progress],
         )?;
+        if archive.state.unconfined != sandbox.warning {
+            archive.state.unconfined = sandbox.warning.clone();
+            archive.save_state()?;
+        }
         // A state written before ORIENT's output was kept in it: the same
         // statistics, from the archive as it was when the iteration began.
         if let Some(cur) = archive.state.current.as_mut()
@@ -186,7 +199,7 @@ impl<'a> Machine<'a> {
             agent,
             ws,
             archive,
-            executor: Box::new(Local),
+            executor: Box::new(Local::sandboxed(&sandbox)),
             interrupt,
         })
     }

@@ -89,7 +89,7 @@ impl Fake {
         t.write(
             "ooda.yaml",
             &format!(
-                "{QUIET_CONFIG}agents:\n  fake: {{command: [./agent.sh], prompt: stdin, format: {format}, timeout: {timeout}}}\n"
+                "{QUIET_CONFIG}agents:\n  fake: {{command: [./agent.sh], prompt: stdin, format: {format}, timeout: {timeout}, sandbox: {{writable: [$AGENT_DIR]}}}}\n"
             ),
         );
         t.script("agent.sh", script);
@@ -111,6 +111,14 @@ impl Fake {
         f.put("execute", &with_text(format, &block(EXECUTE)));
         f.put("learn", &with_text(format, &block(LEARN)));
         f
+    }
+
+    /// `sandbox: off` in `ooda.yaml`: what the fence sees when Landlock
+    /// does not stop a write first.
+    fn sandbox_off(&self) {
+        let cfg = self.t.read("ooda.yaml");
+        self.t.write("ooda.yaml", &format!("{cfg}sandbox: off\n"));
+        self.t.commit("sandbox off");
     }
 
     fn put(&self, phase: &str, content: &str) {
@@ -733,7 +741,9 @@ fn a_full_night_with_the_script_preset() {
     }
     let keeps: Vec<&IterationRecord> = recs.iter().filter(|r| r.verdict == Verdict::Keep).collect();
     assert!(!keeps.is_empty(), "X walking from 10 toward 40 must gain");
-    // Keeps are the branch's commits, in order; the agent's own commit was undone.
+    // Keeps are the branch's commits, in order. The agent's own `git commit`
+    // failed: inside the sandbox the repository's objects and refs are
+    // read-only (attacks.rs has the undo, with the sandbox off).
     let log = t.git(&["rev-list", "--reverse", &format!("{start}..ooda/night")]);
     let kept: Vec<String> = keeps.iter().map(|r| r.commit.clone().unwrap()).collect();
     assert_eq!(log.lines().collect::<Vec<_>>(), kept);
@@ -742,7 +752,7 @@ fn a_full_night_with_the_script_preset() {
             .contains("agent commit")
     );
     assert!(
-        t.events("night")
+        !t.events("night")
             .iter()
             .any(|e| e["type"] == "anomaly" && e["kind"] == "agent_commit")
     );
@@ -894,7 +904,7 @@ cat "$AGENT_DIR/$OODA_PHASE.out"
 }
 
 #[test]
-fn writing_outside_the_worktree_is_blocked() {
+fn with_the_sandbox_off_writing_outside_the_worktree_is_blocked() {
     // One iteration writes into the user's checkout, the next into the base worktree.
     let script = r#"#!/bin/sh
 cat > /dev/null
@@ -910,6 +920,7 @@ case "$OODA_PHASE" in
 esac
 "#;
     let f = Fake::new("text", script, "20s");
+    f.sandbox_off();
     let (run, rec) = f.first_iteration();
     run.expect(0);
     assert_eq!(rec.verdict, Verdict::Blocked, "{}", f.iter_file(1));

@@ -147,6 +147,16 @@ fn the_plan_prompt_the_summary_and_the_decision_state_the_same_noise_and_theta1(
         "n",
         &knob_brief("").replace("agent: builtin", "agent: script"),
     );
+    // The benchmark's run counter (its noise seed) outlives each run: the
+    // sandboxed metric command may write that one file of the checkout.
+    t.write("counter", "0\n");
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}sandbox: {{writable: [$OODA_TEST_DIR/counter]}}\n",
+            t.read("ooda.yaml")
+        ),
+    );
     t.commit("noisy");
     for _ in 0..3 {
         t.ooda(&["tick", "n"]).expect(0);

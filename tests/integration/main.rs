@@ -1,6 +1,7 @@
 //! Integration tests: the real binary against real git repositories.
 
 mod agents;
+mod attacks;
 mod commands;
 mod decisions;
 mod errors;

@@ -109,7 +109,8 @@ fn fake(tool: &str) -> String {
             "cat",
         ),
         "codex" => (
-            r#"[ "$*" = "exec --json --sandbox workspace-write -c approval_policy=\"never\" -" ]"#,
+            // Inside ooda's sandbox its own cannot start, so it is off.
+            r#"[ "$*" = "exec --json -c approval_policy=\"never\" --sandbox danger-full-access -" ]"#,
             "cat",
         ),
         "gemini" => (
@@ -131,11 +132,27 @@ fn fake(tool: &str) -> String {
     } else {
         ""
     };
+    // Where each real tool keeps its state: writable inside the sandbox.
+    let state = match tool {
+        "claude" => r#""$CLAUDE_CONFIG_DIR/.claude.json""#,
+        "codex" => r#""$CODEX_HOME/history.jsonl""#,
+        "gemini" => r#""$HOME/.gemini/state.json""#,
+        _ => r#""$HOME/.aider/caches.json""#,
+    };
     format!(
         r#"#!/bin/sh
 if ! {{ {check}; }}; then
   echo "{tool}: unexpected command line: $*" >&2
   exit 64
+fi
+# Inside ooda's sandbox: the checkout is read-only, the tool's state is not.
+if echo x 2>/dev/null > "$OODA_ITERATIONS_DIR/../../probe"; then
+  echo "{tool}: not sandboxed" >&2
+  exit 65
+fi
+if ! echo '{{}}' > {state}.tmp || ! mv {state}.tmp {state}; then
+  echo "{tool}: cannot keep its state in {state}" >&2
+  exit 66
 fi
 echo "$*" > "$AGENT_DIR/argv-$OODA_PHASE-$OODA_ITERATION"
 {prompt} > "$AGENT_DIR/prompt-$OODA_PHASE-$OODA_ITERATION.md"
@@ -165,6 +182,14 @@ fn with_fake(tool: &str, iterations: u32) -> (Test, tempfile::TempDir) {
         "b",
         &knob_brief(&format!("budget: {{iterations: {iterations}}}\n"))
             .replace("agent: builtin", &format!("agent: {tool}")),
+    );
+    // The fakes keep their prompts and argv in $AGENT_DIR.
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}sandbox: {{writable: [$AGENT_DIR]}}\n",
+            t.read("ooda.yaml")
+        ),
     );
     t.commit("brief");
     let dir = tempfile::tempdir().unwrap();
@@ -208,7 +233,12 @@ fn night_with(tool: &str) {
         }
     }
     let (path, agent_dir) = env_of(&dir);
-    let env = [("PATH", path.as_str()), ("AGENT_DIR", agent_dir.as_str())];
+    let home = format!("{agent_dir}/home");
+    let env = [
+        ("PATH", path.as_str()),
+        ("AGENT_DIR", agent_dir.as_str()),
+        ("HOME", home.as_str()),
+    ];
     let run = t.ooda_env(&["run", "b"], &env).expect(4);
     // Every iteration's verdict is on stdout, the one that ended the run too.
     for line in [
@@ -361,7 +391,12 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     t.commit("no waiting");
     std::fs::write(dir.path().join("plan-1.out"), AIDER_OUTAGE).unwrap();
     let (path, agent_dir) = env_of(&dir);
-    let env = [("PATH", path.as_str()), ("AGENT_DIR", agent_dir.as_str())];
+    let home = format!("{agent_dir}/home");
+    let env = [
+        ("PATH", path.as_str()),
+        ("AGENT_DIR", agent_dir.as_str()),
+        ("HOME", home.as_str()),
+    ];
     t.ooda_env(&["tick", "b"], &env).expect(0);
     t.ooda_env(&["tick", "b"], &env).expect(0);
     let rec = t.record("b", 1);

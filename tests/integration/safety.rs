@@ -141,7 +141,7 @@ case "$OODA_PHASE" in
   learn)
     echo evil > src/evil.txt
     echo "# tampered" >> bench.sh
-    if [ ! -e "$OODA_TEST_DIR/learned" ]; then touch "$OODA_TEST_DIR/learning"; sleep 60; fi
+    if [ ! -e "$MARKS/learned" ]; then touch "$MARKS/learning"; sleep 60; fi
     printf '{"patterns": []}' > "$OODA_OUTPUT_FILE"
     ;;
 esac
@@ -151,21 +151,29 @@ esac
 fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
     let t = Test::new();
     t.script("ooda-agent.sh", VANDAL);
-    t.ignore(&["/learning", "/learned"]);
     t.brief(
         "v",
         &knob_brief("").replace("agent: builtin", "agent: script"),
     );
+    // The agent's markers, outside the checkout, writable for it.
+    let marks = tempfile::tempdir().unwrap();
+    let marks_dir = marks.path().to_str().unwrap();
+    t.write(
+        "ooda.yaml",
+        &format!("{}sandbox: {{writable: [$MARKS]}}\n", t.read("ooda.yaml")),
+    );
     t.commit("vandal");
-    t.ooda(&["tick", "v"]).expect(0);
+    t.ooda_env(&["tick", "v"], &[("MARKS", marks_dir)])
+        .expect(0);
     let child = t
         .command(&["tick", "v"])
+        .env("MARKS", marks_dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !t.exists("learning") {
+    while !marks.path().join("learning").exists() {
         assert!(std::time::Instant::now() < deadline, "LEARN never started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -179,8 +187,9 @@ fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    t.write("learned", "");
-    t.ooda(&["tick", "v"]).expect(0);
+    std::fs::write(marks.path().join("learned"), "").unwrap();
+    t.ooda_env(&["tick", "v"], &[("MARKS", marks_dir)])
+        .expect(0);
     let r = t.record("v", 1);
     assert_eq!(r.verdict, ooda::history::Verdict::Keep, "{}", r.reason);
     let files = t.git(&["show", "--name-only", "--format=", &r.commit.unwrap()]);
@@ -192,7 +201,7 @@ fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
 }
 
 #[test]
-fn an_agent_rewriting_the_archive_is_blocked() {
+fn with_the_sandbox_off_an_agent_rewriting_the_archive_is_blocked() {
     let t = Test::new();
     t.script(
         "ooda-agent.sh",
@@ -208,6 +217,12 @@ esac
     t.brief(
         "h",
         &knob_brief("").replace("agent: builtin", "agent: script"),
+    );
+    // Inside the sandbox the write is refused (attacks.rs); this is the
+    // fence, which catches it when there is no sandbox.
+    t.write(
+        "ooda.yaml",
+        &format!("{}sandbox: off\n", t.read("ooda.yaml")),
     );
     t.commit("forger");
     t.ooda(&["tick", "h"]).expect(0);

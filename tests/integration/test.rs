@@ -1,6 +1,7 @@
 //! The `Test` builder: a temporary git repository with Briefs and scripts,
 //! the real `ooda` binary run in it, and helpers to read what it left behind.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -263,5 +264,111 @@ impl Test {
         let index = fs::read(self.path().join(".git/index")).unwrap();
         let tracked = self.git(&["ls-files", "-s"]);
         format!("{head}\n{branch}\n{status}\n{}\n{tracked}", index.len())
+    }
+
+    /// Every byte a user could lose: each file, directory and symlink of the
+    /// checkout (tracked, untracked and ignored), and of its git directory
+    /// (config, hooks, HEAD, refs, info, the index), with modes. Left out
+    /// only: `.ooda/`, `iterations/`, `notes/`, the objects (new ones are
+    /// unreachable garbage, not a change), the worktrees' metadata, the
+    /// measurement lock, and ooda's own refs (`ooda/…` branches, `refs/ooda/`),
+    /// which [`Test::ooda_refs`] compares with their recorded values.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut files = BTreeMap::new();
+        snapshot_walk(self.path(), self.path(), &mut files);
+        Snapshot(files)
+    }
+
+    /// ooda's own refs and where they point.
+    pub fn ooda_refs(&self) -> String {
+        self.git(&[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/heads/ooda/",
+            "refs/ooda/",
+        ])
+    }
+}
+
+/// See [`Test::snapshot`].
+#[derive(PartialEq, Eq)]
+pub struct Snapshot(BTreeMap<String, String>);
+
+impl Snapshot {
+    /// Panics naming every path that differs from `before`.
+    pub fn assert_same(&self, before: &Snapshot, what: &str) {
+        let mut diffs = Vec::new();
+        for (k, v) in &before.0 {
+            match self.0.get(k) {
+                None => diffs.push(format!("removed: {k}")),
+                Some(w) if w != v => diffs.push(format!("changed: {k}")),
+                _ => {}
+            }
+        }
+        for k in self.0.keys() {
+            if !before.0.contains_key(k) {
+                diffs.push(format!("added: {k}"));
+            }
+        }
+        assert!(
+            diffs.is_empty(),
+            "{what}: the user's checkout is not byte-identical:\n{}",
+            diffs.join("\n")
+        );
+    }
+}
+
+fn snapshot_walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    use std::os::unix::fs::MetadataExt;
+    let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let path = e.path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let skipped = [
+            ".ooda",
+            "iterations",
+            "notes",
+            ".git/objects",
+            ".git/worktrees",
+            ".git/ooda-measure.lock",
+            ".git/refs/heads/ooda",
+            ".git/refs/ooda",
+            ".git/logs/refs/heads/ooda",
+            ".git/logs/refs/ooda",
+        ];
+        if skipped.iter().any(|s| rel == *s) {
+            continue;
+        }
+        let meta = fs::symlink_metadata(&path).unwrap();
+        let mode = meta.mode();
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&path).unwrap();
+            out.insert(rel, format!("link {mode:o} {}", target.display()));
+        } else if meta.is_dir() {
+            out.insert(rel.clone(), format!("dir {mode:o}"));
+            snapshot_walk(root, &path, out);
+        } else {
+            let mut bytes = fs::read(&path).unwrap();
+            if rel == ".git/packed-refs" {
+                // ooda's refs may be packed beside the user's.
+                let text = String::from_utf8_lossy(&bytes).to_string();
+                bytes = text
+                    .lines()
+                    .filter(|l| !l.contains(" refs/heads/ooda/") && !l.contains(" refs/ooda/"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+                    .into_bytes();
+            }
+            // FNV-1a: any changed byte changes it.
+            let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            out.insert(rel, format!("file {mode:o} {} {hash:016x}", bytes.len()));
+        }
     }
 }
