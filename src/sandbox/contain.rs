@@ -99,6 +99,7 @@ pub fn main(args: &[OsString]) -> i32 {
     install_handlers();
     // The parent may have died before PR_SET_PDEATHSIG took effect.
     if args.parent.is_some_and(|p| p != unsafe { libc::getppid() }) {
+        eprintln!("ooda: the process that started this command has exited; not starting it");
         return SANDBOX_FAILED;
     }
     // The ruleset is built here and enforced in the child only: the helper
