@@ -104,6 +104,9 @@ impl fmt::Display for Parse {
 pub struct Scope {
     pub allow: Vec<String>,
     pub protect: Vec<String>,
+    /// A new or grown file above this many bytes is `blocked` before it is
+    /// hashed into the repository (`scope.max_file_size`, default 10 MiB).
+    pub max_file_size: u64,
     allow_set: GlobSet,
     protect_set: GlobSet,
 }
@@ -113,6 +116,7 @@ impl Default for Scope {
         Scope {
             allow: Vec::new(),
             protect: Vec::new(),
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
             allow_set: GlobSet::empty(),
             protect_set: GlobSet::empty(),
         }
@@ -136,6 +140,7 @@ impl Scope {
             protect_set: compile(&protect)?,
             allow,
             protect,
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
         })
     }
 
@@ -194,7 +199,10 @@ const METRIC_KEYS: &[&str] = &[
     "noise_floor",
     "timeout",
 ];
-const SCOPE_KEYS: &[&str] = &["allow", "protect"];
+const SCOPE_KEYS: &[&str] = &["allow", "protect", "max_file_size"];
+
+/// `scope.max_file_size` when a Brief leaves it out.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 << 20;
 const BUDGET_KEYS: &[&str] = &["iterations", "wall", "cost_usd", "tokens"];
 
 const METRIC_EXAMPLE: &str = "metric: {name: p95_ms, command: ./bench.sh, direction: minimize}";
@@ -943,7 +951,19 @@ fn check_scope(ck: &mut Checker, node: &Node) -> Scope {
     };
     let mut lists = [Vec::new(), Vec::new()];
     let mut ok = true;
-    for (slot, name) in SCOPE_KEYS.iter().enumerate() {
+    let max_file_size = match fields.get("max_file_size") {
+        None => DEFAULT_MAX_FILE_SIZE,
+        Some(e) => ck
+            .expect(
+                &e.value,
+                "scope.max_file_size",
+                "a size like `10MiB` or `500KB`, above zero",
+                "max_file_size: 50MiB",
+                |n| crate::units::parse_bytes(n.scalar()?).filter(|v| *v > 0),
+            )
+            .unwrap_or(DEFAULT_MAX_FILE_SIZE),
+    };
+    for (slot, name) in SCOPE_KEYS[..2].iter().enumerate() {
         let Some(e) = fields.get(name) else { continue };
         let key = join("scope", name);
         let item_example = format!("{name}: [\"src/**\"]");
@@ -977,7 +997,9 @@ fn check_scope(ck: &mut Checker, node: &Node) -> Scope {
         return Scope::default();
     }
     // Every glob compiled above, so this cannot fail; the fallback keeps it panic-free.
-    Scope::new(allow, protect).unwrap_or_default()
+    let mut scope = Scope::new(allow, protect).unwrap_or_default();
+    scope.max_file_size = max_file_size;
+    scope
 }
 
 fn check_knobs(ck: &mut Checker, node: &Node, draft: &mut Draft) {

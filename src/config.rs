@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::brief::{BriefError, Budget, check_budget, is_env_name, parse_count, parse_duration};
+use crate::brief::{BriefError, Budget, check_budget, is_env_name, parse_duration};
 use crate::model::Phase;
+use crate::units::parse_bytes;
 use crate::yaml::{self, Checker, Entry, Node, join, parse_float, parse_int};
 
 /// The configuration file, relative to the project root.
@@ -811,19 +812,6 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresh
             *slot = v;
         }
     }
-}
-
-/// A count ([`parse_count`]) or a binary size: `64KiB`, `1MiB`, `1GiB`.
-fn parse_bytes(text: &str) -> Option<u64> {
-    let t = text.trim();
-    for (suffix, mult) in [("KiB", 1u64 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30)] {
-        if let Some(n) = t.strip_suffix(suffix) {
-            return parse_int(n.trim())
-                .and_then(|v| u64::try_from(v).ok())
-                .and_then(|v| v.checked_mul(mult));
-        }
-    }
-    parse_count(t)
 }
 
 fn one_of<T: Copy>(all: &[T], text: &str, name: fn(T) -> &'static str) -> Option<T> {

@@ -26,6 +26,19 @@ pub struct Fence {
     /// file, since git status sees neither ignored nor untracked-folder files.
     archive: PathBuf,
     archive_before: BTreeMap<PathBuf, String>,
+    /// Without the sandbox: the repository's git directory, the Briefs and
+    /// `ooda.yaml` (see [`Fence::with_git`]).
+    git: Option<GitWatch>,
+}
+
+/// What an unconfined agent could change to act after its step (a hook, a
+/// `core.fsmonitor`, a moved ref) or to weaken its judge (a Brief).
+struct GitWatch {
+    repo: PathBuf,
+    files: Vec<PathBuf>,
+    before: BTreeMap<PathBuf, String>,
+    /// ooda's own refs (`refs/heads/ooda/…`, `refs/ooda/…`) and their targets.
+    ours: BTreeMap<String, git2::Oid>,
 }
 
 /// One watched work tree: where, what to skip, whether to walk untracked
@@ -62,7 +75,43 @@ impl Fence {
             trees,
             archive: archive.to_path_buf(),
             archive_before: archive_files(archive),
+            git: None,
         })
+    }
+
+    /// Also watches what the sandbox would have kept read-only: the git
+    /// directory's HEAD, config, refs, hooks and `info/`, `briefs/` and
+    /// `ooda.yaml`, and ooda's own refs, which [`Fence::breached`] puts
+    /// back where they were (no human moves them; a human may commit, edit
+    /// a Brief or move their own branch, so those are named, never undone).
+    pub fn with_git(mut self, root: &Path) -> Result<Fence> {
+        let repo = git2::Repository::open(root)
+            .ctx(|| format!("opening the repository at {}", root.display()))?;
+        let gitdir = repo.path().to_path_buf();
+        let mut files = vec![
+            gitdir.join("HEAD"),
+            gitdir.join("config"),
+            gitdir.join("packed-refs"),
+            root.join(crate::config::FILE_NAME),
+        ];
+        let ooda_refs = [gitdir.join("refs/heads/ooda"), gitdir.join("refs/ooda")];
+        for dir in [
+            gitdir.join("hooks"),
+            gitdir.join("info"),
+            gitdir.join("refs"),
+            root.join("briefs"),
+        ] {
+            walk_files(&dir, &ooda_refs, &mut files);
+        }
+        let before = hashes(&files);
+        let ours = ooda_refs_of(&repo);
+        self.git = Some(GitWatch {
+            repo: root.to_path_buf(),
+            files,
+            before,
+            ours,
+        });
+        Ok(self)
     }
 
     /// Paths that changed since the snapshot, or `None`.
@@ -98,6 +147,9 @@ impl Fence {
         {
             changed.push(path.display().to_string());
         }
+        if let Some(g) = &self.git {
+            changed.extend(g.changed()?);
+        }
         Ok((!changed.is_empty()).then(|| {
             changed.sort();
             format!(
@@ -106,6 +158,122 @@ impl Fence {
             )
         }))
     }
+}
+
+impl GitWatch {
+    /// What changed, by path; ooda's own refs are restored (and named).
+    fn changed(&self) -> Result<Vec<String>> {
+        let mut out = Vec::new();
+        let mut files = self.files.clone();
+        if let Some(gitdir) = files
+            .first()
+            .and_then(|h| h.parent())
+            .map(Path::to_path_buf)
+        {
+            let ours = [gitdir.join("refs/heads/ooda"), gitdir.join("refs/ooda")];
+            for dir in [
+                gitdir.join("hooks"),
+                gitdir.join("info"),
+                gitdir.join("refs"),
+            ] {
+                walk_files(&dir, &ours, &mut files);
+            }
+            walk_files(&self.repo.join("briefs"), &[], &mut files);
+        }
+        files.sort();
+        files.dedup();
+        let after = hashes(&files);
+        for f in &files {
+            if self.before.get(f) != after.get(f) {
+                out.push(f.display().to_string());
+            }
+        }
+        let repo = git2::Repository::open(&self.repo)
+            .ctx(|| format!("opening the repository at {}", self.repo.display()))?;
+        let now = ooda_refs_of(&repo);
+        for (name, oid) in &self.ours {
+            if now.get(name) != Some(oid) {
+                repo.reference(name, *oid, true, "ooda: restored after an agent step")
+                    .ctx(|| format!("restoring {name}"))?;
+                out.push(format!("{name} (restored)"));
+            }
+        }
+        for name in now.keys().filter(|n| !self.ours.contains_key(*n)) {
+            if let Ok(mut r) = repo.find_reference(name) {
+                r.delete().ctx(|| format!("deleting {name}"))?;
+            }
+            out.push(format!("{name} (deleted: not ooda's)"));
+        }
+        Ok(out)
+    }
+}
+
+/// Every file below `dir` (none if it is missing), `skip` prefixes aside.
+fn walk_files(dir: &Path, skip: &[PathBuf], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if skip.iter().any(|s| p.starts_with(s)) {
+            continue;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => walk_files(&p, skip, out),
+            Ok(_) => out.push(p),
+            Err(_) => {}
+        }
+    }
+}
+
+/// Content hashes (a symlink's target for a symlink); a missing file has none.
+fn hashes(files: &[PathBuf]) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    for f in files {
+        let h = match std::fs::symlink_metadata(f) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::read_link(f)
+                .map(|t| format!("link:{}", t.display()))
+                .ok(),
+            // ooda's own refs may be packed beside the user's.
+            Ok(_) if f.file_name().is_some_and(|n| n == "packed-refs") => {
+                std::fs::read_to_string(f).ok().map(|t| {
+                    let mine: Vec<&str> = t
+                        .lines()
+                        .filter(|l| !l.contains(" refs/heads/ooda/") && !l.contains(" refs/ooda/"))
+                        .collect();
+                    mine.join("\n")
+                })
+            }
+            Ok(m) => git2::Oid::hash_file(git2::ObjectType::Blob, f)
+                .map(|o| {
+                    format!(
+                        "{:o}:{o}",
+                        std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+                    )
+                })
+                .ok(),
+            Err(_) => None,
+        };
+        if let Some(h) = h {
+            out.insert(f.clone(), h);
+        }
+    }
+    out
+}
+
+/// ooda's own refs, packed or loose.
+fn ooda_refs_of(repo: &git2::Repository) -> BTreeMap<String, git2::Oid> {
+    let mut out = BTreeMap::new();
+    for glob in ["refs/heads/ooda/*", "refs/ooda/*"] {
+        if let Ok(refs) = repo.references_glob(glob) {
+            for r in refs.flatten() {
+                if let (Ok(name), Some(oid)) = (r.name(), r.target()) {
+                    out.insert(name.to_string(), oid);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The archive's own files, hashed (artifacts and the event log, which ooda

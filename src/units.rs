@@ -109,6 +109,43 @@ pub fn parse_count(s: &str) -> Option<u64> {
     Some(value.round() as u64)
 }
 
+/// A count ([`parse_count`]) or a size: `64KiB`, `1MiB`, `1GiB`, or the
+/// decimal `10MB`, `500KB`, `2GB`.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    for (suffix, mult) in [
+        ("KiB", 1u64 << 10),
+        ("MiB", 1 << 20),
+        ("GiB", 1 << 30),
+        ("KB", 1_000),
+        ("MB", 1_000_000),
+        ("GB", 1_000_000_000),
+    ] {
+        if let Some(n) = t.strip_suffix(suffix) {
+            return crate::yaml::parse_int(n.trim())
+                .and_then(|v| u64::try_from(v).ok())
+                .and_then(|v| v.checked_mul(mult));
+        }
+    }
+    parse_count(t)
+}
+
+/// A size for people: `1.0 GiB`, `10 MiB`, `512 B`.
+pub fn format_bytes(n: u64) -> String {
+    const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (name, size) in UNITS {
+        if n >= size {
+            let v = n as f64 / size as f64;
+            return if n.is_multiple_of(size) {
+                format!("{} {name}", n / size)
+            } else {
+                format!("{v:.1} {name}")
+            };
+        }
+    }
+    format!("{n} B")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -185,5 +222,16 @@ mod tests {
         for bad in ["", "M", "1.0001k", "-3M", "3 million", "1e30T", "2.5"] {
             assert_eq!(parse_count(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn sizes_read_and_print() {
+        assert_eq!(parse_bytes("10MiB"), Some(10 << 20));
+        assert_eq!(parse_bytes("10MB"), Some(10_000_000));
+        assert_eq!(parse_bytes("512"), Some(512));
+        assert_eq!(parse_bytes("ten"), None);
+        assert_eq!(format_bytes(10 << 20), "10 MiB");
+        assert_eq!(format_bytes((1 << 30) + (1 << 29)), "1.5 GiB");
+        assert_eq!(format_bytes(512), "512 B");
     }
 }

@@ -11,11 +11,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use git2::{
-    BranchType, DiffFormat, DiffOptions, IndexAddOption, Oid, Repository, ResetType, Signature,
-    StatusOptions, WorktreeAddOptions, build::CheckoutBuilder,
+    BranchType, DiffFormat, DiffOptions, Oid, Repository, ResetType, Signature, StatusOptions,
+    WorktreeAddOptions, build::CheckoutBuilder,
 };
 
 use crate::error::{Error, IoContext, Result};
+
+mod contents;
+
+pub use contents::Contents;
 
 pub struct Workspace {
     pub brief: String,
@@ -34,6 +38,19 @@ pub struct Workspace {
 pub struct ChangedPath {
     pub path: String,
     pub kind: &'static str,
+    /// Bytes, as the file is now (0 when deleted).
+    pub size: u64,
+    /// A symlink's target.
+    pub link: Option<String>,
+    /// A new or grown file above the size limit, never read.
+    pub unread: bool,
+}
+
+/// The candidate as its files say: what changed, and the contents to build
+/// the tree from once the change has passed its checks.
+pub struct Candidate {
+    pub changed: Vec<ChangedPath>,
+    pub contents: Contents,
 }
 
 impl Workspace {
@@ -228,7 +245,8 @@ impl Workspace {
 
     fn ensure_worktree(&self, which: &str, path: &Path, on_branch: bool) -> Result<()> {
         let name = self.worktree_name(which);
-        if path.join(".git").exists() && Repository::open(path).is_ok() {
+        self.heal_link(which, path)?;
+        if path.join(".git").exists() && self.open_worktree(which, path).is_ok() {
             return Ok(());
         }
         self.forget_worktree(&name, path)?;
@@ -252,6 +270,8 @@ impl Workspace {
     /// Makes both worktrees exactly `target`: tracked files reset, files the
     /// agent created removed (ignored build outputs stay, for fast rebuilds).
     pub fn sync(&self, target: Oid) -> Result<()> {
+        self.heal_link("cand", &self.cand_dir)?;
+        self.heal_link("base", &self.base_dir)?;
         let cand = self.cand_repo()?;
         let obj = cand
             .find_object(target, None)
@@ -282,43 +302,61 @@ impl Workspace {
         Ok(())
     }
 
-    /// Stages the whole candidate, owned files included even when ignored.
-    fn stage(&self, repo: &Repository) -> Result<git2::Index> {
-        let mut index = repo
-            .index()
-            .ctx(|| "opening the candidate's index".into())?;
-        let head = repo.head().and_then(|h| h.peel_to_tree()).ok();
-        // A tool's own new files are not part of the change (see `is_tool_file`).
-        let mut skip_tool_files = |path: &Path, _: &[u8]| -> i32 {
-            let new = head.as_ref().is_none_or(|t| t.get_path(path).is_err());
-            i32::from(new && path.to_str().is_some_and(is_tool_file))
-        };
-        index
-            .add_all(
-                ["*"],
-                IndexAddOption::DEFAULT,
-                Some(&mut skip_tool_files as &mut git2::IndexMatchedPath),
-            )
-            .ctx(|| "staging the candidate".into())?;
-        index
-            .update_all(["*"], None)
-            .ctx(|| "staging deletions".into())?;
-        for rel in &self.owned {
-            if self.cand_dir.join(rel).is_file() {
-                index
-                    .add_path(Path::new(rel))
-                    .ctx(|| format!("staging {rel}"))?;
-            }
-        }
-        Ok(index)
-    }
-
     pub fn cand_repo(&self) -> Result<Repository> {
-        Repository::open(&self.cand_dir).ctx(|| format!("opening {}", self.cand_dir.display()))
+        self.open_worktree("cand", &self.cand_dir)
     }
 
     pub fn base_repo(&self) -> Result<Repository> {
-        Repository::open(&self.base_dir).ctx(|| format!("opening {}", self.base_dir.display()))
+        self.open_worktree("base", &self.base_dir)
+    }
+
+    /// A worktree, opened through git's record of it in the shared git
+    /// directory, never through its `.git` file: that file is in the
+    /// agent's reach, and one pointing at the user's repository would make
+    /// ooda reset, stage and commit there. The record is read-only to agents.
+    fn open_worktree(&self, which: &str, dir: &Path) -> Result<Repository> {
+        let record = self.worktree_record(which);
+        let repo = Repository::open(&record).ctx(|| format!("opening {}", dir.display()))?;
+        let expected = dir.canonicalize().ok();
+        let actual = repo.workdir().and_then(|w| w.canonicalize().ok());
+        if expected.is_none() || actual != expected {
+            return Err(Error::Corrupt {
+                path: record.clone(),
+                message: format!(
+                    "git's record of this worktree names the work tree {}, not {}: remove {} and run `ooda tick` again to re-create it, or `ooda reset` for a fresh start",
+                    actual
+                        .map(|a| a.display().to_string())
+                        .unwrap_or_else(|| "none".into()),
+                    dir.display(),
+                    dir.display()
+                ),
+            });
+        }
+        Ok(repo)
+    }
+
+    fn worktree_record(&self, which: &str) -> PathBuf {
+        self.repo
+            .commondir()
+            .join("worktrees")
+            .join(self.worktree_name(which))
+    }
+
+    /// Rewrites a worktree's `.git` file when it no longer points at git's
+    /// record of it (an agent replaced it), so the agent's own git commands
+    /// and ooda's agree on which repository this is.
+    fn heal_link(&self, which: &str, dir: &Path) -> Result<()> {
+        let record = self.worktree_record(which);
+        let link = dir.join(".git");
+        let want = format!("gitdir: {}\n", record.display());
+        let is_file = fs::symlink_metadata(&link).is_ok_and(|m| m.is_file());
+        if record.is_dir() && !(is_file && fs::read_to_string(&link).is_ok_and(|t| t == want)) {
+            if fs::symlink_metadata(&link).is_ok_and(|m| m.is_dir()) {
+                fs::remove_dir_all(&link).ctx(|| format!("removing {}", link.display()))?;
+            }
+            crate::atomic::write_atomic(&link, want.as_bytes())?;
+        }
+        Ok(())
     }
 
     /// Undoes commits an agent made in the candidate worktree, keeping their
@@ -353,68 +391,57 @@ impl Workspace {
         )))
     }
 
-    /// Paths the candidate changed relative to its HEAD, untracked included
-    /// (owned files too, even when a `.gitignore` hides them from status).
-    pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
+    /// The candidate's files read from disk, index flags ignored, against
+    /// its HEAD (the base); files above `max_new` bytes that are new or grew
+    /// are recorded unread. Writes nothing to the repository.
+    pub fn candidate(&self, max_new: u64) -> Result<Candidate> {
         let repo = self.cand_repo()?;
-        let mut out = self.changed_owned(&repo)?;
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false);
-        let statuses = repo
-            .statuses(Some(&mut opts))
-            .ctx(|| "reading the candidate's status".into())?;
-        for s in statuses.iter() {
-            let st = s.status();
-            let kind = if st.is_wt_new() || st.is_index_new() {
-                "added"
-            } else if st.is_wt_deleted() || st.is_index_deleted() {
-                "deleted"
-            } else {
-                "modified"
-            };
-            if let Ok(p) = s.path()
-                && !out.iter().any(|c| c.path == p)
-                && !(kind == "added" && is_tool_file(p))
-            {
-                out.push(ChangedPath {
-                    path: p.to_string(),
-                    kind,
-                });
-            }
-        }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(out)
-    }
-
-    fn changed_owned(&self, repo: &Repository) -> Result<Vec<ChangedPath>> {
         let head = repo
             .head()
             .and_then(|h| h.peel_to_tree())
             .ctx(|| "reading the candidate's HEAD".into())?;
-        let mut out = Vec::new();
-        for rel in &self.owned {
-            let committed = head.get_path(Path::new(rel)).ok().map(|e| e.id());
-            let now = match fs::read(self.cand_dir.join(rel)) {
-                Ok(bytes) => Some(
-                    Oid::hash_object(git2::ObjectType::Blob, &bytes)
-                        .ctx(|| format!("hashing {rel}"))?,
-                ),
-                Err(_) => None,
-            };
-            let kind = match (committed, now) {
-                (None, Some(_)) => "added",
-                (Some(_), None) => "deleted",
-                (Some(a), Some(b)) if a != b => "modified",
-                _ => continue,
-            };
-            out.push(ChangedPath {
-                path: rel.clone(),
-                kind,
-            });
+        let contents = contents::Walk {
+            repo: &repo,
+            root: &self.cand_dir,
+            base: &head,
+            owned: &self.owned,
+            max_new,
+            skip_new: is_tool_file,
         }
-        Ok(out)
+        .read()?;
+        let changed = contents
+            .changes()
+            .into_iter()
+            .map(|(path, kind)| {
+                let f = contents.files.get(&path);
+                ChangedPath {
+                    kind: kind.as_str(),
+                    size: f.map_or(0, |f| f.size),
+                    link: f
+                        .and_then(|f| f.link.as_ref())
+                        .map(|l| String::from_utf8_lossy(l).into_owned()),
+                    unread: f.is_some_and(|f| f.oid.is_none()),
+                    path,
+                }
+            })
+            .collect();
+        Ok(Candidate { changed, contents })
+    }
+
+    /// Paths the candidate changed relative to its HEAD, from its files.
+    pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
+        Ok(self.candidate(u64::MAX)?.changed)
+    }
+
+    /// Stores a checked candidate's blobs and tree; returns the tree.
+    pub fn write_tree(&self, contents: &Contents) -> Result<Oid> {
+        contents.write_tree(&self.cand_repo()?, &self.cand_dir)
+    }
+
+    /// Whether the candidate's files are still exactly `tree`.
+    pub fn still_is(&self, tree: Oid) -> Result<bool> {
+        let c = self.candidate(u64::MAX)?;
+        c.contents.matches_tree(&self.cand_repo()?, tree)
     }
 
     /// The candidate's change as a patch (untracked files included).
@@ -425,36 +452,23 @@ impl Workspace {
             .and_then(|h| h.peel_to_tree())
             .ctx(|| "reading the candidate's HEAD".into())?;
         let mut opts = DiffOptions::new();
+        // A blocked 1 GiB file is named in the patch, not loaded into it.
         opts.include_untracked(true)
             .recurse_untracked_dirs(true)
-            .show_untracked_content(true);
+            .show_untracked_content(true)
+            .max_size(crate::brief::DEFAULT_MAX_FILE_SIZE as i64);
         let diff = repo
             .diff_tree_to_workdir_with_index(Some(&head), Some(&mut opts))
             .ctx(|| "diffing the candidate".into())?;
         patch_text(&diff)
     }
 
-    /// Stages everything in the candidate and writes a commit object on top of
-    /// `parent` without moving any reference (LEARN needs its hash before
-    /// COMMIT publishes it). Returns (commit, tree).
+    /// Writes the candidate, read from its files, as a commit on top of
+    /// `parent` without moving any reference. Returns (commit, tree).
     pub fn prepare_commit(&self, parent: Oid, message: &str) -> Result<(Oid, Oid)> {
-        let repo = self.cand_repo()?;
-        let mut index = self.stage(&repo)?;
-        index
-            .write()
-            .ctx(|| "writing the candidate's index".into())?;
-        let tree_id = index
-            .write_tree()
-            .ctx(|| "writing the candidate's tree".into())?;
-        let tree = repo.find_tree(tree_id).ctx(|| "finding the tree".into())?;
-        let parent = repo
-            .find_commit(parent)
-            .ctx(|| "finding the parent commit".into())?;
-        let sig = Signature::now("ooda", "ooda@localhost").ctx(|| "making a signature".into())?;
-        let commit = repo
-            .commit(None, &sig, &sig, message, &tree, &[&parent])
-            .ctx(|| "writing the commit".into())?;
-        Ok((commit, tree_id))
+        let c = self.candidate(u64::MAX)?;
+        let tree = self.write_tree(&c.contents)?;
+        Ok((self.commit_tree(parent, tree, message)?, tree))
     }
 
     /// A commit of a tree recorded earlier (the candidate as measured), on
@@ -493,16 +507,6 @@ impl Workspace {
             .diff_tree_to_tree(Some(&old), Some(&new), None)
             .ctx(|| "diffing the candidate".into())?;
         patch_text(&diff)
-    }
-
-    /// The tree the candidate would commit, for exact-cycle detection.
-    pub fn candidate_tree(&self) -> Result<Oid> {
-        let repo = self.cand_repo()?;
-        let mut index = self.stage(&repo)?;
-        // In-memory only: the index file is left as it was.
-        index
-            .write_tree_to(&repo)
-            .ctx(|| "hashing the candidate's tree".into())
     }
 
     /// Publishes a kept commit: the branch advances and both worktrees follow.
@@ -702,6 +706,7 @@ pub fn is_tool_file(rel_path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use git2::IndexAddOption;
 
     fn repo_with_commit(dir: &Path) -> Oid {
         let repo = Repository::init(dir).unwrap();
@@ -751,7 +756,8 @@ mod tests {
 
         // Keep: the branch advances and base follows; the user's HEAD does not move.
         fs::write(ws.cand_dir.join("a.txt"), "three\n").unwrap();
-        let tree = ws.candidate_tree().unwrap();
+        let c = ws.candidate(u64::MAX).unwrap();
+        let tree = ws.write_tree(&c.contents).unwrap();
         let (commit, tree2) = ws.prepare_commit(start, "keep").unwrap();
         assert_eq!(tree, tree2);
         assert_eq!(ws.branch_tip().unwrap(), Some(start));
@@ -774,5 +780,81 @@ mod tests {
             fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(),
             "three\n"
         );
+    }
+
+    #[test]
+    fn the_change_is_read_from_the_files_not_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = repo_with_commit(dir.path());
+        let ws = Workspace::open(dir.path(), &dir.path().join(".ooda/worktrees/b"), "b").unwrap();
+        ws.ensure(start).unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&ws.cand_dir)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        // The index says a.txt is unchanged; its content says otherwise.
+        git(&["update-index", "--skip-worktree", "a.txt"]);
+        fs::write(ws.cand_dir.join("a.txt"), "rigged\n").unwrap();
+        fs::write(ws.cand_dir.join("big.bin"), vec![0u8; 4096]).unwrap();
+        std::os::unix::fs::symlink("../../../../a.txt", ws.cand_dir.join("out")).unwrap();
+        fs::create_dir_all(ws.cand_dir.join("target")).unwrap();
+        fs::write(ws.cand_dir.join("target/ignored"), "x").unwrap();
+        let objects_before = count_objects(dir.path());
+        let c = ws.candidate(1000).unwrap();
+        let changed: Vec<(&str, &str, bool)> = c
+            .changed
+            .iter()
+            .map(|p| (p.path.as_str(), p.kind, p.unread))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                ("a.txt", "modified", false),
+                ("big.bin", "added", true),
+                ("out", "added", false)
+            ]
+        );
+        assert_eq!(c.changed[2].link.as_deref(), Some("../../../../a.txt"));
+        // Reading and checking wrote nothing into the user's object store.
+        assert_eq!(count_objects(dir.path()), objects_before);
+        // Above the limit, the file cannot be written into a tree.
+        assert!(ws.write_tree(&c.contents).is_err());
+        fs::remove_file(ws.cand_dir.join("big.bin")).unwrap();
+        let c = ws.candidate(1000).unwrap();
+        let tree = ws.write_tree(&c.contents).unwrap();
+        let repo = ws.cand_repo().unwrap();
+        let t = repo.find_tree(tree).unwrap();
+        let blob = t
+            .get_path(Path::new("a.txt"))
+            .unwrap()
+            .to_object(&repo)
+            .unwrap();
+        assert_eq!(blob.as_blob().unwrap().content(), b"rigged\n");
+        assert_eq!(t.get_path(Path::new("out")).unwrap().filemode(), 0o120000);
+        assert!(t.get_path(Path::new("target/ignored")).is_err());
+        assert!(ws.still_is(tree).unwrap());
+        fs::write(ws.cand_dir.join("a.txt"), "later\n").unwrap();
+        assert!(!ws.still_is(tree).unwrap());
+    }
+
+    fn count_objects(repo: &Path) -> usize {
+        fn walk(d: &Path) -> usize {
+            fs::read_dir(d)
+                .map(|es| {
+                    es.filter_map(|e| e.ok())
+                        .map(|e| {
+                            let p = e.path();
+                            if p.is_dir() { walk(&p) } else { 1 }
+                        })
+                        .sum()
+                })
+                .unwrap_or(0)
+        }
+        walk(&repo.join(".git/objects"))
     }
 }

@@ -49,7 +49,12 @@ impl Driver for CommandAgent {
     fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {
         // A script can write anywhere the user can: what it changed outside
         // the candidate worktree is found by content afterwards.
-        let fence = Fence::new(t.root, t.base_dir, t.dir)?;
+        let mut fence = Fence::new(t.root, t.base_dir, t.dir)?;
+        if !self.sandboxed {
+            // Nothing kept the git directory, the Briefs or ooda.yaml
+            // read-only: what changed there is found afterwards.
+            fence = fence.with_git(t.root)?;
+        }
         let mut out = execute(&mut Step::new(self, t), plan)?;
         out.breach = fence.breached()?;
         Ok(out)

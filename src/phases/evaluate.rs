@@ -112,11 +112,8 @@ fn candidate(
     }
     // Protected files are checked again after setup and guards, right
     // before measuring: a build step must not rewrite the evaluator either.
-    let changed = cx.ws.changed_paths()?;
-    if let Some(v) = cx
-        .brief
-        .scope_violation(changed.iter().map(|c| c.path.as_str()))
-    {
+    let changed = cx.ws.candidate(cx.brief.scope.max_file_size)?.changed;
+    if let Some(v) = super::execute::content_violation(cx.brief, &changed) {
         let mut out =
             EvalOutcome::unmeasured(Verdict::Blocked, format!("after setup and guards: {v}"));
         out.guards = guards;

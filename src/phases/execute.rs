@@ -3,24 +3,28 @@
 //!
 //! The driver makes the change; the runner then undoes any commits it made
 //! (their edits kept, so the scope check sees them), writes the knob values,
-//! and checks every changed path against the Brief's scope. What breaks a
+//! and checks every changed path, read from the files themselves (see
+//! `workspace/contents.rs`), against the Brief's scope, its size limit and
+//! where symlinks lead. What breaks a
 //! rule becomes a [`Cut`]: `blocked` for scope (it counts toward the scope
 //! red light), `invalid` for an agent that failed or changed nothing.
 
 use super::oid;
+use crate::brief::Brief;
 use crate::driver::{Driver, Turn};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{AgentCall, Cut, Plan};
 use crate::state::InFlight;
-use crate::workspace::Workspace;
+use crate::workspace::{ChangedPath, Workspace};
 
 /// EXECUTE's output.
 pub(crate) struct Executed {
     plan: Plan,
     cut: Option<Cut>,
     changed_paths: Vec<String>,
-    tree: String,
+    /// `None` when the change was blocked before its tree was written.
+    tree: Option<String>,
     calls: Vec<AgentCall>,
 }
 
@@ -29,7 +33,7 @@ impl Executed {
         c.plan = Some(self.plan);
         c.cut = self.cut;
         c.changed_paths = self.changed_paths;
-        c.tree = Some(self.tree);
+        c.tree = self.tree;
         c.agent_calls.extend(self.calls);
     }
 }
@@ -67,10 +71,9 @@ pub(crate) fn run(
         let path = ws.cand_dir.join(&t.brief.knobs_file);
         crate::atomic::write_atomic(&path, crate::knobs::render_env(&plan.knobs).as_bytes())?;
     }
-    let changed = ws.changed_paths()?;
-    let violation = t
-        .brief
-        .scope_violation(changed.iter().map(|c| c.path.as_str()));
+    let candidate = ws.candidate(t.brief.scope.max_file_size)?;
+    let changed = candidate.changed;
+    let violation = content_violation(t.brief, &changed);
     let mut failure = out.failure;
     if changed.is_empty() && failure.is_none() && out.unavailable.is_none() && driver.edits_files()
     {
@@ -83,11 +86,76 @@ pub(crate) fn run(
         .map(|message| Cut::Scope { message })
         .or(out.unavailable)
         .or(failure.map(|message| Cut::ExecuteFailed { message }));
+    // The tree (and the blobs in it) is written only for a change that
+    // passed its checks: a blocked one never reaches the object store.
+    let tree = match &cut {
+        Some(Cut::Scope { .. }) => None,
+        _ => Some(ws.write_tree(&candidate.contents)?.to_string()),
+    };
     Ok(Some(Executed {
         plan,
         cut,
         changed_paths: changed.into_iter().map(|c| c.path).collect(),
-        tree: ws.candidate_tree()?.to_string(),
+        tree,
         calls: out.calls,
     }))
+}
+
+/// Why a change cannot be measured: a path outside the scope or protected,
+/// a file above `scope.max_file_size`, or a symlink that leads out of the
+/// worktree or to a protected path (writing through it would bypass both).
+pub(crate) fn content_violation(brief: &Brief, changed: &[ChangedPath]) -> Option<String> {
+    let scope = &brief.scope;
+    let big: Vec<String> = changed
+        .iter()
+        .filter(|c| c.unread)
+        .map(|c| format!("{} ({})", c.path, crate::units::format_bytes(c.size)))
+        .collect();
+    if !big.is_empty() {
+        return Some(format!(
+            "new or grown file(s) above scope.max_file_size ({}): {}; such files are not read, stored or measured (raise scope.max_file_size in the Brief if they belong)",
+            crate::units::format_bytes(scope.max_file_size),
+            big.join(", ")
+        ));
+    }
+    let links: Vec<String> = changed
+        .iter()
+        .filter_map(|c| {
+            let target = c.link.as_deref()?;
+            match link_destination(&c.path, target) {
+                None => Some(format!("{} -> {target} (outside the worktree)", c.path)),
+                Some(dest) if scope.protects(&dest) => {
+                    Some(format!("{} -> {target} (the protected {dest})", c.path))
+                }
+                Some(_) => None,
+            }
+        })
+        .collect();
+    if !links.is_empty() {
+        return Some(format!(
+            "symlink(s) leading out of the worktree or to a protected path: {}",
+            links.join(", ")
+        ));
+    }
+    brief.scope_violation(changed.iter().map(|c| c.path.as_str()))
+}
+
+/// Where a symlink at `path` (relative to the worktree) points, relative to
+/// the worktree; `None` when that is outside it.
+fn link_destination(path: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = path.split('/').collect();
+    parts.pop();
+    for seg in target.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
 }

@@ -78,7 +78,7 @@ pub(crate) fn run(
     let lesson = driver.learn(t, &plan, &rec, cur.cut.is_none())?;
     if !lesson.calls.is_empty()
         && let Some(measured) = &cur.tree
-        && ws.candidate_tree()?.to_string() != *measured
+        && !ws.still_is(super::oid(measured)?)?
     {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentEditInLearn,

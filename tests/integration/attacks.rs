@@ -215,6 +215,24 @@ fn the_users_head_branch_and_refs_cannot_be_moved() {
 }
 
 #[test]
+fn a_dot_git_pointing_at_the_users_repository_misleads_nobody() {
+    // ooda opens its worktrees through git's records, not their `.git`
+    // files, so it never resets, stages or commits in the user's checkout.
+    let mut a = Attack::new(
+        r#"    printf 'gitdir: %s/.git\n' "$ROOT" > .git
+    git status --short | head -1
+    echo relinked"#,
+    );
+    let rec = a.run();
+    a.assert_contained("relinked");
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    assert!(a.kept("src/lib.txt").unwrap().contains("tuned"));
+    // The link was healed for the next step.
+    let link = a.t.read(".ooda/worktrees/b/cand/.git");
+    assert!(link.contains("worktrees/ooda-b-cand"), "{link}");
+}
+
+#[test]
 fn a_background_process_does_not_outlive_the_step() {
     let mut a = Attack::new(
         r#"    setsid sh -c 'sleep 2; echo late > "$AGENT_DIR/late-setsid"; echo late >> src/lib.txt' > /dev/null 2>&1 < /dev/null &
@@ -265,6 +283,68 @@ fn links_out_of_the_worktree_reach_nothing() {
     a.run();
     a.assert_contained(DENIED);
     assert!(!a.t.read("src/lib.txt").contains("pwned"));
+}
+
+#[test]
+fn a_symlink_out_of_the_worktree_or_to_the_benchmark_is_blocked() {
+    let mut a = Attack::new(
+        r#"    ln -s "$ROOT/src/lib.txt" src/outside
+    ln -s ../bench.sh src/bench-link
+    echo linked"#,
+    );
+    let rec = a.run();
+    a.assert_contained("linked");
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(
+        rec.reason.contains("src/outside -> ")
+            && rec
+                .reason
+                .contains("src/bench-link -> ../bench.sh (the protected bench.sh)"),
+        "{}",
+        rec.reason
+    );
+    assert!(a.kept("src/outside").is_none());
+}
+
+#[test]
+fn a_huge_file_is_blocked_before_it_is_stored() {
+    let mut a = Attack::new(
+        r#"    head -c 12582912 /dev/zero > src/huge.bin
+    echo written"#,
+    );
+    let objects = |t: &Test| {
+        let out = Command::new("git")
+            .args(["count-objects", "-v"])
+            .current_dir(t.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        text.lines()
+            .filter(|l| l.starts_with("size:") || l.starts_with("size-pack:"))
+            .map(|l| l.split(':').nth(1).unwrap().trim().parse::<u64>().unwrap())
+            .sum::<u64>()
+    };
+    a.ooda(&["tick", "b"]).expect(0);
+    let before_kib = objects(&a.t);
+    a.before = Some(a.t.snapshot());
+    a.refs = a.t.ooda_refs();
+    a.ooda(&["tick", "b"]);
+    let rec = a.t.record("b", 1);
+    a.assert_contained("written");
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(
+        rec.reason.contains("src/huge.bin (12 MiB)")
+            && rec.reason.contains("scope.max_file_size (10 MiB)"),
+        "{}",
+        rec.reason
+    );
+    // Nothing of the 12 MiB reached the user's object store (KiB).
+    assert!(
+        objects(&a.t) < before_kib + 64,
+        "{} KiB -> {} KiB",
+        before_kib,
+        objects(&a.t)
+    );
 }
 
 #[test]
@@ -374,4 +454,40 @@ fn zombie(pid: i32) -> bool {
                 .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
         })
         .unwrap_or(true)
+}
+
+#[test]
+fn with_the_sandbox_off_tampering_is_blocked_named_and_oodas_refs_restored() {
+    let mut a = Attack::new(
+        r#"    hooks="$(git rev-parse --git-common-dir)/hooks"
+    printf '#!/bin/sh\ntrue\n' > "$hooks/post-commit"
+    git config core.fsmonitor "touch $AGENT_DIR/pwned"
+    git update-ref refs/heads/ooda/b HEAD~1
+    git update-ref refs/ooda/planted HEAD
+    sed -i 's/protect: \["bench.sh"\]/protect: []/' "$OODA_BRIEF_FILE"
+    echo tampered"#,
+    );
+    let cfg = a.t.read("ooda.yaml");
+    a.t.write(
+        "ooda.yaml",
+        &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
+    );
+    a.t.commit("no sandbox");
+    let rec = a.run();
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    for what in [
+        ".git/hooks/post-commit",
+        ".git/config",
+        "briefs/b.md",
+        "refs/heads/ooda/b (restored)",
+        "refs/ooda/planted (deleted: not ooda's)",
+    ] {
+        assert!(rec.reason.contains(what), "{what} not in: {}", rec.reason);
+    }
+    // ooda's own refs are back where ooda left them; what a human might
+    // have done (a hook, the config, a Brief) is named, not undone.
+    assert_eq!(a.t.ooda_refs(), a.refs);
+    assert!(a.t.read("ooda.yaml").contains("sandbox: off"));
+    let summary = a.t.read("iterations/b/summary.md");
+    assert!(summary.contains("**Unsandboxed**"), "{summary}");
 }

@@ -1,0 +1,295 @@
+//! The candidate as its files say, whatever its index claims.
+//!
+//! An agent with a shell can mark a file `skip-worktree` or
+//! `assume-unchanged`, or `git add -N` it, and `git status` (and a tree
+//! written from the index) then lies about what the worktree holds: a rigged
+//! benchmark goes unseen, or what was measured is not what is committed. So
+//! the change is computed here from the files themselves, against the base
+//! commit's tree: every file git would not ignore (plus the tracked ones and
+//! ooda's own files, ignored or not) is hashed, and the tree is built from
+//! those hashes. Hashing writes nothing: blobs reach the repository's object
+//! store only in [`Contents::write_tree`], after the checks on size, links and
+//! scope have passed, so a discarded 1 GiB file or a secret never lands in
+//! the user's `.git/objects`.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
+
+use crate::error::{IoContext, Result};
+
+const BLOB: i32 = 0o100644;
+const EXEC: i32 = 0o100755;
+const LINK: i32 = 0o120000;
+const GITLINK: i32 = 0o160000;
+
+/// One path of the candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileState {
+    pub mode: i32,
+    /// The blob's hash; `None` for a new or grown file above the size limit,
+    /// which is never read.
+    pub oid: Option<Oid>,
+    pub size: u64,
+    /// A symlink's target, as stored.
+    pub link: Option<Vec<u8>>,
+}
+
+/// Every path of the candidate that would be committed, by `/`-separated path.
+#[derive(Debug, Default)]
+pub struct Contents {
+    pub files: BTreeMap<String, FileState>,
+    /// The base commit's files: (mode, blob).
+    pub base: BTreeMap<String, (i32, Oid)>,
+}
+
+/// What to read.
+pub struct Walk<'a> {
+    pub repo: &'a Repository,
+    pub root: &'a Path,
+    pub base: &'a Tree<'a>,
+    /// ooda's own files: read even when ignored.
+    pub owned: &'a [String],
+    /// A new or grown file above this size is recorded unread.
+    pub max_new: u64,
+    /// New files a tool keeps for itself (`is_tool_file`): not the change.
+    pub skip_new: fn(&str) -> bool,
+}
+
+impl Walk<'_> {
+    pub fn read(&self) -> Result<Contents> {
+        let mut base = BTreeMap::new();
+        self.base
+            .walk(TreeWalkMode::PreOrder, |dir, entry| {
+                if (entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK)
+                    && let Ok(name) = entry.name()
+                {
+                    base.insert(format!("{dir}{name}"), (entry.filemode(), entry.id()));
+                }
+                TreeWalkResult::Ok
+            })
+            .ctx(|| "reading the base commit's tree".into())?;
+        let mut out = Contents {
+            files: BTreeMap::new(),
+            base,
+        };
+        self.dir(self.root, "", &mut out)?;
+        // Submodules are not walked: what their commit is stays the base's.
+        for (path, (mode, oid)) in &out.base {
+            if *mode == GITLINK {
+                out.files.insert(
+                    path.clone(),
+                    FileState {
+                        mode: GITLINK,
+                        oid: Some(*oid),
+                        size: 0,
+                        link: None,
+                    },
+                );
+            }
+        }
+        Ok(out)
+    }
+
+    fn dir(&self, dir: &Path, prefix: &str, out: &mut Contents) -> Result<()> {
+        let mut entries: Vec<_> = fs::read_dir(dir)
+            .ctx(|| format!("reading {}", dir.display()))?
+            .filter_map(|e| e.ok())
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let name = e.file_name();
+            // A path git cannot store in a tree the way it is spelt here
+            // would be committed under another name: left out, like git.
+            let Ok(name) = std::str::from_utf8(name.as_bytes()) else {
+                continue;
+            };
+            if prefix.is_empty() && name == ".git" {
+                continue;
+            }
+            let rel = format!("{prefix}{name}");
+            let path = e.path();
+            let meta = fs::symlink_metadata(&path).ctx(|| format!("reading {}", path.display()))?;
+            let tracked_below = |rel: &str| {
+                let p = format!("{rel}/");
+                out.base.keys().any(|k| k.starts_with(&p))
+            };
+            if meta.is_dir() {
+                if out.base.get(&rel).is_some_and(|(m, _)| *m == GITLINK) {
+                    continue;
+                }
+                let ignored = self.ignored(&format!("{rel}/"));
+                let owned_below = self.owned.iter().any(|o| o.starts_with(&format!("{rel}/")));
+                if ignored && !tracked_below(&rel) && !owned_below {
+                    continue;
+                }
+                self.dir(&path, &format!("{rel}/"), out)?;
+                continue;
+            }
+            let tracked = out.base.contains_key(&rel);
+            let owned = self.owned.contains(&rel);
+            if !tracked && !owned && (self.ignored(&rel) || (self.skip_new)(&rel)) {
+                continue;
+            }
+            let state = if meta.file_type().is_symlink() {
+                let target = fs::read_link(&path).ctx(|| format!("reading {}", path.display()))?;
+                let bytes = target.as_os_str().as_bytes().to_vec();
+                FileState {
+                    mode: LINK,
+                    oid: Some(
+                        Oid::hash_object(ObjectType::Blob, &bytes)
+                            .ctx(|| format!("hashing {rel}"))?,
+                    ),
+                    size: bytes.len() as u64,
+                    link: Some(bytes),
+                }
+            } else if meta.is_file() {
+                let mode = if meta.permissions().mode() & 0o111 != 0 {
+                    EXEC
+                } else {
+                    BLOB
+                };
+                let size = meta.len();
+                let grown = out.base.get(&rel).is_none_or(|(_, oid)| {
+                    self.repo
+                        .find_blob(*oid)
+                        .map(|b| (b.size() as u64) < size)
+                        .unwrap_or(true)
+                });
+                let oid = if grown && size > self.max_new {
+                    None
+                } else {
+                    Some(Oid::hash_file(ObjectType::Blob, &path).ctx(|| format!("hashing {rel}"))?)
+                };
+                FileState {
+                    mode,
+                    oid,
+                    size,
+                    link: None,
+                }
+            } else {
+                // Sockets, fifos, devices: git stores none of them.
+                continue;
+            };
+            out.files.insert(rel, state);
+        }
+        Ok(())
+    }
+
+    fn ignored(&self, rel: &str) -> bool {
+        self.repo.is_path_ignored(rel).unwrap_or(false)
+    }
+}
+
+/// How a path differs from the base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Added => "added",
+            Kind::Modified => "modified",
+            Kind::Deleted => "deleted",
+        }
+    }
+}
+
+impl Contents {
+    /// Every path that differs from the base, in path order.
+    pub fn changes(&self) -> Vec<(String, Kind)> {
+        let mut out = Vec::new();
+        for (path, now) in &self.files {
+            match self.base.get(path) {
+                None => out.push((path.clone(), Kind::Added)),
+                Some((mode, oid)) if *mode != now.mode || Some(*oid) != now.oid => {
+                    out.push((path.clone(), Kind::Modified));
+                }
+                Some(_) => {}
+            }
+        }
+        for path in self.base.keys() {
+            if !self.files.contains_key(path) {
+                out.push((path.clone(), Kind::Deleted));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Whether the files are exactly those of `tree` (nothing changed since
+    /// it was recorded), read without writing anything.
+    pub fn matches_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
+        let tree = repo
+            .find_tree(tree)
+            .ctx(|| format!("finding the measured tree {tree}"))?;
+        let mut recorded = BTreeMap::new();
+        tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+            if (entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK)
+                && let Ok(name) = entry.name()
+            {
+                recorded.insert(format!("{dir}{name}"), (entry.filemode(), entry.id()));
+            }
+            TreeWalkResult::Ok
+        })
+        .ctx(|| "reading the measured tree".into())?;
+        Ok(recorded.len() == self.files.len()
+            && self.files.iter().all(|(p, f)| {
+                recorded
+                    .get(p)
+                    .is_some_and(|(m, o)| *m == f.mode && Some(*o) == f.oid)
+            }))
+    }
+
+    /// Writes the changed files' blobs and the tree of the whole candidate.
+    /// Only call this once the change has passed its checks: an unread
+    /// (oversized) file is refused here too.
+    pub fn write_tree(&self, repo: &Repository, root: &Path) -> Result<Oid> {
+        let mut index = git2::Index::new().ctx(|| "making an index in memory".into())?;
+        for (path, f) in &self.files {
+            let unchanged = self
+                .base
+                .get(path)
+                .is_some_and(|(m, o)| *m == f.mode && Some(*o) == f.oid);
+            let id = match (&f.link, f.oid) {
+                _ if unchanged || f.mode == GITLINK => f.oid.unwrap_or(Oid::ZERO_SHA1),
+                (Some(target), _) => repo.blob(target).ctx(|| format!("storing {path}"))?,
+                (None, Some(_)) => repo
+                    .blob_path(&root.join(path))
+                    .ctx(|| format!("storing {path}"))?,
+                (None, None) => {
+                    return Err(crate::error::Error::Internal(format!(
+                        "{path} is above the size limit and was not read; it cannot be committed"
+                    )));
+                }
+            };
+            index
+                .add(&git2::IndexEntry {
+                    ctime: git2::IndexTime::new(0, 0),
+                    mtime: git2::IndexTime::new(0, 0),
+                    dev: 0,
+                    ino: 0,
+                    mode: f.mode as u32,
+                    uid: 0,
+                    gid: 0,
+                    file_size: 0,
+                    id,
+                    flags: path.len().min(0xfff) as u16,
+                    flags_extended: 0,
+                    path: path.as_bytes().to_vec(),
+                })
+                .ctx(|| format!("adding {path} to the tree"))?;
+        }
+        index
+            .write_tree_to(repo)
+            .ctx(|| "writing the candidate's tree".into())
+    }
+}
