@@ -134,6 +134,7 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
         .config
         .sandbox
         .in_force(agent_name(brief, project).as_deref())
+        .and_then(|s| s.refuse_wide(&project.root))
     {
         out.push(format!("{}: {e}", crate::config::FILE_NAME));
     }
@@ -499,7 +500,10 @@ pub fn measure(
     let progress = Progress::new(&brief.name, false, Box::new(move |s: &Shown| shown(s)));
     // Nothing is archived: the events go to the display only.
     let span = Span::new("check", vec![Arc::new(progress)]);
-    let executor = Local::sandboxed(&sandbox_for(project, None)?);
+    // The Brief's own sandbox: a setup that needs a grant fails here as it
+    // would in a tick.
+    let agent = agent_name(brief, project);
+    let executor = Local::sandboxed(&sandbox_for(project, agent.as_deref())?);
     let lease = executor.lease(Purpose::Check)?;
     let mut ev = Evaluator {
         brief,
@@ -610,5 +614,6 @@ fn sandbox_for(project: &Project, agent: Option<&str>) -> Result<crate::sandbox:
         .config
         .sandbox
         .in_force(agent)
+        .and_then(|s| s.refuse_wide(&project.root).map(|()| s))
         .map_err(|e| Error::Input(format!("{}: {e}", crate::config::FILE_NAME)))
 }

@@ -49,17 +49,14 @@ pub const HELPER_ARG: &str = "__contain";
 /// sandbox; it never strengthens it.
 pub const ABI_CAP_ENV: &str = "OODA_LANDLOCK_ABI_MAX";
 
-/// Device files any program may open for writing: writing to them changes
-/// no file. `/dev/pts` and `/dev/tty` for programs that talk to a terminal.
+/// Device files any program may open for writing (no ioctl): writing to
+/// them changes no file. No terminal: a confined command has none.
 pub const DEVICE_FILES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
 ];
 
 static HELPER: OnceLock<PathBuf> = OnceLock::new();
@@ -170,6 +167,31 @@ impl Settings {
             },
         }
     }
+}
+
+impl InForce {
+    /// Refuses a grant that would undo the sandbox: a writable path that is
+    /// the project or holds it (`~`, `/`, `$HOME`) would make the checkout,
+    /// the Briefs and the git directory writable again.
+    pub fn refuse_wide(&self, root: &Path) -> Result<(), String> {
+        match wide_grant(&self.writable, root) {
+            Some(w) => Err(format!(
+                "sandbox.writable: {} holds the project ({}), so granting it would make the checkout, the Briefs and the git directory writable: grant the cache directories themselves (e.g. ~/.cargo/registry)",
+                w.display(),
+                root.display()
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The first of `grants` that is `root` or one of its ancestors.
+pub fn wide_grant<'a>(grants: &'a [PathBuf], root: &Path) -> Option<&'a PathBuf> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    grants.iter().find(|w| {
+        let w = w.canonicalize().unwrap_or_else(|_| w.to_path_buf());
+        root.starts_with(&w)
+    })
 }
 
 fn no_landlock_reason() -> String {
@@ -389,6 +411,26 @@ mod tests {
         let off = s(Mode::Off).in_force_with(Some("claude"), Some(7)).unwrap();
         assert_eq!(off.abi, None);
         assert!(off.warning.unwrap().contains("sandbox: off"));
+    }
+
+    #[test]
+    fn a_grant_holding_the_project_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("proj");
+        std::fs::create_dir_all(root.join("cache")).unwrap();
+        let f = |w: Vec<PathBuf>| InForce {
+            abi: Some(7),
+            writable: w,
+            warning: None,
+        };
+        assert!(f(vec![root.join("cache")]).refuse_wide(&root).is_ok());
+        assert!(f(vec![PathBuf::from("/opt/x")]).refuse_wide(&root).is_ok());
+        let e = f(vec![dir.path().to_path_buf()])
+            .refuse_wide(&root)
+            .unwrap_err();
+        assert!(e.contains("holds the project"), "{e}");
+        assert!(f(vec![PathBuf::from("/")]).refuse_wide(&root).is_err());
+        assert!(f(vec![root.clone()]).refuse_wide(&root).is_err());
     }
 
     #[test]

@@ -350,7 +350,13 @@ impl Workspace {
         let link = dir.join(".git");
         let want = format!("gitdir: {}\n", record.display());
         let is_file = fs::symlink_metadata(&link).is_ok_and(|m| m.is_file());
-        if record.is_dir() && !(is_file && fs::read_to_string(&link).is_ok_and(|t| t == want)) {
+        let points_right = is_file
+            && fs::read_to_string(&link).is_ok_and(|t| {
+                let named = t.trim().strip_prefix("gitdir:").map(str::trim);
+                let named = named.and_then(|n| dir.join(n).canonicalize().ok());
+                named.is_some() && named == record.canonicalize().ok()
+            });
+        if record.is_dir() && dir.is_dir() && !points_right {
             if fs::symlink_metadata(&link).is_ok_and(|m| m.is_dir()) {
                 fs::remove_dir_all(&link).ctx(|| format!("removing {}", link.display()))?;
             }

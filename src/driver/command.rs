@@ -143,6 +143,18 @@ impl CommandAgent {
         w
     }
 
+    /// A profile grant that holds the worktree would undo the sandbox.
+    fn refuse_wide(&self, writable: &[std::path::PathBuf], cwd: &Path) -> Result<()> {
+        match crate::sandbox::wide_grant(writable, cwd) {
+            Some(w) if self.sandboxed => Err(Error::Input(format!(
+                "agents.{}.sandbox.writable: {} holds the worktree, so granting it would make the checkout, the Briefs and the git directory writable: grant the tool's own state directory instead",
+                self.name,
+                w.display()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     pub fn timeout(&self) -> Duration {
         self.profile.timeout.unwrap_or(DEFAULT_AGENT_TIMEOUT)
     }
@@ -199,6 +211,7 @@ impl CommandAgent {
             landlock: None,
             writable: self.writable(&drop_box.0),
         };
+        self.refuse_wide(&spec.writable, inv.cwd)?;
         let out = lease
             .run(&spec, cancel)
             .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
@@ -432,7 +445,14 @@ impl DropBox {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let dir = std::env::temp_dir().join(format!("ooda-result-{}-{n}", std::process::id()));
             match std::fs::create_dir(&dir) {
-                Ok(()) => return Ok(DropBox(dir)),
+                Ok(()) => {
+                    // The raw result is only redacted after the step: no
+                    // other user reads it meanwhile.
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+                        .map_err(|e| Error::io(format!("securing {}", dir.display()), e))?;
+                    return Ok(DropBox(dir));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
             }

@@ -161,6 +161,7 @@ impl<'a> Machine<'a> {
             .config
             .sandbox
             .in_force(agent_name.as_deref())
+            .and_then(|s| s.refuse_wide(&project.root).map(|()| s))
             .map_err(|e| Error::Input(format!("{}: {e}", crate::config::FILE_NAME)))?;
         let hash = brief_hash(&brief.path)?;
         let ws = Workspace::open(

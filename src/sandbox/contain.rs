@@ -128,6 +128,11 @@ pub fn main(args: &[OsString]) -> i32 {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             if let Some(r) = taken {
+                // No controlling terminal: a confined command must not push
+                // keystrokes into the shell that runs after ooda (TIOCSTI).
+                // Its new session is still below the helper, which signals
+                // and reaps it like any descendant.
+                libc::setsid();
                 let status = r.restrict_self().map_err(std::io::Error::other)?;
                 if status.ruleset == RulesetStatus::NotEnforced {
                     return Err(std::io::Error::other(
@@ -193,11 +198,33 @@ fn supervise(child: libc::pid_t) -> Option<libc::c_int> {
 /// there is nothing left anywhere below.
 fn kill_all_descendants() {
     loop {
-        for p in descendants() {
-            if p.state != b'Z' {
-                // SAFETY: plain syscall on a descendant.
-                unsafe { libc::kill(p.pid, libc::SIGKILL) };
+        // Stopped first, so none of them forks again between the scan and
+        // its SIGKILL; then killed.
+        let alive: Vec<Proc> = descendants()
+            .into_iter()
+            .filter(|p| p.state != b'Z')
+            .collect();
+        for p in &alive {
+            // SAFETY: plain syscall on a descendant.
+            unsafe { libc::kill(p.pid, libc::SIGSTOP) };
+        }
+        for p in &alive {
+            // SAFETY: as above.
+            unsafe { libc::kill(p.pid, libc::SIGKILL) };
+        }
+        // Reap everything that is ready, then wait for one more if any
+        // child is left; none left means nothing is left below.
+        loop {
+            let mut status: libc::c_int = 0;
+            // SAFETY: as in `supervise`.
+            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+            if pid > 0 {
+                continue;
             }
+            if pid < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+                return;
+            }
+            break;
         }
         let mut status: libc::c_int = 0;
         // SAFETY: as in `supervise`.
@@ -288,7 +315,10 @@ fn ruleset(abi: i32, writable: &[PathBuf]) -> Result<RulesetCreated, String> {
         .set_compatibility(CompatLevel::BestEffort)
         .add_rules(path_beneath_rules(writable, write))
         .map_err(|e| e.to_string())?
-        .add_rules(path_beneath_rules(DEVICE_FILES, write))
+        .add_rules(path_beneath_rules(
+            DEVICE_FILES,
+            write & (AccessFs::WriteFile | AccessFs::Truncate),
+        ))
         .map_err(|e| e.to_string())
 }
 

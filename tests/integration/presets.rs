@@ -233,7 +233,10 @@ fn night_with(tool: &str) {
         }
     }
     let (path, agent_dir) = env_of(&dir);
-    let home = format!("{agent_dir}/home");
+    // Outside $AGENT_DIR (which the test config makes writable): the
+    // state directory is writable only through the preset's own grant.
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = home_dir.path().to_str().unwrap().to_string();
     let env = [
         ("PATH", path.as_str()),
         ("AGENT_DIR", agent_dir.as_str()),
@@ -391,7 +394,10 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     t.commit("no waiting");
     std::fs::write(dir.path().join("plan-1.out"), AIDER_OUTAGE).unwrap();
     let (path, agent_dir) = env_of(&dir);
-    let home = format!("{agent_dir}/home");
+    // Outside $AGENT_DIR (which the test config makes writable): the
+    // state directory is writable only through the preset's own grant.
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = home_dir.path().to_str().unwrap().to_string();
     let env = [
         ("PATH", path.as_str()),
         ("AGENT_DIR", agent_dir.as_str()),
