@@ -266,6 +266,7 @@ fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<St
         pending_ack: None,
         current: None,
         unconfined: None,
+        tick_mark: None,
     })
 }
 

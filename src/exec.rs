@@ -203,8 +203,14 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = command.spawn()?;
+    let mut child = if helper.is_some() {
+        crate::sandbox::spawn_registered(&mut command)?
+    } else {
+        command.spawn()?
+    };
     let pgid = child.id() as libc::pid_t;
+    // Unregistered (and leftovers swept) however this function returns.
+    let _registered = Registered(helper.is_some().then_some(child.id()));
 
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -456,6 +462,19 @@ fn wait_exited(shared: &Shared, grace: Duration) {
             .wait_timeout(state, until - now)
             .unwrap_or_else(PoisonError::into_inner)
             .0;
+    }
+}
+
+/// A registered child, unregistered on drop, after it was waited for; then
+/// whatever escaped a killed helper is swept.
+struct Registered(Option<u32>);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            crate::sandbox::unregister(pid);
+            crate::sandbox::sweep_orphans();
+        }
     }
 }
 

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
     }
     if let Ok(exe) = std::env::current_exe() {
         ooda::sandbox::set_helper(exe);
+        ooda::sandbox::become_subreaper();
     }
     let cli = ooda::cli::Cli::parse();
     match ooda::cli::run(cli) {

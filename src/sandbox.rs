@@ -71,6 +71,115 @@ pub fn helper() -> Option<&'static Path> {
     HELPER.get().map(PathBuf::as_path)
 }
 
+/// ooda's own children that exec.rs is running: anything else that is
+/// ooda's child is an orphan a step left behind (see [`sweep_orphans`]).
+static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Makes ooda a child subreaper (`main` calls it): a process that escapes a
+/// killed helper is re-parented to ooda, not to init, and is swept after
+/// the next command. Without this, a command with no Landlock (which can
+/// kill its helper) could leave processes running for the rest of the night.
+pub fn become_subreaper() {
+    // SAFETY: prctl with integer arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong);
+    }
+}
+
+/// Spawns `command` as a child exec.rs will wait for, registered so that a
+/// sweep in another thread never mistakes it for an orphan.
+pub fn spawn_registered(
+    command: &mut std::process::Command,
+) -> std::io::Result<std::process::Child> {
+    let mut live = LIVE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let child = command.spawn()?;
+    live.insert(child.id());
+    Ok(child)
+}
+
+/// The child was waited for.
+pub fn unregister(pid: u32) {
+    LIVE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(&pid);
+}
+
+/// Kills and reaps every child of ooda that exec.rs is not running: what
+/// escaped a helper that was killed. Each orphan's own children come to
+/// ooda in turn and are swept in the next round. Returns how many it killed.
+pub fn sweep_orphans() -> usize {
+    let live = LIVE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let me = std::process::id();
+    let mut killed = 0;
+    for _round in 0..64 {
+        let orphans: Vec<i32> = contain::children_of(me as i32)
+            .into_iter()
+            .filter(|p| !live.contains(&(*p as u32)))
+            .collect();
+        if orphans.is_empty() {
+            break;
+        }
+        for p in &orphans {
+            // SAFETY: plain syscalls on our own (unregistered) children;
+            // waiting on each by pid never takes another thread's child.
+            unsafe {
+                libc::kill(*p, libc::SIGKILL);
+                let mut status = 0;
+                libc::waitpid(*p, &mut status, 0);
+            }
+        }
+        killed += orphans.len();
+    }
+    killed
+}
+
+/// The environment variable that marks every command of one tick.
+pub const MARK_ENV: &str = "OODA_STEP";
+
+/// A fresh mark for this tick's commands.
+pub fn new_mark() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}-{nanos:x}", std::process::id())
+}
+
+/// SIGKILLs every process whose environment carries `mark` (what a tick
+/// that was killed together with its helpers left running). Returns how
+/// many. A process that cleared its environment is not found: Landlock, not
+/// this, is what confines it.
+pub fn kill_marked(mark: &str) -> usize {
+    let needle = format!("{MARK_ENV}={mark}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let me = std::process::id();
+    let mut killed = 0;
+    for e in dir.filter_map(|e| e.ok()) {
+        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+            // SAFETY: plain syscall.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            killed += 1;
+        }
+    }
+    killed
+}
+
 /// `sandbox:` in `ooda.yaml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Mode {

@@ -187,6 +187,11 @@ pub struct State {
     /// or no Landlock with the builtin driver); `summary.md` shows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unconfined: Option<String>,
+    /// The mark (`OODA_STEP` in their environment) of every command the
+    /// latest tick started: the next tick kills what still carries it, in
+    /// case that tick and its helpers were killed together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tick_mark: Option<String>,
 }
 
 impl State {
@@ -249,6 +254,7 @@ impl State {
             pending_ack: None,
             current: None,
             unconfined: None,
+            tick_mark: None,
         })
     }
 }
@@ -375,6 +381,7 @@ mod tests {
             pending_ack: None,
             current: None,
             unconfined: None,
+            tick_mark: None,
         }
     }
 

@@ -17,6 +17,8 @@ pub struct Local {
     abi: Option<i32>,
     /// Writable for every command besides its worktree (`sandbox.writable`).
     writable: Vec<PathBuf>,
+    /// `OODA_STEP` for every command: this tick's mark.
+    mark: Option<String>,
 }
 
 impl Local {
@@ -25,7 +27,14 @@ impl Local {
         Local {
             abi: sandbox.abi,
             writable: sandbox.writable.clone(),
+            mark: None,
         }
+    }
+
+    /// Marks every command with `mark` (see `sandbox::kill_marked`).
+    pub fn marked(mut self, mark: String) -> Local {
+        self.mark = Some(mark);
+        self
     }
 }
 
@@ -33,12 +42,18 @@ struct Here<'a>(&'a Local);
 
 impl Lease for Here<'_> {
     fn run(&self, spec: &CommandSpec, cancel: &AtomicBool) -> io::Result<CommandOutput> {
-        if self.0.abi.is_none() {
+        if self.0.abi.is_none() && self.0.mark.is_none() {
             return exec::run(spec, cancel);
         }
         let mut spec = spec.clone();
-        spec.landlock = self.0.abi;
-        spec.writable.extend(self.0.writable.iter().cloned());
+        if self.0.abi.is_some() {
+            spec.landlock = self.0.abi;
+            spec.writable.extend(self.0.writable.iter().cloned());
+        }
+        if let Some(m) = &self.0.mark {
+            spec.env
+                .push((crate::sandbox::MARK_ENV.to_string(), m.clone()));
+        }
         exec::run(&spec, cancel)
     }
 }

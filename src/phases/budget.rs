@@ -100,6 +100,7 @@ mod tests {
             pending_ack: None,
             current: None,
             unconfined: None,
+            tick_mark: None,
         }
     }
 

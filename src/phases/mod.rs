@@ -178,10 +178,16 @@ impl<'a> Machine<'a> {
             &ws,
             vec![progress],
         )?;
-        if archive.state.unconfined != sandbox.warning {
-            archive.state.unconfined = sandbox.warning.clone();
-            archive.save_state()?;
+        // What a tick killed together with its helpers left running dies
+        // now, before anything of this tick starts (the Brief's lock makes
+        // the earlier tick a dead one).
+        if let Some(old) = archive.state.tick_mark.take() {
+            crate::sandbox::kill_marked(&old);
         }
+        let mark = crate::sandbox::new_mark();
+        archive.state.tick_mark = Some(mark.clone());
+        archive.state.unconfined = sandbox.warning.clone();
+        archive.save_state()?;
         // A state written before ORIENT's output was kept in it: the same
         // statistics, from the archive as it was when the iteration began.
         if let Some(cur) = archive.state.current.as_mut()
@@ -200,7 +206,7 @@ impl<'a> Machine<'a> {
             agent,
             ws,
             archive,
-            executor: Box::new(Local::sandboxed(&sandbox)),
+            executor: Box::new(Local::sandboxed(&sandbox).marked(mark)),
             interrupt,
         })
     }

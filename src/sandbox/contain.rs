@@ -371,6 +371,24 @@ fn descendants() -> Vec<Proc> {
     out
 }
 
+/// The children of `parent`, from `/proc`.
+pub(super) fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let pid: libc::pid_t = std::str::from_utf8(e.file_name().as_bytes())
+                .ok()?
+                .parse()
+                .ok()?;
+            let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+            let p = parse_stat(pid, &stat)?;
+            (p.ppid == parent).then_some(pid)
+        })
+        .collect()
+}
+
 /// `pid (comm) S ppid pgrp …`: the command name may hold spaces and
 /// parentheses, so fields are counted from the last `)`.
 fn parse_stat(pid: libc::pid_t, stat: &[u8]) -> Option<Proc> {

@@ -491,3 +491,91 @@ fn with_the_sandbox_off_tampering_is_blocked_named_and_oodas_refs_restored() {
     let summary = a.t.read("iterations/b/summary.md");
     assert!(summary.contains("**Unsandboxed**"), "{summary}");
 }
+
+#[test]
+fn with_the_sandbox_off_killing_the_helper_frees_nothing() {
+    // Without Landlock an agent can kill its helper; what it started in
+    // another session comes to ooda (a subreaper too) and is swept.
+    let mut a = Attack::new(
+        r#"    helper=$(awk '{print $4}' /proc/$$/stat)
+    while [ "$(tr '\0' ' ' < /proc/$helper/cmdline | cut -d' ' -f2)" != __contain ]; do
+      helper=$(awk '{print $4}' /proc/$helper/stat)
+    done
+    setsid sh -c 'sleep 2; echo late > "$AGENT_DIR/late"' > /dev/null 2>&1 < /dev/null &
+    echo "killing $helper"
+    kill -KILL "$helper""#,
+    );
+    let cfg = a.t.read("ooda.yaml");
+    a.t.write(
+        "ooda.yaml",
+        &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
+    );
+    a.t.commit("no sandbox");
+    let rec = a.run();
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(a.log().contains("killing"), "{}", a.log());
+    assert!(!a.marker("late"), "a process outlived its killed helper");
+    assert_ne!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+}
+
+#[test]
+fn what_a_tick_killed_with_its_helpers_left_running_dies_at_the_next_tick() {
+    // `pkill -9 ooda` takes the helpers down too (their name is ooda), so
+    // nothing is left to clean up: the next tick finds the step's processes
+    // by the mark in their environment.
+    let a = Attack::new(
+        r#"    if [ ! -e "$AGENT_DIR/second" ]; then
+      touch "$AGENT_DIR/second"
+      ( sleep 6; echo late > "$AGENT_DIR/late" ) &
+      echo $$ > "$AGENT_DIR/pid"
+      sleep 30
+    fi"#,
+    );
+    a.ooda(&["tick", "b"]).expect(0);
+    let mut tick = a.t.command(&["tick", "b"]);
+    tick.env("AGENT_DIR", a.dir.path());
+    let mut child = tick.spawn().unwrap();
+    let pid_file = a.dir.path().join("pid");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !pid_file.exists() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let agent: i32 = wait_read(&pid_file).trim().parse().unwrap();
+    let helper = parent_of(parent_of(agent).unwrap()).filter(|p| cmdline(*p).contains("__contain"));
+    let helper = helper.or_else(|| parent_of(agent).filter(|p| cmdline(*p).contains("__contain")));
+    let helper = helper.expect("the agent's helper");
+    unsafe {
+        libc::kill(helper, libc::SIGKILL);
+        libc::kill(child.id() as i32, libc::SIGKILL);
+    }
+    child.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        Path::new(&format!("/proc/{agent}")).exists() && !zombie(agent),
+        "the agent should still be running here, or the test proves nothing"
+    );
+    a.ooda(&["tick", "b"]).expect(0);
+    std::thread::sleep(Duration::from_secs(7));
+    assert!(
+        !a.marker("late"),
+        "the killed tick's child survived the next tick"
+    );
+    assert!(!Path::new(&format!("/proc/{agent}")).exists() || zombie(agent));
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn cmdline(pid: i32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+        .unwrap_or_default()
+}
