@@ -434,6 +434,62 @@ impl Workspace {
         Ok(Candidate { changed, contents })
     }
 
+    /// Lines the change adds that look like a secret (a key, a token, a
+    /// private key block, a secret environment value), as
+    /// `path:line: text` with the secret masked. Read from the files, before
+    /// anything is stored: a secret must never reach the object store.
+    pub fn secrets_added(&self, changed: &[ChangedPath]) -> Result<Vec<String>> {
+        let repo = self.cand_repo()?;
+        let head = repo
+            .head()
+            .and_then(|h| h.peel_to_tree())
+            .ctx(|| "reading the candidate's HEAD".into())?;
+        let mut out = Vec::new();
+        for c in changed {
+            if c.kind == "deleted" || c.unread || c.link.is_some() {
+                continue;
+            }
+            let Ok(bytes) = fs::read(self.cand_dir.join(&c.path)) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            let base_text: String = head
+                .get_path(Path::new(&c.path))
+                .ok()
+                .and_then(|e| repo.find_blob(e.id()).ok())
+                .map(|b| String::from_utf8_lossy(b.content()).into_owned())
+                .unwrap_or_default();
+            let before: std::collections::BTreeSet<&str> = base_text.lines().collect();
+            // Multi-line secrets (a private key block) are matched on the
+            // whole text; a line is named when redaction changes it.
+            let whole = crate::compress::redact(&text);
+            let whole_changed = whole != text;
+            let mut found = false;
+            for (i, line) in text.lines().enumerate() {
+                if before.contains(line) {
+                    continue;
+                }
+                let masked = crate::compress::redact(line);
+                if masked != line {
+                    out.push(format!(
+                        "{}:{}: {}",
+                        c.path,
+                        i + 1,
+                        crate::compress::clip(masked.trim(), 120)
+                    ));
+                    found = true;
+                }
+            }
+            if whole_changed && !found && crate::compress::redact(&base_text) == base_text {
+                out.push(format!(
+                    "{}: a private key block or another multi-line secret",
+                    c.path
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     /// Paths the candidate changed relative to its HEAD, from its files.
     pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
         Ok(self.candidate(u64::MAX)?.changed)

@@ -73,7 +73,16 @@ pub(crate) fn run(
     }
     let candidate = ws.candidate(t.brief.scope.max_file_size)?;
     let changed = candidate.changed;
-    let violation = content_violation(t.brief, &changed);
+    let mut violation = content_violation(t.brief, &changed);
+    if violation.is_none() {
+        let secrets = ws.secrets_added(&changed)?;
+        if !secrets.is_empty() {
+            violation = Some(format!(
+                "the change adds what looks like a secret (masked here): {}; secrets must not be committed: read them from the environment instead",
+                crate::compress::clip(&secrets.join("; "), 600)
+            ));
+        }
+    }
     let mut failure = out.failure;
     if changed.is_empty() && failure.is_none() && out.unavailable.is_none() && driver.edits_files()
     {

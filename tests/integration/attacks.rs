@@ -579,3 +579,44 @@ fn cmdline(pid: i32) -> String {
         .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
         .unwrap_or_default()
 }
+
+#[test]
+fn a_change_that_adds_a_secret_is_blocked_and_the_secret_is_nowhere() {
+    const KEY: &str = "sk-ant-api03-Zq8vXw2LmN4pR7sT1uY6bC9dE3fG5hJ0kA";
+    // Put together at run time: the script itself is committed.
+    let (head, tail) = KEY.split_at(14);
+    let mut a = Attack::new(&format!(
+        "    k1={head}; k2={tail}\n    echo \"API_KEY = \\\"$k1$k2\\\"\" >> src/lib.txt\n    echo written"
+    ));
+    let rec = a.run();
+    a.assert_contained("written");
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(
+        rec.reason.contains("src/lib.txt:3: API_KEY = [REDACTED]") && !rec.reason.contains(KEY),
+        "{}",
+        rec.reason
+    );
+    // Not in any file of the project, the archive and the worktrees
+    // included, nor in any object of the repository.
+    let mut stack = vec![a.t.path().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                assert!(
+                    !String::from_utf8_lossy(&b).contains(KEY),
+                    "the secret is in {}",
+                    p.display()
+                );
+            }
+        }
+    }
+    let objects = Command::new("git")
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .current_dir(a.t.path())
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&objects.stdout).contains(KEY));
+}
