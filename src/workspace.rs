@@ -7,6 +7,7 @@
 //! current best). Every operation here is idempotent so a tick killed halfway
 //! through one is repaired by simply running `sync` again.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -45,6 +46,9 @@ pub struct ChangedPath {
     /// A new or grown file above the size limit, never read.
     pub unread: bool,
 }
+
+/// Size, modification time (seconds, nanoseconds), inode and mode of a file.
+pub type FileStat = (u64, i64, i64, u64, u32);
 
 /// The candidate as its files say: what changed, and the contents to build
 /// the tree from once the change has passed its checks.
@@ -488,6 +492,68 @@ impl Workspace {
             }
         }
         Ok(out)
+    }
+
+    /// Every file of the candidate with what changes when it is written,
+    /// to find what a step wrote.
+    pub fn file_stats(&self) -> Result<BTreeMap<PathBuf, FileStat>> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out = BTreeMap::new();
+        let mut stack = vec![self.cand_dir.clone()];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                if dir == self.cand_dir && e.file_name() == ".git" {
+                    continue;
+                }
+                let Ok(m) = fs::symlink_metadata(&p) else {
+                    continue;
+                };
+                if m.is_dir() {
+                    stack.push(p);
+                } else {
+                    out.insert(p, (m.size(), m.mtime(), m.mtime_nsec(), m.ino(), m.mode()));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes the git-ignored files a step created or changed since
+    /// `before` (not ooda's own files): they would be measured but never
+    /// committed. Returns them, relative to the worktree.
+    pub fn remove_new_ignored(&self, before: &BTreeMap<PathBuf, FileStat>) -> Result<Vec<String>> {
+        let repo = self.cand_repo()?;
+        let head = repo.head().and_then(|h| h.peel_to_tree()).ok();
+        let mut removed = Vec::new();
+        for (p, stat) in self.file_stats()? {
+            if before.get(&p) == Some(&stat) {
+                continue;
+            }
+            let Some(rel) = p
+                .strip_prefix(&self.cand_dir)
+                .ok()
+                .and_then(|r| r.to_str())
+                .map(str::to_string)
+            else {
+                continue;
+            };
+            let tracked = head
+                .as_ref()
+                .is_some_and(|t| t.get_path(Path::new(&rel)).is_ok());
+            if tracked || self.owned.contains(&rel) || is_tool_file(&rel) {
+                continue;
+            }
+            if repo.is_path_ignored(&rel).unwrap_or(false) {
+                fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+                removed.push(rel);
+            }
+        }
+        removed.sort();
+        Ok(removed)
     }
 
     /// Paths the candidate changed relative to its HEAD, from its files.

@@ -80,6 +80,7 @@ impl Progress {
                 AnomalyKind::StateRebuilt
                 | AnomalyKind::AgentCommit
                 | AnomalyKind::AgentEditInLearn
+                | AnomalyKind::AgentIgnoredFiles
                 | AnomalyKind::BudgetCut => one(message.clone()),
                 AnomalyKind::ConfirmationFailed => one(format!("confirmation failed: {message}")),
                 AnomalyKind::ScopeViolation

@@ -16,6 +16,9 @@ pub enum AnomalyKind {
     AgentCommit,
     /// An agent edited files during LEARN; the edits were discarded.
     AgentEditInLearn,
+    /// An agent wrote git-ignored files in EXECUTE; they were removed before
+    /// measuring (they would be measured but never committed).
+    AgentIgnoredFiles,
     /// A budget ran out before a phase that spends.
     BudgetCut,
     /// This iteration's pair spread was far above the noise history.
@@ -35,6 +38,7 @@ impl AnomalyKind {
             AnomalyKind::ScopeViolation => "scope_violation",
             AnomalyKind::AgentCommit => "agent_commit",
             AnomalyKind::AgentEditInLearn => "agent_edit_in_learn",
+            AnomalyKind::AgentIgnoredFiles => "agent_ignored_files",
             AnomalyKind::BudgetCut => "budget_cut",
             AnomalyKind::NoiseChanged => "noise_changed",
             AnomalyKind::ConfirmationFailed => "confirmation_failed",
@@ -50,6 +54,7 @@ impl AnomalyKind {
             AnomalyKind::ScopeViolation,
             AnomalyKind::AgentCommit,
             AnomalyKind::AgentEditInLearn,
+            AnomalyKind::AgentIgnoredFiles,
             AnomalyKind::BudgetCut,
             AnomalyKind::NoiseChanged,
             AnomalyKind::ConfirmationFailed,

@@ -51,7 +51,20 @@ pub(crate) fn run(
     let base = oid(&cur.base_commit)?;
     ws.sync(base)?;
     let mut plan = cur.plan.clone().unwrap_or_default();
+    let before = ws.file_stats()?;
     let out = driver.execute(t, &plan)?;
+    // An ignored file the agent wrote would be measured but never
+    // committed (a prebuilt library the benchmark loads): it goes.
+    let removed = ws.remove_new_ignored(&before)?;
+    if !removed.is_empty() {
+        t.span.emit(Event::Anomaly {
+            kind: crate::model::AnomalyKind::AgentIgnoredFiles,
+            message: format!(
+                "removed before measuring, because git ignores them and they would never be committed: {}",
+                crate::compress::clip(&removed.join(", "), 600)
+            ),
+        })?;
+    }
     if let Some(b) = &out.breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
