@@ -458,6 +458,36 @@ pub fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String
     Ok(String::from_utf8(bytes).ok())
 }
 
+/// Whether `text` holds a secret a change must not add. Stricter than
+/// [`redact`], which may over-redact an artifact at no cost: here a false
+/// positive blocks ordinary code (`token = tokens[i]`, `self.password =
+/// password`). So the key-name rule counts only a quoted literal of 16 or
+/// more characters as random as a key (≥ 3.5 bits per character); the
+/// shape rules (key families, private-key blocks, JWTs, AWS secrets) and
+/// the secret environment values count as they are.
+pub fn adds_secret(text: &str) -> bool {
+    let values = &*SECRET_VALUES;
+    if values.iter().any(|v| replace_words(text, v) != text) {
+        return true;
+    }
+    let (assign, shapes) = SECRETS.split_last().expect("the rules are not empty");
+    if shapes.iter().any(|(re, _)| re.is_match(text)) {
+        return true;
+    }
+    if FORTY
+        .find_iter(text)
+        .any(|m| aws_secret_at(text, m.start(), m.end()))
+    {
+        return true;
+    }
+    assign.0.captures_iter(text).any(|c| {
+        let v = &c[2];
+        let quoted = v.len() >= 2 && (v.starts_with('"') || v.starts_with('\''));
+        let inner = &v[usize::from(quoted)..v.len() - usize::from(quoted)];
+        quoted && inner.len() >= 16 && !inner.contains(' ') && entropy(inner) >= 3.5
+    })
+}
+
 /// [`redact`] with the secret values given.
 pub fn redact_with(text: &str, values: &[String]) -> String {
     let mut out = text.to_string();
@@ -859,5 +889,29 @@ mod tests {
         assert_eq!(redact("tokens: 5120"), "tokens: 5120");
         assert_eq!(redact("PWD=/home/x"), "PWD=/home/x");
         assert_eq!(redact("plain text"), "plain text");
+    }
+
+    #[test]
+    fn a_secret_added_to_code_is_told_from_code_about_secrets() {
+        for code in [
+            "token = tokens[i]",
+            "let token: Token = next();",
+            "next_token = self.peek()",
+            "max_token=100",
+            "self.password = password",
+            "API_KEY = os.environ[\"API_KEY\"]",
+            "password = \"changeme\"",
+            "commit 0123456789abcdef0123456789abcdef01234567",
+        ] {
+            assert!(!adds_secret(code), "{code}");
+        }
+        for secret in [
+            "API_KEY = \"sk-ant-api03-Zq8vXw2LmN4pR7sT1uY6bC9dE3fG5hJ0kA\"",
+            "client_secret: 'q8F3kLm2Zx9Pw4Rt7Vb1Nc6Hj0Ds5'",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "key = AKIAIOSFODNN7EXAMPLE",
+        ] {
+            assert!(adds_secret(secret), "{secret}");
+        }
     }
 }

@@ -127,10 +127,17 @@ pub fn sweep_orphans() -> usize {
         for p in &orphans {
             // SAFETY: plain syscalls on our own (unregistered) children;
             // waiting on each by pid never takes another thread's child.
+            // Never a blocking wait under the lock: one orphan stuck in the
+            // kernel must not stop every thread from starting commands.
             unsafe {
                 libc::kill(*p, libc::SIGKILL);
-                let mut status = 0;
-                libc::waitpid(*p, &mut status, 0);
+                for _ in 0..50 {
+                    let mut status = 0;
+                    if libc::waitpid(*p, &mut status, libc::WNOHANG) != 0 {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
             }
         }
         killed += orphans.len();
@@ -159,23 +166,35 @@ pub fn kill_marked(mark: &str) -> usize {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return 0;
     };
+    drop(dir);
     let me = std::process::id();
     let mut killed = 0;
-    for e in dir.filter_map(|e| e.ok()) {
-        let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == me {
-            continue;
+    // In rounds, stopped before killed, so a forking process cannot leave
+    // children born between a scan and its kill.
+    for _round in 0..8 {
+        let marked: Vec<u32> = std::fs::read_dir("/proc")
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                    .filter(|pid| *pid != me)
+                    .filter(|pid| {
+                        std::fs::read(format!("/proc/{pid}/environ"))
+                            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if marked.is_empty() {
+            break;
         }
-        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-            continue;
-        };
-        if env.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
-            // SAFETY: plain syscall.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
-            killed += 1;
+        for sig in [libc::SIGSTOP, libc::SIGKILL] {
+            for pid in &marked {
+                // SAFETY: plain syscall.
+                unsafe { libc::kill(*pid as libc::pid_t, sig) };
+            }
         }
+        killed += marked.len();
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     killed
 }

@@ -47,8 +47,10 @@ pub struct ChangedPath {
     pub unread: bool,
 }
 
-/// Size, modification time (seconds, nanoseconds), inode and mode of a file.
-pub type FileStat = (u64, i64, i64, u64, u32);
+/// Size, modification and change times (nanoseconds), inode and mode of a
+/// file. The change time, which `utime` cannot set, catches a rewrite whose
+/// modification time was put back.
+pub type FileStat = (u64, i128, i128, u64, u32);
 
 /// The candidate as its files say: what changed, and the contents to build
 /// the tree from once the change has passed its checks.
@@ -450,6 +452,16 @@ impl Workspace {
             .ctx(|| "reading the candidate's HEAD".into())?;
         let mut out = Vec::new();
         for c in changed {
+            // A path, or a symlink's target, is stored in the tree too.
+            if crate::compress::adds_secret(&c.path)
+                || c.link.as_deref().is_some_and(crate::compress::adds_secret)
+            {
+                out.push(format!(
+                    "{}: its name or link target",
+                    crate::compress::redact(&c.path)
+                ));
+                continue;
+            }
             if c.kind == "deleted" || c.unread || c.link.is_some() {
                 continue;
             }
@@ -465,16 +477,15 @@ impl Workspace {
                 .unwrap_or_default();
             let before: std::collections::BTreeSet<&str> = base_text.lines().collect();
             // Multi-line secrets (a private key block) are matched on the
-            // whole text; a line is named when redaction changes it.
-            let whole = crate::compress::redact(&text);
-            let whole_changed = whole != text;
+            // whole text; a line is named when it holds one by itself.
+            let whole_changed = crate::compress::adds_secret(&text);
             let mut found = false;
             for (i, line) in text.lines().enumerate() {
                 if before.contains(line) {
                     continue;
                 }
-                let masked = crate::compress::redact(line);
-                if masked != line {
+                if crate::compress::adds_secret(line) {
+                    let masked = crate::compress::redact(line);
                     out.push(format!(
                         "{}:{}: {}",
                         c.path,
@@ -484,7 +495,7 @@ impl Workspace {
                     found = true;
                 }
             }
-            if whole_changed && !found && crate::compress::redact(&base_text) == base_text {
+            if whole_changed && !found && !crate::compress::adds_secret(&base_text) {
                 out.push(format!(
                     "{}: a private key block or another multi-line secret",
                     c.path
@@ -515,7 +526,17 @@ impl Workspace {
                 if m.is_dir() {
                     stack.push(p);
                 } else {
-                    out.insert(p, (m.size(), m.mtime(), m.mtime_nsec(), m.ino(), m.mode()));
+                    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+                    out.insert(
+                        p,
+                        (
+                            m.size(),
+                            ns(m.mtime(), m.mtime_nsec()),
+                            ns(m.ctime(), m.ctime_nsec()),
+                            m.ino(),
+                            m.mode(),
+                        ),
+                    );
                 }
             }
         }

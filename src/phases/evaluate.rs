@@ -119,6 +119,19 @@ fn candidate(
         out.guards = guards;
         return Ok(out);
     }
+    // What is measured must be the tree that would be committed: a setup or
+    // guard that rewrites a tracked file (an agent's build script) would
+    // otherwise have a rigged version measured and the honest one kept.
+    if let Some(tree) = &cur.tree
+        && !cx.ws.still_is(super::oid(tree)?)?
+    {
+        let mut out = EvalOutcome::unmeasured(
+            Verdict::Blocked,
+            "setup or guards changed the candidate's committed files after EXECUTE (only git-ignored outputs may change): what is measured must be what is committed".into(),
+        );
+        out.guards = guards;
+        return Ok(out);
+    }
     if base_setup_done {
         cx.ws.record_base_setup(&setup_key)?;
     }
@@ -133,6 +146,16 @@ fn candidate(
             None => false,
         }
     })?;
+    if let Some(tree) = &cur.tree
+        && !cx.ws.still_is(super::oid(tree)?)?
+    {
+        let mut out = EvalOutcome::unmeasured(
+            Verdict::Blocked,
+            "the candidate's committed files changed while it was measured: what was measured is not what would be committed".into(),
+        );
+        out.guards = guards;
+        return Ok(out);
+    }
     let pairs = match measured {
         Err((side, RunFailure::Failed { reason, output })) => {
             let reason = if side == Side::Base {

@@ -53,18 +53,7 @@ pub(crate) fn run(
     let mut plan = cur.plan.clone().unwrap_or_default();
     let before = ws.file_stats()?;
     let out = driver.execute(t, &plan)?;
-    // An ignored file the agent wrote would be measured but never
-    // committed (a prebuilt library the benchmark loads): it goes.
-    let removed = ws.remove_new_ignored(&before)?;
-    if !removed.is_empty() {
-        t.span.emit(Event::Anomaly {
-            kind: crate::model::AnomalyKind::AgentIgnoredFiles,
-            message: format!(
-                "removed before measuring, because git ignores them and they would never be committed: {}",
-                crate::compress::clip(&removed.join(", "), 600)
-            ),
-        })?;
-    }
+    drop_ignored(t, ws, &before)?;
     if let Some(b) = &out.breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
@@ -121,6 +110,27 @@ pub(crate) fn run(
         tree,
         calls: out.calls,
     }))
+}
+
+/// Removes the git-ignored files an agent step wrote (see
+/// `Workspace::remove_new_ignored`): they would be measured but never
+/// committed (a prebuilt library the benchmark loads).
+pub(crate) fn drop_ignored(
+    t: &Turn,
+    ws: &Workspace,
+    before: &std::collections::BTreeMap<std::path::PathBuf, crate::workspace::FileStat>,
+) -> Result<()> {
+    let removed = ws.remove_new_ignored(before)?;
+    if !removed.is_empty() {
+        t.span.emit(Event::Anomaly {
+            kind: crate::model::AnomalyKind::AgentIgnoredFiles,
+            message: format!(
+                "removed before measuring, because git ignores them and they would never be committed: {}",
+                crate::compress::clip(&removed.join(", "), 600)
+            ),
+        })?;
+    }
+    Ok(())
 }
 
 /// Why a change cannot be measured: a path outside the scope or protected,

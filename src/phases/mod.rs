@@ -484,7 +484,12 @@ impl<'a> Machine<'a> {
                 let proposal = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
                     let turn = m.turn(span, &o)?;
-                    plan::run(&turn, m.agent.driver())
+                    // An agent in PLAN must not plant an ignored file for
+                    // EXECUTE's measurement either.
+                    let before = m.ws.file_stats()?;
+                    let proposal = plan::run(&turn, m.agent.driver())?;
+                    execute::drop_ignored(&turn, &m.ws, &before)?;
+                    Ok(proposal)
                 })?;
                 match proposal {
                     Proposal::Plan {
@@ -559,13 +564,17 @@ impl<'a> Machine<'a> {
                 let out = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
                     let turn = m.turn(span, &o)?;
-                    learn::run(
+                    let before = m.ws.file_stats()?;
+                    let out = learn::run(
                         &turn,
                         m.agent.driver(),
                         &m.ws,
                         &m.archive.state,
                         m.current()?,
-                    )
+                    )?;
+                    // Nor in LEARN, for the next iteration.
+                    execute::drop_ignored(&turn, &m.ws, &before)?;
+                    Ok(out)
                 })?;
                 let c = self.current_mut()?;
                 c.learned = Some(out.learned);

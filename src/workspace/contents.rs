@@ -148,18 +148,23 @@ impl Walk<'_> {
                     link: Some(bytes),
                 }
             } else if meta.is_file() {
-                let mode = if meta.permissions().mode() & 0o111 != 0 {
+                // git's rule: the owner's execute bit.
+                let mode = if meta.permissions().mode() & 0o100 != 0 {
                     EXEC
                 } else {
                     BLOB
                 };
                 let size = meta.len();
-                let grown = out.base.get(&rel).is_none_or(|(_, oid)| {
-                    self.repo
-                        .find_blob(*oid)
-                        .map(|b| (b.size() as u64) < size)
-                        .unwrap_or(true)
-                });
+                // The stored size from the object header: a tracked
+                // file is not decompressed to learn it.
+                let grown = size > self.max_new
+                    && out.base.get(&rel).is_none_or(|(_, oid)| {
+                        self.repo
+                            .odb()
+                            .and_then(|odb| odb.read_header(*oid))
+                            .map(|(stored, _)| (stored as u64) < size)
+                            .unwrap_or(true)
+                    });
                 let oid = if grown && size > self.max_new {
                     None
                 } else {
@@ -262,9 +267,18 @@ impl Contents {
             let id = match (&f.link, f.oid) {
                 _ if unchanged || f.mode == GITLINK => f.oid.unwrap_or(Oid::ZERO_SHA1),
                 (Some(target), _) => repo.blob(target).ctx(|| format!("storing {path}"))?,
-                (None, Some(_)) => repo
-                    .blob_path(&root.join(path))
-                    .ctx(|| format!("storing {path}"))?,
+                (None, Some(checked)) => {
+                    let stored = repo
+                        .blob_path(&root.join(path))
+                        .ctx(|| format!("storing {path}"))?;
+                    // What is stored must be what was checked.
+                    if stored != checked {
+                        return Err(crate::error::Error::Input(format!(
+                            "{path} changed while the candidate was being checked; the iteration is redone from its checkpoint"
+                        )));
+                    }
+                    stored
+                }
                 (None, None) => {
                     return Err(crate::error::Error::Internal(format!(
                         "{path} is above the size limit and was not read; it cannot be committed"

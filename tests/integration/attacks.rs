@@ -647,3 +647,26 @@ fn an_ignored_file_the_agent_wrote_is_not_measured() {
         "no anomaly"
     );
 }
+
+#[test]
+fn a_candidate_that_rewrites_itself_while_measured_is_blocked() {
+    // The agent's build step (here: the metric command running the
+    // candidate's code) edits a tracked file: the version measured is not
+    // the one that would be committed.
+    let mut a = Attack::with_metric(
+        "    echo edited",
+        "sh -c './bench.sh; if [ \"$OODA_SIDE\" = cand ]; then echo rewritten >> src/lib.txt; fi'",
+    );
+    let rec = a.run();
+    a.assert_contained("edited");
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(
+        rec.reason.contains("changed while it was measured"),
+        "{}",
+        rec.reason
+    );
+    assert!(
+        a.kept("src/lib.txt")
+            .is_none_or(|l| !l.contains("rewritten"))
+    );
+}

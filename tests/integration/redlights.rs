@@ -375,7 +375,8 @@ fn a_wall_budget_stop_confirms_past_the_wall() {
     let t = Test::new();
     t.write("ooda.yaml", crate::test::QUIET_CONFIG);
     t.script("bench.sh", &crate::test::gain_bench());
-    t.brief("w", &knob_brief("budget: { wall: 3s }\n"));
+    // Long enough that two ticks end inside it on a loaded machine.
+    t.brief("w", &knob_brief("budget: { wall: 8s }\n"));
     t.commit("wall");
     let start = std::time::Instant::now();
     t.ooda(&["tick", "w"]).expect(0);
@@ -387,7 +388,7 @@ fn a_wall_budget_stop_confirms_past_the_wall() {
         t.record("w", 1).reason
     );
     std::thread::sleep(
-        std::time::Duration::from_secs(3).saturating_sub(start.elapsed())
+        std::time::Duration::from_secs(8).saturating_sub(start.elapsed())
             + std::time::Duration::from_millis(200),
     );
     let r = t.ooda(&["tick", "w"]).expect(4);
