@@ -81,6 +81,9 @@ pub struct Execution {
     pub failure: Option<String>,
     /// Set when files outside the candidate worktree changed: `blocked`.
     pub breach: Option<String>,
+    /// The breach happened without the sandbox: the run stops RED
+    /// (`red_tamper`) until a human has looked.
+    pub tamper: bool,
     /// Set when the agent's API stayed unavailable: `invalid`, not the
     /// agent's failure.
     pub unavailable: Option<Cut>,

@@ -40,6 +40,10 @@ pub struct InFlight {
     pub brief_hash: String,
     /// The last phase whose checkpoint was written.
     pub done: Phase,
+    /// EXECUTE, without the sandbox: what the agent changed that it must
+    /// not touch. CHECK stops the run `red_tamper` on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tamper: Option<String>,
     #[serde(default)]
     pub base_commit: String,
     /// ORIENT: the statistics PLAN, EVALUATE and the reports use.
@@ -89,6 +93,7 @@ impl InFlight {
             event_id,
             brief_hash: brief_hash.to_string(),
             done: Phase::Observe,
+            tamper: None,
             base_commit: base_commit.to_string(),
             orientation: None,
             plan: None,

@@ -57,6 +57,7 @@ impl Driver for CommandAgent {
         }
         let mut out = execute(&mut Step::new(self, t), plan)?;
         out.breach = fence.breached()?;
+        out.tamper = !self.sandboxed && out.breach.is_some();
         Ok(out)
     }
 
@@ -482,6 +483,7 @@ fn execute(step: &mut Step, plan: &Plan) -> Result<Execution> {
         unavailable,
         change,
         breach: None,
+        tamper: false,
         calls,
     })
 }

@@ -34,6 +34,9 @@ pub enum AlarmKind {
     PredictionsBiased,
     FailureStreak,
     Scope,
+    /// An unconfined agent step changed the user's checkout, refs, git
+    /// config or hooks, a Brief or ooda.yaml.
+    Tamper,
     // The alarm CHECK files under the stop a red light caused, named after
     // the stop reason (`red_oscillation` → `oscillation`).
     Oscillation,
@@ -48,7 +51,7 @@ pub enum AlarmKind {
 }
 
 impl AlarmKind {
-    const KNOWN: [AlarmKind; 14] = [
+    const KNOWN: [AlarmKind; 15] = [
         AlarmKind::ExactCycle,
         AlarmKind::DirectionFlips,
         AlarmKind::Divergence,
@@ -57,6 +60,7 @@ impl AlarmKind {
         AlarmKind::PredictionsBiased,
         AlarmKind::FailureStreak,
         AlarmKind::Scope,
+        AlarmKind::Tamper,
         AlarmKind::Oscillation,
         AlarmKind::ModelMismatch,
         AlarmKind::MachineDrift,
@@ -75,6 +79,7 @@ impl AlarmKind {
             AlarmKind::PredictionsBiased => "predictions_biased",
             AlarmKind::FailureStreak => "failure_streak",
             AlarmKind::Scope => "scope",
+            AlarmKind::Tamper => "tamper",
             AlarmKind::Oscillation => "oscillation",
             AlarmKind::ModelMismatch => "model_mismatch",
             AlarmKind::MachineDrift => "machine_drift",
@@ -105,6 +110,7 @@ impl AlarmKind {
             | AlarmKind::ModelMismatch => StopReason::RedModelMismatch,
             AlarmKind::FailureStreak => StopReason::RedFailureStreak,
             AlarmKind::Scope => StopReason::RedScope,
+            AlarmKind::Tamper => StopReason::RedTamper,
             AlarmKind::MachineDrift
             | AlarmKind::Plateau
             | AlarmKind::IdenticalCandidate
@@ -122,6 +128,7 @@ impl AlarmKind {
             StopReason::RedModelMismatch => AlarmKind::ModelMismatch,
             StopReason::RedFailureStreak => AlarmKind::FailureStreak,
             StopReason::RedScope => AlarmKind::Scope,
+            StopReason::RedTamper => AlarmKind::Tamper,
             StopReason::GoalReached
             | StopReason::BudgetIterations
             | StopReason::BudgetWall

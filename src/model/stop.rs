@@ -18,10 +18,13 @@ pub enum StopReason {
     RedModelMismatch,
     RedFailureStreak,
     RedScope,
+    /// Without the sandbox, an agent step changed what it must not touch
+    /// (the user's checkout, refs, git config or hooks, a Brief, ooda.yaml).
+    RedTamper,
 }
 
 impl StopReason {
-    pub const ALL: [StopReason; 12] = [
+    pub const ALL: [StopReason; 13] = [
         StopReason::GoalReached,
         StopReason::BudgetIterations,
         StopReason::BudgetWall,
@@ -34,6 +37,7 @@ impl StopReason {
         StopReason::RedModelMismatch,
         StopReason::RedFailureStreak,
         StopReason::RedScope,
+        StopReason::RedTamper,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -50,6 +54,7 @@ impl StopReason {
             StopReason::RedModelMismatch => "red_model_mismatch",
             StopReason::RedFailureStreak => "red_failure_streak",
             StopReason::RedScope => "red_scope",
+            StopReason::RedTamper => "red_tamper",
         }
     }
 
@@ -66,6 +71,7 @@ impl StopReason {
                 | StopReason::RedModelMismatch
                 | StopReason::RedFailureStreak
                 | StopReason::RedScope
+                | StopReason::RedTamper
         )
     }
 

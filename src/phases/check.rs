@@ -58,6 +58,19 @@ pub(crate) fn decide(
         ),
         ..CheckOutcome::default()
     };
+    // Unconfined, the agent changed what it must not touch: nothing of the
+    // night can be trusted until a human has looked (`ooda ack`).
+    if let Some(t) = &cur.tamper {
+        out.stop = Some(Stop {
+            reason: crate::model::StopReason::RedTamper,
+            detail: format!(
+                "without the sandbox, iteration {}'s agent changed what it must not touch: {t}; look at the named paths, undo what you did not do, then `ooda ack`",
+                cur.iteration
+            ),
+            at: Utc::now(),
+            iteration: cur.iteration,
+        });
+    }
     if let Some(s) = &out.stop
         && let Some(kind) = AlarmKind::for_stop(s.reason)
     {

@@ -25,6 +25,7 @@ pub(crate) struct Executed {
     changed_paths: Vec<String>,
     /// `None` when the change was blocked before its tree was written.
     tree: Option<String>,
+    tamper: Option<String>,
     calls: Vec<AgentCall>,
 }
 
@@ -34,6 +35,7 @@ impl Executed {
         c.cut = self.cut;
         c.changed_paths = self.changed_paths;
         c.tree = self.tree;
+        c.tamper = self.tamper;
         c.agent_calls.extend(self.calls);
     }
 }
@@ -90,6 +92,7 @@ pub(crate) fn run(
     {
         failure = Some("the agent changed nothing, so there is nothing to measure".into());
     }
+    let tamper = out.breach.clone().filter(|_| out.tamper);
     // A scope violation outweighs an agent failure: it counts toward the red light.
     let cut = out
         .breach
@@ -108,6 +111,7 @@ pub(crate) fn run(
         cut,
         changed_paths: changed.into_iter().map(|c| c.path).collect(),
         tree,
+        tamper,
         calls: out.calls,
     }))
 }

@@ -922,7 +922,9 @@ esac
     let f = Fake::new("text", script, "20s");
     f.sandbox_off();
     let (run, rec) = f.first_iteration();
-    run.expect(0);
+    // Unconfined, a write outside the worktree also stops the night RED.
+    let run = run.expect(3);
+    assert!(run.stdout.contains("red_tamper"), "{}", run.stdout);
     assert_eq!(rec.verdict, Verdict::Blocked, "{}", f.iter_file(1));
     assert!(
         rec.reason
@@ -931,7 +933,8 @@ esac
         "{}",
         rec.reason
     );
-    f.ooda(&["tick", "b"]).expect(0);
+    f.ooda(&["ack", "b"]).expect(0);
+    f.ooda(&["tick", "b"]).expect(3);
     let rec = f.t.record("b", 2);
     assert_eq!(rec.verdict, Verdict::Blocked);
     assert!(

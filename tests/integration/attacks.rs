@@ -490,6 +490,26 @@ fn with_the_sandbox_off_tampering_is_blocked_named_and_oodas_refs_restored() {
     assert!(a.t.read("ooda.yaml").contains("sandbox: off"));
     let summary = a.t.read("iterations/b/summary.md");
     assert!(summary.contains("**Unsandboxed**"), "{summary}");
+    // And the night stops RED until a human has looked.
+    let state = a.t.state("b");
+    assert_eq!(state["stop"]["reason"], "red_tamper", "{state}");
+    assert!(
+        summary.contains("red_tamper") || summary.contains("RED"),
+        "{summary}"
+    );
+    let refused = a.ooda(&["tick", "b"]);
+    assert_eq!(
+        refused.code, 3,
+        "a RED run must not go on: {}",
+        refused.stderr
+    );
+    assert_eq!(a.t.iterations("b"), vec![0, 1]);
+    // Acknowledged, the night goes on; the same agent tampers again (with
+    // ooda's refs, this time) and stops it again.
+    a.ooda(&["ack", "b", "--note", "looked at it"]).expect(0);
+    let again = a.ooda(&["tick", "b"]).expect(3);
+    assert!(again.stdout.contains("red_tamper"), "{}", again.stdout);
+    assert_eq!(a.t.iterations("b"), vec![0, 1, 2]);
 }
 
 #[test]

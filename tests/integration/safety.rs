@@ -226,7 +226,8 @@ esac
     );
     t.commit("forger");
     t.ooda(&["tick", "h"]).expect(0);
-    t.ooda(&["tick", "h"]).expect(0);
+    t.ooda(&["tick", "h"]).expect(3);
+    assert_eq!(t.state("h")["stop"]["reason"], "red_tamper");
     let r = t.record("h", 1);
     assert_eq!(r.verdict, ooda::history::Verdict::Blocked, "{}", r.reason);
     assert!(r.reason.contains("iter-000.md"), "{}", r.reason);
