@@ -302,14 +302,31 @@ impl InForce {
     /// the project or holds it (`~`, `/`, `$HOME`) would make the checkout,
     /// the Briefs and the git directory writable again.
     pub fn refuse_wide(&self, root: &Path) -> Result<(), String> {
-        match wide_grant(&self.writable, root) {
-            Some(w) => Err(format!(
+        if let Some(w) = wide_grant(&self.writable, root) {
+            return Err(format!(
                 "sandbox.writable: {} holds the project ({}), so granting it would make the checkout, the Briefs and the git directory writable: grant the cache directories themselves (e.g. ~/.cargo/registry)",
                 w.display(),
                 root.display()
-            )),
-            None => Ok(()),
+            ));
         }
+        // Nor what the sandbox exists to keep read-only, granted directly.
+        let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let root = canon(root);
+        let kept: Vec<PathBuf> = [".git", "briefs", "iterations", "ooda.yaml"]
+            .iter()
+            .map(|k| root.join(k))
+            .collect();
+        for w in &self.writable {
+            let w = canon(w);
+            if let Some(k) = kept.iter().find(|k| w.starts_with(k)) {
+                return Err(format!(
+                    "sandbox.writable: {} is inside {}, which the sandbox keeps read-only so that no command can rewrite the repository, a Brief or the archive: remove the entry",
+                    w.display(),
+                    k.display()
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -559,6 +576,12 @@ mod tests {
         assert!(e.contains("holds the project"), "{e}");
         assert!(f(vec![PathBuf::from("/")]).refuse_wide(&root).is_err());
         assert!(f(vec![root.clone()]).refuse_wide(&root).is_err());
+        for inside in [".git/hooks", "briefs", "iterations/b", "ooda.yaml"] {
+            let e = f(vec![root.join(inside)]).refuse_wide(&root).unwrap_err();
+            assert!(e.contains("keeps read-only"), "{inside}: {e}");
+        }
+        // A file of the checkout granted on purpose (a benchmark's counter) is fine.
+        assert!(f(vec![root.join("counter")]).refuse_wide(&root).is_ok());
     }
 
     #[test]
