@@ -161,7 +161,7 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
 
     let helper = crate::sandbox::helper();
     let tmp = match helper {
-        Some(_) => Some(StepTmp::create()?),
+        Some(_) => Some(crate::sandbox::PrivateDir::create("ooda-step")?),
         None => None,
     };
     let mut command = match helper {
@@ -242,7 +242,7 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
         // The helper is killing and reaping what the command left; killing
         // it now would orphan those to init. Only a helper that does not
         // finish in time is killed with its group.
-        wait_exited(&shared, timing.term_grace);
+        drop(wait_until(&shared, timing.term_grace, |s| s.exit_seen));
     }
     // The leader is dead but not reaped (or was SIGKILLed with its group): the pgid is
     // still ours, so this reaches only the command's own leftovers.
@@ -448,14 +448,19 @@ fn supervise(
     }
 }
 
-/// Waits (boundedly) for the leader's exit to be seen.
-fn wait_exited(shared: &Shared, grace: Duration) {
+/// Waits until `done` holds of the shared state or `grace` has passed;
+/// returns the state, locked.
+fn wait_until(
+    shared: &Shared,
+    grace: Duration,
+    done: impl Fn(&State) -> bool,
+) -> MutexGuard<'_, State> {
     let until = Instant::now() + grace;
     let mut state = shared.lock();
-    while !state.exit_seen {
+    while !done(&state) {
         let now = Instant::now();
         if now >= until {
-            return;
+            break;
         }
         state = shared
             .changed
@@ -463,6 +468,7 @@ fn wait_exited(shared: &Shared, grace: Duration) {
             .unwrap_or_else(PoisonError::into_inner)
             .0;
     }
+    state
 }
 
 /// A registered child, unregistered on drop, after it was waited for; then
@@ -478,61 +484,12 @@ impl Drop for Registered {
     }
 }
 
-/// A command's private temporary directory, removed when it ends.
-struct StepTmp(PathBuf);
-
-impl StepTmp {
-    fn create() -> io::Result<StepTmp> {
-        use std::sync::atomic::AtomicU64;
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let dir = base.join(format!("ooda-step-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-                    return Ok(StepTmp(dir));
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!(
-                            "creating the private temporary directory {}: {e}",
-                            dir.display()
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-}
-
-impl Drop for StepTmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Waits (boundedly) for the readers to reach end of file, then takes the captures.
 fn drain(shared: &Shared, grace: Duration) -> (HeadTail, HeadTail) {
-    let until = Instant::now() + grace;
-    let mut state = shared.lock();
-    while state.open_pipes > 0 {
-        let now = Instant::now();
-        if now >= until {
-            // A process outside the group holds a pipe; its reader is left behind and
-            // its late output goes to the empty captures swapped in below.
-            break;
-        }
-        state = shared
-            .changed
-            .wait_timeout(state, until - now)
-            .unwrap_or_else(PoisonError::into_inner)
-            .0;
-    }
+    // A process outside the group may still hold a pipe after `grace`: its
+    // reader is left behind and its late output goes to the empty captures
+    // swapped in below.
+    let mut state = wait_until(shared, grace, |s| s.open_pipes == 0);
     let combined = std::mem::replace(&mut state.combined, HeadTail::new(0));
     let stdout = std::mem::replace(&mut state.stdout, HeadTail::new(0));
     (combined, stdout)

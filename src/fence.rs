@@ -35,7 +35,7 @@ pub struct Fence {
 /// `core.fsmonitor`, a moved ref) or to weaken its judge (a Brief).
 struct GitWatch {
     repo: PathBuf,
-    files: Vec<PathBuf>,
+    gitdir: PathBuf,
     before: BTreeMap<PathBuf, String>,
     /// ooda's own refs (`refs/heads/ooda/…`, `refs/ooda/…`) and their targets.
     ours: BTreeMap<String, git2::Oid>,
@@ -88,26 +88,11 @@ impl Fence {
         let repo = git2::Repository::open(root)
             .ctx(|| format!("opening the repository at {}", root.display()))?;
         let gitdir = repo.path().to_path_buf();
-        let mut files = vec![
-            gitdir.join("HEAD"),
-            gitdir.join("config"),
-            gitdir.join("packed-refs"),
-            root.join(crate::config::FILE_NAME),
-        ];
-        let ooda_refs = [gitdir.join("refs/heads/ooda"), gitdir.join("refs/ooda")];
-        for dir in [
-            gitdir.join("hooks"),
-            gitdir.join("info"),
-            gitdir.join("refs"),
-            root.join("briefs"),
-        ] {
-            walk_files(&dir, &ooda_refs, &mut files);
-        }
-        let before = hashes(&files);
+        let before = hashes(&watched(root, &gitdir));
         let ours = ooda_refs_of(&repo);
         self.git = Some(GitWatch {
             repo: root.to_path_buf(),
-            files,
+            gitdir,
             before,
             ours,
         });
@@ -164,22 +149,9 @@ impl GitWatch {
     /// What changed, by path; ooda's own refs are restored (and named).
     fn changed(&self) -> Result<Vec<String>> {
         let mut out = Vec::new();
-        let mut files = self.files.clone();
-        if let Some(gitdir) = files
-            .first()
-            .and_then(|h| h.parent())
-            .map(Path::to_path_buf)
-        {
-            let ours = [gitdir.join("refs/heads/ooda"), gitdir.join("refs/ooda")];
-            for dir in [
-                gitdir.join("hooks"),
-                gitdir.join("info"),
-                gitdir.join("refs"),
-            ] {
-                walk_files(&dir, &ours, &mut files);
-            }
-            walk_files(&self.repo.join("briefs"), &[], &mut files);
-        }
+        // What was there (it may be gone) and what is there now.
+        let mut files: Vec<PathBuf> = self.before.keys().cloned().collect();
+        files.extend(watched(&self.repo, &self.gitdir));
         files.sort();
         files.dedup();
         let after = hashes(&files);
@@ -206,6 +178,28 @@ impl GitWatch {
         }
         Ok(out)
     }
+}
+
+/// The files of the git directory and the project that the sandbox would
+/// keep read-only: HEAD, config, packed-refs, refs (ooda's own aside),
+/// hooks, info, `briefs/` and `ooda.yaml`.
+fn watched(root: &Path, gitdir: &Path) -> Vec<PathBuf> {
+    let mut files = vec![
+        gitdir.join("HEAD"),
+        gitdir.join("config"),
+        gitdir.join("packed-refs"),
+        root.join(crate::config::FILE_NAME),
+    ];
+    let ours = [gitdir.join("refs/heads/ooda"), gitdir.join("refs/ooda")];
+    for dir in [
+        gitdir.join("hooks"),
+        gitdir.join("info"),
+        gitdir.join("refs"),
+        root.join("briefs"),
+    ] {
+        walk_files(&dir, &ours, &mut files);
+    }
+    files
 }
 
 /// Every file below `dir` (none if it is missing), `skip` prefixes aside.

@@ -71,6 +71,40 @@ pub fn helper() -> Option<&'static Path> {
     HELPER.get().map(PathBuf::as_path)
 }
 
+/// A fresh directory of one command's, under the system's temporary
+/// directory, readable by this user only from its creation (the agent's
+/// raw result and a step's `TMPDIR` live there), removed on drop.
+pub struct PrivateDir(pub PathBuf);
+
+impl PrivateDir {
+    pub fn create(prefix: &str) -> std::io::Result<PrivateDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = base.join(format!("{prefix}-{}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+                Ok(()) => return Ok(PrivateDir(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("creating the private directory {}: {e}", dir.display()),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// ooda's own children that exec.rs is running: anything else that is
 /// ooda's child is an orphan a step left behind (see [`sweep_orphans`]).
 static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
@@ -163,10 +197,6 @@ pub fn new_mark() -> String {
 /// this, is what confines it.
 pub fn kill_marked(mark: &str) -> usize {
     let needle = format!("{MARK_ENV}={mark}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    drop(dir);
     let me = std::process::id();
     let mut killed = 0;
     // In rounds, stopped before killed, so a forking process cannot leave

@@ -577,11 +577,6 @@ impl Workspace {
         Ok(removed)
     }
 
-    /// Paths the candidate changed relative to its HEAD, from its files.
-    pub fn changed_paths(&self) -> Result<Vec<ChangedPath>> {
-        Ok(self.candidate(u64::MAX)?.changed)
-    }
-
     /// Stores a checked candidate's blobs and tree; returns the tree.
     pub fn write_tree(&self, contents: &Contents) -> Result<Oid> {
         contents.write_tree(&self.cand_repo()?, &self.cand_dir)
@@ -888,8 +883,9 @@ mod tests {
         fs::create_dir_all(ws.cand_dir.join("target")).unwrap();
         fs::write(ws.cand_dir.join("target/out"), "bin").unwrap();
         let changed: Vec<_> = ws
-            .changed_paths()
+            .candidate(u64::MAX)
             .unwrap()
+            .changed
             .into_iter()
             .map(|c| c.path)
             .collect();

@@ -186,7 +186,10 @@ impl CommandAgent {
         // The agent writes its result into a directory of its own, which is
         // the only one outside the worktree its sandbox lets it write; ooda
         // moves the file into the archive (redacted) after the step.
-        let drop_box = DropBox::create()?;
+        // The raw result is redacted only after the step: no other user
+        // may read it meanwhile.
+        let drop_box = crate::sandbox::PrivateDir::create("ooda-result")
+            .map_err(|e| Error::io("creating the agent's result directory".to_string(), e))?;
         let agent_output_file = drop_box.0.join("result.json");
         let abs = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
@@ -217,7 +220,7 @@ impl CommandAgent {
             .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
         // The agent wrote this file itself: it is archived, so it is
         // redacted (and stays JSON) before it is moved there.
-        let written = drop_box.deliver(&agent_output_file, &output_file)?;
+        let written = deliver(&agent_output_file, &output_file)?;
         if out.status == Outcome::Interrupted {
             return Err(Error::Interrupted);
         }
@@ -433,51 +436,18 @@ impl Invocation<'_> {
     }
 }
 
-/// The private directory an agent writes `OODA_OUTPUT_FILE` into; removed
-/// on drop.
-struct DropBox(std::path::PathBuf);
-
-impl DropBox {
-    fn create() -> Result<DropBox> {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!("ooda-result-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {
-                    // The raw result is only redacted after the step: no
-                    // other user reads it meanwhile.
-                    use std::os::unix::fs::PermissionsExt;
-                    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
-                        .map_err(|e| Error::io(format!("securing {}", dir.display()), e))?;
-                    return Ok(DropBox(dir));
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(format!("creating {}", dir.display()), e)),
-            }
-        }
+/// Redacts what the agent wrote into its private directory and moves it
+/// to its archived place; returns what it held. A symlink or a directory
+/// there is not a result: it is not followed.
+fn deliver(written: &Path, archived: &Path) -> Result<Option<String>> {
+    if !std::fs::symlink_metadata(written).is_ok_and(|m| m.is_file()) {
+        return Ok(None);
     }
-
-    /// Redacts what the agent wrote and moves it to its archived place;
-    /// returns what it held. A symlink or a directory there is not a
-    /// result: it is not followed.
-    fn deliver(&self, written: &Path, archived: &Path) -> Result<Option<String>> {
-        if !std::fs::symlink_metadata(written).is_ok_and(|m| m.is_file()) {
-            return Ok(None);
-        }
-        let text = compress::redact_file(written)?;
-        let clean = std::fs::read(written)
-            .map_err(|e| Error::io(format!("reading {}", written.display()), e))?;
-        crate::atomic::write_atomic(archived, &clean)?;
-        Ok(text)
-    }
-}
-
-impl Drop for DropBox {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    let text = compress::redact_file(written)?;
+    let clean = std::fs::read(written)
+        .map_err(|e| Error::io(format!("reading {}", written.display()), e))?;
+    crate::atomic::write_atomic(archived, &clean)?;
+    Ok(text)
 }
 
 /// What one step returned.

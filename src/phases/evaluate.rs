@@ -113,24 +113,28 @@ fn candidate(
     // Protected files are checked again after setup and guards, right
     // before measuring: a build step must not rewrite the evaluator either.
     let changed = cx.ws.candidate(cx.brief.scope.max_file_size)?.changed;
+    let blocked = |reason: String| {
+        let mut out = EvalOutcome::unmeasured(Verdict::Blocked, reason);
+        out.guards = guards.clone();
+        out
+    };
+    // What is measured must be the tree that would be committed: a setup,
+    // guard or metric run that rewrites a tracked file (an agent's build
+    // script) would otherwise have a rigged version measured and the
+    // honest one kept.
+    let drifted = || -> Result<bool> {
+        Ok(match &cur.tree {
+            Some(tree) => !cx.ws.still_is(super::oid(tree)?)?,
+            None => false,
+        })
+    };
     if let Some(v) = super::execute::content_violation(cx.brief, &changed) {
-        let mut out =
-            EvalOutcome::unmeasured(Verdict::Blocked, format!("after setup and guards: {v}"));
-        out.guards = guards;
-        return Ok(out);
+        return Ok(blocked(format!("after setup and guards: {v}")));
     }
-    // What is measured must be the tree that would be committed: a setup or
-    // guard that rewrites a tracked file (an agent's build script) would
-    // otherwise have a rigged version measured and the honest one kept.
-    if let Some(tree) = &cur.tree
-        && !cx.ws.still_is(super::oid(tree)?)?
-    {
-        let mut out = EvalOutcome::unmeasured(
-            Verdict::Blocked,
+    if drifted()? {
+        return Ok(blocked(
             "setup or guards changed the candidate's committed files after EXECUTE (only git-ignored outputs may change): what is measured must be what is committed".into(),
-        );
-        out.guards = guards;
-        return Ok(out);
+        ));
     }
     if base_setup_done {
         cx.ws.record_base_setup(&setup_key)?;
@@ -146,15 +150,10 @@ fn candidate(
             None => false,
         }
     })?;
-    if let Some(tree) = &cur.tree
-        && !cx.ws.still_is(super::oid(tree)?)?
-    {
-        let mut out = EvalOutcome::unmeasured(
-            Verdict::Blocked,
+    if drifted()? {
+        return Ok(blocked(
             "the candidate's committed files changed while it was measured: what was measured is not what would be committed".into(),
-        );
-        out.guards = guards;
-        return Ok(out);
+        ));
     }
     let pairs = match measured {
         Err((side, RunFailure::Failed { reason, output })) => {

@@ -333,18 +333,7 @@ struct Proc {
 fn descendants() -> Vec<Proc> {
     // SAFETY: plain syscall.
     let me = unsafe { libc::getpid() };
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let all: Vec<Proc> = dir
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name();
-            let pid: libc::pid_t = std::str::from_utf8(name.as_bytes()).ok()?.parse().ok()?;
-            let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(pid, &stat)
-        })
-        .collect();
+    let all = processes();
     let mut below = vec![me];
     let mut out = Vec::new();
     // Parents before children is not guaranteed by /proc's order: iterate
@@ -373,18 +362,24 @@ fn descendants() -> Vec<Proc> {
 
 /// The children of `parent`, from `/proc`.
 pub(super) fn children_of(parent: libc::pid_t) -> Vec<libc::pid_t> {
+    processes()
+        .into_iter()
+        .filter(|p| p.ppid == parent)
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Every process `/proc` shows.
+fn processes() -> Vec<Proc> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok())
         .filter_map(|e| {
-            let pid: libc::pid_t = std::str::from_utf8(e.file_name().as_bytes())
-                .ok()?
-                .parse()
-                .ok()?;
+            let name = e.file_name();
+            let pid: libc::pid_t = std::str::from_utf8(name.as_bytes()).ok()?.parse().ok()?;
             let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-            let p = parse_stat(pid, &stat)?;
-            (p.ppid == parent).then_some(pid)
+            parse_stat(pid, &stat)
         })
         .collect()
 }

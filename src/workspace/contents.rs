@@ -62,17 +62,7 @@ pub struct Walk<'a> {
 
 impl Walk<'_> {
     pub fn read(&self) -> Result<Contents> {
-        let mut base = BTreeMap::new();
-        self.base
-            .walk(TreeWalkMode::PreOrder, |dir, entry| {
-                if (entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK)
-                    && let Ok(name) = entry.name()
-                {
-                    base.insert(format!("{dir}{name}"), (entry.filemode(), entry.id()));
-                }
-                TreeWalkResult::Ok
-            })
-            .ctx(|| "reading the base commit's tree".into())?;
+        let base = flatten(self.base).ctx(|| "reading the base commit's tree".into())?;
         let mut out = Contents {
             files: BTreeMap::new(),
             base,
@@ -114,9 +104,13 @@ impl Walk<'_> {
             let rel = format!("{prefix}{name}");
             let path = e.path();
             let meta = fs::symlink_metadata(&path).ctx(|| format!("reading {}", path.display()))?;
+            // The base is sorted: the first path at or after `rel/` tells.
             let tracked_below = |rel: &str| {
                 let p = format!("{rel}/");
-                out.base.keys().any(|k| k.starts_with(&p))
+                out.base
+                    .range(p.clone()..)
+                    .next()
+                    .is_some_and(|(k, _)| k.starts_with(&p))
             };
             if meta.is_dir() {
                 if out.base.get(&rel).is_some_and(|(m, _)| *m == GITLINK) {
@@ -190,6 +184,20 @@ impl Walk<'_> {
     }
 }
 
+/// A tree's files and submodules by path: (mode, object).
+fn flatten(tree: &Tree) -> std::result::Result<BTreeMap<String, (i32, Oid)>, git2::Error> {
+    let mut out = BTreeMap::new();
+    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
+        if (entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK)
+            && let Ok(name) = entry.name()
+        {
+            out.insert(format!("{dir}{name}"), (entry.filemode(), entry.id()));
+        }
+        TreeWalkResult::Ok
+    })?;
+    Ok(out)
+}
+
 /// How a path differs from the base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -236,16 +244,7 @@ impl Contents {
         let tree = repo
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
-        let mut recorded = BTreeMap::new();
-        tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
-            if (entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK)
-                && let Ok(name) = entry.name()
-            {
-                recorded.insert(format!("{dir}{name}"), (entry.filemode(), entry.id()));
-            }
-            TreeWalkResult::Ok
-        })
-        .ctx(|| "reading the measured tree".into())?;
+        let recorded = flatten(&tree).ctx(|| "reading the measured tree".into())?;
         Ok(recorded.len() == self.files.len()
             && self.files.iter().all(|(p, f)| {
                 recorded

@@ -124,6 +124,21 @@ impl Attack {
         }
     }
 
+    /// Starts a tick whose agent writes its pid to `$AGENT_DIR/pid` and
+    /// then waits; returns the tick and the agent's pid.
+    fn tick_until_the_agent_waits(&self) -> (std::process::Child, i32) {
+        let mut tick = self.t.command(&["tick", "b"]);
+        tick.env("AGENT_DIR", self.dir.path());
+        let child = tick.spawn().unwrap();
+        let pid_file = self.dir.path().join("pid");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !pid_file.exists() {
+            assert!(Instant::now() < deadline, "the agent never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        (child, wait_read(&pid_file).trim().parse().unwrap())
+    }
+
     /// What the branch holds at `path`, if it is there.
     fn kept(&self, path: &str) -> Option<String> {
         let out = Command::new("git")
@@ -138,6 +153,13 @@ impl Attack {
 }
 
 const DENIED: &str = "ermission denied";
+
+/// Shell lines that set `$helper` to the agent's `ooda __contain` ancestor
+/// (stopping at init, should there be none).
+const FIND_HELPER: &str = r#"    helper=$(awk '{print $4}' /proc/$$/stat)
+    while [ "$helper" -gt 1 ] && [ "$(tr '\0' ' ' < /proc/$helper/cmdline | cut -d' ' -f2)" != __contain ]; do
+      helper=$(awk '{print $4}' /proc/$helper/stat)
+    done"#;
 
 #[test]
 fn an_agent_cannot_weaken_the_brief_in_the_checkout() {
@@ -255,17 +277,14 @@ fn a_background_process_does_not_outlive_the_step() {
 fn an_agent_cannot_signal_its_way_out() {
     // Killing the helper would orphan a background process out of reach;
     // killing ooda would end the night.
-    let mut a = Attack::new(
-        r#"    helper=$(awk '{print $4}' /proc/$$/stat)
-    while [ "$(tr '\0' ' ' < /proc/$helper/cmdline | cut -d' ' -f2)" != __contain ]; do
-      helper=$(awk '{print $4}' /proc/$helper/stat)
-    done
-    ooda=$(awk '{print $4}' /proc/$helper/stat)
+    let mut a = Attack::new(&format!(
+        "{FIND_HELPER}\n{}",
+        r#"    ooda=$(awk '{print $4}' /proc/$helper/stat)
     setsid sh -c 'sleep 2; echo late > "$AGENT_DIR/late"' > /dev/null 2>&1 < /dev/null &
     kill -TERM "$ooda"
     kill -KILL "$helper"
-    echo "signalled $helper and $ooda""#,
-    );
+    echo "signalled $helper and $ooda""#
+    ));
     let rec = a.run();
     std::thread::sleep(Duration::from_secs(4));
     a.assert_contained("ot permitted");
@@ -400,16 +419,7 @@ fn kill_9_during_execute_leaves_no_process_and_no_half_attempt() {
     a.ooda(&["tick", "b"]).expect(0);
     a.before = Some(a.t.snapshot());
     a.refs = a.t.ooda_refs();
-    let mut tick = a.t.command(&["tick", "b"]);
-    tick.env("AGENT_DIR", a.dir.path());
-    let mut child = tick.spawn().unwrap();
-    let pid_file = a.dir.path().join("pid");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !pid_file.exists() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let agent: i32 = wait_read(&pid_file).trim().parse().unwrap();
+    let (mut child, agent) = a.tick_until_the_agent_waits();
     child.kill().unwrap();
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -516,15 +526,12 @@ fn with_the_sandbox_off_tampering_is_blocked_named_and_oodas_refs_restored() {
 fn with_the_sandbox_off_killing_the_helper_frees_nothing() {
     // Without Landlock an agent can kill its helper; what it started in
     // another session comes to ooda (a subreaper too) and is swept.
-    let mut a = Attack::new(
-        r#"    helper=$(awk '{print $4}' /proc/$$/stat)
-    while [ "$(tr '\0' ' ' < /proc/$helper/cmdline | cut -d' ' -f2)" != __contain ]; do
-      helper=$(awk '{print $4}' /proc/$helper/stat)
-    done
-    setsid sh -c 'sleep 2; echo late > "$AGENT_DIR/late"' > /dev/null 2>&1 < /dev/null &
+    let mut a = Attack::new(&format!(
+        "{FIND_HELPER}\n{}",
+        r#"    setsid sh -c 'sleep 2; echo late > "$AGENT_DIR/late"' > /dev/null 2>&1 < /dev/null &
     echo "killing $helper"
-    kill -KILL "$helper""#,
-    );
+    kill -KILL "$helper""#
+    ));
     let cfg = a.t.read("ooda.yaml");
     a.t.write(
         "ooda.yaml",
@@ -552,19 +559,8 @@ fn what_a_tick_killed_with_its_helpers_left_running_dies_at_the_next_tick() {
     fi"#,
     );
     a.ooda(&["tick", "b"]).expect(0);
-    let mut tick = a.t.command(&["tick", "b"]);
-    tick.env("AGENT_DIR", a.dir.path());
-    let mut child = tick.spawn().unwrap();
-    let pid_file = a.dir.path().join("pid");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !pid_file.exists() {
-        assert!(Instant::now() < deadline, "the agent never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let agent: i32 = wait_read(&pid_file).trim().parse().unwrap();
-    let helper = parent_of(parent_of(agent).unwrap()).filter(|p| cmdline(*p).contains("__contain"));
-    let helper = helper.or_else(|| parent_of(agent).filter(|p| cmdline(*p).contains("__contain")));
-    let helper = helper.expect("the agent's helper");
+    let (mut child, agent) = a.tick_until_the_agent_waits();
+    let helper = helper_of(agent).expect("the agent's helper");
     unsafe {
         libc::kill(helper, libc::SIGKILL);
         libc::kill(child.id() as i32, libc::SIGKILL);
@@ -592,6 +588,18 @@ fn parent_of(pid: i32) -> Option<i32> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// The nearest `ooda __contain` ancestor of `pid`.
+fn helper_of(pid: i32) -> Option<i32> {
+    let mut p = parent_of(pid)?;
+    while p > 1 {
+        if cmdline(p).contains("__contain") {
+            return Some(p);
+        }
+        p = parent_of(p)?;
+    }
+    None
 }
 
 fn cmdline(pid: i32) -> String {

@@ -201,13 +201,35 @@ fn with_fake(tool: &str, iterations: u32) -> (Test, tempfile::TempDir) {
     (t, dir)
 }
 
-fn env_of(dir: &tempfile::TempDir) -> (String, String) {
+/// The fake tools' environment: `bin/` first on PATH, `AGENT_DIR`, and a
+/// HOME outside `$AGENT_DIR` (which the test config makes writable), so a
+/// tool's state directory is writable only through its preset's own grant.
+struct FakeEnv {
+    vars: [(&'static str, String); 3],
+    _home: tempfile::TempDir,
+}
+
+impl FakeEnv {
+    fn pairs(&self) -> Vec<(&str, &str)> {
+        self.vars.iter().map(|(k, v)| (*k, v.as_str())).collect()
+    }
+}
+
+fn env_of(dir: &tempfile::TempDir) -> FakeEnv {
     let path = format!(
         "{}:{}",
         dir.path().join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    (path, dir.path().to_str().unwrap().to_string())
+    let home = tempfile::tempdir().unwrap();
+    FakeEnv {
+        vars: [
+            ("PATH", path),
+            ("AGENT_DIR", dir.path().to_str().unwrap().to_string()),
+            ("HOME", home.path().to_str().unwrap().to_string()),
+        ],
+        _home: home,
+    }
 }
 
 fn night_with(tool: &str) {
@@ -232,16 +254,8 @@ fn night_with(tool: &str) {
             .unwrap();
         }
     }
-    let (path, agent_dir) = env_of(&dir);
-    // Outside $AGENT_DIR (which the test config makes writable): the
-    // state directory is writable only through the preset's own grant.
-    let home_dir = tempfile::tempdir().unwrap();
-    let home = home_dir.path().to_str().unwrap().to_string();
-    let env = [
-        ("PATH", path.as_str()),
-        ("AGENT_DIR", agent_dir.as_str()),
-        ("HOME", home.as_str()),
-    ];
+    let fake_env = env_of(&dir);
+    let env = fake_env.pairs();
     let run = t.ooda_env(&["run", "b"], &env).expect(4);
     // Every iteration's verdict is on stdout, the one that ended the run too.
     for line in [
@@ -393,16 +407,8 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     );
     t.commit("no waiting");
     std::fs::write(dir.path().join("plan-1.out"), AIDER_OUTAGE).unwrap();
-    let (path, agent_dir) = env_of(&dir);
-    // Outside $AGENT_DIR (which the test config makes writable): the
-    // state directory is writable only through the preset's own grant.
-    let home_dir = tempfile::tempdir().unwrap();
-    let home = home_dir.path().to_str().unwrap().to_string();
-    let env = [
-        ("PATH", path.as_str()),
-        ("AGENT_DIR", agent_dir.as_str()),
-        ("HOME", home.as_str()),
-    ];
+    let fake_env = env_of(&dir);
+    let env = fake_env.pairs();
     t.ooda_env(&["tick", "b"], &env).expect(0);
     t.ooda_env(&["tick", "b"], &env).expect(0);
     let rec = t.record("b", 1);
