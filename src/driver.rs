@@ -59,6 +59,8 @@ pub struct Turn<'a> {
 }
 
 /// PLAN's answer.
+// One per iteration, moved once: the size of the plan variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Proposal {
     /// A plan, validated; `rejected` says why none was accepted (then `plan`
@@ -67,6 +69,8 @@ pub enum Proposal {
         plan: Plan,
         rejected: Option<Cut>,
         calls: Vec<AgentCall>,
+        /// What the agent changed, while it planned, outside the candidate.
+        breach: Option<Breach>,
     },
     /// Nothing is left to try: the run is done (`stalled`).
     Exhausted { detail: String },
@@ -80,10 +84,7 @@ pub struct Execution {
     /// Set when the step failed: the iteration is `invalid`.
     pub failure: Option<String>,
     /// Set when files outside the candidate worktree changed: `blocked`.
-    pub breach: Option<String>,
-    /// The breach happened without the sandbox: the run stops RED
-    /// (`red_tamper`) until a human has looked.
-    pub tamper: bool,
+    pub breach: Option<Breach>,
     /// Set when the agent's API stayed unavailable: `invalid`, not the
     /// agent's failure.
     pub unavailable: Option<Cut>,
@@ -95,6 +96,19 @@ pub struct Execution {
 pub struct Lesson {
     pub learned: LearnResult,
     pub calls: Vec<AgentCall>,
+    /// What the agent changed, while it learned, outside the candidate.
+    pub breach: Option<Breach>,
+}
+
+/// What an agent step changed that it must not touch (see `fence.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Breach {
+    /// The paths that differ, named.
+    pub message: String,
+    /// The step ran without the sandbox: the run stops RED (`red_tamper`)
+    /// until a human has looked, since nothing kept it from weakening a
+    /// Brief or planting a hook.
+    pub unconfined: bool,
 }
 
 /// The main agent.

@@ -928,6 +928,44 @@ mod tests {
     }
 
     #[test]
+    fn files_whose_names_are_not_utf8_are_kept_and_their_changes_blocked() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let odd = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+        let odd_dir = std::ffi::OsStr::from_bytes(b"d\xff");
+        fs::write(dir.path().join(odd), "latin-1\n").unwrap();
+        fs::create_dir_all(dir.path().join(odd_dir)).unwrap();
+        fs::write(dir.path().join(odd_dir).join("in.txt"), "inside\n").unwrap();
+        let start = repo_with_commit(dir.path());
+        let repo = Repository::open(dir.path()).unwrap();
+        let base_tree = repo.find_commit(start).unwrap().tree_id();
+        let ws = Workspace::open(dir.path(), &dir.path().join(".ooda/worktrees/b"), "b").unwrap();
+        ws.ensure(start).unwrap();
+        assert!(ws.cand_dir.join(odd_dir).join("in.txt").exists());
+
+        // Unchanged, they are part of the tree, not dropped from it.
+        let c = ws.candidate(u64::MAX).unwrap();
+        assert!(c.changed.is_empty(), "{:?}", c.changed);
+        assert!(c.contents.odd_changed.is_empty());
+        assert_eq!(ws.write_tree(&c.contents).unwrap(), base_tree);
+        assert!(ws.still_is(base_tree).unwrap());
+
+        // An edit to one, or a new one, is named (lossily) and not clean.
+        fs::write(ws.cand_dir.join(odd_dir).join("in.txt"), "edited\n").unwrap();
+        fs::write(
+            ws.cand_dir.join(std::ffi::OsStr::from_bytes(b"new\xfe")),
+            "x",
+        )
+        .unwrap();
+        let c = ws.candidate(u64::MAX).unwrap();
+        assert_eq!(
+            c.contents.odd_changed,
+            vec!["d\u{FFFD}/in.txt".to_string(), "new\u{FFFD}".to_string()]
+        );
+        assert!(!ws.still_is(base_tree).unwrap());
+    }
+
+    #[test]
     fn the_change_is_read_from_the_files_not_the_index() {
         let dir = tempfile::tempdir().unwrap();
         let start = repo_with_commit(dir.path());

@@ -14,15 +14,15 @@
 //!   retry, and five failures in a row stop the run): it is recorded;
 //! - agent prose is bounded and cannot fake the runner's sections of an
 //!   iteration file; Data and Decision are never the agent's;
-//! - what it changes outside the candidate worktree during EXECUTE is found
-//!   by the fence (`fence.rs`); commits it makes there are undone by EXECUTE
+//! - what it changes outside the candidate worktree in any step is found by
+//!   the fence (`fence.rs`); commits it makes there are undone by EXECUTE
 //!   (its edits kept), so the scope check sees every change it made.
 
 use serde_json::Value;
 
 use crate::driver::command::{AgentCall, CallOutcome, CommandAgent, Invocation, Reply};
 use crate::driver::named_files::{NamedFiles, named_files};
-use crate::driver::{Driver, Execution, Lesson, Proposal, Turn};
+use crate::driver::{Breach, Driver, Execution, Lesson, Proposal, Turn};
 use crate::error::Result;
 use crate::events::Event;
 use crate::fence::Fence;
@@ -43,21 +43,16 @@ impl Driver for CommandAgent {
     }
 
     fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
-        plan(&Step::new(self, t), best)
+        let (mut proposal, found) = self.fenced(t, || plan(&Step::new(self, t), best))?;
+        if let Proposal::Plan { breach, .. } = &mut proposal {
+            *breach = found;
+        }
+        Ok(proposal)
     }
 
     fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {
-        // A script can write anywhere the user can: what it changed outside
-        // the candidate worktree is found by content afterwards.
-        let mut fence = Fence::new(t.root, t.base_dir, t.dir)?;
-        if !self.sandboxed {
-            // Nothing kept the git directory, the Briefs or ooda.yaml
-            // read-only: what changed there is found afterwards.
-            fence = fence.with_git(t.root)?;
-        }
-        let mut out = execute(&mut Step::new(self, t), plan)?;
-        out.breach = fence.breached()?;
-        out.tamper = !self.sandboxed && out.breach.is_some();
+        let (mut out, breach) = self.fenced(t, || execute(&mut Step::new(self, t), plan))?;
+        out.breach = breach;
         Ok(out)
     }
 
@@ -69,17 +64,39 @@ impl Driver for CommandAgent {
             return Ok(Lesson {
                 learned: runner_learn(rec),
                 calls: Vec::new(),
+                breach: None,
             });
         }
-        let (said, calls) = learn(&Step::new(self, t), rec)?;
+        let ((said, calls), breach) = self.fenced(t, || learn(&Step::new(self, t), rec))?;
         Ok(Lesson {
             learned: merge_learn(runner_learn(rec), said, rec),
             calls,
+            breach,
         })
     }
 
     fn edits_files(&self) -> bool {
         true
+    }
+}
+
+impl CommandAgent {
+    /// Runs one agent step inside the fence. A script can write anywhere the
+    /// user can, and every step (PLAN and LEARN too) runs the agent: what it
+    /// changed outside the candidate worktree is found by content afterwards.
+    fn fenced<T>(&self, t: &Turn, step: impl FnOnce() -> Result<T>) -> Result<(T, Option<Breach>)> {
+        let mut fence = Fence::new(t.root, t.base_dir, t.dir)?;
+        if !self.sandboxed {
+            // Nothing kept the git directory, the Briefs or ooda.yaml
+            // read-only: what changed there is found afterwards.
+            fence = fence.with_git(t.root)?;
+        }
+        let out = step()?;
+        let breach = fence.breached()?.map(|message| Breach {
+            message,
+            unconfined: !self.sandboxed,
+        });
+        Ok((out, breach))
     }
 }
 
@@ -258,6 +275,7 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
                 plan: proposed.unwrap_or_default(),
                 rejected: Some(cut),
                 calls,
+                breach: None,
             });
         }
         match read_plan(t, &reply, best) {
@@ -269,6 +287,7 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
                     plan,
                     rejected: None,
                     calls,
+                    breach: None,
                 });
             }
             Err((rule, message, plan)) => {
@@ -303,6 +322,7 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
             attempts: Some(PLAN_ATTEMPTS),
         }),
         calls,
+        breach: None,
     })
 }
 
@@ -483,7 +503,6 @@ fn execute(step: &mut Step, plan: &Plan) -> Result<Execution> {
         unavailable,
         change,
         breach: None,
-        tamper: false,
         calls,
     })
 }

@@ -144,6 +144,7 @@ impl Driver for Builtin {
             plan,
             rejected,
             calls: Vec::new(),
+            breach: None,
         })
     }
 
@@ -155,6 +156,7 @@ impl Driver for Builtin {
         Ok(Lesson {
             learned: learn(plan, rec),
             calls: Vec::new(),
+            breach: None,
         })
     }
 

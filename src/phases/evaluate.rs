@@ -4,7 +4,8 @@
 //! phase decides what to measure: nothing for a cut iteration (its cut is
 //! its verdict), nothing for an exact repeat of a discarded candidate (that
 //! verdict stands), otherwise setup, guards, a last scope check, and the
-//! pairs under the rule ORIENT fixed.
+//! pairs under the rule ORIENT fixed, with the protected files re-hashed
+//! between pairs.
 
 use super::Cx;
 use crate::error::{Error, Result};
@@ -112,7 +113,15 @@ fn candidate(
     }
     // Protected files are checked again after setup and guards, right
     // before measuring: a build step must not rewrite the evaluator either.
-    let changed = cx.ws.candidate(cx.brief.scope.max_file_size)?.changed;
+    let now = cx.ws.candidate(cx.brief.scope.max_file_size)?;
+    let protected = Protected::hash(
+        &[&base.dir, &cand.dir],
+        now.contents
+            .files
+            .keys()
+            .filter(|p| cx.brief.scope.protects(p)),
+    );
+    let changed = now.changed;
     let blocked = |reason: String| {
         let mut out = EvalOutcome::unmeasured(Verdict::Blocked, reason);
         out.guards = guards.clone();
@@ -140,8 +149,15 @@ fn candidate(
         cx.ws.record_base_setup(&setup_key)?;
     }
     let mut last_look = None;
+    let mut rigged = None;
     let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
     let measured = ev.measure_pairs(&base, &cand, max, &mut rng, |p| {
+        // Before every further run: a run that rewrote a protected file
+        // (its own benchmark) must not have the rigged one measured.
+        rigged = protected.changed().map(|path| (path, p.len()));
+        if rigged.is_some() {
+            return true;
+        }
         match eval::look_now(p, &rule, &looks) {
             Some(l) => {
                 last_look = Some(l);
@@ -150,6 +166,11 @@ fn candidate(
             None => false,
         }
     })?;
+    if let Some((path, n)) = rigged {
+        return Ok(blocked(format!(
+            "the protected {path} changed while the candidate was measured (found after pair {n}, before the next run): what was measured is not what would be committed"
+        )));
+    }
     if drifted()? {
         return Ok(blocked(
             "the candidate's committed files changed while it was measured: what was measured is not what would be committed".into(),
@@ -199,4 +220,47 @@ fn candidate(
         base_failed: false,
         alarms: Vec::new(),
     })
+}
+
+/// The protected files of both worktrees, by content. Hashed right before
+/// the first pair and again after every pair, so a measurement run that
+/// rewrites a protected file (a benchmark that edits itself, or the base's
+/// copy without the sandbox) is caught before another run uses it, not
+/// only when all pairs are done. Cheap: only the protected paths are read.
+struct Protected {
+    /// (path, hash when it was taken); `None` for a file that could not be read.
+    files: Vec<(std::path::PathBuf, Option<git2::Oid>)>,
+    /// How each file is named in a message: relative to its worktree.
+    names: Vec<String>,
+}
+
+impl Protected {
+    fn hash<'a>(dirs: &[&std::path::Path], rels: impl Iterator<Item = &'a String>) -> Protected {
+        let rels: Vec<&String> = rels.collect();
+        let mut out = Protected {
+            files: Vec::new(),
+            names: Vec::new(),
+        };
+        for dir in dirs {
+            for rel in &rels {
+                let path = dir.join(rel);
+                out.files.push((path.clone(), content(&path)));
+                out.names.push((*rel).clone());
+            }
+        }
+        out
+    }
+
+    /// The first protected file whose content is no longer what was hashed.
+    fn changed(&self) -> Option<String> {
+        self.files
+            .iter()
+            .zip(&self.names)
+            .find(|((path, was), _)| content(path) != *was)
+            .map(|(_, name)| name.clone())
+    }
+}
+
+fn content(path: &std::path::Path) -> Option<git2::Oid> {
+    git2::Oid::hash_file(git2::ObjectType::Blob, path).ok()
 }

@@ -35,7 +35,10 @@ impl Executed {
         c.cut = self.cut;
         c.changed_paths = self.changed_paths;
         c.tree = self.tree;
-        c.tamper = self.tamper;
+        // A tamper found in PLAN stands.
+        if c.tamper.is_none() {
+            c.tamper = self.tamper;
+        }
         c.agent_calls.extend(self.calls);
     }
 }
@@ -59,7 +62,7 @@ pub(crate) fn run(
     if let Some(b) = &out.breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
-            message: b.clone(),
+            message: b.message.clone(),
         })?;
     }
     if let Some(change) = out.change {
@@ -77,7 +80,15 @@ pub(crate) fn run(
     }
     let candidate = ws.candidate(t.brief.scope.max_file_size)?;
     let changed = candidate.changed;
-    let mut violation = content_violation(t.brief, &changed);
+    let odd = &candidate.contents.odd_changed;
+    let mut violation = if odd.is_empty() {
+        content_violation(t.brief, &changed)
+    } else {
+        Some(format!(
+            "path(s) whose name is not UTF-8 changed, which ooda cannot check against the scope: {} (shown lossily); rename them to UTF-8 names",
+            crate::compress::clip(&odd.join(", "), 600)
+        ))
+    };
     if violation.is_none() {
         let secrets = ws.secrets_added(&changed)?;
         if !secrets.is_empty() {
@@ -92,10 +103,15 @@ pub(crate) fn run(
     {
         failure = Some("the agent changed nothing, so there is nothing to measure".into());
     }
-    let tamper = out.breach.clone().filter(|_| out.tamper);
+    let tamper = out
+        .breach
+        .as_ref()
+        .filter(|b| b.unconfined)
+        .map(|b| b.message.clone());
     // A scope violation outweighs an agent failure: it counts toward the red light.
     let cut = out
         .breach
+        .map(|b| b.message)
         .or(violation)
         .map(|message| Cut::Scope { message })
         .or(out.unavailable)

@@ -24,6 +24,9 @@ pub(crate) struct Learnt {
     /// A keep's prepared commit.
     pub commit: Option<String>,
     pub calls: Vec<AgentCall>,
+    /// What the agent changed without the sandbox that it must not touch:
+    /// the run stops `red_tamper` after this iteration.
+    pub tamper: Option<String>,
 }
 
 pub(crate) fn run(
@@ -85,10 +88,22 @@ pub(crate) fn run(
             message: "the agent edited files during LEARN; the edits are not part of this iteration and are discarded".into(),
         })?;
     }
+    // The verdict was measured before LEARN and stands; what the agent
+    // touched is named, and without the sandbox it stops the night.
+    if let Some(b) = &lesson.breach {
+        t.span.emit(Event::Anomaly {
+            kind: crate::model::AnomalyKind::ScopeViolation,
+            message: format!("while learning, {}", b.message),
+        })?;
+    }
     learned.lessons = lesson.learned;
     Ok(Learnt {
         learned,
         commit,
         calls: lesson.calls,
+        tamper: lesson
+            .breach
+            .filter(|b| b.unconfined)
+            .map(|b| format!("while learning, {}", b.message)),
     })
 }

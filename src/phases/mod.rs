@@ -496,9 +496,13 @@ impl<'a> Machine<'a> {
                         plan,
                         rejected,
                         calls,
+                        breach,
                     } => {
                         let c = self.current_mut()?;
                         c.cut = rejected;
+                        c.tamper = breach
+                            .filter(|b| b.unconfined)
+                            .map(|b| format!("while planning, {}", b.message));
                         c.plan = Some(plan);
                         c.agent_calls.extend(calls);
                     }
@@ -579,6 +583,9 @@ impl<'a> Machine<'a> {
                 let c = self.current_mut()?;
                 c.learned = Some(out.learned);
                 c.commit = out.commit;
+                if c.tamper.is_none() {
+                    c.tamper = out.tamper;
+                }
                 c.agent_calls.extend(out.calls);
                 self.archive.state.pending_ack = None;
                 self.sync_current()?;

@@ -3,7 +3,8 @@
 //! The driver validates what it proposes (an agent gets the validator's
 //! message back for another try); this phase hands it the best point and
 //! records an accepted plan. A rejection is a [`Cut`](crate::model::Cut)
-//! the machine stores: the iteration is archived `invalid`, unmeasured.
+//! the machine stores: the iteration is archived `invalid`, unmeasured, or
+//! `blocked` when the agent changed what it must not touch while planning.
 
 use crate::driver::{Driver, Proposal, Turn};
 use crate::error::Result;
@@ -11,7 +12,22 @@ use crate::events::Event;
 
 pub(crate) fn run(t: &Turn, driver: &dyn Driver) -> Result<Proposal> {
     let best = crate::knobs::point_in(t.base_dir, t.brief)?;
-    let proposal = driver.plan(t, &best)?;
+    let mut proposal = driver.plan(t, &best)?;
+    // An agent that changed what it must not touch while planning has its
+    // plan blocked, like a change made in EXECUTE.
+    if let Proposal::Plan {
+        rejected,
+        breach: Some(b),
+        ..
+    } = &mut proposal
+    {
+        let message = format!("while planning, {}", b.message);
+        t.span.emit(Event::Anomaly {
+            kind: crate::model::AnomalyKind::ScopeViolation,
+            message: message.clone(),
+        })?;
+        *rejected = Some(crate::model::Cut::Scope { message });
+    }
     if let Proposal::Plan {
         plan,
         rejected: None,

@@ -5,7 +5,8 @@
 //! written from the index) then lies about what the worktree holds: a rigged
 //! benchmark goes unseen, or what was measured is not what is committed. So
 //! the change is computed here from the files themselves, against the base
-//! commit's tree: every file git would not ignore (plus the tracked ones and
+//! commit's tree (paths that are not UTF-8 are compared by their bytes and
+//! carried unchanged, never dropped): every file git would not ignore (plus the tracked ones and
 //! ooda's own files, ignored or not) is hashed, and the tree is built from
 //! those hashes. Hashing writes nothing: blobs reach the repository's object
 //! store only in [`Contents::write_tree`], after the checks on size, links and
@@ -13,12 +14,13 @@
 //! the user's `.git/objects`.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use git2::{ObjectType, Oid, Repository, Tree, TreeWalkMode, TreeWalkResult};
+use git2::{ObjectType, Oid, Repository, Tree};
 
 use crate::error::{IoContext, Result};
 
@@ -45,6 +47,13 @@ pub struct Contents {
     pub files: BTreeMap<String, FileState>,
     /// The base commit's files: (mode, blob).
     pub base: BTreeMap<String, (i32, Oid)>,
+    /// The base's files whose path is not UTF-8, by their bytes. git may hold
+    /// such names; ooda's checks speak in strings, so these are carried into
+    /// every tree unchanged rather than dropped (which would delete them).
+    pub odd_base: BTreeMap<Vec<u8>, (i32, Oid)>,
+    /// Paths that are not UTF-8 and differ from the base (changed, deleted
+    /// or new), named lossily: the change cannot be committed as it stands.
+    pub odd_changed: Vec<String>,
 }
 
 /// What to read.
@@ -62,12 +71,35 @@ pub struct Walk<'a> {
 
 impl Walk<'_> {
     pub fn read(&self) -> Result<Contents> {
-        let base = flatten(self.base).ctx(|| "reading the base commit's tree".into())?;
+        let (base, odd_base) =
+            flatten(self.repo, self.base).ctx(|| "reading the base commit's tree".into())?;
         let mut out = Contents {
             files: BTreeMap::new(),
             base,
+            odd_base,
+            odd_changed: Vec::new(),
         };
         self.dir(self.root, "", &mut out)?;
+        // The base's non-UTF-8 files, read from disk by their bytes.
+        for (path, (mode, oid)) in &out.odd_base {
+            let full = self.root.join(OsStr::from_bytes(path));
+            let same = fs::symlink_metadata(&full).is_ok_and(|m| match *mode {
+                LINK => fs::read_link(&full).is_ok_and(|t| {
+                    Oid::hash_object(ObjectType::Blob, t.as_os_str().as_bytes())
+                        .is_ok_and(|o| o == *oid)
+                }),
+                _ => {
+                    m.is_file()
+                        && (m.permissions().mode() & 0o100 != 0) == (*mode == EXEC)
+                        && Oid::hash_file(ObjectType::Blob, &full).is_ok_and(|o| o == *oid)
+                }
+            });
+            if !same && *mode != GITLINK {
+                out.odd_changed
+                    .push(String::from_utf8_lossy(path).into_owned());
+            }
+        }
+        out.odd_changed.sort();
         // Submodules are not walked: what their commit is stays the base's.
         for (path, (mode, oid)) in &out.base {
             if *mode == GITLINK {
@@ -93,9 +125,12 @@ impl Walk<'_> {
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
             let name = e.file_name();
-            // A path git cannot store in a tree the way it is spelt here
-            // would be committed under another name: left out, like git.
             let Ok(name) = std::str::from_utf8(name.as_bytes()) else {
+                // Not UTF-8: the base's such files are compared by bytes in
+                // `read`; what else is here is new.
+                let mut rel = prefix.as_bytes().to_vec();
+                rel.extend_from_slice(name.as_bytes());
+                self.odd_entry(&e.path(), rel, out)?;
                 continue;
             };
             if prefix.is_empty() && name == ".git" {
@@ -179,23 +214,90 @@ impl Walk<'_> {
         Ok(())
     }
 
+    /// An entry whose path (`rel`, bytes) is not UTF-8: a file or link the
+    /// base does not have is new; a folder is walked for such files.
+    fn odd_entry(&self, path: &Path, rel: Vec<u8>, out: &mut Contents) -> Result<()> {
+        if self
+            .repo
+            .is_path_ignored(OsStr::from_bytes(&rel))
+            .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        let meta = fs::symlink_metadata(path).ctx(|| format!("reading {}", path.display()))?;
+        if meta.is_dir() {
+            let mut entries: Vec<_> = fs::read_dir(path)
+                .ctx(|| format!("reading {}", path.display()))?
+                .filter_map(|e| e.ok())
+                .collect();
+            entries.sort_by_key(|e| e.file_name());
+            for e in entries {
+                let mut below = rel.clone();
+                below.push(b'/');
+                below.extend_from_slice(e.file_name().as_bytes());
+                self.odd_entry(&e.path(), below, out)?;
+            }
+        } else if (meta.is_file() || meta.file_type().is_symlink())
+            && !out.odd_base.contains_key(&rel)
+        {
+            out.odd_changed
+                .push(String::from_utf8_lossy(&rel).into_owned());
+        }
+        Ok(())
+    }
+
     fn ignored(&self, rel: &str) -> bool {
         self.repo.is_path_ignored(rel).unwrap_or(false)
     }
 }
 
-/// A tree's files and submodules by path: (mode, object).
-fn flatten(tree: &Tree) -> std::result::Result<BTreeMap<String, (i32, Oid)>, git2::Error> {
+type Flat<K> = BTreeMap<K, (i32, Oid)>;
+
+/// A tree's files and submodules by path: (mode, object); those whose path
+/// is not UTF-8 apart, by bytes. (`Tree::walk` cannot be used: it stops at
+/// a folder whose name is not UTF-8.)
+fn flatten(
+    repo: &Repository,
+    tree: &Tree,
+) -> std::result::Result<(Flat<String>, Flat<Vec<u8>>), git2::Error> {
     let mut out = BTreeMap::new();
-    tree.walk(TreeWalkMode::PreOrder, |dir, entry| {
-        if (entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK)
-            && let Ok(name) = entry.name()
-        {
-            out.insert(format!("{dir}{name}"), (entry.filemode(), entry.id()));
+    let mut odd = BTreeMap::new();
+    let mut folders = vec![(Vec::new(), tree.id())];
+    while let Some((prefix, id)) = folders.pop() {
+        for entry in repo.find_tree(id)?.iter() {
+            let mut path = prefix.clone();
+            path.extend_from_slice(entry.name_bytes());
+            if entry.kind() == Some(ObjectType::Tree) {
+                path.push(b'/');
+                folders.push((path, entry.id()));
+            } else if entry.kind() == Some(ObjectType::Blob) || entry.filemode() == GITLINK {
+                let value = (entry.filemode(), entry.id());
+                match String::from_utf8(path) {
+                    Ok(p) => out.insert(p, value),
+                    Err(e) => odd.insert(e.into_bytes(), value),
+                };
+            }
         }
-        TreeWalkResult::Ok
-    })?;
-    Ok(out)
+    }
+    Ok((out, odd))
+}
+
+/// An entry of an in-memory index, for a tree written from it.
+fn index_entry(path: Vec<u8>, mode: i32, id: Oid) -> git2::IndexEntry {
+    git2::IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: mode as u32,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: path.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path,
+    }
 }
 
 /// How a path differs from the base.
@@ -244,8 +346,9 @@ impl Contents {
         let tree = repo
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
-        let recorded = flatten(&tree).ctx(|| "reading the measured tree".into())?;
-        Ok(recorded.len() == self.files.len()
+        let (recorded, _) = flatten(repo, &tree).ctx(|| "reading the measured tree".into())?;
+        Ok(self.odd_changed.is_empty()
+            && recorded.len() == self.files.len()
             && self.files.iter().all(|(p, f)| {
                 recorded
                     .get(p)
@@ -285,21 +388,14 @@ impl Contents {
                 }
             };
             index
-                .add(&git2::IndexEntry {
-                    ctime: git2::IndexTime::new(0, 0),
-                    mtime: git2::IndexTime::new(0, 0),
-                    dev: 0,
-                    ino: 0,
-                    mode: f.mode as u32,
-                    uid: 0,
-                    gid: 0,
-                    file_size: 0,
-                    id,
-                    flags: path.len().min(0xfff) as u16,
-                    flags_extended: 0,
-                    path: path.as_bytes().to_vec(),
-                })
+                .add(&index_entry(path.as_bytes().to_vec(), f.mode, id))
                 .ctx(|| format!("adding {path} to the tree"))?;
+        }
+        // Carried unchanged: a change to one of them was blocked before.
+        for (path, (mode, id)) in &self.odd_base {
+            index
+                .add(&index_entry(path.clone(), *mode, *id))
+                .ctx(|| format!("adding {} to the tree", String::from_utf8_lossy(path)))?;
         }
         index
             .write_tree_to(repo)

@@ -698,3 +698,94 @@ fn a_candidate_that_rewrites_itself_while_measured_is_blocked() {
             .is_none_or(|l| !l.contains("rewritten"))
     );
 }
+
+/// The fence is around every agent step, not only EXECUTE: weakening the
+/// Brief while planning or learning is refused by the sandbox, and without
+/// it is found, blocks a plan, and stops the night either way.
+#[test]
+fn weakening_the_brief_in_plan_or_learn_is_refused_or_stops_the_night() {
+    for phase in ["plan", "learn"] {
+        for sandboxed in [true, false] {
+            let mut a = Attack::new("    true");
+            let weaken = format!(
+                "cat > /dev/null\nif [ \"$OODA_PHASE\" = {phase} ]; then sed -i 's/protect: \\[\"bench.sh\"\\]/protect: []/' \"$OODA_BRIEF_FILE\" >> \"$AGENT_DIR/attack.log\" 2>&1; fi\n"
+            );
+            a.t.script(
+                "agent.sh",
+                &agent_script("    true").replacen("cat > /dev/null\n", &weaken, 1),
+            );
+            if !sandboxed {
+                let cfg = a.t.read("ooda.yaml");
+                a.t.write(
+                    "ooda.yaml",
+                    &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
+                );
+            }
+            a.t.commit("an agent that weakens its Brief");
+            let rec = a.run();
+            let state = a.t.state("b");
+            let brief = a.t.read("briefs/b.md");
+            if sandboxed {
+                a.assert_contained("Permission denied");
+                assert!(brief.contains("protect: [\"bench.sh\"]"), "{brief}");
+                assert!(state["stop"].is_null(), "{phase}: {state}");
+                continue;
+            }
+            assert!(brief.contains("protect: []"), "{phase}: {brief}");
+            assert_eq!(state["stop"]["reason"], "red_tamper", "{phase}: {state}");
+            let detail = state["stop"]["detail"].as_str().unwrap();
+            let during = if phase == "plan" {
+                "while planning"
+            } else {
+                "while learning"
+            };
+            assert!(
+                detail.contains(during) && detail.contains("briefs/b.md"),
+                "{phase}: {detail}"
+            );
+            if phase == "plan" {
+                // The plan is blocked: nothing was measured on a weakened Brief.
+                assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+                assert!(rec.reason.contains("briefs/b.md"), "{}", rec.reason);
+            } else {
+                // LEARN comes after the measurement, whose verdict stands.
+                assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+            }
+        }
+    }
+}
+
+/// A measurement run that rewrites a protected file (the candidate's own
+/// benchmark, or without the sandbox the base's) is caught after the pair it
+/// ran in, before any later run can use the rigged file.
+#[test]
+fn a_run_that_rewrites_a_protected_file_stops_the_measurement_at_once() {
+    for (sandboxed, target) in [(true, "bench.sh"), (false, "../base/bench.sh")] {
+        let mut a = Attack::with_metric(
+            "    echo edited",
+            &format!(
+                "sh -c './bench.sh; if [ \"$OODA_SIDE\" = cand ]; then echo \"# rigged\" >> {target}; fi'"
+            ),
+        );
+        if !sandboxed {
+            let cfg = a.t.read("ooda.yaml");
+            a.t.write(
+                "ooda.yaml",
+                &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
+            );
+            a.t.commit("no sandbox");
+        }
+        let rec = a.run();
+        if sandboxed {
+            a.assert_contained("edited");
+        }
+        assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+        assert!(
+            rec.reason
+                .contains("the protected bench.sh changed while the candidate was measured (found after pair 1"),
+            "{}",
+            rec.reason
+        );
+        assert!(a.kept("bench.sh").is_none_or(|b| !b.contains("rigged")));
+    }
+}
