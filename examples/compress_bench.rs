@@ -1,0 +1,236 @@
+//! ooda's output compressor beside RTK on the same real command outputs.
+//!
+//! `cargo run --release --example compress_bench -- [--rtk PATH] [--corpus DIR]`
+//!
+//! The corpus (`benches/logs/`, made by `benches/logs/generate.sh`) holds, per
+//! case, what a real command printed (`raw.log`), the lines that must survive
+//! (`must.txt`, from a rule fixed before the compressor was tuned), and what
+//! the real tools printed when RTK ran them (`rec/`). RTK is a proxy that runs
+//! the tool itself (`rtk cargo test` runs `cargo test`), so it is run here as
+//! such, with `benches/logs/shim` standing in for the tool and printing the
+//! recorded bytes: both compressors see exactly what the tool printed. Output
+//! sizes count characters, tokens as characters / 4.
+//!
+//! ooda's side is `compress::compress` with no budget (RTK has none either):
+//! only its structural passes reduce; the budget is a further hard bound.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use ooda::compress;
+
+struct Side {
+    chars: usize,
+    kept: usize,
+    /// The characters of the must-survive lines it dropped (a newline each).
+    missing: usize,
+    micros: u128,
+    output: String,
+}
+
+fn main() -> std::process::ExitCode {
+    let mut args = std::env::args().skip(1);
+    let mut rtk: Option<PathBuf> = None;
+    let mut corpus = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/logs"));
+    let mut show = None;
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--rtk" => rtk = args.next().map(PathBuf::from),
+            "--corpus" => corpus = args.next().map(PathBuf::from).unwrap_or(corpus),
+            "--show" => show = args.next(),
+            _ => {
+                eprintln!(
+                    "usage: compress_bench [--rtk PATH] [--corpus DIR] [--show CASE]\n(unknown argument {a})"
+                );
+                return std::process::ExitCode::from(2);
+            }
+        }
+    }
+    let rtk_version = rtk.as_ref().and_then(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    });
+    match (&rtk, &rtk_version) {
+        (None, _) => println!("RTK not available (pass --rtk PATH): ooda's side only.\n"),
+        (Some(p), None) => {
+            println!("RTK not available: {} does not run.\n", p.display());
+        }
+        (Some(_), Some(v)) => println!("RTK: {v}\n"),
+    }
+    let rtk = rtk.filter(|_| rtk_version.is_some());
+    let mut cases: Vec<PathBuf> = match std::fs::read_dir(&corpus) {
+        Ok(d) => d
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("raw.log").is_file())
+            .collect(),
+        Err(e) => {
+            eprintln!("cannot read the corpus {}: {e}", corpus.display());
+            return std::process::ExitCode::from(2);
+        }
+    };
+    cases.sort();
+    println!(
+        "| input | raw chars | must-survive | ooda chars | ooda reduction | ooda kept | ooda time | RTK chars | RTK reduction | RTK kept | RTK + its dropped lines | RTK time |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut worse = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let raw = String::from_utf8_lossy(&std::fs::read(case.join("raw.log")).unwrap_or_default())
+            .into_owned();
+        let must: Vec<String> = std::fs::read_to_string(case.join("must.txt"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let raw_chars = raw.chars().count();
+        let ours = {
+            let t = Instant::now();
+            let output = compress::compress(&raw, usize::MAX);
+            side(output, t.elapsed().as_micros(), &must)
+        };
+        let theirs = rtk.as_ref().map(|r| {
+            let (output, micros) = run_rtk(r, &corpus, case);
+            side(output, micros, &must)
+        });
+        if show.as_deref() == Some(name.as_str()) {
+            eprintln!("===== ooda =====\n{}", ours.output);
+            if let Some(t) = &theirs {
+                eprintln!("===== RTK =====\n{}", t.output);
+            }
+        }
+        let pct = |s: &Side| 100.0 * (1.0 - s.chars as f64 / raw_chars.max(1) as f64);
+        let kept = |s: &Side| format!("{}/{}", s.kept, must.len());
+        let time = |s: &Side| format!("{:.1} ms", s.micros as f64 / 1000.0);
+        let (rc, rr, rk, rf, rt) = match &theirs {
+            Some(t) => (
+                t.chars.to_string(),
+                format!("{:.1}%", pct(t)),
+                kept(t),
+                format!(
+                    "{} ({:.1}%)",
+                    t.chars + t.missing,
+                    100.0 * (1.0 - (t.chars + t.missing) as f64 / raw_chars.max(1) as f64)
+                ),
+                time(t),
+            ),
+            None => ("–".into(), "–".into(), "–".into(), "–".into(), "–".into()),
+        };
+        println!(
+            "| {name} | {raw_chars} | {} | {} | {:.1}% | {} | {} | {rc} | {rr} | {rk} | {rf} | {rt} |",
+            must.len(),
+            ours.chars,
+            pct(&ours),
+            kept(&ours),
+            time(&ours),
+        );
+        // Where RTK dropped must-survive lines its size is not comparable:
+        // ooda is held to RTK's output plus the lines it dropped.
+        if ours.kept < must.len()
+            || theirs
+                .as_ref()
+                .is_some_and(|t| t.chars + t.missing < ours.chars)
+        {
+            worse.push(name);
+        }
+    }
+    println!(
+        "\nreduction = 1 − output chars / raw chars; kept = must-survive lines found in the output (volatile tokens masked); \"RTK + its dropped lines\" = RTK's output plus the must-survive lines it dropped, the smallest output holding both; tokens ≈ chars / 4."
+    );
+    if worse.is_empty() {
+        println!(
+            "ooda keeps every must-survive line and is no larger than RTK plus the lines RTK dropped, on every input."
+        );
+    } else {
+        println!(
+            "ooda drops a must-survive line, or is larger than RTK plus the lines RTK dropped, on: {}",
+            worse.join(", ")
+        );
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+fn side(output: String, micros: u128, must: &[String]) -> Side {
+    let lines: Vec<String> = output.lines().map(normal).collect();
+    let (mut kept, mut missing) = (0, 0);
+    for m in must {
+        let n = normal(m);
+        if lines.iter().any(|l| l.contains(&n)) {
+            kept += 1;
+        } else {
+            missing += m.chars().count() + 1;
+        }
+    }
+    Side {
+        chars: output.chars().count(),
+        kept,
+        missing,
+        micros,
+        output,
+    }
+}
+
+/// A line as the must-survive rule reads it, with runs of blanks as one.
+/// Volatile tokens (timestamps, UUIDs, hex ids) are masked on both sides, as
+/// the rule says (`benches/logs/must_survive.py`).
+fn normal(line: &str) -> String {
+    let shown = compress::strip_ansi(line);
+    let shown = shown.rsplit('\r').find(|s| !s.is_empty()).unwrap_or("");
+    compress::shape(shown)
+}
+
+/// RTK, run as the proxy it is, with the shim for every tool it may start.
+/// Returns what it printed (stdout, then stderr) and its wall time.
+fn run_rtk(rtk: &Path, corpus: &Path, case: &Path) -> (String, u128) {
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let bin = scratch.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shim = corpus
+        .join("shim")
+        .canonicalize()
+        .expect("benches/logs/shim");
+    for tool in ["cargo", "git", "npm", "wget", "pytest", "python"] {
+        std::os::unix::fs::symlink(&shim, bin.join(tool)).unwrap();
+    }
+    // RTK reads some inputs itself (`rtk log raw.log`).
+    std::fs::copy(case.join("raw.log"), scratch.path().join("raw.log")).unwrap();
+    let args: Vec<String> = std::fs::read_to_string(case.join("rtk"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let t = Instant::now();
+    let out = Command::new(rtk)
+        .args(&args)
+        .current_dir(scratch.path())
+        .env("PATH", path)
+        .env("HOME", scratch.path())
+        .env("XDG_DATA_HOME", scratch.path().join("data"))
+        .env("SHIM_MODE", "replay")
+        .env(
+            "SHIM_STORE",
+            case.join("rec").canonicalize().unwrap_or_default(),
+        )
+        .output()
+        .expect("running rtk");
+    let micros = t.elapsed().as_micros();
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !err.trim().is_empty() {
+        if !text.ends_with('\n') && !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&err);
+    }
+    (text, micros)
+}
