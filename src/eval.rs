@@ -182,7 +182,7 @@ impl Evaluator<'_> {
             Ok(v) => Ok((v, out.output)),
             Err(e) => Err(RunFailure::Failed {
                 reason: format!("unparsable metric from `{cmd}`: {e}"),
-                output: compress::compress(&out.output, FAILURE_OUTPUT_CHARS),
+                output: compress::excerpt(&out.output, FAILURE_OUTPUT_CHARS),
             }),
         })
     }
@@ -204,7 +204,7 @@ impl Evaluator<'_> {
                     "metric {} = {value}: ooda compares ratios, so the metric must be positive (report e.g. a time, a rate or a count)",
                     self.brief.metric.name
                 ),
-                output: compress::compress(&output, FAILURE_OUTPUT_CHARS),
+                output: compress::excerpt(&output, FAILURE_OUTPUT_CHARS),
             }));
         }
         self.span.emit(Event::Measurement {
@@ -334,7 +334,7 @@ fn failure_of(out: &exec::CommandOutput, what: &str) -> Option<RunFailure> {
     };
     Some(RunFailure::Failed {
         reason,
-        output: compress::compress(&out.output, FAILURE_OUTPUT_CHARS),
+        output: compress::excerpt(&out.output, FAILURE_OUTPUT_CHARS),
     })
 }
 

@@ -224,10 +224,7 @@ impl CommandAgent {
         if out.status == Outcome::Interrupted {
             return Err(Error::Interrupted);
         }
-        let excerpt = compress::redact(&compress::compress(
-            &drop_cut_lines(&out.output),
-            OUTPUT_ARTIFACT_CHARS,
-        ));
+        let excerpt = compress::excerpt(&drop_cut_lines(&out.output), OUTPUT_ARTIFACT_CHARS);
         crate::atomic::write_atomic(&log_file, excerpt.as_bytes())?;
 
         let parsed = agent_output::parse(self.profile.format, &out.stdout);
