@@ -66,7 +66,7 @@ static ROUTINE_DROP: LazyLock<Regex> = LazyLock::new(|| {
         r#"|^\s*\(use "git .*\)$|^no changes added to commit"#,
         r"|^Resolving \S|^Connecting to \S|^HTTP request sent|^Length: |^Saving to: ",
         r"|^platform \S+ -- Python|^rootdir: |^cachedir: |^plugins: |^collected \d+ items?$|^=+ test session starts =+$",
-        r"|^(_ )+_$",
+        r"|^(_ )+_$|^\S+\.py [.FEsxX]+\s*\[\s*\d+%\]$|^=+ short test summary info =+$|^collecting \.\.\. collected \d+ items?$",
         r"|^--\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}--  \S|\d+%\[[=> ]*\]",
     ))
     .expect("static regex is valid")
@@ -82,9 +82,14 @@ static DIFF_NOISE: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex is valid")
 });
 
-/// How many changed lines of one file a diff keeps: enough to see what
-/// kind of change it is; the count of the rest is given.
-const DIFF_LINES_PER_FILE: usize = 2;
+/// How many changed lines of one file a diff keeps beside the important
+/// ones: enough to see what kind of change it is; the count of the rest is
+/// given.
+const DIFF_LINES_PER_FILE: usize = 1;
+
+/// How many such sample lines a whole diff shows (the first files'); every
+/// file keeps its header, its important lines and its count.
+const DIFF_SAMPLES: usize = 8;
 
 /// Failure focus, before anything is grouped: routine lines go (see
 /// [`ROUTINE_DROP`]), so do blank lines, the indented details of a passing
@@ -110,13 +115,14 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
     let mut out = Vec::with_capacity(lines.len());
     let mut dropped = 0;
     let mut state = In::Plain;
+    let mut samples = DIFF_SAMPLES;
     for line in lines {
         let important = IMPORTANT.is_match(&line);
         if line.starts_with("diff --git ") {
             if let In::Diff(_, hidden) = state
                 && hidden > 0
             {
-                out.push(format!("… (+{hidden} changed lines in this file)"));
+                out.push(format!("… (+{hidden} changed lines)"));
             }
             state = In::Diff(0, 0);
             out.push(line);
@@ -127,18 +133,25 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
                 (line.starts_with('+') || line.starts_with('-')) && !DIFF_NOISE.is_match(&line);
             if DIFF_NOISE.is_match(&line) && !important {
                 dropped += 1;
-            } else if change && *shown >= DIFF_LINES_PER_FILE && !important {
+            } else if change && (*shown >= DIFF_LINES_PER_FILE || samples == 0) && !important {
                 *hidden += 1;
             } else if !important
                 && (line.starts_with(' ')
                     || line.is_empty()
-                    || (line.starts_with("@@") && *shown >= DIFF_LINES_PER_FILE))
+                    || (line.starts_with("@@") && (*shown >= DIFF_LINES_PER_FILE || samples == 0)))
             {
                 // Context lines, and hunk headers once the file's lines are shown.
                 dropped += 1;
+            } else if line.starts_with("@@") && !important {
+                // Where the hunk is; the function it is in is a long echo.
+                out.push(match line[2..].find("@@") {
+                    Some(end) => line[..end + 4].to_string(),
+                    None => line,
+                });
             } else {
-                if change {
+                if change && !important {
                     *shown += 1;
+                    samples -= 1;
                 }
                 out.push(line);
             }
@@ -146,7 +159,7 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
         }
         if PYTEST_TEST.is_match(&line) {
             state = In::PytestFailure;
-            out.push(line);
+            out.push(if important { line } else { undecorated(&line) });
             continue;
         }
         if state == In::PytestFailure {
@@ -154,11 +167,17 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
                 state = In::Plain;
             } else if line.trim().is_empty() {
                 continue;
-            } else if !important && line.starts_with(' ') {
+            } else if !important
+                && (line.starts_with(' ')
+                    || PYTEST_LOCAL.is_match(&line)
+                    || ROUTINE_DROP.is_match(&line))
+            {
+                // The source around the failing line, the test's locals,
+                // the separators between frames.
                 dropped += 1;
                 continue;
             } else {
-                out.push(line);
+                out.push(if important { line } else { undecorated(&line) });
                 continue;
             }
         }
@@ -182,17 +201,52 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
         }
         if drop {
             dropped += 1;
-        } else {
+        } else if important {
             out.push(line);
+        } else {
+            out.push(undecorated(&line));
         }
     }
     if let In::Diff(_, hidden) = state
         && hidden > 0
     {
-        out.push(format!("… (+{hidden} changed lines in this file)"));
+        out.push(format!("… (+{hidden} changed lines)"));
     }
     (out, dropped)
 }
+
+/// `line` with the padding of a banner shortened: `=== title ===` for a
+/// line of eighty `=` around a title (`=`, `_`, `-`, `═`, `─`).
+/// Runs of three or more blanks inside the line (alignment padding) become
+/// one; the indentation stays.
+fn undecorated(line: &str) -> String {
+    let line = match BANNER.captures(line) {
+        Some(c) => {
+            let pad: String = c[1].chars().take(3).collect();
+            format!("{pad} {} {pad}", &c[2])
+        }
+        None => line.to_string(),
+    };
+    let body = line.trim_start();
+    let indent = &line[..line.len() - body.len()];
+    if body.contains("   ") {
+        format!("{indent}{}", PADDING.replace_all(body, " "))
+    } else {
+        line
+    }
+}
+
+static PADDING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r" {3,}").expect("static regex is valid"));
+
+static BANNER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^((?:={4,})|(?:_{4,})|(?:-{4,})|(?:═{4,})|(?:─{4,})) (.+?) [=_\-═─]{4,}$")
+        .expect("static regex is valid")
+});
+
+/// A test's local variable in pytest's report (`n = 31337`).
+static PYTEST_LOCAL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z_]\w* = ").expect("static regex is valid"));
 
 /// A line of rustc's source snippet: `  --> file:line`, a gutter `  |` or
 /// `12 |` line.
@@ -729,7 +783,55 @@ pub fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<Str
 /// shapes, keeping the name of an assignment (`API_KEY=[REDACTED]`) so the
 /// reader still knows what was there.
 pub fn redact(text: &str) -> String {
-    redact_with(text, &SECRET_VALUES)
+    redact_cores(&redact_with(text, &SECRET_VALUES), &SECRET_CORES)
+}
+
+/// See [`secret_cores`]. Read once, like [`SECRET_VALUES`].
+static SECRET_CORES: LazyLock<Vec<String>> = LazyLock::new(|| secret_cores(std::env::vars()));
+
+/// The shortest stretch of base64 worth searching for: shorter ones could
+/// turn up by chance in a long blob.
+const MIN_CORE: usize = 16;
+
+/// What base64-encoding a secret *inside* a longer string always yields
+/// (`user:secret` in a Basic auth header, a key in an encoded JSON blob):
+/// at each of the three alignments the secret can start at, the encoding
+/// minus its first and last groups of four characters, which depend on the
+/// neighbouring bytes. Standard and URL-safe alphabets, longest first.
+pub fn secret_cores(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for value in secret_values(env) {
+        for k in 0..3 {
+            let mut bytes = vec![0u8; k];
+            bytes.extend_from_slice(value.as_bytes());
+            for engine in [
+                base64::engine::general_purpose::STANDARD_NO_PAD,
+                base64::engine::general_purpose::URL_SAFE_NO_PAD,
+            ] {
+                let enc = engine.encode(&bytes);
+                let skip = if k == 0 { 0 } else { 4 };
+                if enc.len() >= skip + 4 + MIN_CORE {
+                    out.push(enc[skip..enc.len() - 4].to_string());
+                }
+            }
+        }
+    }
+    out.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    out.dedup();
+    out
+}
+
+/// Replaces every occurrence of a base64 core ([`secret_cores`]), wherever
+/// it is: inside a blob its neighbours are base64 too.
+pub fn redact_cores(text: &str, cores: &[String]) -> String {
+    let mut out = text.to_string();
+    for c in cores {
+        if out.contains(c.as_str()) {
+            out = out.replace(c.as_str(), "[REDACTED]");
+        }
+    }
+    out
 }
 
 /// Redacts a JSON value in place and keeps it JSON: every string is
@@ -791,7 +893,9 @@ pub fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String
 /// the secret environment values count as they are.
 pub fn adds_secret(text: &str) -> bool {
     let values = &*SECRET_VALUES;
-    if values.iter().any(|v| replace_words(text, v) != text) {
+    if values.iter().any(|v| replace_words(text, v) != text)
+        || SECRET_CORES.iter().any(|c| text.contains(c.as_str()))
+    {
         return true;
     }
     let (assign, shapes) = SECRETS.split_last().expect("the rules are not empty");
@@ -1047,7 +1151,7 @@ mod tests {
         text.push_str(" context\n+// returns an error when empty\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n+b\n");
         assert_eq!(
             compress(&text, 10_000),
-            "diff --git a/a.rs b/a.rs\n@@ -1,9 +1,9 @@\n-let v0 = 1;\n+let v0 = 2;\n+// returns an error when empty\n… (+16 changed lines in this file)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n+b\n[… 4 routine lines dropped]"
+            "diff --git a/a.rs b/a.rs\n@@ -1,9 +1,9 @@\n-let v0 = 1;\n+// returns an error when empty\n… (+17 changed lines)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n… (+1 changed lines)\n[… 4 routine lines dropped]"
         );
     }
 
@@ -1286,6 +1390,34 @@ mod tests {
              db [REDACTED] in postgresql; dd [REDACTED]; \
              /root/home/dir /work/checkout /etc/gcp.json deadbeef1 abc"
         );
+    }
+
+    #[test]
+    fn a_secret_base64_encoded_inside_a_longer_string_is_found() {
+        use base64::Engine;
+        let env = [(
+            "MY_SERVICE_TOKEN".to_string(),
+            "plain-looking-value-42-and-more".to_string(),
+        )];
+        let cores = secret_cores(env);
+        // At each alignment, in either alphabet, within a longer encoding.
+        for prefix in ["user:", "ab:", "{\"token\": \""] {
+            let inner = format!("{prefix}plain-looking-value-42-and-more\", \"x\": 1}}");
+            for engine in [
+                base64::engine::general_purpose::STANDARD,
+                base64::engine::general_purpose::URL_SAFE,
+            ] {
+                let blob = engine.encode(inner.as_bytes());
+                let text = format!("Authorization: Basic {blob}");
+                let out = redact_cores(&text, &cores);
+                assert!(out.contains("[REDACTED]"), "{prefix}: {out}");
+                assert!(!out.contains(&blob), "{prefix}: {out}");
+            }
+        }
+        // Another value's encoding is left alone.
+        let other =
+            base64::engine::general_purpose::STANDARD.encode(b"user:an unrelated value here");
+        assert_eq!(redact_cores(&other, &cores), other);
     }
 
     #[test]
