@@ -38,13 +38,37 @@ use regex::Regex;
 /// redacted first, then compressed, since shortening a long line could cut
 /// a secret to a prefix no rule recognises any more.
 pub fn excerpt(text: &str, budget_chars: usize) -> String {
-    compress(&redact(text), budget_chars)
+    // Colour codes and control characters go first: a secret split by
+    // them would pass redaction and be joined again by the cleaning.
+    let shown: String = strip_ansi(text)
+        .chars()
+        .filter(|c| matches!(c, '\n' | '\r' | '\t') || !c.is_control())
+        .collect();
+    // And once more at the end, for what the passes put together.
+    redact(&compress(&redact(&shown), budget_chars))
+}
+
+/// `text` cut to `budget_chars` the way [`compress`] fits its budget, but
+/// without its log passes: for text ooda wrote itself (a prompt), whose
+/// hashes, blank lines and diffs are meant as they are.
+pub fn shorten(text: &str, budget_chars: usize) -> String {
+    fit(collapse_repeats(&clean_lines(text)), budget_chars)
 }
 
 /// Compresses `text` to at most `budget_chars` characters (Unicode scalar values).
 pub fn compress(text: &str, budget_chars: usize) -> String {
     let (lines, dropped) = focus(clean_lines(text));
-    let mut entries = group_blocks(count_volatile(collapse_repeats(&lines)));
+    let mut entries = count_volatile(collapse_repeats(&lines));
+    // Folding again until nothing folds: what one pass leaves (a block
+    // whose first lines are themselves alike) must not fold on a second
+    // call, or compressing twice would change the output.
+    loop {
+        let n = entries.len();
+        entries = group_blocks(entries);
+        if entries.len() == n {
+            break;
+        }
+    }
     if dropped > 0 {
         entries.push(Entry::marker(
             format!("[… {dropped} routine lines dropped]"),
@@ -105,8 +129,14 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
         PassedTest,
         /// Under a compiler warning, until a blank line.
         Warning,
-        /// In one file of a diff, with this many changed lines shown.
-        Diff(usize, usize),
+        /// In one file of a diff: changed lines shown and hidden, and the
+        /// old and new lines left in the current hunk (from its `@@`).
+        Diff {
+            shown: usize,
+            hidden: usize,
+            old: usize,
+            new: usize,
+        },
         /// In one failing test of a pytest report: the failing line (`>`),
         /// the assertion (`E`) and the locations stay, the source around
         /// them goes (what `--tb=short` would have left out).
@@ -119,43 +149,60 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
     for line in lines {
         let important = IMPORTANT.is_match(&line);
         if line.starts_with("diff --git ") {
-            if let In::Diff(_, hidden) = state
+            if let In::Diff { hidden, .. } = state
                 && hidden > 0
             {
                 out.push(format!("… (+{hidden} changed lines)"));
             }
-            state = In::Diff(0, 0);
+            state = In::Diff {
+                shown: 0,
+                hidden: 0,
+                old: 0,
+                new: 0,
+            };
             out.push(line);
             continue;
         }
-        if let In::Diff(shown, hidden) = &mut state {
-            let change =
-                (line.starts_with('+') || line.starts_with('-')) && !DIFF_NOISE.is_match(&line);
-            if DIFF_NOISE.is_match(&line) && !important {
-                dropped += 1;
-            } else if change && (*shown >= DIFF_LINES_PER_FILE || samples == 0) && !important {
-                *hidden += 1;
-            } else if !important
-                && (line.starts_with(' ')
-                    || line.is_empty()
-                    || (line.starts_with("@@") && (*shown >= DIFF_LINES_PER_FILE || samples == 0)))
-            {
-                // Context lines, and hunk headers once the file's lines are shown.
-                dropped += 1;
-            } else if line.starts_with("@@") && !important {
-                // Where the hunk is; the function it is in is a long echo.
-                out.push(match line[2..].find("@@") {
-                    Some(end) => line[..end + 4].to_string(),
-                    None => line,
-                });
-            } else {
-                if change && !important {
-                    *shown += 1;
-                    samples -= 1;
+        if let In::Diff {
+            shown,
+            hidden,
+            old,
+            new,
+        } = &mut state
+        {
+            match diff_line(&line, old, new) {
+                None => {
+                    // Not a diff's line: the diff is over, and this line is
+                    // read like any other.
+                    if *hidden > 0 {
+                        out.push(format!("… (+{hidden} changed lines)"));
+                    }
+                    state = In::Plain;
                 }
-                out.push(line);
+                Some(kind) => {
+                    let sample = *shown < DIFF_LINES_PER_FILE && samples > 0;
+                    match kind {
+                        _ if important => out.push(line),
+                        DiffLine::Header if DIFF_NOISE.is_match(&line) => dropped += 1,
+                        DiffLine::Header => out.push(line),
+                        DiffLine::Context => dropped += 1,
+                        // Where the hunk is; the function it is in is a
+                        // long echo. Only shown with a sample under it.
+                        DiffLine::Hunk if sample => out.push(match line[2..].find("@@") {
+                            Some(end) => line[..end + 4].to_string(),
+                            None => line,
+                        }),
+                        DiffLine::Hunk => dropped += 1,
+                        DiffLine::Change if sample => {
+                            *shown += 1;
+                            samples -= 1;
+                            out.push(line);
+                        }
+                        DiffLine::Change => *hidden += 1,
+                    }
+                    continue;
+                }
             }
-            continue;
         }
         if PYTEST_TEST.is_match(&line) {
             state = In::PytestFailure;
@@ -182,8 +229,12 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
             }
         }
         let indented = line.starts_with(' ');
-        // Blank lines are layout, not lines anyone misses: not counted.
+        // Blank lines are layout, not lines anyone misses: not counted. One
+        // ends a compiler warning's snippet.
         if line.trim().is_empty() {
+            if state == In::Warning {
+                state = In::Plain;
+            }
             continue;
         }
         let drop = !important
@@ -207,7 +258,7 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
             out.push(undecorated(&line));
         }
     }
-    if let In::Diff(_, hidden) = state
+    if let In::Diff { hidden, .. } = state
         && hidden > 0
     {
         out.push(format!("… (+{hidden} changed lines)"));
@@ -248,6 +299,62 @@ static BANNER: LazyLock<Regex> = LazyLock::new(|| {
 static PYTEST_LOCAL: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z_]\w* = ").expect("static regex is valid"));
 
+/// What a line of a diff is, after its `diff --git` header.
+enum DiffLine {
+    /// `index`, `---`/`+++`, mode, rename and similarity lines.
+    Header,
+    /// `@@ -a,b +c,d @@`.
+    Hunk,
+    /// An unchanged line inside a hunk (or `\ No newline at end of file`).
+    Context,
+    /// An added or removed line inside a hunk.
+    Change,
+}
+
+/// Reads one line of a file's diff, counting down the hunk's `old` and
+/// `new` lines; `None` for a line no diff has here (the diff is over).
+fn diff_line(line: &str, old: &mut usize, new: &mut usize) -> Option<DiffLine> {
+    if *old > 0 || *new > 0 {
+        return match line.as_bytes().first() {
+            Some(b'+') => {
+                *new = new.saturating_sub(1);
+                Some(DiffLine::Change)
+            }
+            Some(b'-') => {
+                *old = old.saturating_sub(1);
+                Some(DiffLine::Change)
+            }
+            // A blank context line has lost its one space to trimming.
+            Some(b' ') | None => {
+                *old = old.saturating_sub(1);
+                *new = new.saturating_sub(1);
+                Some(DiffLine::Context)
+            }
+            Some(b'\\') => Some(DiffLine::Context),
+            _ => None,
+        };
+    }
+    if let Some(c) = HUNK.captures(line) {
+        let count = |i: usize| c.get(i).map_or(1, |m| m.as_str().parse().unwrap_or(1));
+        *old = count(1);
+        *new = count(2);
+        return Some(DiffLine::Hunk);
+    }
+    if line.starts_with('\\') {
+        return Some(DiffLine::Context);
+    }
+    DIFF_HEADER.is_match(line).then_some(DiffLine::Header)
+}
+
+static HUNK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@").expect("static regex is valid")
+});
+
+static DIFF_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(index |old mode |new mode |deleted file mode |new file mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |Binary files |--- |\+\+\+ )")
+        .expect("static regex is valid")
+});
+
 /// A line of rustc's source snippet: `  --> file:line`, a gutter `  |` or
 /// `12 |` line.
 fn is_snippet(line: &str) -> bool {
@@ -270,7 +377,7 @@ static ANSI: LazyLock<Regex> = LazyLock::new(|| {
 
 static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)error|warn|panic|fail|fatal|exception|traceback|assert|^not ok\b|\bcode [45]\d\d\b|" [45]\d\d "#,
+        r#"(?i)error|warn|panic|fail|fatal|exception|traceback|assert|^\s*not ok\b|\bcode [45]\d\d\b|" [45]\d\d "#,
     )
         .expect("static regex is valid")
 });
@@ -281,6 +388,15 @@ static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
 static ROUTINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"^(test \S.* \.\.\. ok|ok \d+ - .*|\S+::\S+ PASSED\b.*|# Subtest: .*|\s*(Compiling|Checking|Downloading|Downloaded|Fresh|Locking|Adding|Updating|Installing|Collecting) \S.*)$",
+    )
+    .expect("static regex is valid")
+});
+
+/// A line naming a file of a change: git status's entries (tab-indented,
+/// or `modified:` and the like), a diff's `diff --git` header.
+static FILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\t|^diff --git |^\s*(modified|deleted|new file|renamed|copied|typechange|both \w+):",
     )
     .expect("static regex is valid")
 });
@@ -305,6 +421,9 @@ static VOLATILE: LazyLock<[(Regex, &'static str); 5]> = LazyLock::new(|| {
             re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
             "<U>",
         ),
+        // Eight or more hex digits; only with a letter among them, or
+        // twelve or more (see `shape`): a plain number (a count, a date as
+        // 20240101) is no id, a 16-digit trace id of digits only is.
         (re(r"\b[0-9a-fA-F]{8,}\b"), "<H>"),
     ]
 });
@@ -315,9 +434,21 @@ static VOLATILE: LazyLock<[(Regex, &'static str); 5]> = LazyLock::new(|| {
 pub fn shape(line: &str) -> String {
     let mut out = line.to_string();
     for (re, token) in VOLATILE.iter() {
-        if re.is_match(&out) {
-            out = re.replace_all(&out, *token).into_owned();
+        if !re.is_match(&out) {
+            continue;
         }
+        out = if *token == "<H>" {
+            re.replace_all(&out, |c: &regex::Captures| {
+                if c[0].len() >= 12 || c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
+                    "<H>".to_string()
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned()
+        } else {
+            re.replace_all(&out, *token).into_owned()
+        };
     }
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -372,8 +503,9 @@ struct Entry {
 impl Entry {
     fn marker(text: String, lines: usize) -> Entry {
         Entry {
+            // Alike only to the same marker.
+            key: format!("<marker>{text}"),
             text,
-            key: String::new(),
             important: false,
             volatile: false,
             lines,
@@ -384,7 +516,8 @@ impl Entry {
         let important = IMPORTANT.is_match(line);
         let shaped = shape(line);
         let volatile = shaped != line.split_whitespace().collect::<Vec<_>>().join(" ");
-        let key = if important {
+        // A file a change touched is named, not folded into "similar".
+        let key = if important || FILE_LINE.is_match(line) {
             shaped
         } else if ROUTINE.is_match(line) {
             "<routine>".to_string()
@@ -494,7 +627,13 @@ fn group_blocks(entries: Vec<Entry>) -> Vec<Entry> {
             if reps < needed {
                 continue;
             }
-            let saved: usize = entries[i + k..i + reps * k].iter().map(|e| e.lines).sum();
+            let folded = &entries[i + k..i + reps * k];
+            let saved: usize = folded.iter().map(|e| e.lines).sum();
+            // Only where the count is shorter than what it stands for.
+            let chars: usize = folded.iter().map(|e| char_len(&e.text) + 1).sum();
+            if chars <= char_len(&fold_marker(k, reps, saved + entries[i].lines)) + 1 {
+                continue;
+            }
             if best.is_none_or(|(_, _, s)| saved > s) {
                 best = Some((k, reps, saved));
             }
@@ -506,23 +645,25 @@ fn group_blocks(entries: Vec<Entry>) -> Vec<Entry> {
             }
             Some((k, reps, saved)) => {
                 out.extend(entries[i..i + k].iter().cloned());
-                let text = if k == 1 {
-                    format!("… (×{} similar)", saved + entries[i].lines)
-                } else {
-                    format!("… (×{reps} similar blocks of {k} lines)")
-                };
-                out.push(Entry {
-                    text,
-                    key: String::new(),
-                    important: false,
-                    volatile: false,
-                    lines: saved,
-                });
+                out.push(Entry::marker(
+                    fold_marker(k, reps, saved + entries[i].lines),
+                    saved,
+                ));
                 i += reps * k;
             }
         }
     }
     out
+}
+
+/// What a fold says: `… (×N similar)` for a run of N lines, `… (×R similar
+/// blocks of K lines)` for R blocks (the first shown above it).
+fn fold_marker(k: usize, reps: usize, lines: usize) -> String {
+    if k == 1 {
+        format!("… (×{lines} similar)")
+    } else {
+        format!("… (×{reps} similar blocks of {k} lines)")
+    }
 }
 
 fn char_len(s: &str) -> usize {
@@ -677,6 +818,7 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\bxox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
         // Authorization headers and the like.
         (r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", "${1}[REDACTED]"),
+        (r"(?i)\b(basic\s+)[A-Za-z0-9+/]{8,}=*", "${1}[REDACTED]"),
         // Credentials in URLs: scheme://user:password@host.
         (r"(://[^/\s:@]+:)[^@\s/]+@", "${1}[REDACTED]@"),
         // Assignments whose key names a secret: API_KEY=…, GITHUB_TOKEN: …,
@@ -755,16 +897,7 @@ static SECRET_VALUES: LazyLock<Vec<String>> = LazyLock::new(|| secret_values(std
 pub fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
     use base64::Engine;
     let mut out: Vec<String> = Vec::new();
-    for (name, value) in env {
-        let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
-        if !SECRET_NAME.is_match(&name)
-            || name.eq_ignore_ascii_case("PWD")
-            || name.eq_ignore_ascii_case("OLDPWD")
-            || value.len() < MIN_SECRET_VALUE
-            || (hex && value.len() < MIN_HEX_SECRET)
-        {
-            continue;
-        }
+    for value in secret_env(env) {
         let engines = [
             base64::engine::general_purpose::STANDARD.encode(&value),
             base64::engine::general_purpose::STANDARD_NO_PAD.encode(&value),
@@ -778,6 +911,21 @@ pub fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<Str
     out
 }
 
+/// The values of the secret-named variables of `env`, as they are.
+fn secret_env(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+    env.into_iter()
+        .filter(|(name, value)| {
+            let hex = value.bytes().all(|b| b.is_ascii_hexdigit());
+            SECRET_NAME.is_match(name)
+                && !name.eq_ignore_ascii_case("PWD")
+                && !name.eq_ignore_ascii_case("OLDPWD")
+                && value.len() >= MIN_SECRET_VALUE
+                && !(hex && value.len() < MIN_HEX_SECRET)
+        })
+        .map(|(_, value)| value)
+        .collect()
+}
+
 /// Replaces secrets with `[REDACTED]`: the values of this process's
 /// secret-named environment variables (also base64-encoded), then common key
 /// shapes, keeping the name of an assignment (`API_KEY=[REDACTED]`) so the
@@ -789,9 +937,10 @@ pub fn redact(text: &str) -> String {
 /// See [`secret_cores`]. Read once, like [`SECRET_VALUES`].
 static SECRET_CORES: LazyLock<Vec<String>> = LazyLock::new(|| secret_cores(std::env::vars()));
 
-/// The shortest stretch of base64 worth searching for: shorter ones could
-/// turn up by chance in a long blob.
-const MIN_CORE: usize = 16;
+/// The shortest stretch of base64 worth searching for: one of eight
+/// characters turns up by chance once in about 10^14 positions, and a
+/// secret of a dozen bytes inside `user:secret` still yields one.
+const MIN_CORE: usize = 8;
 
 /// What base64-encoding a secret *inside* a longer string always yields
 /// (`user:secret` in a Basic auth header, a key in an encoded JSON blob):
@@ -801,7 +950,7 @@ const MIN_CORE: usize = 16;
 pub fn secret_cores(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
     use base64::Engine;
     let mut out = Vec::new();
-    for value in secret_values(env) {
+    for value in secret_env(env) {
         for k in 0..3 {
             let mut bytes = vec![0u8; k];
             bytes.extend_from_slice(value.as_bytes());
@@ -1060,8 +1209,16 @@ mod tests {
         assert_eq!(compress("step 1\nstep 2\n", 1000), "step 1\nstep 2");
         // Runs of identical lines count with their repeats.
         assert_eq!(
-            compress("row 1\nrow 1\nrow 2\nrow 3\n", 1000),
-            "row 1  (×2)\n… (×4 similar)"
+            compress(
+                "row number 1 of the table\nrow number 1 of the table\nrow number 2 of the table\nrow number 3 of the table\n",
+                1000
+            ),
+            "row number 1 of the table  (×2)\n… (×4 similar)"
+        );
+        // A count longer than what it stands for is not used.
+        assert_eq!(
+            compress("row 1\nrow 2\nrow 3\n", 1000),
+            "row 1\nrow 2\nrow 3"
         );
         // Different words break a group.
         assert_eq!(
@@ -1143,7 +1300,7 @@ mod tests {
     #[test]
     fn a_diff_keeps_its_files_and_the_first_changes_of_each() {
         let mut text = String::from(
-            "diff --git a/a.rs b/a.rs\nindex 1111111..2222222 100644\n--- a/a.rs\n+++ b/a.rs\n@@ -1,9 +1,9 @@\n",
+            "diff --git a/a.rs b/a.rs\nindex 1111111..2222222 100644\n--- a/a.rs\n+++ b/a.rs\n@@ -1,10 +1,11 @@\n",
         );
         for i in 0..9 {
             text.push_str(&format!("-let v{i} = 1;\n+let v{i} = 2;\n"));
@@ -1151,7 +1308,63 @@ mod tests {
         text.push_str(" context\n+// returns an error when empty\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n+b\n");
         assert_eq!(
             compress(&text, 10_000),
-            "diff --git a/a.rs b/a.rs\n@@ -1,9 +1,9 @@\n-let v0 = 1;\n+// returns an error when empty\n… (+17 changed lines)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n… (+1 changed lines)\n[… 4 routine lines dropped]"
+            "diff --git a/a.rs b/a.rs\n@@ -1,10 +1,11 @@\n-let v0 = 1;\n+// returns an error when empty\n… (+17 changed lines)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n… (+1 changed lines)\n[… 4 routine lines dropped]"
+        );
+    }
+
+    #[test]
+    fn what_a_review_found_stays_fixed() {
+        // Plain numbers are not ids: two different assertions stay two,
+        // each under its test.
+        let text = "___ test_a ___\nE       assert 20240101 == 20240102\n___ test_b ___\nE       assert 31337000 == 42000000\n";
+        let out = compress(text, 10_000);
+        assert!(out.contains("assert 20240101 == 20240102"), "{out}");
+        assert!(out.contains("assert 31337000 == 42000000"), "{out}");
+        assert!(
+            out.find("test_b").unwrap() < out.find("31337000").unwrap(),
+            "{out}"
+        );
+        // The files of a change are named, not folded into "similar".
+        let status: String = (1..=6)
+            .map(|i| format!("\tmodified:   src/gen_{i}.rs\n"))
+            .collect();
+        let out = compress(&status, 10_000);
+        for i in 1..=6 {
+            assert!(out.contains(&format!("src/gen_{i}.rs")), "{out}");
+        }
+        // A diff ends where its hunks end: test output after it is read as such.
+        let text = "diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n---- tests::it stdout ----\nthread 'it' panicked at src/x.rs:1:1:\nassertion `left == right` failed\n  left: 1\n right: 2\n";
+        let out = compress(text, 10_000);
+        assert!(out.contains("left: 1") && out.contains("right: 2"), "{out}");
+        assert!(out.contains("tests::it stdout"), "{out}");
+        // A failure inside a TAP subtest is a failure.
+        let tap = "ok 1 - first\n    # Subtest: second\n    not ok 1 - inner thing\n    1..1\nnot ok 2 - second\n";
+        assert!(compress(tap, 10_000).contains("not ok 1 - inner thing"));
+        // Compressing twice changes nothing.
+        let text = "apple number 1\napple number 2\napple number 3\nbanana\napple number 4\napple number 5\napple number 6\nbanana\n";
+        let once = compress(text, 10_000);
+        assert_eq!(compress(&once, 10_000), once);
+        // A blank line ends a warning's snippet: a table after it stays.
+        let text = "warning: unused\n  --> src/a.rs:1:1\n   |\n\n| col | val |\n";
+        assert!(compress(text, 10_000).contains("| col | val |"));
+        // A secret split by colour codes is joined and then redacted.
+        let env = [(
+            "DB_PASSWORD".to_string(),
+            "correct-horse-battery".to_string(),
+        )];
+        let values = secret_values(env);
+        let shown = strip_ansi("DB_\x1b[01;31mPASSWORD\x1b[m=correct-horse-battery");
+        assert_eq!(redact_with(&shown, &values), "DB_PASSWORD=[REDACTED]");
+        assert!(
+            !excerpt(
+                "aws_secret_access_key \x1b[32mwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\x1b[0m",
+                1000
+            )
+            .contains("wJalr")
+        );
+        assert_eq!(
+            redact("Authorization: Basic dXNlcjpodW50ZXIy"),
+            "Authorization: Basic [REDACTED]"
         );
     }
 

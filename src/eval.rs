@@ -245,7 +245,8 @@ impl Evaluator<'_> {
 
     /// Interleaved pairs in a seeded random order, until `enough` says so
     /// or `max` pairs. Stops at the first failure, returning it with the side
-    /// that failed.
+    /// that failed, and before any run for which `halt` says so (the pairs
+    /// complete so far are returned; the caller knows why it halted).
     pub fn measure_pairs(
         &mut self,
         base: &Worktree,
@@ -253,6 +254,7 @@ impl Evaluator<'_> {
         max: usize,
         rng: &mut SplitMix64,
         mut enough: impl FnMut(&[Pair]) -> bool,
+        mut halt: impl FnMut() -> bool,
     ) -> Result<std::result::Result<Vec<Pair>, (Side, RunFailure)>> {
         // Held for the whole series: a decision's pairs must all see the
         // same quiet machine.
@@ -268,6 +270,9 @@ impl Evaluator<'_> {
             };
             let mut vals = [0.0; 2];
             for (slot, wt) in order.iter().enumerate() {
+                if halt() {
+                    return Ok(Ok(pairs));
+                }
                 match self.measure(wt, i)? {
                     Ok(v) => vals[slot] = v,
                     Err(f) => return Ok(Err((wt.side, f))),

@@ -9,6 +9,7 @@
 //! Brief's archive, and names every path that differs afterwards.
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::compress::clip;
@@ -37,8 +38,12 @@ struct GitWatch {
     repo: PathBuf,
     gitdir: PathBuf,
     before: BTreeMap<PathBuf, String>,
-    /// ooda's own refs (`refs/heads/ooda/…`, `refs/ooda/…`) and their targets.
+    /// ooda's own refs (`refs/heads/ooda/…`, `refs/ooda/…`) and their
+    /// targets, other Briefs' aside.
     ours: BTreeMap<String, git2::Oid>,
+    /// The other Briefs: the daemon runs them at the same time, and their
+    /// refs move while this agent works; they are theirs to guard.
+    others: Vec<String>,
 }
 
 /// One watched work tree: where, what to skip, whether to walk untracked
@@ -84,17 +89,29 @@ impl Fence {
     /// `ooda.yaml`, and ooda's own refs, which [`Fence::breached`] puts
     /// back where they were (no human moves them; a human may commit, edit
     /// a Brief or move their own branch, so those are named, never undone).
-    pub fn with_git(mut self, root: &Path) -> Result<Fence> {
+    pub fn with_git(mut self, root: &Path, brief: &str) -> Result<Fence> {
         let repo = git2::Repository::open(root)
             .ctx(|| format!("opening the repository at {}", root.display()))?;
         let gitdir = repo.path().to_path_buf();
         let before = hashes(&watched(root, &gitdir));
-        let ours = ooda_refs_of(&repo);
+        let others: Vec<String> = std::fs::read_dir(root.join("briefs"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| {
+                        let name = e.file_name().to_string_lossy().into_owned();
+                        name.strip_suffix(".md").map(str::to_string)
+                    })
+                    .filter(|n| n != brief)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let ours = ooda_refs_of(&repo, &others);
         self.git = Some(GitWatch {
             repo: root.to_path_buf(),
             gitdir,
             before,
             ours,
+            others,
         });
         Ok(self)
     }
@@ -162,7 +179,7 @@ impl GitWatch {
         }
         let repo = git2::Repository::open(&self.repo)
             .ctx(|| format!("opening the repository at {}", self.repo.display()))?;
-        let now = ooda_refs_of(&repo);
+        let now = ooda_refs_of(&repo, &self.others);
         for (name, oid) in &self.ours {
             if now.get(name) != Some(oid) {
                 repo.reference(name, *oid, true, "ooda: restored after an agent step")
@@ -256,12 +273,21 @@ fn hashes(files: &[PathBuf]) -> BTreeMap<PathBuf, String> {
 }
 
 /// ooda's own refs, packed or loose.
-fn ooda_refs_of(repo: &git2::Repository) -> BTreeMap<String, git2::Oid> {
+fn ooda_refs_of(repo: &git2::Repository, others: &[String]) -> BTreeMap<String, git2::Oid> {
+    let theirs = |name: &str| {
+        others.iter().any(|o| {
+            name == format!("refs/heads/ooda/{o}")
+                || name.starts_with(&format!("refs/ooda/{o}/"))
+                || name.starts_with(&format!("refs/ooda/{o}."))
+        })
+    };
     let mut out = BTreeMap::new();
     for glob in ["refs/heads/ooda/*", "refs/ooda/*"] {
         if let Ok(refs) = repo.references_glob(glob) {
             for r in refs.flatten() {
-                if let (Ok(name), Some(oid)) = (r.name(), r.target()) {
+                if let (Ok(name), Some(oid)) = (r.name(), r.target())
+                    && !theirs(name)
+                {
                     out.insert(name.to_string(), oid);
                 }
             }
@@ -306,7 +332,8 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
         .ctx(|| format!("reading the status of {}", workdir.display()))?;
     let mut out = BTreeMap::new();
     for st in statuses.iter() {
-        let Ok(rel) = st.path() else { continue };
+        // By bytes: a name that is not UTF-8 is watched like any other.
+        let rel = std::ffi::OsStr::from_bytes(st.path_bytes());
         let path = workdir.join(rel);
         if skip.iter().any(|p| path.starts_with(p)) || !path.starts_with(dir) {
             continue;

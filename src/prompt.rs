@@ -216,7 +216,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     out.push_str(&retry);
     // Only a budget too small for the fixed parts gets here; the bound is hard.
     if chars(&out) > v.max_chars {
-        out = compress::compress(&out, v.max_chars);
+        out = compress::shorten(&out, v.max_chars);
     }
     let stats = PlanStats {
         total: chars(&out),

@@ -8,6 +8,7 @@
 #   rec/       what the real tools printed when RTK ran them (see ./shim), so
 #              the benchmark can run RTK, as the proxy it is, on the same bytes
 #   must.txt   the lines that must survive compression (./must_survive.py)
+#   rtk-must.txt  the same, of what RTK was given (its tools' recorded output)
 #
 # Needs: cargo, git, python3 with pytest (PYTEST, default `pytest`), node and
 # npm, wget, and RTK=path/to/rtk. Run from anywhere; takes a few minutes
@@ -36,6 +37,19 @@ for t in cargo git npm wget pytest; do ln -s "$here/shim" "$bin/$t"; done
 real_path="$work/real:$PATH"
 mkdir -p "$work/real" && ln -s "$(command -v "$PYTEST")" "$work/real/pytest"
 
+# RTK is judged on the lines of what it was given: the recorded outputs of
+# the tools it ran (other timings, other flags such as pytest's -q), or the
+# raw log for a case where it reads a file itself.
+rtk_must() {
+  if ls "$1"/rec/*/out > /dev/null 2>&1; then
+    cat "$1"/rec/*/out "$1"/rec/*/err > "$1/rtk-input.tmp"
+  else
+    cp "$1/raw.log" "$1/rtk-input.tmp"
+  fi
+  python3 "$here/must_survive.py" "$1/rtk-input.tmp" > "$1/rtk-must.txt"
+  rm -f "$1/rtk-input.tmp"
+}
+
 # case NAME DIR PREP COMMAND -- RTK-ARGS...
 # PREP runs before each of the two runs (e.g. removing a build's target/).
 case_() {
@@ -51,6 +65,7 @@ case_() {
   (cd "$dir" && sh -c "$prep" && HOME="$work/home" PATH="$bin:$real_path" SHIM_MODE=record \
      SHIM_STORE="$out/rec" SHIM_REAL_PATH="$real_path" "$RTK" "$@" > /dev/null 2>&1) || true
   python3 "$here/must_survive.py" "$out/raw.log" > "$out/must.txt"
+  rtk_must "$out"
   echo "$name: $(wc -c < "$out/raw.log") bytes, $(wc -l < "$out/must.txt") must-survive lines"
 }
 

@@ -21,7 +21,8 @@ it is not blank and it
    `diff --git` headers.
 
 Lines that differ only in volatile tokens — timestamps, UUIDs, hex ids of
-eight or more characters (commit hashes, trace ids, long byte counts) — are
+eight or more characters with a letter among them, or twelve or more
+(commit hashes, trace ids; a plain number such as 20240101 is not one) — are
 one line: the first is listed, and the check (`compress_bench`, the tests)
 compares with those tokens replaced by `<T>`, `<U>` and `<H>` on both sides.
 Plain numbers are not replaced: a count such as `3 failed` matters. Each
@@ -60,7 +61,11 @@ def lines(text):
 
 def shape(line):
     for pattern, token in VOLATILE:
-        line = pattern.sub(token, line)
+        if token == "<H>":
+            # Only with a letter among the digits, or 12+ long: 20240101 is no id.
+            line = pattern.sub(lambda m: token if len(m.group(0)) >= 12 or re.search("[a-fA-F]", m.group(0)) else m.group(0), line)
+        else:
+            line = pattern.sub(token, line)
     return " ".join(line.split())
 
 

@@ -43,15 +43,57 @@ impl Driver for CommandAgent {
     }
 
     fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
-        let (mut proposal, found) = self.fenced(t, || plan(&Step::new(self, t), best))?;
-        if let Proposal::Plan { breach, .. } = &mut proposal {
-            *breach = found;
-        }
-        Ok(proposal)
+        let (proposal, found) = self.fenced(
+            t,
+            || plan(&Step::new(self, t), best),
+            |e| Proposal::Plan {
+                plan: Plan::default(),
+                rejected: Some(Cut::PlanRejected {
+                    rule: "agent".into(),
+                    message: e.to_string(),
+                    attempts: None,
+                }),
+                calls: Vec::new(),
+                breach: None,
+            },
+        )?;
+        Ok(match proposal {
+            Proposal::Plan {
+                plan,
+                rejected,
+                calls,
+                ..
+            } => Proposal::Plan {
+                plan,
+                rejected,
+                calls,
+                breach: found,
+            },
+            // Only the builtin driver runs out of ideas; should a command
+            // agent, a breach must not be lost with the night's end.
+            Proposal::Exhausted { detail } if found.is_some() => Proposal::Plan {
+                plan: Plan::default(),
+                rejected: Some(Cut::PlanRejected {
+                    rule: "agent".into(),
+                    message: detail,
+                    attempts: None,
+                }),
+                calls: Vec::new(),
+                breach: found,
+            },
+            other => other,
+        })
     }
 
     fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {
-        let (mut out, breach) = self.fenced(t, || execute(&mut Step::new(self, t), plan))?;
+        let (mut out, breach) = self.fenced(
+            t,
+            || execute(&mut Step::new(self, t), plan),
+            |e| Execution {
+                failure: Some(e.to_string()),
+                ..Execution::default()
+            },
+        )?;
         out.breach = breach;
         Ok(out)
     }
@@ -67,7 +109,11 @@ impl Driver for CommandAgent {
                 breach: None,
             });
         }
-        let ((said, calls), breach) = self.fenced(t, || learn(&Step::new(self, t), rec))?;
+        let ((said, calls), breach) = self.fenced(
+            t,
+            || learn(&Step::new(self, t), rec),
+            |_| (None, Vec::new()),
+        )?;
         Ok(Lesson {
             learned: merge_learn(runner_learn(rec), said, rec),
             calls,
@@ -84,19 +130,35 @@ impl CommandAgent {
     /// Runs one agent step inside the fence. A script can write anywhere the
     /// user can, and every step (PLAN and LEARN too) runs the agent: what it
     /// changed outside the candidate worktree is found by content afterwards.
-    fn fenced<T>(&self, t: &Turn, step: impl FnOnce() -> Result<T>) -> Result<(T, Option<Breach>)> {
+    ///
+    /// A step that fails (an I/O error, an interruption the agent itself may
+    /// have caused) is still checked: a breach must not vanish with the
+    /// error, since the next tick's fence would take the changed files as
+    /// its starting point. With a breach, the failure becomes the step's
+    /// outcome (`failed` builds it) so the breach is archived; without one,
+    /// the error goes on as it was.
+    fn fenced<T>(
+        &self,
+        t: &Turn,
+        step: impl FnOnce() -> Result<T>,
+        failed: impl FnOnce(&crate::error::Error) -> T,
+    ) -> Result<(T, Option<Breach>)> {
         let mut fence = Fence::new(t.root, t.base_dir, t.dir)?;
         if !self.sandboxed {
             // Nothing kept the git directory, the Briefs or ooda.yaml
             // read-only: what changed there is found afterwards.
-            fence = fence.with_git(t.root)?;
+            fence = fence.with_git(t.root, &t.brief.name)?;
         }
-        let out = step()?;
+        let out = step();
         let breach = fence.breached()?.map(|message| Breach {
             message,
             unconfined: !self.sandboxed,
         });
-        Ok((out, breach))
+        match (out, breach) {
+            (Ok(out), breach) => Ok((out, breach)),
+            (Err(e), None) => Err(e),
+            (Err(e), Some(b)) => Ok((failed(&e), Some(b))),
+        }
     }
 }
 

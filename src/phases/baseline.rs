@@ -49,6 +49,8 @@ pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationR
         defaults.calibration_pairs as usize,
         &mut rng,
         |_| false,
+        // Both sides are the user's own commit: nothing agent-written runs.
+        || false,
     )? {
         Ok(p) => p,
         Err((_, RunFailure::Failed { reason, output })) => {

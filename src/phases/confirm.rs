@@ -63,9 +63,15 @@ pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {
     let measured = match failure {
         Some(f) => Err(f),
         None => ev
-            .measure_pairs(&anchor, &best, eval::CONFIRM_LOOKS[1], &mut rng, |p| {
-                p.len() == eval::CONFIRM_LOOKS[0] && eval::confirmation_settled(p)
-            })?
+            .measure_pairs(
+                &anchor,
+                &best,
+                eval::CONFIRM_LOOKS[1],
+                &mut rng,
+                |p| p.len() == eval::CONFIRM_LOOKS[0] && eval::confirmation_settled(p),
+                // Both are kept commits, already measured as they are.
+                || false,
+            )?
             .map_err(|(_, f)| f),
     };
     match measured {

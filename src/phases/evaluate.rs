@@ -5,7 +5,7 @@
 //! its verdict), nothing for an exact repeat of a discarded candidate (that
 //! verdict stands), otherwise setup, guards, a last scope check, and the
 //! pairs under the rule ORIENT fixed, with the protected files re-hashed
-//! between pairs.
+//! before every run.
 
 use super::Cx;
 use crate::error::{Error, Result};
@@ -151,24 +151,31 @@ fn candidate(
     let mut last_look = None;
     let mut rigged = None;
     let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
-    let measured = ev.measure_pairs(&base, &cand, max, &mut rng, |p| {
-        // Before every further run: a run that rewrote a protected file
-        // (its own benchmark) must not have the rigged one measured.
-        rigged = protected.changed().map(|path| (path, p.len()));
-        if rigged.is_some() {
-            return true;
-        }
-        match eval::look_now(p, &rule, &looks) {
+    let mut runs = 0;
+    let measured = ev.measure_pairs(
+        &base,
+        &cand,
+        max,
+        &mut rng,
+        |p| match eval::look_now(p, &rule, &looks) {
             Some(l) => {
                 last_look = Some(l);
                 l.decision != sequential::Decision::Continue
             }
             None => false,
-        }
-    })?;
+        },
+        // Before every run: one that rewrote a protected file (its own
+        // benchmark, or the other side's) must not have the rigged one
+        // measured, not even once.
+        || {
+            rigged = protected.changed().map(|path| (path, runs));
+            runs += 1;
+            rigged.is_some()
+        },
+    )?;
     if let Some((path, n)) = rigged {
         return Ok(blocked(format!(
-            "the protected {path} changed while the candidate was measured (found after pair {n}, before the next run): what was measured is not what would be committed"
+            "the protected {path} changed while the candidate was measured (found after run {n}, before the next one): what was measured is not what would be committed"
         )));
     }
     if drifted()? {
@@ -223,7 +230,7 @@ fn candidate(
 }
 
 /// The protected files of both worktrees, by content. Hashed right before
-/// the first pair and again after every pair, so a measurement run that
+/// the first run and again before every run, so a measurement run that
 /// rewrites a protected file (a benchmark that edits itself, or the base's
 /// copy without the sandbox) is caught before another run uses it, not
 /// only when all pairs are done. Cheap: only the protected paths are read.

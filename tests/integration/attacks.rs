@@ -756,15 +756,21 @@ fn weakening_the_brief_in_plan_or_learn_is_refused_or_stops_the_night() {
 }
 
 /// A measurement run that rewrites a protected file (the candidate's own
-/// benchmark, or without the sandbox the base's) is caught after the pair it
-/// ran in, before any later run can use the rigged file.
+/// benchmark, or without the sandbox the base's) is caught before the next
+/// run, which could otherwise use the rigged file.
 #[test]
 fn a_run_that_rewrites_a_protected_file_stops_the_measurement_at_once() {
-    for (sandboxed, target) in [(true, "bench.sh"), (false, "../base/bench.sh")] {
+    // Without the sandbox the rig is one that undoes itself when the base
+    // runs it: only a check before every run, not one per pair, sees it.
+    let restoring = "head -n -1 bench.sh > .b && cat .b > bench.sh && rm .b; true rigged";
+    for (sandboxed, target, line) in [
+        (true, "bench.sh", "true rigged"),
+        (false, "../base/bench.sh", restoring),
+    ] {
         let mut a = Attack::with_metric(
             "    echo edited",
             &format!(
-                "sh -c './bench.sh; if [ \"$OODA_SIDE\" = cand ]; then echo \"# rigged\" >> {target}; fi'"
+                "sh -c './bench.sh; if [ \"$OODA_SIDE\" = cand ]; then echo \"{line}\" >> {target}; fi'"
             ),
         );
         if !sandboxed {
@@ -781,8 +787,9 @@ fn a_run_that_rewrites_a_protected_file_stops_the_measurement_at_once() {
         }
         assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
         assert!(
-            rec.reason
-                .contains("the protected bench.sh changed while the candidate was measured (found after pair 1"),
+            rec.reason.contains(
+                "the protected bench.sh changed while the candidate was measured (found after run "
+            ),
             "{}",
             rec.reason
         );
