@@ -44,8 +44,13 @@ pub fn excerpt(text: &str, budget_chars: usize) -> String {
         .chars()
         .filter(|c| matches!(c, '\n' | '\r' | '\t') || !c.is_control())
         .collect();
-    // And once more at the end, for what the passes put together.
-    redact(&compress(&redact(&shown), budget_chars))
+    // And once more at the end, for what the passes changed inside a line
+    // (padding, masks, a cut): line by line, since a rule that spans lines
+    // (`token:` and the value on the next) would otherwise take two lines
+    // the passes only made neighbours. The budget stays a hard bound.
+    let out = compress(&redact(&shown), budget_chars);
+    let again: Vec<String> = out.split('\n').map(redact).collect();
+    clamp_chars(again.join("\n"), budget_chars)
 }
 
 /// `text` cut to `budget_chars` the way [`compress`] fits its budget, but
@@ -818,7 +823,11 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\bxox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
         // Authorization headers and the like.
         (r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", "${1}[REDACTED]"),
-        (r"(?i)\b(basic\s+)[A-Za-z0-9+/]{8,}=*", "${1}[REDACTED]"),
+        // Basic auth: only in the header, where "basic" is no English word.
+        (
+            r"(?i)\b((?:proxy-)?authorization:[ \t]*basic[ \t]+)[A-Za-z0-9+/]{8,}=*",
+            "${1}[REDACTED]",
+        ),
         // Credentials in URLs: scheme://user:password@host.
         (r"(://[^/\s:@]+:)[^@\s/]+@", "${1}[REDACTED]@"),
         // Assignments whose key names a secret: API_KEY=…, GITHUB_TOKEN: …,
@@ -1366,6 +1375,20 @@ mod tests {
             redact("Authorization: Basic dXNlcjpodW50ZXIy"),
             "Authorization: Basic [REDACTED]"
         );
+        // "basic" as a word is not a header.
+        assert_eq!(
+            redact("Running basic integration tests"),
+            "Running basic integration tests"
+        );
+        assert!(!adds_secret("// Provides basic validation for inputs"));
+        // The last pass does not join lines the passes made neighbours,
+        // and the budget holds.
+        let text = "auth token:\nline one\nline two\nline three\nline four\nline five\n";
+        for budget in 20..60 {
+            assert!(excerpt(text, budget).chars().count() <= budget, "{budget}");
+        }
+        let diff = "diff --git a/k.yml b/k.yml\n@@ -1,2 +1,3 @@\n env:\n+  secret:\n     name: db\ndiff --git a/src/main.rs b/src/main.rs\n@@ -1 +1 @@\n-a\n+b\n";
+        assert!(excerpt(diff, 10_000).contains("diff --git a/src/main.rs"));
     }
 
     /// The corpus of real command outputs (`benches/logs/`): every line its

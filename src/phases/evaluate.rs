@@ -173,9 +173,18 @@ fn candidate(
             rigged.is_some()
         },
     )?;
+    // And after the last run, or a failed one: a rig there is no less one.
+    if rigged.is_none() {
+        rigged = protected.changed().map(|path| (path, runs));
+    }
     if let Some((path, n)) = rigged {
+        let when = if n == 0 {
+            "before the first run".to_string()
+        } else {
+            format!("after run {n}")
+        };
         return Ok(blocked(format!(
-            "the protected {path} changed while the candidate was measured (found after run {n}, before the next one): what was measured is not what would be committed"
+            "the protected {path} changed while the candidate was measured (found {when}): what was measured is not what would be committed"
         )));
     }
     if drifted()? {
