@@ -151,14 +151,18 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
     let mut dropped = 0;
     let mut state = In::Plain;
     let mut samples = DIFF_SAMPLES;
+    // A file's diff ends: the count of its changed lines not shown.
+    let end_of_file = |state: &In, out: &mut Vec<String>| {
+        if let In::Diff { hidden, .. } = state
+            && *hidden > 0
+        {
+            out.push(format!("… (+{hidden} changed lines)"));
+        }
+    };
     for line in lines {
         let important = IMPORTANT.is_match(&line);
         if line.starts_with("diff --git ") {
-            if let In::Diff { hidden, .. } = state
-                && hidden > 0
-            {
-                out.push(format!("… (+{hidden} changed lines)"));
-            }
+            end_of_file(&state, &mut out);
             state = In::Diff {
                 shown: 0,
                 hidden: 0,
@@ -179,9 +183,7 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
                 None => {
                     // Not a diff's line: the diff is over, and this line is
                     // read like any other.
-                    if *hidden > 0 {
-                        out.push(format!("… (+{hidden} changed lines)"));
-                    }
+                    end_of_file(&state, &mut out);
                     state = In::Plain;
                 }
                 Some(kind) => {
@@ -242,17 +244,16 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
             }
             continue;
         }
-        let drop = !important
-            && (ROUTINE_DROP.is_match(&line)
-                || (state == In::PassedTest && indented)
-                || (state == In::Warning && is_snippet(&line)));
-        if line.starts_with("ok ") && ROUTINE_DROP.is_match(&line) {
+        let routine = ROUTINE_DROP.is_match(&line);
+        // The details of a passing test, or the snippet under a warning.
+        let under =
+            (state == In::PassedTest && indented) || (state == In::Warning && is_snippet(&line));
+        let drop = !important && (routine || under);
+        if line.starts_with("ok ") && routine {
             state = In::PassedTest;
         } else if line.starts_with("warning:") {
             state = In::Warning;
-        } else if !((indented && state == In::PassedTest)
-            || (state == In::Warning && is_snippet(&line)))
-        {
+        } else if !under {
             state = In::Plain;
         }
         if drop {
@@ -263,11 +264,7 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
             out.push(undecorated(&line));
         }
     }
-    if let In::Diff { hidden, .. } = state
-        && hidden > 0
-    {
-        out.push(format!("… (+{hidden} changed lines)"));
-    }
+    end_of_file(&state, &mut out);
     (out, dropped)
 }
 
@@ -387,16 +384,6 @@ static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex is valid")
 });
 
-/// A line that reports something that went well, one of many: a passing
-/// test, a crate compiled, a package fetched. Such runs are what a failing
-/// log is mostly made of, and what nobody reads.
-static ROUTINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^(test \S.* \.\.\. ok|ok \d+ - .*|\S+::\S+ PASSED\b.*|# Subtest: .*|\s*(Compiling|Checking|Downloading|Downloaded|Fresh|Locking|Adding|Updating|Installing|Collecting) \S.*)$",
-    )
-    .expect("static regex is valid")
-});
-
 /// A line naming a file of a change: git status's entries (tab-indented,
 /// or `modified:` and the like), a diff's `diff --git` header.
 static FILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
@@ -495,13 +482,13 @@ fn clean_lines(text: &str) -> Vec<String> {
 #[derive(Debug, Clone)]
 struct Entry {
     text: String,
-    /// What makes two entries alike: for an important line its shape (only
-    /// volatile tokens may differ), for a routine one its kind, for any
-    /// other its shape with digit runs as `#`.
+    /// What makes two entries alike: for an important line (or one naming
+    /// a file) its shape (only volatile tokens may differ), for any other
+    /// its shape with digit runs as `#`.
     key: String,
     important: bool,
-    /// Whether the line holds volatile tokens (a log line).
-    volatile: bool,
+    /// The line's [`shape`] when it holds volatile tokens (a log line).
+    volatile: Option<String>,
     lines: usize,
 }
 
@@ -512,7 +499,7 @@ impl Entry {
             key: format!("<marker>{text}"),
             text,
             important: false,
-            volatile: false,
+            volatile: None,
             lines,
         }
     }
@@ -520,12 +507,11 @@ impl Entry {
     fn of(line: &str, run: usize) -> Entry {
         let important = IMPORTANT.is_match(line);
         let shaped = shape(line);
-        let volatile = shaped != line.split_whitespace().collect::<Vec<_>>().join(" ");
+        let volatile = (shaped != line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .then(|| shaped.clone());
         // A file a change touched is named, not folded into "similar".
         let key = if important || FILE_LINE.is_match(line) {
             shaped
-        } else if ROUTINE.is_match(line) {
-            "<routine>".to_string()
         } else {
             DIGITS.replace_all(&shaped, "#").into_owned()
         };
@@ -565,11 +551,11 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
     let mut first: std::collections::HashMap<String, usize> = Default::default();
     let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
     for e in entries {
-        if !e.volatile {
+        let Some(shaped) = &e.volatile else {
             out.push(e);
             continue;
-        }
-        let key = format!("{}\u{0}{}", e.important, shape(strip_count(&e.text)));
+        };
+        let key = format!("{}\u{0}{shaped}", e.important);
         match first.get(&key) {
             Some(&i) => out[i].lines += e.lines,
             None => {
@@ -581,19 +567,13 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
     // A count of many lines shows their shape: which parts vary is said
     // by the masks, and no one id stands for all.
     for e in &mut out {
-        if e.volatile && e.lines > 1 {
-            e.text = format!("{}  (×{} similar)", shape(strip_count(&e.text)), e.lines);
+        if let Some(shaped) = &e.volatile
+            && e.lines > 1
+        {
+            e.text = format!("{shaped}  (×{} similar)", e.lines);
         }
     }
     out
-}
-
-/// `text` without the `  (×N)` that `collapse_repeats` appended.
-fn strip_count(text: &str) -> &str {
-    match text.rfind("  (×") {
-        Some(i) if text.ends_with(')') => &text[..i],
-        _ => text,
-    }
 }
 
 /// The longest block a repeat is looked for in (a rustc diagnostic with its

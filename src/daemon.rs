@@ -260,16 +260,8 @@ impl Drop for ExitNotice {
 }
 
 fn list_briefs(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+    // A folder that cannot be read is watched again on the next event.
+    crate::project::brief_paths_in(dir).unwrap_or_default()
 }
 
 fn brief_name(path: &Path) -> String {

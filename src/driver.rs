@@ -111,6 +111,22 @@ pub struct Breach {
     pub unconfined: bool,
 }
 
+impl Breach {
+    /// The same breach, said to have happened `while <doing>`.
+    pub fn during(self, doing: &str) -> Breach {
+        Breach {
+            message: format!("while {doing}, {}", self.message),
+            ..self
+        }
+    }
+
+    /// What stops the night `red_tamper`: the message, for a breach made
+    /// without the sandbox.
+    pub fn tamper(&self) -> Option<String> {
+        self.unconfined.then(|| self.message.clone())
+    }
+}
+
 /// The main agent.
 pub trait Driver {
     /// How iteration files and reports name it: `builtin` or `command:<profile>`.

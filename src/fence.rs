@@ -94,17 +94,11 @@ impl Fence {
             .ctx(|| format!("opening the repository at {}", root.display()))?;
         let gitdir = repo.path().to_path_buf();
         let before = hashes(&watched(root, &gitdir));
-        let others: Vec<String> = std::fs::read_dir(root.join("briefs"))
-            .map(|d| {
-                d.flatten()
-                    .filter_map(|e| {
-                        let name = e.file_name().to_string_lossy().into_owned();
-                        name.strip_suffix(".md").map(str::to_string)
-                    })
-                    .filter(|n| n != brief)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let others: Vec<String> = crate::project::brief_paths_in(&root.join("briefs"))?
+            .iter()
+            .filter_map(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .filter(|n| n != brief)
+            .collect();
         let ours = ooda_refs_of(&repo, &others);
         self.git = Some(GitWatch {
             repo: root.to_path_buf(),

@@ -82,22 +82,27 @@ impl Project {
 
     /// Every `briefs/*.md`, sorted by name.
     pub fn brief_paths(&self) -> Result<Vec<PathBuf>> {
-        let dir = self.briefs_dir();
-        let mut out = Vec::new();
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
-        };
-        for entry in entries.flatten() {
-            let p = entry.path();
-            if p.extension().is_some_and(|e| e == "md") && p.is_file() {
-                out.push(p);
-            }
-        }
-        out.sort();
-        Ok(out)
+        brief_paths_in(&self.briefs_dir())
     }
+}
+
+/// Every `*.md` file of `dir` (a project's `briefs/`), sorted by name; none
+/// when the folder is missing.
+pub fn brief_paths_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
+    };
+    for entry in entries.flatten() {
+        let p = entry.path();
+        if p.extension().is_some_and(|e| e == "md") && p.is_file() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
 }
 
 fn find_root(start: &Path) -> Result<PathBuf> {

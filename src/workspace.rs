@@ -408,10 +408,7 @@ impl Workspace {
     /// are recorded unread. Writes nothing to the repository.
     pub fn candidate(&self, max_new: u64) -> Result<Candidate> {
         let repo = self.cand_repo()?;
-        let head = repo
-            .head()
-            .and_then(|h| h.peel_to_tree())
-            .ctx(|| "reading the candidate's HEAD".into())?;
+        let head = head_tree(&repo)?;
         let contents = contents::Walk {
             repo: &repo,
             root: &self.cand_dir,
@@ -446,10 +443,7 @@ impl Workspace {
     /// anything is stored: a secret must never reach the object store.
     pub fn secrets_added(&self, changed: &[ChangedPath]) -> Result<Vec<String>> {
         let repo = self.cand_repo()?;
-        let head = repo
-            .head()
-            .and_then(|h| h.peel_to_tree())
-            .ctx(|| "reading the candidate's HEAD".into())?;
+        let head = head_tree(&repo)?;
         let mut out = Vec::new();
         for c in changed {
             // A path, or a symlink's target, is stored in the tree too.
@@ -591,10 +585,7 @@ impl Workspace {
     /// The candidate's change as a patch (untracked files included).
     pub fn diff(&self) -> Result<String> {
         let repo = self.cand_repo()?;
-        let head = repo
-            .head()
-            .and_then(|h| h.peel_to_tree())
-            .ctx(|| "reading the candidate's HEAD".into())?;
+        let head = head_tree(&repo)?;
         let mut opts = DiffOptions::new();
         // A blocked 1 GiB file is named in the patch, not loaded into it.
         opts.include_untracked(true)
@@ -845,6 +836,14 @@ pub fn is_tool_file(rel_path: &str) -> bool {
         .split('/')
         .next()
         .is_some_and(|top| top.starts_with(".aider"))
+}
+
+/// The tree of the candidate's HEAD (its base commit): what changes are
+/// read against.
+fn head_tree(repo: &Repository) -> Result<git2::Tree<'_>> {
+    repo.head()
+        .and_then(|h| h.peel_to_tree())
+        .ctx(|| "reading the candidate's HEAD".into())
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ impl Driver for CommandAgent {
     }
 
     fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
-        let (proposal, found) = self.fenced(
+        let (mut proposal, found) = self.fenced(
             t,
             || plan(&Step::new(self, t), best),
             |e| Proposal::Plan {
@@ -57,32 +57,12 @@ impl Driver for CommandAgent {
                 breach: None,
             },
         )?;
-        Ok(match proposal {
-            Proposal::Plan {
-                plan,
-                rejected,
-                calls,
-                ..
-            } => Proposal::Plan {
-                plan,
-                rejected,
-                calls,
-                breach: found,
-            },
-            // Only the builtin driver runs out of ideas; should a command
-            // agent, a breach must not be lost with the night's end.
-            Proposal::Exhausted { detail } if found.is_some() => Proposal::Plan {
-                plan: Plan::default(),
-                rejected: Some(Cut::PlanRejected {
-                    rule: "agent".into(),
-                    message: detail,
-                    attempts: None,
-                }),
-                calls: Vec::new(),
-                breach: found,
-            },
-            other => other,
-        })
+        // An agent never runs out of ideas (only the builtin driver says
+        // `Exhausted`): its answer is always a plan, which carries the breach.
+        if let Proposal::Plan { breach, .. } = &mut proposal {
+            *breach = found;
+        }
+        Ok(proposal)
     }
 
     fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {

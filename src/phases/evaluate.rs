@@ -244,36 +244,31 @@ fn candidate(
 /// copy without the sandbox) is caught before another run uses it, not
 /// only when all pairs are done. Cheap: only the protected paths are read.
 struct Protected {
-    /// (path, hash when it was taken); `None` for a file that could not be read.
-    files: Vec<(std::path::PathBuf, Option<git2::Oid>)>,
-    /// How each file is named in a message: relative to its worktree.
-    names: Vec<String>,
+    /// (path, how a message names it: relative to its worktree, its hash
+    /// when taken; `None` for a file that could not be read).
+    files: Vec<(std::path::PathBuf, String, Option<git2::Oid>)>,
 }
 
 impl Protected {
     fn hash<'a>(dirs: &[&std::path::Path], rels: impl Iterator<Item = &'a String>) -> Protected {
         let rels: Vec<&String> = rels.collect();
-        let mut out = Protected {
-            files: Vec::new(),
-            names: Vec::new(),
-        };
-        for dir in dirs {
-            for rel in &rels {
-                let path = dir.join(rel);
-                out.files.push((path.clone(), content(&path)));
-                out.names.push((*rel).clone());
-            }
-        }
-        out
+        let files = dirs
+            .iter()
+            .flat_map(|dir| rels.iter().map(move |rel| dir.join(rel)).zip(rels.iter()))
+            .map(|(path, rel)| {
+                let hash = content(&path);
+                (path, (*rel).clone(), hash)
+            })
+            .collect();
+        Protected { files }
     }
 
     /// The first protected file whose content is no longer what was hashed.
     fn changed(&self) -> Option<String> {
         self.files
             .iter()
-            .zip(&self.names)
-            .find(|((path, was), _)| content(path) != *was)
-            .map(|(_, name)| name.clone())
+            .find(|(path, _, was)| content(path) != *was)
+            .map(|(_, name, _)| name.clone())
     }
 }
 

@@ -56,9 +56,7 @@ pub(crate) fn run(
     let base = oid(&cur.base_commit)?;
     ws.sync(base)?;
     let mut plan = cur.plan.clone().unwrap_or_default();
-    let before = ws.file_stats()?;
-    let out = driver.execute(t, &plan)?;
-    drop_ignored(t, ws, &before)?;
+    let out = dropping_ignored(t, ws, driver, || driver.execute(t, &plan))?;
     if let Some(b) = &out.breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
@@ -103,11 +101,7 @@ pub(crate) fn run(
     {
         failure = Some("the agent changed nothing, so there is nothing to measure".into());
     }
-    let tamper = out
-        .breach
-        .as_ref()
-        .filter(|b| b.unconfined)
-        .map(|b| b.message.clone());
+    let tamper = out.breach.as_ref().and_then(|b| b.tamper());
     // A scope violation outweighs an agent failure: it counts toward the red light.
     let cut = out
         .breach
@@ -132,15 +126,24 @@ pub(crate) fn run(
     }))
 }
 
-/// Removes the git-ignored files an agent step wrote (see
+/// Runs an agent step, then removes the git-ignored files it wrote (see
 /// `Workspace::remove_new_ignored`): they would be measured but never
-/// committed (a prebuilt library the benchmark loads).
-pub(crate) fn drop_ignored(
+/// committed (a prebuilt library the benchmark loads). Every step of a
+/// driver that edits files goes through here, PLAN and LEARN too (a file
+/// planted then would be measured by the next EVALUATE); one that does not
+/// costs no walk of the worktree.
+pub(crate) fn dropping_ignored<T>(
     t: &Turn,
     ws: &Workspace,
-    before: &std::collections::BTreeMap<std::path::PathBuf, crate::workspace::FileStat>,
-) -> Result<()> {
-    let removed = ws.remove_new_ignored(before)?;
+    driver: &dyn Driver,
+    step: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    if !driver.edits_files() {
+        return step();
+    }
+    let before = ws.file_stats()?;
+    let out = step()?;
+    let removed = ws.remove_new_ignored(&before)?;
     if !removed.is_empty() {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentIgnoredFiles,
@@ -150,7 +153,7 @@ pub(crate) fn drop_ignored(
             ),
         })?;
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Why a change cannot be measured: a path outside the scope or protected,

@@ -90,10 +90,11 @@ pub(crate) fn run(
     }
     // The verdict was measured before LEARN and stands; what the agent
     // touched is named, and without the sandbox it stops the night.
-    if let Some(b) = &lesson.breach {
+    let breach = lesson.breach.map(|b| b.during("learning"));
+    if let Some(b) = &breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
-            message: format!("while learning, {}", b.message),
+            message: b.message.clone(),
         })?;
     }
     learned.lessons = lesson.learned;
@@ -101,9 +102,6 @@ pub(crate) fn run(
         learned,
         commit,
         calls: lesson.calls,
-        tamper: lesson
-            .breach
-            .filter(|b| b.unconfined)
-            .map(|b| format!("while learning, {}", b.message)),
+        tamper: breach.and_then(|b| b.tamper()),
     })
 }

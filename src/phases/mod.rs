@@ -484,12 +484,8 @@ impl<'a> Machine<'a> {
                 let proposal = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
                     let turn = m.turn(span, &o)?;
-                    // An agent in PLAN must not plant an ignored file for
-                    // EXECUTE's measurement either.
-                    let before = m.ws.file_stats()?;
-                    let proposal = plan::run(&turn, m.agent.driver())?;
-                    execute::drop_ignored(&turn, &m.ws, &before)?;
-                    Ok(proposal)
+                    let driver = m.agent.driver();
+                    execute::dropping_ignored(&turn, &m.ws, driver, || plan::run(&turn, driver))
                 })?;
                 match proposal {
                     Proposal::Plan {
@@ -500,9 +496,7 @@ impl<'a> Machine<'a> {
                     } => {
                         let c = self.current_mut()?;
                         c.cut = rejected;
-                        c.tamper = breach
-                            .filter(|b| b.unconfined)
-                            .map(|b| format!("while planning, {}", b.message));
+                        c.tamper = breach.and_then(|b| b.tamper());
                         c.plan = Some(plan);
                         c.agent_calls.extend(calls);
                     }
@@ -568,17 +562,10 @@ impl<'a> Machine<'a> {
                 let out = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
                     let turn = m.turn(span, &o)?;
-                    let before = m.ws.file_stats()?;
-                    let out = learn::run(
-                        &turn,
-                        m.agent.driver(),
-                        &m.ws,
-                        &m.archive.state,
-                        m.current()?,
-                    )?;
-                    // Nor in LEARN, for the next iteration.
-                    execute::drop_ignored(&turn, &m.ws, &before)?;
-                    Ok(out)
+                    let driver = m.agent.driver();
+                    execute::dropping_ignored(&turn, &m.ws, driver, || {
+                        learn::run(&turn, driver, &m.ws, &m.archive.state, m.current()?)
+                    })
                 })?;
                 let c = self.current_mut()?;
                 c.learned = Some(out.learned);

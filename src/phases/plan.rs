@@ -16,17 +16,19 @@ pub(crate) fn run(t: &Turn, driver: &dyn Driver) -> Result<Proposal> {
     // An agent that changed what it must not touch while planning has its
     // plan blocked, like a change made in EXECUTE.
     if let Proposal::Plan {
-        rejected,
-        breach: Some(b),
-        ..
+        rejected, breach, ..
     } = &mut proposal
+        && let Some(b) = breach.take()
     {
-        let message = format!("while planning, {}", b.message);
+        let b = b.during("planning");
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
-            message: message.clone(),
+            message: b.message.clone(),
         })?;
-        *rejected = Some(crate::model::Cut::Scope { message });
+        *rejected = Some(crate::model::Cut::Scope {
+            message: b.message.clone(),
+        });
+        *breach = Some(b);
     }
     if let Proposal::Plan {
         plan,

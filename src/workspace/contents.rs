@@ -118,12 +118,7 @@ impl Walk<'_> {
     }
 
     fn dir(&self, dir: &Path, prefix: &str, out: &mut Contents) -> Result<()> {
-        let mut entries: Vec<_> = fs::read_dir(dir)
-            .ctx(|| format!("reading {}", dir.display()))?
-            .filter_map(|e| e.ok())
-            .collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
+        for e in sorted_entries(dir)? {
             let name = e.file_name();
             let Ok(name) = std::str::from_utf8(name.as_bytes()) else {
                 // Not UTF-8: the base's such files are compared by bytes in
@@ -226,12 +221,7 @@ impl Walk<'_> {
         }
         let meta = fs::symlink_metadata(path).ctx(|| format!("reading {}", path.display()))?;
         if meta.is_dir() {
-            let mut entries: Vec<_> = fs::read_dir(path)
-                .ctx(|| format!("reading {}", path.display()))?
-                .filter_map(|e| e.ok())
-                .collect();
-            entries.sort_by_key(|e| e.file_name());
-            for e in entries {
+            for e in sorted_entries(path)? {
                 let mut below = rel.clone();
                 below.push(b'/');
                 below.extend_from_slice(e.file_name().as_bytes());
@@ -249,6 +239,16 @@ impl Walk<'_> {
     fn ignored(&self, rel: &str) -> bool {
         self.repo.is_path_ignored(rel).unwrap_or(false)
     }
+}
+
+/// A folder's entries in name order: the walk's order is the tree's.
+fn sorted_entries(dir: &Path) -> Result<Vec<fs::DirEntry>> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .ctx(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    Ok(entries)
 }
 
 type Flat<K> = BTreeMap<K, (i32, Oid)>;

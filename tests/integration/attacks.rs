@@ -77,6 +77,16 @@ impl Attack {
         }
     }
 
+    /// The same night with `sandbox: off`, committed.
+    fn unsandboxed(&self) {
+        let cfg = self.t.read("ooda.yaml");
+        self.t.write(
+            "ooda.yaml",
+            &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
+        );
+        self.t.commit("no sandbox");
+    }
+
     fn ooda(&self, args: &[&str]) -> crate::test::Run {
         self.t
             .ooda_env(args, &[("AGENT_DIR", self.dir.path().to_str().unwrap())])
@@ -477,12 +487,7 @@ fn with_the_sandbox_off_tampering_is_blocked_named_and_oodas_refs_restored() {
     sed -i 's/protect: \["bench.sh"\]/protect: []/' "$OODA_BRIEF_FILE"
     echo tampered"#,
     );
-    let cfg = a.t.read("ooda.yaml");
-    a.t.write(
-        "ooda.yaml",
-        &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
-    );
-    a.t.commit("no sandbox");
+    a.unsandboxed();
     let rec = a.run();
     assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
     for what in [
@@ -532,12 +537,7 @@ fn with_the_sandbox_off_killing_the_helper_frees_nothing() {
     echo "killing $helper"
     kill -KILL "$helper""#
     ));
-    let cfg = a.t.read("ooda.yaml");
-    a.t.write(
-        "ooda.yaml",
-        &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
-    );
-    a.t.commit("no sandbox");
+    a.unsandboxed();
     let rec = a.run();
     std::thread::sleep(Duration::from_secs(4));
     assert!(a.log().contains("killing"), "{}", a.log());
@@ -714,14 +714,10 @@ fn weakening_the_brief_in_plan_or_learn_is_refused_or_stops_the_night() {
                 "agent.sh",
                 &agent_script("    true").replacen("cat > /dev/null\n", &weaken, 1),
             );
-            if !sandboxed {
-                let cfg = a.t.read("ooda.yaml");
-                a.t.write(
-                    "ooda.yaml",
-                    &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
-                );
-            }
             a.t.commit("an agent that weakens its Brief");
+            if !sandboxed {
+                a.unsandboxed();
+            }
             let rec = a.run();
             let state = a.t.state("b");
             let brief = a.t.read("briefs/b.md");
@@ -774,12 +770,7 @@ fn a_run_that_rewrites_a_protected_file_stops_the_measurement_at_once() {
             ),
         );
         if !sandboxed {
-            let cfg = a.t.read("ooda.yaml");
-            a.t.write(
-                "ooda.yaml",
-                &cfg.replace("sandbox: {writable: [$AGENT_DIR]}", "sandbox: off"),
-            );
-            a.t.commit("no sandbox");
+            a.unsandboxed();
         }
         let rec = a.run();
         if sandboxed {
