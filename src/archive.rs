@@ -329,6 +329,11 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         confirmation_failed: check.confirmation_failed,
         alarms: check.alarms,
         analysis: check.analysis.or_else(|| cur.analysis.clone()),
+        subagents: cur
+            .review
+            .as_ref()
+            .map(|r| r.reports.clone())
+            .unwrap_or_default(),
         rollback_to: check.rollback.map(|(_, target)| target),
         base_failed: outcome.base_failed,
         stop: check.stop,

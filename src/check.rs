@@ -105,6 +105,31 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             }
         }
     }
+    if let Ok(roster) = crate::subagents::Roster::load(&project.root, &project.config) {
+        let main = agent_name(brief, project);
+        for d in &roster.definitions {
+            let model = match d.driver {
+                crate::subagents::definition::SubDriver::Builtin => String::new(),
+                _ => format!(", model {}", d.model.describe(&project.config)),
+            };
+            let _ = writeln!(
+                s,
+                "  subagent    {} ({}): {}, {}{model}, on {}, sees {}",
+                d.name,
+                if d.built_in {
+                    "built-in".to_string()
+                } else {
+                    d.path.display().to_string()
+                },
+                d.role
+                    .map(|r| r.as_str())
+                    .unwrap_or("no role, never dispatched"),
+                d.driver_name(main.as_deref()),
+                d.triggers_text(),
+                d.sees_text(),
+            );
+        }
+    }
     for w in warnings(brief, project) {
         let _ = writeln!(s, "  warning     {w}");
     }
@@ -129,6 +154,9 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
         && let Some(p) = a.program_problem(&project.root)
     {
         out.push(p);
+    }
+    if let Err(e) = crate::subagents::Roster::load(&project.root, &project.config) {
+        out.extend(e.problems.iter().map(|p| p.to_string()));
     }
     if let Err(e) = project
         .config
@@ -188,13 +216,14 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
 /// older release that offers `OODA_OUTPUT_FILE` to a tool that cannot write
 /// it (the fenced block still works; the wasted attempts do not).
 pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
+    let mut out = subagent_warnings(brief, project);
     let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config) else {
-        return Vec::new();
+        return out;
     };
     if a.profile.result_file {
-        return Vec::new();
+        return out;
     }
-    ["plan.md", "learn.md"]
+    out.extend(["plan.md", "learn.md"]
         .iter()
         .filter(|name| {
             std::fs::read_to_string(project.root.join("templates").join(name))
@@ -205,8 +234,36 @@ pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
                 "templates/{name} offers OODA_OUTPUT_FILE, which `{}` cannot write (its sandbox keeps writes in the worktree): replace that sentence with {{{{result_file}}}}, or delete the file and run `ooda init` for the current one",
                 a.name
             )
-        })
-        .collect()
+        }));
+    out
+}
+
+/// Keys of subagent files ooda ignores, and command subagents that cannot
+/// run for this Brief (no profile of their own, and a builtin main agent).
+fn subagent_warnings(brief: &Brief, project: &Project) -> Vec<String> {
+    let Ok(roster) = crate::subagents::Roster::load(&project.root, &project.config) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = roster.warnings.iter().map(|w| w.to_string()).collect();
+    let main = agent_name(brief, project);
+    for d in &roster.definitions {
+        if d.role == Some(crate::model::Role::Review)
+            && d.driver == crate::subagents::definition::SubDriver::Command
+            && d.agent.is_none()
+            && main.is_none()
+        {
+            out.push(format!(
+                "{}: `driver: command` with the Brief's builtin agent has no command to run, so it is skipped{}; set `agent: <profile>` in it",
+                d.path.display(),
+                if d.on_error == crate::subagents::definition::OnError::Block {
+                    " and, being `on_error: block`, blocks every keep"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    out
 }
 
 /// What `describe` says, as data (`ooda check --json`).
@@ -289,6 +346,20 @@ pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
                 .and_then(|f| f.abi),
             "writable": project.config.sandbox.writable,
         },
+        "subagents": crate::subagents::Roster::load(&project.root, &project.config)
+            .map(|r| r.definitions.iter().map(|d| json!({
+                "name": d.name,
+                "path": d.path.display().to_string(),
+                "built_in_copy": d.built_in,
+                "role": d.role.map(|r| r.as_str()),
+                "driver": d.driver_name(agent_name(brief, project).as_deref()),
+                "model": d.model.describe(&project.config),
+                "trigger": d.triggers.iter().map(|t| t.text()).collect::<Vec<_>>(),
+                "sees": d.sees.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                "timeout_seconds": d.timeout.as_secs_f64(),
+                "on_error": d.on_error.as_str(),
+            })).collect::<Vec<_>>())
+            .unwrap_or_default(),
         "runnable": problems.is_empty(),
         "problems": problems,
         "warnings": warnings(brief, project),

@@ -31,6 +31,28 @@ pub struct Config {
     /// `sandbox:`: whether commands are confined, and what every command
     /// may write besides its worktree.
     pub sandbox: crate::sandbox::Settings,
+    /// `review:`: what reviewers read and the size a keep may have.
+    pub review: Review,
+}
+
+/// `review:` in `ooda.yaml`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Review {
+    /// Globs, relative to the repository root, of the rule files a
+    /// reviewer reads (from the base commit, so a change cannot edit the
+    /// rules it is judged by).
+    pub rules: Vec<String>,
+    /// A keep changing more lines than this is blocked by the builtin reviewer.
+    pub max_diff_lines: usize,
+}
+
+impl Default for Review {
+    fn default() -> Review {
+        Review {
+            rules: vec!["docs/rules/*.md".into()],
+            max_diff_lines: 400,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -249,7 +271,8 @@ impl Provider {
 }
 
 pub const TIERS: &[&str] = &["light", "medium", "heavy"];
-const TOP_KEYS: &[&str] = &["defaults", "agents", "models", "sandbox"];
+const TOP_KEYS: &[&str] = &["defaults", "agents", "models", "sandbox", "review"];
+const REVIEW_KEYS: &[&str] = &["rules", "max_diff_lines"];
 const SANDBOX_KEYS: &[&str] = &["mode", "writable"];
 const AGENT_SANDBOX_KEYS: &[&str] = &["writable", "args_inside", "args_outside"];
 const DEFAULTS_KEYS: &[&str] = &[
@@ -500,6 +523,7 @@ impl Default for Config {
             agents: presets(),
             models: BTreeMap::new(),
             sandbox: crate::sandbox::Settings::default(),
+            review: Review::default(),
         }
     }
 }
@@ -561,6 +585,9 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
     if let Some(e) = fields.get("sandbox") {
         check_sandbox(ck, &e.value, &mut cfg.sandbox);
     }
+    if let Some(e) = fields.get("review") {
+        check_review(ck, &e.value, &mut cfg.review);
+    }
     if let Some(e) = fields.get("models") {
         let example = "models: {light: {provider: openai, model: gpt-4o-mini}}";
         if let Some(models) = ck.map(&e.value, "models", TIERS, example) {
@@ -573,6 +600,45 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
                 }
             }
         }
+    }
+}
+
+/// `review: {rules: [docs/rules/*.md, CONTRIBUTING.md], max_diff_lines: 400}`.
+fn check_review(ck: &mut Checker, node: &Node, r: &mut Review) {
+    let example = "review: {rules: [docs/rules/*.md], max_diff_lines: 400}";
+    let Some(fields) = ck.map(node, "review", REVIEW_KEYS, example) else {
+        return;
+    };
+    if let Some(e) = fields.get("rules")
+        && let Some(v) = ck.strings(
+            &e.value,
+            "review.rules",
+            "a list of globs",
+            "a glob",
+            example,
+        )
+    {
+        let bad: Vec<&String> = v
+            .iter()
+            .filter(|g| g.starts_with('/') || globset::Glob::new(g).is_err())
+            .collect();
+        match bad.first() {
+            Some(b) => {
+                ck.report(
+                    Some(e.value.line),
+                    Some("review.rules"),
+                    format!("`{b}` is not a glob relative to the repository root"),
+                )
+                .example(example);
+            }
+            None => r.rules = v,
+        }
+    }
+    if let Some(v) = fields
+        .get("max_diff_lines")
+        .and_then(|e| positive(ck, e, "review.max_diff_lines", 1, "max_diff_lines: 400"))
+    {
+        r.max_diff_lines = usize::try_from(v).unwrap_or(usize::MAX);
     }
 }
 

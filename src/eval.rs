@@ -439,7 +439,8 @@ pub fn report(
             " (inconclusive: {}; it may be tried again)",
             last.why
         )),
-        None => {}
+        // REVIEW's kind, never the rule's.
+        Some(DiscardKind::BlockedByReview) | None => {}
     }
     if last.noise_changed {
         reason.push_str("; noise changed: this iteration's spread is far above the history");

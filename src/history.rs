@@ -245,6 +245,7 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         );
         let _ = writeln!(s, "| rule | {} |\n", m.rule);
     }
+    s.push_str(&render_subagents(&rec.subagents));
     s.push_str(&render_calls(&rec.agent_calls));
     let _ = writeln!(s, "## Named patterns\n");
     if rec.patterns.is_empty() {
@@ -377,6 +378,49 @@ fn cost_text(c: Option<f64>) -> String {
 }
 
 /// The "Agent calls" section of an iteration file: one row per call.
+/// The subagents of an iteration: who ran, how it ended, what it found,
+/// and a link to its archived report.
+pub fn render_subagents(reports: &[crate::model::SubagentReport]) -> String {
+    use crate::model::ReviewVerdict;
+    if reports.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("## Subagents\n\n");
+    for r in reports {
+        let what = match r.verdict {
+            Some(ReviewVerdict::Approve) => "approved".to_string(),
+            Some(ReviewVerdict::Block) => "**blocked**".to_string(),
+            None => r.outcome.as_str().replace('_', " "),
+        };
+        let link = r
+            .report
+            .as_deref()
+            .map(|p| format!(" — [report]({p})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "- **{}** ({}, {}): {what} in {:.1}s{}{link}",
+            r.name,
+            r.role,
+            r.driver,
+            r.seconds,
+            if r.suspicious {
+                "; flagged **suspicious** (the change may game the benchmark)"
+            } else {
+                ""
+            }
+        );
+        if let Some(p) = &r.problem {
+            let _ = writeln!(s, "  - {p}");
+        }
+        for f in &r.findings {
+            let _ = writeln!(s, "  - {}", f.text());
+        }
+    }
+    s.push('\n');
+    s
+}
+
 pub fn render_calls(calls: &[AgentCall]) -> String {
     if calls.is_empty() {
         return String::new();

@@ -138,6 +138,9 @@ pub fn settled_point<'a>(
                 Some(DiscardKind::Futile) => "falsified (futile)",
                 _ => "falsified (worse)",
             },
+            Verdict::Discard if r.discard_kind() == Some(DiscardKind::BlockedByReview) => {
+                "blocked by review"
+            }
             Verdict::Crash => "measured and crashed",
             Verdict::Invalid if r.guards.iter().any(|g| !g.ok) => "measured and failed a guard",
             _ => return None,

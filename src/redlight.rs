@@ -330,7 +330,7 @@ pub fn failure_streak(history: &[IterationRecord], th: &Thresholds) -> Option<Al
         .filter(|r| !r.cut_by_outage())
         .take(th.failure_streak)
         .collect();
-    if tail.len() < th.failure_streak || !tail.iter().all(|r| r.verdict.is_failure()) {
+    if tail.len() < th.failure_streak || !tail.iter().all(|r| r.is_failure()) {
         return None;
     }
     let ids: Vec<String> = tail

@@ -173,6 +173,7 @@ pub fn render(
         }
         s.push('\n');
     }
+    s.push_str(&review_section(history));
     let mut patterns: BTreeMap<String, (u32, String)> = BTreeMap::new();
     for r in history {
         for p in &r.patterns {
@@ -482,6 +483,42 @@ pub fn write(
         &dir.join("progress.svg"),
         crate::chart::progress_svg(brief, history, &state.best_commit).as_bytes(),
     )
+}
+
+/// Keeps a reviewer blocked, and changes a reviewer flagged as gaming the
+/// benchmark (approved or not): what a morning reader must look at first.
+fn review_section(history: &[IterationRecord]) -> String {
+    let mut lines = Vec::new();
+    for r in history {
+        let link = format!("[{}]({})", r.iteration, history::file_name(r.iteration));
+        for rep in &r.subagents {
+            let kept = r.verdict == Verdict::Keep;
+            if rep.blocks() {
+                let what: Vec<String> = rep.findings.iter().map(|f| f.text()).collect();
+                let why = if what.is_empty() {
+                    rep.problem.clone().unwrap_or_default()
+                } else {
+                    what.join("; ")
+                };
+                lines.push(format!(
+                    "- {link} **blocked by {}**{}: {}",
+                    rep.name,
+                    if rep.suspicious { " (suspicious)" } else { "" },
+                    truncate(&why, 300)
+                ));
+            } else if rep.suspicious {
+                lines.push(format!(
+                    "- {link} **suspicious** — {} approved{} but suspects the change games the benchmark: review it before merging",
+                    rep.name,
+                    if kept { " it, and it is kept," } else { "" }
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("## Review\n\n{}\n\n", lines.join("\n"))
 }
 
 fn truncate(s: &str, n: usize) -> String {

@@ -628,6 +628,10 @@ impl Workspace {
 
     /// The patch from a commit to a recorded tree (a discarded candidate as measured).
     pub fn diff_to_tree(&self, base: Oid, tree: Oid) -> Result<String> {
+        patch_text(&self.tree_diff(base, tree)?)
+    }
+
+    fn tree_diff(&self, base: Oid, tree: Oid) -> Result<git2::Diff<'_>> {
         let old = self
             .repo
             .find_commit(base)
@@ -637,11 +641,61 @@ impl Workspace {
             .repo
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
-        let diff = self
-            .repo
+        self.repo
             .diff_tree_to_tree(Some(&old), Some(&new), None)
-            .ctx(|| "diffing the candidate".into())?;
-        patch_text(&diff)
+            .ctx(|| "diffing the candidate".into())
+    }
+
+    /// The change from a commit to a recorded tree, file by file and as a
+    /// patch: what a reviewer reads.
+    pub fn change(&self, base: Oid, tree: Oid) -> Result<crate::model::Change> {
+        use crate::model::{FileChange, FileStatus};
+        let diff = self.tree_diff(base, tree)?;
+        let mut files = Vec::new();
+        for (i, delta) in diff.deltas().enumerate() {
+            let status = match delta.status() {
+                git2::Delta::Added => FileStatus::Added,
+                git2::Delta::Deleted => FileStatus::Deleted,
+                _ => FileStatus::Modified,
+            };
+            let path = delta
+                .new_file()
+                .path()
+                .or_else(|| delta.old_file().path())
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mut f = FileChange {
+                path,
+                status,
+                binary: delta.flags().is_binary(),
+                added: Vec::new(),
+                removed: Vec::new(),
+            };
+            if let Some(patch) =
+                git2::Patch::from_diff(&diff, i).ctx(|| "reading a patch".into())?
+            {
+                f.binary |= delta.flags().is_binary();
+                for h in 0..patch.num_hunks() {
+                    let n = patch.num_lines_in_hunk(h).ctx(|| "reading a hunk".into())?;
+                    for l in 0..n {
+                        let line = patch.line_in_hunk(h, l).ctx(|| "reading a line".into())?;
+                        let text = String::from_utf8_lossy(line.content())
+                            .trim_end_matches(['\n', '\r'])
+                            .to_string();
+                        match line.origin() {
+                            '+' => f.added.push((line.new_lineno().unwrap_or(0), text)),
+                            '-' => f.removed.push((line.old_lineno().unwrap_or(0), text)),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            files.push(f);
+        }
+        Ok(crate::model::Change {
+            files,
+            patch: patch_text(&diff)?,
+        })
     }
 
     /// Publishes a kept commit: the branch advances and both worktrees follow.

@@ -117,7 +117,7 @@ impl CommandAgent {
     /// its starting point. With a breach, the failure becomes the step's
     /// outcome (`failed` builds it) so the breach is archived; without one,
     /// the error goes on as it was.
-    fn fenced<T>(
+    pub(crate) fn fenced<T>(
         &self,
         t: &Turn,
         step: impl FnOnce() -> Result<T>,
@@ -236,6 +236,7 @@ impl<'a> Step<'a> {
             prompt,
             output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
             files: &self.files,
+            subagent: None,
         };
         let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
         self.agent.run(&inv, lease.as_ref(), t.cancel)
@@ -255,19 +256,7 @@ impl<'a> Step<'a> {
 
     /// Records how a call ended, once its outcome is final.
     fn finished(&self, call: &AgentCall) -> Result<()> {
-        self.t.span.emit(Event::ModelResult {
-            phase: call.phase,
-            attempt: call.attempt,
-            outcome: call.outcome,
-            exit_code: call.exit_code,
-            seconds: call.seconds,
-            tokens_in: call.usage.input,
-            tokens_out: call.usage.output,
-            cached: call.usage.cached,
-            cost_usd: call.usage.cost_usd,
-            model: call.model.clone(),
-            problem: call.problem.clone(),
-        })?;
+        self.t.span.emit(Event::model_result(call))?;
         Ok(())
     }
 }

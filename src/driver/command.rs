@@ -6,7 +6,9 @@
 //!   check` prints, so what a human reviews is exactly what runs.
 //! - The environment carries `OODA_PHASE`, `OODA_BRIEF`, `OODA_ITERATION`,
 //!   `OODA_PROMPT_FILE` and `OODA_OUTPUT_FILE` (plus `OODA_BRIEF_FILE`,
-//!   `OODA_ATTEMPT` and `OODA_ITERATIONS_DIR`, and the profile's `env`).
+//!   `OODA_ATTEMPT` and `OODA_ITERATIONS_DIR`, and the profile's `env`). A
+//!   subagent gets `OODA_PHASE` = its role and `OODA_SUBAGENT` = its name
+//!   instead of `OODA_ITERATIONS_DIR`.
 //! - The prompt is written (redacted) to a file outside the worktree, so the
 //!   agent's own files never count as a change, and reaches the agent on stdin
 //!   (`prompt: stdin`), as the last argument (`arg`) or as the file's path
@@ -167,10 +169,15 @@ impl CommandAgent {
     /// Runs one step. See the module documentation for the contract.
     pub fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
         crate::atomic::create_dir_all(inv.files_dir)?;
+        // A subagent's files are named after it; OODA_PHASE says its role.
+        let (step, step_name) = match inv.subagent {
+            Some((name, role)) => (role.as_str(), name),
+            None => (inv.phase.as_str(), inv.phase.as_str()),
+        };
         let stem = if inv.attempt > 1 {
-            format!("{}-{}", inv.phase.as_str(), inv.attempt)
+            format!("{step_name}-{}", inv.attempt)
         } else {
-            inv.phase.as_str().to_string()
+            step_name.to_string()
         };
         let prompt_file = inv.files_dir.join(format!("{stem}.prompt.md"));
         let output_file = inv.files_dir.join(format!("{stem}.result.json"));
@@ -193,15 +200,20 @@ impl CommandAgent {
         let agent_output_file = drop_box.0.join("result.json");
         let abs = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
-            ("OODA_PHASE".into(), inv.phase.as_str().into()),
+            ("OODA_PHASE".into(), step.into()),
             ("OODA_BRIEF".into(), inv.brief_name.into()),
             ("OODA_BRIEF_FILE".into(), abs(inv.brief_path)),
             ("OODA_ITERATION".into(), inv.iteration.to_string()),
             ("OODA_ATTEMPT".into(), inv.attempt.to_string()),
             ("OODA_PROMPT_FILE".into(), abs(&prompt_file)),
             ("OODA_OUTPUT_FILE".into(), abs(&agent_output_file)),
-            ("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir)),
         ];
+        match inv.subagent {
+            // A subagent's context is what its `sees` gives it: it is not
+            // pointed at the archive, where the main agent's reasoning is.
+            Some((name, _)) => env.push(("OODA_SUBAGENT".into(), name.into())),
+            None => env.push(("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir))),
+        }
         env.extend(self.profile.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let line = self.command_line_for(inv.phase, inv.files);
         let spec = CommandSpec {
@@ -422,6 +434,9 @@ pub struct Invocation<'a> {
     pub output_cap: usize,
     /// The files this step is about, for profiles that pass them.
     pub files: &'a NamedFiles,
+    /// A subagent's name and role, when this step runs one: it names the
+    /// step's files and is what `OODA_PHASE` says.
+    pub subagent: Option<(&'a str, crate::model::Role)>,
 }
 
 impl Invocation<'_> {
@@ -587,6 +602,7 @@ mod tests {
             prompt: "PROMPT with sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
             output_cap: 1 << 20,
             files: &NamedFiles::default(),
+            subagent: None,
         };
         let local = crate::executor::Local::default();
         let lease =

@@ -29,7 +29,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::exec::Outcome;
-use crate::model::{AnomalyKind, CallOutcome, Phase, Verdict};
+use crate::model::{
+    AnomalyKind, CallOutcome, Phase, ReviewVerdict, Role, SubagentOutcome, Verdict,
+};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -101,6 +103,30 @@ pub enum Event {
         cached: u64,
         cost_usd: Option<f64>,
         model: Option<String>,
+        problem: Option<String>,
+    },
+    /// A subagent was dispatched: its span (whose id is `delegation`) holds
+    /// whatever it runs, under the phase that triggered it.
+    SubagentStarted {
+        name: String,
+        role: Role,
+        driver: String,
+        delegation: String,
+        /// What its context holds, by name (`diff`, `rules`, …).
+        sees: Vec<String>,
+    },
+    /// How it ended; a reviewer's verdict after its `on_error`.
+    SubagentFinished {
+        name: String,
+        role: Role,
+        delegation: String,
+        outcome: SubagentOutcome,
+        seconds: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdict: Option<ReviewVerdict>,
+        #[serde(default)]
+        findings: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         problem: Option<String>,
     },
     CommandStarted {
@@ -217,6 +243,25 @@ pub enum Event {
 
 fn one() -> u32 {
     1
+}
+
+impl Event {
+    /// How an agent call ended, from its record.
+    pub fn model_result(call: &crate::model::AgentCall) -> Event {
+        Event::ModelResult {
+            phase: call.phase,
+            attempt: call.attempt,
+            outcome: call.outcome,
+            exit_code: call.exit_code,
+            seconds: call.seconds,
+            tokens_in: call.usage.input,
+            tokens_out: call.usage.output,
+            cached: call.usage.cached,
+            cost_usd: call.usage.cost_usd,
+            model: call.model.clone(),
+            problem: call.problem.clone(),
+        }
+    }
 }
 
 /// One line of `events.jsonl`.

@@ -9,7 +9,7 @@
 use super::{Event, Record, Sink};
 use crate::compress::clip;
 use crate::error::Result;
-use crate::model::{AnomalyKind, Verdict};
+use crate::model::{AnomalyKind, ReviewVerdict, Verdict};
 
 /// What the display is asked to show.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -73,6 +73,26 @@ impl Progress {
                 reason,
             } => one(reason.clone()),
             Event::Decision { verdict, reason } => one(format!("{}: {reason}", verdict.as_str())),
+            Event::SubagentFinished {
+                name,
+                outcome,
+                verdict,
+                findings,
+                problem,
+                seconds,
+                ..
+            } => {
+                let what = match (verdict, outcome) {
+                    (Some(ReviewVerdict::Approve), _) => "approved".to_string(),
+                    (Some(ReviewVerdict::Block), _) => format!("blocked ({findings} finding(s))"),
+                    (None, o) => o.as_str().replace('_', " "),
+                };
+                let why = problem
+                    .as_deref()
+                    .map(|p| format!(": {}", clip(p, 160)))
+                    .unwrap_or_default();
+                one(format!("subagent {name}: {what} in {seconds:.1}s{why}"))
+            }
             Event::RunFinished { reason, detail } => {
                 one(format!("run stopped: {reason} — {detail}"))
             }

@@ -37,15 +37,12 @@ pub enum Cut {
         waited_seconds: f64,
         message: String,
     },
-    /// REVIEW blocked a keep: the measured keep becomes a discard (not a
-    /// scope block: a reviewer's judgement does not count toward that light).
-    Review { findings: String },
 }
 
 impl Cut {
     /// `invalid` for what the agent failed to do, `blocked` for what it was
-    /// not allowed to do (which counts toward the scope red light), and
-    /// `discard` for a keep the reviewer refused.
+    /// not allowed to do (which counts toward the scope red light). A keep
+    /// the reviewer refused is no cut: it was measured (see `Review`).
     pub fn verdict(&self) -> Verdict {
         match self {
             Cut::PlanRejected { .. }
@@ -53,7 +50,6 @@ impl Cut {
             | Cut::Budget { .. }
             | Cut::Unavailable { .. } => Verdict::Invalid,
             Cut::Scope { .. } => Verdict::Blocked,
-            Cut::Review { .. } => Verdict::Discard,
         }
     }
 
@@ -90,7 +86,6 @@ impl Cut {
                     waited_seconds.max(0.0)
                 ))
             ),
-            Cut::Review { findings } => format!("blocked by review: {findings}"),
         }
     }
 
@@ -137,11 +132,6 @@ impl Cut {
                 phase,
                 reason,
                 detail: detail.to_string(),
-            };
-        }
-        if let Some(findings) = text.strip_prefix("blocked by review: ") {
-            return Cut::Review {
-                findings: findings.to_string(),
             };
         }
         // Version 1 called everything it did not recognize as invalid a
@@ -192,9 +182,6 @@ mod tests {
                 phase: Phase::Evaluate,
                 reason: StopReason::BudgetTokens,
                 detail: "120 of 100 tokens used".into(),
-            },
-            Cut::Review {
-                findings: "adds a debug print".into(),
             },
         ]
     }

@@ -14,6 +14,10 @@ pub enum DiscardKind {
     Futile,
     /// Neither: it may be tried again.
     Inconclusive,
+    /// Measured as a keep, refused by a reviewer (gaming the benchmark, a
+    /// weakened test, a debug print). It says nothing about the direction,
+    /// so it falsifies nothing; it counts toward the failure streak.
+    BlockedByReview,
 }
 
 impl DiscardKind {
@@ -22,12 +26,13 @@ impl DiscardKind {
             DiscardKind::Worse => "worse",
             DiscardKind::Futile => "futile",
             DiscardKind::Inconclusive => "inconclusive",
+            DiscardKind::BlockedByReview => "blocked_by_review",
         }
     }
 
     /// A measured "no" that must not be retried.
     pub fn falsifies(self) -> bool {
-        self != DiscardKind::Inconclusive
+        matches!(self, DiscardKind::Worse | DiscardKind::Futile)
     }
 
     /// The kind of a discard from its 95% interval (gains in the Brief's
@@ -59,5 +64,6 @@ mod tests {
         assert_eq!(DiscardKind::of((-0.03, 0.06), true), DiscardKind::Futile);
         assert!(DiscardKind::Worse.falsifies() && DiscardKind::Futile.falsifies());
         assert!(!DiscardKind::Inconclusive.falsifies());
+        assert!(!DiscardKind::BlockedByReview.falsifies());
     }
 }

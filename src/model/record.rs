@@ -3,7 +3,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     AgentCall, Alarm, Axis, Calibration, Comparison, Confirmation, DiscardKind, GuardResult,
-    Pattern, Point, Stop, Verdict,
+    Pattern, Point, Stop, SubagentReport, Verdict,
 };
 use crate::compress;
 
@@ -100,6 +100,10 @@ pub struct IterationRecord {
     /// iteration; the next PLAN reads the latest one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analysis: Option<String>,
+    /// What each subagent dispatched in this iteration did (reviewers'
+    /// verdicts and findings), with a link to its archived report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentReport>,
     /// A divergence rollback moved the base back to this commit here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback_to: Option<String>,
@@ -155,6 +159,7 @@ impl IterationRecord {
             confirmation_failed: None,
             alarms: Vec::new(),
             analysis: None,
+            subagents: Vec::new(),
             rollback_to: None,
             base_failed: false,
             stop: None,
@@ -229,6 +234,12 @@ impl IterationRecord {
     /// on an inconclusive discard, a keep or a crash.
     pub fn falsified_text(&self) -> Option<&str> {
         self.falsified.as_deref().filter(|_| self.falsifies())
+    }
+
+    /// Failed on its own account: a crash, an invalid or blocked change, or
+    /// a keep a reviewer refused. Five in a row stop the night.
+    pub fn is_failure(&self) -> bool {
+        self.verdict.is_failure() || self.discard_kind() == Some(DiscardKind::BlockedByReview)
     }
 
     /// A measured "no": this hypothesis and this point must not be retried.

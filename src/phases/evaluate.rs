@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::eval::{self, Orientation, RunFailure, Side, sequential};
 use crate::events::Event;
 use crate::history::short;
-use crate::model::{Alarm, AlarmKind, EvalOutcome, IterationRecord, Review, Verdict};
+use crate::model::{Alarm, AlarmKind, EvalOutcome, IterationRecord, Verdict};
 use crate::redlight;
 use crate::state::InFlight;
 use crate::stats::SplitMix64;
@@ -24,9 +24,10 @@ pub(crate) fn run(
     orientation: &Orientation,
     seed: u64,
 ) -> Result<EvalOutcome> {
-    let outcome = match (&cur.cut, &cur.review) {
+    let simplified = cur.review.as_ref().and_then(|r| r.simplified.as_ref());
+    let outcome = match (&cur.cut, simplified) {
         (Some(cut), _) => EvalOutcome::cut(cut),
-        (None, Some(Review::Simplified { .. })) => {
+        (None, Some(_)) => {
             return Err(Error::Internal(
                 "a simplified candidate needs the non-inferiority test, which this version does not have; delete state.json to redo the iteration".into(),
             ));

@@ -139,6 +139,8 @@ pub struct Machine<'a> {
     archive: Archive,
     executor: Box<dyn Executor>,
     interrupt: &'a Interrupt,
+    /// `subagents/*.md` and the built-in copies, read again every step.
+    roster: crate::subagents::Roster,
 }
 
 impl<'a> Machine<'a> {
@@ -153,6 +155,7 @@ impl<'a> Machine<'a> {
     ) -> Result<Machine<'a>> {
         let brief = project.load_brief(brief_arg)?;
         let agent = MainAgent::for_brief(&brief, &project.config)?;
+        let roster = crate::subagents::Roster::load(&project.root, &project.config)?;
         let agent_name = match &agent {
             MainAgent::Command(c) => Some(c.name.clone()),
             MainAgent::Builtin => None,
@@ -208,6 +211,7 @@ impl<'a> Machine<'a> {
             archive,
             executor: Box::new(Local::sandboxed(&sandbox).marked(mark)),
             interrupt,
+            roster,
         })
     }
 
@@ -331,6 +335,7 @@ impl<'a> Machine<'a> {
     fn observe_brief(&mut self) -> Result<()> {
         let brief = self.project.load_brief(&self.brief_arg)?;
         self.agent = MainAgent::for_brief(&brief, &self.project.config)?;
+        self.roster = crate::subagents::Roster::load(&self.project.root, &self.project.config)?;
         let hash = brief_hash(&brief.path)?;
         if hash != self.archive.state.brief_hash {
             self.archive.run.emit(Event::BriefChanged {
@@ -555,8 +560,38 @@ impl<'a> Machine<'a> {
                 }
             }
             Phase::Review => {
-                let review = self.in_phase(phase, |m, _| Ok(review::run(m.current()?)))?;
-                self.current_mut()?.review = review;
+                let out = self.in_phase(phase, |m, span| {
+                    let o = m.orientation()?;
+                    let turn = m.turn(span, &o)?;
+                    let out = review::run(&turn, &m.ws, &m.roster, &m.agent, m.current()?)?;
+                    if let Some((r, _)) = &out
+                        && let Some(findings) = r.blocked()
+                    {
+                        span.emit(Event::Decision {
+                            verdict: Verdict::Discard,
+                            reason: format!("blocked by review: {findings}"),
+                        })?;
+                    }
+                    Ok(out)
+                })?;
+                if let Some((review, done)) = out {
+                    let c = self.current_mut()?;
+                    c.agent_calls.extend(done.calls);
+                    if let Some(b) = done.breaches.iter().find(|b| b.unconfined)
+                        && c.tamper.is_none()
+                    {
+                        c.tamper = Some(format!("while reviewing, {}", b.message));
+                    }
+                    if let Some(findings) = review.blocked()
+                        && let Some(e) = c.eval.as_mut()
+                    {
+                        e.verdict = Verdict::Discard;
+                        e.discard = Some(crate::model::DiscardKind::BlockedByReview);
+                        e.reason =
+                            format!("blocked by review: {findings} (measured: {})", e.reason);
+                    }
+                    c.review = Some(review);
+                }
             }
             Phase::Learn => {
                 let out = self.in_phase(phase, |m, span| {

@@ -2,7 +2,7 @@
 //! facts about the world, so every edge of the iteration (and every rewind
 //! after a kill) is a row of a table test rather than a comment.
 
-use crate::model::{Phase, Review, StopReason};
+use crate::model::{Phase, Simplified, StopReason};
 use crate::state::InFlight;
 
 /// What the machine knows besides the checkpoint, read fresh each time.
@@ -119,8 +119,8 @@ pub fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
         Phase::Evaluate => Next::run(Phase::Review),
         // A simplified candidate is measured against the kept one before
         // the iteration may be archived.
-        Phase::Review => match cur.review {
-            Some(Review::Simplified {
+        Phase::Review => match cur.review.as_ref().and_then(|r| r.simplified.as_ref()) {
+            Some(Simplified {
                 measured: false, ..
             }) => spends(Phase::Evaluate),
             _ => Next::run(Phase::Learn),
@@ -259,23 +259,24 @@ mod tests {
     fn a_simplified_candidate_goes_back_to_evaluate() {
         let f = running();
         let mut c = at(Phase::Review);
-        c.review = Some(Review::Simplified {
-            tree: "t".into(),
-            measured: false,
-        });
+        let simplified = |measured| {
+            Some(crate::model::Review {
+                reports: Vec::new(),
+                simplified: Some(Simplified {
+                    tree: "t".into(),
+                    measured,
+                }),
+            })
+        };
+        c.review = simplified(false);
         assert_eq!(next(Some(&c), &f), run(Phase::Evaluate));
         // Measured: it goes on to LEARN (and EVALUATE to REVIEW as always).
-        c.review = Some(Review::Simplified {
-            tree: "t".into(),
-            measured: true,
-        });
+        c.review = simplified(true);
         assert_eq!(next(Some(&c), &f), run(Phase::Learn));
         c.done = Phase::Evaluate;
         assert_eq!(next(Some(&c), &f), run(Phase::Review));
         c.done = Phase::Review;
-        c.review = Some(Review::Blocked {
-            findings: "x".into(),
-        });
+        c.review = Some(crate::model::Review::default());
         assert_eq!(next(Some(&c), &f), run(Phase::Learn));
     }
 

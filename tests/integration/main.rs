@@ -13,4 +13,5 @@ mod resume;
 mod safety;
 mod schedule;
 mod self_contained;
+mod subagents;
 mod test;

@@ -147,6 +147,7 @@ fn check_prints_the_next_five_fire_times_in_the_tz_zone() {
         .stdout
         .lines()
         .skip_while(|l| !l.contains("next fires"))
+        .take_while(|l| l.contains("next fires") || l.starts_with("              "))
         .map(|l| l.trim_start().trim_start_matches("next fires").trim())
         .collect();
     assert_eq!(times.len(), 5, "{}", r.stdout);

@@ -1,0 +1,152 @@
+//! The builtin pipeline-analyzer.
+//!
+//! It runs when the loop plateaus: it looks only at
+//! statistics of the archive (its isolated context is "history stats") and
+//! writes a short report that is archived with the iteration (its
+//! `analysis`) and handed to the next PLAN through ORIENT. Being plain
+//! code, it states facts, not guesses.
+
+use std::collections::BTreeMap;
+
+use crate::history::{IterationRecord, Verdict};
+use crate::model::AlarmKind;
+
+/// The latest pipeline-analyzer report in the archive, with the iteration
+/// whose CHECK wrote it.
+pub fn latest_report(history: &[IterationRecord]) -> Option<(u32, String)> {
+    history
+        .iter()
+        .rev()
+        .find_map(|r| report_of(r).map(|t| (r.iteration, t)))
+}
+
+fn report_of(r: &IterationRecord) -> Option<String> {
+    if let Some(a) = &r.analysis {
+        return Some(a.clone());
+    }
+    // Archives written before the report had its own field carry it in the
+    // plateau alarm's evidence, after "N iterations without a keep; ".
+    r.alarms
+        .iter()
+        .find(|a| a.kind == AlarmKind::Plateau)
+        .map(|a| match a.evidence.split_once("; ") {
+            Some((_, report)) => report.to_string(),
+            None => a.evidence.clone(),
+        })
+}
+
+/// What the runner's analysis says to the next PLAN: the latest analyzer
+/// report and the alarms raised after the last iteration.
+pub fn notes_for_plan(history: &[IterationRecord]) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some((at, report)) = latest_report(history) {
+        parts.push(format!(
+            "Pipeline-analyzer report (after iteration {at}): {report}"
+        ));
+    }
+    if let Some(last) = history.last() {
+        for a in last.alarms.iter().filter(|a| a.kind != AlarmKind::Plateau) {
+            parts.push(format!(
+                "Alarm after iteration {}: {} — {}",
+                last.iteration, a.kind, a.evidence
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}
+
+/// The builtin pipeline-analyzer's report: what each axis has yielded.
+pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
+    #[derive(Default)]
+    struct Axis {
+        tries: usize,
+        keeps: usize,
+        worse: usize,
+        effects: Vec<f64>,
+    }
+    let mut axes: BTreeMap<String, Axis> = BTreeMap::new();
+    for r in history.iter().filter(|r| r.verdict != Verdict::Baseline) {
+        for a in &r.axes {
+            let e = axes
+                .entry(format!("{} {}", a.name, a.direction))
+                .or_default();
+            e.tries += 1;
+            e.keeps += usize::from(r.verdict == Verdict::Keep);
+            if let Some(m) = &r.measured {
+                e.effects.push(m.effect);
+                e.worse += usize::from(m.ci.1 < 0.0);
+            }
+        }
+    }
+    let mut lines: Vec<String> = axes
+        .iter()
+        .map(|(name, a)| {
+            let mean = if a.effects.is_empty() {
+                0.0
+            } else {
+                a.effects.iter().sum::<f64>() / a.effects.len() as f64
+            };
+            format!(
+                "{name}: {} tried, {} kept, {} significantly worse, mean effect {:+.1}%",
+                a.tries,
+                a.keeps,
+                a.worse,
+                mean * 100.0
+            )
+        })
+        .collect();
+    if lines.is_empty() {
+        lines.push("no axis has been declared yet".into());
+    }
+    let failures = history.iter().filter(|r| r.verdict.is_failure()).count();
+    format!(
+        "pipeline-analyzer (builtin): gains below θ₁ = {:.1}% cannot be seen; {failures} failed iteration(s); by axis — {}. Directions whose tries were all discarded are exhausted at their current step size: try a new axis or a smaller step.",
+        theta1 * 100.0,
+        lines.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Axis;
+
+    #[test]
+    fn the_next_plan_gets_the_report_and_the_last_alarms() {
+        use crate::model::Alarm;
+        assert_eq!(notes_for_plan(&[]), None);
+        let mut a = IterationRecord::new(4, Verdict::Discard);
+        a.alarms = vec![Alarm::yellow(
+            AlarmKind::Plateau,
+            "4 iterations without a keep; pipeline-analyzer (builtin): axis X up".into(),
+        )];
+        a.analysis = Some("pipeline-analyzer (builtin): axis X up".into());
+        let mut b = IterationRecord::new(5, Verdict::Discard);
+        b.alarms = vec![Alarm::yellow(AlarmKind::NoiseChanged, "s²/s_h² = 9".into())];
+        let text = notes_for_plan(&[a.clone(), b.clone()]).unwrap();
+        assert!(
+            text.contains("(after iteration 4): pipeline-analyzer (builtin): axis X up"),
+            "{text}"
+        );
+        assert!(text.contains("Alarm after iteration 5: noise_changed — s²/s_h² = 9"));
+        // An archive from before `analysis` existed: read from the alarm.
+        a.analysis = None;
+        assert_eq!(
+            latest_report(&[a, b]),
+            Some((4, "pipeline-analyzer (builtin): axis X up".into()))
+        );
+    }
+
+    #[test]
+    fn reports_each_axis() {
+        let mut r = IterationRecord::new(1, Verdict::Discard);
+        r.axes = vec![Axis {
+            name: "TILE".into(),
+            direction: "up".into(),
+            step: Some(0.25),
+        }];
+        let text = analyze(&[IterationRecord::new(0, Verdict::Baseline), r], 0.02);
+        assert!(text.contains("TILE up: 1 tried, 0 kept"), "{text}");
+        assert!(text.contains("θ₁ = 2.0%"));
+    }
+}

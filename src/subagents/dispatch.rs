@@ -1,0 +1,384 @@
+//! Running subagents: each in its own thread and span, with its timeout,
+//! its failure turned into data by its `on_error`, its report archived.
+//!
+//! A phase hands [`run_all`] one [`Job`] per triggered definition; jobs
+//! run at the same time (they are independent by construction: each has
+//! its own context and writes only its own files), and the phase gets the
+//! reports back in the order it gave the jobs. Each subagent's
+//! `subagent_started` event is the parent of everything it does, so the
+//! trace reads phase → subagent → model call.
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::definition::{Definition, OnError};
+use crate::driver::command::{Invocation, Reply};
+use crate::driver::named_files::NamedFiles;
+use crate::driver::{Breach, CommandAgent, Turn};
+use crate::error::{Error, Result};
+use crate::events::{Event, Span};
+use crate::model::{
+    AgentCall, CallOutcome, Finding, Phase, ReviewVerdict, Role, SubagentOutcome, SubagentReport,
+};
+
+/// What a subagent's work returned, before `on_error` and archiving.
+#[derive(Debug, Default)]
+pub struct Answer {
+    pub outcome: Option<SubagentOutcome>,
+    pub problem: Option<String>,
+    pub verdict: Option<ReviewVerdict>,
+    pub findings: Vec<Finding>,
+    pub suspicious: bool,
+    /// The report's body for the archive (a builtin's data, an agent's JSON).
+    pub body: Value,
+    pub calls: Vec<AgentCall>,
+    pub breach: Option<Breach>,
+}
+
+impl Answer {
+    pub fn failed(outcome: SubagentOutcome, problem: String) -> Answer {
+        Answer {
+            outcome: Some(outcome),
+            problem: Some(problem),
+            ..Answer::default()
+        }
+    }
+}
+
+/// A subagent's work, run in its own thread with its span.
+pub type Work<'a> = Box<dyn FnOnce(&Span) -> Result<Answer> + Send + 'a>;
+
+/// One finished subagent: its report, its model calls, its breach.
+type Finished = (SubagentReport, Vec<AgentCall>, Option<Breach>);
+
+/// One subagent to run.
+pub struct Job<'a> {
+    pub def: &'a Definition,
+    /// How reports name its driver (`builtin`, `command:claude`).
+    pub driver: String,
+    pub work: Work<'a>,
+}
+
+/// The reports, the model calls made, and what a command subagent changed
+/// outside the candidate worktree.
+#[derive(Debug, Default)]
+pub struct Dispatched {
+    pub reports: Vec<SubagentReport>,
+    pub calls: Vec<AgentCall>,
+    pub breaches: Vec<Breach>,
+}
+
+/// Runs `jobs` in parallel under `span` (the phase's), archives each
+/// report as `artifacts/iter-NNN/<name>.<role>.json` in `dir`.
+pub fn run_all(span: &Span, dir: &Path, iteration: u32, jobs: Vec<Job>) -> Result<Dispatched> {
+    let results: Vec<Result<Finished>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .into_iter()
+            .map(|job| s.spawn(move || run_one(span, dir, iteration, job)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Internal("a subagent's thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut out = Dispatched::default();
+    for r in results {
+        let (report, calls, breach) = r?;
+        out.reports.push(report);
+        out.calls.extend(calls);
+        out.breaches.extend(breach);
+    }
+    Ok(out)
+}
+
+fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished> {
+    let def = job.def;
+    let role = def.role.ok_or_else(|| {
+        Error::Internal(format!(
+            "subagent {} has no role but was dispatched",
+            def.name
+        ))
+    })?;
+    let id = span.new_id();
+    let me = span.child_with_id(
+        &id,
+        Event::SubagentStarted {
+            name: def.name.clone(),
+            role,
+            driver: job.driver.clone(),
+            delegation: id.clone(),
+            sees: def.sees.iter().map(|s| s.as_str().to_string()).collect(),
+        },
+    )?;
+    let t = Instant::now();
+    let mut a = (job.work)(&me)?;
+    let seconds = (t.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    let outcome = a.outcome.unwrap_or(SubagentOutcome::Done);
+    if let Some(b) = &a.breach {
+        a.problem = Some(format!("it changed files it must not touch: {}", b.message));
+    }
+    let failed = outcome != SubagentOutcome::Done || a.breach.is_some();
+    let outcome = if a.breach.is_some() {
+        SubagentOutcome::Failed
+    } else {
+        outcome
+    };
+    if failed && role == Role::Review {
+        // A reviewer that could not look has not approved (`block`), or is
+        // advisory and is left out (`pass`).
+        a.verdict = match def.on_error {
+            OnError::Block => Some(ReviewVerdict::Block),
+            OnError::Pass => None,
+        };
+        a.findings.clear();
+        a.problem = Some(format!(
+            "{} (on_error: {})",
+            a.problem.as_deref().unwrap_or("it failed"),
+            def.on_error.as_str()
+        ));
+    }
+    let rel = format!(
+        "artifacts/iter-{iteration:03}/{}.{}.json",
+        def.name,
+        role.as_str()
+    );
+    let report = SubagentReport {
+        name: def.name.clone(),
+        role,
+        driver: job.driver,
+        delegation: id.clone(),
+        outcome,
+        seconds,
+        problem: a.problem.map(|p| crate::compress::redact(&p)),
+        verdict: a.verdict,
+        findings: a.findings,
+        suspicious: a.suspicious,
+        report: Some(rel.clone()),
+    };
+    let archived = json!({
+        "subagent": &report,
+        "definition": def.path.display().to_string(),
+        "built_in_copy": def.built_in,
+        "timeout_seconds": def.timeout.as_secs_f64(),
+        "on_error": def.on_error.as_str(),
+        "answer": a.body,
+        "calls": &a.calls,
+    });
+    let text = serde_json::to_string_pretty(&archived)
+        .map_err(|e| Error::Internal(format!("serializing a subagent report: {e}")))?;
+    let path = dir.join(&rel);
+    if let Some(parent) = path.parent() {
+        crate::atomic::create_dir_all(parent)?;
+    }
+    crate::atomic::write_atomic(&path, crate::compress::redact(&text).as_bytes())?;
+    me.emit(Event::SubagentFinished {
+        name: report.name.clone(),
+        role,
+        delegation: id,
+        outcome,
+        seconds,
+        verdict: report.verdict,
+        findings: report.findings.len(),
+        problem: report.problem.clone(),
+    })?;
+    Ok((report, a.calls, a.breach))
+}
+
+/// Runs a command subagent once: the main agent's invocation contract, in
+/// the candidate worktree, with `OODA_PHASE` set to its role, its own
+/// timeout, `OODA_MODEL` when its model resolves, and the fence around it.
+/// The answer's JSON (or why there is none) goes to `read`.
+pub fn run_command(
+    t: &Turn,
+    agent: &CommandAgent,
+    def: &Definition,
+    phase: Phase,
+    prompt: &str,
+    span: &Span,
+    read: impl FnOnce(&Value, &mut Answer) -> std::result::Result<(), String>,
+) -> Result<Answer> {
+    let role = def.role.unwrap_or(Role::Review);
+    let mut agent = agent.clone();
+    agent.profile.timeout = Some(def.timeout);
+    if let Some(model) = def.model.resolve(t.config) {
+        agent.profile.env.insert("OODA_MODEL".into(), model);
+    }
+    // A subagent reads (review, analyze, synthesize) or edits a scratch
+    // copy (simplify): it gets the profile's arguments for the step that
+    // does the same, so an `ask` mode keeps a reviewer from editing.
+    let like = if role == Role::Simplify {
+        Phase::Execute
+    } else {
+        Phase::Plan
+    };
+    let files = NamedFiles::default();
+    span.emit(Event::ModelCall {
+        phase,
+        profile: agent.name.clone(),
+        attempt: 1,
+        attempts: 1,
+        command: agent.command_line_for(like, &files),
+        prompt_chars: crate::prompt::chars(prompt),
+    })?;
+    let files_dir = Invocation::files_dir_for(t.dir, t.iteration);
+    let inv = Invocation {
+        phase: like,
+        attempt: 1,
+        brief_path: &t.brief.path,
+        brief_name: &t.brief.name,
+        iteration: t.iteration,
+        cwd: t.cand_dir,
+        iterations_dir: t.dir,
+        files_dir: &files_dir,
+        prompt,
+        output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
+        files: &files,
+        subagent: Some((&def.name, role)),
+    };
+    let (reply, breach) = agent.fenced(
+        t,
+        || {
+            let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
+            agent.run(&inv, lease.as_ref(), t.cancel).map(Ok)
+        },
+        |e| Err(e.to_string()),
+    )?;
+    let mut a = Answer {
+        breach,
+        ..Answer::default()
+    };
+    let reply: Reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            a.outcome = Some(SubagentOutcome::Failed);
+            a.problem = Some(e);
+            return Ok(a);
+        }
+    };
+    let mut call = reply.call.clone();
+    call.phase = phase;
+    match (&reply.result, reply.finished()) {
+        (_, false) => {
+            a.outcome = Some(if call.outcome == CallOutcome::TimedOut {
+                SubagentOutcome::TimedOut
+            } else {
+                SubagentOutcome::Failed
+            });
+            a.problem = call.problem.clone();
+        }
+        (Err(why), true) => {
+            call.outcome = CallOutcome::NoResult;
+            a.outcome = Some(SubagentOutcome::Failed);
+            a.problem = Some(format!("no answer: {why}"));
+        }
+        (Ok((v, _)), true) => {
+            a.body = v.clone();
+            if let Err(why) = read(v, &mut a) {
+                call.outcome = CallOutcome::NoResult;
+                a.outcome = Some(SubagentOutcome::Failed);
+                a.problem = Some(why);
+            }
+        }
+    }
+    if call.problem.is_none() {
+        call.problem.clone_from(&a.problem);
+    }
+    span.emit(Event::model_result(&call))?;
+    a.calls.push(call);
+    Ok(a)
+}
+
+/// Reads a reviewer's answer: `{"verdict": "approve"|"block", "findings":
+/// [{"file", "line", "rule", "why"}], "suspicious": bool}`, leniently in
+/// what a finding holds, strictly in the verdict.
+pub fn read_review(v: &Value, a: &mut Answer) -> std::result::Result<(), String> {
+    let verdict = match v.get("verdict").and_then(Value::as_str).map(str::trim) {
+        Some(s) if s.eq_ignore_ascii_case("approve") => ReviewVerdict::Approve,
+        Some(s) if s.eq_ignore_ascii_case("block") => ReviewVerdict::Block,
+        other => {
+            return Err(format!(
+                "the answer is not a review: `verdict` must be \"approve\" or \"block\", found {}",
+                other
+                    .map(|s| format!("\"{s}\""))
+                    .unwrap_or_else(|| "nothing".into())
+            ));
+        }
+    };
+    let text = |f: &Value, k: &str| {
+        f.get(k)
+            .map(|x| match x {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                x => x.to_string(),
+            })
+            .unwrap_or_default()
+    };
+    for f in v
+        .get("findings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let finding = match f {
+            Value::String(s) => Finding {
+                file: String::new(),
+                line: None,
+                rule: "reviewer".into(),
+                why: crate::compress::clip(s, 400),
+            },
+            f => Finding {
+                file: crate::compress::clip(&text(f, "file"), 200),
+                line: f
+                    .get("line")
+                    .and_then(|l| l.as_u64().or_else(|| l.as_str()?.trim().parse().ok()))
+                    .and_then(|l| u32::try_from(l).ok()),
+                rule: Some(crate::compress::clip(&text(f, "rule"), 80))
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| "reviewer".into()),
+                why: crate::compress::clip(&text(f, "why"), 400),
+            },
+        };
+        a.findings.push(finding);
+    }
+    a.suspicious = v
+        .get("suspicious")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    a.verdict = Some(verdict);
+    Ok(())
+}
+
+/// The answer a reviewer is asked for.
+pub const REVIEW_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"verdict\": \"approve\", \"findings\": [{\"file\": \"src/a.rs\", \"line\": 12, \"rule\": \"no-debug-prints\", \"why\": \"one sentence\"}], \"suspicious\": false}\n```\n\n`verdict` is \"approve\" or \"block\"; `findings` may be empty; `suspicious` is true when you think the change games the benchmark rather than improving the program.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reviews_are_read_strictly_in_the_verdict_and_leniently_in_findings() {
+        let mut a = Answer::default();
+        let v = json!({"verdict": "Block", "findings": [
+            {"file": "src/a.rs", "line": "12", "rule": "no-cache", "why": "caches across runs"},
+            "a bare sentence",
+            {"why": "no rule given", "line": 3}
+        ], "suspicious": true});
+        read_review(&v, &mut a).unwrap();
+        assert_eq!(a.verdict, Some(ReviewVerdict::Block));
+        assert!(a.suspicious);
+        assert_eq!(
+            a.findings[0].text(),
+            "src/a.rs:12 [no-cache] caches across runs"
+        );
+        assert_eq!(a.findings[1].rule, "reviewer");
+        assert_eq!(a.findings[2].line, Some(3));
+        let e = read_review(&json!({"verdict": "lgtm"}), &mut Answer::default()).unwrap_err();
+        assert!(e.contains("found \"lgtm\""), "{e}");
+        assert!(read_review(&json!({}), &mut Answer::default()).is_err());
+    }
+}

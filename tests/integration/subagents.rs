@@ -1,0 +1,419 @@
+//! Subagents: the builtin reviewer's rules on real kept changes, command
+//! reviewers (scripts with the real invocation contract) that approve,
+//! block, hang and run at the same time, and definitions a user adds or
+//! breaks in `subagents/`.
+
+use ooda::history::{IterationRecord, Verdict};
+use ooda::model::{DiscardKind, ReviewVerdict, SubagentOutcome};
+
+use crate::test::{QUIET_CONFIG, Run, Test, knob_brief};
+
+/// The main agent: a good plan (X = 40 is the landscape's optimum, so the
+/// change is a keep), `EDIT` run in EXECUTE, and a reasoning marker that no
+/// reviewer may see.
+fn main_agent(edit: &str) -> String {
+    format!(
+        r#"#!/bin/sh
+cat > /dev/null
+case "$OODA_PHASE" in
+plan) printf '%s' '{{"hypothesis": "HIDDEN-HYPOTHESIS X=40 is the bottom of the curve", "change": "set X to 40", "cites": [0], "axes": [{{"name": "X", "direction": "up"}}], "predicted_effect": 0.3, "predicted_sd": 0.1, "knobs": {{"X": 40}}}}' > "$OODA_OUTPUT_FILE" ;;
+execute) {edit}
+  printf '%s' '{{"change": "HIDDEN-REASONING set X to 40"}}' > "$OODA_OUTPUT_FILE" ;;
+learn) printf '%s' '{{"patterns": []}}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#
+    )
+}
+
+/// A command reviewer: keeps its prompt and environment, then answers what
+/// `$AGENT_DIR/<name>.out` holds (after `WAIT`, for the parallel test).
+const REVIEWER: &str = r#"#!/bin/sh
+cat > "$AGENT_DIR/$OODA_SUBAGENT.prompt.md"
+echo "phase=$OODA_PHASE model=$OODA_MODEL iterations=$OODA_ITERATIONS_DIR" > "$AGENT_DIR/$OODA_SUBAGENT.env"
+touch "$AGENT_DIR/started-$OODA_SUBAGENT"
+if [ -n "$WAIT_FOR" ]; then
+  other=a; [ "$OODA_SUBAGENT" = a ] && other=b
+  i=0
+  while [ ! -e "$AGENT_DIR/started-$other" ]; do
+    i=$((i + 1)); [ $i -gt 200 ] && exit 3
+    sleep 0.05
+  done
+fi
+[ -e "$AGENT_DIR/$OODA_SUBAGENT.sleep" ] && sleep 30
+cat "$AGENT_DIR/$OODA_SUBAGENT.out" > "$OODA_OUTPUT_FILE"
+"#;
+
+struct Night {
+    t: Test,
+    dir: tempfile::TempDir,
+}
+
+impl Night {
+    fn new(edit: &str) -> Night {
+        let t = Test::new();
+        t.write(
+            "ooda.yaml",
+            &format!(
+                "{QUIET_CONFIG}agents:\n  fake: {{command: [./agent.sh], prompt: stdin, format: text, timeout: 20s}}\n  reviewer: {{command: [./reviewer.sh], prompt: stdin, format: text, timeout: 20s, sandbox: {{writable: [$AGENT_DIR]}}}}\nmodels:\n  medium: {{provider: openai, model: gpt-test-medium}}\n"
+            ),
+        );
+        t.script("agent.sh", &main_agent(edit));
+        t.script("reviewer.sh", REVIEWER);
+        t.write(
+            "src/main.rs",
+            "fn main() {\n    let x = 1;\n    println!(\"{x}\");\n}\n",
+        );
+        t.write(
+            "docs/rules/style.md",
+            "# Style\n\nRULE-NO-UNWRAP: never call unwrap in library code.\n",
+        );
+        t.brief(
+            "b",
+            &knob_brief("").replace("agent: builtin", "agent: fake"),
+        );
+        t.commit("a project with a command agent");
+        Night {
+            t,
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A user's reviewer definition in `subagents/`, answering `answer`.
+    fn reviewer(&self, name: &str, extra: &str, answer: &str) {
+        self.t.write(
+            &format!("subagents/{name}.md"),
+            &format!(
+                "---\nname: {name}\ndescription: A strict reviewer the user added.\nrole: review\ndriver: command\nagent: reviewer\nmodel: sonnet\n{extra}---\nYou are a skeptical senior reviewer.\n"
+            ),
+        );
+        self.answer(name, answer);
+    }
+
+    fn answer(&self, name: &str, answer: &str) {
+        std::fs::write(self.dir.path().join(format!("{name}.out")), answer).unwrap();
+    }
+
+    fn seen(&self, name: &str, what: &str) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("{name}.{what}")))
+            .unwrap_or_else(|e| panic!("{name}.{what}: {e}"))
+    }
+
+    fn ooda(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut all = vec![("AGENT_DIR", self.dir.path().to_str().unwrap())];
+        all.extend_from_slice(env);
+        self.t.ooda_env(args, &all)
+    }
+
+    /// The baseline and iteration 1.
+    fn first(&self, env: &[(&str, &str)]) -> IterationRecord {
+        self.ooda(&["tick", "b"], env).expect(0);
+        self.ooda(&["tick", "b"], env).expect(0);
+        self.t.record("b", 1)
+    }
+
+    fn branch_moved(&self) -> bool {
+        self.t.git(&["rev-parse", "ooda/b"]) != self.t.git(&["rev-parse", "main"])
+    }
+}
+
+#[test]
+fn an_honest_keep_is_approved_by_the_builtin_reviewer_and_its_report_is_archived() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let r = &rec.subagents[0];
+    assert_eq!(
+        (r.name.as_str(), r.driver.as_str()),
+        ("code-reviewer", "builtin")
+    );
+    assert_eq!(r.verdict, Some(ReviewVerdict::Approve));
+    let report: serde_json::Value =
+        serde_json::from_str(&n.t.read(&format!("iterations/b/{}", r.report.as_deref().unwrap())))
+            .unwrap();
+    assert_eq!(report["subagent"]["verdict"], "approve");
+    assert_eq!(report["answer"]["files"][1], "src/lib.txt");
+    let file = n.t.read("iterations/b/iter-001.md");
+    assert!(file.contains("## Subagents"), "{file}");
+    assert!(
+        file.contains("- **code-reviewer** (review, builtin): approved in"),
+        "{file}"
+    );
+    assert!(file.contains("[report](artifacts/iter-001/code-reviewer.review.json)"));
+    assert!(n.branch_moved());
+    // The trace hangs the reviewer under REVIEW.
+    let events = n.t.events("b");
+    let review_phase = events
+        .iter()
+        .find(|e| e["type"] == "phase_started" && e["phase"] == "review" && e["iteration"] == 1)
+        .unwrap();
+    let started = events
+        .iter()
+        .find(|e| e["type"] == "subagent_started")
+        .unwrap();
+    assert_eq!(started["parent_id"], review_phase["id"]);
+    assert_eq!(started["delegation"], started["id"]);
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "subagent_finished")
+        .unwrap();
+    assert_eq!(finished["parent_id"], started["id"]);
+    assert_eq!(finished["verdict"], "approve");
+}
+
+#[test]
+fn a_keep_that_adds_a_debug_print_is_blocked_by_the_builtin_reviewer() {
+    let n = Night::new("printf '    dbg!(&x);\\n' >> src/main.rs");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Discard, "{}", rec.reason);
+    assert_eq!(rec.discard, Some(DiscardKind::BlockedByReview));
+    assert!(
+        rec.reason
+            .starts_with("blocked by review: code-reviewer: src/main.rs:5 [debug-print]"),
+        "{}",
+        rec.reason
+    );
+    assert!(rec.reason.contains("(measured: kept: +"), "{}", rec.reason);
+    assert!(!n.branch_moved(), "a blocked keep is not committed");
+    let summary = n.t.read("iterations/b/summary.md");
+    assert!(summary.contains("## Review"), "{summary}");
+    assert!(
+        summary.contains("**blocked by code-reviewer**"),
+        "{summary}"
+    );
+    assert!(summary.contains("discard (blocked_by_review)"), "{summary}");
+    // Not a falsified direction: the measurement said nothing against it.
+    let falsified = summary.split("## Falsified directions").nth(1).unwrap();
+    assert!(falsified.trim_start().starts_with("None yet."), "{summary}");
+    assert!(n.t.exists("iterations/b/artifacts/iter-001.diff"));
+}
+
+#[test]
+fn a_command_reviewer_sees_only_the_diff_and_the_rules_and_its_block_discards_the_keep() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.reviewer(
+        "strict",
+        "",
+        r#"Looked.
+
+```ooda
+{"verdict": "block", "findings": [{"file": "src/lib.txt", "line": 2, "rule": "RULE-NO-UNWRAP", "why": "special-cases the benchmark input"}], "suspicious": true}
+```"#,
+    );
+    n.t.commit("a strict reviewer");
+    let check = n.ooda(&["check", "b"], &[]).expect(0);
+    assert!(
+        check.stdout.contains("subagent    strict (subagents/strict.md): review, command:reviewer, model medium (gpt-test-medium), on keep, sees diff, rules"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check
+            .stdout
+            .contains("subagent    code-reviewer (built-in): review, builtin, on keep"),
+        "{}",
+        check.stdout
+    );
+    let rec = n.first(&[]);
+    assert_eq!(
+        rec.discard,
+        Some(DiscardKind::BlockedByReview),
+        "{}",
+        rec.reason
+    );
+    let strict = rec.subagents.iter().find(|r| r.name == "strict").unwrap();
+    assert_eq!(strict.verdict, Some(ReviewVerdict::Block));
+    assert!(strict.suspicious);
+    assert_eq!(
+        strict.findings[0].text(),
+        "src/lib.txt:2 [RULE-NO-UNWRAP] special-cases the benchmark input"
+    );
+    // The builtin reviewer ran beside it and approved.
+    let builtin = rec
+        .subagents
+        .iter()
+        .find(|r| r.name == "code-reviewer")
+        .unwrap();
+    assert_eq!(builtin.verdict, Some(ReviewVerdict::Approve));
+    // What it was given: its prompt, the diff, the rules; never the plan,
+    // the hypothesis or what the main agent said.
+    let prompt = n.seen("strict", "prompt.md");
+    for needle in [
+        "You are a skeptical senior reviewer.",
+        "+tuned",
+        "RULE-NO-UNWRAP",
+        "bench.sh stays.",
+        "\"verdict\"",
+    ] {
+        assert!(prompt.contains(needle), "{needle} not in\n{prompt}");
+    }
+    for hidden in ["HIDDEN-HYPOTHESIS", "HIDDEN-REASONING", "θ₁"] {
+        assert!(
+            !prompt.contains(hidden),
+            "{hidden} reached the reviewer:\n{prompt}"
+        );
+    }
+    assert_eq!(
+        n.seen("strict", "env").trim(),
+        "phase=review model=gpt-test-medium iterations="
+    );
+    // Its model call is counted with the iteration's.
+    assert!(rec.agent_calls.iter().any(|c| c.phase.as_str() == "review"));
+    let file = n.t.read("iterations/b/iter-001.md");
+    assert!(
+        file.contains("- **strict** (review, command:reviewer): **blocked**"),
+        "{file}"
+    );
+    assert!(
+        file.contains("  - src/lib.txt:2 [RULE-NO-UNWRAP] special-cases the benchmark input"),
+        "{file}"
+    );
+    assert!(!n.branch_moved());
+}
+
+#[test]
+fn a_suspicious_approval_is_kept_and_flagged_in_the_summary() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.reviewer(
+        "strict",
+        "",
+        r#"{"verdict": "approve", "findings": [], "suspicious": true}"#,
+    );
+    n.t.commit("a reviewer");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let summary = n.t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("**suspicious** — strict approved it, and it is kept,"),
+        "{summary}"
+    );
+    assert!(n.branch_moved());
+}
+
+#[test]
+fn reviewers_run_at_the_same_time() {
+    // Each waits (up to 10 s) for the other's start marker before answering,
+    // and fails if it never comes: run one after the other, both would
+    // block (on_error), and the keep would be lost.
+    let n = Night::new("echo tuned >> src/lib.txt");
+    let approve = r#"{"verdict": "approve", "findings": [], "suspicious": false}"#;
+    n.reviewer("a", "", approve);
+    n.reviewer("b", "", approve);
+    n.t.commit("two reviewers");
+    let rec = n.first(&[("WAIT_FOR", "1")]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let events = n.t.events("b");
+    let pos = |ty: &str, name: &str| {
+        events
+            .iter()
+            .position(|e| e["type"] == ty && e["name"] == name)
+            .unwrap_or_else(|| panic!("no {ty} of {name}"))
+    };
+    let last_start = pos("subagent_started", "a").max(pos("subagent_started", "b"));
+    let first_finish = pos("subagent_finished", "a").min(pos("subagent_finished", "b"));
+    assert!(
+        last_start < first_finish,
+        "the reviewers ran one after the other"
+    );
+}
+
+#[test]
+fn a_hanging_reviewer_is_cut_at_its_timeout_and_on_error_decides() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.reviewer("slow", "timeout: 1s\n", r#"{"verdict": "approve"}"#);
+    std::fs::write(n.dir.path().join("slow.sleep"), "").unwrap();
+    n.t.commit("a slow reviewer");
+    let rec = n.first(&[]);
+    // A command reviewer blocks by default when it cannot answer.
+    assert_eq!(
+        rec.discard,
+        Some(DiscardKind::BlockedByReview),
+        "{}",
+        rec.reason
+    );
+    let slow = rec.subagents.iter().find(|r| r.name == "slow").unwrap();
+    assert_eq!(slow.outcome, SubagentOutcome::TimedOut);
+    assert!(slow.seconds < 15.0, "{}", slow.seconds);
+    let p = slow.problem.as_deref().unwrap();
+    assert!(
+        p.contains("timed out after 1s") && p.ends_with("(on_error: block)"),
+        "{p}"
+    );
+
+    // With `on_error: pass` it is advisory: the keep stands.
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.reviewer(
+        "slow",
+        "timeout: 1s\non_error: pass\n",
+        r#"{"verdict": "approve"}"#,
+    );
+    std::fs::write(n.dir.path().join("slow.sleep"), "").unwrap();
+    n.t.commit("an advisory slow reviewer");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let slow = rec.subagents.iter().find(|r| r.name == "slow").unwrap();
+    assert_eq!(
+        (slow.outcome, slow.verdict),
+        (SubagentOutcome::TimedOut, None)
+    );
+}
+
+#[test]
+fn an_answer_that_is_not_a_review_blocks_by_default() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.reviewer("strict", "", "LGTM!");
+    n.t.commit("a chatty reviewer");
+    let rec = n.first(&[]);
+    assert_eq!(
+        rec.discard,
+        Some(DiscardKind::BlockedByReview),
+        "{}",
+        rec.reason
+    );
+    let strict = rec.subagents.iter().find(|r| r.name == "strict").unwrap();
+    assert_eq!(strict.outcome, SubagentOutcome::Failed);
+    assert!(
+        strict.problem.as_deref().unwrap().contains("no answer"),
+        "{:?}",
+        strict.problem
+    );
+}
+
+#[test]
+fn a_broken_definition_is_named_by_check_and_refused_by_the_run() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.t.write(
+        "subagents/strict.md",
+        "---\nname: strict\ndescription: d\nrole: review\nsees: [diff, iteration-data]\nflavour: mild\n---\nBody.\n",
+    );
+    n.t.commit("a broken reviewer");
+    let check = n.ooda(&["check", "b"], &[]).expect(2);
+    assert!(
+        check
+            .stdout
+            .contains("subagents/strict.md:5: sees: a reviewer sees only the change and the rules"),
+        "{}\n{}",
+        check.stdout,
+        check.stderr
+    );
+    let run = n.ooda(&["tick", "b"], &[]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("subagents/strict.md:5: sees:"),
+        "{}",
+        run.stderr
+    );
+    // Fixed, the unknown key is only a warning.
+    n.t.write(
+        "subagents/strict.md",
+        "---\nname: strict\ndescription: d\nrole: review\nagent: reviewer\nflavour: mild\n---\nBody.\n",
+    );
+    n.t.commit("fixed");
+    let check = n.ooda(&["check", "b"], &[]).expect(0);
+    assert!(
+        check
+            .stdout
+            .contains("warning     subagents/strict.md:6: flavour: unknown key `flavour`"),
+        "{}",
+        check.stdout
+    );
+}
