@@ -19,6 +19,7 @@ pub mod definition;
 pub mod dispatch;
 pub mod reviewer;
 pub mod roster;
+pub mod synthesizer;
 
 pub use analyzer::{analyze, latest_report, notes_for_plan};
 pub use definition::Definition;

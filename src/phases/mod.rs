@@ -34,6 +34,7 @@ mod observe;
 mod orient;
 mod plan;
 mod review;
+mod synthesize;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -730,7 +731,14 @@ impl<'a> Machine<'a> {
         )?;
         let mut done = cur.clone();
         done.check = Some(decision.clone());
-        let rec = archive::record_of(&done, &self.archive.state);
+        let mut rec = archive::record_of(&done, &self.archive.state);
+        if decision.stop.is_none()
+            && let Some(r) = rec.as_mut()
+            && r.verdict == Verdict::Keep
+        {
+            let (reports, calls) = self.synthesize(span, r, None)?;
+            attach(r, reports, calls);
+        }
         self.archive.state.current = None;
         self.archive.state.next_iteration = cur.iteration + 1;
         match decision.stop {
@@ -766,6 +774,22 @@ impl<'a> Machine<'a> {
             let conf = confirm::run(&self.cx(&span), &self.archive.state, iteration)?;
             if let Some(r) = rec.as_mut() {
                 (r.confirmation, r.confirmation_failed) = conf.into_parts();
+            }
+        }
+        // The run's notes, with the stop and the confirmation in them.
+        let iteration = rec.as_ref().map(|r| r.iteration).unwrap_or(stop.iteration);
+        let span = self.archive.run.with_iteration(Some(iteration));
+        let mut last = rec.clone().or_else(|| {
+            self.archive
+                .history
+                .last()
+                .filter(|r| r.iteration > 0)
+                .cloned()
+        });
+        if let Some(r) = last.as_mut() {
+            let (reports, calls) = self.synthesize(&span, r, Some(&stop))?;
+            if let Some(rec) = rec.as_mut() {
+                attach(rec, reports, calls);
             }
         }
         self.archive.state.stop = Some(stop.clone());
@@ -804,6 +828,63 @@ impl<'a> Machine<'a> {
                     .is_some_and(|c| c.best == state.best_commit)
         });
         !in_rec && crate::history::confirmation_of(earlier, &state.best_commit).is_none()
+    }
+
+    /// Dispatches the synthesizers the moment triggers (a keep, the end of
+    /// the run) for the iteration `rec` about to be archived; returns their
+    /// reports and model calls.
+    fn synthesize(
+        &self,
+        span: &Span,
+        rec: &crate::model::IterationRecord,
+        stop: Option<&Stop>,
+    ) -> Result<(
+        Vec<crate::model::SubagentReport>,
+        Vec<crate::model::AgentCall>,
+    )> {
+        use crate::subagents::definition::Trigger;
+        let keep = rec.verdict == Verdict::Keep;
+        let defs: Vec<_> = self
+            .roster
+            .with_role(crate::model::Role::Synthesize)
+            .filter(|d| {
+                d.triggers.iter().any(|t| {
+                    (keep && *t == Trigger::Keep) || (stop.is_some() && *t == Trigger::RunEnd)
+                })
+            })
+            .collect();
+        if defs.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let i = (rec.iteration as usize).min(self.archive.history.len());
+        let mut history = self.archive.history[..i].to_vec();
+        history.push(rec.clone());
+        let o = orient::run(&history[..i], &self.brief, &self.project.config);
+        let turn = Turn {
+            brief: &self.brief,
+            config: &self.project.config,
+            root: &self.project.root,
+            dir: &self.archive.dir,
+            cand_dir: &self.ws.cand_dir,
+            base_dir: &self.ws.base_dir,
+            history: &history[..i],
+            orientation: &o,
+            iteration: rec.iteration,
+            seed: self.archive.state.seed,
+            run_started: self.archive.state.created_at,
+            span,
+            cancel: self.interrupt.flag(),
+            executor: self.executor.as_ref(),
+        };
+        let done = synthesize::run(
+            &turn,
+            &defs,
+            &self.agent,
+            &self.archive.state,
+            &history,
+            stop,
+        )?;
+        Ok((done.reports, done.calls))
     }
 
     fn budget_stop(&self) -> Option<Stop> {
@@ -848,6 +929,25 @@ impl<'a> Machine<'a> {
         }
         Ok(())
     }
+}
+
+/// Adds subagents' reports and calls to a record about to be archived.
+fn attach(
+    r: &mut crate::model::IterationRecord,
+    reports: Vec<crate::model::SubagentReport>,
+    calls: Vec<crate::model::AgentCall>,
+) {
+    r.tokens += calls.iter().map(|c| c.usage.total()).sum::<u64>();
+    r.cost_usd += calls.iter().filter_map(|c| c.usage.cost_usd).sum::<f64>();
+    // A stop archived after the iteration's own CHECK synthesized again:
+    // the newer report replaces the older one of the same subagent.
+    r.subagents.retain(|old| {
+        !reports
+            .iter()
+            .any(|n| n.name == old.name && n.role == old.role)
+    });
+    r.subagents.extend(reports);
+    r.agent_calls.extend(calls);
 }
 
 /// ORIENT's output for a Brief with this archive, as the next PLAN gets it.

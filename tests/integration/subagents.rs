@@ -417,3 +417,127 @@ fn a_broken_definition_is_named_by_check_and_refused_by_the_run() {
         check.stdout
     );
 }
+
+/// Every note of the vault: (stem, properties, body).
+fn vault(root: &std::path::Path) -> Vec<(String, serde_json::Value, String)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let rest = text
+                    .strip_prefix("---\n")
+                    .unwrap_or_else(|| panic!("{}: no properties", p.display()));
+                let (yaml, body) = rest.split_once("\n---\n").unwrap();
+                let props: serde_json::Value = serde_saphyr::from_str(yaml).unwrap_or_else(|e| {
+                    panic!("{}: properties are not YAML: {e}\n{yaml}", p.display())
+                });
+                let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+                out.push((stem, props, body.to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "bool",
+        serde_json::Value::Number(_) => "number",
+        serde_json::Value::String(_) => "string",
+        serde_json::Value::Array(_) => "list",
+        serde_json::Value::Object(_) => "map",
+    }
+}
+
+#[test]
+fn the_synthesizer_writes_a_vault_whose_links_resolve_and_whose_properties_are_typed() {
+    let t = Test::new();
+    t.brief("b", &knob_brief("budget: { iterations: 4 }\n"));
+    t.commit("a knob Brief");
+    let first = t.ooda(&["run", "b"]).expect(4);
+    let keeps: Vec<u32> = (1..=4)
+        .filter(|i| t.record("b", *i).verdict == Verdict::Keep)
+        .collect();
+    assert!(!keeps.is_empty(), "{}", first.stdout);
+    // A second night of the same Brief links the first one's note.
+    t.ooda(&["reset", "b", "--yes"]).expect(0);
+    t.ooda(&["run", "b"]).expect(4);
+    let notes = vault(&t.path().join("notes"));
+    let names: std::collections::BTreeSet<&str> =
+        notes.iter().map(|(n, _, _)| n.as_str()).collect();
+    let runs: Vec<&(String, serde_json::Value, String)> = notes
+        .iter()
+        .filter(|(_, p, _)| p["tags"][0] == "ooda/run")
+        .collect();
+    assert_eq!(runs.len(), 2, "{names:?}");
+    let iteration_notes = notes
+        .iter()
+        .filter(|(_, p, _)| p["tags"][0] == "ooda/keep")
+        .count();
+    assert!(iteration_notes >= 2 * keeps.len().min(1), "{names:?}");
+    let link = regex::Regex::new(r"\[\[([^\]|#]+)(?:[#|][^\]]*)?\]\]").unwrap();
+    let mut types: std::collections::BTreeMap<String, &'static str> = Default::default();
+    for (name, props, body) in &notes {
+        let text = format!("{props}\n{body}");
+        for c in link.captures_iter(&text) {
+            assert!(
+                names.contains(&c[1]),
+                "{name}: [[{}]] resolves to no note (have {names:?})",
+                &c[1]
+            );
+        }
+        assert_eq!(kind(&props["tags"]), "list", "{name}");
+        assert_eq!(kind(&props["aliases"]), "list", "{name}");
+        for (k, v) in props.as_object().unwrap() {
+            let was = types.entry(k.clone()).or_insert(kind(v));
+            assert_eq!(*was, kind(v), "{name}: property `{k}` changes type");
+        }
+    }
+    // The later run links the earlier one, the run note its kept iterations,
+    // with callouts for what was confirmed.
+    let (later, props, body) = runs
+        .iter()
+        .max_by_key(|(_, p, _)| p["run_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let earlier = runs.iter().find(|(n, _, _)| n != later).unwrap();
+    assert_eq!(
+        props["earlier_runs"][0],
+        format!("[[{}]]", earlier.0),
+        "{body}"
+    );
+    assert!(
+        body.contains("## Stop\n\nAfter iteration 4: **budget_iterations**"),
+        "{body}"
+    );
+    assert!(
+        body.contains("> [!success] Confirmed gain:")
+            || body.contains("> [!note] No confirmed gain"),
+        "{body}"
+    );
+    assert_eq!(kind(&props["keeps"]), "number");
+    let kept_note = notes
+        .iter()
+        .find(|(_, p, _)| p["tags"][0] == "ooda/keep" && p["run"] == format!("[[{later}]]"))
+        .unwrap();
+    assert_eq!(kind(&kept_note.1["gain_pct"]), "number");
+    assert!(
+        kept_note.2.contains("> [!success] Kept:"),
+        "{}",
+        kept_note.2
+    );
+    // The synthesizer is a subagent like the others: its report is linked.
+    let rec = t.record("b", 4);
+    assert!(
+        rec.subagents
+            .iter()
+            .any(|r| r.name == "obsidian-synthesizer"),
+        "{:?}",
+        rec.subagents
+    );
+}

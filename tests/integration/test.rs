@@ -249,7 +249,9 @@ impl Test {
             .collect()
     }
 
-    /// Everything about the user's checkout that ooda must never change.
+    /// Everything about the user's checkout that ooda must never change
+    /// (`iterations/` and `notes/` are where it writes the archive and the
+    /// synthesizer's notes).
     pub fn checkout_fingerprint(&self) -> String {
         let head = self.git(&["rev-parse", "HEAD"]);
         let branch = self.git(&["symbolic-ref", "HEAD"]);
@@ -260,6 +262,7 @@ impl Test {
             "--",
             ".",
             ":!iterations",
+            ":!notes",
         ]);
         let index = fs::read(self.path().join(".git/index")).unwrap();
         let tracked = self.git(&["ls-files", "-s"]);

@@ -1,0 +1,409 @@
+//! The builtin obsidian-synthesizer: notes for an Obsidian vault, every fact
+//! rendered from the archive.
+//!
+//! One note per kept iteration and one per run, in `<notes_dir>/<brief>/`,
+//! named so that names are unique across runs (`<brief>-<run id>` and
+//! `<brief>-<run id>-iter-NNN`): Obsidian resolves `[[wikilinks]]` by file
+//! name anywhere in the vault. Properties are typed (`tags` and `aliases`
+//! lists, numbers as numbers, wikilinks quoted) and each property name has
+//! one type in every note, so Obsidian's property view never has to guess.
+//! A link is written only to a note this module writes (a kept iteration of
+//! the run, an earlier run's note that exists), so every link resolves.
+//! The notes are regenerated whole at each trigger: a kill in the middle
+//! leaves notes the next trigger rewrites, and no note holds a number the
+//! archive does not.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::model::{Direction, IterationRecord, Level, Stop, Verdict};
+
+/// What the notes are made of.
+pub struct Input<'a> {
+    pub brief: &'a str,
+    pub metric: &'a str,
+    pub direction: Direction,
+    pub run_id: &'a str,
+    pub started: chrono::DateTime<chrono::Utc>,
+    pub start_commit: &'a str,
+    pub best_commit: &'a str,
+    /// The run's archive, iteration 0 first, the iteration in hand included.
+    pub history: &'a [IterationRecord],
+    pub stop: Option<&'a Stop>,
+    /// A narrative paragraph a command synthesizer wrote for the iteration
+    /// note of `iteration` (never a number of the runner's).
+    pub narrative: Option<(u32, &'a str)>,
+}
+
+/// `<brief>-<run id>`: the run note's name.
+pub fn run_note(brief: &str, run_id: &str) -> String {
+    format!("{brief}-{run_id}")
+}
+
+/// `<brief>-<run id>-iter-NNN`: a kept iteration's note.
+pub fn iteration_note(brief: &str, run_id: &str, iteration: u32) -> String {
+    format!("{brief}-{run_id}-iter-{iteration:03}")
+}
+
+fn link(name: &str) -> String {
+    format!("[[{name}]]")
+}
+
+#[derive(Serialize)]
+struct IterationProps {
+    tags: Vec<String>,
+    date: String,
+    aliases: Vec<String>,
+    brief: String,
+    run: String,
+    iteration: u32,
+    verdict: String,
+    metric: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gain_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ci_low_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ci_high_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pairs: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    base_median: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate_median: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    commit: Option<String>,
+    builds_on: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct RunProps {
+    tags: Vec<String>,
+    date: String,
+    aliases: Vec<String>,
+    brief: String,
+    run_id: String,
+    status: String,
+    metric: String,
+    iterations: u32,
+    keeps: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_median: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    best_median: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    improvement_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmed_gain_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmed_ci_low_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    confirmed_ci_high_pct: Option<f64>,
+    start_commit: String,
+    best_commit: String,
+    earlier_runs: Vec<String>,
+}
+
+fn pct(x: f64) -> f64 {
+    (x * 1000.0).round() / 10.0
+}
+
+fn round(x: f64) -> f64 {
+    if x.is_finite() {
+        let scale = 10f64.powi(6 - x.abs().log10().ceil().clamp(-6.0, 6.0) as i32);
+        (x * scale).round() / scale
+    } else {
+        0.0
+    }
+}
+
+fn front(props: &impl Serialize) -> Result<String> {
+    let yaml = serde_saphyr::to_string(props)
+        .map_err(|e| Error::Internal(format!("writing a note's properties: {e}")))?;
+    Ok(format!("---\n{}\n---\n", yaml.trim_end()))
+}
+
+/// A line of agent or user text, safe inside a callout or a list item.
+fn one_line(s: &str) -> String {
+    crate::compress::clip(&crate::compress::redact(s), 300)
+}
+
+/// The notes for `input`: (file name, content), the run note first.
+pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, String)>> {
+    let b = input.brief;
+    let run = run_note(b, input.run_id);
+    let keeps: Vec<&IterationRecord> = input
+        .history
+        .iter()
+        .filter(|r| r.verdict == Verdict::Keep)
+        .collect();
+    let noted = |i: u32| keeps.iter().any(|r| r.iteration == i);
+    let mut out = Vec::new();
+    let mut iteration_notes = Vec::new();
+    for r in &keeps {
+        let name = iteration_note(b, input.run_id, r.iteration);
+        let m = r.measured.as_ref();
+        let builds_on: Vec<String> = r
+            .cites
+            .iter()
+            .filter(|c| **c != r.iteration && noted(**c))
+            .map(|c| link(&iteration_note(b, input.run_id, *c)))
+            .collect();
+        let props = IterationProps {
+            tags: vec!["ooda/keep".into(), format!("ooda/{b}")],
+            date: r.finished.format("%Y-%m-%d").to_string(),
+            aliases: vec![format!("{b} iteration {}", r.iteration)],
+            brief: b.to_string(),
+            run: link(&run),
+            iteration: r.iteration,
+            verdict: r.verdict.as_str().to_string(),
+            metric: input.metric.to_string(),
+            gain_pct: m.map(|m| pct(m.effect)),
+            ci_low_pct: m.map(|m| pct(m.ci.0)),
+            ci_high_pct: m.map(|m| pct(m.ci.1)),
+            p: m.map(|m| round(m.p)),
+            pairs: m.map(|m| m.pairs.len() as u32),
+            base_median: m.map(|m| round(m.base_median)),
+            candidate_median: m.map(|m| round(m.cand_median)),
+            commit: r.commit.clone(),
+            builds_on: builds_on.clone(),
+        };
+        let mut s = front(&props)?;
+        let _ = writeln!(
+            s,
+            "# {b} — iteration {}: {}\n",
+            r.iteration,
+            one_line(r.hypothesis.lines().next().unwrap_or("kept"))
+        );
+        if let Some(m) = m {
+            let _ = writeln!(
+                s,
+                "> [!success] Kept: {} over {} pairs (p = {:.4})\n> {} {} → {} (medians, base → candidate).\n",
+                r.effect_text(),
+                m.pairs.len(),
+                m.p,
+                input.metric,
+                crate::history::fmt_num(m.base_median),
+                crate::history::fmt_num(m.cand_median)
+            );
+        }
+        let _ = writeln!(s, "**Hypothesis.** {}\n", one_line(&r.hypothesis));
+        if !r.change.trim().is_empty() {
+            let _ = writeln!(s, "**Change.** {}\n", one_line(&r.change));
+        }
+        for p in &r.patterns {
+            let _ = writeln!(s, "- **{}** — {}", one_line(&p.name), one_line(&p.lesson));
+        }
+        if !r.patterns.is_empty() {
+            s.push('\n');
+        }
+        if let Some((at, text)) = input.narrative
+            && at == r.iteration
+        {
+            let _ = writeln!(
+                s,
+                "## Narrative (synthesizer)\n\n{}\n",
+                crate::compress::redact(text.trim())
+            );
+        }
+        let _ = write!(s, "Part of {}.", link(&run));
+        if !builds_on.is_empty() {
+            let _ = write!(s, " Builds on {}.", builds_on.join(", "));
+        }
+        let _ = writeln!(
+            s,
+            "\n\nArchived as `iterations/{b}/{}`{}.",
+            crate::history::file_name(r.iteration),
+            r.commit
+                .as_deref()
+                .map(|c| format!("; commit `{}`", crate::history::short(c)))
+                .unwrap_or_default()
+        );
+        iteration_notes.push((r.iteration, name.clone()));
+        out.push((name, s));
+    }
+
+    let base = crate::history::baseline_value(input.history);
+    let (best_at, best) = crate::history::best_of(input.history, input.best_commit);
+    let confirmed = crate::history::confirmation_of(input.history, input.best_commit);
+    let earlier: Vec<String> = earlier_runs.iter().map(|n| link(n)).collect();
+    let status = match input.stop {
+        Some(st) => format!("stopped: {}", st.reason.as_str()),
+        None => "running".into(),
+    };
+    let props = RunProps {
+        tags: vec!["ooda/run".into(), format!("ooda/{b}")],
+        date: input.started.format("%Y-%m-%d").to_string(),
+        aliases: vec![format!(
+            "{b} run {}",
+            input.started.format("%Y-%m-%d %H:%M")
+        )],
+        brief: b.to_string(),
+        run_id: input.run_id.to_string(),
+        status: status.clone(),
+        metric: input.metric.to_string(),
+        iterations: input.history.len().saturating_sub(1) as u32,
+        keeps: keeps.len() as u32,
+        baseline_median: base.map(round),
+        best_median: best.is_finite().then(|| round(best)),
+        improvement_pct: base
+            .filter(|_| best.is_finite())
+            .map(|base| pct(crate::history::improvement(input.direction, base, best))),
+        confirmed_gain_pct: confirmed.map(|(_, c)| pct(c.effect)),
+        confirmed_ci_low_pct: confirmed.map(|(_, c)| pct(c.ci.0)),
+        confirmed_ci_high_pct: confirmed.map(|(_, c)| pct(c.ci.1)),
+        start_commit: input.start_commit.to_string(),
+        best_commit: input.best_commit.to_string(),
+        earlier_runs: earlier.clone(),
+    };
+    let mut s = front(&props)?;
+    let _ = writeln!(
+        s,
+        "# {b} — run of {}\n",
+        input.started.format("%Y-%m-%d %H:%M UTC")
+    );
+    let _ = writeln!(s, "Status: **{status}**.\n");
+    match confirmed {
+        Some((it, c)) => {
+            let _ = writeln!(
+                s,
+                "> [!success] Confirmed gain: {:+.1}% [{:+.1}, {:+.1}], p = {:.4}, {} fresh pairs of the start against the best (after iteration {it}).\n",
+                c.effect * 100.0,
+                c.ci.0 * 100.0,
+                c.ci.1 * 100.0,
+                c.p,
+                c.pairs.len()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "> [!note] No confirmed gain yet: the start of the run has not been measured against the best in fresh pairs.\n"
+            );
+        }
+    }
+    if let Some(base) = base {
+        let _ = writeln!(
+            s,
+            "{} baseline {} → best {} ({}).\n",
+            input.metric,
+            crate::history::fmt_num(base),
+            crate::history::fmt_num(best),
+            best_at
+                .map(|i| format!("iteration {i}"))
+                .unwrap_or_else(|| "the baseline".into())
+        );
+    }
+    let _ = writeln!(s, "## Kept\n");
+    if iteration_notes.is_empty() {
+        let _ = writeln!(s, "Nothing kept yet.\n");
+    } else {
+        for (i, name) in &iteration_notes {
+            let r = keeps.iter().find(|r| r.iteration == *i).expect("a keep");
+            let _ = writeln!(
+                s,
+                "- {} — {} — {}",
+                link(name),
+                r.effect_text(),
+                one_line(r.hypothesis.lines().next().unwrap_or(""))
+            );
+        }
+        s.push('\n');
+    }
+    let falsified: Vec<&IterationRecord> = input.history.iter().filter(|r| r.falsifies()).collect();
+    if !falsified.is_empty() {
+        let _ = writeln!(s, "> [!failure] Falsified directions");
+        for r in &falsified {
+            let what = r.falsified_text().unwrap_or(&r.hypothesis);
+            let _ = writeln!(
+                s,
+                "> - iteration {} ({}): {}",
+                r.iteration,
+                r.effect_text(),
+                one_line(what)
+            );
+        }
+        s.push('\n');
+    }
+    let alarms: Vec<(u32, &crate::model::Alarm)> = input
+        .history
+        .iter()
+        .flat_map(|r| r.alarms.iter().map(move |a| (r.iteration, a)))
+        .collect();
+    if !alarms.is_empty() {
+        let _ = writeln!(s, "> [!warning] Red lights and warnings");
+        for (i, a) in &alarms {
+            let level = if a.level == Level::Red {
+                "RED"
+            } else {
+                "YELLOW"
+            };
+            let _ = writeln!(
+                s,
+                "> - iteration {i}: {level} {} — {}",
+                a.kind,
+                one_line(&a.evidence)
+            );
+        }
+        s.push('\n');
+    }
+    if let Some(st) = input.stop {
+        let _ = writeln!(
+            s,
+            "## Stop\n\nAfter iteration {}: **{}** — {}\n",
+            st.iteration,
+            st.reason.as_str(),
+            one_line(&st.detail)
+        );
+    }
+    if !earlier.is_empty() {
+        let _ = writeln!(s, "## Earlier runs\n");
+        for l in &earlier {
+            let _ = writeln!(s, "- {l}");
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "The full record: `iterations/{b}/summary.md`.");
+    out.insert(0, (run, s));
+    Ok(out)
+}
+
+/// The run notes of earlier runs of `brief` in `dir`, oldest first.
+pub fn earlier_runs(dir: &Path, brief: &str, run_id: &str) -> Vec<String> {
+    let mine = run_note(brief, run_id);
+    let prefix = format!("{brief}-");
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".md")?.to_string();
+            (stem.starts_with(&prefix) && !stem.contains("-iter-") && stem != mine).then_some(stem)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Writes the notes of `input` into `<root>/<notes_dir>/<brief>/`; returns
+/// the files written, relative to `root`.
+pub fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<PathBuf>> {
+    let dir = root.join(notes_dir).join(input.brief);
+    crate::atomic::create_dir_all(&dir)?;
+    let earlier = earlier_runs(&dir, input.brief, input.run_id);
+    let mut written = Vec::new();
+    for (name, text) in render(input, &earlier)? {
+        let path = dir.join(format!("{name}.md"));
+        if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+            crate::atomic::write_atomic(&path, text.as_bytes())?;
+        }
+        written.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
+    }
+    Ok(written)
+}
