@@ -541,3 +541,49 @@ fn the_synthesizer_writes_a_vault_whose_links_resolve_and_whose_properties_are_t
         rec.subagents
     );
 }
+
+#[test]
+fn a_command_synthesizer_adds_a_narrative_to_the_keep_note_and_nothing_else() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.t.write(
+        "subagents/obsidian-synthesizer.md",
+        "---\nname: obsidian-synthesizer\ndescription: Notes with a story.\nrole: synthesize\ndriver: command\nagent: reviewer\ntrigger: keep\nsees: [iteration-data]\n---\nTell the story of the keep.\n",
+    );
+    n.answer(
+        "obsidian-synthesizer",
+        r#"{"narrative": "NARRATIVE-MARK The curve bottoms out where the agent looked."}"#,
+    );
+    n.t.commit("a story-telling synthesizer");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let s = rec
+        .subagents
+        .iter()
+        .find(|r| r.name == "obsidian-synthesizer")
+        .unwrap();
+    assert_eq!(
+        (s.outcome, s.driver.as_str()),
+        (SubagentOutcome::Done, "command:reviewer")
+    );
+    assert_eq!(
+        n.seen("obsidian-synthesizer", "env").trim(),
+        "phase=synthesize model= iterations="
+    );
+    let prompt = n.seen("obsidian-synthesizer", "prompt.md");
+    assert!(
+        prompt.contains("Tell the story of the keep.") && prompt.contains("HIDDEN-HYPOTHESIS"),
+        "{prompt}"
+    );
+    let notes = vault(&n.t.path().join("notes"));
+    let keep = notes
+        .iter()
+        .find(|(_, p, _)| p["tags"][0] == "ooda/keep")
+        .unwrap();
+    assert!(
+        keep.2
+            .contains("## Narrative (synthesizer)\n\nNARRATIVE-MARK"),
+        "{}",
+        keep.2
+    );
+    assert_eq!(kind(&keep.1["gain_pct"]), "number");
+}
