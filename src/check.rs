@@ -155,8 +155,19 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     {
         out.push(p);
     }
-    if let Err(e) = crate::subagents::Roster::load(&project.root, &project.config) {
-        out.extend(e.problems.iter().map(|p| p.to_string()));
+    match crate::subagents::Roster::load(&project.root, &project.config) {
+        Err(e) => out.extend(e.problems.iter().map(|p| p.to_string())),
+        Ok(roster) => {
+            let main = agent_name(brief, project);
+            for d in unrunnable_reviewers(&roster, main.as_deref())
+                .filter(|d| d.on_error == crate::subagents::definition::OnError::Block)
+            {
+                out.push(format!(
+                    "{}: a `driver: command` reviewer with the Brief's builtin agent has no command to run, and being `on_error: block` it would block every keep: set `agent: <profile>` in it",
+                    d.path.display()
+                ));
+            }
+        }
     }
     if let Err(e) = project
         .config
@@ -238,30 +249,37 @@ pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     out
 }
 
-/// Keys of subagent files ooda ignores, and command subagents that cannot
-/// run for this Brief (no profile of their own, and a builtin main agent).
+/// Command reviewers that have no command for this Brief: no profile of
+/// their own, and a builtin main agent.
+fn unrunnable_reviewers<'r>(
+    roster: &'r crate::subagents::Roster,
+    main: Option<&str>,
+) -> impl Iterator<Item = &'r crate::subagents::Definition> {
+    let no_main = main.is_none();
+    roster
+        .with_role(crate::model::Role::Review)
+        .filter(move |d| {
+            d.driver == crate::subagents::definition::SubDriver::Command
+                && d.agent.is_none()
+                && no_main
+        })
+}
+
+/// Keys of subagent files ooda ignores, and advisory command reviewers
+/// that cannot run for this Brief.
 fn subagent_warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let Ok(roster) = crate::subagents::Roster::load(&project.root, &project.config) else {
         return Vec::new();
     };
     let mut out: Vec<String> = roster.warnings.iter().map(|w| w.to_string()).collect();
     let main = agent_name(brief, project);
-    for d in &roster.definitions {
-        if d.role == Some(crate::model::Role::Review)
-            && d.driver == crate::subagents::definition::SubDriver::Command
-            && d.agent.is_none()
-            && main.is_none()
-        {
-            out.push(format!(
-                "{}: `driver: command` with the Brief's builtin agent has no command to run, so it is skipped{}; set `agent: <profile>` in it",
-                d.path.display(),
-                if d.on_error == crate::subagents::definition::OnError::Block {
-                    " and, being `on_error: block`, blocks every keep"
-                } else {
-                    ""
-                }
-            ));
-        }
+    for d in unrunnable_reviewers(&roster, main.as_deref())
+        .filter(|d| d.on_error == crate::subagents::definition::OnError::Pass)
+    {
+        out.push(format!(
+            "{}: a `driver: command` reviewer with the Brief's builtin agent has no command to run, so it is skipped; set `agent: <profile>` in it",
+            d.path.display()
+        ));
     }
     out
 }

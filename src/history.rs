@@ -377,7 +377,6 @@ fn cost_text(c: Option<f64>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
-/// The "Agent calls" section of an iteration file: one row per call.
 /// The subagents of an iteration: who ran, how it ended, what it found,
 /// and a link to its archived report.
 pub fn render_subagents(reports: &[crate::model::SubagentReport]) -> String {
@@ -421,6 +420,7 @@ pub fn render_subagents(reports: &[crate::model::SubagentReport]) -> String {
     s
 }
 
+/// The "Agent calls" section of an iteration file: one row per call.
 pub fn render_calls(calls: &[AgentCall]) -> String {
     if calls.is_empty() {
         return String::new();

@@ -105,6 +105,20 @@ impl Interrupt {
     }
 }
 
+/// Sleeps `d`, waking early (as an interruption) when `cancel` is set.
+pub fn sleep_unless(d: std::time::Duration, cancel: &AtomicBool) -> crate::error::Result<()> {
+    let until = std::time::Instant::now() + d;
+    while std::time::Instant::now() < until {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(crate::error::Error::Interrupted);
+        }
+        std::thread::sleep(
+            (until - std::time::Instant::now()).min(std::time::Duration::from_millis(50)),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

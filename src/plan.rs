@@ -138,9 +138,8 @@ pub fn settled_point<'a>(
                 Some(DiscardKind::Futile) => "falsified (futile)",
                 _ => "falsified (worse)",
             },
-            Verdict::Discard if r.discard_kind() == Some(DiscardKind::BlockedByReview) => {
-                "blocked by review"
-            }
+            // A reviewer that timed out or crashed judged nothing.
+            Verdict::Discard if r.blocked_for_findings() => "blocked by review",
             Verdict::Crash => "measured and crashed",
             Verdict::Invalid if r.guards.iter().any(|g| !g.ok) => "measured and failed a guard",
             _ => return None,

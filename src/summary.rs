@@ -506,6 +506,15 @@ fn review_section(history: &[IterationRecord]) -> String {
                     if rep.suspicious { " (suspicious)" } else { "" },
                     truncate(&why, 300)
                 ));
+            } else if rep.role == crate::model::Role::Review
+                && rep.outcome != crate::model::SubagentOutcome::Done
+            {
+                lines.push(format!(
+                    "- {link} **{} did not review** ({}): {}",
+                    rep.name,
+                    rep.outcome.as_str().replace('_', " "),
+                    truncate(rep.problem.as_deref().unwrap_or(""), 300)
+                ));
             } else if rep.suspicious {
                 lines.push(format!(
                     "- {link} **suspicious** — {} approved{} but suspects the change games the benchmark: review it before merging",

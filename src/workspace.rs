@@ -632,6 +632,15 @@ impl Workspace {
     }
 
     fn tree_diff(&self, base: Oid, tree: Oid) -> Result<git2::Diff<'_>> {
+        self.tree_diff_with(base, tree, None)
+    }
+
+    fn tree_diff_with(
+        &self,
+        base: Oid,
+        tree: Oid,
+        opts: Option<&mut DiffOptions>,
+    ) -> Result<git2::Diff<'_>> {
         let old = self
             .repo
             .find_commit(base)
@@ -642,15 +651,29 @@ impl Workspace {
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
         self.repo
-            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .diff_tree_to_tree(Some(&old), Some(&new), opts)
             .ctx(|| "diffing the candidate".into())
     }
 
     /// The change from a commit to a recorded tree, file by file and as a
-    /// patch: what a reviewer reads.
+    /// patch: what a reviewer reads. Text is forced on, so one NUL byte
+    /// cannot make a source file "binary" and its lines invisible to the
+    /// rules; a file is binary when one of its sides is not UTF-8. A moved
+    /// file is a rename, not a deletion and an addition.
     pub fn change(&self, base: Oid, tree: Oid) -> Result<crate::model::Change> {
         use crate::model::{FileChange, FileStatus};
-        let diff = self.tree_diff(base, tree)?;
+        let mut opts = DiffOptions::new();
+        opts.force_text(true);
+        let mut diff = self.tree_diff_with(base, tree, Some(&mut opts))?;
+        diff.find_similar(Some(git2::DiffFindOptions::new().renames(true)))
+            .ctx(|| "finding renames".into())?;
+        let not_text = |id: Oid| {
+            !id.is_zero()
+                && self
+                    .repo
+                    .find_blob(id)
+                    .is_ok_and(|b| std::str::from_utf8(b.content()).is_err())
+        };
         let mut files = Vec::new();
         for (i, delta) in diff.deltas().enumerate() {
             let status = match delta.status() {
@@ -664,17 +687,18 @@ impl Workspace {
                 .or_else(|| delta.old_file().path())
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            let binary = not_text(delta.old_file().id()) || not_text(delta.new_file().id());
             let mut f = FileChange {
                 path,
                 status,
-                binary: delta.flags().is_binary(),
+                binary,
                 added: Vec::new(),
                 removed: Vec::new(),
             };
-            if let Some(patch) =
-                git2::Patch::from_diff(&diff, i).ctx(|| "reading a patch".into())?
+            if !binary
+                && let Some(patch) =
+                    git2::Patch::from_diff(&diff, i).ctx(|| "reading a patch".into())?
             {
-                f.binary |= delta.flags().is_binary();
                 for h in 0..patch.num_hunks() {
                     let n = patch.num_lines_in_hunk(h).ctx(|| "reading a hunk".into())?;
                     for l in 0..n {

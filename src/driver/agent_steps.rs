@@ -32,7 +32,7 @@ use crate::model::{Cut, Phase};
 
 use crate::plan::{self, Axis, LearnResult, Pattern, Plan};
 use crate::prompt::{self, PlanView, bound, clip};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One try plus two retries for an invalid plan.
 pub const PLAN_ATTEMPTS: u32 = 3;
@@ -142,18 +142,6 @@ impl CommandAgent {
     }
 }
 
-/// Sleeps `d`, waking early (as an interruption) when `cancel` is set.
-fn sleep_unless_cancelled(d: Duration, cancel: &std::sync::atomic::AtomicBool) -> Result<()> {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err(crate::error::Error::Interrupted);
-        }
-        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
-    }
-    Ok(())
-}
-
 /// One step of the conversation: the agent and what it may see.
 struct Step<'a> {
     agent: &'a CommandAgent,
@@ -202,7 +190,7 @@ impl<'a> Step<'a> {
                 waited_seconds: waited.as_secs_f64(),
             })?;
             earlier.push(call);
-            sleep_unless_cancelled(this, self.t.cancel)?;
+            crate::interrupt::sleep_unless(this, self.t.cancel)?;
             waited += this;
             wait = (wait * 2).min(Duration::from_secs(300));
         }

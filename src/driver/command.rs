@@ -8,7 +8,8 @@
 //!   `OODA_PROMPT_FILE` and `OODA_OUTPUT_FILE` (plus `OODA_BRIEF_FILE`,
 //!   `OODA_ATTEMPT` and `OODA_ITERATIONS_DIR`, and the profile's `env`). A
 //!   subagent gets `OODA_PHASE` = its role and `OODA_SUBAGENT` = its name
-//!   instead of `OODA_ITERATIONS_DIR`.
+//!   instead of `OODA_BRIEF_FILE` and `OODA_ITERATIONS_DIR`, and its prompt
+//!   file in its private directory (the archived copy is written too).
 //! - The prompt is written (redacted) to a file outside the worktree, so the
 //!   agent's own files never count as a change, and reaches the agent on stdin
 //!   (`prompt: stdin`), as the last argument (`arg`) or as the file's path
@@ -182,7 +183,8 @@ impl CommandAgent {
         let prompt_file = inv.files_dir.join(format!("{stem}.prompt.md"));
         let output_file = inv.files_dir.join(format!("{stem}.result.json"));
         let log_file = inv.files_dir.join(format!("{stem}.output.txt"));
-        crate::atomic::write_atomic(&prompt_file, compress::redact(inv.prompt).as_bytes())?;
+        let prompt_text = compress::redact(inv.prompt);
+        crate::atomic::write_atomic(&prompt_file, prompt_text.as_bytes())?;
         // A result left from an earlier run of this step must not be read as this one's.
         match std::fs::remove_file(&output_file) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -198,11 +200,20 @@ impl CommandAgent {
         let drop_box = crate::sandbox::PrivateDir::create("ooda-result")
             .map_err(|e| Error::io("creating the agent's result directory".to_string(), e))?;
         let agent_output_file = drop_box.0.join("result.json");
+        // A subagent reads its prompt from its private directory: pointing
+        // it at the archive would show it where the main agent's prompts
+        // and answers are (the archived copy is written all the same).
+        let prompt_file = if inv.subagent.is_some() {
+            let private = drop_box.0.join("prompt.md");
+            crate::atomic::write_atomic(&private, prompt_text.as_bytes())?;
+            private
+        } else {
+            prompt_file
+        };
         let abs = |p: &Path| p.display().to_string();
         let mut env: Vec<(String, String)> = vec![
             ("OODA_PHASE".into(), step.into()),
             ("OODA_BRIEF".into(), inv.brief_name.into()),
-            ("OODA_BRIEF_FILE".into(), abs(inv.brief_path)),
             ("OODA_ITERATION".into(), inv.iteration.to_string()),
             ("OODA_ATTEMPT".into(), inv.attempt.to_string()),
             ("OODA_PROMPT_FILE".into(), abs(&prompt_file)),
@@ -212,7 +223,10 @@ impl CommandAgent {
             // A subagent's context is what its `sees` gives it: it is not
             // pointed at the archive, where the main agent's reasoning is.
             Some((name, _)) => env.push(("OODA_SUBAGENT".into(), name.into())),
-            None => env.push(("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir))),
+            None => {
+                env.push(("OODA_BRIEF_FILE".into(), abs(inv.brief_path)));
+                env.push(("OODA_ITERATIONS_DIR".into(), abs(inv.iterations_dir)));
+            }
         }
         env.extend(self.profile.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         let line = self.command_line_for(inv.phase, inv.files);

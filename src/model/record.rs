@@ -190,6 +190,14 @@ impl IterationRecord {
             p.name = r(&p.name);
             p.lesson = r(&p.lesson);
         }
+        for s in &mut out.subagents {
+            s.problem = ro(&s.problem);
+            for f in &mut s.findings {
+                f.file = r(&f.file);
+                f.rule = r(&f.rule);
+                f.why = r(&f.why);
+            }
+        }
         out
     }
 
@@ -240,6 +248,16 @@ impl IterationRecord {
     /// a keep a reviewer refused. Five in a row stop the night.
     pub fn is_failure(&self) -> bool {
         self.verdict.is_failure() || self.discard_kind() == Some(DiscardKind::BlockedByReview)
+    }
+
+    /// A reviewer blocked this keep for what it found in the change (not
+    /// because it failed to answer): the point is settled.
+    pub fn blocked_for_findings(&self) -> bool {
+        self.discard_kind() == Some(DiscardKind::BlockedByReview)
+            && self
+                .subagents
+                .iter()
+                .any(|s| s.blocks() && s.findings.iter().any(|f| !f.advisory))
     }
 
     /// A measured "no": this hypothesis and this point must not be retried.

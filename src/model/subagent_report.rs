@@ -11,6 +11,10 @@ pub struct Finding {
     pub line: Option<u32>,
     pub rule: String,
     pub why: String,
+    /// Shown, flagged, but not a reason to block (a builtin rule that can
+    /// be honest code: a `console.log`, a binary file, test configuration).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub advisory: bool,
 }
 
 impl Finding {
@@ -21,7 +25,8 @@ impl Finding {
             (f, Some(l)) => format!("{f}:{l} "),
             (f, None) => format!("{f} "),
         };
-        format!("{place}[{}] {}", self.rule, self.why)
+        let note = if self.advisory { " (advisory)" } else { "" };
+        format!("{place}[{}] {}{note}", self.rule, self.why)
     }
 }
 

@@ -564,7 +564,8 @@ impl<'a> Machine<'a> {
                 let out = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
                     let turn = m.turn(span, &o)?;
-                    let out = review::run(&turn, &m.ws, &m.roster, &m.agent, m.current()?)?;
+                    let start = m.archive.state.start_commit.clone();
+                    let out = review::run(&turn, &m.ws, &m.roster, &m.agent, m.current()?, &start)?;
                     if let Some((r, _)) = &out
                         && let Some(findings) = r.blocked()
                     {

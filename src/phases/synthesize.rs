@@ -65,16 +65,7 @@ pub(crate) fn run(
         .map(|def| {
             let def = *def;
             let driver = def.driver_name(main.map(|c| c.name.as_str()));
-            let agent = def
-                .agent
-                .as_deref()
-                .and_then(|a| t.config.agents.get(a).map(|p| (a, p)))
-                .map(|(name, p)| crate::driver::CommandAgent {
-                    name: name.to_string(),
-                    profile: p.clone(),
-                    sandboxed: t.config.sandbox.abi().is_some(),
-                })
-                .or_else(|| main.cloned());
+            let agent = super::review::command_agent(t, def, main);
             let work: dispatch::Work = Box::new(move |span| {
                 let mut a = Answer::default();
                 let mut narrative = None;

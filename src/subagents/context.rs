@@ -72,11 +72,14 @@ pub fn clip_patch(patch: &str, max: usize) -> String {
         return patch.to_string();
     }
     let mut out = String::new();
+    let mut used = 0;
     let mut lines = patch.lines();
     for l in lines.by_ref() {
-        if out.chars().count() + l.chars().count() + 1 > max {
+        let n = l.chars().count() + 1;
+        if used + n > max {
             break;
         }
+        used += n;
         out.push_str(l);
         out.push('\n');
     }

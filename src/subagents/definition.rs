@@ -632,11 +632,14 @@ impl Definition {
             }
             let line = driver_line.unwrap_or(root.line);
             match (role, d.driver) {
+                // A warning, not a problem: `ooda init` of an earlier
+                // release wrote the simplifier with `driver: llm`, and a
+                // project must not stop running over a subagent it never had.
                 (_, SubDriver::Llm) => {
-                    ck.report(
+                    warn.report(
                         Some(line),
                         Some("driver"),
-                        "the `llm` driver is not in this version of ooda: use `driver: command` (an agent CLI profile, `agent: <profile>`) or `driver: builtin`",
+                        "the `llm` driver is not in this version of ooda, so this subagent is not dispatched: use `driver: command` (an agent CLI profile, `agent: <profile>`) or `driver: builtin`",
                     )
                     .example("driver: command");
                 }
@@ -818,10 +821,13 @@ mod tests {
         let (d, w) = parse("my-agent", "---\nname: my-agent\ndescription: d\n---\nHi\n").unwrap();
         assert_eq!(d.role, None);
         assert!(w[0].message.contains("never dispatched"), "{w:?}");
+        let text = "---\nname: x\ndescription: d\nrole: simplify\ndriver: llm\n---\n";
+        let (d, w) = parse("x", text).unwrap();
+        assert_eq!(d.driver, SubDriver::Llm);
+        assert!(w[0].message.contains("not dispatched"), "{w:?}");
         for (role, driver, says) in [
             ("simplify", "builtin", "no builtin simplifier"),
             ("evaluate", "command", "plain code"),
-            ("review", "llm", "not in this version"),
         ] {
             let text =
                 format!("---\nname: x\ndescription: d\nrole: {role}\ndriver: {driver}\n---\n");

@@ -225,7 +225,9 @@ pub fn run_command(
         command: agent.command_line_for(like, &files),
         prompt_chars: crate::prompt::chars(prompt),
     })?;
-    let files_dir = Invocation::files_dir_for(t.dir, t.iteration);
+    // Beside the main agent's files, never in place of them (a subagent
+    // named `plan` must not overwrite PLAN's prompt).
+    let files_dir = Invocation::files_dir_for(t.dir, t.iteration).join("subagents");
     let inv = Invocation {
         phase: like,
         attempt: 1,
@@ -240,16 +242,43 @@ pub fn run_command(
         files: &files,
         subagent: Some((&def.name, role)),
     };
-    let (reply, breach) = agent.fenced(
-        t,
-        || {
-            let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
-            agent.run(&inv, lease.as_ref(), t.cancel).map(Ok)
-        },
-        |e| Err(e.to_string()),
-    )?;
+    // An outage of the provider is waited out as for the main agent (up to
+    // `defaults.agent_outage`): it says nothing about the change.
+    let budget = t.config.defaults.agent_outage;
+    let mut wait = (budget / 60).clamp(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(30),
+    );
+    let mut waited = std::time::Duration::ZERO;
+    let mut earlier = Vec::new();
+    let (reply, breach) = loop {
+        let (reply, breach) = agent.fenced(
+            t,
+            || {
+                let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
+                agent.run(&inv, lease.as_ref(), t.cancel).map(Ok)
+            },
+            |e| Err(e.to_string()),
+        )?;
+        let unavailable = matches!(&reply, Ok(r) if r.call.outcome == CallOutcome::Unavailable);
+        if !unavailable || waited >= budget || breach.is_some() {
+            break (reply, breach);
+        }
+        if let Ok(r) = &reply {
+            let mut call = r.call.clone();
+            call.phase = phase;
+            let this = wait.min(budget - waited);
+            call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
+            span.emit(Event::model_result(&call))?;
+            earlier.push(call);
+            crate::interrupt::sleep_unless(this, t.cancel)?;
+            waited += this;
+            wait = (wait * 2).min(std::time::Duration::from_secs(300));
+        }
+    };
     let mut a = Answer {
         breach,
+        calls: earlier,
         ..Answer::default()
     };
     let reply: Reply = match reply {
@@ -329,18 +358,20 @@ pub fn read_review(v: &Value, a: &mut Answer) -> std::result::Result<(), String>
                 file: String::new(),
                 line: None,
                 rule: "reviewer".into(),
-                why: crate::compress::clip(s, 400),
+                why: clean(s, 400),
+                advisory: false,
             },
             f => Finding {
-                file: crate::compress::clip(&text(f, "file"), 200),
+                file: clean(&text(f, "file"), 200),
                 line: f
                     .get("line")
                     .and_then(|l| l.as_u64().or_else(|| l.as_str()?.trim().parse().ok()))
                     .and_then(|l| u32::try_from(l).ok()),
-                rule: Some(crate::compress::clip(&text(f, "rule"), 80))
+                rule: Some(clean(&text(f, "rule"), 80))
                     .filter(|r| !r.is_empty())
                     .unwrap_or_else(|| "reviewer".into()),
-                why: crate::compress::clip(&text(f, "why"), 400),
+                why: clean(&text(f, "why"), 400),
+                advisory: false,
             },
         };
         a.findings.push(finding);
@@ -351,6 +382,12 @@ pub fn read_review(v: &Value, a: &mut Answer) -> std::result::Result<(), String>
         .unwrap_or(false);
     a.verdict = Some(verdict);
     Ok(())
+}
+
+/// A reviewer's text as the archive keeps it: one line, redacted (a
+/// reviewer may quote the secret it found), clipped.
+fn clean(s: &str, max: usize) -> String {
+    crate::compress::clip(&crate::compress::redact(s), max)
 }
 
 /// The answer a reviewer is asked for.

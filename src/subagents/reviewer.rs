@@ -20,14 +20,35 @@ use crate::model::{Change, FileChange, FileStatus, Finding, GuardResult};
 pub struct Context<'a> {
     pub brief: &'a Brief,
     pub guards: &'a [GuardResult],
-    /// The base worktree: the metric's scripts are read there (as they were
-    /// before the change).
-    pub base_dir: &'a Path,
+    /// The files the metric, setup and guards run or read
+    /// ([`measurement_files`], found as the run started: a keep earlier in
+    /// the night cannot change what counts as part of the measurement).
+    pub measuring: &'a BTreeSet<String>,
     pub max_diff_lines: usize,
 }
 
-/// The builtin review: findings (any one blocks) and whether the change
-/// looks like it games the benchmark.
+/// Lock files: generated, so they do not count toward the diff's size.
+const LOCK_FILES: &[&str] = &[
+    "Cargo.lock",
+    "package-lock.json",
+    "yarn.lock",
+    "pnpm-lock.yaml",
+    "poetry.lock",
+    "Pipfile.lock",
+    "uv.lock",
+    "Gemfile.lock",
+    "go.sum",
+    "composer.lock",
+];
+
+/// Changed bytes beyond which a keep is too big to review, whatever its lines.
+const MAX_DIFF_BYTES: usize = 256 * 1024;
+
+/// An added line longer than this is generated or minified content.
+const LONG_LINE: usize = 2000;
+
+/// The builtin review: findings (any that is not advisory blocks) and
+/// whether the change looks like it games the benchmark.
 pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
     let mut out = Vec::new();
     for g in cx.guards.iter().filter(|g| !g.ok) {
@@ -38,30 +59,57 @@ pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
             format!("the guard `{}` did not pass", g.command),
         ));
     }
-    let lines = change.changed_lines();
-    if lines > cx.max_diff_lines {
+    let knobs_file = cx.brief.knobs_file.trim_start_matches("./");
+    let counted = || {
+        change.files.iter().filter(|f| {
+            f.path != knobs_file
+                && !LOCK_FILES.contains(
+                    &Path::new(&f.path)
+                        .file_name()
+                        .and_then(|n| n.to_str())
+                        .unwrap_or(""),
+                )
+        })
+    };
+    let lines: usize = counted().map(|f| f.added.len() + f.removed.len()).sum();
+    let bytes: usize = counted()
+        .map(|f| {
+            f.added
+                .iter()
+                .chain(&f.removed)
+                .map(|(_, t)| t.len() + 1)
+                .sum::<usize>()
+        })
+        .sum();
+    if lines > cx.max_diff_lines || bytes > MAX_DIFF_BYTES {
         out.push(finding(
             "",
             None,
             "diff-size",
             format!(
-                "{lines} changed lines, above the limit of {} (review.max_diff_lines): a change this big cannot be reviewed as one surgical step",
-                cx.max_diff_lines
+                "{lines} changed lines ({} KiB), above the limit of {} lines (review.max_diff_lines) or {} KiB: a change this big cannot be reviewed as one surgical step",
+                bytes / 1024,
+                cx.max_diff_lines,
+                MAX_DIFF_BYTES / 1024
             ),
         ));
     }
-    let measuring = measurement_files(cx.brief, cx.base_dir);
-    let knobs_file = cx.brief.knobs_file.as_str();
+    let measuring = cx.measuring;
+    let scope = &cx.brief.scope;
     for f in &change.files {
         let p = f.path.as_str();
-        if cx.brief.scope.protects(p) {
+        // The knobs file is the runner's own: it writes it for every point.
+        if p == knobs_file {
+            continue;
+        }
+        if scope.protects(p) {
             out.push(finding(
                 p,
                 None,
                 "protected",
                 "a protected file changed (scope.protect)".into(),
             ));
-        } else if !cx.brief.scope.allows(p) && p != knobs_file {
+        } else if !scope.allows(p) {
             out.push(finding(
                 p,
                 None,
@@ -69,16 +117,48 @@ pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
                 "changed outside scope.allow".into(),
             ));
         }
-        if measuring.contains(p) {
-            out.push(finding(
+        if measuring.contains(p) && !scope.protects(p) {
+            // A file the Brief's allow list names is the program under test
+            // (`python3 solve.py`); with no allow list it is only flagged.
+            let explicitly_allowed = !scope.allow.is_empty() && scope.allows(p);
+            if !explicitly_allowed {
+                let mut f = finding(
+                    p,
+                    None,
+                    "measurement",
+                    "this file is run or read by the metric, setup or a guard: a change to it can change the measurement rather than the program".into(),
+                );
+                f.advisory = scope.allow.is_empty();
+                out.push(f);
+            }
+        }
+        if is_test_config(p) {
+            let mut c = finding(
                 p,
                 None,
-                "measurement",
-                "this file is run or read by the metric, setup or a guard: a change to it changes the measurement, not the program".into(),
-            ));
+                "test-config",
+                "changes how the tests are collected or run".into(),
+            );
+            c.advisory = true;
+            out.push(c);
         }
         if f.binary {
+            let mut b = finding(p, None, "binary", "a binary file changed: no rule can read it (a precomputed answer would look like this)".into());
+            b.advisory = true;
+            out.push(b);
             continue;
+        }
+        if let Some((n, _)) = f.added.iter().find(|(_, t)| t.chars().count() > LONG_LINE) {
+            let mut l = finding(
+                p,
+                Some(*n),
+                "long-line",
+                format!(
+                    "adds a line of more than {LONG_LINE} characters (generated or minified content)"
+                ),
+            );
+            l.advisory = true;
+            out.push(l);
         }
         added_line_rules(f, &mut out);
         test_rules(f, &mut out);
@@ -86,7 +166,14 @@ pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
     let suspicious = out.iter().any(|f| {
         matches!(
             f.rule.as_str(),
-            "measurement" | "protected" | "test-deleted" | "test-skipped" | "test-weakened"
+            "measurement"
+                | "protected"
+                | "test-deleted"
+                | "test-skipped"
+                | "test-weakened"
+                | "test-config"
+                | "binary"
+                | "long-line"
         )
     });
     (out, suspicious)
@@ -98,6 +185,7 @@ fn finding(file: &str, line: Option<u32>, rule: &str, why: String) -> Finding {
         line,
         rule: rule.to_string(),
         why,
+        advisory: false,
     }
 }
 
@@ -106,31 +194,70 @@ static TODO: LazyLock<Regex> =
 
 /// A print whose text says it is for debugging, in any language.
 static DEBUG_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(print|println!?|eprintln!|printf|fprintf|puts|echo|console\.\w+|log\.\w+)\s*\(?\s*(stderr\s*,\s*)?["'`]\s*\[?(debug|dbg|xxx)\b"#)
+    Regex::new(r#"(?i)\b(print|println!?|eprintln!|printf|fprintf|puts|echo|console\.\w+|log\.\w+)\s*\(?\s*(stderr\s*,\s*)?["'`]\s*\[?(debug|dbg|xxx)\s*[:\]=]"#)
         .expect("valid")
 });
 
-/// Debug statements per language, by file extension.
-fn debug_patterns(ext: &str) -> &'static [&'static str] {
+static SET_X: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*set\s+-x\s*$").expect("valid"));
+
+/// Debug statements per language: (pattern, blocks). Those that can be a
+/// program's real output (`console.log` in a CLI) are advisory.
+fn debug_patterns(ext: &str) -> &'static [(&'static str, bool)] {
     match ext {
-        "rs" => &["dbg!("],
+        "rs" => &[("dbg!(", true)],
         "py" => &[
-            "breakpoint()",
-            "pdb.set_trace(",
-            "import pdb",
-            "import ipdb",
-            "ipdb.set_trace(",
+            ("breakpoint()", true),
+            ("pdb.set_trace(", true),
+            ("import pdb", true),
+            ("import ipdb", true),
+            ("ipdb.set_trace(", true),
         ],
-        "js" | "jsx" | "ts" | "tsx" | "mjs" | "cjs" | "vue" | "svelte" => {
-            &["console.log(", "console.debug(", "debugger;"]
-        }
-        "go" => &["spew.Dump(", "pp.Println("],
-        "rb" => &["binding.pry", "byebug", "binding.irb"],
-        "java" | "kt" => &["System.out.println(", "printStackTrace()"],
-        "php" => &["var_dump(", "dd(", "print_r("],
-        "sh" | "bash" => &["set -x"],
+        "js" | "jsx" | "ts" | "tsx" | "mjs" | "cjs" | "vue" | "svelte" => &[
+            ("debugger;", true),
+            ("console.log(", false),
+            ("console.debug(", false),
+        ],
+        "go" => &[("spew.Dump(", true), ("pp.Println(", true)],
+        "rb" => &[
+            ("binding.pry", true),
+            ("byebug", true),
+            ("binding.irb", true),
+        ],
+        "java" | "kt" => &[("printStackTrace()", false), ("System.out.println(", false)],
+        "php" => &[("var_dump(", true), ("dd(", true), ("print_r(", false)],
         _ => &[],
     }
+}
+
+/// Where `pattern` occurs in `text` as a name of its own (not the tail of
+/// another identifier: `dd(` is not in `$this->add(`).
+fn has_call(text: &str, pattern: &str) -> bool {
+    text.match_indices(pattern).any(|(i, _)| {
+        !pattern.starts_with(|c: char| c.is_alphanumeric() || c == '_')
+            || !text[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
+    })
+}
+
+/// The code of a line: without a leading `/* … */` and empty when the line
+/// is a comment.
+fn code_of(line: &str) -> &str {
+    let mut t = line.trim_start();
+    while let Some(rest) = t.strip_prefix("/*") {
+        match rest.find("*/") {
+            Some(end) => t = rest[end + 2..].trim_start(),
+            None => return "",
+        }
+    }
+    let comment = t.starts_with("//")
+        || t.starts_with("--")
+        || t == "*"
+        || t.starts_with("* ")
+        || t.starts_with("*/")
+        || (t.starts_with('#')
+            && !t.starts_with("#[")
+            && !t.starts_with("#!")
+            && !t.starts_with("#include"));
+    if comment { "" } else { t }
 }
 
 fn added_line_rules(f: &FileChange, out: &mut Vec<Finding>) {
@@ -139,8 +266,14 @@ fn added_line_rules(f: &FileChange, out: &mut Vec<Finding>) {
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
     let patterns = debug_patterns(&ext);
+    // A line that was there before (moved, re-indented) is not new.
+    let removed: std::collections::HashSet<&str> =
+        f.removed.iter().map(|(_, t)| t.trim()).collect();
     let mut secret_reported = false;
     for (n, text) in &f.added {
+        if removed.contains(text.trim()) {
+            continue;
+        }
         let line = Some(*n);
         if let Some(m) = TODO.find(text) {
             out.push(finding(
@@ -150,27 +283,32 @@ fn added_line_rules(f: &FileChange, out: &mut Vec<Finding>) {
                 format!("adds a `{}` note", m.as_str()),
             ));
         }
-        let trimmed = text.trim_start();
-        // A pattern inside a comment is not a statement.
-        let comment = ["//", "#", "--", "/*", "*"]
-            .iter()
-            .any(|c| trimmed.starts_with(c))
-            && !trimmed.starts_with("#[")
-            && !trimmed.starts_with("#!");
-        if let Some(p) = patterns.iter().find(|p| !comment && text.contains(**p)) {
-            out.push(finding(
+        let code = code_of(text);
+        if let Some((p, blocks)) = patterns.iter().find(|(p, _)| has_call(code, p)) {
+            let mut d = finding(
                 &f.path,
                 line,
                 "debug-print",
                 format!("adds a debug statement `{p}`"),
-            ));
-        } else if !comment && DEBUG_TEXT.is_match(text) {
+            );
+            d.advisory = !blocks;
+            out.push(d);
+        } else if matches!(ext.as_str(), "sh" | "bash") && SET_X.is_match(code) {
             out.push(finding(
                 &f.path,
                 line,
                 "debug-print",
-                "adds a print labelled as debugging".into(),
+                "adds `set -x` (traces every command)".into(),
             ));
+        } else if !code.is_empty() && DEBUG_TEXT.is_match(code) {
+            let mut d = finding(
+                &f.path,
+                line,
+                "debug-print",
+                "adds a print labelled as debugging".into(),
+            );
+            d.advisory = true;
+            out.push(d);
         }
         if !secret_reported && crate::compress::adds_secret(text) {
             secret_reported = true;
@@ -208,13 +346,41 @@ fn is_test_file(path: &str) -> bool {
         || name.contains(".spec.")
 }
 
+/// Files that decide which tests run and how.
+fn is_test_config(path: &str) -> bool {
+    let name = Path::new(path)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    matches!(
+        name,
+        "pytest.ini"
+            | "conftest.py"
+            | "tox.ini"
+            | "setup.cfg"
+            | ".mocharc.json"
+            | ".mocharc.yml"
+            | "karma.conf.js"
+            | "phpunit.xml"
+            | ".nycrc"
+    ) || name.starts_with("jest.config.")
+        || name.starts_with("vitest.config.")
+}
+
+/// An assertion: not `.expect(` (a Rust method), not the word "should".
 static ASSERTION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(assert\w*!?|expect\s*\(|should\b|require\.\w+|t\.(Error|Errorf|Fatal|Fatalf|Fail)\b|self\.assert\w*|check\w*!)")
+    Regex::new(r"(\bassert\w*!?|(^|[^.\w])expect\s*\(|\brequire\.\w+\s*\(|\bt\.(Error|Errorf|Fatal|Fatalf|Fail)\b|\bself\.assert\w*)")
+        .expect("valid")
+});
+
+/// An assertion that can no longer fail.
+static VACUOUS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(\bassert\s*\(?\s*True\s*\)?\s*$|\bassert!\s*\(\s*true\s*\)|\bexpect\s*\(\s*true\s*\)\s*\.\s*toBe\s*\(\s*true\s*\)|\bassertTrue\s*\(\s*true\s*\))")
         .expect("valid")
 });
 
 static SKIP: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(#\[ignore\b|@pytest\.mark\.(skip|xfail)|@unittest\.skip|pytest\.skip\(|\b(it|describe|test)\.skip\(|\bx(it|describe|test)\(|\bt\.Skip(Now|f)?\(|@Disabled\b|@Ignore\b|\bskip\s*\(|return\s*;?\s*//\s*skip)")
+    Regex::new(r"(#\[ignore\b|#\[cfg\(any\(\)\)\]|@pytest\.mark\.(skip|xfail)|@unittest\.skip|pytest\.skip\(|\b(it|describe|test)\.skip\(|\bx(it|describe|test)\(|\bt\.Skip(Now|f)?\(|@Disabled\b|@Ignore\b)")
         .expect("valid")
 });
 
@@ -225,9 +391,10 @@ static TEST_ATTR: LazyLock<Regex> = LazyLock::new(|| {
 
 fn test_rules(f: &FileChange, out: &mut Vec<Finding>) {
     let test_file = is_test_file(&f.path);
-    // Rust keeps unit tests beside the code: a `.rs` file's tests count too.
-    let holds_tests = test_file || f.path.ends_with(".rs");
-    if !holds_tests {
+    // Rust keeps unit tests beside the code: a `.rs` file's tests count,
+    // but only a test file's assertions (an `assert!` in a hot loop is not
+    // a test).
+    if !test_file && !f.path.ends_with(".rs") {
         return;
     }
     if test_file && f.status == FileStatus::Deleted {
@@ -240,7 +407,8 @@ fn test_rules(f: &FileChange, out: &mut Vec<Finding>) {
         return;
     }
     for (n, text) in &f.added {
-        if SKIP.is_match(text) {
+        let code = code_of(text);
+        if SKIP.is_match(code) {
             out.push(finding(
                 &f.path,
                 Some(*n),
@@ -248,9 +416,21 @@ fn test_rules(f: &FileChange, out: &mut Vec<Finding>) {
                 "marks a test as skipped or expected to fail".into(),
             ));
         }
+        if test_file && VACUOUS.is_match(code) {
+            out.push(finding(
+                &f.path,
+                Some(*n),
+                "test-weakened",
+                "adds an assertion that cannot fail".into(),
+            ));
+        }
     }
-    let count =
-        |lines: &[(u32, String)], re: &Regex| lines.iter().filter(|(_, t)| re.is_match(t)).count();
+    let count = |lines: &[(u32, String)], re: &Regex| {
+        lines
+            .iter()
+            .filter(|(_, t)| re.is_match(code_of(t)))
+            .count()
+    };
     let (tests_removed, tests_added) = (count(&f.removed, &TEST_ATTR), count(&f.added, &TEST_ATTR));
     if tests_removed > tests_added {
         let at = f
@@ -264,6 +444,9 @@ fn test_rules(f: &FileChange, out: &mut Vec<Finding>) {
             "test-deleted",
             format!("removes {} test(s)", tests_removed - tests_added),
         ));
+        return;
+    }
+    if !test_file {
         return;
     }
     let (asserts_removed, asserts_added) =
@@ -290,40 +473,32 @@ fn test_rules(f: &FileChange, out: &mut Vec<Finding>) {
 fn path_words(line: &str) -> impl Iterator<Item = String> + '_ {
     line.split(|c: char| c.is_whitespace() || ";&|()<>=,`$".contains(c))
         .map(|w| w.trim_matches(['"', '\'']))
-        .filter(|w| !w.is_empty() && !w.starts_with('-'))
+        .filter(|w| {
+            !w.is_empty() && !w.starts_with('-') && !w.starts_with('/') && !w.contains("..")
+        })
         .map(|w| w.trim_start_matches("./").to_string())
 }
 
 /// The repository files the metric, setup and guard commands run or read,
 /// where that is known: each word of a command that names a file of the
-/// base worktree, and the words of that file (one level: a `bench.sh`
-/// that runs `bench/run.py` on `data/input.txt` names all three).
-pub fn measurement_files(brief: &Brief, base_dir: &Path) -> BTreeSet<String> {
+/// repository as the run started, and the words of that file (one level: a
+/// `bench.sh` that runs `bench/run.py` on `data/input.txt` names all three).
+pub fn measurement_files(brief: &Brief, read: &dyn Fn(&str) -> Option<String>) -> BTreeSet<String> {
     let m = &brief.metric;
     let commands: Vec<&str> = std::iter::once(m.command.as_str())
         .chain(m.setup.as_deref())
         .chain(brief.guards.iter().map(String::as_str))
         .collect();
-    let is_file = |w: &str| {
-        !w.is_empty()
-            && !w.starts_with('/')
-            && !w.contains("..")
-            && base_dir
-                .join(w)
-                .symlink_metadata()
-                .is_ok_and(|m| m.is_file())
-    };
     let mut out = BTreeSet::new();
     for c in commands {
-        for w in path_words(c).filter(|w| is_file(w)) {
-            if out.insert(w.clone())
-                && let Ok(text) = std::fs::read(base_dir.join(&w))
-                && text.len() <= 256 * 1024
-                && let Ok(text) = String::from_utf8(text)
-            {
+        for w in path_words(c) {
+            let Some(text) = read(&w) else { continue };
+            if out.insert(w) && text.len() <= 256 * 1024 {
                 for inner in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
-                    for w2 in path_words(inner).filter(|w| is_file(w)) {
-                        out.insert(w2);
+                    for w2 in path_words(inner) {
+                        if read(&w2).is_some() {
+                            out.insert(w2);
+                        }
                     }
                 }
             }
@@ -337,7 +512,7 @@ mod tests {
     use super::*;
 
     fn brief(dir: &Path) -> Brief {
-        let text = "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\nagent: script\nguards: [python3 -m pytest tests]\nscope:\n  allow: [src/**, tests/**, bench.sh, data/**]\n  protect: [data/golden.txt]\n---\n# Goal\nx\n\n# Success\ny\n\n# Must not break\nz\n";
+        let text = "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\nagent: script\nguards: [python3 -m pytest tests]\nscope:\n  allow: [src/**, tests/**, web/**]\n  protect: [data/golden.txt]\n---\n# Goal\nx\n\n# Success\ny\n\n# Must not break\nz\n";
         let p = dir.join("b.md");
         std::fs::write(&p, text).unwrap();
         Brief::load_in(&p, &["script"]).unwrap()
@@ -375,10 +550,13 @@ mod tests {
             files,
             patch: String::new(),
         };
+        let root = dir.path().to_path_buf();
+        let measuring =
+            measurement_files(&b, &|p: &str| std::fs::read_to_string(root.join(p)).ok());
         let cx = Context {
             brief: &b,
             guards: &[],
-            base_dir: dir.path(),
+            measuring: &measuring,
             max_diff_lines: 50,
         };
         let (f, s) = review(&change, &cx);
@@ -491,6 +669,20 @@ mod tests {
                 ),
             ),
             ("diff-size", file("src/big.rs", m, &["let x = 1;"; 60], &[])),
+            (
+                "test-weakened",
+                file(
+                    "tests/test_parse.py",
+                    m,
+                    &["    assert True"],
+                    &["    assert f() == 1"],
+                ),
+            ),
+            ("test-skipped", file("src/a.rs", m, &["#[cfg(any())]"], &[])),
+            (
+                "debug-print",
+                file("src/a.rs", m, &["    /* */ dbg!(x);"], &[]),
+            ),
         ];
         for (want, change) in cases {
             let path = change.path.clone();
@@ -505,6 +697,8 @@ mod tests {
                 "test-deleted",
                 "test-skipped",
                 "test-weakened",
+                "test-config",
+                "binary",
             ];
             assert_eq!(suspicious, gaming.contains(&want), "{want}");
         }
@@ -514,6 +708,20 @@ mod tests {
     fn a_comment_or_an_assertion_moved_is_not_a_finding() {
         let m = FileStatus::Modified;
         let (rules, _) = rules_of(vec![
+            file("src/a.php", m, &["$this->add($x);"], &[]),
+            file("src/run.sh", m, &["set -xeuo pipefail"], &[]),
+            file(
+                "src/lib.rs",
+                m,
+                &["    let v = f()?;", "    // this should be fast"],
+                &["    let v = f().expect(\"f\");", "    assert!(v > 0);"],
+            ),
+            file(
+                "src/b.rs",
+                m,
+                &["        // TODO: later"],
+                &["    // TODO: later"],
+            ),
             file(
                 "src/a.py",
                 m,
@@ -531,6 +739,48 @@ mod tests {
     }
 
     #[test]
+    fn what_may_be_honest_is_advisory() {
+        let m = FileStatus::Modified;
+        let mut bin = file("src/answers.bin", m, &[], &[]);
+        bin.binary = true;
+        for (rule, change) in [
+            (
+                "debug-print",
+                file("web/a.ts", m, &["  console.log(x);"], &[]),
+            ),
+            ("binary", bin),
+            (
+                "test-config",
+                file(
+                    "tests/conftest.py",
+                    m,
+                    &["collect_ignore = ['slow.py']"],
+                    &[],
+                ),
+            ),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let b = brief(dir.path());
+            let change = Change {
+                files: vec![change],
+                patch: String::new(),
+            };
+            let cx = Context {
+                brief: &b,
+                guards: &[],
+                measuring: &BTreeSet::new(),
+                max_diff_lines: 50,
+            };
+            let (f, _) = review(&change, &cx);
+            let hit = f
+                .iter()
+                .find(|f| f.rule == rule)
+                .unwrap_or_else(|| panic!("{rule}: {f:?}"));
+            assert!(hit.advisory, "{rule}");
+        }
+    }
+
+    #[test]
     fn failed_guards_are_findings() {
         let dir = tempfile::tempdir().unwrap();
         let b = brief(dir.path());
@@ -543,7 +793,7 @@ mod tests {
         let cx = Context {
             brief: &b,
             guards: &guards,
-            base_dir: dir.path(),
+            measuring: &BTreeSet::new(),
             max_diff_lines: 50,
         };
         let (f, _) = review(&Change::default(), &cx);

@@ -92,11 +92,30 @@ impl Roster {
         Ok(roster)
     }
 
-    /// The definitions that play `role`, by name.
+    /// The definitions that play `role` and can run in this version (not
+    /// `driver: llm`), by name.
     pub fn with_role(&self, role: Role) -> impl Iterator<Item = &Definition> {
         self.definitions
             .iter()
-            .filter(move |d| d.role == Some(role))
+            .filter(move |d| d.role == Some(role) && d.driver != SubDriver::Llm)
+    }
+
+    /// The builtin reviewer's rules as a definition of their own: they run
+    /// on every keep even when no `driver: builtin` reviewer is defined (a
+    /// user's Claude Code `code-reviewer.md` replaces the default file, not
+    /// the floor of rules every keep must pass).
+    pub fn builtin_rules() -> Option<Definition> {
+        let text = crate::scaffold::SUBAGENTS
+            .iter()
+            .find(|(f, _)| *f == "code-reviewer.md")
+            .map(|(_, t)| *t)
+            .unwrap_or_default();
+        let path = Path::new("subagents").join("code-reviewer.md");
+        let (mut d, _) = Definition::parse(&path, text, true).ok()?;
+        d.name = "builtin-rules".into();
+        d.driver = SubDriver::Builtin;
+        d.on_error = super::definition::OnError::Pass;
+        Some(d)
     }
 }
 

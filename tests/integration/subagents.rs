@@ -29,7 +29,8 @@ esac
 /// `$AGENT_DIR/<name>.out` holds (after `WAIT`, for the parallel test).
 const REVIEWER: &str = r#"#!/bin/sh
 cat > "$AGENT_DIR/$OODA_SUBAGENT.prompt.md"
-echo "phase=$OODA_PHASE model=$OODA_MODEL iterations=$OODA_ITERATIONS_DIR" > "$AGENT_DIR/$OODA_SUBAGENT.env"
+echo "phase=$OODA_PHASE model=$OODA_MODEL iterations=$OODA_ITERATIONS_DIR brief_file=$OODA_BRIEF_FILE" > "$AGENT_DIR/$OODA_SUBAGENT.env"
+echo "$OODA_PROMPT_FILE" > "$AGENT_DIR/$OODA_SUBAGENT.prompt-path"
 touch "$AGENT_DIR/started-$OODA_SUBAGENT"
 if [ -n "$WAIT_FOR" ]; then
   other=a; [ "$OODA_SUBAGENT" = a ] && other=b
@@ -252,9 +253,20 @@ fn a_command_reviewer_sees_only_the_diff_and_the_rules_and_its_block_discards_th
             "{hidden} reached the reviewer:\n{prompt}"
         );
     }
+    // Nothing points it at the archive, where the main agent's prompts and
+    // answers are: its prompt file is in its private directory.
     assert_eq!(
         n.seen("strict", "env").trim(),
-        "phase=review model=gpt-test-medium iterations="
+        "phase=review model=gpt-test-medium iterations= brief_file="
+    );
+    let prompt_path = n.seen("strict", "prompt-path");
+    assert!(
+        !prompt_path.contains(n.t.path().to_str().unwrap()),
+        "{prompt_path}"
+    );
+    assert!(
+        n.t.exists("iterations/b/artifacts/iter-001/subagents/strict.prompt.md"),
+        "the archived copy"
     );
     // Its model call is counted with the iteration's.
     assert!(rec.agent_calls.iter().any(|c| c.phase.as_str() == "review"));
@@ -567,7 +579,7 @@ fn a_command_synthesizer_adds_a_narrative_to_the_keep_note_and_nothing_else() {
     );
     assert_eq!(
         n.seen("obsidian-synthesizer", "env").trim(),
-        "phase=synthesize model= iterations="
+        "phase=synthesize model= iterations= brief_file="
     );
     let prompt = n.seen("obsidian-synthesizer", "prompt.md");
     assert!(
@@ -586,4 +598,82 @@ fn a_command_synthesizer_adds_a_narrative_to_the_keep_note_and_nothing_else() {
         keep.2
     );
     assert_eq!(kind(&keep.1["gain_pct"]), "number");
+}
+
+#[test]
+fn the_builtin_rules_still_run_when_the_code_reviewer_becomes_a_command_reviewer() {
+    // A user's Claude Code code-reviewer.md (no driver: a model) replaces
+    // the default file; the rules every keep must pass stay.
+    let n = Night::new("printf '    dbg!(&x);\\n' >> src/main.rs");
+    n.t.write(
+        "subagents/code-reviewer.md",
+        "---\nname: code-reviewer\ndescription: Expert code review specialist.\ntools: Read, Grep, Glob, Bash\nmodel: sonnet\ncolor: blue\nagent: reviewer\n---\nYou are a senior code reviewer.\n",
+    );
+    n.answer("code-reviewer", r#"{"verdict": "approve"}"#);
+    n.t.commit("a Claude Code reviewer");
+    let rec = n.first(&[]);
+    assert_eq!(
+        rec.discard,
+        Some(DiscardKind::BlockedByReview),
+        "{}",
+        rec.reason
+    );
+    let names: Vec<(&str, Option<ReviewVerdict>)> = rec
+        .subagents
+        .iter()
+        .map(|r| (r.name.as_str(), r.verdict))
+        .collect();
+    assert!(
+        names.contains(&("code-reviewer", Some(ReviewVerdict::Approve))),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&("builtin-rules", Some(ReviewVerdict::Block))),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn a_bench_that_sources_the_knobs_file_does_not_block_knob_keeps() {
+    // The README's bench reads its knobs with `. ./ooda.knobs.env`: the
+    // file the runner writes for every point is not part of the measurement.
+    let t = Test::new();
+    t.script(
+        "bench.sh",
+        &crate::test::bench_after(". ./ooda.knobs.env\n", crate::test::LANDSCAPE, 0.01),
+    );
+    t.write("ooda.knobs.env", "X=10\n");
+    t.brief("b", &knob_brief("budget: { iterations: 4 }\n"));
+    t.commit("a bench that sources its knobs");
+    t.ooda(&["run", "b"]).expect(4);
+    let recs: Vec<IterationRecord> = (1..=4).map(|i| t.record("b", i)).collect();
+    assert!(recs.iter().any(|r| r.verdict == Verdict::Keep));
+    for r in &recs {
+        assert_ne!(
+            r.discard,
+            Some(DiscardKind::BlockedByReview),
+            "iteration {}: {}",
+            r.iteration,
+            r.reason
+        );
+    }
+}
+
+#[test]
+fn a_simplifier_written_by_an_older_init_with_driver_llm_only_warns() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.t.write(
+        "subagents/code-simplifier.md",
+        "---\nname: code-simplifier\ndescription: Proposes a simpler equivalent of a large kept diff.\ntools: [read, edit]\nmodel: medium\nrole: simplify\ndriver: llm\ntrigger: keep-diff-over-40-lines\nsees: [diff]\ntimeout: 15m\n---\nYou are the code-simplifier.\n",
+    );
+    n.t.commit("an older simplifier");
+    let check = n.ooda(&["check", "b"], &[]).expect(0);
+    assert!(
+        check.stdout.contains(
+            "subagents/code-simplifier.md:7: driver: the `llm` driver is not in this version"
+        ),
+        "{}",
+        check.stdout
+    );
+    assert_eq!(n.first(&[]).verdict, Verdict::Keep);
 }
