@@ -330,10 +330,11 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         alarms: check.alarms,
         analysis: check.analysis.or_else(|| cur.analysis.clone()),
         subagents: cur
-            .review
-            .as_ref()
-            .map(|r| r.reports.clone())
-            .unwrap_or_default(),
+            .subagents
+            .iter()
+            .chain(cur.review.iter().flat_map(|r| r.reports.iter()))
+            .cloned()
+            .collect(),
         rollback_to: check.rollback.map(|(_, target)| target),
         base_failed: outcome.base_failed,
         stop: check.stop,

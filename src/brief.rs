@@ -55,10 +55,22 @@ pub struct Brief {
     /// A cron expression or interval, validated with [`crate::schedule::Schedule::parse`].
     pub schedule: Option<String>,
     pub seed: Option<u64>,
+    /// `analyze:`: a profiling command whose compressed output the
+    /// pipeline-analyzer reads.
+    pub analyze: Option<Analyze>,
     pub goal: String,
     pub success: String,
     pub must_not_break: String,
     pub context: Option<String>,
+}
+
+/// `analyze: {command: "perf stat ./bench.sh", timeout: 5m}`: what the
+/// pipeline-analyzer runs (in the base worktree, the best so far, under the
+/// measurement lock) to see where the time goes.
+#[derive(Clone, Debug)]
+pub struct Analyze {
+    pub command: String,
+    pub timeout: Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -188,7 +200,9 @@ const TOP_KEYS: &[&str] = &[
     "budget",
     "schedule",
     "seed",
+    "analyze",
 ];
+const ANALYZE_KEYS: &[&str] = &["command", "timeout"];
 const METRIC_KEYS: &[&str] = &[
     "name",
     "command",
@@ -273,6 +287,7 @@ impl Brief {
             budget: draft.budget,
             schedule: draft.schedule,
             seed: draft.seed,
+            analyze: draft.analyze,
             goal: sections.goal,
             success: sections.success,
             must_not_break: sections.must_not_break,
@@ -350,6 +365,7 @@ struct Draft {
     budget: Budget,
     schedule: Option<String>,
     seed: Option<u64>,
+    analyze: Option<Analyze>,
 }
 
 fn check_file_name(ck: &mut Checker, path: &Path) -> String {
@@ -729,6 +745,9 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
                 .example(EXAMPLE);
         }
     }
+    if let Some(e) = fields.get("analyze") {
+        draft.analyze = check_analyze(ck, &e.value);
+    }
     if let Some(e) = fields.get("seed") {
         draft.seed = ck.expect(
             &e.value,
@@ -738,6 +757,41 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
             |n| n.scalar()?.trim().parse::<u64>().ok(),
         );
     }
+}
+
+/// `analyze: "perf stat ./bench.sh"` or `analyze: {command: …, timeout: 5m}`.
+fn check_analyze(ck: &mut Checker, node: &Node) -> Option<Analyze> {
+    const EXAMPLE: &str = "analyze: {command: \"perf stat -e task-clock ./bench.sh\", timeout: 5m}";
+    let default = Duration::from_secs(300);
+    if let yaml::Value::Scalar { .. } = node.value {
+        let command = ck.string(node, "analyze", "a shell command", EXAMPLE)?;
+        return Some(Analyze {
+            command,
+            timeout: default,
+        });
+    }
+    let fields = ck.map(node, "analyze", ANALYZE_KEYS, EXAMPLE)?;
+    let command = match fields.get("command") {
+        Some(e) => ck.string(&e.value, "analyze.command", "a shell command", EXAMPLE),
+        None => {
+            ck.missing(node.line, "analyze.command", EXAMPLE);
+            None
+        }
+    };
+    let timeout = match fields.get("timeout") {
+        Some(e) => ck.expect(
+            &e.value,
+            "analyze.timeout",
+            "a duration such as `5m`",
+            EXAMPLE,
+            |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
+        )?,
+        None => default,
+    };
+    Some(Analyze {
+        command: command?,
+        timeout,
+    })
 }
 
 fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric> {

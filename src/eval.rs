@@ -138,6 +138,22 @@ impl Evaluator<'_> {
         Ok(out)
     }
 
+    /// The Brief's `analyze.command` once in a worktree, under the
+    /// measurement lock: a profiler loads the machine like a timed run, so
+    /// it never runs while another decision's pairs are measured. Its
+    /// output, and why it failed if it did.
+    pub fn profile(
+        &mut self,
+        wt: &Worktree,
+        command: &str,
+        timeout: Duration,
+    ) -> Result<(String, Option<RunFailure>)> {
+        let _lock = self.hold_measurements()?;
+        let out = self.run_command("analyze", wt, command, timeout)?;
+        let failure = failure_of(&out, &format!("analyze `{command}`"));
+        Ok((out.output, failure))
+    }
+
     /// Runs `setup` in a worktree; failure is returned as data.
     pub fn setup(&mut self, wt: &Worktree) -> Result<Option<RunFailure>> {
         let Some(setup) = self.brief.metric.setup.clone() else {

@@ -71,6 +71,10 @@ pub struct InFlight {
     /// iteration (CHECK's plateau report takes precedence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analysis: Option<String>,
+    /// Reports of the subagents other than the reviewers (the analyzer
+    /// beside EVALUATE).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<crate::model::SubagentReport>,
     /// The kept commit, prepared in LEARN, on the branch after COMMIT.
     #[serde(default)]
     pub commit: Option<String>,
@@ -104,6 +108,7 @@ impl InFlight {
             review: None,
             learned: None,
             analysis: None,
+            subagents: Vec::new(),
             commit: None,
             check: None,
             agent_calls: Vec::new(),

@@ -1083,3 +1083,29 @@ fn problem_display_without_line_or_key() {
     };
     assert_eq!(p.to_string(), "briefs/x.md: m");
 }
+
+#[test]
+fn analyze_is_a_command_or_a_command_with_its_timeout() {
+    let min = "metric: {name: t, command: ./b.sh, direction: minimize}\nagent: claude\n";
+    let b = ok(&with_front(&format!("{min}analyze: perf stat ./b.sh\n")));
+    let a = b.analyze.unwrap();
+    assert_eq!(
+        (a.command.as_str(), a.timeout),
+        ("perf stat ./b.sh", Duration::from_secs(300))
+    );
+    let b = ok(&with_front(&format!(
+        "{min}analyze: {{command: ./p.sh, timeout: 1m}}\n"
+    )));
+    assert_eq!(b.analyze.unwrap().timeout, Duration::from_secs(60));
+    let p = only(&with_front(&format!("{min}analyze: {{timeout: 1m}}\n")));
+    assert_problem(
+        &p,
+        Some(4),
+        Some("analyze.command"),
+        "missing required key `command`",
+    );
+    let p = only(&with_front(&format!(
+        "{min}analyze: {{command: ./p.sh, timeout: soon}}\n"
+    )));
+    assert_problem(&p, Some(4), Some("analyze.timeout"), "expected a duration");
+}

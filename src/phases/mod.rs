@@ -20,6 +20,7 @@
 //! is written, read back, and `summary.md` regenerated. `failpoint.rs` names
 //! every point where the tests kill the process to prove it.
 
+mod analyze;
 mod baseline;
 mod budget;
 mod check;
@@ -326,9 +327,7 @@ impl<'a> Machine<'a> {
             spend_out: budget.is_some_and(|b| b.reason != StopReason::BudgetIterations),
             worktrees: self.ws.cand_dir.join(".git").exists()
                 && self.ws.base_dir.join(".git").exists(),
-            // No trigger runs the analyzer beside EVALUATE yet: the builtin
-            // one reports at a plateau, from CHECK (`check.rs`).
-            analyzer_due: false,
+            analyzer_due: !self.analyzers_due().is_empty(),
         }
     }
 
@@ -535,29 +534,46 @@ impl<'a> Machine<'a> {
             Phase::Evaluate => {
                 let outcome = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
-                    let cx = m.cx(span);
-                    let cur = m.current()?;
-                    let seed = m.archive.state.seed;
-                    let history = &m.archive.history;
                     match beside {
-                        None => Ok((evaluate::run(&cx, history, cur, &o, seed)?, None)),
-                        // The analyzer reads the archive only: it runs in its
-                        // own thread while EVALUATE measures, and its report
-                        // is archived with the iteration for the next PLAN.
-                        Some(Beside::Analyzer) => std::thread::scope(|s| {
-                            let analyzer = s.spawn(|| crate::subagents::analyze(history, o.theta1));
-                            let outcome = evaluate::run(&cx, history, cur, &o, seed)?;
-                            let report = analyzer.join().map_err(|_| {
-                                Error::Internal("the pipeline-analyzer panicked".into())
-                            })?;
-                            Ok((outcome, Some(report)))
-                        }),
+                        None => Ok((m.evaluated(span, &o)?, None)),
+                        // The analyzers run in their own threads while
+                        // EVALUATE measures (a profiler waits for the pairs),
+                        // and their report is archived with the iteration
+                        // for the next PLAN.
+                        Some(Beside::Analyzer) => {
+                            let defs = m.analyzers_due();
+                            let turn = m.turn(span, &o)?;
+                            let (tx, rx) = std::sync::mpsc::channel();
+                            std::thread::scope(|s| {
+                                let analyzer = s.spawn(|| analyze::run(&turn, &defs, &m.agent, rx));
+                                let outcome = m.evaluated(span, &o);
+                                if outcome.is_ok() {
+                                    let _ = tx.send(());
+                                }
+                                drop(tx);
+                                let analysis = analyzer.join().map_err(|_| {
+                                    Error::Internal("the pipeline-analyzer panicked".into())
+                                })?;
+                                Ok((outcome?, Some(analysis?)))
+                            })
+                        }
                     }
                 })?;
                 let c = self.current_mut()?;
-                c.eval = Some(outcome.0);
-                if outcome.1.is_some() {
-                    c.analysis = outcome.1;
+                let ((eval, runner), analyzed) = outcome;
+                c.eval = Some(eval);
+                c.subagents = runner.into_iter().collect();
+                if let Some((analysis, done)) = analyzed {
+                    if analysis.is_some() {
+                        c.analysis = analysis;
+                    }
+                    c.agent_calls.extend(done.calls);
+                    if let Some(b) = done.breaches.iter().find(|b| b.unconfined)
+                        && c.tamper.is_none()
+                    {
+                        c.tamper = Some(format!("while analyzing, {}", b.message));
+                    }
+                    c.subagents.extend(done.reports);
                 }
             }
             Phase::Review => {
@@ -829,6 +845,69 @@ impl<'a> Machine<'a> {
                     .is_some_and(|c| c.best == state.best_commit)
         });
         !in_rec && crate::history::confirmation_of(earlier, &state.best_commit).is_none()
+    }
+
+    /// EVALUATE's decision, made by the eval-runner as the subagent it is:
+    /// its commands hang under its delegation in the trace, and its
+    /// comparison report is archived like any subagent's. A cut iteration
+    /// measures nothing: the runner is not dispatched.
+    fn evaluated(
+        &self,
+        span: &Span,
+        o: &Orientation,
+    ) -> Result<(
+        crate::model::EvalOutcome,
+        Option<crate::model::SubagentReport>,
+    )> {
+        let cur = self.current()?;
+        let (seed, history) = (self.archive.state.seed, &self.archive.history);
+        let runner = self
+            .roster
+            .with_role(crate::model::Role::Evaluate)
+            .next()
+            .filter(|_| cur.cut.is_none());
+        let Some(def) = runner else {
+            return Ok((evaluate::run(&self.cx(span), history, cur, o, seed)?, None));
+        };
+        let started = crate::subagents::dispatch::begin(span, def, "builtin")?;
+        let outcome = evaluate::run(&self.cx(&started.span), history, cur, o, seed)?;
+        let answer = crate::subagents::dispatch::Answer {
+            body: serde_json::json!({
+                "verdict": outcome.verdict,
+                "discard": outcome.discard,
+                "reason": outcome.reason,
+                "guards": outcome.guards,
+                "comparison": outcome.comparison,
+            }),
+            ..Default::default()
+        };
+        let (report, ..) = crate::subagents::dispatch::end(
+            started,
+            &self.archive.dir,
+            cur.iteration,
+            def,
+            "builtin".into(),
+            answer,
+        )?;
+        Ok((outcome, Some(report)))
+    }
+
+    /// The analyzers the iteration in flight triggers (none before it has
+    /// one, or when it was cut: a cut iteration measures nothing).
+    fn analyzers_due(&self) -> Vec<&crate::subagents::Definition> {
+        let Some(cur) = &self.archive.state.current else {
+            return Vec::new();
+        };
+        if cur.cut.is_some() {
+            return Vec::new();
+        }
+        let h = &self.archive.history;
+        analyze::due(
+            self.roster.with_role(crate::model::Role::Analyze),
+            &h[..h.len().min(cur.iteration as usize)],
+            cur.iteration,
+            self.brief.analyze.is_some(),
+        )
     }
 
     /// Dispatches the synthesizers the moment triggers (a keep, the end of

@@ -55,6 +55,32 @@ pub fn notes_for_plan(history: &[IterationRecord]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
+/// What fires the analyzer for the iteration after `history`: iteration 1,
+/// a plateau or an anomaly found by the last CHECK, or the noise of the
+/// last measurement far above the history's.
+pub fn triggers(
+    history: &[IterationRecord],
+    iteration: u32,
+) -> Vec<crate::subagents::definition::Trigger> {
+    use crate::subagents::definition::Trigger;
+    let mut out = Vec::new();
+    if iteration == 1 {
+        out.push(Trigger::FirstIteration);
+    }
+    if let Some(last) = history.last().filter(|r| r.iteration > 0) {
+        if last.alarms.iter().any(|a| a.kind == AlarmKind::Plateau) {
+            out.push(Trigger::Plateau);
+        }
+        if last.alarms.iter().any(|a| a.kind != AlarmKind::Plateau) {
+            out.push(Trigger::Anomaly);
+        }
+        if last.measured.as_ref().is_some_and(|m| m.noise_changed) {
+            out.push(Trigger::NoiseChanged);
+        }
+    }
+    out
+}
+
 /// The builtin pipeline-analyzer's report: what each axis has yielded.
 pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
     #[derive(Default)]
@@ -110,6 +136,45 @@ pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
 mod tests {
     use super::*;
     use crate::plan::Axis;
+
+    #[test]
+    fn the_analyzer_fires_on_iteration_1_a_plateau_an_anomaly_and_changed_noise() {
+        use crate::model::{Alarm, Comparison};
+        use crate::subagents::definition::Trigger;
+        let base = IterationRecord::new(0, Verdict::Baseline);
+        assert_eq!(
+            triggers(std::slice::from_ref(&base), 1),
+            [Trigger::FirstIteration]
+        );
+        let mut last = IterationRecord::new(4, Verdict::Discard);
+        assert!(triggers(&[base.clone(), last.clone()], 5).is_empty());
+        last.alarms = vec![
+            Alarm::yellow(AlarmKind::Plateau, "4 without a keep".into()),
+            Alarm::yellow(AlarmKind::IdenticalCandidate, "same tree".into()),
+        ];
+        last.measured = Some(Comparison {
+            pairs: Vec::new(),
+            base_median: 1.0,
+            cand_median: 1.0,
+            effect: 0.0,
+            ci: (0.0, 0.0),
+            p: 0.5,
+            looks: 1,
+            theta1: 0.01,
+            alpha: 0.05,
+            delta0: 0.0,
+            rule: String::new(),
+            alpha_look: 0.05,
+            s_h: 0.01,
+            noise_changed: true,
+            d_mean: 0.0,
+            d_ci: (0.0, 0.0),
+        });
+        assert_eq!(
+            triggers(&[base, last], 5),
+            [Trigger::Plateau, Trigger::Anomaly, Trigger::NoiseChanged]
+        );
+    }
 
     #[test]
     fn the_next_plan_gets_the_report_and_the_last_alarms() {

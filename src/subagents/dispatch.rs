@@ -50,8 +50,8 @@ impl Answer {
 /// A subagent's work, run in its own thread with its span.
 pub type Work<'a> = Box<dyn FnOnce(&Span) -> Result<Answer> + Send + 'a>;
 
-/// One finished subagent: its report, its model calls, its breach.
-type Finished = (SubagentReport, Vec<AgentCall>, Option<Breach>);
+/// One finished subagent: its report, its model calls, its breach, its answer.
+pub type Finished = (SubagentReport, Vec<AgentCall>, Option<Breach>, Value);
 
 /// One subagent to run.
 pub struct Job<'a> {
@@ -66,6 +66,8 @@ pub struct Job<'a> {
 #[derive(Debug, Default)]
 pub struct Dispatched {
     pub reports: Vec<SubagentReport>,
+    /// Each report's answer (a builtin's data, an agent's JSON), in order.
+    pub answers: Vec<Value>,
     pub calls: Vec<AgentCall>,
     pub breaches: Vec<Breach>,
 }
@@ -88,8 +90,9 @@ pub fn run_all(span: &Span, dir: &Path, iteration: u32, jobs: Vec<Job>) -> Resul
     });
     let mut out = Dispatched::default();
     for r in results {
-        let (report, calls, breach) = r?;
+        let (report, calls, breach, answer) = r?;
         out.reports.push(report);
+        out.answers.push(answer);
         out.calls.extend(calls);
         out.breaches.extend(breach);
     }
@@ -97,7 +100,24 @@ pub fn run_all(span: &Span, dir: &Path, iteration: u32, jobs: Vec<Job>) -> Resul
 }
 
 fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished> {
-    let def = job.def;
+    let started = begin(span, job.def, &job.driver)?;
+    let a = (job.work)(&started.span)?;
+    end(started, dir, iteration, job.def, job.driver, a)
+}
+
+/// A subagent's delegation: its span (the parent of all it does) and when
+/// it began.
+pub struct Started {
+    pub span: Span,
+    id: String,
+    role: Role,
+    at: Instant,
+}
+
+/// Opens a subagent's delegation under `span`: its `subagent_started`.
+/// For work that runs in the caller's thread (the eval-runner, whose
+/// commands need the phase's worktrees); [`run_all`] does this itself.
+pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
     let role = def.role.ok_or_else(|| {
         Error::Internal(format!(
             "subagent {} has no role but was dispatched",
@@ -110,14 +130,30 @@ fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished
         Event::SubagentStarted {
             name: def.name.clone(),
             role,
-            driver: job.driver.clone(),
+            driver: driver.to_string(),
             delegation: id.clone(),
             sees: def.sees.iter().map(|s| s.as_str().to_string()).collect(),
         },
     )?;
-    let t = Instant::now();
-    let mut a = (job.work)(&me)?;
-    let seconds = (t.elapsed().as_secs_f64() * 10.0).round() / 10.0;
+    Ok(Started {
+        span: me,
+        id,
+        role,
+        at: Instant::now(),
+    })
+}
+
+/// Closes a delegation: `on_error`, the archived report, `subagent_finished`.
+pub fn end(
+    started: Started,
+    dir: &Path,
+    iteration: u32,
+    def: &Definition,
+    driver: String,
+    mut a: Answer,
+) -> Result<Finished> {
+    let (me, id, role) = (started.span, started.id, started.role);
+    let seconds = (started.at.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     let outcome = a.outcome.unwrap_or(SubagentOutcome::Done);
     if let Some(b) = &a.breach {
         a.problem = Some(format!("it changed files it must not touch: {}", b.message));
@@ -150,7 +186,7 @@ fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished
     let report = SubagentReport {
         name: def.name.clone(),
         role,
-        driver: job.driver,
+        driver,
         delegation: id.clone(),
         outcome,
         seconds,
@@ -166,7 +202,7 @@ fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished
         "built_in_copy": def.built_in,
         "timeout_seconds": def.timeout.as_secs_f64(),
         "on_error": def.on_error.as_str(),
-        "answer": a.body,
+        "answer": &a.body,
         "calls": &a.calls,
     });
     let text = serde_json::to_string_pretty(&archived)
@@ -186,7 +222,7 @@ fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished
         findings: report.findings.len(),
         problem: report.problem.clone(),
     })?;
-    Ok((report, a.calls, a.breach))
+    Ok((report, a.calls, a.breach, a.body))
 }
 
 /// Runs a command subagent once: the main agent's invocation contract, in

@@ -122,7 +122,26 @@ fn an_honest_keep_is_approved_by_the_builtin_reviewer_and_its_report_is_archived
     let n = Night::new("echo tuned >> src/lib.txt");
     let rec = n.first(&[]);
     assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
-    let r = &rec.subagents[0];
+    // The eval-runner measured it, the reviewer approved it.
+    let names: Vec<&str> = rec.subagents.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["eval-runner", "code-reviewer", "obsidian-synthesizer"]
+    );
+    let runner: serde_json::Value = serde_json::from_str(&n.t.read(&format!(
+        "iterations/b/{}",
+        rec.subagents[0].report.as_deref().unwrap()
+    )))
+    .unwrap();
+    assert_eq!(runner["answer"]["verdict"], "keep");
+    assert_eq!(
+        runner["answer"]["comparison"]["pairs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let r = &rec.subagents[1];
     assert_eq!(
         (r.name.as_str(), r.driver.as_str()),
         ("code-reviewer", "builtin")
@@ -149,16 +168,33 @@ fn an_honest_keep_is_approved_by_the_builtin_reviewer_and_its_report_is_archived
         .unwrap();
     let started = events
         .iter()
-        .find(|e| e["type"] == "subagent_started")
+        .find(|e| e["type"] == "subagent_started" && e["name"] == "code-reviewer")
         .unwrap();
     assert_eq!(started["parent_id"], review_phase["id"]);
     assert_eq!(started["delegation"], started["id"]);
     let finished = events
         .iter()
-        .find(|e| e["type"] == "subagent_finished")
+        .find(|e| e["type"] == "subagent_finished" && e["name"] == "code-reviewer")
         .unwrap();
     assert_eq!(finished["parent_id"], started["id"]);
     assert_eq!(finished["verdict"], "approve");
+    // The eval-runner's commands hang under its delegation, below EVALUATE.
+    let runner = events
+        .iter()
+        .find(|e| {
+            e["type"] == "subagent_started" && e["name"] == "eval-runner" && e["iteration"] == 1
+        })
+        .unwrap();
+    let evaluate = events
+        .iter()
+        .find(|e| e["type"] == "phase_started" && e["phase"] == "evaluate" && e["iteration"] == 1)
+        .unwrap();
+    assert_eq!(runner["parent_id"], evaluate["id"]);
+    let measured = events
+        .iter()
+        .find(|e| e["type"] == "pair_measured" && e["iteration"] == 1)
+        .unwrap();
+    assert_eq!(measured["parent_id"], runner["id"]);
 }
 
 #[test]
@@ -676,4 +712,96 @@ fn a_simplifier_written_by_an_older_init_with_driver_llm_only_warns() {
         check.stdout
     );
     assert_eq!(n.first(&[]).verdict, Verdict::Keep);
+}
+
+#[test]
+fn the_analyzer_profiles_the_best_after_the_pairs_and_reports_to_the_next_plan() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    n.t.script(
+        "profile.sh",
+        "#!/bin/sh\necho \"PROFILE-MARK 87% of the time in parse_line\"\n",
+    );
+    n.t.write(
+        "subagents/pipeline-analyzer.md",
+        "---\nname: pipeline-analyzer\ndescription: Finds the bottleneck.\nrole: analyze\ndriver: command\nagent: reviewer\n---\nName the bottleneck.\n",
+    );
+    n.answer(
+        "pipeline-analyzer",
+        r#"{"bottleneck": "parse_line", "evidence": "87% of the time", "hypotheses": ["a lookup table in parse_line"]}"#,
+    );
+    let brief = n.t.read("briefs/b.md").replace(
+        "seed: 1\n",
+        "seed: 1\nanalyze: {command: ./profile.sh, timeout: 30s}\n",
+    );
+    n.t.write("briefs/b.md", &brief);
+    n.t.commit("a profiler and a command analyzer");
+    let rec = n.first(&[]);
+    let analysis = rec.analysis.as_deref().unwrap_or_default();
+    assert!(
+        analysis.contains("pipeline-analyzer (command:reviewer): bottleneck: parse_line; evidence: 87% of the time; hypotheses to test: a lookup table in parse_line"),
+        "{analysis}"
+    );
+    let a = rec
+        .subagents
+        .iter()
+        .find(|r| r.name == "pipeline-analyzer")
+        .unwrap();
+    assert_eq!(
+        (a.outcome, a.role.as_str()),
+        (SubagentOutcome::Done, "analyze")
+    );
+    // What it saw: the history's statistics and the profile, compressed.
+    let prompt = n.seen("pipeline-analyzer", "prompt.md");
+    assert!(
+        prompt.contains("PROFILE-MARK") && prompt.contains("pipeline-analyzer (builtin)"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("HIDDEN-HYPOTHESIS"), "{prompt}");
+    // The profiler ran once, in the base worktree, after the last pair.
+    let events = n.t.events("b");
+    let it1: Vec<&serde_json::Value> = events.iter().filter(|e| e["iteration"] == 1).collect();
+    let last_pair = it1
+        .iter()
+        .rposition(|e| e["type"] == "pair_measured")
+        .unwrap();
+    let profile = it1
+        .iter()
+        .position(|e| e["type"] == "command_started" && e["role"] == "analyze")
+        .unwrap();
+    assert!(
+        profile > last_pair,
+        "the profiler ran while pairs were measured"
+    );
+    assert_eq!(it1[profile]["worktree"], "base");
+    // The next PLAN is told.
+    let notes = ooda::subagents::notes_for_plan(&[n.t.record("b", 0), rec.clone()]).unwrap();
+    assert!(notes.contains("bottleneck: parse_line"), "{notes}");
+}
+
+#[test]
+fn the_builtin_analyzer_adds_the_profile_to_its_report() {
+    let t = Test::new();
+    t.script("profile.sh", "#!/bin/sh\necho \"PROFILE-MARK hot loop\"\n");
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 1 }\nanalyze: ./profile.sh\n"),
+    );
+    t.commit("a profiler");
+    t.ooda(&["run", "b"]).expect(4);
+    let rec = t.record("b", 1);
+    let analysis = rec.analysis.as_deref().unwrap_or_default();
+    assert!(
+        analysis.starts_with("pipeline-analyzer (builtin)"),
+        "{analysis}"
+    );
+    assert!(
+        analysis.contains(
+            "Profile of the best so far (`./profile.sh`, compressed): PROFILE-MARK hot loop"
+        ),
+        "{analysis}"
+    );
+    assert!(
+        t.read("iterations/b/iter-001.md")
+            .contains("- **pipeline-analyzer** (analyze, builtin): done in")
+    );
 }
