@@ -469,7 +469,60 @@ fn power_in_theta1(alphas: Alphas) {
     }
 }
 
+const NI_SEED: u64 = 0x0DA5_EED0_5111_0004;
+
+/// The simplifier's non-inferiority test (`sequential::non_inferiority`):
+/// a simplified candidate is measured against the kept one, and accepted
+/// when it is not worse by the margin (θ₁ here, the runner's
+/// max(θ₁, noise floor) with no floor). How often one that is truly worse
+/// by exactly the margin is accepted (the error the test bounds), and how
+/// often a truly equivalent one is (what the simplifier gets through), on
+/// every noise model, noise known (s_h the true pair sd, ν = 30).
+fn non_inferiority(alphas: Alphas) {
+    // The keep rule's levels give the noise history; the test's own levels
+    // are its share of α (`sequential::non_inferiority`).
+    println!(
+        "### Non-inferiority of a simplification (margin = θ₁, looks at 3, 5, 8, 12; noise known)\n"
+    );
+    println!(
+        "| noise model | θ₁ = margin | P(accept \\| worse by the margin) | P(accept \\| equal) | runs per test (equal) |"
+    );
+    println!("|---|---:|---:|---:|---:|");
+    for (mi, model) in MODELS.iter().enumerate() {
+        let s_h = (model.base_sd.powi(2) + model.cand_sd.powi(2)).sqrt();
+        let rule = rule_from(Some(NoiseHistory { s_h, nu_h: 30.0 }), alphas.ordinary);
+        let margin_log = rule.theta1_log;
+        let ni = sequential::non_inferiority(&rule, margin_log, ALPHA, ORDINARY_PAIRS as u32);
+        let margin = margin_log.exp_m1();
+        let trials = parallel::run(TRIALS, CHUNK, |i| {
+            let mut rng = rng_for(NI_SEED, mi, i);
+            let noise = Machine::new(*model, &mut rng).block(&mut rng, MAX_PAIRS, false);
+            // Worse by the margin: the simplified takes (1 + margin)× the time.
+            let worse = ooda_rule(&pairs(&noise, 1.0 - margin_log.exp()), &ni, ORDINARY_PAIRS);
+            let equal = ooda_rule(&pairs(&noise, 0.0), &ni, ORDINARY_PAIRS);
+            (worse.keep, equal.keep, equal.runs)
+        });
+        let share = |f: &dyn Fn(&(bool, bool, u32)) -> bool| {
+            trials.iter().filter(|t| f(t)).count() as f64 / TRIALS as f64
+        };
+        let (worse, equal) = (share(&|t| t.0), share(&|t| t.1));
+        let runs = trials.iter().map(|t| f64::from(t.2)).sum::<f64>() / TRIALS as f64;
+        println!(
+            "| {} | {:.2}% | {:.2}% | {:.1}% | {runs:.1} |",
+            model.name,
+            100.0 * margin,
+            100.0 * worse,
+            100.0 * equal
+        );
+        NI_ACCEPT.with(|p| p.borrow_mut().push((model.name, worse)));
+    }
+    println!();
+}
+
 thread_local! {
+    /// P(accept | worse by the margin) per model, for the targets.
+    static NI_ACCEPT: std::cell::RefCell<Vec<(&'static str, f64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
     /// P(keep | θ₁) per model for the targets: (model, ordinary, extended).
     static POWER_AT_THETA1: std::cell::RefCell<Vec<(&'static str, f64, f64)>> =
         const { std::cell::RefCell::new(Vec::new()) };
@@ -551,6 +604,7 @@ fn main() {
     }
 
     power_in_theta1(alphas);
+    non_inferiority(alphas);
 
     // The nights.
     println!(
@@ -624,6 +678,14 @@ fn main() {
                 "the extension keeps a gain of θ₁ at least as often: {:.1}% ≥ {:.1}% ({name})",
                 100.0 * extended,
                 100.0 * ordinary
+            ),
+        );
+    }
+    for (name, p) in NI_ACCEPT.with(|p| p.borrow().clone()) {
+        check(
+            p <= 0.05,
+            format!(
+                "a simplification worse by the margin is accepted {p:.4} ≤ 0.05 of the time ({name})"
             ),
         );
     }

@@ -329,6 +329,7 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         confirmation_failed: check.confirmation_failed,
         alarms: check.alarms,
         analysis: check.analysis.or_else(|| cur.analysis.clone()),
+        simplification: cur.review.as_ref().and_then(|r| r.simplified.clone()),
         subagents: cur
             .subagents
             .iter()

@@ -40,6 +40,8 @@ pub enum Side {
     Anchor,
     /// `ooda check --measure`'s scratch worktree at HEAD.
     Check,
+    /// The simplifier's version of a kept candidate, measured against it.
+    Simplified,
 }
 
 impl Side {
@@ -49,6 +51,7 @@ impl Side {
             Side::Cand => "cand",
             Side::Anchor => "anchor",
             Side::Check => "check",
+            Side::Simplified => "simplified",
         }
     }
 }

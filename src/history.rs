@@ -245,6 +245,37 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         );
         let _ = writeln!(s, "| rule | {} |\n", m.rule);
     }
+    if let Some(simple) = &rec.simplification {
+        let _ = writeln!(
+            s,
+            "## Simplification\n\n**{}** — {}.\n",
+            if simple.accepted {
+                "committed"
+            } else {
+                "not taken"
+            },
+            simple.reason
+        );
+        let _ = writeln!(
+            s,
+            "| | value |\n|---|---|\n| changed lines, kept | {} |\n| changed lines, simplified | {} |",
+            simple.lines_before, simple.lines_after
+        );
+        if let Some(t) = &simple.test {
+            let _ = writeln!(
+                s,
+                "| simplified vs kept (95% CI) | {} |\n| non-inferiority margin | −{:.1}% |\n| p (one-sided) | {:.4} |\n| pairs | {} |",
+                crate::model::gain_ci_text(t.effect, t.ci),
+                t.margin * 100.0,
+                t.p,
+                t.pairs
+            );
+        }
+        s.push('\n');
+        if !simple.reports.is_empty() {
+            s.push_str(&render_subagents(&simple.reports).replace("## Subagents", "Reviewed as:"));
+        }
+    }
     s.push_str(&render_subagents(&rec.subagents));
     s.push_str(&render_calls(&rec.agent_calls));
     let _ = writeln!(s, "## Named patterns\n");

@@ -191,6 +191,33 @@ impl Workspace {
         Ok(path)
     }
 
+    /// A scratch worktree holding exactly `tree` (a measured candidate), on
+    /// a commit of it parented on `base` that no reference names: where a
+    /// subagent may edit a copy of the candidate (the simplifier).
+    pub fn scratch_of_tree(&self, which: &str, base: Oid, tree: Oid) -> Result<PathBuf> {
+        let commit =
+            self.commit_tree(base, tree, "ooda: a scratch copy of a measured candidate")?;
+        self.scratch(which, commit)
+    }
+
+    /// The tree of what a scratch worktree holds now, read from its files
+    /// like a candidate's (and written to the object store, which is where
+    /// a measured tree lives).
+    pub fn tree_of_scratch(&self, dir: &Path) -> Result<Oid> {
+        let repo = Repository::open(dir).ctx(|| format!("opening {}", dir.display()))?;
+        let head = head_tree(&repo)?;
+        let contents = contents::Walk {
+            repo: &repo,
+            root: dir,
+            base: &head,
+            owned: &self.owned,
+            max_new: u64::MAX,
+            skip_new: is_tool_file,
+        }
+        .read()?;
+        contents.write_tree(&repo, dir)
+    }
+
     /// Adds a worktree detached at `commit`. libgit2 checks a worktree out on a
     /// branch, so a temporary branch carries it there and is deleted after.
     fn add_detached(&self, name: &str, path: &Path, commit: Oid) -> Result<()> {

@@ -238,6 +238,31 @@ pub fn look(d: &[f64], rule: &Rule) -> Look {
     out
 }
 
+/// The non-inferiority test of a candidate against a reference (the
+/// simplifier's version against the kept change): the keep test shifted by
+/// the margin. "Not worse by `margin_log` or more" is "the mean log ratio
+/// is above −margin_log", which is the keep test with δ₀ = −margin_log, so
+/// the per-look levels calibrated for α hold as they are: a candidate worse
+/// by exactly the margin is accepted at most α of the time (winsorizing is
+/// shift-equivariant). Futility is "clearly worse than the margin allows"
+/// (the 90% upper bound below −margin_log); the promising rule at the
+/// extended looks keeps its share of that same threshold.
+///
+/// Its per-look levels are those calibrated for 0.9·α
+/// ([`NON_INFERIORITY_SHARE`]): at α itself the simulated rate sits at α
+/// within its Monte Carlo error, and the bound must hold, not hover.
+pub fn non_inferiority(rule: &Rule, margin_log: f64, alpha: f64, max_pairs: u32) -> Rule {
+    Rule {
+        alphas: alphas_for(alpha * NON_INFERIORITY_SHARE, max_pairs),
+        delta0: -margin_log,
+        theta1_log: -margin_log,
+        ..*rule
+    }
+}
+
+/// The share of α the non-inferiority test is calibrated for.
+pub const NON_INFERIORITY_SHARE: f64 = 0.9;
+
 /// Runs the whole procedure over a ready series (used by the simulation and
 /// the benchmark; the runner measures pair by pair and calls [`look`]).
 pub fn run(d: &[f64], rule: &Rule, looks: &[usize]) -> Option<Look> {
@@ -379,6 +404,28 @@ mod tests {
                 nu_h: 30.0,
             }),
         }
+    }
+
+    #[test]
+    fn non_inferiority_accepts_a_small_loss_and_refuses_one_beyond_the_margin() {
+        let r = rule(0.01);
+        let margin = 0.03f64.ln_1p();
+        let ni = non_inferiority(&r, margin, 0.05, 12);
+        assert!(ni.alphas[0] > 0.0 && ni.alphas[0] < 0.05 && ni.delta0 == -margin);
+        let series = |mean: f64| -> Vec<f64> {
+            (0..12)
+                .map(|i| mean + 0.004 * if i % 2 == 0 { 1.0 } else { -1.0 })
+                .collect()
+        };
+        let a = run(&series(-0.01), &ni, &looks_for(12)).unwrap();
+        assert_eq!(a.decision, Decision::Keep, "1% worse, margin 3%: {a:?}");
+        let b = run(&series(-0.06), &ni, &looks_for(12)).unwrap();
+        assert_eq!(b.decision, Decision::Discard, "6% worse, margin 3%: {b:?}");
+        // The keep rule would have refused the first (it is not better).
+        assert_ne!(
+            run(&series(-0.01), &r, &looks_for(12)).unwrap().decision,
+            Decision::Keep
+        );
     }
 
     #[test]

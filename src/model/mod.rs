@@ -55,7 +55,7 @@ pub use knob_value::{KnobValue, Point};
 pub use phase::Phase;
 pub use plan::{Axis, LearnResult, Pattern, Plan};
 pub use record::{IterationRecord, Prediction};
-pub use review::{Review, Simplified};
+pub use review::{NonInferiority, Review, Simplified};
 pub use role::Role;
 pub use stop::{Status, Stop, StopReason};
 pub use subagent_report::{Finding, ReviewVerdict, SubagentOutcome, SubagentReport};

@@ -100,6 +100,9 @@ pub struct IterationRecord {
     /// iteration; the next PLAN reads the latest one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub analysis: Option<String>,
+    /// The simplifier's version of this keep, its test and its review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simplification: Option<super::Simplified>,
     /// What each subagent dispatched in this iteration did (reviewers'
     /// verdicts and findings), with a link to its archived report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -160,6 +163,7 @@ impl IterationRecord {
             alarms: Vec::new(),
             analysis: None,
             subagents: Vec::new(),
+            simplification: None,
             rollback_to: None,
             base_failed: false,
             stop: None,

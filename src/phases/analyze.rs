@@ -86,8 +86,19 @@ pub(crate) fn run(
             let work: dispatch::Work = match def.driver {
                 SubDriver::Builtin => Box::new(move |_| {
                     let mut text = stats.clone();
-                    if let Some(p) = profile.as_ref().filter(|_| def.sees.contains(&Sees::ProfileOutput)) {
-                        text.push_str(&format!(" Profile of the best so far (`{}`, compressed): {}", t.brief.analyze.as_ref().map(|a| a.command.as_str()).unwrap_or(""), crate::compress::clip(p, 1500)));
+                    if let Some(p) = profile
+                        .as_ref()
+                        .filter(|_| def.sees.contains(&Sees::ProfileOutput))
+                    {
+                        text.push_str(&format!(
+                            " Profile of the best so far (`{}`, compressed): {}",
+                            t.brief
+                                .analyze
+                                .as_ref()
+                                .map(|a| a.command.as_str())
+                                .unwrap_or(""),
+                            crate::compress::clip(p, 1500)
+                        ));
                     }
                     Ok(Answer {
                         body: json!({"report": text}),
@@ -96,23 +107,29 @@ pub(crate) fn run(
                 }),
                 SubDriver::Command | SubDriver::Llm => Box::new(move |span| {
                     let Some(agent) = command else {
-                        return Ok(Answer::failed(
-                            crate::model::SubagentOutcome::Skipped,
-                            format!(
-                                "`driver: command` needs a command profile, and the Brief's agent is builtin: set `agent: <profile>` in {}",
-                                def.path.display()
-                            ),
-                        ));
+                        return Ok(Answer::no_profile(def));
                     };
                     let mut parts = Vec::new();
                     if def.sees.contains(&Sees::HistoryStats) {
                         parts.push((Sees::HistoryStats, stats.as_str()));
                     }
-                    if let Some(p) = profile.as_deref().filter(|_| def.sees.contains(&Sees::ProfileOutput)) {
+                    if let Some(p) = profile
+                        .as_deref()
+                        .filter(|_| def.sees.contains(&Sees::ProfileOutput))
+                    {
                         parts.push((Sees::ProfileOutput, p));
                     }
                     let prompt = crate::subagents::context::prompt(def, &parts, ANSWER);
-                    dispatch::run_command(t, &agent, def, Phase::Evaluate, &prompt, span, read_report)
+                    dispatch::run_command(
+                        t,
+                        &agent,
+                        def,
+                        Phase::Evaluate,
+                        &prompt,
+                        t.cand_dir,
+                        span,
+                        read_report,
+                    )
                 }),
             };
             Job { def, driver, work }

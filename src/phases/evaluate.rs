@@ -24,15 +24,9 @@ pub(crate) fn run(
     orientation: &Orientation,
     seed: u64,
 ) -> Result<EvalOutcome> {
-    let simplified = cur.review.as_ref().and_then(|r| r.simplified.as_ref());
-    let outcome = match (&cur.cut, simplified) {
-        (Some(cut), _) => EvalOutcome::cut(cut),
-        (None, Some(_)) => {
-            return Err(Error::Internal(
-                "a simplified candidate needs the non-inferiority test, which this version does not have; delete state.json to redo the iteration".into(),
-            ));
-        }
-        (None, _) => candidate(cx, history, cur, orientation, seed)?,
+    let outcome = match &cur.cut {
+        Some(cut) => EvalOutcome::cut(cut),
+        None => candidate(cx, history, cur, orientation, seed)?,
     };
     cx.span.emit(Event::Decision {
         verdict: outcome.verdict,
@@ -275,4 +269,121 @@ impl Protected {
 
 fn content(path: &std::path::Path) -> Option<git2::Oid> {
     git2::Oid::hash_file(git2::ObjectType::Blob, path).ok()
+}
+
+/// The non-inferiority test of the simplifier's version (in its scratch
+/// worktree) against the kept candidate (in the candidate worktree): setup
+/// in both, the guards on the simplified, then interleaved pairs under the
+/// shifted rule (`sequential::non_inferiority`). The margin is
+/// max(θ₁, noise floor), never more than half the kept change's measured
+/// gain: a user keeps a +10% change expecting to keep most of it.
+pub(crate) fn simplified(
+    cx: &Cx,
+    cur: &InFlight,
+    orientation: &Orientation,
+    seed: u64,
+) -> Result<crate::model::NonInferiority> {
+    use crate::model::NonInferiority;
+    let kept_gain = cur
+        .eval
+        .as_ref()
+        .and_then(|e| e.comparison.as_ref())
+        .map_or(0.0, |c| c.effect);
+    let margin = orientation
+        .theta1
+        .max(cx.brief.metric.noise_floor)
+        .min(kept_gain / 2.0)
+        .max(0.0);
+    let dir = cx.brief.metric.direction;
+    let margin_log = match dir {
+        crate::model::Direction::Minimize => margin.ln_1p(),
+        crate::model::Direction::Maximize => -(-margin).ln_1p(),
+    };
+    let not = |reason: String| NonInferiority {
+        margin,
+        non_inferior: false,
+        effect: 0.0,
+        ci: (0.0, 0.0),
+        p: 1.0,
+        pairs: 0,
+        reason,
+    };
+    let (kept, simple) = (cx.worktree(Side::Cand)?, cx.worktree(Side::Simplified)?);
+    let lease = cx.measuring()?;
+    let mut ev = cx.evaluator(lease.as_ref());
+    for wt in [&kept, &simple] {
+        if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {
+            return Ok(not(format!(
+                "setup failed on the {}: {reason}",
+                wt.side.as_str()
+            )));
+        }
+    }
+    let (_, failed) = ev.guards(&simple)?;
+    if let Some(RunFailure::Failed { reason, .. }) = failed {
+        return Ok(not(format!(
+            "the simplified candidate fails a guard: {reason}"
+        )));
+    }
+    let rule = sequential::non_inferiority(
+        &orientation.rule(),
+        margin_log,
+        cx.config.defaults.alpha,
+        cx.config.defaults.pairs,
+    );
+    let looks = sequential::looks_for(cx.config.defaults.pairs);
+    let mut rng = SplitMix64::new(
+        seed ^ u64::from(cur.iteration).wrapping_mul(0xA24B_AED4_963E_E407) ^ 0x5117_1F1E,
+    );
+    let mut last_look = None;
+    let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
+    let measured = ev.measure_pairs(
+        &kept,
+        &simple,
+        max,
+        &mut rng,
+        |p| match eval::look_now(p, &rule, &looks) {
+            Some(l) => {
+                last_look = Some(l);
+                l.decision != sequential::Decision::Continue
+            }
+            None => false,
+        },
+        || false,
+    )?;
+    let pairs = match measured {
+        Err((side, RunFailure::Failed { reason, .. })) => {
+            return Ok(not(format!(
+                "the {} failed while measuring: {reason}",
+                side.as_str()
+            )));
+        }
+        Ok(p) => p,
+    };
+    let last = last_look
+        .ok_or_else(|| Error::Internal("the non-inferiority test ended without a look".into()))?;
+    let effect = eval::gain(dir, last.mean);
+    let ci = (eval::gain(dir, last.ci95.0), eval::gain(dir, last.ci95.1));
+    let non_inferior = last.decision == sequential::Decision::Keep;
+    let reason = format!(
+        "{}: {} against the kept change, p={:.3} at {} pairs (margin −{:.1}%)",
+        if non_inferior {
+            "non-inferior"
+        } else {
+            "not shown non-inferior"
+        },
+        crate::model::gain_ci_text(effect, ci),
+        last.p,
+        pairs.len(),
+        margin * 100.0
+    );
+    Ok(NonInferiority {
+        margin,
+        non_inferior,
+        effect,
+        ci,
+        p: last.p,
+        pairs: pairs.len() as u32,
+        reason,
+    })
 }

@@ -79,8 +79,17 @@ pub(crate) fn run(
         .ok_or_else(|| Error::Internal("LEARN could not project its record".into()))?;
     let plan = cur.plan.clone().unwrap_or_default();
     let lesson = driver.learn(t, &plan, &rec, cur.cut.is_none())?;
+    // What the candidate worktree holds: the kept tree, also when a
+    // simplified one (in its scratch worktree) replaced it.
+    let on_disk = cur
+        .review
+        .as_ref()
+        .and_then(|r| r.simplified.as_ref())
+        .filter(|s| s.accepted)
+        .map(|s| &s.kept_tree)
+        .or(cur.tree.as_ref());
     if !lesson.calls.is_empty()
-        && let Some(measured) = &cur.tree
+        && let Some(measured) = on_disk
         && !ws.still_is(super::oid(measured)?)?
     {
         t.span.emit(Event::Anomaly {

@@ -61,6 +61,9 @@ use crate::workspace::Workspace;
 pub use crate::model::Phase;
 pub use next::{Beside, Facts, Next, next};
 
+/// The scratch worktree where the simplifier edits a copy of a keep.
+pub(crate) const SIMPLIFY_DIR: &str = "simplify";
+
 /// What one step of the machine did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StepOutcome {
@@ -115,6 +118,7 @@ impl Cx<'_> {
             Side::Cand => self.ws.cand_dir.clone(),
             Side::Anchor => self.ws.dir.join("anchor"),
             Side::Check => self.ws.dir.join("check"),
+            Side::Simplified => self.ws.dir.join(SIMPLIFY_DIR),
         };
         Worktree::new(side, dir, self.brief)
     }
@@ -532,6 +536,32 @@ impl<'a> Machine<'a> {
                 }
             }
             Phase::Evaluate => {
+                // The second EVALUATE of a keep: the simplifier's version
+                // against it. The keep's own decision stands either way.
+                if self
+                    .current()?
+                    .review
+                    .as_ref()
+                    .and_then(|r| r.simplified.as_ref())
+                    .is_some_and(|s| !s.measured)
+                {
+                    let test = self.in_phase(phase, |m, span| {
+                        let o = m.orientation()?;
+                        let seed = m.archive.state.seed;
+                        evaluate::simplified(&m.cx(span), m.current()?, &o, seed)
+                    })?;
+                    let c = self.current_mut()?;
+                    if let Some(s) = c.review.as_mut().and_then(|r| r.simplified.as_mut()) {
+                        s.measured = true;
+                        s.reason = format!("{}; {}", s.reason, test.reason);
+                        if !test.non_inferior {
+                            // Nothing left to review: the kept change stands.
+                            s.reviewed = true;
+                        }
+                        s.test = Some(test);
+                    }
+                    return Ok(None);
+                }
                 let outcome = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
                     match beside {
@@ -607,6 +637,17 @@ impl<'a> Machine<'a> {
                         e.discard = Some(crate::model::DiscardKind::BlockedByReview);
                         e.reason =
                             format!("blocked by review: {findings} (measured: {})", e.reason);
+                    }
+                    // A simplification that passed its test and its review
+                    // is what gets committed.
+                    if let Some(s) = review.simplified.as_ref().filter(|s| s.accepted)
+                        && c.tree.as_deref() != Some(s.tree.as_str())
+                    {
+                        c.tree = Some(s.tree.clone());
+                        c.changed_paths = s.changed_paths.clone();
+                        if let Some(e) = c.eval.as_mut() {
+                            e.reason = format!("{}; {}", e.reason, s.reason);
+                        }
                     }
                     c.review = Some(review);
                 }

@@ -119,10 +119,14 @@ pub fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
         Phase::Evaluate => Next::run(Phase::Review),
         // A simplified candidate is measured against the kept one before
         // the iteration may be archived.
+        // A simplified candidate is measured against the kept one, then
+        // reviewed, before the iteration may be archived. Out of budget,
+        // the kept change stands untested against it: the keep is never
+        // cut for a simplification.
         Phase::Review => match cur.review.as_ref().and_then(|r| r.simplified.as_ref()) {
             Some(Simplified {
                 measured: false, ..
-            }) => spends(Phase::Evaluate),
+            }) if !facts.spend_out => Next::run(Phase::Evaluate),
             _ => Next::run(Phase::Learn),
         },
         Phase::Learn => Next::run(Phase::Commit),
@@ -265,6 +269,7 @@ mod tests {
                 simplified: Some(Simplified {
                     tree: "t".into(),
                     measured,
+                    ..Simplified::default()
                 }),
             })
         };

@@ -40,11 +40,32 @@ pub(crate) fn run(
     if eval.verdict != Verdict::Keep || cur.cut.is_some() {
         return Ok(None);
     }
-    let tree = oid(cur
+    let kept = oid(cur
         .tree
         .as_deref()
         .ok_or_else(|| Error::Internal("a keep without a measured tree".into()))?)?;
-    let change = ws.change(oid(&cur.base_commit)?, tree)?;
+    // After the second pass (or a failed test) there is nothing to do: a
+    // REVIEW resumed there dispatches nothing again.
+    if let Some(r) = &cur.review
+        && r.simplified
+            .as_ref()
+            .is_some_and(|s| s.measured && s.reviewed)
+    {
+        return Ok(Some((r.clone(), Dispatched::default())));
+    }
+    // The second pass: a simplified candidate that passed its test is
+    // reviewed like a keep before it replaces the kept one.
+    let pending = cur
+        .review
+        .as_ref()
+        .and_then(|r| r.simplified.as_ref())
+        .filter(|s| s.measured && !s.reviewed);
+    let tree = match pending {
+        Some(s) => oid(&s.tree)?,
+        None => kept,
+    };
+    let base = oid(&cur.base_commit)?;
+    let change = ws.change(base, tree)?;
     let lines = change.changed_lines();
     let floor = Roster::builtin_rules();
     let mut defs: Vec<_> = roster
@@ -88,7 +109,17 @@ pub(crate) fn run(
         max_diff_lines: t.config.review.max_diff_lines,
     };
     let (change, parts, rules_cx) = (&change, &parts, &rules_cx);
-    let jobs: Vec<Job> = defs
+    // The simplifier, on the first pass of a big enough keep: one (the
+    // first by name), in a scratch copy of the kept candidate.
+    let simplifier = roster
+        .with_role(Role::Simplify)
+        .find(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
+        .filter(|_| pending.is_none());
+    let scratch = match simplifier {
+        Some(_) => Some(ws.scratch_of_tree(super::SIMPLIFY_DIR, base, kept)?),
+        None => None,
+    };
+    let mut jobs: Vec<Job> = defs
         .iter()
         .map(|def| {
             let def = *def;
@@ -116,22 +147,20 @@ pub(crate) fn run(
                 SubDriver::Command | SubDriver::Llm => {
                     let agent = command_agent(t, def, main_profile);
                     Box::new(move |span| match agent {
-                        None => Ok(Answer::failed(
-                            SubagentOutcome::Skipped,
-                            format!(
-                                "`driver: command` needs a command profile, and the Brief's agent is builtin: set `agent: <profile>` in {}",
-                                def.path.display()
-                            ),
-                        )),
+                        None => Ok(Answer::no_profile(def)),
                         Some(agent) => {
-                            let prompt =
-                                context::prompt(def, &parts.for_definition(def), dispatch::REVIEW_ANSWER);
+                            let prompt = context::prompt(
+                                def,
+                                &parts.for_definition(def),
+                                dispatch::REVIEW_ANSWER,
+                            );
                             dispatch::run_command(
                                 t,
                                 &agent,
                                 def,
                                 crate::model::Phase::Review,
                                 &prompt,
+                                t.cand_dir,
                                 span,
                                 dispatch::read_review,
                             )
@@ -142,6 +171,30 @@ pub(crate) fn run(
             Job { def, driver, work }
         })
         .collect();
+    if let (Some(def), Some(dir)) = (simplifier, scratch.as_deref()) {
+        let agent = command_agent(t, def, main_profile);
+        let driver = def.driver_name(main_profile.map(|c| c.name.as_str()));
+        let work: dispatch::Work = Box::new(move |span| match agent {
+            None => Ok(Answer::no_profile(def)),
+            Some(agent) => {
+                let prompt = context::prompt(def, &parts.for_definition(def), SIMPLIFY_ANSWER);
+                dispatch::run_command(
+                    t,
+                    &agent,
+                    def,
+                    crate::model::Phase::Review,
+                    &prompt,
+                    dir,
+                    span,
+                    |v, a| {
+                        a.body = v.clone();
+                        Ok(())
+                    },
+                )
+            }
+        });
+        jobs.push(Job { def, driver, work });
+    }
     let before = ws.file_stats()?;
     let mut done = dispatch::run_all(t.span, t.dir, t.iteration, jobs)?;
     // A reviewer looks; it does not edit. The commit is built from the
@@ -150,7 +203,7 @@ pub(crate) fn run(
     // and what git ignores (a build output) is removed before it can reach
     // the next measurement.
     ws.remove_new_ignored(&before)?;
-    if !ws.still_is(tree)? {
+    if !ws.still_is(kept)? {
         t.span.emit(crate::events::Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentEditInLearn,
             message: "a reviewer edited the candidate's files; the commit is the measured tree, and the reviewers that ran a command are counted as failed".into(),
@@ -173,11 +226,89 @@ pub(crate) fn run(
             ));
         }
     }
-    let review = Review {
-        reports: done.reports.clone(),
-        simplified: None,
-    };
+    let mut review = cur.review.clone().unwrap_or_default();
+    match pending {
+        Some(s) => {
+            // The second pass: approved, the simplified tree is the keep.
+            let mut s = s.clone();
+            s.reviewed = true;
+            s.reports = done.reports.clone();
+            let blocked = done.reports.iter().any(|r| r.blocks());
+            s.accepted = !blocked;
+            s.reason = if blocked {
+                format!(
+                    "{}; a reviewer blocked the simplified diff, so the kept change stands",
+                    s.reason
+                )
+            } else {
+                format!("{}; approved: the simplified change is committed", s.reason)
+            };
+            review.simplified = Some(s);
+        }
+        None => {
+            review.reports = done
+                .reports
+                .iter()
+                .filter(|r| r.role == Role::Review)
+                .cloned()
+                .collect();
+            let simplifier_ran = done.reports.iter().find(|r| r.role == Role::Simplify);
+            review.simplified = match (simplifier_ran, scratch.as_deref()) {
+                (Some(r), Some(dir))
+                    if r.outcome == SubagentOutcome::Done && review.blocked().is_none() =>
+                {
+                    simplified(ws, t, base, kept, dir, lines)?
+                }
+                _ => None,
+            };
+        }
+    }
     Ok(Some((review, done)))
+}
+
+const SIMPLIFY_ANSWER: &str = "Edit the files in the working directory (a copy of the kept candidate) into the simplest change with the same effect. Then answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"change\": \"what you simplified, in one sentence\"}\n```";
+
+/// The simplifier's version, if it is one worth measuring: a different
+/// tree that changes fewer lines and leaves the knob point alone (a
+/// different point would be a different experiment, not a simpler change).
+fn simplified(
+    ws: &Workspace,
+    t: &Turn,
+    base: git2::Oid,
+    kept: git2::Oid,
+    dir: &std::path::Path,
+    lines_before: usize,
+) -> Result<Option<crate::model::Simplified>> {
+    let tree = ws.tree_of_scratch(dir)?;
+    let mut s = crate::model::Simplified {
+        tree: tree.to_string(),
+        kept_tree: kept.to_string(),
+        lines_before,
+        ..Default::default()
+    };
+    if tree == kept {
+        return Ok(None);
+    }
+    let change = ws.change(base, tree)?;
+    s.lines_after = change.changed_lines();
+    s.changed_paths = change.files.iter().map(|f| f.path.clone()).collect();
+    let knobs = t.brief.knobs_file.trim_start_matches("./");
+    let touched_knobs = ws
+        .change(
+            ws.commit_tree(base, kept, "ooda: the kept candidate")?,
+            tree,
+        )?
+        .files
+        .iter()
+        .any(|f| f.path == knobs);
+    if touched_knobs || s.lines_after >= s.lines_before {
+        return Ok(None);
+    }
+    s.reason = format!(
+        "simplified from {} to {} changed lines",
+        s.lines_before, s.lines_after
+    );
+    Ok(Some(s))
 }
 
 /// The profile a command subagent runs: its own `agent`, else the Brief's.

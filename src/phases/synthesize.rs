@@ -82,7 +82,8 @@ pub(crate) fn run(
                             let parts = parts(def, rec, history, t.orientation.theta1);
                             let parts: Vec<(Sees, &str)> = parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
                             let prompt = crate::subagents::context::prompt(def, &parts, NARRATIVE_ANSWER);
-                            let mut reply = dispatch::run_command(t, agent, def, Phase::Check, &prompt, span, |v, a| {
+                            let mut reply = dispatch::run_command(t, agent, def, Phase::Check, &prompt,
+                                t.cand_dir, span, |v, a| {
                                 let n = v.get("narrative").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty());
                                 match n {
                                     Some(n) => {

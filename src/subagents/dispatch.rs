@@ -38,6 +38,18 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// A command subagent with no command to run: no `agent:` of its own,
+    /// and a builtin main agent.
+    pub fn no_profile(def: &Definition) -> Answer {
+        Answer::failed(
+            SubagentOutcome::Skipped,
+            format!(
+                "`driver: command` needs a command profile, and the Brief's agent is builtin: set `agent: <profile>` in {}",
+                def.path.display()
+            ),
+        )
+    }
+
     pub fn failed(outcome: SubagentOutcome, problem: String) -> Answer {
         Answer {
             outcome: Some(outcome),
@@ -226,15 +238,17 @@ pub fn end(
 }
 
 /// Runs a command subagent once: the main agent's invocation contract, in
-/// the candidate worktree, with `OODA_PHASE` set to its role, its own
+/// `cwd` (the candidate worktree, or the simplifier's scratch copy), with `OODA_PHASE` set to its role, its own
 /// timeout, `OODA_MODEL` when its model resolves, and the fence around it.
 /// The answer's JSON (or why there is none) goes to `read`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_command(
     t: &Turn,
     agent: &CommandAgent,
     def: &Definition,
     phase: Phase,
     prompt: &str,
+    cwd: &Path,
     span: &Span,
     read: impl FnOnce(&Value, &mut Answer) -> std::result::Result<(), String>,
 ) -> Result<Answer> {
@@ -270,7 +284,7 @@ pub fn run_command(
         brief_path: &t.brief.path,
         brief_name: &t.brief.name,
         iteration: t.iteration,
-        cwd: t.cand_dir,
+        cwd,
         iterations_dir: t.dir,
         files_dir: &files_dir,
         prompt,

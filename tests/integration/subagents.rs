@@ -41,6 +41,7 @@ if [ -n "$WAIT_FOR" ]; then
   done
 fi
 [ -e "$AGENT_DIR/$OODA_SUBAGENT.sleep" ] && sleep 30
+[ -e "$AGENT_DIR/$OODA_SUBAGENT.sh" ] && . "$AGENT_DIR/$OODA_SUBAGENT.sh"
 cat "$AGENT_DIR/$OODA_SUBAGENT.out" > "$OODA_OUTPUT_FILE"
 "#;
 
@@ -803,5 +804,106 @@ fn the_builtin_analyzer_adds_the_profile_to_its_report() {
     assert!(
         t.read("iterations/b/iter-001.md")
             .contains("- **pipeline-analyzer** (analyze, builtin): done in")
+    );
+}
+
+/// A keep padded with 50 lines nobody needs, and a simplifier (a command
+/// subagent) that runs `edit` in its scratch copy.
+fn padded_keep_and_a_simplifier(edit: &str) -> Night {
+    let n = Night::new("for i in $(seq 1 50); do echo \"pad $i\" >> src/lib.txt; done");
+    n.t.write(
+        "subagents/code-simplifier.md",
+        "---\nname: code-simplifier\ndescription: Simplifies big keeps.\nrole: simplify\ndriver: command\nagent: reviewer\n---\nMake it smaller.\n",
+    );
+    std::fs::write(n.dir.path().join("code-simplifier.sh"), edit).unwrap();
+    // The sandboxed bench cannot advance its noise counter: it is exact, so
+    // θ₁ is 0 and the margin is the noise floor.
+    let brief =
+        n.t.read("briefs/b.md")
+            .replace("  timeout: 20s\n", "  timeout: 20s\n  noise_floor: 2%\n");
+    n.t.write("briefs/b.md", &brief);
+    n.answer("code-simplifier", r#"{"change": "dropped the padding"}"#);
+    n
+}
+
+#[test]
+fn a_simplification_that_is_not_worse_is_committed_instead_of_the_keep() {
+    let n = padded_keep_and_a_simplifier("sed -i '/^pad /d' src/lib.txt\n");
+    n.t.commit("a simplifier");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let s = rec.simplification.as_ref().expect("a simplification");
+    assert!(s.accepted, "{}", s.reason);
+    assert_eq!((s.lines_before, s.lines_after), (52, 2), "{}", s.reason);
+    let t = s.test.as_ref().unwrap();
+    assert!(t.non_inferior && t.pairs >= 3, "{}", t.reason);
+    assert!(
+        s.reports
+            .iter()
+            .any(|r| r.name == "code-reviewer" && r.verdict == Some(ReviewVerdict::Approve))
+    );
+    // The kept commit is the simplified tree: no padding, the knob point kept.
+    let commit = rec.commit.clone().unwrap();
+    let lib = n.t.git(&["show", &format!("{commit}:src/lib.txt")]);
+    assert!(!lib.contains("pad "), "{lib}");
+    assert!(
+        n.t.git(&["show", &format!("{commit}:ooda.knobs.env")])
+            .contains("X=40")
+    );
+    assert_eq!(rec.tree.as_deref(), Some(s.tree.as_str()));
+    let file = n.t.read("iterations/b/iter-001.md");
+    assert!(file.contains("## Simplification\n\n**committed** — simplified from 52 to 2 changed lines; non-inferior"), "{file}");
+    assert!(file.contains("| changed lines, simplified | 2 |"), "{file}");
+    // The simplifier worked in its own copy: its prompt had the diff.
+    assert!(n.seen("code-simplifier", "prompt.md").contains("+pad 50"));
+}
+
+#[test]
+fn a_simplification_that_is_slower_or_blocked_leaves_the_keep_as_it_was() {
+    // Slower: the bench doubles its time when src/slow.txt exists.
+    let n = padded_keep_and_a_simplifier("sed -i '/^pad /d' src/lib.txt\ntouch src/slow.txt\n");
+    n.t.script(
+        "bench.sh",
+        &format!(
+            "#!/bin/sh\ncounter=\"$OODA_TEST_DIR/counter\"\nn=$(cat \"$counter\" 2>/dev/null || echo 0)\nn=$((n + 1))\necho \"$n\" > \"$counter\"\nslow=1; [ -e src/slow.txt ] && slow=2\nawk -v n=\"$n\" -v x=\"${{X:-10}}\" -v s=\"$slow\" 'BEGIN {{ srand(n); print \"METRIC t=\" ({}) * s * (1 + 0.01 * (rand() - 0.5)) }}'\n",
+            crate::test::LANDSCAPE
+        ),
+    );
+    n.t.commit("a simplifier that slows it down");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let s = rec.simplification.as_ref().unwrap();
+    assert!(
+        !s.accepted && !s.test.as_ref().unwrap().non_inferior,
+        "{}",
+        s.reason
+    );
+    assert!(s.reports.is_empty(), "not reviewed after a failed test");
+    let commit = rec.commit.clone().unwrap();
+    assert!(
+        n.t.git(&["show", &format!("{commit}:src/lib.txt")])
+            .contains("pad 50")
+    );
+    assert!(
+        n.t.read("iterations/b/iter-001.md").contains(
+            "**not taken** — simplified from 52 to 2 changed lines; not shown non-inferior"
+        )
+    );
+
+    // Not worse, but the reviewer blocks the simplified diff.
+    let n = padded_keep_and_a_simplifier(
+        "sed -i '/^pad /d' src/lib.txt\necho 'TODO: finish' >> src/lib.txt\n",
+    );
+    n.t.commit("a simplifier that leaves a TODO");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let s = rec.simplification.as_ref().unwrap();
+    assert!(s.test.as_ref().unwrap().non_inferior, "{}", s.reason);
+    assert!(!s.accepted, "{}", s.reason);
+    assert!(s.reports.iter().any(|r| r.blocks()), "{:?}", s.reports);
+    let commit = rec.commit.clone().unwrap();
+    assert!(
+        n.t.git(&["show", &format!("{commit}:src/lib.txt")])
+            .contains("pad 50")
     );
 }
