@@ -907,3 +907,63 @@ fn a_simplification_that_is_slower_or_blocked_leaves_the_keep_as_it_was() {
             .contains("pad 50")
     );
 }
+
+#[test]
+fn every_default_subagent_does_real_work_in_a_run_with_a_command_agent() {
+    // The shipped definitions, untouched: the simplifier runs the Brief's
+    // own agent with OODA_PHASE=simplify; the others are builtin.
+    let n = Night::new("for i in $(seq 1 50); do echo \"pad $i\" >> src/lib.txt; done");
+    let agent = main_agent("for i in $(seq 1 50); do echo \"pad $i\" >> src/lib.txt; done").replace(
+        "learn)",
+        "simplify) sed -i '/^pad /d' src/lib.txt\n  printf '%s' '{\"change\": \"dropped the padding\"}' > \"$OODA_OUTPUT_FILE\" ;;\nlearn)",
+    );
+    n.t.script("agent.sh", &agent);
+    n.t.script(
+        "profile.sh",
+        "#!/bin/sh\necho 'PROFILE-MARK all time in main'\n",
+    );
+    let brief =
+        n.t.read("briefs/b.md")
+            .replace("  timeout: 20s\n", "  timeout: 20s\n  noise_floor: 2%\n")
+            .replace("seed: 1\n", "seed: 1\nanalyze: ./profile.sh\n");
+    n.t.write("briefs/b.md", &brief);
+    n.t.commit("defaults only");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let names: Vec<&str> = rec.subagents.iter().map(|r| r.name.as_str()).collect();
+    for name in [
+        "eval-runner",
+        "pipeline-analyzer",
+        "code-reviewer",
+        "obsidian-synthesizer",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    assert!(
+        rec.analysis
+            .as_deref()
+            .unwrap_or("")
+            .contains("PROFILE-MARK")
+    );
+    let s = rec
+        .simplification
+        .as_ref()
+        .expect("the default simplifier ran");
+    assert!(s.accepted, "{}", s.reason);
+    assert!(
+        rec.agent_calls.iter().any(|c| c.phase.as_str() == "review"),
+        "the simplifier's call"
+    );
+    assert!(
+        !n.t.git(&[
+            "show",
+            &format!("{}:src/lib.txt", rec.commit.clone().unwrap())
+        ])
+        .contains("pad ")
+    );
+    assert!(
+        vault(&n.t.path().join("notes"))
+            .iter()
+            .any(|(_, p, _)| p["tags"][0] == "ooda/keep")
+    );
+}
