@@ -970,6 +970,39 @@ mod tests {
     }
 
     #[test]
+    fn a_change_reads_lines_through_nul_bytes_finds_renames_and_a_scratch_copy_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = repo_with_commit(dir.path());
+        let ws = Workspace::open(dir.path(), &dir.path().join(".ooda/worktrees/b"), "b").unwrap();
+        ws.ensure(start).unwrap();
+        fs::write(ws.cand_dir.join("a.txt"), "one\n\0 dbg!(x);\n").unwrap();
+        fs::write(ws.cand_dir.join("blob.bin"), [0xffu8, 0xfe, 0, 1]).unwrap();
+        let c = ws.candidate(u64::MAX).unwrap();
+        let tree = ws.write_tree(&c.contents).unwrap();
+        let change = ws.change(start, tree).unwrap();
+        let a = change.files.iter().find(|f| f.path == "a.txt").unwrap();
+        assert!(!a.binary, "one NUL byte does not hide a text file");
+        assert_eq!(a.added, vec![(2, "\0 dbg!(x);".to_string())]);
+        let b = change.files.iter().find(|f| f.path == "blob.bin").unwrap();
+        assert!(b.binary && b.added.is_empty());
+        // A scratch copy holds exactly the tree, and reads back as it.
+        let scratch = ws.scratch_of_tree("simplify", start, tree).unwrap();
+        assert_eq!(
+            fs::read(scratch.join("blob.bin")).unwrap(),
+            [0xffu8, 0xfe, 0, 1]
+        );
+        assert_eq!(ws.tree_of_scratch(&scratch).unwrap(), tree);
+        // A moved file is a rename, not a deletion and an addition.
+        fs::rename(scratch.join("a.txt"), scratch.join("b.txt")).unwrap();
+        let moved = ws.tree_of_scratch(&scratch).unwrap();
+        let commit = ws.commit_tree(start, tree, "kept").unwrap();
+        let change = ws.change(commit, moved).unwrap();
+        assert_eq!(change.files.len(), 1, "{:?}", change.files);
+        assert_eq!(change.files[0].path, "b.txt");
+        assert_eq!(change.files[0].status, crate::model::FileStatus::Modified);
+    }
+
+    #[test]
     fn keep_and_discard_cycle() {
         let dir = tempfile::tempdir().unwrap();
         let start = repo_with_commit(dir.path());
