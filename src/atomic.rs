@@ -21,7 +21,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    // The process id and a counter: two threads of one process (parallel
+    // subagents) may write the same file at once, and must not share a
+    // temporary file.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp{}-{n}", std::process::id()));
     let result = (|| -> std::io::Result<()> {
         let mut f = OpenOptions::new()
             .write(true)

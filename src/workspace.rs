@@ -194,16 +194,33 @@ impl Workspace {
     /// A scratch worktree holding exactly `tree` (a measured candidate), on
     /// a commit of it parented on `base` that no reference names: where a
     /// subagent may edit a copy of the candidate (the simplifier).
-    pub fn scratch_of_tree(&self, which: &str, base: Oid, tree: Oid) -> Result<PathBuf> {
+    ///
+    /// `fresh` removes the worktree first, ignored files and all: what a
+    /// simplifier planted there that git ignores (a cache, a prebuilt
+    /// binary) would be measured but never committed.
+    pub fn scratch_of_tree(
+        &self,
+        which: &str,
+        base: Oid,
+        tree: Oid,
+        fresh: bool,
+    ) -> Result<PathBuf> {
         let commit =
             self.commit_tree(base, tree, "ooda: a scratch copy of a measured candidate")?;
+        if fresh {
+            self.forget_worktree(&self.worktree_name(which), &self.dir.join(which))?;
+        }
         self.scratch(which, commit)
     }
 
     /// The tree of what a scratch worktree holds now, read from its files
     /// like a candidate's (and written to the object store, which is where
     /// a measured tree lives).
-    pub fn tree_of_scratch(&self, dir: &Path) -> Result<Oid> {
+    ///
+    /// Also returns what changed against the scratch copy's own commit, for
+    /// the same checks a candidate's change gets (a new or grown file above
+    /// `max_new` bytes is recorded unread, and then not written).
+    pub fn tree_of_scratch(&self, dir: &Path, max_new: u64) -> Result<(Oid, Vec<ChangedPath>)> {
         let repo = Repository::open(dir).ctx(|| format!("opening {}", dir.display()))?;
         let head = head_tree(&repo)?;
         let contents = contents::Walk {
@@ -211,11 +228,12 @@ impl Workspace {
             root: dir,
             base: &head,
             owned: &self.owned,
-            max_new: u64::MAX,
+            max_new,
             skip_new: is_tool_file,
         }
         .read()?;
-        contents.write_tree(&repo, dir)
+        let changed = changed_paths(&contents);
+        Ok((contents.write_tree(&repo, dir)?, changed))
     }
 
     /// Adds a worktree detached at `commit`. libgit2 checks a worktree out on a
@@ -445,22 +463,7 @@ impl Workspace {
             skip_new: is_tool_file,
         }
         .read()?;
-        let changed = contents
-            .changes()
-            .into_iter()
-            .map(|(path, kind)| {
-                let f = contents.files.get(&path);
-                ChangedPath {
-                    kind: kind.as_str(),
-                    size: f.map_or(0, |f| f.size),
-                    link: f
-                        .and_then(|f| f.link.as_ref())
-                        .map(|l| String::from_utf8_lossy(l).into_owned()),
-                    unread: f.is_some_and(|f| f.oid.is_none()),
-                    path,
-                }
-            })
-            .collect();
+        let changed = changed_paths(&contents);
         Ok(Candidate { changed, contents })
     }
 
@@ -715,8 +718,13 @@ impl Workspace {
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let binary = not_text(delta.old_file().id()) || not_text(delta.new_file().id());
+            let old_path = (delta.status() == git2::Delta::Renamed)
+                .then(|| delta.old_file().path())
+                .flatten()
+                .map(|p| p.to_string_lossy().into_owned());
             let mut f = FileChange {
                 path,
+                old_path,
                 status,
                 binary,
                 added: Vec::new(),
@@ -945,6 +953,26 @@ pub fn is_tool_file(rel_path: &str) -> bool {
 
 /// The tree of the candidate's HEAD (its base commit): what changes are
 /// read against.
+/// The changed paths of a worktree's contents, as the scope checks read them.
+fn changed_paths(contents: &Contents) -> Vec<ChangedPath> {
+    contents
+        .changes()
+        .into_iter()
+        .map(|(path, kind)| {
+            let f = contents.files.get(&path);
+            ChangedPath {
+                kind: kind.as_str(),
+                size: f.map_or(0, |f| f.size),
+                link: f
+                    .and_then(|f| f.link.as_ref())
+                    .map(|l| String::from_utf8_lossy(l).into_owned()),
+                unread: f.is_some_and(|f| f.oid.is_none()),
+                path,
+            }
+        })
+        .collect()
+}
+
 fn head_tree(repo: &Repository) -> Result<git2::Tree<'_>> {
     repo.head()
         .and_then(|h| h.peel_to_tree())
@@ -986,20 +1014,21 @@ mod tests {
         let b = change.files.iter().find(|f| f.path == "blob.bin").unwrap();
         assert!(b.binary && b.added.is_empty());
         // A scratch copy holds exactly the tree, and reads back as it.
-        let scratch = ws.scratch_of_tree("simplify", start, tree).unwrap();
+        let scratch = ws.scratch_of_tree("simplify", start, tree, true).unwrap();
         assert_eq!(
             fs::read(scratch.join("blob.bin")).unwrap(),
             [0xffu8, 0xfe, 0, 1]
         );
-        assert_eq!(ws.tree_of_scratch(&scratch).unwrap(), tree);
+        assert_eq!(ws.tree_of_scratch(&scratch, u64::MAX).unwrap().0, tree);
         // A moved file is a rename, not a deletion and an addition.
         fs::rename(scratch.join("a.txt"), scratch.join("b.txt")).unwrap();
-        let moved = ws.tree_of_scratch(&scratch).unwrap();
+        let moved = ws.tree_of_scratch(&scratch, u64::MAX).unwrap().0;
         let commit = ws.commit_tree(start, tree, "kept").unwrap();
         let change = ws.change(commit, moved).unwrap();
         assert_eq!(change.files.len(), 1, "{:?}", change.files);
         assert_eq!(change.files[0].path, "b.txt");
         assert_eq!(change.files[0].status, crate::model::FileStatus::Modified);
+        assert_eq!(change.files[0].old_path.as_deref(), Some("a.txt"));
     }
 
     #[test]

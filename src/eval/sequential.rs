@@ -239,18 +239,19 @@ pub fn look(d: &[f64], rule: &Rule) -> Look {
 }
 
 /// The non-inferiority test of a candidate against a reference (the
-/// simplifier's version against the kept change): the keep test shifted by
-/// the margin. "Not worse by `margin_log` or more" is "the mean log ratio
-/// is above −margin_log", which is the keep test with δ₀ = −margin_log, so
-/// the per-look levels calibrated for α hold as they are: a candidate worse
-/// by exactly the margin is accepted at most α of the time (winsorizing is
-/// shift-equivariant). Futility is "clearly worse than the margin allows"
-/// (the 90% upper bound below −margin_log); the promising rule at the
-/// extended looks keeps its share of that same threshold.
-///
-/// Its per-look levels are those calibrated for 0.9·α
-/// ([`NON_INFERIORITY_SHARE`]): at α itself the simulated rate sits at α
-/// within its Monte Carlo error, and the bound must hold, not hover.
+/// simplifier's version against the kept change). "Not worse by
+/// `margin_log` or more" is "the mean log ratio is above −margin_log": the
+/// keep test with δ₀ = −margin_log. Its acceptance side is the keep test
+/// shifted by the margin (winsorizing is shift-equivariant), so levels
+/// calibrated for α bound a candidate worse by exactly the margin near α.
+/// Its stopping thresholds are not a shift of the keep design's: futility
+/// is "the 90% upper bound below −margin_log" (clearly worse than the
+/// margin allows), and the promising rule uses that threshold too. So the
+/// levels are those of 0.8·α ([`NON_INFERIORITY_SHARE`]: at α itself the
+/// simulated rate sat at α within its Monte Carlo error, and at 0.9·α it
+/// reached 5.0% under drift at 24 pairs), and
+/// `examples/decision_sim.rs` measures the rate they give (12 and 24
+/// pairs, margins θ₁ and θ₁/2).
 pub fn non_inferiority(rule: &Rule, margin_log: f64, alpha: f64, max_pairs: u32) -> Rule {
     Rule {
         alphas: alphas_for(alpha * NON_INFERIORITY_SHARE, max_pairs),
@@ -261,7 +262,7 @@ pub fn non_inferiority(rule: &Rule, margin_log: f64, alpha: f64, max_pairs: u32)
 }
 
 /// The share of α the non-inferiority test is calibrated for.
-pub const NON_INFERIORITY_SHARE: f64 = 0.9;
+pub const NON_INFERIORITY_SHARE: f64 = 0.8;
 
 /// Runs the whole procedure over a ready series (used by the simulation and
 /// the benchmark; the runner measures pair by pair and calls [`look`]).

@@ -13,6 +13,10 @@ pub enum FileStatus {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileChange {
     pub path: String,
+    /// Where a renamed file was: the rules see both paths (a protected file
+    /// moved away is a protected file changed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub old_path: Option<String>,
     pub status: FileStatus,
     pub binary: bool,
     /// Added lines with their line number in the new file.
@@ -27,6 +31,13 @@ pub struct FileChange {
 pub struct Change {
     pub files: Vec<FileChange>,
     pub patch: String,
+}
+
+impl FileChange {
+    /// The paths this change touches: the file's, and where it was moved from.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.path.as_str()).chain(self.old_path.as_deref())
+    }
 }
 
 impl Change {

@@ -196,6 +196,7 @@ impl IterationRecord {
         }
         for s in &mut out.subagents {
             s.problem = ro(&s.problem);
+            s.narrative = ro(&s.narrative);
             for f in &mut s.findings {
                 f.file = r(&f.file);
                 f.rule = r(&f.rule);

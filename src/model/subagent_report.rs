@@ -90,6 +90,10 @@ pub struct SubagentReport {
     /// `summary.md` even when it approved.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub suspicious: bool,
+    /// A command synthesizer's paragraph for this keep's note (kept here so
+    /// later notes of the run are rendered with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub narrative: Option<String>,
     /// The report as JSON, relative to the iterations folder. Its model
     /// calls are the iteration's `agent_calls` of phase `review`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

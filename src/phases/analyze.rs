@@ -61,13 +61,23 @@ pub(crate) fn run(
     measured: Receiver<()>,
 ) -> Result<(Option<String>, Dispatched)> {
     let history = t.history;
+    // A command analyzer, like the profiler, waits for the pairs: an agent
+    // CLI in the worktrees loads the machine (and is fenced against the
+    // very files the measurement is writing). Only the builtin, which
+    // reads the archive, runs while pairs are timed. When EVALUATE failed,
+    // nothing that waited runs.
+    let waits = defs.iter().any(|d| d.driver != SubDriver::Builtin)
+        || (t.brief.analyze.is_some()
+            && defs.iter().any(|d| d.sees.contains(&Sees::ProfileOutput)));
+    let measured = !waits || measured.recv().is_ok();
+    let defs: Vec<&Definition> = defs
+        .iter()
+        .copied()
+        .filter(|d| measured || d.driver == SubDriver::Builtin)
+        .collect();
     let profile = match &t.brief.analyze {
-        Some(a) if defs.iter().any(|d| d.sees.contains(&Sees::ProfileOutput)) => {
-            if measured.recv().is_ok() {
-                Some(take_profile(t, &a.command, a.timeout)?)
-            } else {
-                None
-            }
+        Some(a) if measured && defs.iter().any(|d| d.sees.contains(&Sees::ProfileOutput)) => {
+            Some(take_profile(t, &a.command, a.timeout)?)
         }
         _ => None,
     };
@@ -135,7 +145,7 @@ pub(crate) fn run(
             Job { def, driver, work }
         })
         .collect();
-    let done = dispatch::run_all(t.span, t.dir, t.iteration, jobs)?;
+    let done = dispatch::run_all(t.span, t.dir, t.iteration, jobs, None)?;
     let texts: Vec<String> = done
         .reports
         .iter()

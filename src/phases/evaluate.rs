@@ -280,6 +280,7 @@ fn content(path: &std::path::Path) -> Option<git2::Oid> {
 pub(crate) fn simplified(
     cx: &Cx,
     cur: &InFlight,
+    s: &crate::model::Simplified,
     orientation: &Orientation,
     seed: u64,
 ) -> Result<crate::model::NonInferiority> {
@@ -308,7 +309,22 @@ pub(crate) fn simplified(
         pairs: 0,
         reason,
     };
+    // Measured exactly as it would be committed: a fresh checkout of its
+    // tree (nothing the simplifier left that git ignores), also on resume.
+    let base = super::oid(&cur.base_commit)?;
+    let tree = super::oid(&s.tree)?;
+    let scratch = cx
+        .ws
+        .scratch_of_tree(super::SIMPLIFY_DIR, base, tree, true)?;
     let (kept, simple) = (cx.worktree(Side::Cand)?, cx.worktree(Side::Simplified)?);
+    let protected = Protected::hash(
+        &[&kept.dir, &simple.dir],
+        s.changed_paths
+            .iter()
+            .chain(cx.brief.scope.protect.iter())
+            .filter(|p| cx.brief.scope.protects(p)),
+    );
+    let drifted = || -> Result<bool> { Ok(cx.ws.tree_of_scratch(&scratch, u64::MAX)?.0 != tree) };
     let lease = cx.measuring()?;
     let mut ev = cx.evaluator(lease.as_ref());
     for wt in [&kept, &simple] {
@@ -324,6 +340,11 @@ pub(crate) fn simplified(
         return Ok(not(format!(
             "the simplified candidate fails a guard: {reason}"
         )));
+    }
+    if drifted()? {
+        return Ok(not(
+            "setup or guards changed the simplified candidate's committed files: what is measured must be what is committed".into(),
+        ));
     }
     let rule = sequential::non_inferiority(
         &orientation.rule(),
@@ -349,8 +370,18 @@ pub(crate) fn simplified(
             }
             None => false,
         },
-        || false,
+        || protected.changed().is_some(),
     )?;
+    if let Some(path) = protected.changed() {
+        return Ok(not(format!(
+            "the protected {path} changed while the simplified candidate was measured"
+        )));
+    }
+    if drifted()? {
+        return Ok(not(
+            "the simplified candidate's files changed while it was measured: what was measured is not what would be committed".into(),
+        ));
+    }
     let pairs = match measured {
         Err((side, RunFailure::Failed { reason, .. })) => {
             return Ok(not(format!(

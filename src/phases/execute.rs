@@ -35,6 +35,13 @@ impl Executed {
         c.cut = self.cut;
         c.changed_paths = self.changed_paths;
         c.tree = self.tree;
+        // A new change: nothing decided about an earlier one (an EXECUTE run
+        // again after its worktree was lost) may stand for it.
+        c.eval = None;
+        c.review = None;
+        c.subagents = Vec::new();
+        c.analysis = None;
+        c.commit = None;
         // A tamper found in PLAN stands.
         if c.tamper.is_none() {
             c.tamper = self.tamper;

@@ -72,8 +72,34 @@ pub fn all() -> Vec<String> {
     out
 }
 
+/// `name`, or `name#N` for its N-th hit in this process (a phase that
+/// runs twice in one iteration: the simplifier's EVALUATE and REVIEW).
 fn hit(name: &str) {
-    if std::env::var("OODA_FAILPOINT").is_ok_and(|fp| fp == name) {
+    use std::sync::Mutex;
+    static HITS: Mutex<Vec<(String, u32)>> = Mutex::new(Vec::new());
+    let Ok(fp) = std::env::var("OODA_FAILPOINT") else {
+        return;
+    };
+    let (want, nth) = match fp.split_once('#') {
+        Some((w, n)) => (w.to_string(), n.parse().unwrap_or(1)),
+        None => (fp.clone(), 1),
+    };
+    if want != name {
+        return;
+    }
+    let count = HITS
+        .lock()
+        .map_or(1, |mut h| match h.iter_mut().find(|(n, _)| n == name) {
+            Some((_, c)) => {
+                *c += 1;
+                *c
+            }
+            None => {
+                h.push((name.to_string(), 1));
+                1
+            }
+        });
+    if count == nth {
         // SIGKILL, not exit: the test must see exactly what kill -9 leaves.
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);

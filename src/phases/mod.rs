@@ -275,7 +275,7 @@ impl<'a> Machine<'a> {
                         Error::Internal("a budget stop without a used-up budget".into())
                     })?;
                     let rec = self.archive.stopped_last(&stop);
-                    self.finish(stop.clone(), rec)?;
+                    self.finish(stop.clone(), rec, false)?;
                     return Ok(StepOutcome::Stopped(stop, None));
                 }
                 Next::Begin => self.begin()?,
@@ -520,7 +520,7 @@ impl<'a> Machine<'a> {
                         };
                         self.archive.state.current = None;
                         let rec = self.archive.stopped_last(&stop);
-                        self.finish(stop.clone(), rec)?;
+                        self.finish(stop.clone(), rec, false)?;
                         return Ok(Some(StepOutcome::Stopped(stop, None)));
                     }
                 }
@@ -548,7 +548,33 @@ impl<'a> Machine<'a> {
                     let test = self.in_phase(phase, |m, span| {
                         let o = m.orientation()?;
                         let seed = m.archive.state.seed;
-                        evaluate::simplified(&m.cx(span), m.current()?, &o, seed)
+                        let cur = m.current()?;
+                        let s = cur
+                            .review
+                            .as_ref()
+                            .and_then(|r| r.simplified.as_ref())
+                            .ok_or_else(|| Error::Internal("no simplification to test".into()))?;
+                        // The eval-runner measures it, as the subagent it is.
+                        let def = m.roster.with_role(crate::model::Role::Evaluate).next();
+                        let Some(def) = def else {
+                            return evaluate::simplified(&m.cx(span), cur, s, &o, seed);
+                        };
+                        let started = crate::subagents::dispatch::begin(span, def, "builtin")?;
+                        let test = evaluate::simplified(&m.cx(&started.span), cur, s, &o, seed)?;
+                        let answer = crate::subagents::dispatch::Answer {
+                            body: serde_json::json!({"non_inferiority": &test}),
+                            ..Default::default()
+                        };
+                        crate::subagents::dispatch::end(
+                            started,
+                            &m.archive.dir,
+                            cur.iteration,
+                            def,
+                            "builtin".into(),
+                            answer,
+                            Some("simplified"),
+                        )?;
+                        Ok(test)
                     })?;
                     let c = self.current_mut()?;
                     if let Some(s) = c.review.as_mut().and_then(|r| r.simplified.as_mut()) {
@@ -794,14 +820,14 @@ impl<'a> Machine<'a> {
             && let Some(r) = rec.as_mut()
             && r.verdict == Verdict::Keep
         {
-            let (reports, calls) = self.synthesize(span, r, None)?;
+            let (reports, calls) = self.synthesize(span, r, None, true)?;
             attach(r, reports, calls);
         }
         self.archive.state.current = None;
         self.archive.state.next_iteration = cur.iteration + 1;
         match decision.stop {
             Some(stop) => {
-                self.finish(stop.clone(), rec)?;
+                self.finish(stop.clone(), rec, true)?;
                 Ok(StepOutcome::Stopped(stop, Some((cur.iteration, verdict))))
             }
             None => {
@@ -819,7 +845,16 @@ impl<'a> Machine<'a> {
     /// Records a stop in the last iteration file (`rec`), the summary, the
     /// state and the events, in that order: a kill after the archive is
     /// written leaves the state as it was, and the stop is decided again.
-    fn finish(&mut self, stop: Stop, mut rec: Option<crate::model::IterationRecord>) -> Result<()> {
+    ///
+    /// `fresh`: `rec` is the iteration CHECK just ended (not the last one
+    /// archived, with the stop written in): only then may a command
+    /// synthesizer be asked for its narrative, which it gave once already.
+    fn finish(
+        &mut self,
+        stop: Stop,
+        mut rec: Option<crate::model::IterationRecord>,
+        fresh: bool,
+    ) -> Result<()> {
         // Every run that ends states a confirmed gain, a RED one included,
         // also when it ends at the start of a tick or in PLAN.
         if self.best_unconfirmed(rec.as_ref()) {
@@ -845,7 +880,7 @@ impl<'a> Machine<'a> {
                 .cloned()
         });
         if let Some(r) = last.as_mut() {
-            let (reports, calls) = self.synthesize(&span, r, Some(&stop))?;
+            let (reports, calls) = self.synthesize(&span, r, Some(&stop), fresh)?;
             if let Some(rec) = rec.as_mut() {
                 attach(rec, reports, calls);
             }
@@ -929,6 +964,7 @@ impl<'a> Machine<'a> {
             def,
             "builtin".into(),
             answer,
+            None,
         )?;
         Ok((outcome, Some(report)))
     }
@@ -959,6 +995,7 @@ impl<'a> Machine<'a> {
         span: &Span,
         rec: &crate::model::IterationRecord,
         stop: Option<&Stop>,
+        fresh: bool,
     ) -> Result<(
         Vec<crate::model::SubagentReport>,
         Vec<crate::model::AgentCall>,
@@ -1004,6 +1041,7 @@ impl<'a> Machine<'a> {
             &self.archive.state,
             &history,
             stop,
+            fresh,
         )?;
         Ok((done.reports, done.calls))
     }
@@ -1062,6 +1100,18 @@ fn attach(
     r.cost_usd += calls.iter().filter_map(|c| c.usage.cost_usd).sum::<f64>();
     // A stop archived after the iteration's own CHECK synthesized again:
     // the newer report replaces the older one of the same subagent.
+    let mut reports = reports;
+    for n in &mut reports {
+        if let Some(old) = r
+            .subagents
+            .iter()
+            .find(|o| o.name == n.name && o.role == n.role)
+            && n.narrative.is_none()
+        {
+            // The narrative was asked for once, when the iteration was kept.
+            n.narrative.clone_from(&old.narrative);
+        }
+    }
     r.subagents.retain(|old| {
         !reports
             .iter()

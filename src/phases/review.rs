@@ -67,11 +67,20 @@ pub(crate) fn run(
     let base = oid(&cur.base_commit)?;
     let change = ws.change(base, tree)?;
     let lines = change.changed_lines();
+    // The same reviewers judge the simplified diff as judged the kept one.
+    let trigger_lines = pending.map_or(lines, |s| s.lines_before);
     let floor = Roster::builtin_rules();
     let mut defs: Vec<_> = roster
         .with_role(Role::Review)
-        .filter(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
+        .filter(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(trigger_lines)))
         .collect();
+    // A reviewer reads the files of what it reviews: the simplified
+    // candidate is in its scratch worktree.
+    let review_dir = match pending {
+        Some(_) => ws.dir.join(super::SIMPLIFY_DIR),
+        None => t.cand_dir.to_path_buf(),
+    };
+    let review_dir = review_dir.as_path();
     if !defs.iter().any(|d| d.driver == SubDriver::Builtin)
         && let Some(f) = floor.as_ref()
     {
@@ -116,7 +125,7 @@ pub(crate) fn run(
         .find(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
         .filter(|_| pending.is_none());
     let scratch = match simplifier {
-        Some(_) => Some(ws.scratch_of_tree(super::SIMPLIFY_DIR, base, kept)?),
+        Some(_) => Some(ws.scratch_of_tree(super::SIMPLIFY_DIR, base, kept, false)?),
         None => None,
     };
     let mut jobs: Vec<Job> = defs
@@ -160,7 +169,7 @@ pub(crate) fn run(
                                 def,
                                 crate::model::Phase::Review,
                                 &prompt,
-                                t.cand_dir,
+                                review_dir,
                                 span,
                                 dispatch::read_review,
                             )
@@ -196,7 +205,8 @@ pub(crate) fn run(
         jobs.push(Job { def, driver, work });
     }
     let before = ws.file_stats()?;
-    let mut done = dispatch::run_all(t.span, t.dir, t.iteration, jobs)?;
+    let tag = pending.is_some().then_some("simplified");
+    let mut done = dispatch::run_all(t.span, t.dir, t.iteration, jobs, tag)?;
     // A reviewer looks; it does not edit. The commit is built from the
     // measured tree whatever happened, but a reviewer that changed the
     // candidate has not reviewed what is committed: its on_error decides,
@@ -246,12 +256,7 @@ pub(crate) fn run(
             review.simplified = Some(s);
         }
         None => {
-            review.reports = done
-                .reports
-                .iter()
-                .filter(|r| r.role == Role::Review)
-                .cloned()
-                .collect();
+            review.reports = done.reports.clone();
             let simplifier_ran = done.reports.iter().find(|r| r.role == Role::Simplify);
             review.simplified = match (simplifier_ran, scratch.as_deref()) {
                 (Some(r), Some(dir))
@@ -279,19 +284,28 @@ fn simplified(
     dir: &std::path::Path,
     lines_before: usize,
 ) -> Result<Option<crate::model::Simplified>> {
-    let tree = ws.tree_of_scratch(dir)?;
+    let (tree, changed) = ws.tree_of_scratch(dir, t.brief.scope.max_file_size)?;
+    if tree == kept {
+        return Ok(None);
+    }
     let mut s = crate::model::Simplified {
         tree: tree.to_string(),
         kept_tree: kept.to_string(),
         lines_before,
         ..Default::default()
     };
-    if tree == kept {
-        return Ok(None);
-    }
     let change = ws.change(base, tree)?;
     s.lines_after = change.changed_lines();
-    s.changed_paths = change.files.iter().map(|f| f.path.clone()).collect();
+    s.changed_paths = change
+        .files
+        .iter()
+        .flat_map(|f| f.paths().map(str::to_string))
+        .collect();
+    s.changed_paths.sort();
+    s.changed_paths.dedup();
+    // The checks a candidate's change gets, on what the simplifier changed
+    // (against the kept candidate): scope, protected paths, file sizes,
+    // symlinks out of the worktree; and the knob point stays the kept one's.
     let knobs = t.brief.knobs_file.trim_start_matches("./");
     let touched_knobs = ws
         .change(
@@ -300,14 +314,33 @@ fn simplified(
         )?
         .files
         .iter()
-        .any(|f| f.path == knobs);
-    if touched_knobs || s.lines_after >= s.lines_before {
-        return Ok(None);
+        .any(|f| f.paths().any(|p| p == knobs));
+    let refused = if let Some(v) = super::execute::content_violation(t.brief, &changed) {
+        Some(v)
+    } else if touched_knobs {
+        Some("it changed the knobs file: a different point is a different experiment, not a simpler change".into())
+    } else if s.lines_after >= s.lines_before {
+        Some(format!(
+            "it changes {} lines, not fewer than the kept change's {}",
+            s.lines_after, s.lines_before
+        ))
+    } else {
+        None
+    };
+    match refused {
+        Some(why) => {
+            // Settled without a test: the kept change stands.
+            s.measured = true;
+            s.reviewed = true;
+            s.reason = format!("the simplifier's version was not measured: {why}");
+        }
+        None => {
+            s.reason = format!(
+                "simplified from {} to {} changed lines",
+                s.lines_before, s.lines_after
+            );
+        }
     }
-    s.reason = format!(
-        "simplified from {} to {} changed lines",
-        s.lines_before, s.lines_after
-    );
     Ok(Some(s))
 }
 

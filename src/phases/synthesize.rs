@@ -31,6 +31,7 @@ pub(crate) fn run(
     state: &State,
     history: &[IterationRecord],
     stop: Option<&Stop>,
+    narrate: bool,
 ) -> Result<Dispatched> {
     let Some(rec) = history.last() else {
         return Ok(Dispatched::default());
@@ -69,7 +70,7 @@ pub(crate) fn run(
             let work: dispatch::Work = Box::new(move |span| {
                 let mut a = Answer::default();
                 let mut narrative = None;
-                if def.driver != SubDriver::Builtin && rec.verdict == Verdict::Keep {
+                if def.driver != SubDriver::Builtin && rec.verdict == Verdict::Keep && narrate {
                     match &agent {
                         None => {
                             a.outcome = Some(SubagentOutcome::Skipped);
@@ -93,7 +94,7 @@ pub(crate) fn run(
                                     None => Err("the answer has no `narrative` text".into()),
                                 }
                             })?;
-                            narrative = reply.body.get("narrative").and_then(Value::as_str).map(|s| crate::compress::clip(s, 2000));
+                            narrative = reply.body.get("narrative").and_then(Value::as_str).map(|s| crate::compress::clip(&crate::compress::redact(s), 2000));
                             a.calls.append(&mut reply.calls);
                             a.outcome = reply.outcome;
                             a.problem = reply.problem;
@@ -108,12 +109,13 @@ pub(crate) fn run(
                     "notes": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                     "narrative": narrative,
                 });
+                a.narrative = narrative;
                 Ok(a)
             });
             Job { def, driver, work }
         })
         .collect();
-    dispatch::run_all(t.span, t.dir, rec.iteration, jobs)
+    dispatch::run_all(t.span, t.dir, rec.iteration, jobs, None)
 }
 
 /// A command synthesizer's parts: the iteration's data and the history's

@@ -35,6 +35,8 @@ pub struct Answer {
     pub body: Value,
     pub calls: Vec<AgentCall>,
     pub breach: Option<Breach>,
+    /// A synthesizer's narrative, kept in its report.
+    pub narrative: Option<String>,
 }
 
 impl Answer {
@@ -86,11 +88,17 @@ pub struct Dispatched {
 
 /// Runs `jobs` in parallel under `span` (the phase's), archives each
 /// report as `artifacts/iter-NNN/<name>.<role>.json` in `dir`.
-pub fn run_all(span: &Span, dir: &Path, iteration: u32, jobs: Vec<Job>) -> Result<Dispatched> {
+pub fn run_all(
+    span: &Span,
+    dir: &Path,
+    iteration: u32,
+    jobs: Vec<Job>,
+    tag: Option<&str>,
+) -> Result<Dispatched> {
     let results: Vec<Result<Finished>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .into_iter()
-            .map(|job| s.spawn(move || run_one(span, dir, iteration, job)))
+            .map(|job| s.spawn(move || run_one(span, dir, iteration, job, tag)))
             .collect();
         handles
             .into_iter()
@@ -111,10 +119,16 @@ pub fn run_all(span: &Span, dir: &Path, iteration: u32, jobs: Vec<Job>) -> Resul
     Ok(out)
 }
 
-fn run_one(span: &Span, dir: &Path, iteration: u32, job: Job) -> Result<Finished> {
+fn run_one(
+    span: &Span,
+    dir: &Path,
+    iteration: u32,
+    job: Job,
+    tag: Option<&str>,
+) -> Result<Finished> {
     let started = begin(span, job.def, &job.driver)?;
     let a = (job.work)(&started.span)?;
-    end(started, dir, iteration, job.def, job.driver, a)
+    end(started, dir, iteration, job.def, job.driver, a, tag)
 }
 
 /// A subagent's delegation: its span (the parent of all it does) and when
@@ -156,6 +170,11 @@ pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
 }
 
 /// Closes a delegation: `on_error`, the archived report, `subagent_finished`.
+///
+/// `tag` names a second report of the same subagent in one iteration (the
+/// reviewers' and the eval-runner's pass over a simplified candidate), so
+/// it does not overwrite the first.
+#[allow(clippy::too_many_arguments)]
 pub fn end(
     started: Started,
     dir: &Path,
@@ -163,6 +182,7 @@ pub fn end(
     def: &Definition,
     driver: String,
     mut a: Answer,
+    tag: Option<&str>,
 ) -> Result<Finished> {
     let (me, id, role) = (started.span, started.id, started.role);
     let seconds = (started.at.elapsed().as_secs_f64() * 10.0).round() / 10.0;
@@ -190,11 +210,18 @@ pub fn end(
             def.on_error.as_str()
         ));
     }
-    let rel = format!(
-        "artifacts/iter-{iteration:03}/{}.{}.json",
-        def.name,
-        role.as_str()
-    );
+    let rel = match tag {
+        Some(tag) => format!(
+            "artifacts/iter-{iteration:03}/{}.{}.{tag}.json",
+            def.name,
+            role.as_str()
+        ),
+        None => format!(
+            "artifacts/iter-{iteration:03}/{}.{}.json",
+            def.name,
+            role.as_str()
+        ),
+    };
     let report = SubagentReport {
         name: def.name.clone(),
         role,
@@ -206,6 +233,7 @@ pub fn end(
         verdict: a.verdict,
         findings: a.findings,
         suspicious: a.suspicious,
+        narrative: a.narrative.clone(),
         report: Some(rel.clone()),
     };
     let archived = json!({

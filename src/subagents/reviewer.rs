@@ -97,41 +97,14 @@ pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
     let measuring = cx.measuring;
     let scope = &cx.brief.scope;
     for f in &change.files {
-        let p = f.path.as_str();
         // The knobs file is the runner's own: it writes it for every point.
-        if p == knobs_file {
+        if f.path == knobs_file && f.old_path.is_none() {
             continue;
         }
-        if scope.protects(p) {
-            out.push(finding(
-                p,
-                None,
-                "protected",
-                "a protected file changed (scope.protect)".into(),
-            ));
-        } else if !scope.allows(p) {
-            out.push(finding(
-                p,
-                None,
-                "scope",
-                "changed outside scope.allow".into(),
-            ));
+        for p in f.paths() {
+            path_rules(p, scope, measuring, &mut out);
         }
-        if measuring.contains(p) && !scope.protects(p) {
-            // A file the Brief's allow list names is the program under test
-            // (`python3 solve.py`); with no allow list it is only flagged.
-            let explicitly_allowed = !scope.allow.is_empty() && scope.allows(p);
-            if !explicitly_allowed {
-                let mut f = finding(
-                    p,
-                    None,
-                    "measurement",
-                    "this file is run or read by the metric, setup or a guard: a change to it can change the measurement rather than the program".into(),
-                );
-                f.advisory = scope.allow.is_empty();
-                out.push(f);
-            }
-        }
+        let p = f.path.as_str();
         if is_test_config(p) {
             let mut c = finding(
                 p,
@@ -177,6 +150,48 @@ pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
         )
     });
     (out, suspicious)
+}
+
+/// The rules about where a change is: protected, outside the scope, part
+/// of the measurement.
+fn path_rules(
+    p: &str,
+    scope: &crate::brief::Scope,
+    measuring: &BTreeSet<String>,
+    out: &mut Vec<Finding>,
+) {
+    if scope.protects(p) {
+        out.push(finding(
+            p,
+            None,
+            "protected",
+            "a protected file changed (scope.protect)".into(),
+        ));
+        return;
+    }
+    if !scope.allows(p) {
+        out.push(finding(
+            p,
+            None,
+            "scope",
+            "changed outside scope.allow".into(),
+        ));
+    }
+    if measuring.contains(p) {
+        // A file the Brief's allow list names is the program under test
+        // (`python3 solve.py`); with no allow list it is only flagged.
+        let explicitly_allowed = !scope.allow.is_empty() && scope.allows(p);
+        if !explicitly_allowed {
+            let mut f = finding(
+                p,
+                None,
+                "measurement",
+                "this file is run or read by the metric, setup or a guard: a change to it can change the measurement rather than the program".into(),
+            );
+            f.advisory = scope.allow.is_empty();
+            out.push(f);
+        }
+    }
 }
 
 fn finding(file: &str, line: Option<u32>, rule: &str, why: String) -> Finding {
@@ -527,6 +542,7 @@ mod tests {
         };
         FileChange {
             path: path.into(),
+            old_path: None,
             status,
             binary: false,
             added: lines(added),

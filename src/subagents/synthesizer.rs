@@ -128,9 +128,28 @@ fn front(props: &impl Serialize) -> Result<String> {
     Ok(format!("---\n{}\n---\n", yaml.trim_end()))
 }
 
-/// A line of agent or user text, safe inside a callout or a list item.
+/// A line of agent or user text, safe inside a callout or a list item:
+/// redacted, clipped, and unable to open a wikilink (`[[x]]` in a
+/// hypothesis would be a link to a note nobody wrote).
 fn one_line(s: &str) -> String {
-    crate::compress::clip(&crate::compress::redact(s), 300)
+    escape_links(&crate::compress::clip(&crate::compress::redact(s), 300))
+}
+
+fn escape_links(s: &str) -> String {
+    s.replace("[[", "[\\[").replace("]]", "]\\]")
+}
+
+/// The narrative of a kept iteration's note: this iteration's fresh one,
+/// or the one its synthesizer wrote when it was kept.
+fn narrative_of<'a>(input: &'a Input, r: &'a IterationRecord) -> Option<&'a str> {
+    match input.narrative {
+        Some((at, text)) if at == r.iteration => Some(text),
+        _ => r.subagents.iter().find_map(|s| {
+            s.narrative
+                .as_deref()
+                .filter(|_| s.role == crate::model::Role::Synthesize)
+        }),
+    }
 }
 
 /// The notes for `input`: (file name, content), the run note first.
@@ -202,13 +221,11 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
         if !r.patterns.is_empty() {
             s.push('\n');
         }
-        if let Some((at, text)) = input.narrative
-            && at == r.iteration
-        {
+        if let Some(text) = narrative_of(input, r) {
             let _ = writeln!(
                 s,
                 "## Narrative (synthesizer)\n\n{}\n",
-                crate::compress::redact(text.trim())
+                escape_links(&crate::compress::redact(text.trim()))
             );
         }
         let _ = write!(s, "Part of {}.", link(&run));
@@ -400,6 +417,8 @@ pub fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<PathBuf>
     let mut written = Vec::new();
     for (name, text) in render(input, &earlier)? {
         let path = dir.join(format!("{name}.md"));
+        // Everything a note holds is on disk for good: redacted as a whole.
+        let text = crate::compress::redact(&text);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
             crate::atomic::write_atomic(&path, text.as_bytes())?;
         }

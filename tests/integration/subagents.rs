@@ -967,3 +967,95 @@ fn every_default_subagent_does_real_work_in_a_run_with_a_command_agent() {
             .any(|(_, p, _)| p["tags"][0] == "ooda/keep")
     );
 }
+
+/// Ticks until `failpoint` kills the process, runs `between`, then ticks
+/// until iteration 1 is archived; returns its record.
+fn killed_then_resumed(n: &Night, failpoint: &str, between: impl FnOnce()) -> IterationRecord {
+    n.ooda(&["tick", "b"], &[]).expect(0);
+    let r = n.ooda(&["tick", "b"], &[("OODA_FAILPOINT", failpoint)]);
+    assert_eq!(r.code, -1, "{failpoint} never fired: {}", r.stderr);
+    between();
+    for _ in 0..3 {
+        if n.t.iterations("b").contains(&1) {
+            break;
+        }
+        n.ooda(&["tick", "b"], &[]).expect(0);
+    }
+    n.t.record("b", 1)
+}
+
+#[test]
+fn a_kill_anywhere_in_the_simplifier_loop_resumes_to_the_same_commit() {
+    for fp in [
+        "after:review",
+        "before-checkpoint:evaluate#2",
+        "after:evaluate#2",
+        "before-checkpoint:review#2",
+        "after:review#2",
+    ] {
+        let n = padded_keep_and_a_simplifier("sed -i '/^pad /d' src/lib.txt\n");
+        n.t.commit("a simplifier");
+        let rec = killed_then_resumed(&n, fp, || {});
+        assert_eq!(rec.verdict, Verdict::Keep, "{fp}: {}", rec.reason);
+        let s = rec.simplification.as_ref().unwrap();
+        assert!(s.accepted, "{fp}: {}", s.reason);
+        let lib = n.t.git(&[
+            "show",
+            &format!("{}:src/lib.txt", rec.commit.clone().unwrap()),
+        ]);
+        assert!(!lib.contains("pad "), "{fp}: {lib}");
+        assert_eq!(n.t.iterations("b"), [0, 1], "{fp}");
+    }
+}
+
+#[test]
+fn a_lost_worktree_during_the_simplifier_loop_measures_the_change_again() {
+    // The simplifier's version is twice as slow. Killed before its test
+    // with the candidate worktree gone, the next tick redoes EXECUTE: what
+    // was decided about the old change must not stand for the new one.
+    let n = padded_keep_and_a_simplifier("sed -i '/^pad /d' src/lib.txt\ntouch src/slow.txt\n");
+    n.t.script(
+        "bench.sh",
+        &format!(
+            "#!/bin/sh\nslow=1; [ -e src/slow.txt ] && slow=2\nawk -v x=\"${{X:-10}}\" -v s=\"$slow\" 'BEGIN {{ print \"METRIC t=\" ({}) * s }}'\n",
+            crate::test::LANDSCAPE
+        ),
+    );
+    n.t.commit("a slow simplifier");
+    let cand = n.t.path().join(".ooda/worktrees/b/cand");
+    let rec = killed_then_resumed(&n, "after:review", || {
+        std::fs::remove_dir_all(&cand).unwrap();
+    });
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let commit = rec.commit.clone().unwrap();
+    assert!(
+        n.t.git(&["ls-tree", "-r", "--name-only", &commit])
+            .lines()
+            .all(|l| l != "src/slow.txt"),
+        "an unmeasured slower tree was committed"
+    );
+    let s = rec.simplification.as_ref().unwrap();
+    assert!(!s.accepted, "{}", s.reason);
+}
+
+#[test]
+fn a_simplifier_that_moves_a_protected_file_is_not_measured() {
+    let n =
+        padded_keep_and_a_simplifier("sed -i '/^pad /d' src/lib.txt\nmv bench.sh src/bench.sh\n");
+    n.t.commit("a simplifier that moves the bench");
+    let rec = n.first(&[]);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let s = rec.simplification.as_ref().unwrap();
+    assert!(!s.accepted && s.test.is_none(), "{}", s.reason);
+    assert!(
+        s.reason.contains("not measured") && s.reason.contains("bench.sh"),
+        "{}",
+        s.reason
+    );
+    let commit = rec.commit.clone().unwrap();
+    assert!(
+        n.t.git(&["ls-tree", "-r", "--name-only", &commit])
+            .lines()
+            .any(|l| l == "bench.sh")
+    );
+}
