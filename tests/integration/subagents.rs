@@ -1027,6 +1027,18 @@ fn a_lost_worktree_during_the_simplifier_loop_measures_the_change_again() {
         std::fs::remove_dir_all(&cand).unwrap();
     });
     assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    // The redone change was measured for itself (a decision after the
+    // second EXECUTE), not judged by the old one's verdict.
+    let events = n.t.events("b");
+    let it1: Vec<&serde_json::Value> = events.iter().filter(|e| e["iteration"] == 1).collect();
+    let last_execute = it1
+        .iter()
+        .rposition(|e| e["type"] == "phase_started" && e["phase"] == "execute")
+        .unwrap();
+    assert!(
+        it1[last_execute..].iter().any(|e| e["type"] == "decision"),
+        "the redone change was never measured"
+    );
     let commit = rec.commit.clone().unwrap();
     assert!(
         n.t.git(&["ls-tree", "-r", "--name-only", &commit])
