@@ -14,6 +14,7 @@ pub mod agent_steps;
 pub mod builtin;
 pub mod command;
 pub mod named_files;
+pub mod outage;
 pub mod surrogate;
 
 use std::path::Path;

@@ -222,18 +222,8 @@ impl Workspace {
     /// `max_new` bytes is recorded unread, and then not written).
     pub fn tree_of_scratch(&self, dir: &Path, max_new: u64) -> Result<(Oid, Vec<ChangedPath>)> {
         let repo = Repository::open(dir).ctx(|| format!("opening {}", dir.display()))?;
-        let head = head_tree(&repo)?;
-        let contents = contents::Walk {
-            repo: &repo,
-            root: dir,
-            base: &head,
-            owned: &self.owned,
-            max_new,
-            skip_new: is_tool_file,
-        }
-        .read()?;
-        let changed = changed_paths(&contents);
-        Ok((contents.write_tree(&repo, dir)?, changed))
+        let c = self.read_worktree(&repo, dir, max_new)?;
+        Ok((c.contents.write_tree(&repo, dir)?, c.changed))
     }
 
     /// Adds a worktree detached at `commit`. libgit2 checks a worktree out on a
@@ -452,11 +442,15 @@ impl Workspace {
     /// its HEAD (the base); files above `max_new` bytes that are new or grew
     /// are recorded unread. Writes nothing to the repository.
     pub fn candidate(&self, max_new: u64) -> Result<Candidate> {
-        let repo = self.cand_repo()?;
-        let head = head_tree(&repo)?;
+        self.read_worktree(&self.cand_repo()?, &self.cand_dir, max_new)
+    }
+
+    /// A worktree's files read from disk against its HEAD (see `candidate`).
+    fn read_worktree(&self, repo: &Repository, root: &Path, max_new: u64) -> Result<Candidate> {
+        let head = head_tree(repo)?;
         let contents = contents::Walk {
-            repo: &repo,
-            root: &self.cand_dir,
+            repo,
+            root,
             base: &head,
             owned: &self.owned,
             max_new,

@@ -32,7 +32,6 @@ use crate::model::{Cut, Phase};
 
 use crate::plan::{self, Axis, LearnResult, Pattern, Plan};
 use crate::prompt::{self, PlanView, bound, clip};
-use std::time::Duration;
 
 /// One try plus two retries for an invalid plan.
 pub const PLAN_ATTEMPTS: u32 = 3;
@@ -169,16 +168,17 @@ impl<'a> Step<'a> {
     /// provider is waited out, not blamed on the agent. Returns the last
     /// reply and the calls that found the API unavailable before it.
     fn call(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<(Reply, Vec<AgentCall>)> {
-        let budget = self.t.config.defaults.agent_outage;
-        let mut wait = (budget / 60).clamp(Duration::from_millis(100), Duration::from_secs(30));
-        let mut waited = Duration::ZERO;
+        let mut outage = super::outage::Outage::new(self.t.config.defaults.agent_outage);
         let mut earlier = Vec::new();
         loop {
             let reply = self.call_once(phase, attempt, prompt)?;
-            if reply.call.outcome != CallOutcome::Unavailable || waited >= budget {
+            if reply.call.outcome != CallOutcome::Unavailable {
                 return Ok((reply, earlier));
             }
-            let this = wait.min(budget - waited);
+            let waited = outage.waited();
+            let Some(this) = outage.next_wait() else {
+                return Ok((reply, earlier));
+            };
             let mut call = reply.call;
             call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
             self.finished(&call)?;
@@ -191,8 +191,6 @@ impl<'a> Step<'a> {
             })?;
             earlier.push(call);
             crate::interrupt::sleep_unless(this, self.t.cancel)?;
-            waited += this;
-            wait = (wait * 2).min(Duration::from_secs(300));
         }
     }
 

@@ -431,24 +431,36 @@ impl<'a> Machine<'a> {
     fn turn<'s>(&'s self, span: &'s Span, orientation: &'s Orientation) -> Result<Turn<'s>> {
         let c = self.current()?;
         let history = &self.archive.history;
-        Ok(Turn {
+        // The in-flight iteration is in the archive once LEARN wrote it;
+        // a driver sees only the iterations before it.
+        let before = &history[..history.len().min(c.iteration as usize)];
+        Ok(self.turn_at(span, orientation, before, c.iteration))
+    }
+
+    /// A turn of `iteration` that sees `history`.
+    fn turn_at<'s>(
+        &'s self,
+        span: &'s Span,
+        orientation: &'s Orientation,
+        history: &'s [crate::model::IterationRecord],
+        iteration: u32,
+    ) -> Turn<'s> {
+        Turn {
             brief: &self.brief,
             config: &self.project.config,
             root: &self.project.root,
             dir: &self.archive.dir,
             cand_dir: &self.ws.cand_dir,
             base_dir: &self.ws.base_dir,
-            // The in-flight iteration is in the archive once LEARN wrote it;
-            // a driver sees only the iterations before it.
-            history: &history[..history.len().min(c.iteration as usize)],
+            history,
             orientation,
-            iteration: c.iteration,
+            iteration,
             seed: self.archive.state.seed,
             run_started: self.archive.state.created_at,
             span,
             cancel: self.interrupt.flag(),
             executor: self.executor.as_ref(),
-        })
+        }
     }
 
     /// ORIENT's output for the iteration in flight (computed from the archive
@@ -1018,22 +1030,7 @@ impl<'a> Machine<'a> {
         let mut history = self.archive.history[..i].to_vec();
         history.push(rec.clone());
         let o = orient::run(&history[..i], &self.brief, &self.project.config);
-        let turn = Turn {
-            brief: &self.brief,
-            config: &self.project.config,
-            root: &self.project.root,
-            dir: &self.archive.dir,
-            cand_dir: &self.ws.cand_dir,
-            base_dir: &self.ws.base_dir,
-            history: &history[..i],
-            orientation: &o,
-            iteration: rec.iteration,
-            seed: self.archive.state.seed,
-            run_started: self.archive.state.created_at,
-            span,
-            cancel: self.interrupt.flag(),
-            executor: self.executor.as_ref(),
-        };
+        let turn = self.turn_at(span, &o, &history[..i], rec.iteration);
         let done = synthesize::run(
             &turn,
             &defs,

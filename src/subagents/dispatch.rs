@@ -322,12 +322,7 @@ pub fn run_command(
     };
     // An outage of the provider is waited out as for the main agent (up to
     // `defaults.agent_outage`): it says nothing about the change.
-    let budget = t.config.defaults.agent_outage;
-    let mut wait = (budget / 60).clamp(
-        std::time::Duration::from_millis(100),
-        std::time::Duration::from_secs(30),
-    );
-    let mut waited = std::time::Duration::ZERO;
+    let mut outage = crate::driver::outage::Outage::new(t.config.defaults.agent_outage);
     let mut earlier = Vec::new();
     let (reply, breach) = loop {
         let (reply, breach) = agent.fenced(
@@ -338,21 +333,19 @@ pub fn run_command(
             },
             |e| Err(e.to_string()),
         )?;
-        let unavailable = matches!(&reply, Ok(r) if r.call.outcome == CallOutcome::Unavailable);
-        if !unavailable || waited >= budget || breach.is_some() {
+        let unavailable = match &reply {
+            Ok(r) if r.call.outcome == CallOutcome::Unavailable && breach.is_none() => r,
+            _ => break (reply, breach),
+        };
+        let Some(this) = outage.next_wait() else {
             break (reply, breach);
-        }
-        if let Ok(r) = &reply {
-            let mut call = r.call.clone();
-            call.phase = phase;
-            let this = wait.min(budget - waited);
-            call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
-            span.emit(Event::model_result(&call))?;
-            earlier.push(call);
-            crate::interrupt::sleep_unless(this, t.cancel)?;
-            waited += this;
-            wait = (wait * 2).min(std::time::Duration::from_secs(300));
-        }
+        };
+        let mut call = unavailable.call.clone();
+        call.phase = phase;
+        call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
+        span.emit(Event::model_result(&call))?;
+        earlier.push(call);
+        crate::interrupt::sleep_unless(this, t.cancel)?;
     };
     let mut a = Answer {
         breach,
