@@ -638,6 +638,8 @@ pub enum Source {
     FencedBlock,
     /// The whole final text was one JSON object (no fence).
     BareJson,
+    /// The llm driver's `finish` tool.
+    FinishTool,
 }
 
 impl Source {
@@ -646,6 +648,7 @@ impl Source {
             Source::OutputFile => "OODA_OUTPUT_FILE",
             Source::FencedBlock => "```ooda block",
             Source::BareJson => "bare JSON",
+            Source::FinishTool => "finish tool call",
         }
     }
 }

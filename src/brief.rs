@@ -58,6 +58,12 @@ pub struct Brief {
     /// `analyze:`: a profiling command whose compressed output the
     /// pipeline-analyzer reads.
     pub analyze: Option<Analyze>,
+    /// `model:` for `agent: llm`: a tier of `ooda.yaml`'s `models` or a
+    /// model id (served by the `heavy` tier's endpoint); `heavy` when unset.
+    pub model: Option<String>,
+    /// `tools: {allow: [...]}`: commands the llm driver's agent may run
+    /// besides the guards and the metric's command.
+    pub tools_allow: Vec<String>,
     pub goal: String,
     pub success: String,
     pub must_not_break: String,
@@ -201,7 +207,10 @@ const TOP_KEYS: &[&str] = &[
     "schedule",
     "seed",
     "analyze",
+    "model",
+    "tools",
 ];
+const TOOLS_KEYS: &[&str] = &["allow"];
 const ANALYZE_KEYS: &[&str] = &["command", "timeout"];
 const METRIC_KEYS: &[&str] = &[
     "name",
@@ -288,6 +297,8 @@ impl Brief {
             schedule: draft.schedule,
             seed: draft.seed,
             analyze: draft.analyze,
+            model: draft.model,
+            tools_allow: draft.tools_allow,
             goal: sections.goal,
             success: sections.success,
             must_not_break: sections.must_not_break,
@@ -366,6 +377,8 @@ struct Draft {
     schedule: Option<String>,
     seed: Option<u64>,
     analyze: Option<Analyze>,
+    model: Option<String>,
+    tools_allow: Vec<String>,
 }
 
 fn check_file_name(ck: &mut Checker, path: &Path) -> String {
@@ -747,6 +760,30 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
     }
     if let Some(e) = fields.get("analyze") {
         draft.analyze = check_analyze(ck, &e.value);
+    }
+    if let Some(e) = fields.get("model") {
+        draft.model = ck.string(
+            &e.value,
+            "model",
+            "a tier of ooda.yaml's `models` (light, medium, heavy) or a model id",
+            "model: heavy",
+        );
+    }
+    if let Some(e) = fields.get("tools") {
+        const EXAMPLE: &str = "tools: {allow: [\"cargo build\", \"./profile.sh\"]}";
+        if let Some(tools) = ck.map(&e.value, "tools", TOOLS_KEYS, EXAMPLE)
+            && let Some(allow) = tools.get("allow")
+        {
+            draft.tools_allow = ck
+                .strings(
+                    &allow.value,
+                    "tools.allow",
+                    "a list of shell commands the llm agent may run",
+                    "a shell command",
+                    EXAMPLE,
+                )
+                .unwrap_or_default();
+        }
     }
     if let Some(e) = fields.get("seed") {
         draft.seed = ck.expect(
@@ -1140,10 +1177,10 @@ pub(crate) fn check_budget(ck: &mut Checker, node: &Node, path: &str) -> Budget 
 }
 
 fn check_agent_known(ck: &mut Checker, draft: &Draft, agent: &str, known: &[&str]) {
-    if agent == "builtin" || known.contains(&agent) {
+    if agent == "builtin" || agent == "llm" || known.contains(&agent) {
         return;
     }
-    let mut names: Vec<&str> = vec!["builtin"];
+    let mut names: Vec<&str> = vec!["builtin", "llm"];
     names.extend(known.iter().copied());
     let suggestion = yaml::suggest(agent, &names);
     let p = ck.report(

@@ -150,10 +150,10 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
         .chain(brief.guards.iter().map(|g| ("a guard", g)))
         .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
         .collect();
-    if let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config)
-        && let Some(p) = a.program_problem(&project.root)
-    {
-        out.push(p);
+    match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => out.extend(a.program_problem(&project.root)),
+        Ok(_) => {}
+        Err(e) => out.push(e.to_string()),
     }
     match crate::subagents::Roster::load(&project.root, &project.config) {
         Err(e) => out.extend(e.problems.iter().map(|p| p.to_string())),
@@ -281,6 +281,24 @@ fn subagent_warnings(brief: &Brief, project: &Project) -> Vec<String> {
             d.path.display()
         ));
     }
+    let main_llm =
+        (brief.agent.as_deref() == Some("llm")).then(|| brief.model.as_deref().unwrap_or("heavy"));
+    for d in roster
+        .definitions
+        .iter()
+        .filter(|d| d.role.is_some() && d.driver == crate::subagents::definition::SubDriver::Llm)
+    {
+        if let Err(why) = crate::driver::llm::LlmSetup::resolve(
+            &project.config,
+            brief,
+            d.model.for_llm(main_llm).as_deref(),
+        ) {
+            out.push(format!(
+                "{}: driver: llm: {why}; the subagent is skipped until then",
+                d.path.display()
+            ));
+        }
+    }
     out
 }
 
@@ -293,7 +311,7 @@ pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
         Ok(MainAgent::Command(a)) => {
             json!({
                 "name": a.name,
-                "driver": "command",
+                "driver": if a.llm.is_some() { "llm" } else { "command" },
                 "command_line": a.command_line(),
                 "format": a.profile.format.as_str(),
                 "timeout_seconds": a.timeout().as_secs(),
@@ -527,6 +545,26 @@ fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<
 
 /// A command agent as it will run: its profile and the exact shell line.
 fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
+    if let Some(llm) = &a.llm {
+        let t = &llm.tier;
+        let _ = writeln!(
+            s,
+            "  agent       llm driver: {} (model `{}`, {} tokens of context, {} out, {} retries, key {}, timeout {})",
+            llm.describe(),
+            llm.choice,
+            t.context_window,
+            t.max_output,
+            t.max_retries,
+            t.api_key_env
+                .as_deref()
+                .map(|v| format!("from ${v}"))
+                .unwrap_or_else(|| "none sent".into()),
+            crate::brief::format_duration(a.timeout())
+        );
+        let allowed: Vec<String> = llm.allowed.iter().map(|c| format!("`{c}`")).collect();
+        let _ = writeln!(s, "  commands    the agent may run: {}", allowed.join(", "));
+        return;
+    }
     let p = &a.profile;
     let _ = writeln!(
         s,

@@ -250,6 +250,36 @@ pub struct ModelTier {
     pub price_in: Option<f64>,
     /// USD per million output tokens.
     pub price_out: Option<f64>,
+    /// Tokens the model reads at most: compaction starts at 85% of it.
+    pub context_window: u64,
+    /// Tokens one answer may take (`max_tokens`).
+    pub max_output: u64,
+    /// Retries of one request after a retryable failure (429, 5xx, …).
+    pub max_retries: u32,
+}
+
+/// What a tier's window is taken to be when `ooda.yaml` does not say.
+pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+/// What one answer may take when `ooda.yaml` does not say.
+pub const DEFAULT_MAX_OUTPUT: u64 = 4_096;
+/// As the official SDKs do.
+pub const DEFAULT_MAX_RETRIES: u32 = 4;
+
+impl ModelTier {
+    /// The URL requests go to when `base_url` is not set.
+    pub fn base_url(&self) -> &str {
+        match (&self.base_url, self.provider) {
+            (Some(u), _) => u.trim_end_matches('/'),
+            (None, Provider::Openai) => "https://api.openai.com/v1",
+            (None, Provider::Anthropic) => "https://api.anthropic.com/v1",
+        }
+    }
+
+    /// USD for `input` and `output` tokens at the tier's prices (0 when unpriced).
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        let per = |tokens: u64, price: Option<f64>| tokens as f64 * price.unwrap_or(0.0) / 1e6;
+        per(input, self.price_in) + per(output, self.price_out)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -321,6 +351,9 @@ const MODEL_KEYS: &[&str] = &[
     "api_key_env",
     "price_in",
     "price_out",
+    "context_window",
+    "max_output",
+    "max_retries",
 ];
 
 fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentProfile {
@@ -1175,6 +1208,27 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
     };
     let price_in = price(ck, "price_in");
     let price_out = price(ck, "price_out");
+    let count = |ck: &mut Checker, k: &str, min: u64, example: &str| {
+        fields.get(k).and_then(|e| {
+            ck.expect(
+                &e.value,
+                &join(&path, k),
+                &format!("a whole number, at least {min}"),
+                example,
+                |n| {
+                    n.scalar()?
+                        .trim()
+                        .replace('_', "")
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|v| *v >= min)
+                },
+            )
+        })
+    };
+    let context_window = count(ck, "context_window", 1_000, "context_window: 200000");
+    let max_output = count(ck, "max_output", 16, "max_output: 8192");
+    let max_retries = count(ck, "max_retries", 0, "max_retries: 4");
 
     if ck.problems.len() > before {
         return None;
@@ -1186,6 +1240,11 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
         api_key_env,
         price_in,
         price_out,
+        context_window: context_window.unwrap_or(DEFAULT_CONTEXT_WINDOW),
+        max_output: max_output.unwrap_or(DEFAULT_MAX_OUTPUT),
+        max_retries: max_retries
+            .map(|r| u32::try_from(r.min(20)).unwrap_or(20))
+            .unwrap_or(DEFAULT_MAX_RETRIES),
     })
 }
 

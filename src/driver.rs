@@ -13,6 +13,7 @@
 pub mod agent_steps;
 pub mod builtin;
 pub mod command;
+pub mod llm;
 pub mod named_files;
 pub mod outage;
 pub mod surrogate;
@@ -164,11 +165,22 @@ impl MainAgent {
             return Ok(MainAgent::Builtin);
         }
         let name = brief.agent.as_deref().unwrap_or_default();
+        if name == "llm" {
+            let setup =
+                crate::driver::llm::LlmSetup::resolve(config, brief, brief.model.as_deref())
+                    .map_err(|why| {
+                        Error::Input(format!("{}: agent: llm: {why}", brief.path.display()))
+                    })?;
+            return Ok(MainAgent::Command(Box::new(CommandAgent::llm(
+                setup, config,
+            ))));
+        }
         match config.agents.get(name) {
             Some(profile) => Ok(MainAgent::Command(Box::new(CommandAgent {
                 name: name.to_string(),
                 profile: profile.clone(),
                 sandboxed: config.sandbox.abi().is_some(),
+                llm: None,
             }))),
             None => {
                 let known: Vec<&str> = std::iter::once("builtin")

@@ -38,7 +38,10 @@ pub const PLAN_ATTEMPTS: u32 = 3;
 
 impl Driver for CommandAgent {
     fn name(&self) -> String {
-        format!("command:{}", self.name)
+        match &self.llm {
+            Some(_) => self.name.clone(),
+            None => format!("command:{}", self.name),
+        }
     }
 
     fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
@@ -198,7 +201,7 @@ impl<'a> Step<'a> {
     fn call_once(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<Reply> {
         let t = self.t;
         let files = Invocation::files_dir_for(t.dir, t.iteration);
-        t.span.emit(Event::ModelCall {
+        let span = t.span.child(Event::ModelCall {
             phase,
             profile: self.agent.name.clone(),
             attempt,
@@ -223,6 +226,7 @@ impl<'a> Step<'a> {
             output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
             files: &self.files,
             subagent: None,
+            span: &span,
         };
         let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
         self.agent.run(&inv, lease.as_ref(), t.cancel)

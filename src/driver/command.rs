@@ -48,6 +48,10 @@ pub struct CommandAgent {
     /// Whether ooda's sandbox is in force for its steps (which of the
     /// profile's `sandbox.args_*` it gets).
     pub sandboxed: bool,
+    /// Set for `agent: llm` (or `driver: llm`): each step is ooda's own
+    /// tool loop over HTTP instead of a process; everything around the
+    /// step (prompts, validation, the fence) is the same.
+    pub llm: Option<Box<crate::driver::llm::LlmSetup>>,
 }
 
 /// Quotes `arg` for `sh` only when it needs it, so the printed line stays
@@ -65,9 +69,40 @@ pub fn shell_quote(arg: &str) -> String {
 }
 
 impl CommandAgent {
+    /// The llm driver in a command agent's place: the same steps, with
+    /// ooda's tool loop where a process would run.
+    pub fn llm(
+        setup: crate::driver::llm::LlmSetup,
+        config: &crate::config::Config,
+    ) -> CommandAgent {
+        CommandAgent {
+            name: setup.name(),
+            profile: AgentProfile {
+                command: vec!["llm".into()],
+                prompt: PromptMode::Stdin,
+                format: crate::config::AgentFormat::Text,
+                timeout: None,
+                env: Default::default(),
+                // Its answer is the finish tool's argument.
+                result_file: false,
+                args_by_phase: Default::default(),
+                file_arg: None,
+                read_arg: None,
+                change_note: true,
+                sandbox_writable: Vec::new(),
+                sandbox_args: Default::default(),
+            },
+            sandboxed: config.sandbox.abi().is_some(),
+            llm: Some(Box::new(setup)),
+        }
+    }
+
     /// The exact shell line that runs for every step (with the `OODA_*`
     /// variables set), e.g. `claude -p --output-format json … < "$OODA_PROMPT_FILE"`.
     pub fn command_line(&self) -> String {
+        if let Some(llm) = &self.llm {
+            return format!("llm: {}", llm.describe());
+        }
         self.line_with(self.sandbox_args())
     }
 
@@ -83,6 +118,9 @@ impl CommandAgent {
     /// The line of one step: the profile's arguments for `phase`, and in
     /// EXECUTE the files the plan names (`file_arg`, `read_arg`).
     pub fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
+        if self.llm.is_some() {
+            return self.command_line();
+        }
         let p = &self.profile;
         let mut extra: Vec<String> = self.sandbox_args().to_vec();
         extra.extend(p.args_by_phase.of(phase).iter().cloned());
@@ -164,11 +202,17 @@ impl CommandAgent {
 
     /// A warning when the program cannot be found, for `ooda check`.
     pub fn program_problem(&self, root: &Path) -> Option<String> {
+        if self.llm.is_some() {
+            return None;
+        }
         program_problem(root, self.profile.command.first()?, "the agent")
     }
 
     /// Runs one step. See the module documentation for the contract.
     pub fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
+        if let Some(llm) = &self.llm {
+            return llm.run(inv, lease, cancel, self.timeout());
+        }
         crate::atomic::create_dir_all(inv.files_dir)?;
         // A subagent's files are named after it; OODA_PHASE says its role.
         let (step, step_name) = match inv.subagent {
@@ -451,6 +495,9 @@ pub struct Invocation<'a> {
     /// A subagent's name and role, when this step runs one: it names the
     /// step's files and is what `OODA_PHASE` says.
     pub subagent: Option<(&'a str, crate::model::Role)>,
+    /// The call's span: the llm driver logs its requests and tool calls
+    /// under it.
+    pub span: &'a crate::events::Span,
 }
 
 impl Invocation<'_> {
@@ -507,6 +554,7 @@ mod tests {
             name: name.into(),
             profile: presets()[name].clone(),
             sandboxed: false,
+            llm: None,
         }
     }
 
@@ -602,6 +650,7 @@ mod tests {
                 ..crate::config::presets()["script"].clone()
             },
             sandboxed: false,
+            llm: None,
         };
         let files = Invocation::files_dir_for(&dir, 3);
         let inv = Invocation {
@@ -617,6 +666,7 @@ mod tests {
             output_cap: 1 << 20,
             files: &NamedFiles::default(),
             subagent: None,
+            span: &crate::events::Span::new("test", Vec::new()),
         };
         let local = crate::executor::Local::default();
         let lease =

@@ -190,6 +190,69 @@ pub enum Event {
     Verdict {
         verdict: Verdict,
     },
+    /// The llm driver sent one request to its model (under the agent
+    /// call's `model_call`, whose span it is in).
+    ModelRequest {
+        request: u32,
+        model: String,
+        messages: usize,
+        prompt_chars: usize,
+        /// Characters / 4: what the layers decide on before the API counts.
+        prompt_tokens_estimate: u64,
+    },
+    /// The API was unavailable for one try; the request is sent again after
+    /// `wait_seconds`.
+    ModelRetry {
+        request: u32,
+        status: Option<u16>,
+        kind: String,
+        wait_seconds: f64,
+    },
+    /// One request's answer (or its final failure, in `error`).
+    ModelResponse {
+        request: u32,
+        model: String,
+        tokens_in: u64,
+        tokens_out: u64,
+        cached: u64,
+        reasoning: u64,
+        latency_seconds: f64,
+        cost_usd: Option<f64>,
+        finish_reason: String,
+        tries: u32,
+        error: Option<String>,
+    },
+    /// The model called a tool; `tool_result` with the same id answers it.
+    ToolCall {
+        tool_call_id: String,
+        tool: String,
+        arguments: String,
+    },
+    ToolResult {
+        tool_call_id: String,
+        tool: String,
+        ok: bool,
+        chars: usize,
+        /// The ref it was stored under (L1), when it was.
+        stored: Option<String>,
+        error: Option<String>,
+    },
+    /// Old turns were folded into the handover (L3).
+    Compaction {
+        before_tokens: u64,
+        after_tokens: u64,
+        messages_removed: usize,
+    },
+    /// Why the model took an action (its decision block, or a fallback).
+    DecisionAttribution {
+        tool_call_id: Option<String>,
+        goal: String,
+        options: Vec<String>,
+        choice: String,
+        why: String,
+        expected: String,
+        source: String,
+    },
     ArtifactStored {
         #[serde(rename = "ref")]
         reference: String,

@@ -101,7 +101,8 @@ impl Progress {
                 | AnomalyKind::AgentCommit
                 | AnomalyKind::AgentEditInLearn
                 | AnomalyKind::AgentIgnoredFiles
-                | AnomalyKind::BudgetCut => one(message.clone()),
+                | AnomalyKind::BudgetCut
+                | AnomalyKind::ContextDuplicate => one(message.clone()),
                 AnomalyKind::ConfirmationFailed => one(format!("confirmation failed: {message}")),
                 AnomalyKind::ScopeViolation
                 | AnomalyKind::NoiseChanged

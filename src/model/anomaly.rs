@@ -27,6 +27,9 @@ pub enum AnomalyKind {
     ConfirmationFailed,
     /// A kept candidate met the target but the confirmation did not.
     TargetNotConfirmed,
+    /// The llm driver's prompt builder refused a prompt that would show one
+    /// stored result in two forms.
+    ContextDuplicate,
     /// A YELLOW alarm of CHECK or EVALUATE.
     Alarm(AlarmKind),
 }
@@ -43,6 +46,7 @@ impl AnomalyKind {
             AnomalyKind::NoiseChanged => "noise_changed",
             AnomalyKind::ConfirmationFailed => "confirmation_failed",
             AnomalyKind::TargetNotConfirmed => "target_not_confirmed",
+            AnomalyKind::ContextDuplicate => "context_duplicate",
             AnomalyKind::Alarm(k) => k.as_str(),
         }
     }
@@ -59,6 +63,7 @@ impl AnomalyKind {
             AnomalyKind::NoiseChanged,
             AnomalyKind::ConfirmationFailed,
             AnomalyKind::TargetNotConfirmed,
+            AnomalyKind::ContextDuplicate,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

@@ -116,8 +116,11 @@ pub(crate) fn run(
                     })
                 }),
                 SubDriver::Command | SubDriver::Llm => Box::new(move |span| {
-                    let Some(agent) = command else {
-                        return Ok(Answer::no_profile(def));
+                    let agent = match command {
+                        Ok(agent) => agent,
+                        Err(why) => {
+                            return Ok(Answer::failed(crate::model::SubagentOutcome::Skipped, why));
+                        }
                     };
                     let mut parts = Vec::new();
                     if def.sees.contains(&Sees::HistoryStats) {

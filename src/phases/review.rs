@@ -156,8 +156,8 @@ pub(crate) fn run(
                 SubDriver::Command | SubDriver::Llm => {
                     let agent = command_agent(t, def, main_profile);
                     Box::new(move |span| match agent {
-                        None => Ok(Answer::no_profile(def)),
-                        Some(agent) => {
+                        Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
+                        Ok(agent) => {
                             let prompt = context::prompt(
                                 def,
                                 &parts.for_definition(def),
@@ -184,8 +184,8 @@ pub(crate) fn run(
         let agent = command_agent(t, def, main_profile);
         let driver = def.driver_name(main_profile.map(|c| c.name.as_str()));
         let work: dispatch::Work = Box::new(move |span| match agent {
-            None => Ok(Answer::no_profile(def)),
-            Some(agent) => {
+            Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
+            Ok(agent) => {
                 let prompt = context::prompt(def, &parts.for_definition(def), SIMPLIFY_ANSWER);
                 dispatch::run_command(
                     t,
@@ -344,19 +344,36 @@ fn simplified(
     Ok(Some(s))
 }
 
-/// The profile a command subagent runs: its own `agent`, else the Brief's.
+/// The agent a subagent runs: for `driver: llm`, ooda's own loop on the
+/// definition's model; for `driver: command`, its own `agent` profile, else
+/// the Brief's. `Err` says why it cannot run (the subagent is skipped).
 pub(crate) fn command_agent(
     t: &Turn,
     def: &crate::subagents::Definition,
     main: Option<&crate::driver::CommandAgent>,
-) -> Option<crate::driver::CommandAgent> {
+) -> std::result::Result<crate::driver::CommandAgent, String> {
+    use crate::subagents::definition::SubDriver;
+    if def.driver == SubDriver::Llm {
+        let main_choice = main.and_then(|m| m.llm.as_ref()).map(|l| l.choice.as_str());
+        let model = def.model.for_llm(main_choice);
+        return crate::driver::llm::LlmSetup::resolve(t.config, t.brief, model.as_deref())
+            .map(|setup| crate::driver::CommandAgent::llm(setup, t.config))
+            .map_err(|why| format!("{}: driver: llm: {why}", def.path.display()));
+    }
+    let no_profile = || Answer::no_profile(def).problem.unwrap_or_default();
     match def.agent.as_deref() {
-        Some(a) => t.config.agents.get(a).map(|p| crate::driver::CommandAgent {
-            name: a.to_string(),
-            profile: p.clone(),
-            sandboxed: t.config.sandbox.abi().is_some(),
-        }),
-        None => main.cloned(),
+        Some(a) => t
+            .config
+            .agents
+            .get(a)
+            .map(|p| crate::driver::CommandAgent {
+                name: a.to_string(),
+                profile: p.clone(),
+                sandboxed: t.config.sandbox.abi().is_some(),
+                llm: None,
+            })
+            .ok_or_else(no_profile),
+        None => main.cloned().ok_or_else(no_profile),
     }
 }
 

@@ -72,29 +72,45 @@ pub(crate) fn run(
                 let mut narrative = None;
                 if def.driver != SubDriver::Builtin && rec.verdict == Verdict::Keep && narrate {
                     match &agent {
-                        None => {
+                        Err(why) => {
                             a.outcome = Some(SubagentOutcome::Skipped);
-                            a.problem = Some(format!(
-                                "`driver: command` needs a command profile, and the Brief's agent is builtin: set `agent: <profile>` in {}; the notes were written without a narrative",
-                                def.path.display()
-                            ));
+                            a.problem =
+                                Some(format!("{why}; the notes were written without a narrative"));
                         }
-                        Some(agent) => {
+                        Ok(agent) => {
                             let parts = parts(def, rec, history, t.orientation.theta1);
-                            let parts: Vec<(Sees, &str)> = parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                            let prompt = crate::subagents::context::prompt(def, &parts, NARRATIVE_ANSWER);
-                            let mut reply = dispatch::run_command(t, agent, def, Phase::Check, &prompt,
-                                t.cand_dir, span, |v, a| {
-                                let n = v.get("narrative").and_then(Value::as_str).map(str::trim).filter(|n| !n.is_empty());
-                                match n {
-                                    Some(n) => {
-                                        a.body = json!({"narrative": n});
-                                        Ok(())
+                            let parts: Vec<(Sees, &str)> =
+                                parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                            let prompt =
+                                crate::subagents::context::prompt(def, &parts, NARRATIVE_ANSWER);
+                            let mut reply = dispatch::run_command(
+                                t,
+                                agent,
+                                def,
+                                Phase::Check,
+                                &prompt,
+                                t.cand_dir,
+                                span,
+                                |v, a| {
+                                    let n = v
+                                        .get("narrative")
+                                        .and_then(Value::as_str)
+                                        .map(str::trim)
+                                        .filter(|n| !n.is_empty());
+                                    match n {
+                                        Some(n) => {
+                                            a.body = json!({"narrative": n});
+                                            Ok(())
+                                        }
+                                        None => Err("the answer has no `narrative` text".into()),
                                     }
-                                    None => Err("the answer has no `narrative` text".into()),
-                                }
-                            })?;
-                            narrative = reply.body.get("narrative").and_then(Value::as_str).map(|s| crate::compress::clip(&crate::compress::redact(s), 2000));
+                                },
+                            )?;
+                            narrative = reply
+                                .body
+                                .get("narrative")
+                                .and_then(Value::as_str)
+                                .map(|s| crate::compress::clip(&crate::compress::redact(s), 2000));
                             a.calls.append(&mut reply.calls);
                             a.outcome = reply.outcome;
                             a.problem = reply.problem;
@@ -104,7 +120,11 @@ pub(crate) fn run(
                 }
                 // The notes are data: written whatever the narrative did.
                 let narrative_at = narrative.as_deref().map(|n| (rec.iteration, n));
-                let written = synthesizer::write(t.root, notes_dir, &input(t, state, history, stop, narrative_at))?;
+                let written = synthesizer::write(
+                    t.root,
+                    notes_dir,
+                    &input(t, state, history, stop, narrative_at),
+                )?;
                 a.body = json!({
                     "notes": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                     "narrative": narrative,

@@ -221,6 +221,17 @@ impl ModelChoice {
         }
     }
 
+    /// What the llm driver is asked for: a tier or a model id; `inherit`
+    /// takes the main agent's (`main`, when it is the llm driver), else
+    /// `heavy`.
+    pub fn for_llm(&self, main: Option<&str>) -> Option<String> {
+        match self {
+            ModelChoice::Tier(t) => Some(t.to_string()),
+            ModelChoice::Id(id) => Some(id.clone()),
+            ModelChoice::Inherit => main.map(str::to_string),
+        }
+    }
+
     /// For `ooda check`: the choice and what it resolves to.
     pub fn describe(&self, config: &crate::config::Config) -> String {
         match self {
@@ -632,26 +643,15 @@ impl Definition {
             }
             let line = driver_line.unwrap_or(root.line);
             match (role, d.driver) {
-                // A warning, not a problem: `ooda init` of an earlier
-                // release wrote the simplifier with `driver: llm`, and a
-                // project must not stop running over a subagent it never had.
-                (_, SubDriver::Llm) => {
-                    warn.report(
-                        Some(line),
-                        Some("driver"),
-                        "the `llm` driver is not in this version of ooda, so this subagent is not dispatched: use `driver: command` (an agent CLI profile, `agent: <profile>`) or `driver: builtin`",
-                    )
-                    .example("driver: command");
-                }
                 (Role::Simplify, SubDriver::Builtin) => {
                     ck.report(
                         Some(line),
                         Some("driver"),
-                        "there is no builtin simplifier (a simpler change needs a model): use `driver: command`",
+                        "there is no builtin simplifier (a simpler change needs a model): use `driver: command` or `driver: llm`",
                     )
                     .example("driver: command");
                 }
-                (Role::Evaluate, SubDriver::Command) => {
+                (Role::Evaluate, SubDriver::Command | SubDriver::Llm) => {
                     ck.report(
                         Some(line),
                         Some("driver"),
@@ -824,7 +824,7 @@ mod tests {
         let text = "---\nname: x\ndescription: d\nrole: simplify\ndriver: llm\n---\n";
         let (d, w) = parse("x", text).unwrap();
         assert_eq!(d.driver, SubDriver::Llm);
-        assert!(w[0].message.contains("not dispatched"), "{w:?}");
+        assert!(w.is_empty(), "the llm driver runs subagents: {w:?}");
         for (role, driver, says) in [
             ("simplify", "builtin", "no builtin simplifier"),
             ("evaluate", "command", "plain code"),

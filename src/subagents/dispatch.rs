@@ -295,7 +295,7 @@ pub fn run_command(
         Phase::Plan
     };
     let files = NamedFiles::default();
-    span.emit(Event::ModelCall {
+    let call_span = span.child(Event::ModelCall {
         phase,
         profile: agent.name.clone(),
         attempt: 1,
@@ -319,6 +319,7 @@ pub fn run_command(
         output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
         files: &files,
         subagent: Some((&def.name, role)),
+        span: &call_span,
     };
     // An outage of the provider is waited out as for the main agent (up to
     // `defaults.agent_outage`): it says nothing about the change.

@@ -92,12 +92,11 @@ impl Roster {
         Ok(roster)
     }
 
-    /// The definitions that play `role` and can run in this version (not
-    /// `driver: llm`), by name.
+    /// The definitions that play `role`, by name.
     pub fn with_role(&self, role: Role) -> impl Iterator<Item = &Definition> {
         self.definitions
             .iter()
-            .filter(move |d| d.role == Some(role) && d.driver != SubDriver::Llm)
+            .filter(move |d| d.role == Some(role))
     }
 
     /// The builtin reviewer's rules as a definition of their own: they run

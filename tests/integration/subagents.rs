@@ -697,7 +697,7 @@ fn a_bench_that_sources_the_knobs_file_does_not_block_knob_keeps() {
 }
 
 #[test]
-fn a_simplifier_written_by_an_older_init_with_driver_llm_only_warns() {
+fn a_simplifier_written_by_an_older_init_with_driver_llm_runs_on_the_llm_driver() {
     let n = Night::new("echo tuned >> src/lib.txt");
     n.t.write(
         "subagents/code-simplifier.md",
@@ -707,11 +707,17 @@ fn a_simplifier_written_by_an_older_init_with_driver_llm_only_warns() {
     let check = n.ooda(&["check", "b"], &[]).expect(0);
     assert!(
         check.stdout.contains(
-            "subagents/code-simplifier.md:7: driver: the `llm` driver is not in this version"
+            "subagent    code-simplifier (subagents/code-simplifier.md): simplify, llm, model medium (gpt-test-medium)"
         ),
         "{}",
         check.stdout
     );
+    assert!(
+        !check.stdout.contains("not in this version"),
+        "{}",
+        check.stdout
+    );
+    // A one-line change does not trigger it: the night runs as before.
     assert_eq!(n.first(&[]).verdict, Verdict::Keep);
 }
 

@@ -1,0 +1,561 @@
+//! The tools the llm driver's agent works with, and the rules they keep.
+//!
+//! Each tool is named as a verb phrase with a JSON Schema whose
+//! descriptions say when to use it and when not, since a model picks tools
+//! by those words. Paths are resolved inside the worktree the step works
+//! in: `..` and absolute paths are refused, symlinks are followed and the
+//! target re-checked, `.git` is never touched. Commands run only when the
+//! Brief allows them (its guards, its metric, `tools: {allow: [...]}`),
+//! through the same executor, and so the same sandbox, as every other
+//! command. A tool that fails returns its error to the model as data, with
+//! the rule it broke and what to do instead; it never ends the step.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::wire::ToolSpec;
+use crate::exec::{CommandSpec, Outcome};
+use crate::executor::Lease;
+
+/// Lines one `read_file` returns at most.
+const READ_LINES: usize = 2_000;
+/// Entries one `list_files` returns at most.
+const LIST_MAX: usize = 2_000;
+/// Matches one `search_files` returns at most.
+const SEARCH_MAX: usize = 200;
+/// Characters of a command's output kept (after compression).
+pub const RUN_CHARS: usize = 24_000;
+
+pub const LIST: &str = "list_files";
+pub const READ: &str = "read_file";
+pub const SEARCH: &str = "search_files";
+pub const EDIT: &str = "edit_file";
+pub const WRITE: &str = "write_file";
+pub const RUN: &str = "run_command";
+pub const FETCH: &str = "fetch_stored";
+pub const INSIGHT: &str = "add_insight";
+pub const FINISH: &str = "finish";
+
+/// Results of these tools are meant to be handed on whole (a list of
+/// paths, the matches of a search): always stored by reference, so a copy
+/// in the transcript is never cut to "representative" items.
+pub fn always_stored(tool: &str) -> bool {
+    matches!(tool, LIST | SEARCH)
+}
+
+/// The tools of one step. `edits`: EXECUTE and the simplifier may change
+/// files; PLAN, LEARN and reviewers only read.
+pub fn specs(edits: bool, commands: bool) -> Vec<ToolSpec> {
+    let mut v = vec![
+        ToolSpec {
+            name: LIST,
+            description: "List the files under a folder of the worktree, recursively (not .git). Use it to find where things are before reading; do not use it to read contents.",
+            schema: json!({"type": "object", "properties": {
+                "dir": {"type": "string", "description": "A folder relative to the worktree root; `.` for all of it."}
+            }, "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: READ,
+            description: "Read a text file of the worktree, optionally only lines `start` to `end` (1-based, inclusive). Use it before editing a file, to copy the exact text you will replace. Not for folders (use list_files).",
+            schema: json!({"type": "object", "properties": {
+                "path": {"type": "string", "description": "A file path relative to the worktree root."},
+                "start": {"type": "integer", "minimum": 1, "description": "First line to return."},
+                "end": {"type": "integer", "minimum": 1, "description": "Last line to return."}
+            }, "required": ["path"], "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: SEARCH,
+            description: "Search the worktree's text files for a regular expression; returns `path:line: text` matches (at most `max`). Use it to find where a name is defined or used; not to read a whole file.",
+            schema: json!({"type": "object", "properties": {
+                "pattern": {"type": "string", "description": "A regular expression (Rust regex syntax)."},
+                "dir": {"type": "string", "description": "Where to search, relative to the root; `.` by default."},
+                "max": {"type": "integer", "minimum": 1, "maximum": SEARCH_MAX, "description": "Most matches to return (50 by default)."}
+            }, "required": ["pattern"], "additionalProperties": false}),
+        },
+    ];
+    if edits {
+        v.push(ToolSpec {
+            name: EDIT,
+            description: "Replace one exact piece of text in a file: `old` must occur exactly once (copy it from read_file, with enough surrounding lines to be unique). Use it for every change to an existing file; do not rewrite a whole file with write_file to change a few lines.",
+            schema: json!({"type": "object", "properties": {
+                "path": {"type": "string"},
+                "old": {"type": "string", "description": "The exact text to replace; must match once."},
+                "new": {"type": "string", "description": "The text to put in its place."}
+            }, "required": ["path", "old", "new"], "additionalProperties": false}),
+        });
+        v.push(ToolSpec {
+            name: WRITE,
+            description: "Create a file (or replace a whole file) with `content`. Use it for new files; for changes to an existing file use edit_file.",
+            schema: json!({"type": "object", "properties": {
+                "path": {"type": "string"},
+                "content": {"type": "string"}
+            }, "required": ["path", "content"], "additionalProperties": false}),
+        });
+    }
+    if commands {
+        v.push(ToolSpec {
+            name: RUN,
+            description: "Run one of the commands the Brief allows (its guards, its metric command, its `tools.allow` list), optionally with extra plain arguments, in the worktree. Use it to check that a change builds and its tests pass. Any other command is refused; shell operators are refused.",
+            schema: json!({"type": "object", "properties": {
+                "command": {"type": "string", "description": "An allowed command, exactly as listed in the task."}
+            }, "required": ["command"], "additionalProperties": false}),
+        });
+    }
+    v.extend([
+        ToolSpec {
+            name: FETCH,
+            description: "Fetch a stored result by its __refId (a large tool result is stored and shown as a reference). Use it when you need the exact contents, e.g. a value, id or list item; use `offset`/`length` to page through a long one.",
+            schema: json!({"type": "object", "properties": {
+                "ref": {"type": "string", "description": "The __refId, e.g. r3."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Characters to skip."},
+                "length": {"type": "integer", "minimum": 1, "maximum": 8000, "description": "Characters to return (8000 at most)."}
+            }, "required": ["ref"], "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: INSIGHT,
+            description: "Keep one short insight in working memory (a fact you established, a dead end and why): it stays in every later prompt of this step even when old turns are folded away. Not for raw data (it is stored already).",
+            schema: json!({"type": "object", "properties": {
+                "text": {"type": "string", "description": "One sentence, at most 400 characters."}
+            }, "required": ["text"], "additionalProperties": false}),
+        },
+        ToolSpec {
+            name: FINISH,
+            description: "End the step with its answer: the JSON object the task asks for, as `answer`. Call it exactly once, when the work is done; nothing after it is read.",
+            schema: json!({"type": "object", "properties": {
+                "answer": {"type": "object", "description": "The step's JSON answer, with exactly the fields the task shows."}
+            }, "required": ["answer"], "additionalProperties": false}),
+        },
+    ]);
+    v
+}
+
+/// Where file and command tools work, and what they may do there.
+pub struct Bench<'a> {
+    /// The worktree (a candidate, or a subagent's copy).
+    pub root: &'a Path,
+    pub edits: bool,
+    /// The commands the Brief allows.
+    pub allowed: &'a [String],
+    pub lease: &'a dyn Lease,
+    pub cancel: &'a AtomicBool,
+    pub command_timeout: Duration,
+    pub output_cap: usize,
+}
+
+/// A tool's answer: its text, or an error for the model.
+#[derive(Debug, PartialEq)]
+pub enum Done {
+    Text(String),
+    Error(String),
+}
+
+impl Bench<'_> {
+    /// Runs a file or command tool. `Err` only for an interruption.
+    pub fn run(&self, name: &str, args: &Value) -> crate::error::Result<Done> {
+        let Value::Object(_) = args else {
+            return Ok(Done::Error(format!(
+                "the arguments of {name} are not a JSON object ({}); send an object with the fields of its schema",
+                crate::prompt::clip(&args.to_string(), 80)
+            )));
+        };
+        let s = |k: &str| args.get(k).and_then(Value::as_str);
+        let n = |k: &str| args.get(k).and_then(Value::as_u64);
+        let out = match name {
+            LIST => self.list(s("dir").unwrap_or(".")),
+            READ => match s("path") {
+                Some(p) => self.read(p, n("start"), n("end")),
+                None => Err(missing(name, "path")),
+            },
+            SEARCH => match s("pattern") {
+                Some(p) => self.search(p, s("dir").unwrap_or("."), n("max").unwrap_or(50)),
+                None => Err(missing(name, "pattern")),
+            },
+            EDIT | WRITE if !self.edits => Err(format!(
+                "{name} is not available in this step: it only reads; describe the change in your answer instead"
+            )),
+            EDIT => match (s("path"), s("old"), s("new")) {
+                (Some(p), Some(o), Some(n)) => self.edit(p, o, n),
+                _ => Err(missing(name, "path, old and new")),
+            },
+            WRITE => match (s("path"), s("content")) {
+                (Some(p), Some(c)) => self.write(p, c),
+                _ => Err(missing(name, "path and content")),
+            },
+            RUN => match s("command") {
+                Some(c) => return self.command(c),
+                None => Err(missing(name, "command")),
+            },
+            other => Err(format!(
+                "there is no tool `{other}`; the tools are the ones listed (e.g. {READ}, {SEARCH}, {FINISH})"
+            )),
+        };
+        Ok(match out {
+            Ok(t) => Done::Text(t),
+            Err(e) => Done::Error(e),
+        })
+    }
+
+    fn list(&self, dir: &str) -> Result<String, String> {
+        let base = resolve(self.root, dir, false)?;
+        if !base.is_dir() {
+            return Err(format!(
+                "{dir} is not a folder of the worktree; list `.` to see what is there"
+            ));
+        }
+        let root = canonical_root(self.root)?;
+        let mut out = Vec::new();
+        walk(&base, &mut |p| {
+            if out.len() < LIST_MAX
+                && let Ok(rel) = p.strip_prefix(&root)
+            {
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        });
+        out.sort();
+        Ok(serde_json::to_string(&out).unwrap_or_default())
+    }
+
+    fn read(&self, path: &str, start: Option<u64>, end: Option<u64>) -> Result<String, String> {
+        let p = resolve(self.root, path, false)?;
+        if p.is_dir() {
+            return Err(format!("{path} is a folder; use list_files for folders"));
+        }
+        let bytes = std::fs::read(&p).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("{path} is not UTF-8 text; it cannot be read or edited here"))?;
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        let total = lines.len();
+        let from = start.unwrap_or(1).max(1) as usize;
+        let to = end
+            .map(|e| e as usize)
+            .unwrap_or(total)
+            .min(total)
+            .min(from + READ_LINES - 1);
+        if total == 0 {
+            return Ok(String::new());
+        }
+        if from > total {
+            return Err(format!(
+                "{path} has {total} lines; `start` {from} is past its end"
+            ));
+        }
+        let body: String = lines[from - 1..to.max(from - 1)].concat();
+        if from == 1 && to == total {
+            Ok(body)
+        } else {
+            Ok(format!("[lines {from}-{to} of {total} of {path}]\n{body}"))
+        }
+    }
+
+    fn search(&self, pattern: &str, dir: &str, max: u64) -> Result<String, String> {
+        let re = regex::Regex::new(pattern)
+            .map_err(|e| format!("the pattern is not a valid regex: {e}"))?;
+        let base = resolve(self.root, dir, false)?;
+        let root = canonical_root(self.root)?;
+        let max = (max as usize).clamp(1, SEARCH_MAX);
+        let mut hits = Vec::new();
+        let mut more = false;
+        let mut files = Vec::new();
+        if base.is_file() {
+            files.push(base.clone());
+        } else {
+            walk(&base, &mut |p| files.push(p.to_path_buf()));
+            files.sort();
+        }
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else {
+                continue;
+            };
+            let rel = f
+                .strip_prefix(&root)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .into_owned();
+            for (i, line) in text.lines().enumerate() {
+                if re.is_match(line) {
+                    if hits.len() == max {
+                        more = true;
+                        break;
+                    }
+                    hits.push(format!(
+                        "{rel}:{}: {}",
+                        i + 1,
+                        crate::prompt::clip(line.trim_end(), 300)
+                    ));
+                }
+            }
+            if more {
+                break;
+            }
+        }
+        if more {
+            hits.push(format!(
+                "… more matches: narrow the pattern or the folder (at most {max} are returned)"
+            ));
+        }
+        Ok(serde_json::to_string(&hits).unwrap_or_default())
+    }
+
+    fn edit(&self, path: &str, old: &str, new: &str) -> Result<String, String> {
+        let p = resolve(self.root, path, false)?;
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| format!("cannot read {path}: {e}; read_file it first"))?;
+        if old.is_empty() {
+            return Err("`old` is empty: copy the exact text to replace from read_file".into());
+        }
+        match text.matches(old).count() {
+            1 => {}
+            0 => {
+                return Err(format!(
+                    "`old` does not occur in {path} (rule: it must match exactly once); read_file the lines again and copy them exactly, whitespace included"
+                ));
+            }
+            n => {
+                return Err(format!(
+                    "`old` occurs {n} times in {path} (rule: it must match exactly once); include more of the surrounding lines so it is unique"
+                ));
+            }
+        }
+        let changed = text.replacen(old, new, 1);
+        std::fs::write(&p, changed).map_err(|e| format!("cannot write {path}: {e}"))?;
+        Ok(format!(
+            "edited {path}: 1 replacement ({} lines → {} lines)",
+            old.lines().count(),
+            new.lines().count()
+        ))
+    }
+
+    fn write(&self, path: &str, content: &str) -> Result<String, String> {
+        let p = resolve(self.root, path, true)?;
+        if p.is_dir() {
+            return Err(format!("{path} is a folder"));
+        }
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create the folder of {path}: {e}"))?;
+        }
+        // The folders just made must still be inside (a race with a symlink).
+        resolve(self.root, path, true)?;
+        std::fs::write(&p, content).map_err(|e| format!("cannot write {path}: {e}"))?;
+        Ok(format!("wrote {path} ({} lines)", content.lines().count()))
+    }
+
+    fn command(&self, line: &str) -> crate::error::Result<Done> {
+        if let Err(why) = allowed(line, self.allowed) {
+            return Ok(Done::Error(why));
+        }
+        let spec = CommandSpec {
+            command: line,
+            cwd: self.root,
+            env: Vec::new(),
+            timeout: self.command_timeout,
+            output_cap: self.output_cap,
+            stdin: None,
+            landlock: None,
+            writable: Vec::new(),
+        };
+        let out = match self.lease.run(&spec, self.cancel) {
+            Ok(o) => o,
+            Err(e) => return Ok(Done::Error(format!("the command could not start: {e}"))),
+        };
+        let head = match out.status {
+            Outcome::Success => "exit 0".to_string(),
+            Outcome::TimedOut => format!(
+                "timed out after {}",
+                crate::brief::format_duration(self.command_timeout)
+            ),
+            Outcome::Interrupted => return Err(crate::error::Error::Interrupted),
+            _ => match out.exit_code {
+                Some(c) => format!("exit {c}"),
+                None => "killed by a signal".into(),
+            },
+        };
+        // The exact output: the driver compresses what the model is shown
+        // and stores the rest (`context::triage`).
+        Ok(Done::Text(format!("{head}\n{}", out.output)))
+    }
+}
+
+fn missing(tool: &str, what: &str) -> String {
+    format!("{tool} needs {what}; see its schema")
+}
+
+/// Whether `line` is one of the allowed commands, or one of them followed
+/// by plain arguments (no shell operators, so nothing else can be chained).
+pub fn allowed(line: &str, allowed: &[String]) -> Result<(), String> {
+    let line = line.trim();
+    if allowed.iter().any(|a| a.trim() == line) {
+        return Ok(());
+    }
+    let plain = |rest: &str| {
+        !rest
+            .chars()
+            .any(|c| ";|&`$()<>\n\\\"'*?{}[]~!#".contains(c))
+    };
+    if allowed.iter().any(|a| {
+        line.strip_prefix(a.trim())
+            .is_some_and(|rest| rest.starts_with(' ') && plain(rest))
+    }) {
+        return Ok(());
+    }
+    let list = if allowed.is_empty() {
+        "none (the Brief has no guards, metric or tools.allow)".to_string()
+    } else {
+        allowed
+            .iter()
+            .map(|a| format!("`{a}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(format!(
+        "`{}` is not a command this Brief allows (rule: only its guards, its metric command and `tools.allow`, optionally with plain arguments); allowed: {list}. To run another, the Brief's author adds it to `tools: {{allow: [...]}}`",
+        crate::prompt::clip(line, 120)
+    ))
+}
+
+fn canonical_root(root: &Path) -> Result<PathBuf, String> {
+    root.canonicalize()
+        .map_err(|e| format!("the worktree is gone: {e}"))
+}
+
+/// `rel` inside `root`, or why not. `creating`: the file may not exist
+/// yet (its deepest existing folder is checked instead).
+pub fn resolve(root: &Path, rel: &str, creating: bool) -> Result<PathBuf, String> {
+    let rule = "(rule: paths are relative to the worktree root and stay inside it)";
+    let p = Path::new(rel.trim());
+    if rel.trim().is_empty() {
+        return Err(format!("the path is empty {rule}"));
+    }
+    if p.is_absolute() {
+        return Err(format!(
+            "`{rel}` is an absolute path {rule}; write it relative to the root, e.g. src/lib.rs"
+        ));
+    }
+    for c in p.components() {
+        match c {
+            Component::ParentDir => return Err(format!("`{rel}` uses `..` {rule}")),
+            Component::Normal(n) if n == ".git" => {
+                return Err(format!("`{rel}` is inside .git, which no tool touches"));
+            }
+            _ => {}
+        }
+    }
+    let root = canonical_root(root)?;
+    let joined = root.join(p);
+    // Follow every symlink of the part that exists, then re-check.
+    let mut existing = joined.clone();
+    let mut rest = Vec::new();
+    while !existing.exists() && std::fs::symlink_metadata(&existing).is_err() {
+        match (
+            existing.file_name().map(|n| n.to_os_string()),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => break,
+        }
+    }
+    if !rest.is_empty() && !creating {
+        return Err(format!(
+            "`{rel}` does not exist; list_files shows what does"
+        ));
+    }
+    let real = existing
+        .canonicalize()
+        .map_err(|_| format!("`{rel}` is a symlink to nothing {rule}"))?;
+    if !real.starts_with(&root) {
+        return Err(format!(
+            "`{rel}` leads outside the worktree (through a symlink) {rule}"
+        ));
+    }
+    if real.components().any(|c| c.as_os_str() == ".git")
+        && !root.components().any(|c| c.as_os_str() == ".git")
+    {
+        return Err(format!("`{rel}` leads into .git, which no tool touches"));
+    }
+    let mut out = real;
+    for name in rest.into_iter().rev() {
+        out.push(name);
+    }
+    Ok(out)
+}
+
+/// Every file under `dir`, not following symlinked folders, not `.git`.
+fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        if e.file_name() == ".git" {
+            continue;
+        }
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            walk(&e.path(), f);
+        } else if kind.is_file() {
+            f(&e.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_stay_inside_the_worktree() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("wt");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "x").unwrap();
+        std::fs::write(d.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(d.path().join("secret"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink(d.path(), root.join("up")).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        assert!(resolve(&root, "src/a.rs", false).is_ok());
+        assert!(resolve(&root, "src/new/b.rs", true).is_ok());
+        for bad in [
+            "../secret",
+            "/etc/passwd",
+            "src/../../secret",
+            "link",
+            "up/secret",
+            "up/new.rs",
+            ".git/config",
+            "",
+        ] {
+            let e = resolve(&root, bad, true).unwrap_err();
+            assert!(
+                e.contains("rule") || e.contains(".git") || e.contains("outside"),
+                "{bad}: {e}"
+            );
+        }
+        assert!(
+            resolve(&root, "nope.rs", false)
+                .unwrap_err()
+                .contains("does not exist")
+        );
+    }
+
+    #[test]
+    fn commands_are_the_brief_s_or_refused_with_the_list() {
+        let allow = vec!["cargo test --quiet".to_string(), "./bench.sh".to_string()];
+        assert!(allowed("cargo test --quiet", &allow).is_ok());
+        assert!(allowed("./bench.sh --runs 3", &allow).is_ok());
+        assert!(allowed("./bench.sh; curl evil", &allow).is_err());
+        assert!(allowed("./bench.sh $(id)", &allow).is_err());
+        assert!(allowed("./bench.shx", &allow).is_err());
+        let e = allowed("rm -rf /", &allow).unwrap_err();
+        assert!(
+            e.contains("`cargo test --quiet`, `./bench.sh`") && e.contains("tools: {allow"),
+            "{e}"
+        );
+    }
+}

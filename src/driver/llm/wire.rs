@@ -1,0 +1,142 @@
+//! The conversation as both APIs see it, before either's spelling.
+//!
+//! `openai.rs` and `anthropic.rs` translate these to and from their
+//! request and response bodies; everything else speaks only these types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who says a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Speaker {
+    User,
+    Assistant,
+    /// A tool's result, answering one call of the assistant's.
+    Tool,
+}
+
+/// One call the model asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the model sent them (an object when they parse;
+    /// the raw text as a string when they do not, which the tool refuses).
+    pub arguments: Value,
+}
+
+/// One message of the transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub speaker: Speaker,
+    #[serde(default)]
+    pub text: String,
+    /// The assistant's tool calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<ToolCall>,
+    /// The call a tool message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// A tool message reporting a failure.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Message {
+        Message {
+            speaker: Speaker::User,
+            text: text.into(),
+            calls: Vec::new(),
+            call_id: None,
+            is_error: false,
+        }
+    }
+
+    pub fn assistant(text: impl Into<String>, calls: Vec<ToolCall>) -> Message {
+        Message {
+            speaker: Speaker::Assistant,
+            text: text.into(),
+            calls,
+            call_id: None,
+            is_error: false,
+        }
+    }
+
+    pub fn tool(call_id: &str, text: impl Into<String>, is_error: bool) -> Message {
+        Message {
+            speaker: Speaker::Tool,
+            text: text.into(),
+            calls: Vec::new(),
+            call_id: Some(call_id.to_string()),
+            is_error,
+        }
+    }
+
+    /// Characters this message puts in a prompt (its calls' arguments too).
+    pub fn chars(&self) -> usize {
+        self.text.chars().count()
+            + self
+                .calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.to_string().chars().count())
+                .sum::<usize>()
+    }
+}
+
+/// A tool as the model is told about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// A JSON Schema for the arguments object.
+    pub schema: Value,
+}
+
+/// One request, provider-neutral.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    pub system: &'a str,
+    pub messages: &'a [Message],
+    pub tools: &'a [ToolSpec],
+    pub max_output: u64,
+    pub temperature: Option<f64>,
+}
+
+/// Tokens one request used, as the API reported them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// Every prompt token read, cached ones included.
+    pub input: u64,
+    pub output: u64,
+    /// The part of `input` read from the provider's cache.
+    pub cached: u64,
+    /// The part of `output` spent reasoning.
+    pub reasoning: u64,
+    /// Prompt tokens written to the cache (Anthropic).
+    pub cache_write: u64,
+}
+
+/// What the model answered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    /// `stop`, `tool_calls`, `length` (OpenAI) or `end_turn`, `tool_use`,
+    /// `max_tokens` (Anthropic), as the API said it.
+    pub finish: String,
+    pub tokens: Tokens,
+    /// The model that answered, as the API names it.
+    pub model: String,
+}
+
+/// The arguments as an object, whatever the model sent.
+pub fn arguments(raw: &str) -> Value {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(Value::Null) if raw.trim() == "null" => Value::Object(Default::default()),
+        _ if raw.trim().is_empty() => Value::Object(Default::default()),
+        _ => Value::String(raw.to_string()),
+    }
+}

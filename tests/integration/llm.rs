@@ -1,0 +1,581 @@
+//! The llm driver against scripted model servers on loopback: a whole
+//! night with `agent: llm` over OpenAI Chat Completions and over Anthropic
+//! Messages, with tool calls, a path escape, a 60 KB result stored and
+//! fetched back, a rate limit waited out, and the API key nowhere on disk.
+//!
+//! The server runs on a tokio runtime of its own; the binary under test is
+//! a separate process, so nothing blocks inside the runtime. The script
+//! answers from what each request holds (the phase named in the system
+//! prompt, the tool results so far), as a model would, and writes down
+//! anything it sees that breaks the driver's contract.
+
+use std::sync::{Arc, Mutex};
+
+use ooda::history::Verdict;
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::test::{QUIET_CONFIG, Test, knob_brief};
+
+const KEY: &str = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
+const UUID: &str = "6f1c2b9e-4d3a-4b7e-9c21-0a8f5e3d7b64";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+/// What one request holds, in either API's spelling.
+struct Seen {
+    system: String,
+    /// (tool call id, tool name) of every call the transcript holds.
+    calls: Vec<(String, String)>,
+    /// Tool results, in order: (call id, content).
+    results: Vec<(String, String)>,
+    /// Every text the prompt holds, concatenated.
+    all: String,
+}
+
+fn seen(api: Api, body: &Value) -> Seen {
+    let mut s = Seen {
+        system: String::new(),
+        calls: Vec::new(),
+        results: Vec::new(),
+        all: body.to_string(),
+    };
+    let msgs = body["messages"].as_array().cloned().unwrap_or_default();
+    match api {
+        Api::OpenAi => {
+            for m in &msgs {
+                match m["role"].as_str() {
+                    Some("system") => s.system = m["content"].as_str().unwrap_or_default().into(),
+                    Some("tool") => s.results.push((
+                        m["tool_call_id"].as_str().unwrap_or_default().into(),
+                        m["content"].as_str().unwrap_or_default().into(),
+                    )),
+                    Some("assistant") => {
+                        for c in m["tool_calls"].as_array().into_iter().flatten() {
+                            s.calls.push((
+                                c["id"].as_str().unwrap_or_default().into(),
+                                c["function"]["name"].as_str().unwrap_or_default().into(),
+                            ));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Api::Anthropic => {
+            s.system = body["system"].as_str().unwrap_or_default().into();
+            for m in &msgs {
+                for b in m["content"].as_array().into_iter().flatten() {
+                    match b["type"].as_str() {
+                        Some("tool_result") => s.results.push((
+                            b["tool_use_id"].as_str().unwrap_or_default().into(),
+                            b["content"].as_str().unwrap_or_default().into(),
+                        )),
+                        Some("tool_use") => s.calls.push((
+                            b["id"].as_str().unwrap_or_default().into(),
+                            b["name"].as_str().unwrap_or_default().into(),
+                        )),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+/// The answer: tool calls (name, arguments), with a decision block.
+fn answer(api: Api, n: usize, calls: &[(&str, Value)]) -> Value {
+    let text = "<decision>goal: a faster t | options: X=40; leave it | choice: X=40 | why: the landscape's bottom | expected: -30%</decision>";
+    match api {
+        Api::OpenAi => json!({
+            "id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": "gpt-test-heavy",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": text,
+                "tool_calls": calls.iter().enumerate().map(|(i, (name, args))| json!({
+                    "id": format!("call_{n}_{i}"), "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}})).collect::<Vec<_>>()}}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 50,
+                      "prompt_tokens_details": {"cached_tokens": 400},
+                      "completion_tokens_details": {"reasoning_tokens": 10}}}),
+        Api::Anthropic => {
+            let mut content = vec![json!({"type": "text", "text": text})];
+            for (i, (name, args)) in calls.iter().enumerate() {
+                content.push(json!({"type": "tool_use", "id": format!("toolu_{n}_{i}"), "name": name, "input": args}));
+            }
+            json!({"id": format!("msg_{n}"), "type": "message", "role": "assistant", "model": "claude-test-heavy",
+                   "stop_reason": "tool_use", "content": content,
+                   "usage": {"input_tokens": 600, "output_tokens": 50, "cache_read_input_tokens": 400, "cache_creation_input_tokens": 0}})
+        }
+    }
+}
+
+/// The scripted model: PLAN proposes X = 40, EXECUTE edits with tools
+/// (trying an escape first), LEARN finishes. The first request of the night
+/// is answered 429 with `retry-after: 1`.
+struct Model {
+    api: Api,
+    requests: Arc<Mutex<u32>>,
+    /// What the script saw that the driver must not do.
+    wrong: Arc<Mutex<Vec<String>>>,
+}
+
+impl Respond for Model {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let n = {
+            let mut r = self.requests.lock().unwrap();
+            *r += 1;
+            *r as usize
+        };
+        let wrong = |what: String| self.wrong.lock().unwrap().push(what);
+        let auth = match self.api {
+            Api::OpenAi => req
+                .headers
+                .get("authorization")
+                .map(|v| v.to_str().unwrap_or_default().to_string()),
+            Api::Anthropic => req
+                .headers
+                .get("x-api-key")
+                .map(|v| format!("Bearer {}", v.to_str().unwrap_or_default())),
+        };
+        if auth.as_deref() != Some(&format!("Bearer {KEY}")) {
+            wrong(format!("request {n} without the key: {auth:?}"));
+        }
+        if n == 1 {
+            return ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_string(r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#);
+        }
+        let body: Value = match serde_json::from_slice(&req.body) {
+            Ok(b) => b,
+            Err(e) => {
+                wrong(format!("request {n} is not JSON: {e}"));
+                return ResponseTemplate::new(400);
+            }
+        };
+        let s = seen(self.api, &body);
+        // Every tool result answers a call the same prompt holds.
+        for (id, _) in &s.results {
+            if !s.calls.iter().any(|(c, _)| c == id) {
+                wrong(format!("request {n}: a tool result {id} without its call"));
+            }
+        }
+        if s.all.contains(KEY) {
+            wrong(format!("request {n} carries the key in its body"));
+        }
+        let last = |name: &str| {
+            s.calls
+                .iter()
+                .rev()
+                .find(|(_, t)| t == name)
+                .and_then(|(id, _)| s.results.iter().find(|(r, _)| r == id))
+                .map(|(_, c)| c.clone())
+        };
+        let done = s.results.len();
+        let reply = if s.system.contains("`llm-reviewer` subagent (review role)") {
+            if !s.all.contains("code tuned") {
+                wrong("the reviewer did not see the diff".into());
+            }
+            if s.all.contains(UUID) {
+                wrong("the reviewer saw the main agent's reasoning".into());
+            }
+            answer(
+                self.api,
+                n,
+                &[(
+                    "finish",
+                    json!({"answer": {"verdict": "approve", "findings": [], "suspicious": false}}),
+                )],
+            )
+        } else if s.system.contains("PLAN phase") {
+            match done {
+                0 => answer(self.api, n, &[("list_files", json!({"dir": "."}))]),
+                _ => answer(
+                    self.api,
+                    n,
+                    &[(
+                        "finish",
+                        json!({"answer": {
+                    "hypothesis": "X=40 is the bottom of the curve", "change": "set X to 40 and note it in src/lib.txt",
+                    "cites": [0], "axes": [{"name": "X", "direction": "up"}],
+                    "predicted_effect": 0.3, "predicted_sd": 0.1, "knobs": {"X": 40}}}),
+                    )],
+                ),
+            }
+        } else if s.system.contains("EXECUTE phase") {
+            match done {
+                0 => answer(
+                    self.api,
+                    n,
+                    &[
+                        ("read_file", json!({"path": "../outside.txt"})),
+                        ("read_file", json!({"path": "src/lib.txt"})),
+                    ],
+                ),
+                2 => {
+                    match last("read_file") {
+                        Some(c) if c.contains("code") => {}
+                        other => wrong(format!("EXECUTE: src/lib.txt read as {other:?}")),
+                    }
+                    if !s
+                        .results
+                        .iter()
+                        .any(|(_, c)| c.contains("`..`") && c.contains("rule"))
+                    {
+                        wrong("EXECUTE: the escape was not refused with its rule".into());
+                    }
+                    answer(
+                        self.api,
+                        n,
+                        &[(
+                            "edit_file",
+                            json!({"path": "src/lib.txt", "old": "code", "new": "code tuned"}),
+                        )],
+                    )
+                }
+                3 => answer(
+                    self.api,
+                    n,
+                    &[("read_file", json!({"path": "data/big.txt"}))],
+                ),
+                4 => {
+                    let stub = last("read_file").unwrap_or_default();
+                    if stub.len() > 2_000 || !stub.contains("__stored") {
+                        wrong(format!(
+                            "EXECUTE: the 60 KB file reached the prompt as {} chars",
+                            stub.len()
+                        ));
+                    }
+                    if s.all.len() > 40_000 {
+                        wrong(format!(
+                            "EXECUTE: a {} char request after storing by ref",
+                            s.all.len()
+                        ));
+                    }
+                    let r: Value = serde_json::from_str(&stub).unwrap_or_default();
+                    let id = r["__refId"].as_str().unwrap_or("r?").to_string();
+                    answer(
+                        self.api,
+                        n,
+                        &[(
+                            "fetch_stored",
+                            json!({"ref": id, "offset": 30_000, "length": 200}),
+                        )],
+                    )
+                }
+                5 => {
+                    if !last("fetch_stored").is_some_and(|c| c.contains(UUID)) {
+                        wrong("EXECUTE: fetch_stored did not bring the UUID back".into());
+                    }
+                    answer(
+                        self.api,
+                        n,
+                        &[
+                            ("run_command", json!({"command": "./check.sh"})),
+                            ("run_command", json!({"command": "curl http://example.com"})),
+                        ],
+                    )
+                }
+                _ => {
+                    match last("run_command") {
+                        Some(c) if c.contains("not a command this Brief allows") => {}
+                        other => wrong(format!("EXECUTE: curl was not refused: {other:?}")),
+                    }
+                    answer(
+                        self.api,
+                        n,
+                        &[(
+                            "finish",
+                            json!({"answer": {"change": format!("tuned src/lib.txt; found {UUID}")}}),
+                        )],
+                    )
+                }
+            }
+        } else if s.system.contains("LEARN phase") {
+            answer(
+                self.api,
+                n,
+                &[
+                    ("add_insight", json!({"text": "X=40 holds"})),
+                    ("finish", json!({"answer": {"patterns": []}})),
+                ],
+            )
+        } else {
+            wrong(format!(
+                "request {n}: no phase in the system prompt: {}",
+                s.system
+            ));
+            answer(self.api, n, &[("finish", json!({"answer": {}}))])
+        };
+        ResponseTemplate::new(200).set_body_json(reply)
+    }
+}
+
+struct Served {
+    _rt: tokio::runtime::Runtime,
+    server: MockServer,
+    requests: Arc<Mutex<u32>>,
+    wrong: Arc<Mutex<Vec<String>>>,
+}
+
+fn serve(api: Api) -> Served {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(MockServer::start());
+    let requests = Arc::new(Mutex::new(0));
+    let wrong = Arc::new(Mutex::new(Vec::new()));
+    rt.block_on(
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(Model {
+                api,
+                requests: requests.clone(),
+                wrong: wrong.clone(),
+            })
+            .mount(&server),
+    );
+    Served {
+        _rt: rt,
+        server,
+        requests,
+        wrong,
+    }
+}
+
+fn project(api: Api, url: &str, iterations: u32) -> Test {
+    let t = Test::new();
+    let (provider, base) = match api {
+        Api::OpenAi => ("openai", format!("{url}/v1")),
+        Api::Anthropic => ("anthropic", url.to_string()),
+    };
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: {provider}, model: test-heavy, base_url: \"{base}\", api_key_env: OODA_TEST_LLM_KEY, price_in: 3, price_out: 15}}\n"
+        ),
+    );
+    t.script(
+        "check.sh",
+        "#!/bin/sh\ngrep -q code src/lib.txt && echo checked\n",
+    );
+    let mut big = String::new();
+    let mut i = 0;
+    while big.len() < 60_000 {
+        if big.len() >= 30_000 && !big.contains(UUID) {
+            big.push_str(&format!("request_id={UUID}\n"));
+        }
+        big.push_str(&format!("line {i}: padding padding padding padding\n"));
+        i += 1;
+    }
+    t.write("data/big.txt", &big);
+    t.write("../outside.txt", "outside");
+    t.write(
+        "subagents/llm-reviewer.md",
+        "---\nname: llm-reviewer\ndescription: Reviews every keep with the llm driver.\nrole: review\ndriver: llm\nmodel: heavy\n---\nYou are a skeptical senior reviewer.\n",
+    );
+    t.brief(
+        "b",
+        &knob_brief(&format!(
+            "tools: {{allow: [\"./check.sh\"]}}\nbudget: {{ iterations: {iterations} }}\n"
+        ))
+        .replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project with the llm driver");
+    t
+}
+
+fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if e.file_type().unwrap().is_dir() {
+            files_under(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn a_night(api: Api) {
+    let s = serve(api);
+    let t = project(api, &s.server.uri(), 1);
+    let check = t
+        .ooda_env(&["check", "b"], &[("OODA_TEST_LLM_KEY", KEY)])
+        .expect(0);
+    assert!(
+        check.stdout.contains("llm driver") && check.stdout.contains("`./check.sh`"),
+        "{}",
+        check.stdout
+    );
+    let missing = t.ooda_env(&["check", "b"], &[("OODA_TEST_LLM_KEY", "")]);
+    assert_ne!(missing.code, 0);
+    assert!(
+        missing.stdout.contains("OODA_TEST_LLM_KEY")
+            || missing.stderr.contains("OODA_TEST_LLM_KEY"),
+        "{}{}",
+        missing.stdout,
+        missing.stderr
+    );
+
+    t.ooda_env(&["run", "b"], &[("OODA_TEST_LLM_KEY", KEY)])
+        .expect(4);
+    let wrong = s.wrong.lock().unwrap().clone();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    assert!(rec.change.contains(UUID), "{}", rec.change);
+    assert_eq!(t.git(&["show", "ooda/b:src/lib.txt"]).trim(), "code tuned");
+    // PLAN (2 requests, one tried twice after the 429), EXECUTE (6), the
+    // reviewer (1), LEARN (1).
+    assert_eq!(*s.requests.lock().unwrap(), 11);
+    let review = rec
+        .subagents
+        .iter()
+        .find(|r| r.name == "llm-reviewer")
+        .expect("the llm reviewer ran");
+    assert_eq!(review.driver, "llm");
+    assert_eq!(
+        review.outcome,
+        ooda::model::SubagentOutcome::Done,
+        "{:?}",
+        review.problem
+    );
+    assert_eq!(review.verdict, Some(ooda::model::ReviewVerdict::Approve));
+    let calls = &rec.agent_calls;
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.usage.input > 0 && c.usage.cost_usd.is_some()),
+        "{calls:?}"
+    );
+
+    let ev = t.events("b");
+    let of = |ty: &str| ev.iter().filter(|e| e["type"] == ty).collect::<Vec<_>>();
+    assert_eq!(of("model_retry").len(), 1);
+    assert_eq!(of("model_retry")[0]["status"], 429);
+    assert_eq!(of("model_retry")[0]["wait_seconds"], 1.0);
+    let requests = of("model_request");
+    let responses = of("model_response");
+    assert_eq!((requests.len(), responses.len()), (10, 10));
+    assert!(
+        responses
+            .iter()
+            .all(|r| r["finish_reason"] != "" && r["latency_seconds"].as_f64().is_some())
+    );
+    // Tool calls pair with their results, under the agent call's span.
+    let tool_calls = of("tool_call");
+    let results = of("tool_result");
+    assert_eq!(tool_calls.len(), results.len());
+    for c in &tool_calls {
+        let id = &c["tool_call_id"];
+        let r = results
+            .iter()
+            .find(|r| r["tool_call_id"] == *id)
+            .expect("a result");
+        assert_eq!(r["parent_id"], c["parent_id"]);
+        let parent = ev
+            .iter()
+            .find(|e| e["id"] == c["parent_id"])
+            .expect("the call's parent");
+        assert_eq!(parent["type"], "model_call", "{parent}");
+    }
+    let escape = results
+        .iter()
+        .find(|r| r["ok"] == false && r["error"].as_str().unwrap_or_default().contains(".."))
+        .expect("the escape");
+    assert_eq!(escape["tool"], "read_file");
+    assert!(
+        of("artifact_stored")
+            .iter()
+            .any(|a| a["bytes"].as_u64() > Some(59_000))
+    );
+    assert!(
+        of("decision_attribution")
+            .iter()
+            .all(|d| d["source"] == "block" && d["choice"] == "X=40")
+    );
+    assert!(!of("decision_attribution").is_empty());
+
+    // The key is nowhere on disk: not in the archive, the artifacts, the
+    // worktrees, the events, the state.
+    let mut all = Vec::new();
+    files_under(t.path(), &mut all);
+    for f in all {
+        if let Ok(bytes) = std::fs::read(&f) {
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(KEY),
+                "the API key was written to {}",
+                f.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_night_with_the_llm_driver_over_chat_completions_keeps_a_tool_made_change() {
+    a_night(Api::OpenAi);
+}
+
+#[test]
+fn a_night_with_the_llm_driver_over_anthropic_messages_keeps_a_tool_made_change() {
+    a_night(Api::Anthropic);
+}
+
+#[test]
+fn model_api_failures_are_data_and_five_in_a_row_stop_the_night_red() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt.block_on(MockServer::start());
+    let count = Arc::new(Mutex::new(0u32));
+    let seen = count.clone();
+    rt.block_on(
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(move |_: &Request| {
+                let mut n = seen.lock().unwrap();
+                *n += 1;
+                if *n == 1 {
+                    // A proxy's page where JSON was expected.
+                    ResponseTemplate::new(200).set_body_string("<html>502 from the proxy</html>")
+                } else {
+                    ResponseTemplate::new(500)
+                        .insert_header("retry-after-ms", "5")
+                        .set_body_string(r#"{"error":{"message":"The server had an error","type":"server_error"}}"#)
+                }
+            })
+            .mount(&server),
+    );
+    let t = project(Api::OpenAi, &server.uri(), 10);
+    let run = t.ooda_env(&["run", "b"], &[("OODA_TEST_LLM_KEY", KEY)]);
+    assert!(
+        run.stdout.contains("red_failure_streak"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    assert_eq!(t.iterations("b"), [0, 1, 2, 3, 4, 5]);
+    let first = t.record("b", 1);
+    assert_eq!(first.verdict, Verdict::Invalid);
+    assert!(
+        first.reason.contains("unreadable_response") && first.reason.contains("not JSON"),
+        "{}",
+        first.reason
+    );
+    let second = t.record("b", 2);
+    assert!(
+        second
+            .reason
+            .contains("model API: HTTP 500 server_error after 5 tries (The server had an error)"),
+        "{}",
+        second.reason
+    );
+    // One garbage answer (not retried) and four PLANs of five tries each.
+    assert_eq!(*count.lock().unwrap(), 1 + 4 * 5);
+}
