@@ -931,11 +931,16 @@ fn check_agent(
     let path = join("agents", name);
     let before = ck.problems.len();
     let example = format!("{name}: {{command: [./agent.sh], prompt: stdin, format: text}}");
-    if name == "builtin" {
+    let reserved = match name.as_str() {
+        "builtin" => Some("`builtin` is ooda's own knob search"),
+        "llm" => Some("`llm` is ooda's own llm driver (set its model under `models:`)"),
+        _ => None,
+    };
+    if let Some(what) = reserved {
         ck.report(
             Some(entry.line),
             Some(&path),
-            "`builtin` is ooda's own knob search and cannot be redefined; pick another name",
+            format!("{what} and cannot be redefined; pick another name"),
         )
         .example(example.replace(name.as_str(), "my-agent"));
         return None;
@@ -1264,6 +1269,39 @@ mod tests {
         let mut ps = problems(text);
         assert_eq!(ps.len(), 1, "{ps:#?}");
         ps.remove(0)
+    }
+
+    #[test]
+    fn the_drivers_names_cannot_be_profiles() {
+        for name in ["builtin", "llm"] {
+            let p = only(&format!(
+                "agents:\n  {name}: {{command: [./a.sh], prompt: stdin, format: text}}\n"
+            ));
+            assert_eq!(p.key.as_deref(), Some(format!("agents.{name}").as_str()));
+            assert!(p.message.contains("cannot be redefined"), "{}", p.message);
+        }
+    }
+
+    #[test]
+    fn model_tiers_take_a_window_an_output_limit_and_retries() {
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "models:\n  heavy: {provider: openai, model: m, context_window: 200_000, max_output: 8192, max_retries: 0}\n  light: {provider: anthropic, model: h}\n",
+        )
+        .unwrap();
+        let h = &cfg.models["heavy"];
+        assert_eq!(
+            (h.context_window, h.max_output, h.max_retries),
+            (200_000, 8192, 0)
+        );
+        let l = &cfg.models["light"];
+        assert_eq!(
+            (l.context_window, l.max_output, l.max_retries),
+            (128_000, 4_096, 4)
+        );
+        assert_eq!(l.base_url(), "https://api.anthropic.com/v1");
+        let p = only("models:\n  heavy: {provider: openai, model: m, context_window: 10}\n");
+        assert_eq!(p.key.as_deref(), Some("models.heavy.context_window"));
     }
 
     #[test]
