@@ -1109,3 +1109,18 @@ fn analyze_is_a_command_or_a_command_with_its_timeout() {
     )));
     assert_problem(&p, Some(4), Some("analyze.timeout"), "expected a duration");
 }
+
+#[test]
+fn the_llm_driver_takes_a_model_and_an_allow_list() {
+    let min = "metric: {name: t, command: ./b.sh, direction: minimize}\nagent: llm\n";
+    let b = ok(&with_front(&format!(
+        "{min}model: light\ntools: {{allow: [\"cargo build\", ./profile.sh]}}\n"
+    )));
+    assert_eq!(b.agent.as_deref(), Some("llm"));
+    assert_eq!(b.model.as_deref(), Some("light"));
+    assert_eq!(b.tools_allow, ["cargo build", "./profile.sh"]);
+    let p = only(&with_front(&format!("{min}tools: {{deny: [x]}}\n")));
+    assert_eq!(p.key.as_deref(), Some("tools.deny"));
+    let p = only(&with_front(&format!("{min}tools: {{allow: [\"\"]}}\n")));
+    assert_eq!(p.key.as_deref(), Some("tools.allow[0]"));
+}

@@ -158,6 +158,26 @@ impl Respond for Model {
             }
         };
         let s = seen(self.api, &body);
+        if s.system.contains("You condense tool output") {
+            // L2 on the light tier: condensed over OpenAI; over Anthropic
+            // the request is refused, and the driver falls back.
+            if body["model"] != "test-light" || body["temperature"] != 0.3 {
+                wrong(format!(
+                    "L2 request {n}: model {} temperature {}",
+                    body["model"], body["temperature"]
+                ));
+            }
+            return match self.api {
+                Api::OpenAi => ResponseTemplate::new(200).set_body_json(json!({
+                    "model": "test-light",
+                    "choices": [{"finish_reason": "stop", "message": {"role": "assistant",
+                        "content": "CONDENSED: 1,600 padding lines and one request_id line"}}],
+                    "usage": {"prompt_tokens": 300, "completion_tokens": 20}})),
+                Api::Anthropic => ResponseTemplate::new(400).set_body_string(
+                    r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long"}}"#,
+                ),
+            };
+        }
         // Every tool result answers a call the same prompt holds.
         for (id, _) in &s.results {
             if !s.calls.iter().any(|(c, _)| c == id) {
@@ -244,10 +264,22 @@ impl Respond for Model {
                 ),
                 4 => {
                     let stub = last("read_file").unwrap_or_default();
-                    if stub.len() > 2_000 || !stub.contains("__stored") {
+                    if !stub.contains("__stored") {
                         wrong(format!(
                             "EXECUTE: the 60 KB file reached the prompt as {} chars",
                             stub.len()
+                        ));
+                    }
+                    // The next step depends on it: the data block shows it
+                    // (its enhanced summary opens with L2's summary) and the
+                    // transcript's stub is a bare pointer.
+                    let condensed = match self.api {
+                        Api::OpenAi => s.all.contains("CONDENSED: 1,600 padding lines"),
+                        Api::Anthropic => s.all.contains("__fallbackTruncated"),
+                    };
+                    if !condensed || !stub.contains("__shown") {
+                        wrong(format!(
+                            "EXECUTE: no L2 summary in the data block, or a full stub: {stub}"
                         ));
                     }
                     if s.all.len() > 40_000 {
@@ -357,7 +389,7 @@ fn project(api: Api, url: &str, iterations: u32) -> Test {
     t.write(
         "ooda.yaml",
         &format!(
-            "{QUIET_CONFIG}models:\n  heavy: {{provider: {provider}, model: test-heavy, base_url: \"{base}\", api_key_env: OODA_TEST_LLM_KEY, price_in: 3, price_out: 15}}\n"
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: {provider}, model: test-heavy, base_url: \"{base}\", api_key_env: OODA_TEST_LLM_KEY, price_in: 3, price_out: 15}}\n  light: {{provider: {provider}, model: test-light, base_url: \"{base}\", api_key_env: OODA_TEST_LLM_KEY}}\n"
         ),
     );
     t.script(
@@ -432,7 +464,8 @@ fn a_night(api: Api) {
     assert_eq!(t.git(&["show", "ooda/b:src/lib.txt"]).trim(), "code tuned");
     // PLAN (2 requests, one tried twice after the 429), EXECUTE (6), the
     // reviewer (1), LEARN (1).
-    assert_eq!(*s.requests.lock().unwrap(), 11);
+    // And L2's request for the 60 KB file.
+    assert_eq!(*s.requests.lock().unwrap(), 12);
     let review = rec
         .subagents
         .iter()
@@ -461,12 +494,28 @@ fn a_night(api: Api) {
     assert_eq!(of("model_retry")[0]["wait_seconds"], 1.0);
     let requests = of("model_request");
     let responses = of("model_response");
-    assert_eq!((requests.len(), responses.len()), (10, 10));
-    assert!(
-        responses
-            .iter()
-            .all(|r| r["finish_reason"] != "" && r["latency_seconds"].as_f64().is_some())
-    );
+    assert_eq!((requests.len(), responses.len()), (11, 11));
+    assert!(responses.iter().all(|r| (r["finish_reason"] != ""
+        && r["latency_seconds"].as_f64().is_some())
+        != r["error"].is_string()));
+    // Over Anthropic, L2's request was refused: one failure as data, and
+    // the step went on with the structured truncation.
+    let failed: Vec<&&Value> = responses
+        .iter()
+        .filter(|r| r["error"].is_string())
+        .collect();
+    match api {
+        Api::OpenAi => assert!(failed.is_empty(), "{failed:?}"),
+        Api::Anthropic => {
+            assert_eq!(failed.len(), 1);
+            assert!(
+                failed[0]["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("HTTP 400 invalid_request_error")
+            );
+        }
+    }
     // Tool calls pair with their results, under the agent call's span.
     let tool_calls = of("tool_call");
     let results = of("tool_result");
