@@ -22,7 +22,7 @@
 //! is checked: is the value in the prompt verbatim, or one `fetch_stored`
 //! away (in a stored ref whose id the prompt names)?
 
-use ooda::driver::llm::context::{Layers, Memory, Turn, plain_summary, triage};
+use ooda::driver::llm::context::{Layers, Memory, Turn, Window, plain_summary, triage};
 use ooda::driver::llm::store::Store;
 use ooda::driver::llm::tools;
 use ooda::driver::llm::wire::{Message, ToolCall};
@@ -149,6 +149,7 @@ fn main() {
     let mut squeezed: Vec<Message> = naive.clone();
     let mut compactions = 0;
     let (mut total_naive, mut total_squeezed, mut total_layers) = (0u64, 0u64, 0u64);
+    let (mut fetch_tokens, mut fetches) = (0u64, 0u32);
     let mut survived = Vec::new();
     println!("context window {window} tokens; tokens = chars / 4\n");
     println!(
@@ -160,7 +161,7 @@ fn main() {
         memory.steps = i as u32;
         memory.fit_window(&l, &mut store).unwrap();
         if memory
-            .compact(&system, &mut store, &l, window)
+            .compact(&system, &mut store, &l, &Window::plain(window))
             .unwrap()
             .is_some()
         {
@@ -215,6 +216,21 @@ fn main() {
             tl
         );
         if !s.needs.is_empty() {
+            // What the layers' "one fetch away" costs: per ref holding a
+            // value the prompt lacks, one more request (this prompt again)
+            // with a page of up to 8,000 chars of the ref in it.
+            for r in &store.refs {
+                let needed = s.needs.iter().any(|n| {
+                    !with_text.contains(n.as_str())
+                        && store
+                            .contents(&r.id)
+                            .is_some_and(|c| c.contains(n.as_str()))
+                });
+                if needed {
+                    fetch_tokens += tl + (r.chars.min(8_000) as u64).div_ceil(4);
+                    fetches += 1;
+                }
+            }
             survived.push((
                 i + 1,
                 s.needs.len(),
@@ -240,7 +256,8 @@ fn main() {
                 (shown, false) => Turn::plain(Message::tool(&id, shown, false)),
                 (_, true) => {
                     let r = store.put(&s.tool, &s.result).unwrap().clone();
-                    if let Some(summary) = plain_summary(&s.tool, &s.result, &l) {
+                    let shown = triage(&s.tool, &s.result, &l).0;
+                    if let Some(summary) = plain_summary(&s.tool, &s.result, &shown, &l) {
                         store.set_summary(&r.id, summary);
                     }
                     let r = store.get(&r.id).unwrap().clone();
@@ -256,6 +273,11 @@ fn main() {
         "\ntotal prompt tokens over 30 steps: raw transcript {total_naive}; compressor only {total_squeezed} ({:.1}% fewer); layers {total_layers} ({:.1}% fewer)",
         pct(total_squeezed),
         pct(total_layers)
+    );
+    println!(
+        "layers with the fetches the needed values cost ({fetches} requests): {} ({:.1}% fewer)",
+        total_layers + fetch_tokens,
+        pct(total_layers + fetch_tokens)
     );
     println!(
         "refs stored {}, compactions {compactions}",

@@ -256,6 +256,9 @@ pub struct ModelTier {
     pub max_output: u64,
     /// Retries of one request after a retryable failure (429, 5xx, …).
     pub max_retries: u32,
+    /// How long one request may take (a local server that hangs must not
+    /// hold the step until its own timeout).
+    pub timeout: Duration,
 }
 
 /// What a tier's window is taken to be when `ooda.yaml` does not say.
@@ -264,6 +267,8 @@ pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 pub const DEFAULT_MAX_OUTPUT: u64 = 4_096;
 /// As the official SDKs do.
 pub const DEFAULT_MAX_RETRIES: u32 = 4;
+/// One request's limit when `ooda.yaml` does not say.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl ModelTier {
     /// The URL requests go to when `base_url` is not set.
@@ -354,6 +359,7 @@ const MODEL_KEYS: &[&str] = &[
     "context_window",
     "max_output",
     "max_retries",
+    "timeout",
 ];
 
 fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat) -> AgentProfile {
@@ -1234,6 +1240,15 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
     let context_window = count(ck, "context_window", 1_000, "context_window: 200000");
     let max_output = count(ck, "max_output", 16, "max_output: 8192");
     let max_retries = count(ck, "max_retries", 0, "max_retries: 4");
+    let timeout = fields.get("timeout").and_then(|e| {
+        ck.expect(
+            &e.value,
+            &join(&path, "timeout"),
+            "a duration above zero, for one request",
+            "timeout: 5m",
+            |n| crate::brief::parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
+        )
+    });
 
     if ck.problems.len() > before {
         return None;
@@ -1250,6 +1265,7 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
         max_retries: max_retries
             .map(|r| u32::try_from(r.min(20)).unwrap_or(20))
             .unwrap_or(DEFAULT_MAX_RETRIES),
+        timeout: timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
     })
 }
 

@@ -679,6 +679,10 @@ impl Definition {
     pub fn driver_name(&self, brief_agent: Option<&str>) -> String {
         match self.driver {
             SubDriver::Command => match self.agent.as_deref().or(brief_agent) {
+                // The Brief's agent is the llm driver: it plays this one too.
+                Some(a) if self.agent.is_none() && a.starts_with("llm:") => {
+                    format!("{a} (the Brief's llm driver)")
+                }
                 Some(a) => format!("command:{a}"),
                 None => "command (no profile)".into(),
             },

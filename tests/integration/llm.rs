@@ -314,7 +314,7 @@ impl Respond for Model {
                 }
                 _ => {
                     match last("run_command") {
-                        Some(c) if c.contains("not a command this Brief allows") => {}
+                        Some(c) if c.contains("not one of the commands this Brief allows") => {}
                         other => wrong(format!("EXECUTE: curl was not refused: {other:?}")),
                     }
                     answer(
@@ -354,22 +354,18 @@ struct Served {
     wrong: Arc<Mutex<Vec<String>>>,
 }
 
-fn serve(api: Api) -> Served {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+/// A scripted server on a runtime of its own, answering with what `make`
+/// builds from the request counter and the list of what went wrong.
+fn served<R: Respond + 'static>(
+    make: impl FnOnce(Arc<Mutex<u32>>, Arc<Mutex<Vec<String>>>) -> R,
+) -> Served {
+    let rt = runtime();
     let server = rt.block_on(MockServer::start());
     let requests = Arc::new(Mutex::new(0));
     let wrong = Arc::new(Mutex::new(Vec::new()));
     rt.block_on(
         Mock::given(wiremock::matchers::method("POST"))
-            .respond_with(Model {
-                api,
-                requests: requests.clone(),
-                wrong: wrong.clone(),
-            })
+            .respond_with(make(requests.clone(), wrong.clone()))
             .mount(&server),
     );
     Served {
@@ -378,6 +374,22 @@ fn serve(api: Api) -> Served {
         requests,
         wrong,
     }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn serve(api: Api) -> Served {
+    served(|requests, wrong| Model {
+        api,
+        requests,
+        wrong,
+    })
 }
 
 fn project(api: Api, url: &str, iterations: u32) -> Test {
@@ -577,11 +589,7 @@ fn a_night_with_the_llm_driver_over_anthropic_messages_keeps_a_tool_made_change(
 
 #[test]
 fn model_api_failures_are_data_and_five_in_a_row_stop_the_night_red() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let server = rt.block_on(MockServer::start());
     let count = Arc::new(Mutex::new(0u32));
     let seen = count.clone();
@@ -627,4 +635,222 @@ fn model_api_failures_are_data_and_five_in_a_row_stop_the_night_red() {
     );
     // One garbage answer (not retried) and four PLANs of five tries each.
     assert_eq!(*count.lock().unwrap(), 1 + 4 * 5);
+}
+
+type Play = Box<dyn Fn(&Seen, usize, &dyn Fn(String)) -> ResponseTemplate + Send + Sync>;
+
+/// A scripted model from a closure: `play` sees each request (and a way to
+/// write down what is wrong); the pairing of tool results with their calls
+/// is checked for every request.
+struct Script {
+    api: Api,
+    play: Play,
+    requests: Arc<Mutex<u32>>,
+    wrong: Arc<Mutex<Vec<String>>>,
+}
+
+impl Respond for Script {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let n = {
+            let mut r = self.requests.lock().unwrap();
+            *r += 1;
+            *r as usize
+        };
+        let wrong = |what: String| self.wrong.lock().unwrap().push(what);
+        let body: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+        let s = seen(self.api, &body);
+        for (id, _) in &s.results {
+            if !s.calls.iter().any(|(c, _)| c == id) {
+                wrong(format!("request {n}: a tool result {id} without its call"));
+            }
+        }
+        (self.play)(&s, n, &wrong)
+    }
+}
+
+fn serve_script(api: Api, play: Play) -> Served {
+    served(|requests, wrong| Script {
+        api,
+        play,
+        requests,
+        wrong,
+    })
+}
+
+fn ok(api: Api, n: usize, calls: &[(&str, Value)]) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(answer(api, n, calls))
+}
+
+fn plan_answer() -> Value {
+    json!({"answer": {"hypothesis": "X=40 is the bottom of the curve", "change": "set X to 40",
+        "cites": [0], "axes": [{"name": "X", "direction": "up"}],
+        "predicted_effect": 0.3, "predicted_sd": 0.1, "knobs": {"X": 40}}})
+}
+
+/// A long EXECUTE in a small window: 24 files read one by one. The
+/// transcript is folded (window and L3), every tool result still answers a
+/// call in the same request, and the handover keeps what was read.
+fn a_long_step_compacts(api: Api) {
+    let s = serve_script(
+        api,
+        Box::new(move |s, n, wrong| {
+            if s.system.contains("PLAN phase") {
+                return ok(api, n, &[("finish", plan_answer())]);
+            }
+            if s.system.contains("LEARN phase") {
+                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
+            }
+            if s.system.contains("subagent") {
+                return ok(
+                    api,
+                    n,
+                    &[(
+                        "finish",
+                        json!({"answer": {"verdict": "approve", "findings": []}}),
+                    )],
+                );
+            }
+            let reads = s.calls.iter().filter(|(_, t)| t == "read_file").count();
+            let folded = s.all.contains("Handover (earlier turns");
+            // How many reads so far: the ones in view plus the handover's.
+            let done = reads + s.all.matches("read_file {").count();
+            if done >= 24 || (folded && reads == 0 && done == 0) {
+                if !folded {
+                    wrong(
+                        "EXECUTE: 24 reads of 2 KB in a 4,000-token window were never folded"
+                            .into(),
+                    );
+                }
+                if !s.all.contains("f03.txt") {
+                    wrong("EXECUTE: the handover lost the early reads".into());
+                }
+                return ok(
+                    api,
+                    n,
+                    &[
+                        (
+                            "edit_file",
+                            json!({"path": "src/lib.txt", "old": "code", "new": "code tuned"}),
+                        ),
+                        (
+                            "finish",
+                            json!({"answer": {"change": "read every file, tuned lib.txt"}}),
+                        ),
+                    ],
+                );
+            }
+            ok(
+                api,
+                n,
+                &[("read_file", json!({"path": format!("data/f{done:02}.txt")}))],
+            )
+        }),
+    );
+    let t = Test::new();
+    let (provider, base) = match api {
+        Api::OpenAi => ("openai", format!("{}/v1", s.server.uri())),
+        Api::Anthropic => ("anthropic", s.server.uri()),
+    };
+    t.write(
+        "ooda.yaml",
+        &format!("{QUIET_CONFIG}models:\n  heavy: {{provider: {provider}, model: test-heavy, base_url: \"{base}\", context_window: 4000, max_output: 256}}\n"),
+    );
+    for i in 0..24 {
+        t.write(
+            &format!("data/f{i:02}.txt"),
+            &format!("FILE-{i:02} {}\n", "x".repeat(2_000)),
+        );
+    }
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project to read through");
+    t.ooda(&["run", "b"]).expect(4);
+    let wrong = s.wrong.lock().unwrap().clone();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    assert_eq!(
+        t.record("b", 1).verdict,
+        Verdict::Keep,
+        "{}",
+        t.record("b", 1).reason
+    );
+    let ev = t.events("b");
+    let compactions: Vec<&Value> = ev.iter().filter(|e| e["type"] == "compaction").collect();
+    assert!(!compactions.is_empty());
+    assert!(
+        compactions
+            .iter()
+            .all(|c| c["messages_removed"].as_u64() >= Some(2))
+    );
+    // Inline results were stored before their turns were folded: each is
+    // announced, and none is lost.
+    assert!(ev.iter().filter(|e| e["type"] == "artifact_stored").count() >= 10);
+}
+
+#[test]
+fn a_long_step_in_a_small_window_compacts_with_every_tool_pair_intact_over_chat_completions() {
+    a_long_step_compacts(Api::OpenAi);
+}
+
+#[test]
+fn a_long_step_in_a_small_window_compacts_with_every_tool_pair_intact_over_anthropic() {
+    a_long_step_compacts(Api::Anthropic);
+}
+
+#[test]
+fn a_prompt_showing_a_ref_twice_is_refused_with_an_anomaly() {
+    let api = Api::OpenAi;
+    let s = serve_script(
+        api,
+        Box::new(move |s, n, _| {
+            if !s.system.contains("PLAN phase") {
+                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
+            }
+            match (s.results.len(), s.results.first()) {
+                (0, _) => ok(api, n, &[("list_files", json!({"dir": "."}))]),
+                // The next request shows the list in the data block; the
+                // one after, as its stub with the summary.
+                (1, _) => ok(api, n, &[("read_file", json!({"path": "src/lib.txt"}))]),
+                // A model that copies the stub it was shown into its reply:
+                // the stub's summary would be in the prompt twice.
+                (_, Some((_, stub))) => {
+                    if !stub.contains("__summary") {
+                        return ok(api, n, &[("finish", json!({"answer": {}}))]);
+                    }
+                    let mut a = answer(api, n, &[("read_file", json!({"path": "src/lib.txt"}))]);
+                    a["choices"][0]["message"]["content"] = json!(format!("I got {stub}"));
+                    ResponseTemplate::new(200).set_body_json(a)
+                }
+                _ => ok(api, n, &[("finish", json!({"answer": {}}))]),
+            }
+        }),
+    );
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: m, base_url: \"{}/v1\"}}\n",
+            s.server.uri()
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project");
+    t.ooda(&["run", "b"]);
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Invalid);
+    assert!(
+        rec.reason.contains("refused the prompt") && rec.reason.contains("one form only"),
+        "{}",
+        rec.reason
+    );
+    let ev = t.events("b");
+    assert!(
+        ev.iter()
+            .any(|e| e["type"] == "anomaly" && e["kind"] == "context_duplicate"),
+        "no anomaly event"
+    );
 }

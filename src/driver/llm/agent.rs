@@ -5,18 +5,21 @@
 //! gives, so the phases read an llm step exactly as they read a CLI's.
 //! Everything the loop meets is data: a failed request, a tool error, a
 //! refused prompt becomes the call's outcome and problem, never a panic.
+//! The step's deadline holds inside requests and commands too: each try,
+//! retry wait and command gets at most what is left of it.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::client::Client;
-use super::context::{Layers, Memory, Turn};
+use super::context::{Layers, Memory, Turn, Window};
+use super::retry::ApiError;
 use super::store::Store;
 use super::tools::{self, Bench, Done};
-use super::wire::{Message, Request};
+use super::wire::{Completion, Message, Request, ToolCall};
 use crate::agent_output::Source;
 use crate::brief::Brief;
 use crate::config::{Config, ModelTier, TIERS};
@@ -26,13 +29,11 @@ use crate::events::{Event, Span};
 use crate::executor::Lease;
 use crate::model::{AnomalyKind, Phase, Usage};
 
-/// Requests one step may make.
+/// Requests one step may make (L2's included).
 pub const MAX_REQUESTS: u32 = 40;
 /// Times a model that answers in prose is asked to call `finish`.
 const NUDGES: u32 = 2;
-/// Longest one request may take.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
-/// L2's request limits.
+/// L2's request limits: one condensation may take this long in all.
 const CONDENSE_TIMEOUT: Duration = Duration::from_secs(60);
 const CONDENSE_INPUT: usize = 60_000;
 
@@ -49,8 +50,11 @@ pub struct LlmSetup {
     pub allowed: Vec<String>,
     pub layers: Layers,
     pub max_requests: u32,
-    /// How long one allowed command may run.
+    /// How long one allowed command may run (as long as a guard may).
     pub command_timeout: Duration,
+    /// Every tier's `api_key_env`: emptied for the commands the agent
+    /// runs, and their values scrubbed from everything written.
+    pub secret_vars: Vec<String>,
 }
 
 impl LlmSetup {
@@ -63,6 +67,15 @@ impl LlmSetup {
         model: Option<&str>,
     ) -> std::result::Result<LlmSetup, String> {
         let choice = model.unwrap_or("heavy").trim().to_string();
+        // `hevy` is a typo, not a model id.
+        if !TIERS.contains(&choice.as_str())
+            && choice.chars().all(|c| c.is_ascii_lowercase())
+            && let Some(tier) = crate::yaml::suggest(&choice, TIERS)
+        {
+            return Err(format!(
+                "model `{choice}` is neither a tier nor a model id ooda can tell apart from one: did you mean `{tier}`? (a tier is light, medium or heavy; a model id is sent to the first tier's endpoint)"
+            ));
+        }
         let tier = if TIERS.contains(&choice.as_str()) {
             config.models.get(&choice).cloned().ok_or_else(|| {
                 format!(
@@ -99,6 +112,13 @@ impl LlmSetup {
         allowed.extend(brief.tools_allow.iter().cloned());
         allowed.retain(|c| !c.trim().is_empty());
         allowed.dedup();
+        let mut secret_vars: Vec<String> = config
+            .models
+            .values()
+            .filter_map(|t| t.api_key_env.clone())
+            .collect();
+        secret_vars.sort();
+        secret_vars.dedup();
         Ok(LlmSetup {
             choice,
             tier,
@@ -106,7 +126,8 @@ impl LlmSetup {
             allowed,
             layers: Layers::default(),
             max_requests: MAX_REQUESTS,
-            command_timeout: brief.metric.timeout.max(Duration::from_secs(60)),
+            command_timeout: crate::eval::long_timeout(brief),
+            secret_vars,
         })
     }
 
@@ -151,10 +172,20 @@ struct Loop<'a> {
     usage: Usage,
     model: Option<String>,
     transcript: std::path::PathBuf,
+    stem: String,
     started: Instant,
+    deadline: Instant,
     timeout: Duration,
     requests: u32,
+    window: Window,
+    /// The values of `secret_vars`, held in memory only, to scrub.
+    secrets: Vec<String>,
+    /// Refs announced with `artifact_stored` so far.
+    announced: usize,
 }
+
+/// How a step ended.
+type End = std::result::Result<Value, (CallOutcome, String)>;
 
 impl<'a> Loop<'a> {
     fn new(
@@ -166,16 +197,31 @@ impl<'a> Loop<'a> {
     ) -> Result<Loop<'a>> {
         crate::atomic::create_dir_all(inv.files_dir)?;
         let stem = stem(inv);
-        let prompt = crate::compress::redact(inv.prompt);
+        let secrets: Vec<String> = setup
+            .secret_vars
+            .iter()
+            .filter_map(|v| std::env::var(v).ok())
+            .map(|v| v.trim().to_string())
+            .filter(|v| v.chars().count() >= 8)
+            .collect();
+        let scrub = |t: &str| scrub(&secrets, t);
         crate::atomic::write_atomic(
             &inv.files_dir.join(format!("{stem}.prompt.md")),
-            prompt.as_bytes(),
+            scrub(inv.prompt).as_bytes(),
         )?;
         let transcript = inv.files_dir.join(format!("{stem}.transcript.jsonl"));
         crate::atomic::write_atomic(&transcript, b"")?;
         let edits = inv.phase == Phase::Execute;
         let bench = Bench {
             root: inv.cwd,
+            // The main agent's prompt names files of the archive; a
+            // subagent's context is only what its definition gives it.
+            archive: inv
+                .subagent
+                .is_none()
+                .then(|| inv.iterations_dir.canonicalize().ok())
+                .flatten(),
+            blank_env: setup.secret_vars.clone(),
             edits,
             allowed: &setup.allowed,
             lease,
@@ -183,30 +229,61 @@ impl<'a> Loop<'a> {
             command_timeout: setup.command_timeout,
             output_cap: inv.output_cap,
         };
+        let specs = tools::specs(edits, !setup.allowed.is_empty());
+        let schema_chars: usize = specs
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.schema.to_string().len())
+            .sum();
+        let started = Instant::now();
         Ok(Loop {
             setup,
             inv,
             cancel,
             bench,
-            client: Client::new(&setup.tier, REQUEST_TIMEOUT.min(timeout))?,
+            client: Client::new(&setup.tier)?,
             store: Store::new(&inv.files_dir.join(format!("{stem}.refs")), "r"),
-            memory: Memory::new(inv.prompt),
+            memory: Memory::new(&scrub(inv.prompt)),
             system: system_prompt(inv, edits, &setup.allowed),
-            specs: tools::specs(edits, !setup.allowed.is_empty()),
+            specs,
             span: inv.span,
             usage: Usage::default(),
             model: None,
             transcript,
-            started: Instant::now(),
+            stem,
+            started,
+            deadline: started + timeout,
             timeout,
             requests: 0,
+            window: Window {
+                tokens: setup.tier.context_window,
+                overhead: (schema_chars as u64).div_ceil(4),
+                ratio: 1.0,
+                reserve: setup.tier.max_output,
+            },
+            secrets,
+            announced: 0,
         })
+    }
+
+    fn scrub(&self, text: &str) -> String {
+        scrub(&self.secrets, text)
+    }
+
+    fn timed_out(&self) -> (CallOutcome, String) {
+        (
+            CallOutcome::TimedOut,
+            format!(
+                "the step timed out after {}",
+                crate::brief::format_duration(self.timeout)
+            ),
+        )
     }
 
     fn run(mut self) -> Result<Reply> {
         let mut nudges = 0;
+        let mut squeezed = false;
         let mut last_text = String::new();
-        let end = loop {
+        let end: End = loop {
             if self.requests >= self.setup.max_requests {
                 break Err((
                     CallOutcome::NoResult,
@@ -216,41 +293,72 @@ impl<'a> Loop<'a> {
                     ),
                 ));
             }
-            if self.started.elapsed() >= self.timeout {
-                break Err((
-                    CallOutcome::TimedOut,
-                    format!(
-                        "the step timed out after {}",
-                        crate::brief::format_duration(self.timeout)
-                    ),
-                ));
+            if Instant::now() >= self.deadline {
+                break Err(self.timed_out());
             }
             let prompt = match self.prompt()? {
                 Ok(p) => p,
                 Err(problem) => break Err((CallOutcome::Failed, problem)),
             };
             self.requests += 1;
-            let (system, messages) = (prompt.system, prompt.messages);
+            let estimate = self.window.estimate(prompt.chars);
             self.span.emit(Event::ModelRequest {
                 request: self.requests,
                 model: self.setup.tier.model.clone(),
-                messages: messages.len(),
+                messages: prompt.messages.len(),
                 prompt_chars: prompt.chars,
-                prompt_tokens_estimate: (prompt.chars as u64).div_ceil(4),
+                prompt_tokens_estimate: estimate,
             })?;
             let req = Request {
-                system: &system,
-                messages: &messages,
+                system: &prompt.system,
+                messages: &prompt.messages,
                 tools: &self.specs,
                 max_output: self.setup.tier.max_output,
                 temperature: None,
             };
-            let answer = match self.ask(&self.client, &req)? {
+            let answer = match self.ask(&self.client, &req, self.deadline)? {
                 Ok(a) => a,
-                Err(problem) => break Err((CallOutcome::Failed, problem)),
+                // The prompt was too long for the server after all (the
+                // estimate is an estimate): fold what the rules allow and
+                // send it once more.
+                Err(e) if too_long(&e) && !squeezed => {
+                    squeezed = true;
+                    let k = self.memory.split(usize::MAX);
+                    if k > 0 {
+                        let before = estimate;
+                        self.memory.fold(k, &mut self.store)?;
+                        let after = self.memory.measure(
+                            &self.system,
+                            &self.store,
+                            &self.setup.layers,
+                            &self.window,
+                        );
+                        self.span.emit(Event::Compaction {
+                            before_tokens: before,
+                            after_tokens: after,
+                            messages_removed: k,
+                        })?;
+                        self.announce()?;
+                    }
+                    continue;
+                }
+                Err(_) if Instant::now() >= self.deadline => break Err(self.timed_out()),
+                Err(e) => break Err((CallOutcome::Failed, self.scrub(&e.describe()))),
             };
             let setup = self.setup;
             self.count(&answer, &setup.tier);
+            if answer.tokens.input > 0 {
+                // The API's count of this prompt over the estimate, for
+                // the next one (prompts in other scripts take more tokens
+                // per character).
+                let est = estimate.saturating_sub(self.window.overhead).max(1) as f64;
+                let seen = answer
+                    .tokens
+                    .input
+                    .saturating_sub(self.window.overhead)
+                    .max(1) as f64;
+                self.window.ratio = (seen / est * self.window.ratio).clamp(0.5, 4.0);
+            }
             if !answer.model.is_empty() {
                 self.model = Some(answer.model.clone());
             }
@@ -278,28 +386,32 @@ impl<'a> Loop<'a> {
                 self.memory.transcript.push(Turn::plain(nudge));
                 continue;
             }
-            let mut finished = None;
             // One decision per model call: its block covers all its actions.
             let d = super::decision::attribute(&answer.text, answer.calls.first());
             self.span.emit(Event::DecisionAttribution {
                 tool_call_id: answer.calls.first().map(|c| c.id.clone()),
-                goal: d.goal,
-                options: d.options,
-                choice: d.choice,
-                why: d.why,
-                expected: d.expected,
+                goal: self.scrub(&d.goal),
+                options: d.options.iter().map(|o| self.scrub(o)).collect(),
+                choice: self.scrub(&d.choice),
+                why: self.scrub(&d.why),
+                expected: self.scrub(&d.expected),
                 source: d.source,
             })?;
+            let mut finished = None;
             for call in &answer.calls {
                 self.span.emit(Event::ToolCall {
                     tool_call_id: call.id.clone(),
                     tool: call.name.clone(),
-                    arguments: crate::compress::redact(&crate::prompt::clip(
-                        &call.arguments.to_string(),
-                        2_000,
-                    )),
+                    arguments: self.scrub(&crate::prompt::clip(&call.arguments.to_string(), 2_000)),
                 })?;
-                let turn = if call.name == tools::FINISH && finished.is_none() {
+                let turn = if finished.is_some() {
+                    // Nothing after finish is read, or run.
+                    Turn::plain(Message::tool(
+                        &call.id,
+                        "not run: finish ended the step",
+                        false,
+                    ))
+                } else if call.name == tools::FINISH {
                     match call.arguments.get("answer") {
                         Some(v @ Value::Object(_)) => {
                             finished = Some(v.clone());
@@ -307,11 +419,16 @@ impl<'a> Loop<'a> {
                         }
                         _ => Turn::plain(Message::tool(
                             &call.id,
-                            "finish needs `answer`: the step's JSON object (e.g. {\"answer\": {\"hypothesis\": …}}); call it again",
+                            "finish needs `answer`: the step's JSON object, with the fields the task shows (e.g. {\"answer\": {…}}); call it again",
                             true,
                         )),
                     }
                 } else {
+                    self.bench.command_timeout = self
+                        .setup
+                        .command_timeout
+                        .min(self.deadline.saturating_duration_since(Instant::now()))
+                        .max(Duration::from_secs(1));
                     self.tool(call)?
                 };
                 self.span.emit(Event::ToolResult {
@@ -323,7 +440,7 @@ impl<'a> Loop<'a> {
                     error: turn
                         .msg
                         .is_error
-                        .then(|| crate::prompt::clip(&turn.msg.text, 300)),
+                        .then(|| self.scrub(&crate::prompt::clip(&turn.msg.text, 300))),
                 })?;
                 self.log(&turn.msg)?;
                 self.memory.transcript.push(turn);
@@ -338,19 +455,31 @@ impl<'a> Loop<'a> {
     /// The next prompt: the window fitted, compacted when near the window.
     fn prompt(&mut self) -> Result<std::result::Result<super::context::Prompt, String>> {
         let l = &self.setup.layers;
-        self.memory.fit_window(l, &mut self.store)?;
-        if let Some((before, after, removed)) = self.memory.compact(
-            &self.system,
-            &mut self.store,
-            l,
-            self.setup.tier.context_window,
-        )? {
+        let before = self
+            .memory
+            .measure(&self.system, &self.store, l, &self.window);
+        let folded = self.memory.fit_window(l, &mut self.store)?;
+        if folded > 0 {
+            let after = self
+                .memory
+                .measure(&self.system, &self.store, l, &self.window);
+            self.span.emit(Event::Compaction {
+                before_tokens: before,
+                after_tokens: after,
+                messages_removed: folded,
+            })?;
+        }
+        if let Some((before, after, removed)) =
+            self.memory
+                .compact(&self.system, &mut self.store, l, &self.window)?
+        {
             self.span.emit(Event::Compaction {
                 before_tokens: before,
                 after_tokens: after,
                 messages_removed: removed,
             })?;
         }
+        self.announce()?;
         match self.memory.assemble(&self.system, &self.store, l) {
             Ok(p) => Ok(Ok(p)),
             Err(v) => {
@@ -363,15 +492,30 @@ impl<'a> Loop<'a> {
         }
     }
 
-    /// One request with its events; a final failure is the problem text.
+    /// `artifact_stored` for every ref not announced yet (folds store
+    /// results too).
+    fn announce(&mut self) -> Result<()> {
+        for r in &self.store.refs[self.announced..] {
+            self.span.emit(Event::ArtifactStored {
+                reference: format!("{}/{}", self.stem, r.id),
+                path: relative(self.inv.iterations_dir, &r.path),
+                bytes: std::fs::metadata(&r.path).map(|m| m.len()).unwrap_or(0),
+            })?;
+        }
+        self.announced = self.store.refs.len();
+        Ok(())
+    }
+
+    /// One request with its events.
     fn ask(
         &self,
         client: &Client,
         req: &Request,
-    ) -> Result<std::result::Result<super::wire::Completion, String>> {
+        deadline: Instant,
+    ) -> Result<std::result::Result<Completion, ApiError>> {
         let request = self.requests;
         let span = self.span;
-        let out = client.complete(req, self.cancel, |e, wait| {
+        let out = client.complete(req, request, self.cancel, deadline, |e, wait| {
             let _ = span.emit(Event::ModelRetry {
                 request,
                 status: e.status,
@@ -383,8 +527,6 @@ impl<'a> Loop<'a> {
         match out {
             Ok(a) => {
                 let t = a.completion.tokens;
-                let cost = (tier.price_in.is_some() || tier.price_out.is_some())
-                    .then(|| tier.cost(t.input, t.output));
                 span.emit(Event::ModelResponse {
                     request,
                     model: a.completion.model.clone(),
@@ -393,7 +535,7 @@ impl<'a> Loop<'a> {
                     cached: t.cached,
                     reasoning: t.reasoning,
                     latency_seconds: a.latency.as_secs_f64(),
-                    cost_usd: cost,
+                    cost_usd: priced(tier).then(|| tier.cost(t.input, t.output)),
                     finish_reason: a.completion.finish.clone(),
                     tries: a.tries,
                     error: None,
@@ -412,54 +554,22 @@ impl<'a> Loop<'a> {
                     cost_usd: None,
                     finish_reason: String::new(),
                     tries: e.tries,
-                    error: Some(e.describe()),
+                    error: Some(self.scrub(&e.describe())),
                 })?;
-                Ok(Err(e.describe()))
+                Ok(Err(e))
             }
         }
     }
 
-    /// Runs one tool call and returns its transcript turn (L1 applied).
-    fn tool(&mut self, call: &super::wire::ToolCall) -> Result<Turn> {
+    /// Runs one tool call and returns its transcript turn (L1 and L2 applied).
+    fn tool(&mut self, call: &ToolCall) -> Result<Turn> {
         let args = &call.arguments;
         let text = match call.name.as_str() {
-            tools::FETCH => {
-                let id = args.get("ref").and_then(Value::as_str).unwrap_or_default();
-                let Some(contents) = self.store.contents(id) else {
-                    let known: Vec<&str> = self.store.refs.iter().map(|r| r.id.as_str()).collect();
-                    return Ok(Turn::plain(Message::tool(
-                        &call.id,
-                        format!(
-                            "there is no stored ref `{id}`; the data index lists them: {}",
-                            known.join(", ")
-                        ),
-                        true,
-                    )));
-                };
-                let offset = args.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let length = args
-                    .get("length")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(8_000)
-                    .min(8_000) as usize;
-                let total = contents.chars().count();
-                let slice: String = contents.chars().skip(offset).take(length).collect();
-                let more = if offset + length < total {
-                    format!(
-                        "\n[chars {offset}-{} of {total}; fetch again with offset {} for more]",
-                        offset + slice.chars().count(),
-                        offset + length
-                    )
-                } else {
-                    String::new()
-                };
-                let mut t = Turn::plain(Message::tool(&call.id, format!("{slice}{more}"), false));
-                t.fetched = Some(id.to_string());
-                return Ok(t);
-            }
+            tools::FETCH => return Ok(self.fetch(call)),
             tools::INSIGHT => {
                 let text = args.get("text").and_then(Value::as_str).unwrap_or_default();
-                self.memory.add_insight(text, &self.setup.layers);
+                self.memory
+                    .add_insight(&self.scrub(text), &self.setup.layers);
                 return Ok(Turn::plain(Message::tool(
                     &call.id,
                     "kept in working memory",
@@ -467,8 +577,10 @@ impl<'a> Loop<'a> {
                 )));
             }
             _ => match self.bench.run(&call.name, args)? {
-                Done::Text(t) => t,
-                Done::Error(e) => return Ok(Turn::plain(Message::tool(&call.id, e, true))),
+                Done::Text(t) => self.scrub(&t),
+                Done::Error(e) => {
+                    return Ok(Turn::plain(Message::tool(&call.id, self.scrub(&e), true)));
+                }
             },
         };
         let l = &self.setup.layers;
@@ -480,36 +592,77 @@ impl<'a> Loop<'a> {
         let summary = if shown.chars().count() > l.condense_chars && self.setup.light.is_some() {
             Some(self.condense(&r.tool, &shown)?)
         } else {
-            super::context::plain_summary(&call.name, &text, l)
+            super::context::plain_summary(&call.name, &text, &shown, l)
         };
         if let Some(summary) = summary {
             self.store.set_summary(&r.id, summary);
         }
+        self.announce()?;
         let r = self.store.get(&r.id).cloned().unwrap_or(r);
-        self.span.emit(Event::ArtifactStored {
-            reference: r.id.clone(),
-            path: r
-                .path
-                .strip_prefix(self.inv.iterations_dir)
-                .unwrap_or(&r.path)
-                .display()
-                .to_string(),
-            bytes: std::fs::metadata(&r.path).map(|m| m.len()).unwrap_or(0),
-        })?;
         Ok(self.memory.stored(&call.id, &r))
     }
 
+    /// `fetch_stored`: a page of a stored result, exactly.
+    fn fetch(&self, call: &ToolCall) -> Turn {
+        let args = &call.arguments;
+        let id = args.get("ref").and_then(Value::as_str).unwrap_or_default();
+        let Some(contents) = self.store.contents(id) else {
+            let known: Vec<&str> = self.store.refs.iter().map(|r| r.id.as_str()).collect();
+            return Turn::plain(Message::tool(
+                &call.id,
+                format!(
+                    "there is no stored ref `{id}`; the data index lists them: {}",
+                    known.join(", ")
+                ),
+                true,
+            ));
+        };
+        let offset = usize::try_from(args.get("offset").and_then(Value::as_u64).unwrap_or(0))
+            .unwrap_or(usize::MAX);
+        let length = args
+            .get("length")
+            .and_then(Value::as_u64)
+            .unwrap_or(8_000)
+            .clamp(1, 8_000) as usize;
+        let total = contents.chars().count();
+        if offset >= total && total > 0 {
+            return Turn::plain(Message::tool(
+                &call.id,
+                format!(
+                    "`offset` {offset} is past the end of {id} ({total} chars); start below {total}"
+                ),
+                true,
+            ));
+        }
+        let slice: String = contents.chars().skip(offset).take(length).collect();
+        let end = offset.saturating_add(slice.chars().count());
+        let more = if end < total {
+            format!("\n[chars {offset}-{end} of {total}; fetch again with offset {end} for more]")
+        } else {
+            String::new()
+        };
+        let mut t = Turn::plain(Message::tool(&call.id, format!("{slice}{more}"), false));
+        // The whole ref, fetched: the stub elsewhere becomes a pointer. A
+        // page is not the ref in another form; its summary stays.
+        if offset == 0 && more.is_empty() {
+            t.fetched = Some(id.to_string());
+        }
+        t
+    }
+
     /// L2: the `light` tier's condensation of a large result, or the
-    /// structured truncation when it fails (or no light tier is set).
+    /// structured truncation when there is none or it fails (within 60 s
+    /// in all, retries included).
     fn condense(&mut self, tool: &str, text: &str) -> Result<String> {
         let l = &self.setup.layers;
-        let fallback = || {
-            json!({"__fallbackTruncated": true, "head": text.chars().take(l.fallback_chars).collect::<String>()}).to_string()
-        };
+        let fallback = || super::context::fallback(text, l);
         let Some(light) = &self.setup.light else {
             return Ok(fallback());
         };
-        let client = Client::new(light, CONDENSE_TIMEOUT)?;
+        if self.requests >= self.setup.max_requests {
+            return Ok(fallback());
+        }
+        let client = Client::new(light)?;
         let input: String = text.chars().take(CONDENSE_INPUT).collect();
         let ask = [Message::user(format!(
             "Condense this `{tool}` result into at most {} characters for an agent that will decide its next step from it. Keep every error and warning line, every id, hash, number and name exactly as written; say what kinds of lines you left out.\n\n{input}",
@@ -530,32 +683,34 @@ impl<'a> Loop<'a> {
             prompt_chars: input.chars().count(),
             prompt_tokens_estimate: (input.chars().count() as u64).div_ceil(4),
         })?;
-        let out = self.ask(&client, &req)?;
+        let deadline = self.deadline.min(Instant::now() + CONDENSE_TIMEOUT);
+        let out = self.ask(&client, &req, deadline)?;
         Ok(match out {
             Ok(c) if !c.text.trim().is_empty() => {
                 self.count(&c, light);
-                crate::prompt::clip(c.text.trim(), l.condense_max)
+                self.scrub(&crate::prompt::clip(c.text.trim(), l.condense_max))
             }
             _ => fallback(),
         })
     }
 
-    fn count(&mut self, c: &super::wire::Completion, tier: &ModelTier) {
+    fn count(&mut self, c: &Completion, tier: &ModelTier) {
         let t = c.tokens;
-        let cost = (tier.price_in.is_some() || tier.price_out.is_some())
-            .then(|| tier.cost(t.input, t.output));
         self.usage.add(&Usage {
             input: t.input,
             cached: t.cached,
             output: t.output,
-            cost_usd: cost,
+            cost_usd: priced(tier).then(|| tier.cost(t.input, t.output)),
         });
     }
 
-    /// Appends one message to the step's transcript file (redacted).
+    /// Appends one message to the step's transcript file, redacted as
+    /// JSON (values inside escaped strings too) and scrubbed.
     fn log(&mut self, m: &Message) -> Result<()> {
         use std::io::Write;
-        let line = crate::compress::redact(&serde_json::to_string(m).unwrap_or_default());
+        let mut v = serde_json::to_value(m).unwrap_or_default();
+        crate::compress::redact_json(&mut v);
+        let line = self.scrub(&v.to_string());
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&self.transcript)
@@ -568,25 +723,25 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    fn reply(
-        self,
-        end: std::result::Result<Value, (CallOutcome, String)>,
-        last_text: &str,
-    ) -> Result<Reply> {
+    fn reply(self, end: End, last_text: &str) -> Result<Reply> {
         let seconds = self.started.elapsed().as_secs_f64();
         let (outcome, problem, result) = match end {
             Ok(v) => {
-                let clean = crate::compress::redact(&v.to_string());
+                let mut clean = v.clone();
+                crate::compress::redact_json(&mut clean);
                 crate::atomic::write_atomic(
                     &self
                         .inv
                         .files_dir
-                        .join(format!("{}.result.json", stem(self.inv))),
-                    clean.as_bytes(),
+                        .join(format!("{}.result.json", self.stem)),
+                    self.scrub(&clean.to_string()).as_bytes(),
                 )?;
                 (CallOutcome::Ok, None, Ok((v, Source::FinishTool)))
             }
-            Err((o, p)) => (o, Some(crate::compress::redact(&p)), Err(p)),
+            Err((o, p)) => {
+                let p = self.scrub(&p);
+                (o, Some(crate::compress::redact(&p)), Err(p))
+            }
         };
         let call = AgentCall {
             phase: self.inv.phase,
@@ -605,9 +760,43 @@ impl<'a> Loop<'a> {
             call,
             result,
             tool_error: None,
-            excerpt: crate::compress::redact(&crate::prompt::clip(last_text, 4_000)),
+            excerpt: scrub(
+                &self.secrets,
+                &crate::compress::redact(&crate::prompt::clip(last_text, 4_000)),
+            ),
         })
     }
+}
+
+/// Whether the tier has prices (else no cost is claimed).
+fn priced(tier: &ModelTier) -> bool {
+    tier.price_in.is_some() || tier.price_out.is_some()
+}
+
+/// A refusal because the prompt is longer than the model takes.
+fn too_long(e: &ApiError) -> bool {
+    let said = format!("{} {}", e.kind, e.message).to_lowercase();
+    matches!(e.status, Some(400 | 413 | 422))
+        && [
+            "context_length",
+            "context length",
+            "too long",
+            "maximum context",
+            "too many tokens",
+        ]
+        .iter()
+        .any(|w| said.contains(w))
+}
+
+/// `text` redacted, with every secret value replaced.
+fn scrub(secrets: &[String], text: &str) -> String {
+    let mut t = crate::compress::redact(text);
+    for s in secrets {
+        if t.contains(s.as_str()) {
+            t = t.replace(s.as_str(), "[REDACTED]");
+        }
+    }
+    t
 }
 
 fn stem(inv: &Invocation) -> String {

@@ -20,9 +20,11 @@ pub struct Client {
     tier: ModelTier,
     http: reqwest::Client,
     rt: tokio::runtime::Runtime,
-    /// Longest one request may take.
-    timeout: Duration,
 }
+
+/// A response body larger than this is not read (a hostile or broken
+/// endpoint must not exhaust memory).
+const MAX_BODY: usize = 32 << 20;
 
 /// One request's answer and how long it took (the successful try only).
 #[derive(Debug)]
@@ -34,7 +36,7 @@ pub struct Answered {
 }
 
 impl Client {
-    pub fn new(tier: &ModelTier, timeout: Duration) -> Result<Client> {
+    pub fn new(tier: &ModelTier) -> Result<Client> {
         // reqwest is built without a TLS provider of its own (no OpenSSL,
         // no C build of aws-lc): ring is installed once for the process.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -50,7 +52,6 @@ impl Client {
             tier: tier.clone(),
             http,
             rt,
-            timeout,
         })
     }
 
@@ -67,24 +68,36 @@ impl Client {
         format!("{}{path}", self.tier.base_url())
     }
 
-    /// Sends `req`, retrying what may be retried. `waiting` hears of each
-    /// wait before it starts (the error and the delay). `Err` is only an
-    /// interruption; a request that failed for good is `Ok(Err(..))`, data.
+    /// Sends `req`, retrying what may be retried, until `deadline` (each
+    /// try gets the tier's `timeout` or what is left, and no wait runs
+    /// past it). `waiting` hears of each wait before it starts (the error
+    /// and the delay). `Err` is only an interruption; a request that failed
+    /// for good is `Ok(Err(..))`, data.
     pub fn complete(
         &self,
         req: &Request,
+        request: u32,
         cancel: &AtomicBool,
+        deadline: Instant,
         mut waiting: impl FnMut(&ApiError, Duration),
     ) -> Result<std::result::Result<Answered, ApiError>> {
         let body = match self.tier.provider {
-            Provider::Openai => openai::body(&self.tier.model, req),
+            Provider::Openai => openai::body(&self.tier.model, self.tier.base_url(), req),
             Provider::Anthropic => anthropic::body(&self.tier.model, req),
         };
         let mut tries = 0;
         loop {
             tries += 1;
             let started = Instant::now();
-            let error = match self.once(&body, cancel)? {
+            let left = deadline.saturating_duration_since(started);
+            if left.is_zero() {
+                let mut e =
+                    ApiError::transport("the step's time ran out before the request was sent");
+                e.retryable = false;
+                e.kind = "step_timeout".into();
+                return Ok(Err(ApiError { tries, ..e }));
+            }
+            let error = match self.once(&body, request, cancel, self.tier.timeout.min(left))? {
                 Ok(completion) => {
                     return Ok(Ok(Answered {
                         completion,
@@ -99,6 +112,9 @@ impl Client {
                 return Ok(Err(ApiError { tries, ..error }));
             }
             let wait = error.delay(retry, jitter());
+            if Instant::now() + wait >= deadline {
+                return Ok(Err(ApiError { tries, ..error }));
+            }
             waiting(&error, wait);
             crate::interrupt::sleep_unless(wait, cancel)?;
         }
@@ -107,12 +123,14 @@ impl Client {
     fn once(
         &self,
         body: &Value,
+        number: u32,
         cancel: &AtomicBool,
+        timeout: Duration,
     ) -> Result<std::result::Result<Completion, ApiError>> {
         let mut request = self
             .http
             .post(self.url())
-            .timeout(self.timeout)
+            .timeout(timeout)
             .header("content-type", "application/json")
             .body(body.to_string());
         match (self.key(), self.tier.provider) {
@@ -132,10 +150,24 @@ impl Client {
             };
             let status = response.status().as_u16();
             let headers = response.headers().clone();
-            let text = match response.text().await {
-                Ok(t) => t,
-                Err(e) => return Err(ApiError::transport(transport_words(&e))),
-            };
+            let mut response = response;
+            let mut bytes = Vec::new();
+            loop {
+                match response.chunk().await {
+                    Ok(Some(c)) => {
+                        bytes.extend_from_slice(&c);
+                        if bytes.len() > MAX_BODY {
+                            return Err(ApiError::garbage(
+                                status,
+                                format!("the response body is over {} MB", MAX_BODY >> 20),
+                            ));
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => return Err(ApiError::transport(transport_words(&e))),
+                }
+            }
+            let text = String::from_utf8_lossy(&bytes).into_owned();
             if !(200..300).contains(&status) {
                 return Err(ApiError::from_response(status, &headers, &text));
             }
@@ -149,7 +181,7 @@ impl Client {
                 )
             })?;
             let parsed = match provider {
-                Provider::Openai => openai::parse(&value),
+                Provider::Openai => openai::parse(&value, number),
                 Provider::Anthropic => anthropic::parse(&value),
             };
             parsed.map_err(|why| ApiError::garbage(status, why))
@@ -260,6 +292,7 @@ mod tests {
             context_window: DEFAULT_CONTEXT_WINDOW,
             max_output: DEFAULT_MAX_OUTPUT,
             max_retries: 4,
+            timeout: Duration::from_secs(10),
         }
     }
 
@@ -274,7 +307,13 @@ mod tests {
         };
         let mut waits = Vec::new();
         let out = client
-            .complete(&req, &AtomicBool::new(false), |_, w| waits.push(w))
+            .complete(
+                &req,
+                1,
+                &AtomicBool::new(false),
+                Instant::now() + Duration::from_secs(60),
+                |_, w| waits.push(w),
+            )
             .unwrap();
         (out, waits)
     }
@@ -302,11 +341,7 @@ mod tests {
                 .mount(&server)
                 .await;
         });
-        let c = Client::new(
-            &tier(Provider::Openai, &format!("{}/v1", server.uri())),
-            Duration::from_secs(10),
-        )
-        .unwrap();
+        let c = Client::new(&tier(Provider::Openai, &format!("{}/v1", server.uri()))).unwrap();
         let (out, waits) = ask(&c);
         let a = out.unwrap();
         assert_eq!(a.completion.text, "hello");
@@ -337,11 +372,7 @@ mod tests {
                 .mount(&server)
                 .await;
         });
-        let c = Client::new(
-            &tier(Provider::Anthropic, &server.uri()),
-            Duration::from_secs(10),
-        )
-        .unwrap();
+        let c = Client::new(&tier(Provider::Anthropic, &server.uri())).unwrap();
         let (out, waits) = ask(&c);
         assert_eq!(out.unwrap().completion.text, "done");
         assert_eq!(waits.len(), 2);
@@ -368,11 +399,7 @@ mod tests {
                 .expect(5)
                 .mount(&server),
         );
-        let c = Client::new(
-            &tier(Provider::Openai, &server.uri()),
-            Duration::from_secs(10),
-        )
-        .unwrap();
+        let c = Client::new(&tier(Provider::Openai, &server.uri())).unwrap();
         let (out, waits) = ask(&c);
         let e = out.unwrap_err();
         assert_eq!(e.tries, 5);
@@ -409,11 +436,7 @@ mod tests {
             ("b", "HTTP 401"),
             ("c", "insufficient_quota"),
         ] {
-            let c = Client::new(
-                &tier(Provider::Openai, &format!("{}/{p}", server.uri())),
-                Duration::from_secs(10),
-            )
-            .unwrap();
+            let c = Client::new(&tier(Provider::Openai, &format!("{}/{p}", server.uri()))).unwrap();
             let (out, waits) = ask(&c);
             let e = out.unwrap_err();
             assert!(e.describe().contains(says), "{p}: {}", e.describe());
@@ -424,24 +447,58 @@ mod tests {
 
     #[test]
     fn a_missing_key_variable_is_named_and_a_set_one_is_sent() {
+        // A variable every test process has, so nothing is set here (the
+        // environment is shared by the test threads).
+        let home = std::env::var("HOME").expect("HOME");
         let (rt, server) = server();
         rt.block_on(
-            Mock::given(header("authorization", "Bearer sk-test-key-1234567890"))
+            Mock::given(header("authorization", format!("Bearer {home}").as_str()))
                 .respond_with(ResponseTemplate::new(200).set_body_json(ok_body()))
                 .mount(&server),
         );
         let mut t = tier(Provider::Openai, &server.uri());
-        t.api_key_env = Some("OODA_TEST_KEY_UNSET_XYZ".into());
-        let (out, _) = ask(&Client::new(&t, Duration::from_secs(5)).unwrap());
+        t.api_key_env = Some("OODA_TEST_KEY_NEVER_SET_XYZ".into());
+        let (out, _) = ask(&Client::new(&t).unwrap());
         assert!(
             out.unwrap_err()
                 .describe()
-                .contains("OODA_TEST_KEY_UNSET_XYZ")
+                .contains("OODA_TEST_KEY_NEVER_SET_XYZ")
         );
-        t.api_key_env = Some("OODA_TEST_KEY_SET_XYZ".into());
-        // SAFETY: only this test reads this variable.
-        unsafe { std::env::set_var("OODA_TEST_KEY_SET_XYZ", "sk-test-key-1234567890") };
-        let (out, _) = ask(&Client::new(&t, Duration::from_secs(5)).unwrap());
+        t.api_key_env = Some("HOME".into());
+        let (out, _) = ask(&Client::new(&t).unwrap());
         assert_eq!(out.unwrap().completion.tokens.input, 10);
+    }
+
+    #[test]
+    fn no_retry_waits_past_the_step_s_deadline() {
+        let (rt, server) = server();
+        rt.block_on(
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "30"))
+                .expect(1)
+                .mount(&server),
+        );
+        let c = Client::new(&tier(Provider::Openai, &server.uri())).unwrap();
+        let msgs = [Message::user("hi")];
+        let req = Request {
+            system: "s",
+            messages: &msgs,
+            tools: &[],
+            max_output: 5,
+            temperature: None,
+        };
+        let started = Instant::now();
+        let out = c
+            .complete(
+                &req,
+                1,
+                &AtomicBool::new(false),
+                started + Duration::from_secs(5),
+                |_, _| {},
+            )
+            .unwrap();
+        assert_eq!(out.unwrap_err().status, Some(503));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        rt.block_on(server.verify());
     }
 }

@@ -87,16 +87,68 @@ pub fn triage(tool: &str, text: &str, l: &Layers) -> (String, bool) {
     } else {
         exact.clone()
     };
-    let lossy = shown != exact;
+    // Lossy: a line of the exact output is missing from what is shown
+    // (dropped, folded, or masked into a shape); whitespace does not count.
+    let kept: std::collections::HashSet<&str> = shown.lines().map(str::trim).collect();
+    let lossy = exact
+        .lines()
+        .map(str::trim)
+        .any(|l| !l.is_empty() && !kept.contains(l));
     let store = lossy || Store::wants(tool, &shown, l.store_chars, l.store_items);
     (shown, store)
 }
 
-/// The summary of a stored result when no model condenses it: for a
+/// The summary of a stored result no model condenses: over L2's size,
+/// the structured truncation (what L2 falls back to); below it, for a
 /// command, the compressor's view within L2's size; otherwise the store's
 /// own (the size and first line, or the first items).
-pub fn plain_summary(tool: &str, text: &str, l: &Layers) -> Option<String> {
+pub fn plain_summary(tool: &str, text: &str, shown: &str, l: &Layers) -> Option<String> {
+    if shown.chars().count() > l.condense_chars {
+        return Some(fallback(shown, l));
+    }
     (tool == super::tools::RUN).then(|| crate::compress::excerpt(text, l.condense_max))
+}
+
+/// L2's structured truncation: the first chars of what the compressor
+/// left, in a wrapper that says it was cut.
+pub fn fallback(shown: &str, l: &Layers) -> String {
+    serde_json::json!({
+        "__fallbackTruncated": true,
+        "head": shown.chars().take(l.fallback_chars).collect::<String>(),
+    })
+    .to_string()
+}
+
+/// What a prompt may take, and how its size is estimated before the API
+/// counts it: characters / 4, times the ratio the API's own count showed
+/// on the last request, plus what every request carries besides the
+/// messages (the tools' schemas).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Window {
+    /// The model's context window.
+    pub tokens: u64,
+    /// Tokens every request carries besides the prompt (tool schemas).
+    pub overhead: u64,
+    /// The API's count over the estimate, from the last request (1 at first).
+    pub ratio: f64,
+    /// Room kept for the answer (`max_output`).
+    pub reserve: u64,
+}
+
+impl Window {
+    /// A window of `tokens` with nothing else counted (tests, benchmarks).
+    pub fn plain(tokens: u64) -> Window {
+        Window {
+            tokens,
+            overhead: 0,
+            ratio: 1.0,
+            reserve: 0,
+        }
+    }
+
+    pub fn estimate(&self, chars: usize) -> u64 {
+        ((chars as f64 / 4.0) * self.ratio).ceil() as u64 + self.overhead
+    }
 }
 
 /// The form in which a ref's data appears in a prompt. A bare pointer
@@ -115,7 +167,8 @@ pub struct Turn {
     pub msg: Message,
     /// A tool message standing for this stored ref (its text is the stub).
     pub stored: Option<String>,
-    /// A `fetch_stored` result: it holds this ref's contents (or a slice).
+    /// A `fetch_stored` result holding this ref's whole contents (a page
+    /// of it is not the ref in another form: its summary stays shown).
     pub fetched: Option<String>,
 }
 
@@ -191,11 +244,16 @@ impl std::fmt::Display for Violation {
     }
 }
 
-/// Refuses a prompt that shows one ref in more than one form.
+/// Refuses a prompt that shows one ref in more than one form. The same
+/// form twice is one form: two pages of a ref fetched in turn are slices
+/// of the same inline data.
 pub fn check(shows: &[(String, Form)]) -> std::result::Result<(), Violation> {
     let mut by: BTreeMap<&str, Vec<Form>> = BTreeMap::new();
     for (r, f) in shows {
-        by.entry(r.as_str()).or_default().push(*f);
+        let forms = by.entry(r.as_str()).or_default();
+        if !forms.contains(f) {
+            forms.push(*f);
+        }
     }
     match by.into_iter().find(|(_, forms)| forms.len() > 1) {
         Some((r, forms)) => Err(Violation {
@@ -204,6 +262,48 @@ pub fn check(shows: &[(String, Form)]) -> std::result::Result<(), Violation> {
         }),
         None => Ok(()),
     }
+}
+
+/// The same check on the text itself: a ref's summary may appear as
+/// often as the builder placed it, no more (a model that copies a stub
+/// into its own reply would otherwise put the summary in a second place).
+fn check_text(
+    text: &str,
+    store: &Store,
+    shows: &[(String, Form)],
+) -> std::result::Result<(), Violation> {
+    for r in &store.refs {
+        if r.summary.chars().count() < 30 {
+            continue;
+        }
+        let needle = serde_json::to_string(&r.summary).unwrap_or_default();
+        let needle = needle.trim_matches('"');
+        let placed = store
+            .refs
+            .iter()
+            .filter(|o| o.summary == r.summary)
+            .map(|o| {
+                shows
+                    .iter()
+                    .filter(|(id, f)| *id == o.id && matches!(f, Form::Summary | Form::Enhanced))
+                    .count()
+            })
+            .sum::<usize>();
+        let raw = text.matches(r.summary.as_str()).count();
+        // Inside a stub the summary is JSON-escaped.
+        let found = if needle == r.summary {
+            raw
+        } else {
+            raw + text.matches(needle).count()
+        };
+        if found > placed {
+            return Err(Violation {
+                reference: r.id.clone(),
+                forms: vec![Form::Summary; found.min(4)],
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Memory {
@@ -322,21 +422,23 @@ impl Memory {
         Ok(k)
     }
 
-    /// L3: when the prompt reaches `compact_at` of the window, folds the
-    /// oldest turns until it is at most `compact_to` of it (or as far as
-    /// the rules allow). Returns (tokens before, after, turns folded).
+    /// L3: when the prompt reaches `compact_at` of the window (or would
+    /// leave no room for the answer), folds the oldest turns until it is at
+    /// most `compact_to` of it, or as far as the rules allow. Returns
+    /// (tokens before, after, turns folded).
     pub fn compact(
         &mut self,
         base: &str,
         store: &mut Store,
         l: &Layers,
-        context_tokens: u64,
+        w: &Window,
     ) -> Result<Option<(u64, u64, usize)>> {
-        let before = self.measure(base, store, l);
-        if (before as f64) < l.compact_at * context_tokens as f64 {
+        let before = self.measure(base, store, l, w);
+        let full = before.saturating_add(w.reserve) > w.tokens;
+        if (before as f64) < l.compact_at * w.tokens as f64 && !full {
             return Ok(None);
         }
-        let target = (l.compact_to * context_tokens as f64) as u64;
+        let target = (l.compact_to * w.tokens as f64) as u64;
         let mut removed = 0;
         loop {
             let k = self.split(2);
@@ -345,7 +447,7 @@ impl Memory {
             }
             self.fold(k, store)?;
             removed += k;
-            if self.measure(base, store, l) <= target {
+            if self.measure(base, store, l, w) <= target {
                 break;
             }
         }
@@ -353,13 +455,17 @@ impl Memory {
             return Ok(None);
         }
         self.compactions += 1;
-        Ok(Some((before, self.measure(base, store, l), removed)))
+        Ok(Some((before, self.measure(base, store, l, w), removed)))
     }
 
-    fn measure(&self, base: &str, store: &Store, l: &Layers) -> u64 {
-        self.assemble(base, store, l)
-            .map(|p| p.tokens())
-            .unwrap_or(u64::MAX)
+    /// Tokens the next prompt takes, as `w` estimates them.
+    pub fn measure(&self, base: &str, store: &Store, l: &Layers, w: &Window) -> u64 {
+        match self.assemble(base, store, l) {
+            Ok(p) => w.estimate(p.chars),
+            // A refused prompt is the builder's error, reported when it is
+            // built for sending; it says nothing about its size.
+            Err(_) => 0,
+        }
     }
 
     /// The prompt, or the ref it would show twice.
@@ -376,31 +482,41 @@ impl Memory {
             .iter()
             .filter_map(|t| t.fetched.as_deref())
             .collect();
-        // L4: what the next step depends on, within the budget.
+        // L4: what the next step depends on, within the budget, degraded
+        // in the source's order: whole (never the audit preview), else the
+        // enhanced summary, else the summary; the direct dependencies (what
+        // the last round stored) first, then the indirect ones (refs the
+        // model's last reply named), summaries only.
         let mut block = String::new();
         let mut in_block: Vec<&str> = Vec::new();
         let mut budget = l.fetch_budget;
-        for id in &self.depends {
-            let (Some(r), Some(contents)) = (store.get(id), store.contents(id)) else {
-                continue;
-            };
-            if fetched.contains(&id.as_str()) || in_block.contains(&id.as_str()) {
+        let indirect = self.mentioned(store);
+        let wanted = self
+            .depends
+            .iter()
+            .map(|id| (id.as_str(), true))
+            .chain(indirect.iter().map(|id| (id.as_str(), false)));
+        for (id, direct) in wanted {
+            let Some(r) = store.get(id) else { continue };
+            if fetched.contains(&id) || in_block.contains(&id) {
                 continue;
             }
-            let (form, body) = if r.chars <= l.inline_chars && r.chars <= budget {
-                (Form::Inline, contents)
-            } else {
-                let e = r.enhanced(&contents, l.enhanced_chars.min(budget));
-                if e.chars().count() < 80 {
-                    continue;
+            let head = format!("<<{} {}, {} chars>>\n", r.id, r.tool, r.chars);
+            let tail = format!("\n<</{}>>\n", r.id);
+            let room = budget.saturating_sub(head.chars().count() + tail.chars().count());
+            let contents = if direct { store.contents(id) } else { None };
+            let (form, body) = match contents {
+                Some(c) if r.chars <= l.inline_chars && r.chars <= room => (Form::Inline, c),
+                Some(c) if room >= 200 => {
+                    (Form::Enhanced, r.enhanced(&c, l.enhanced_chars.min(room)))
                 }
-                (Form::Enhanced, e)
+                _ if r.summary.chars().count() <= room => (Form::Summary, r.summary.clone()),
+                _ => continue,
             };
-            budget = budget.saturating_sub(body.chars().count());
-            block.push_str(&format!(
-                "<<{} {}, {} chars>>\n{body}\n<</{}>>\n",
-                r.id, r.tool, r.chars, r.id
-            ));
+            budget = room.saturating_sub(body.chars().count());
+            block.push_str(&head);
+            block.push_str(&body);
+            block.push_str(&tail);
             shows.push((r.id.clone(), form));
             in_block.push(&r.id);
         }
@@ -446,21 +562,40 @@ impl Memory {
             );
             for r in &store.refs {
                 let shown = elsewhere(&r.id) || stub_shown.contains(&r.id.as_str());
-                if shown {
-                    system.push_str(&format!(
-                        "- {} {}, {} chars (shown below)\n",
-                        r.id, r.tool, r.chars
-                    ));
+                let whole = fetched.contains(&r.id.as_str());
+                let where_ = if in_block.contains(&r.id.as_str()) {
+                    Some("in the data block at the end")
+                } else if whole {
+                    Some("fetched whole in the transcript")
+                } else if stub_shown.contains(&r.id.as_str()) {
+                    Some("its summary is on its stub in the transcript")
                 } else {
-                    system.push_str(&format!(
-                        "- {} {}, {} chars: {}\n",
-                        r.id, r.tool, r.chars, r.summary
-                    ));
-                    shows.push((r.id.clone(), Form::Summary));
+                    None
+                };
+                match (shown, where_) {
+                    (true, Some(w)) => system
+                        .push_str(&format!("- {} {}, {} chars ({w})\n", r.id, r.tool, r.chars)),
+                    _ => {
+                        // One line per ref: a multi-line summary would
+                        // read as more entries.
+                        system.push_str(&format!(
+                            "- {} {}, {} chars: {}\n",
+                            r.id,
+                            r.tool,
+                            r.chars,
+                            crate::prompt::clip(&r.summary.replace('\n', " / "), 300)
+                        ));
+                        shows.push((r.id.clone(), Form::Summary));
+                    }
                 }
             }
         }
         check(&shows)?;
+        let text: String = std::iter::once(system.as_str())
+            .chain(messages.iter().map(|m| m.text.as_str()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        check_text(&text, store, &shows)?;
         let chars = system.chars().count() + messages.iter().map(Message::chars).sum::<usize>();
         Ok(Prompt {
             system,
@@ -470,15 +605,54 @@ impl Memory {
         })
     }
 
-    /// The handover: the fixed schema of what folded turns did.
+    /// Refs the model's last reply names (in its text or its arguments),
+    /// which the next step depends on indirectly.
+    fn mentioned(&self, store: &Store) -> Vec<String> {
+        let Some(last) = self
+            .transcript
+            .iter()
+            .rev()
+            .find(|t| t.msg.speaker == Speaker::Assistant)
+        else {
+            return Vec::new();
+        };
+        let said = format!(
+            "{} {}",
+            last.msg.text,
+            last.msg
+                .calls
+                .iter()
+                .map(|c| c.arguments.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let words: Vec<&str> = said
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        store
+            .refs
+            .iter()
+            .filter(|r| words.contains(&r.id.as_str()))
+            .map(|r| r.id.clone())
+            .collect()
+    }
+
+    /// The handover: the fixed schema of what folded turns did, history
+    /// grouped by stage (a run of actions of one stage under one heading).
     fn handover(&self, store: &Store) -> String {
         let mut out = String::from(
             "Handover (earlier turns of this step, folded to save room; concrete values kept):\n\
              Original request: the task above, unchanged.\n\
              History by stage ([stage] → [what was done] → [result]):\n",
         );
+        let mut stage = "";
         for e in &self.history {
-            out.push_str(&format!("- [{}] → {} → {}\n", e.stage, e.did, e.result));
+            if e.stage != stage {
+                stage = e.stage;
+                out.push_str(&format!("- [{stage}]\n"));
+            }
+            out.push_str(&format!("  → {} → {}\n", e.did, e.result));
         }
         if !self.abandoned.is_empty() {
             out.push_str("Abandoned paths (and why):\n");
@@ -598,6 +772,76 @@ mod tests {
     }
 
     #[test]
+    fn paging_through_a_ref_is_one_form_but_an_echoed_summary_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::new(d.path(), "r");
+        let mut m = Memory::new("task");
+        round(&mut m, &mut s, "c1", "run_command", &"x".repeat(9_000));
+        m.depends.clear();
+        for (i, page) in ["x".repeat(8_000), "x".repeat(1_000)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut t = Turn::plain(Message::tool(&format!("f{i}"), page, false));
+            t.fetched = Some("r1".into());
+            m.transcript.push(t);
+        }
+        let p = m.assemble("sys", &s, &Layers::default()).unwrap();
+        assert_eq!(
+            p.shows.iter().filter(|(_, f)| *f == Form::Inline).count(),
+            2
+        );
+        // A model that copies the stub it was shown into its own reply.
+        let mut m = Memory::new("task");
+        round(&mut m, &mut s, "c2", "run_command", &"y".repeat(9_000));
+        m.depends.clear();
+        let stub = s.get("r2").unwrap().stub();
+        m.transcript.push(Turn::plain(Message::assistant(
+            format!("I saw {stub}"),
+            Vec::new(),
+        )));
+        let e = m.assemble("sys", &s, &Layers::default()).unwrap_err();
+        assert_eq!(e.reference, "r2");
+    }
+
+    #[test]
+    fn l4_degrades_from_whole_to_enhanced_to_summary_within_its_budget() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::new(d.path(), "r");
+        let mut m = Memory::new("task");
+        let l = Layers::default();
+        let small =
+            serde_json::to_string(&(0..12).map(|i| format!("v{i}")).collect::<Vec<_>>()).unwrap();
+        let a = s.put("run_command", &small).unwrap().id.clone();
+        let b = s
+            .put("read_file", &"line\n".repeat(3_000))
+            .unwrap()
+            .id
+            .clone();
+        let c = s
+            .put("read_file", &"other\n".repeat(3_000))
+            .unwrap()
+            .id
+            .clone();
+        m.depends = vec![a.clone(), b.clone()];
+        // The model's last reply names c: an indirect dependency.
+        m.transcript.push(Turn::plain(Message::assistant(
+            format!("compare with {c}"),
+            Vec::new(),
+        )));
+        let p = m.assemble("sys", &s, &l).unwrap();
+        assert!(p.shows.contains(&(a, Form::Inline)), "{:?}", p.shows);
+        assert!(p.shows.contains(&(b, Form::Enhanced)), "{:?}", p.shows);
+        assert!(p.shows.contains(&(c, Form::Summary)), "{:?}", p.shows);
+        let block = &p.messages.last().unwrap().text;
+        assert!(
+            block.chars().count() <= l.fetch_budget + 120,
+            "{}",
+            block.chars().count()
+        );
+    }
+
+    #[test]
     fn folding_keeps_tool_pairs_six_messages_and_every_value() {
         let d = tempfile::tempdir().unwrap();
         let mut s = Store::new(d.path(), "r");
@@ -621,7 +865,7 @@ mod tests {
         let p = m.assemble("sys", &s, &Layers::default()).unwrap();
         let handover = &p.messages[1].text;
         assert!(
-            handover.contains("[explore] → read_file {\"path\":\"c0\"} → stored as r1"),
+            handover.contains("- [explore]\n  → read_file {\"path\":\"c0\"} → stored as r1"),
             "{handover}"
         );
         assert!(s.contents("r1").unwrap().starts_with("value-0"));
@@ -645,10 +889,18 @@ mod tests {
                 &format!("id-{i:04} {}", "z".repeat(2_500)),
             );
             m.steps = i + 1;
-            if let Some((before, after, removed)) = m.compact("sys", &mut s, &l, window).unwrap() {
+            if let Some((before, after, removed)) = m
+                .compact("sys", &mut s, &l, &Window::plain(window))
+                .unwrap()
+            {
                 compactions += 1;
                 assert!(before as f64 >= 0.85 * window as f64, "{before}");
                 assert!(after < before && removed >= 2, "{after} {removed}");
+                // Down to 30%, unless the rules keep it from folding more.
+                assert!(
+                    after as f64 <= 0.30 * window as f64 || m.split(2) == 0,
+                    "{after}"
+                );
             }
             let p = m.assemble("sys", &s, &l).unwrap();
             assert!(p.tokens() < window, "step {i}: {} tokens", p.tokens());
@@ -672,7 +924,7 @@ mod tests {
         // Nothing seen is lost: the first result is one fetch away.
         let handover = m.assemble("sys", &s, &l).unwrap().messages[1].text.clone();
         assert!(
-            handover.contains("read_file {\"path\":\"c0\"} → stored as"),
+            handover.contains("→ read_file {\"path\":\"c0\"} → stored as"),
             "{handover}"
         );
         assert!(

@@ -8,7 +8,7 @@ use super::wire::{Completion, Message, Request, Speaker, Tokens, ToolCall, argum
 pub const PATH: &str = "/chat/completions";
 
 /// The request body.
-pub fn body(model: &str, req: &Request) -> Value {
+pub fn body(model: &str, base_url: &str, req: &Request) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
     for m in req.messages {
         messages.push(match m.speaker {
@@ -35,11 +35,16 @@ pub fn body(model: &str, req: &Request) -> Value {
             }),
         });
     }
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "max_tokens": req.max_output,
-    });
+    let mut body = json!({"model": model, "messages": messages});
+    // OpenAI's own API wants `max_completion_tokens` (its reasoning models
+    // refuse `max_tokens`); the compatible servers (vLLM, llama.cpp,
+    // Ollama) read `max_tokens`.
+    let key = if base_url.contains("api.openai.com") {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    body[key] = json!(req.max_output);
     if !req.tools.is_empty() {
         body["tools"] = req
             .tools
@@ -57,8 +62,9 @@ pub fn body(model: &str, req: &Request) -> Value {
     body
 }
 
-/// The answer, or what is wrong with the body.
-pub fn parse(v: &Value) -> Result<Completion, String> {
+/// The answer, or what is wrong with the body. `request` numbers the ids
+/// given to calls a server sent without one, so they stay unique in a step.
+pub fn parse(v: &Value, request: u32) -> Result<Completion, String> {
     let choice = v
         .get("choices")
         .and_then(|c| c.get(0))
@@ -93,7 +99,7 @@ pub fn parse(v: &Value) -> Result<Completion, String> {
                 .get("id")
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .unwrap_or_else(|| format!("call_{i}")),
+                .unwrap_or_else(|| format!("call_{request}_{i}")),
             name: name.to_string(),
             arguments: arguments(&raw),
         });
@@ -160,6 +166,7 @@ mod tests {
         }];
         let b = body(
             "m",
+            "http://127.0.0.1:8000/v1",
             &Request {
                 system: "sys",
                 messages: &msgs,
@@ -193,10 +200,10 @@ mod tests {
                       "prompt_tokens_details": {"cached_tokens": 100},
                       "completion_tokens_details": {"reasoning_tokens": 12}}
         });
-        let c = parse(&v).unwrap();
+        let c = parse(&v, 7).unwrap();
         assert_eq!(c.finish, "tool_calls");
         assert_eq!(c.calls[0].arguments, json!({"dir": "."}));
-        assert_eq!(c.calls[1].id, "call_1");
+        assert_eq!(c.calls[1].id, "call_7_1");
         assert_eq!(c.calls[1].arguments, json!("not json"));
         assert_eq!(
             c.tokens,
@@ -208,6 +215,6 @@ mod tests {
                 cache_write: 0
             }
         );
-        assert!(parse(&json!({"id": "x"})).is_err());
+        assert!(parse(&json!({"id": "x"}), 1).is_err());
     }
 }

@@ -8,9 +8,11 @@
 //! says the quota is exhausted (`insufficient_quota`: waiting does not
 //! refill it). The wait is the server's (`retry-after-ms`, then
 //! `retry-after` in seconds or as an HTTP date) when it asks for at most
-//! 60 s, else 0.5 s·2ⁿ capped at 8 s with ±25% jitter. The delay travels in
+//! 60 s, else 0.5 s·2ⁿ with ±25% jitter, capped at 8 s. The delay travels in
 //! the error value, so the loop that sleeps and the record that reports it
-//! agree.
+//! agree. Retries exhausted, the failure is the agent's call failing, not an
+//! outage waited out: five such iterations in a row stop the night (the
+//! retries above are the waiting).
 
 use std::time::Duration;
 
@@ -103,14 +105,8 @@ impl ApiError {
             return d;
         }
         let base = (INITIAL * 2f64.powi(n.min(16) as i32)).min(CAP);
-        Duration::from_secs_f64(base * (0.75 + 0.5 * jitter.clamp(0.0, 1.0)))
-    }
-
-    /// Whether the API is unavailable (overloaded, rate-limited, down) rather
-    /// than refusing this request: an outage is waited out, not blamed on
-    /// the agent.
-    pub fn is_outage(&self) -> bool {
-        self.retryable
+        // ±25%, and the cap holds after the jitter too.
+        Duration::from_secs_f64((base * (0.75 + 0.5 * jitter.clamp(0.0, 1.0))).min(CAP))
     }
 
     /// The one line an iteration file keeps: "model API: HTTP 529
@@ -263,7 +259,12 @@ mod tests {
         let mid: Vec<f64> = (0..7).map(|n| e.delay(n, 0.5).as_secs_f64()).collect();
         assert_eq!(mid, [0.5, 1.0, 2.0, 4.0, 8.0, 8.0, 8.0]);
         assert_eq!(e.delay(0, 0.0).as_secs_f64(), 0.375);
-        assert!((e.delay(4, 0.999_999).as_secs_f64() - 10.0).abs() < 1e-3);
+        assert_eq!(
+            e.delay(4, 0.999_999).as_secs_f64(),
+            8.0,
+            "capped after the jitter"
+        );
+        assert!((e.delay(2, 0.999_999).as_secs_f64() - 2.5).abs() < 1e-3);
     }
 
     #[test]

@@ -154,22 +154,51 @@ impl Stored {
     }
 }
 
-/// Items of a JSON array result.
+/// The most items of any JSON array in a result (nested arrays too; a
+/// command's result after its `exit N` line), when the result is JSON.
 pub fn array_len(text: &str) -> Option<usize> {
-    let t = text.trim_start();
-    if !t.starts_with('[') {
+    fn longest(v: &Value) -> Option<usize> {
+        match v {
+            Value::Array(a) => Some(a.iter().filter_map(longest).max().unwrap_or(0).max(a.len())),
+            Value::Object(o) => o.values().filter_map(longest).max(),
+            _ => None,
+        }
+    }
+    let body = json_body(text);
+    let t = body.trim_start();
+    if !t.starts_with('[') && !t.starts_with('{') {
         return None;
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Array(a)) => Some(a.len()),
-        _ => None,
+    serde_json::from_str::<Value>(body)
+        .ok()
+        .as_ref()
+        .and_then(longest)
+}
+
+/// The JSON a result holds: all of it, or what follows a command's first
+/// line (`exit 0`, `timed out after …`).
+fn json_body(text: &str) -> &str {
+    let t = text.trim_start();
+    if t.starts_with('[') || t.starts_with('{') {
+        return text;
+    }
+    match text.split_once('\n') {
+        Some((head, rest))
+            if head.starts_with("exit ")
+                || head.starts_with("timed out")
+                || head.starts_with("killed") =>
+        {
+            rest
+        }
+        _ => text,
     }
 }
 
 /// A deterministic summary: how many items and the first ones, or the first
 /// line and the size.
 fn summary(tool: &str, text: &str, items: Option<usize>) -> String {
-    if let (Some(n), Ok(Value::Array(a))) = (items, serde_json::from_str::<Value>(text)) {
+    let body = json_body(text);
+    if let (Some(n), Ok(Value::Array(a))) = (items, serde_json::from_str::<Value>(body)) {
         let first: Vec<String> = a
             .iter()
             .take(3)
@@ -180,8 +209,14 @@ fn summary(tool: &str, text: &str, items: Option<usize>) -> String {
             .collect();
         return format!("{tool}: {n} items, starting {}", first.join(" | "));
     }
+    if let Some(n) = items {
+        return format!(
+            "{tool}: JSON holding an array of {n} items, {} chars",
+            text.chars().count()
+        );
+    }
     let lines = text.lines().count();
-    let head = text
+    let head = body
         .lines()
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default();
@@ -202,6 +237,12 @@ mod tests {
         let eleven = serde_json::to_string(&(0..11).collect::<Vec<_>>()).unwrap();
         assert!(Store::wants("run_command", &eleven, 8_000, 10));
         assert!(Store::wants("list_files", "[]", 8_000, 10));
+        // A command's JSON after its exit line, and an array inside an object.
+        let nested = format!("exit 0\n{{\"orders\": {eleven}}}");
+        assert_eq!(array_len(&nested), Some(11));
+        assert!(Store::wants("run_command", &nested, 8_000, 10));
+        assert_eq!(array_len("exit 0\n[1, 2]"), Some(2));
+        assert_eq!(array_len("exit 0\nplain text"), None);
         let d = tempfile::tempdir().unwrap();
         let mut s = Store::new(d.path(), "r");
         let r = s.put("search_files", &eleven).unwrap().clone();

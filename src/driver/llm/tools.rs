@@ -26,6 +26,8 @@ const READ_LINES: usize = 2_000;
 const LIST_MAX: usize = 2_000;
 /// Matches one `search_files` returns at most.
 const SEARCH_MAX: usize = 200;
+/// Files larger than this are not searched.
+const SEARCH_FILE_BYTES: u64 = 2 << 20;
 /// Characters of a command's output kept (after compression).
 pub const RUN_CHARS: usize = 24_000;
 
@@ -98,7 +100,7 @@ pub fn specs(edits: bool, commands: bool) -> Vec<ToolSpec> {
     if commands {
         v.push(ToolSpec {
             name: RUN,
-            description: "Run one of the commands the Brief allows (its guards, its metric command, its `tools.allow` list), optionally with extra plain arguments, in the worktree. Use it to check that a change builds and its tests pass. Any other command is refused; shell operators are refused.",
+            description: "Run one of the commands the Brief allows (its guards, its metric command, its `tools.allow` list), exactly as listed, in the worktree. Use it to check that a change builds and its tests pass. Any other command line, arguments added included, is refused.",
             schema: json!({"type": "object", "properties": {
                 "command": {"type": "string", "description": "An allowed command, exactly as listed in the task."}
             }, "required": ["command"], "additionalProperties": false}),
@@ -136,6 +138,13 @@ pub fn specs(edits: bool, commands: bool) -> Vec<ToolSpec> {
 pub struct Bench<'a> {
     /// The worktree (a candidate, or a subagent's copy).
     pub root: &'a Path,
+    /// The Brief's archive (`iterations/<brief>`), readable by absolute
+    /// path for the main agent (its prompt names files there); `None` for a
+    /// subagent, whose context is what its definition gives it.
+    pub archive: Option<PathBuf>,
+    /// Variables emptied in the environment of the commands it runs (the
+    /// tiers' API keys: code the model wrote must not read them).
+    pub blank_env: Vec<String>,
     pub edits: bool,
     /// The commands the Brief allows.
     pub allowed: &'a [String],
@@ -198,28 +207,86 @@ impl Bench<'_> {
         })
     }
 
+    /// A path to read: inside the worktree, or (absolute) inside the archive.
+    fn readable(&self, rel: &str) -> Result<PathBuf, String> {
+        let p = Path::new(rel.trim());
+        if p.is_absolute()
+            && let Some(archive) = &self.archive
+            && let Ok(real) = p.canonicalize()
+            && real.starts_with(archive)
+        {
+            return Ok(real);
+        }
+        resolve(self.root, rel, false)
+    }
+
+    /// The path as the model should see it: relative to the worktree, or
+    /// absolute in the archive.
+    fn shown(&self, root: &Path, p: &Path) -> String {
+        p.strip_prefix(root)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.display().to_string())
+    }
+
+    /// The files under `base`, sorted: in a git worktree, the tracked ones
+    /// and the untracked ones git does not ignore (a build's `target/`
+    /// would drown the rest); elsewhere, every file but `.git`.
+    fn files_under(&self, base: &Path) -> Vec<PathBuf> {
+        let root = canonical_root(self.root).unwrap_or_else(|_| self.root.to_path_buf());
+        let repo = git2::Repository::open(&root).ok().filter(|r| {
+            r.workdir().and_then(|w| w.canonicalize().ok()).as_deref() == Some(root.as_path())
+        });
+        let mut out = Vec::new();
+        match (repo, base.starts_with(&root)) {
+            (Some(repo), true) => {
+                let mut opts = git2::StatusOptions::new();
+                opts.include_untracked(true)
+                    .recurse_untracked_dirs(true)
+                    .include_ignored(false)
+                    .include_unmodified(true)
+                    .exclude_submodules(true);
+                if let Ok(statuses) = repo.statuses(Some(&mut opts)) {
+                    for e in statuses.iter() {
+                        if let Ok(path) = e.path() {
+                            let full = root.join(path);
+                            if full.starts_with(base) && full.is_file() {
+                                out.push(full);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => walk(base, &mut |p| out.push(p.to_path_buf())),
+        }
+        out.sort();
+        out
+    }
+
     fn list(&self, dir: &str) -> Result<String, String> {
-        let base = resolve(self.root, dir, false)?;
+        let base = self.readable(dir)?;
         if !base.is_dir() {
             return Err(format!(
                 "{dir} is not a folder of the worktree; list `.` to see what is there"
             ));
         }
         let root = canonical_root(self.root)?;
-        let mut out = Vec::new();
-        walk(&base, &mut |p| {
-            if out.len() < LIST_MAX
-                && let Ok(rel) = p.strip_prefix(&root)
-            {
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        });
-        out.sort();
+        let files = self.files_under(&base);
+        let mut out: Vec<String> = files
+            .iter()
+            .take(LIST_MAX)
+            .map(|p| self.shown(&root, p))
+            .collect();
+        if files.len() > LIST_MAX {
+            out.push(format!(
+                "… and {} more files: list a folder inside this one",
+                files.len() - LIST_MAX
+            ));
+        }
         Ok(serde_json::to_string(&out).unwrap_or_default())
     }
 
     fn read(&self, path: &str, start: Option<u64>, end: Option<u64>) -> Result<String, String> {
-        let p = resolve(self.root, path, false)?;
+        let p = self.readable(path)?;
         if p.is_dir() {
             return Err(format!("{path} is a folder; use list_files for folders"));
         }
@@ -228,12 +295,11 @@ impl Bench<'_> {
             .map_err(|_| format!("{path} is not UTF-8 text; it cannot be read or edited here"))?;
         let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let total = lines.len();
-        let from = start.unwrap_or(1).max(1) as usize;
-        let to = end
-            .map(|e| e as usize)
-            .unwrap_or(total)
-            .min(total)
-            .min(from + READ_LINES - 1);
+        let from = usize::try_from(start.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
+        let last = end
+            .map(|e| usize::try_from(e).unwrap_or(usize::MAX))
+            .unwrap_or(total);
+        let to = last.min(total).min(from.saturating_add(READ_LINES - 1));
         if total == 0 {
             return Ok(String::new());
         }
@@ -253,27 +319,35 @@ impl Bench<'_> {
     fn search(&self, pattern: &str, dir: &str, max: u64) -> Result<String, String> {
         let re = regex::Regex::new(pattern)
             .map_err(|e| format!("the pattern is not a valid regex: {e}"))?;
-        let base = resolve(self.root, dir, false)?;
+        let base = self.readable(dir)?;
         let root = canonical_root(self.root)?;
-        let max = (max as usize).clamp(1, SEARCH_MAX);
+        let max = usize::try_from(max)
+            .unwrap_or(SEARCH_MAX)
+            .clamp(1, SEARCH_MAX);
         let mut hits = Vec::new();
         let mut more = false;
-        let mut files = Vec::new();
-        if base.is_file() {
-            files.push(base.clone());
+        let files = if base.is_file() {
+            vec![base.clone()]
         } else {
-            walk(&base, &mut |p| files.push(p.to_path_buf()));
-            files.sort();
-        }
+            self.files_under(&base)
+        };
+        let mut skipped = 0;
         for f in files {
+            if self.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
+            // A data file of megabytes is not what a search is for.
+            if std::fs::metadata(&f)
+                .map(|m| m.len() > SEARCH_FILE_BYTES)
+                .unwrap_or(true)
+            {
+                skipped += 1;
+                continue;
+            }
             let Ok(text) = std::fs::read_to_string(&f) else {
                 continue;
             };
-            let rel = f
-                .strip_prefix(&root)
-                .unwrap_or(&f)
-                .to_string_lossy()
-                .into_owned();
+            let rel = self.shown(&root, &f);
             for (i, line) in text.lines().enumerate() {
                 if re.is_match(line) {
                     if hits.len() == max {
@@ -290,6 +364,12 @@ impl Bench<'_> {
             if more {
                 break;
             }
+        }
+        if skipped > 0 {
+            hits.push(format!(
+                "… {skipped} files over {} MB were not searched (read_file them by lines)",
+                SEARCH_FILE_BYTES >> 20
+            ));
         }
         if more {
             hits.push(format!(
@@ -350,7 +430,11 @@ impl Bench<'_> {
         let spec = CommandSpec {
             command: line,
             cwd: self.root,
-            env: Vec::new(),
+            env: self
+                .blank_env
+                .iter()
+                .map(|v| (v.clone(), String::new()))
+                .collect(),
             timeout: self.command_timeout,
             output_cap: self.output_cap,
             stdin: None,
@@ -383,22 +467,12 @@ fn missing(tool: &str, what: &str) -> String {
     format!("{tool} needs {what}; see its schema")
 }
 
-/// Whether `line` is one of the allowed commands, or one of them followed
-/// by plain arguments (no shell operators, so nothing else can be chained).
+/// Whether `line` is one of the allowed commands, exactly as the Brief
+/// lists it. Arguments are not added: a program's own options (`make -f`,
+/// `cargo --config`) would run other code than the Brief's author allowed.
 pub fn allowed(line: &str, allowed: &[String]) -> Result<(), String> {
     let line = line.trim();
     if allowed.iter().any(|a| a.trim() == line) {
-        return Ok(());
-    }
-    let plain = |rest: &str| {
-        !rest
-            .chars()
-            .any(|c| ";|&`$()<>\n\\\"'*?{}[]~!#".contains(c))
-    };
-    if allowed.iter().any(|a| {
-        line.strip_prefix(a.trim())
-            .is_some_and(|rest| rest.starts_with(' ') && plain(rest))
-    }) {
         return Ok(());
     }
     let list = if allowed.is_empty() {
@@ -410,8 +484,13 @@ pub fn allowed(line: &str, allowed: &[String]) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let why = if line.chars().any(|c| ";|&`$<>\n".contains(c)) {
+        " (shell operators are refused: run one allowed command per call)"
+    } else {
+        ""
+    };
     Err(format!(
-        "`{}` is not a command this Brief allows (rule: only its guards, its metric command and `tools.allow`, optionally with plain arguments); allowed: {list}. To run another, the Brief's author adds it to `tools: {{allow: [...]}}`",
+        "`{}` is not one of the commands this Brief allows{why} (rule: its guards, its metric command and `tools.allow`, exactly as listed); allowed: {list}. To run another, the Brief's author adds it to `tools: {{allow: [...]}}`",
         crate::prompt::clip(line, 120)
     ))
 }
@@ -548,9 +627,11 @@ mod tests {
     fn commands_are_the_brief_s_or_refused_with_the_list() {
         let allow = vec!["cargo test --quiet".to_string(), "./bench.sh".to_string()];
         assert!(allowed("cargo test --quiet", &allow).is_ok());
-        assert!(allowed("./bench.sh --runs 3", &allow).is_ok());
-        assert!(allowed("./bench.sh; curl evil", &allow).is_err());
-        assert!(allowed("./bench.sh $(id)", &allow).is_err());
+        assert!(allowed("  ./bench.sh ", &allow).is_ok());
+        assert!(allowed("./bench.sh --runs 3", &allow).is_err());
+        assert!(allowed("cargo test --quiet --config x", &allow).is_err());
+        let e = allowed("./bench.sh; curl evil", &allow).unwrap_err();
+        assert!(e.contains("shell operators"), "{e}");
         assert!(allowed("./bench.shx", &allow).is_err());
         let e = allowed("rm -rf /", &allow).unwrap_err();
         assert!(
