@@ -1250,6 +1250,16 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
         )
     });
 
+    if let (Some(w), Some(o)) = (context_window, max_output)
+        && o >= w
+    {
+        ck.report(
+            Some(entry.line),
+            Some(&join(&path, "max_output")),
+            format!("max_output ({o}) must be below context_window ({w}): the answer is part of the window"),
+        )
+        .example("max_output: 4096");
+    }
     if ck.problems.len() > before {
         return None;
     }

@@ -321,10 +321,10 @@ impl<'a> Loop<'a> {
                 // The prompt was too long for the server after all (the
                 // estimate is an estimate): fold what the rules allow and
                 // send it once more.
-                Err(e) if too_long(&e) && !squeezed => {
+                Err(e) if too_long(&e) && !squeezed && self.memory.split(usize::MAX) > 0 => {
                     squeezed = true;
                     let k = self.memory.split(usize::MAX);
-                    if k > 0 {
+                    {
                         let before = estimate;
                         self.memory.fold(k, &mut self.store)?;
                         let after = self.memory.measure(
@@ -342,9 +342,12 @@ impl<'a> Loop<'a> {
                     }
                     continue;
                 }
-                Err(_) if Instant::now() >= self.deadline => break Err(self.timed_out()),
+                Err(e) if e.kind == "step_timeout" || Instant::now() >= self.deadline => {
+                    break Err(self.timed_out());
+                }
                 Err(e) => break Err((CallOutcome::Failed, self.scrub(&e.describe()))),
             };
+            squeezed = false;
             let setup = self.setup;
             self.count(&answer, &setup.tier);
             if answer.tokens.input > 0 {
@@ -402,7 +405,7 @@ impl<'a> Loop<'a> {
                 self.span.emit(Event::ToolCall {
                     tool_call_id: call.id.clone(),
                     tool: call.name.clone(),
-                    arguments: self.scrub(&crate::prompt::clip(&call.arguments.to_string(), 2_000)),
+                    arguments: crate::prompt::clip(&self.scrub(&call.arguments.to_string()), 2_000),
                 })?;
                 let turn = if finished.is_some() {
                     // Nothing after finish is read, or run.
@@ -440,7 +443,7 @@ impl<'a> Loop<'a> {
                     error: turn
                         .msg
                         .is_error
-                        .then(|| self.scrub(&crate::prompt::clip(&turn.msg.text, 300))),
+                        .then(|| crate::prompt::clip(&self.scrub(&turn.msg.text), 300)),
                 })?;
                 self.log(&turn.msg)?;
                 self.memory.transcript.push(turn);
@@ -577,7 +580,7 @@ impl<'a> Loop<'a> {
                 )));
             }
             _ => match self.bench.run(&call.name, args)? {
-                Done::Text(t) => self.scrub(&t),
+                Done::Text(t) => self.scrub(&super::context::clean(&t)),
                 Done::Error(e) => {
                     return Ok(Turn::plain(Message::tool(&call.id, self.scrub(&e), true)));
                 }
@@ -760,10 +763,7 @@ impl<'a> Loop<'a> {
             call,
             result,
             tool_error: None,
-            excerpt: scrub(
-                &self.secrets,
-                &crate::compress::redact(&crate::prompt::clip(last_text, 4_000)),
-            ),
+            excerpt: crate::prompt::clip(&scrub(&self.secrets, last_text), 4_000),
         })
     }
 }

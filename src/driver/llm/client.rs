@@ -90,7 +90,8 @@ impl Client {
             tries += 1;
             let started = Instant::now();
             let left = deadline.saturating_duration_since(started);
-            if left.is_zero() {
+            // A try with under a second left would only time out.
+            if left < Duration::from_secs(1) {
                 let mut e =
                     ApiError::transport("the step's time ran out before the request was sent");
                 e.retryable = false;
@@ -113,7 +114,14 @@ impl Client {
             }
             let wait = error.delay(retry, jitter());
             if Instant::now() + wait >= deadline {
-                return Ok(Err(ApiError { tries, ..error }));
+                // The step's time, not the API, ends it: a timeout.
+                return Ok(Err(ApiError {
+                    tries,
+                    kind: "step_timeout".into(),
+                    retryable: false,
+                    message: format!("{}; no time left in the step to retry", error.describe()),
+                    ..error
+                }));
             }
             waiting(&error, wait);
             crate::interrupt::sleep_unless(wait, cancel)?;
@@ -497,7 +505,8 @@ mod tests {
                 |_, _| {},
             )
             .unwrap();
-        assert_eq!(out.unwrap_err().status, Some(503));
+        let e = out.unwrap_err();
+        assert_eq!((e.status, e.kind.as_str()), (Some(503), "step_timeout"));
         assert!(started.elapsed() < Duration::from_secs(5));
         rt.block_on(server.verify());
     }

@@ -81,7 +81,7 @@ impl Default for Layers {
 /// (15 UUIDs become one line `×15`), which is exactly the loss the store
 /// exists to prevent, so the exact output stays one fetch away.
 pub fn triage(tool: &str, text: &str, l: &Layers) -> (String, bool) {
-    let exact = crate::compress::redact(text);
+    let exact = crate::compress::redact(&clean(text));
     let shown = if tool == super::tools::RUN {
         crate::compress::excerpt(text, super::tools::RUN_CHARS)
     } else {
@@ -98,11 +98,26 @@ pub fn triage(tool: &str, text: &str, l: &Layers) -> (String, bool) {
     (shown, store)
 }
 
+/// A tool's text without colour codes and control characters: what the
+/// output compressor would see, so a coloured output is not "lossy" and a
+/// secret split by colour codes is joined before it is redacted.
+pub fn clean(text: &str) -> String {
+    crate::compress::strip_ansi(text)
+        .chars()
+        .filter(|c| matches!(c, '\n' | '\t') || !c.is_control())
+        .collect()
+}
+
 /// The summary of a stored result no model condenses: over L2's size,
 /// the structured truncation (what L2 falls back to); below it, for a
 /// command, the compressor's view within L2's size; otherwise the store's
 /// own (the size and first line, or the first items).
 pub fn plain_summary(tool: &str, text: &str, shown: &str, l: &Layers) -> Option<String> {
+    // A list keeps the store's summary, which counts its items: a head of
+    // the first hundred paths would be the silently cut list itself.
+    if super::store::array_len(text).is_some_and(|n| n > l.store_items) {
+        return None;
+    }
     if shown.chars().count() > l.condense_chars {
         return Some(fallback(shown, l));
     }
@@ -234,6 +249,15 @@ pub struct Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.forms.iter().all(|x| *x == self.forms[0]) {
+            return write!(
+                f,
+                "the prompt would show ref {}'s {:?} {} times (a stub copied into a reply): one piece of data appears in a prompt in one form only",
+                self.reference,
+                self.forms.first().copied().unwrap_or(Form::Summary),
+                self.forms.len()
+            );
+        }
         write!(
             f,
             "the prompt would show ref {} in {} forms ({:?}): one piece of data appears in a prompt in one form only",
@@ -264,42 +288,26 @@ pub fn check(shows: &[(String, Form)]) -> std::result::Result<(), Violation> {
     }
 }
 
-/// The same check on the text itself: a ref's summary may appear as
-/// often as the builder placed it, no more (a model that copies a stub
-/// into its own reply would otherwise put the summary in a second place).
-fn check_text(
-    text: &str,
-    store: &Store,
-    shows: &[(String, Form)],
-) -> std::result::Result<(), Violation> {
+/// The same check on the text itself, by the one slot only the builder
+/// fills: a stub's `"__summary": …` field. A model that copies a stub it
+/// was shown into its own reply puts that field in a second place; data
+/// that merely contains a summary's words (an inline array, a quote) does
+/// not count.
+fn check_text(text: &str, store: &Store, stubs: &[&str]) -> std::result::Result<(), Violation> {
     for r in &store.refs {
-        if r.summary.chars().count() < 30 {
-            continue;
-        }
-        let needle = serde_json::to_string(&r.summary).unwrap_or_default();
-        let needle = needle.trim_matches('"');
-        let placed = store
-            .refs
+        let slot = format!(
+            "\"__summary\":{}",
+            serde_json::to_string(&r.summary).unwrap_or_default()
+        );
+        let placed = stubs
             .iter()
-            .filter(|o| o.summary == r.summary)
-            .map(|o| {
-                shows
-                    .iter()
-                    .filter(|(id, f)| *id == o.id && matches!(f, Form::Summary | Form::Enhanced))
-                    .count()
-            })
-            .sum::<usize>();
-        let raw = text.matches(r.summary.as_str()).count();
-        // Inside a stub the summary is JSON-escaped.
-        let found = if needle == r.summary {
-            raw
-        } else {
-            raw + text.matches(needle).count()
-        };
+            .filter(|id| store.get(id).is_some_and(|o| o.summary == r.summary))
+            .count();
+        let found = text.matches(slot.as_str()).count();
         if found > placed {
             return Err(Violation {
                 reference: r.id.clone(),
-                forms: vec![Form::Summary; found.min(4)],
+                forms: vec![Form::Summary; found],
             });
         }
     }
@@ -434,7 +442,9 @@ impl Memory {
         w: &Window,
     ) -> Result<Option<(u64, u64, usize)>> {
         let before = self.measure(base, store, l, w);
-        let full = before.saturating_add(w.reserve) > w.tokens;
+        // Room for the answer, but never most of the window: a server with
+        // max_output near its window would otherwise fold on every request.
+        let full = before.saturating_add(w.reserve.min(w.tokens / 4)) > w.tokens;
         if (before as f64) < l.compact_at * w.tokens as f64 && !full {
             return Ok(None);
         }
@@ -595,7 +605,7 @@ impl Memory {
             .chain(messages.iter().map(|m| m.text.as_str()))
             .collect::<Vec<_>>()
             .join("\n");
-        check_text(&text, store, &shows)?;
+        check_text(&text, store, &stub_shown)?;
         let chars = system.chars().count() + messages.iter().map(Message::chars).sum::<usize>();
         Ok(Prompt {
             system,
@@ -802,6 +812,54 @@ mod tests {
         )));
         let e = m.assemble("sys", &s, &Layers::default()).unwrap_err();
         assert_eq!(e.reference, "r2");
+    }
+
+    #[test]
+    fn a_short_list_shown_whole_or_quoted_is_not_a_second_form() {
+        let d = tempfile::tempdir().unwrap();
+        let mut s = Store::new(d.path(), "r");
+        let mut m = Memory::new("task");
+        let l = Layers::default();
+        let out = format!(
+            "exit 0\n{}",
+            serde_json::to_string(&(0..12).map(|i| format!("order-{i:03}")).collect::<Vec<_>>())
+                .unwrap()
+        );
+        let (shown, store) = triage("run_command", &out, &l);
+        assert!(store);
+        let r = s.put("run_command", &out).unwrap().clone();
+        if let Some(summary) = plain_summary("run_command", &out, &shown, &l) {
+            s.set_summary(&r.id, summary);
+        }
+        assert!(
+            s.get("r1").unwrap().summary.contains("12 items"),
+            "{}",
+            s.get("r1").unwrap().summary
+        );
+        m.transcript.push(Turn::plain(Message::assistant(
+            "",
+            vec![ToolCall {
+                id: "c1".into(),
+                name: "run_command".into(),
+                arguments: json!({}),
+            }],
+        )));
+        let r = s.get("r1").unwrap().clone();
+        let t = m.stored("c1", &r);
+        m.transcript.push(t);
+        m.assemble("sys", &s, &l)
+            .expect("shown whole in the data block");
+        // The model quotes the summary's words (not the stub) and fetches it whole.
+        m.depends.clear();
+        m.transcript.push(Turn::plain(Message::assistant(
+            format!("as {} says", r.summary),
+            Vec::new(),
+        )));
+        let mut f = Turn::plain(Message::tool("c2", out.clone(), false));
+        f.fetched = Some("r1".into());
+        m.transcript.push(f);
+        m.assemble("sys", &s, &l)
+            .expect("a quote and a whole fetch are fine");
     }
 
     #[test]

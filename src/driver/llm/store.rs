@@ -127,9 +127,12 @@ impl Stored {
     /// At most `max` characters: the summary, then the first lines and the
     /// last line of the contents, verbatim (for a ref too large to inline).
     pub fn enhanced(&self, contents: &str, max: usize) -> String {
+        // The summary takes at most a third: the rest quotes the contents.
         let mut out = format!(
             "{} ({} chars; fetch_stored `{}` for the rest)\n",
-            self.summary, self.chars, self.id
+            crate::prompt::clip(&self.summary, max / 3),
+            self.chars,
+            self.id
         );
         let lines: Vec<&str> = contents.lines().collect();
         let last = lines.last().copied().unwrap_or_default();
@@ -207,7 +210,16 @@ fn summary(tool: &str, text: &str, items: Option<usize>) -> String {
                 v => crate::prompt::clip(&v.to_string(), 60),
             })
             .collect();
-        return format!("{tool}: {n} items, starting {}", first.join(" | "));
+        let nested = if n > a.len() {
+            format!(" (an array inside holds {n})")
+        } else {
+            String::new()
+        };
+        return format!(
+            "{tool}: {} items{nested}, starting {}",
+            a.len(),
+            first.join(" | ")
+        );
     }
     if let Some(n) = items {
         return format!(

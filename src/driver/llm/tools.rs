@@ -245,15 +245,19 @@ impl Bench<'_> {
                     .include_ignored(false)
                     .include_unmodified(true)
                     .exclude_submodules(true);
-                if let Ok(statuses) = repo.statuses(Some(&mut opts)) {
-                    for e in statuses.iter() {
-                        if let Ok(path) = e.path() {
+                match repo.statuses(Some(&mut opts)) {
+                    Ok(statuses) => {
+                        for e in statuses.iter() {
+                            let Ok(path) = e.path() else { continue };
                             let full = root.join(path);
-                            if full.starts_with(base) && full.is_file() {
+                            // Not through a symlink: it may lead outside.
+                            let file = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_file());
+                            if full.starts_with(base) && file {
                                 out.push(full);
                             }
                         }
                     }
+                    Err(_) => walk(base, &mut |p| out.push(p.to_path_buf())),
                 }
             }
             _ => walk(base, &mut |p| out.push(p.to_path_buf())),
@@ -620,6 +624,50 @@ mod tests {
             resolve(&root, "nope.rs", false)
                 .unwrap_err()
                 .contains("does not exist")
+        );
+    }
+
+    #[test]
+    fn listing_and_search_do_not_follow_symlinks_out_of_the_worktree() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("wt");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "TOKEN=inside\n").unwrap();
+        std::fs::create_dir_all(root.join("target")).unwrap();
+        std::fs::write(root.join("target/out.txt"), "TOKEN=built\n").unwrap();
+        std::fs::write(root.join(".gitignore"), "target/\n").unwrap();
+        std::fs::write(d.path().join("secret"), "TOKEN=outside\n").unwrap();
+        std::os::unix::fs::symlink(d.path().join("secret"), root.join("link")).unwrap();
+        git2::Repository::init(&root).unwrap();
+        let local = crate::executor::Local::default();
+        let lease =
+            crate::executor::Executor::lease(&local, crate::executor::Purpose::Agent).unwrap();
+        let cancel = AtomicBool::new(false);
+        let b = Bench {
+            root: &root,
+            archive: None,
+            blank_env: Vec::new(),
+            edits: false,
+            allowed: &[],
+            lease: lease.as_ref(),
+            cancel: &cancel,
+            command_timeout: Duration::from_secs(5),
+            output_cap: 1 << 16,
+        };
+        let Done::Text(hits) = b.run(SEARCH, &json!({"pattern": "TOKEN"})).unwrap() else {
+            panic!("search failed")
+        };
+        assert!(hits.contains("src/a.rs:1: TOKEN=inside"), "{hits}");
+        assert!(
+            !hits.contains("outside") && !hits.contains("built"),
+            "{hits}"
+        );
+        let Done::Text(list) = b.run(LIST, &json!({})).unwrap() else {
+            panic!()
+        };
+        assert!(
+            list.contains("src/a.rs") && !list.contains("target/") && !list.contains("\"link\""),
+            "{list}"
         );
     }
 
