@@ -326,10 +326,16 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
             cs.iter().map(|c| c.seconds).sum::<f64>()
         );
     };
-    for phase in [Phase::Plan, Phase::Execute, Phase::Learn] {
+    // Every phase that called an agent, subagents' phases included, so the
+    // rows add up to "all".
+    for phase in Phase::ALL {
         let cs: Vec<&AgentCall> = calls.iter().copied().filter(|c| c.phase == phase).collect();
         if !cs.is_empty() {
-            row(phase.as_str(), &cs);
+            let name = match phase {
+                Phase::Plan | Phase::Execute | Phase::Learn => phase.as_str().to_string(),
+                _ => format!("{} (subagents)", phase.as_str()),
+            };
+            row(&name, &cs);
         }
     }
     row("all", &calls);
@@ -598,10 +604,14 @@ mod tests {
         let t = history::render_calls(std::slice::from_ref(&call));
         assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.01 | (cites) a \\| b |"), "{t}");
         let mut rec = IterationRecord::new(1, Verdict::Invalid);
-        rec.agent_calls = vec![call.clone(), call];
+        let mut reviewer = call.clone();
+        reviewer.phase = Phase::Review;
+        rec.agent_calls = vec![call.clone(), call, reviewer];
         let s = usage_section(&[rec]);
         assert!(s.contains("| plan | 2 | 2 | 200 | 40 | $0.02 | 3 |"), "{s}");
-        assert!(s.contains("| all | 2 |"));
+        // A subagent's call has its row too: the rows add up to "all".
+        assert!(s.contains("| review (subagents) | 1 | 1 | 100 |"), "{s}");
+        assert!(s.contains("| all | 3 |"));
         assert_eq!(usage_section(&[]), "");
     }
 }
