@@ -82,6 +82,12 @@ fn load() -> Vec<Step> {
         .collect()
 }
 
+/// What a message puts in a prompt: its text and its calls' arguments.
+fn said(m: &Message) -> String {
+    let args: String = m.calls.iter().map(|c| c.arguments.to_string()).collect();
+    format!("{}{args}", m.text)
+}
+
 fn call(i: usize, s: &Step) -> Message {
     Message::assistant(
         s.text.clone(),
@@ -159,7 +165,9 @@ fn main() {
     for (i, s) in steps.iter().enumerate() {
         // The prompt this step's request sends.
         memory.steps = i as u32;
-        memory.fit_window(&l, &mut store).unwrap();
+        memory
+            .fit_window(&system, &mut store, &l, &Window::plain(window))
+            .unwrap();
         if memory
             .compact(&system, &mut store, &l, &Window::plain(window))
             .unwrap()
@@ -171,34 +179,13 @@ fn main() {
             .assemble(&system, &store, &l)
             .expect("one form per ref");
         let with_text: String = std::iter::once(p.system.clone())
-            .chain(p.messages.iter().map(|m| {
-                format!(
-                    "{}{}",
-                    m.text,
-                    m.calls
-                        .iter()
-                        .map(|c| c.arguments.to_string())
-                        .collect::<String>()
-                )
-            }))
+            .chain(p.messages.iter().map(said))
             .collect();
         let naive_chars = system.chars().count() + naive.iter().map(Message::chars).sum::<usize>();
-        let naive_text: String = naive
-            .iter()
-            .map(|m| {
-                format!(
-                    "{}{}",
-                    m.text,
-                    m.calls
-                        .iter()
-                        .map(|c| c.arguments.to_string())
-                        .collect::<String>()
-                )
-            })
-            .collect();
+        let naive_text: String = naive.iter().map(said).collect();
         let squeezed_chars =
             system.chars().count() + squeezed.iter().map(Message::chars).sum::<usize>();
-        let squeezed_text: String = squeezed.iter().map(|m| m.text.clone()).collect();
+        let squeezed_text: String = squeezed.iter().map(said).collect();
         let (tn, ts, tl) = (
             (naive_chars as u64).div_ceil(4),
             (squeezed_chars as u64).div_ceil(4),

@@ -464,7 +464,8 @@ fn last_words(output: &str) -> String {
     }
 }
 
-fn relative(base: &Path, p: &Path) -> String {
+/// `p` relative to `base` (call records name their files this way).
+pub(crate) fn relative(base: &Path, p: &Path) -> String {
     p.strip_prefix(base)
         .map(Path::to_path_buf)
         .unwrap_or_else(|_| p.to_path_buf())

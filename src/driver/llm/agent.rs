@@ -8,7 +8,6 @@
 //! The step's deadline holds inside requests and commands too: each try,
 //! retry wait and command gets at most what is left of it.
 
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -23,7 +22,7 @@ use super::wire::{Completion, Message, Request, ToolCall};
 use crate::agent_output::Source;
 use crate::brief::Brief;
 use crate::config::{Config, ModelTier, TIERS};
-use crate::driver::command::{AgentCall, CallOutcome, Invocation, Reply};
+use crate::driver::command::{AgentCall, CallOutcome, Invocation, Reply, relative};
 use crate::error::Result;
 use crate::events::{Event, Span};
 use crate::executor::Lease;
@@ -323,23 +322,13 @@ impl<'a> Loop<'a> {
                 // send it once more.
                 Err(e) if too_long(&e) && !squeezed && self.memory.split(usize::MAX) > 0 => {
                     squeezed = true;
-                    let k = self.memory.split(usize::MAX);
-                    {
-                        let before = estimate;
-                        self.memory.fold(k, &mut self.store)?;
-                        let after = self.memory.measure(
-                            &self.system,
-                            &self.store,
-                            &self.setup.layers,
-                            &self.window,
-                        );
-                        self.span.emit(Event::Compaction {
-                            before_tokens: before,
-                            after_tokens: after,
-                            messages_removed: k,
-                        })?;
-                        self.announce()?;
-                    }
+                    let folded = self.memory.squeeze(
+                        &self.system,
+                        &mut self.store,
+                        &self.setup.layers,
+                        &self.window,
+                    )?;
+                    self.folded(folded)?;
                     continue;
                 }
                 Err(e) if e.kind == "step_timeout" || Instant::now() >= self.deadline => {
@@ -367,7 +356,7 @@ impl<'a> Loop<'a> {
             }
             last_text = answer.text.clone();
             self.memory.steps = self.requests;
-            let reply = super::openai::message(&answer);
+            let reply = answer.message();
             self.log(&reply)?;
             self.memory.transcript.push(Turn::plain(reply));
             self.memory.depends.clear();
@@ -458,30 +447,14 @@ impl<'a> Loop<'a> {
     /// The next prompt: the window fitted, compacted when near the window.
     fn prompt(&mut self) -> Result<std::result::Result<super::context::Prompt, String>> {
         let l = &self.setup.layers;
-        let before = self
+        let folded = self
             .memory
-            .measure(&self.system, &self.store, l, &self.window);
-        let folded = self.memory.fit_window(l, &mut self.store)?;
-        if folded > 0 {
-            let after = self
-                .memory
-                .measure(&self.system, &self.store, l, &self.window);
-            self.span.emit(Event::Compaction {
-                before_tokens: before,
-                after_tokens: after,
-                messages_removed: folded,
-            })?;
-        }
-        if let Some((before, after, removed)) =
-            self.memory
-                .compact(&self.system, &mut self.store, l, &self.window)?
-        {
-            self.span.emit(Event::Compaction {
-                before_tokens: before,
-                after_tokens: after,
-                messages_removed: removed,
-            })?;
-        }
+            .fit_window(&self.system, &mut self.store, l, &self.window)?;
+        self.folded(folded)?;
+        let compacted = self
+            .memory
+            .compact(&self.system, &mut self.store, l, &self.window)?;
+        self.folded(compacted)?;
         self.announce()?;
         match self.memory.assemble(&self.system, &self.store, l) {
             Ok(p) => Ok(Ok(p)),
@@ -493,6 +466,18 @@ impl<'a> Loop<'a> {
                 Ok(Err(format!("the prompt builder refused the prompt: {v}")))
             }
         }
+    }
+
+    /// A fold, as a `compaction` event, and the refs it stored.
+    fn folded(&mut self, fold: Option<(u64, u64, usize)>) -> Result<()> {
+        if let Some((before, after, removed)) = fold {
+            self.span.emit(Event::Compaction {
+                before_tokens: before,
+                after_tokens: after,
+                messages_removed: removed,
+            })?;
+        }
+        self.announce()
     }
 
     /// `artifact_stored` for every ref not announced yet (folds store
@@ -809,10 +794,6 @@ fn stem(inv: &Invocation) -> String {
     } else {
         name
     }
-}
-
-fn relative(base: &Path, p: &Path) -> String {
-    p.strip_prefix(base).unwrap_or(p).display().to_string()
 }
 
 /// The instructions every request starts with.

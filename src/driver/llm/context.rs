@@ -217,8 +217,6 @@ pub struct Memory {
     pub steps: u32,
     /// Refs the next request depends on (stored by the last tool round).
     pub depends: Vec<String>,
-    /// Compactions made.
-    pub compactions: u32,
     history: Vec<Entry>,
     abandoned: Vec<String>,
 }
@@ -420,14 +418,49 @@ impl Memory {
         Ok(())
     }
 
-    /// Folds what the window no longer holds. Returns the turns folded.
-    pub fn fit_window(&mut self, l: &Layers, store: &mut Store) -> Result<usize> {
+    /// Folds what the window no longer holds. Returns (tokens before,
+    /// after, turns folded) when it folded.
+    pub fn fit_window(
+        &mut self,
+        base: &str,
+        store: &mut Store,
+        l: &Layers,
+        w: &Window,
+    ) -> Result<Option<(u64, u64, usize)>> {
         let over = self.transcript.len().saturating_sub(self.window(l));
         let k = if over > 0 { self.split(over.max(2)) } else { 0 };
-        if k > 0 {
-            self.fold(k, store)?;
+        self.fold_measured(k, base, store, l, w)
+    }
+
+    /// Folds everything the rules allow, for a server that said the prompt
+    /// is too long. Returns what `fit_window` does.
+    pub fn squeeze(
+        &mut self,
+        base: &str,
+        store: &mut Store,
+        l: &Layers,
+        w: &Window,
+    ) -> Result<Option<(u64, u64, usize)>> {
+        let k = self.split(usize::MAX);
+        self.fold_measured(k, base, store, l, w)
+    }
+
+    /// Folds `k` turns (none: nothing is measured) and measures the prompt
+    /// on both sides.
+    fn fold_measured(
+        &mut self,
+        k: usize,
+        base: &str,
+        store: &mut Store,
+        l: &Layers,
+        w: &Window,
+    ) -> Result<Option<(u64, u64, usize)>> {
+        if k == 0 {
+            return Ok(None);
         }
-        Ok(k)
+        let before = self.measure(base, store, l, w);
+        self.fold(k, store)?;
+        Ok(Some((before, self.measure(base, store, l, w), k)))
     }
 
     /// L3: when the prompt reaches `compact_at` of the window (or would
@@ -464,7 +497,6 @@ impl Memory {
         if removed == 0 {
             return Ok(None);
         }
-        self.compactions += 1;
         Ok(Some((before, self.measure(base, store, l, w), removed)))
     }
 

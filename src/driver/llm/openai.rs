@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{Completion, Message, Request, Speaker, Tokens, ToolCall, arguments};
+use super::wire::{Completion, Request, Speaker, Tokens, ToolCall, arguments};
 
 pub const PATH: &str = "/chat/completions";
 
@@ -135,15 +135,10 @@ pub fn parse(v: &Value, request: u32) -> Result<Completion, String> {
     })
 }
 
-/// What came back as one message, for the transcript.
-pub fn message(c: &Completion) -> Message {
-    Message::assistant(c.text.clone(), c.calls.clone())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::llm::wire::ToolSpec;
+    use crate::driver::llm::wire::{Message, ToolSpec};
 
     #[test]
     fn a_tool_round_trip_is_spelled_as_chat_completions_wants() {

@@ -52,10 +52,6 @@ impl Store {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Whether a result goes to the store.
     pub fn wants(tool: &str, text: &str, max_chars: usize, max_items: usize) -> bool {
         super::tools::always_stored(tool)

@@ -131,6 +131,13 @@ pub struct Completion {
     pub model: String,
 }
 
+impl Completion {
+    /// What came back, as one message of the transcript.
+    pub fn message(&self) -> Message {
+        Message::assistant(self.text.clone(), self.calls.clone())
+    }
+}
+
 /// The arguments as an object, whatever the model sent.
 pub fn arguments(raw: &str) -> Value {
     match serde_json::from_str::<Value>(raw) {
