@@ -49,6 +49,7 @@ pub mod status;
 pub mod subagents;
 pub mod summary;
 pub mod ticker;
+pub mod trace;
 pub mod units;
 pub mod workspace;
 pub mod yaml;

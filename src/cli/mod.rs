@@ -18,6 +18,7 @@ mod reset;
 mod run;
 mod status;
 mod tick;
+mod trace;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -133,6 +134,14 @@ pub enum Command {
         /// The Brief: a name or a path
         brief: String,
     },
+    /// Draw the call tree of a Brief's run from events.jsonl (with ITER: one
+    /// iteration down to each command, model request and tool call)
+    Trace {
+        /// The Brief: a name or a path
+        brief: String,
+        /// The iteration to draw in full (0 is the baseline)
+        iteration: Option<u32>,
+    },
     /// Start a Brief over: remove its worktrees and branch, move its archive aside
     Reset {
         /// The Brief: a name or a path
@@ -189,6 +198,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Status { brief } => status::run(&g, brief.as_deref()),
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
         Command::Report { brief } => report::run(&g, &brief),
+        Command::Trace { brief, iteration } => trace::run(&g, &brief, iteration),
         Command::Reset {
             brief,
             yes,

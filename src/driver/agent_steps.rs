@@ -150,6 +150,9 @@ struct Step<'a> {
     t: &'a Turn<'a>,
     /// The files this step is about (EXECUTE), for profiles that pass them.
     files: NamedFiles,
+    /// The span of the latest call: its `model_result` goes under it, so a
+    /// trace pairs a call with its end by parent id, not by position.
+    last_call: std::cell::RefCell<Option<crate::events::Span>>,
 }
 
 impl<'a> Step<'a> {
@@ -158,6 +161,7 @@ impl<'a> Step<'a> {
             agent,
             t,
             files: NamedFiles::default(),
+            last_call: std::cell::RefCell::new(None),
         }
     }
 
@@ -229,7 +233,9 @@ impl<'a> Step<'a> {
             span: &span,
         };
         let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
-        self.agent.run(&inv, lease.as_ref(), t.cancel)
+        let reply = self.agent.run(&inv, lease.as_ref(), t.cancel);
+        *self.last_call.borrow_mut() = Some(span);
+        reply
     }
 
     /// The cut of an iteration whose agent stayed unavailable.
@@ -246,7 +252,10 @@ impl<'a> Step<'a> {
 
     /// Records how a call ended, once its outcome is final.
     fn finished(&self, call: &AgentCall) -> Result<()> {
-        self.t.span.emit(Event::model_result(call))?;
+        let last = self.last_call.borrow_mut().take();
+        last.as_ref()
+            .unwrap_or(self.t.span)
+            .emit(Event::model_result(call))?;
         Ok(())
     }
 }

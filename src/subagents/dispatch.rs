@@ -344,7 +344,7 @@ pub fn run_command(
         let mut call = unavailable.call.clone();
         call.phase = phase;
         call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
-        span.emit(Event::model_result(&call))?;
+        call_span.emit(Event::model_result(&call))?;
         earlier.push(call);
         crate::interrupt::sleep_unless(this, t.cancel)?;
     };
@@ -389,7 +389,7 @@ pub fn run_command(
     if call.problem.is_none() {
         call.problem.clone_from(&a.problem);
     }
-    span.emit(Event::model_result(&call))?;
+    call_span.emit(Event::model_result(&call))?;
     a.calls.push(call);
     Ok(a)
 }

@@ -759,6 +759,60 @@ fn a_full_night_with_the_script_preset() {
     for ty in ["model_call", "model_result", "plan", "learn_archived"] {
         assert!(t.events("night").iter().any(|e| e["type"] == ty), "no {ty}");
     }
+    // The trace: one run, its iterations with their verdicts and plans, and
+    // under each phase the agent call that ran it.
+    let overview = t.ooda(&["trace", "night"]).expect(0).stdout;
+    assert!(
+        overview.contains("(night)") && overview.contains("iteration 6"),
+        "{overview}"
+    );
+    for r in &recs {
+        assert!(
+            overview.contains(&format!(
+                "iteration {}  {}",
+                r.iteration,
+                r.verdict.as_str()
+            )),
+            "{overview}"
+        );
+    }
+    let tree: serde_json::Value =
+        serde_json::from_str(&t.ooda(&["trace", "night", "3", "--json"]).expect(0).stdout).unwrap();
+    let it = &tree["nodes"][0];
+    assert_eq!(it["verdict"], recs[2].verdict.as_str());
+    assert_eq!(it["attributes"]["hypothesis"], recs[2].hypothesis.as_str());
+    let phases: Vec<&str> = it["children"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "observe", "orient", "plan", "execute", "evaluate", "review", "learn", "commit",
+            "check"
+        ]
+    );
+    for phase in ["plan", "execute", "learn"] {
+        let p = it["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == phase)
+            .unwrap();
+        let call = &p["children"][0];
+        assert_eq!(
+            (
+                call["kind"].as_str(),
+                call["name"].as_str(),
+                call["status"].as_str()
+            ),
+            (Some("agent_call"), Some("script"), Some("ok")),
+            "{call}"
+        );
+        assert_eq!(call["attributes"]["phase"], phase);
+    }
     let summary = t.read("iterations/night/summary.md");
     assert!(summary.contains("STOPPED — budget_iterations"), "{summary}");
     assert!(summary.contains("| plan | 6 | 0 |"), "{summary}");

@@ -218,3 +218,31 @@ fn an_old_branch_without_history_is_not_overwritten() {
     let r = t.ooda(&["tick", "o"]).expect(2);
     assert!(r.stderr.contains("ooda reset o"), "{}", r.stderr);
 }
+
+#[test]
+fn trace_names_what_is_missing_and_how_to_get_it() {
+    let t = Test::new();
+    t.brief("b", &knob_brief(""));
+    t.commit("a Brief");
+    let r = t.ooda(&["trace", "b"]).expect(2);
+    assert!(
+        r.stderr.contains("events.jsonl") && r.stderr.contains("ooda tick b"),
+        "{}",
+        r.stderr
+    );
+    t.ooda(&["tick", "b"]).expect(0);
+    let r = t.ooda(&["trace", "b", "3"]).expect(2);
+    assert!(
+        r.stderr.contains("iteration 3 is not in")
+            && r.stderr.contains("it has iteration 0")
+            && r.stderr.contains("`ooda trace b`"),
+        "{}",
+        r.stderr
+    );
+    let r = t.ooda(&["trace", "b", "0"]).expect(0);
+    assert!(
+        r.stdout.starts_with("iteration 0  baseline"),
+        "{}",
+        r.stdout
+    );
+}

@@ -562,6 +562,70 @@ fn a_night(api: Api) {
     );
     assert!(!of("decision_attribution").is_empty());
 
+    // The trace holds the same story as a tree: iteration → phase → agent
+    // call → model request / tool call, with the failures marked.
+    let tree: Value =
+        serde_json::from_str(&t.ooda(&["trace", "b", "1", "--json"]).expect(0).stdout).unwrap();
+    let it = &tree["nodes"][0];
+    assert_eq!(
+        (it["kind"].as_str(), it["verdict"].as_str()),
+        (Some("iteration"), Some("keep")),
+        "{it}"
+    );
+    fn all<'a>(n: &'a Value, out: &mut Vec<&'a Value>) {
+        out.push(n);
+        for c in n["children"].as_array().unwrap() {
+            all(c, out);
+        }
+    }
+    let mut nodes = Vec::new();
+    all(it, &mut nodes);
+    let kind = |k: &str| {
+        nodes
+            .iter()
+            .copied()
+            .filter(|n| n["kind"] == k)
+            .collect::<Vec<_>>()
+    };
+    // Every model request is under an agent call, and every tool call too.
+    for n in &nodes {
+        for c in n["children"].as_array().unwrap() {
+            if c["kind"] == "model_request" || c["kind"] == "tool_call" {
+                assert_eq!(n["kind"], "agent_call", "{} under {}", c["name"], n["name"]);
+            }
+        }
+    }
+    assert_eq!(kind("model_request").len(), 11);
+    assert_eq!(kind("tool_call").len(), tool_calls.len());
+    let bad = kind("tool_call")
+        .into_iter()
+        .find(|n| n["status"] == "failed")
+        .expect("the escape failed");
+    assert!(bad["error"].as_str().unwrap().contains(".."), "{bad}");
+    assert!(
+        kind("tool_call").iter().any(|n| n["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["kind"] == "decision_attribution")),
+        "decisions sit on their tool calls"
+    );
+    let reviewer = kind("subagent")
+        .into_iter()
+        .find(|n| n["name"] == "llm-reviewer")
+        .expect("the reviewer");
+    assert_eq!(reviewer["verdict"], "approve");
+    assert_eq!(reviewer["children"][0]["kind"], "agent_call");
+    // Usage adds up to what the iteration file recorded, requests not counted twice.
+    let recorded: u64 = calls.iter().map(|c| c.usage.input).sum();
+    assert_eq!(it["usage"]["input"].as_u64(), Some(recorded));
+    let text = t.ooda(&["trace", "b", "1"]).expect(0).stdout;
+    assert!(
+        text.contains("chat test-heavy #1") && text.contains("✗ tool read_file"),
+        "{text}"
+    );
+    assert!(text.contains("plan: "), "{text}");
+
     // The key is nowhere on disk: not in the archive, the artifacts, the
     // worktrees, the events, the state.
     let mut all = Vec::new();
