@@ -34,6 +34,7 @@ pub mod metric;
 pub mod model;
 #[cfg(test)]
 mod module_graph;
+pub mod otlp;
 pub mod phases;
 pub mod plan;
 pub mod problem;

@@ -156,6 +156,7 @@ impl Builder {
             }
             Event::ModelRequest {
                 request,
+                provider,
                 model,
                 messages,
                 prompt_chars,
@@ -164,6 +165,9 @@ impl Builder {
                 let mut n = self.node(r, Kind::ModelRequest, format!("chat {model}"));
                 n.set("request", *request);
                 n.set("model", model.as_str());
+                if !provider.is_empty() {
+                    n.set("provider", provider.as_str());
+                }
                 n.set("messages", *messages);
                 n.set("prompt_chars", *prompt_chars);
                 n.set("prompt_tokens_estimate", *prompt_tokens_estimate);

@@ -10,6 +10,7 @@
 mod ack;
 mod check;
 mod daemon;
+mod export;
 mod init;
 mod new;
 mod output;
@@ -142,6 +143,17 @@ pub enum Command {
         /// The iteration to draw in full (0 is the baseline)
         iteration: Option<u32>,
     },
+    /// Write the run as OpenTelemetry spans (OTLP/JSON lines) for Jaeger, Phoenix, Langfuse
+    Export {
+        /// The Brief: a name or a path
+        brief: String,
+        /// The file to write (`-`: stdout), in the OTLP File Exporter format
+        #[arg(long, value_name = "FILE")]
+        otlp: PathBuf,
+        /// All spans in one line (one JSON document), for Jaeger's UI upload
+        #[arg(long)]
+        one_line: bool,
+    },
     /// Start a Brief over: remove its worktrees and branch, move its archive aside
     Reset {
         /// The Brief: a name or a path
@@ -199,6 +211,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
         Command::Report { brief } => report::run(&g, &brief),
         Command::Trace { brief, iteration } => trace::run(&g, &brief, iteration),
+        Command::Export {
+            brief,
+            otlp,
+            one_line,
+        } => export::run(&g, &brief, &otlp, one_line),
         Command::Reset {
             brief,
             yes,

@@ -194,6 +194,9 @@ pub enum Event {
     /// call's `model_call`, whose span it is in).
     ModelRequest {
         request: u32,
+        /// `openai` or `anthropic` (the wire format; empty in older logs).
+        #[serde(default)]
+        provider: String,
         model: String,
         messages: usize,
         prompt_chars: usize,

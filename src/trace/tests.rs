@@ -78,6 +78,7 @@ fn results_pair_with_their_calls_by_parent_and_usage_sums_up_once() {
         let c = plan.child(call(Phase::Plan, 1)).unwrap();
         c.emit(Event::ModelRequest {
             request: 1,
+            provider: "openai".into(),
             model: "m".into(),
             messages: 2,
             prompt_chars: 40,

@@ -434,6 +434,117 @@ fn project(api: Api, url: &str, iterations: u32) -> Test {
     t
 }
 
+/// The export read back with the protobuf-derived OTLP types: one trace,
+/// one root, every parent present, the GenAI names and attributes.
+fn otlp_round_trip(t: &Test, agent_calls: usize) {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use opentelemetry_proto::tonic::trace::v1::Span;
+    let file = t.path().join("night.otlp.jsonl");
+    t.ooda(&["export", "b", "--otlp", file.to_str().unwrap()])
+        .expect(0);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut spans: Vec<Span> = Vec::new();
+    for line in text.lines() {
+        let req: ExportTraceServiceRequest = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not an ExportTraceServiceRequest ({e}): {line}"));
+        for rs in req.resource_spans {
+            for ss in rs.scope_spans {
+                spans.extend(ss.spans);
+            }
+        }
+    }
+    // The baseline and iteration 1, each on its line after the run's.
+    assert_eq!(text.lines().count(), 3);
+    let one = t
+        .ooda(&["export", "b", "--otlp", "-", "--one-line"])
+        .expect(0)
+        .stdout;
+    let one: ExportTraceServiceRequest = serde_json::from_str(one.trim()).unwrap();
+    let all: usize = one.resource_spans[0]
+        .scope_spans
+        .iter()
+        .map(|s| s.spans.len())
+        .sum();
+    let traces: std::collections::BTreeSet<&Vec<u8>> = spans.iter().map(|s| &s.trace_id).collect();
+    assert_eq!(traces.len(), 1, "one trace per run");
+    assert_eq!(spans[0].trace_id.len(), 16);
+    let ids: std::collections::BTreeSet<&Vec<u8>> = spans.iter().map(|s| &s.span_id).collect();
+    assert_eq!(ids.len(), spans.len(), "span ids are unique");
+    assert_eq!(all, spans.len(), "--one-line holds the same spans");
+    let roots: Vec<&Span> = spans
+        .iter()
+        .filter(|s| s.parent_span_id.is_empty())
+        .collect();
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0].name, "invoke_workflow ooda");
+    for s in &spans {
+        assert!(
+            s.parent_span_id.is_empty() || ids.contains(&s.parent_span_id),
+            "{} has a parent that is not in the file",
+            s.name
+        );
+        assert!(s.end_time_unix_nano >= s.start_time_unix_nano, "{}", s.name);
+    }
+    let attr = |s: &Span, key: &str| -> Option<Any> {
+        s.attributes
+            .iter()
+            .find(|a| a.key == key)
+            .and_then(|a| a.value.clone())
+            .and_then(|v| v.value)
+    };
+    let named = |prefix: &str| {
+        spans
+            .iter()
+            .filter(|s| s.name.starts_with(prefix))
+            .collect::<Vec<_>>()
+    };
+    let chats = named("chat test-");
+    assert_eq!(chats.len(), 11);
+    for c in &chats {
+        assert_eq!(
+            attr(c, "gen_ai.operation.name"),
+            Some(Any::StringValue("chat".into()))
+        );
+        assert!(
+            matches!(attr(c, "gen_ai.provider.name"), Some(Any::StringValue(p)) if p == "openai" || p == "anthropic")
+        );
+        assert!(matches!(
+            attr(c, "gen_ai.request.model"),
+            Some(Any::StringValue(_))
+        ));
+        assert!(matches!(
+            attr(c, "gen_ai.usage.input_tokens"),
+            Some(Any::IntValue(_))
+        ));
+        assert!(matches!(
+            attr(c, "gen_ai.usage.cache_read.input_tokens"),
+            Some(Any::IntValue(_))
+        ));
+    }
+    let agents = named("invoke_agent llm:");
+    // The main agent's steps and the reviewer's call, as the iteration file counts them.
+    assert_eq!(agents.len(), agent_calls);
+    assert!(named("invoke_agent llm-reviewer").len() == 1);
+    let tools = named("execute_tool ");
+    assert!(
+        tools
+            .iter()
+            .all(|s| matches!(attr(s, "gen_ai.tool.call.id"), Some(Any::StringValue(_))))
+    );
+    let escape = tools
+        .iter()
+        .find(|s| s.status.as_ref().is_some_and(|st| st.code == 2))
+        .expect("the refused read is an error span");
+    assert_eq!(escape.name, "execute_tool read_file");
+    assert!(attr(escape, "error.type").is_some());
+    let it = named("iteration 1")[0];
+    assert_eq!(
+        attr(it, "ooda.verdict"),
+        Some(Any::StringValue("keep".into()))
+    );
+}
+
 fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
@@ -625,6 +736,8 @@ fn a_night(api: Api) {
         "{text}"
     );
     assert!(text.contains("plan: "), "{text}");
+
+    otlp_round_trip(&t, calls.len());
 
     // The key is nowhere on disk: not in the archive, the artifacts, the
     // worktrees, the events, the state.

@@ -303,6 +303,7 @@ impl<'a> Loop<'a> {
             let estimate = self.window.estimate(prompt.chars);
             self.span.emit(Event::ModelRequest {
                 request: self.requests,
+                provider: self.setup.tier.provider.as_str().to_string(),
                 model: self.setup.tier.model.clone(),
                 messages: prompt.messages.len(),
                 prompt_chars: prompt.chars,
@@ -666,6 +667,7 @@ impl<'a> Loop<'a> {
         self.requests += 1;
         self.span.emit(Event::ModelRequest {
             request: self.requests,
+            provider: light.provider.as_str().to_string(),
             model: light.model.clone(),
             messages: 1,
             prompt_chars: input.chars().count(),

@@ -1,0 +1,47 @@
+//! `ooda export BRIEF --otlp FILE`: the run as OpenTelemetry spans.
+
+use std::path::Path;
+
+use super::{Globals, out};
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::project::Project;
+
+pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    let b = project.load_brief(brief)?;
+    let dir = project.iterations_dir(&b.name);
+    let records = crate::events::read_all(&dir)?;
+    if records.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: no events yet (no run of {} here? start one with `ooda tick {}`)",
+            dir.join("events.jsonl").display(),
+            b.name,
+            b.name
+        )));
+    }
+    let runs = crate::trace::build(&records);
+    let mut text = String::new();
+    let mut spans = 0;
+    for run in &runs {
+        spans += run.walk().len();
+        for line in crate::otlp::lines(run, one_line) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    if file == Path::new("-") {
+        out(&text)?;
+    } else {
+        crate::atomic::write_atomic(file, text.as_bytes())?;
+        if !g.quiet {
+            eprintln!(
+                "wrote {} ({} span(s), {} trace(s)): open it in Jaeger's UI (Search → Upload JSON) or send it to a collector",
+                file.display(),
+                spans,
+                runs.len()
+            );
+        }
+    }
+    Ok(Exit::Ok)
+}
