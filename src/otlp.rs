@@ -15,87 +15,92 @@
 //! the run id and the event ids, so exporting the same log twice gives the
 //! same spans and a collector that sees both keeps one.
 
-use serde_json::{Value, json};
+mod json;
+mod live;
+mod proto;
+mod span;
+
+pub use live::Live;
+pub use span::{Attr, Batch, KeyValue, Span, SpanEvent, SpanKind};
+
+use serde_json::Value;
 
 use crate::trace::{Kind, Node, Status};
 
-/// The export of one run: one JSON document per line, or with `one_line`
-/// all spans in one document (what older Jaeger UIs can upload: they read a
-/// file as a single JSON document).
+/// The export of one run as OTLP/JSON lines: one batch per line.
 pub fn lines(run: &Node, one_line: bool) -> Vec<String> {
-    let trace_id = trace_id(run.attribute("run_id").unwrap_or(&run.id));
-    let mut first = vec![span(run, &trace_id, None)];
+    batches(run, one_line).iter().map(json::encode).collect()
+}
+
+/// The same batches in the protobuf encoding, for OTLP/HTTP.
+pub fn protobuf(batch: &Batch) -> Vec<u8> {
+    proto::encode(batch)
+}
+
+/// The run's span and what is not in an iteration first, then one batch
+/// per iteration; with `one_line`, everything in one batch (what older
+/// Jaeger UIs can upload: they read a file as a single JSON document).
+pub fn batches(run: &Node, one_line: bool) -> Vec<Batch> {
+    let trace = trace_id(run.attribute("run_id").unwrap_or(&run.id));
+    let root = span_id(&run.id);
+    let mut first = vec![span(run, trace, None)];
     let mut out = Vec::new();
     for child in &run.children {
         let mut spans = Vec::new();
-        collect(child, &trace_id, &span_id(&run.id), &mut spans);
-        if child.kind == Kind::Iteration {
-            out.push(request(run, spans));
+        collect(child, trace, root, &mut spans);
+        if child.kind == Kind::Iteration && !one_line {
+            out.push(batch(run, spans));
         } else {
             first.extend(spans);
         }
     }
-    if one_line {
-        for doc in out.drain(..) {
-            if let Some(spans) = doc["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array() {
-                first.extend(spans.iter().cloned());
-            }
-        }
-    }
-    out.insert(0, request(run, first));
-    out.iter().map(Value::to_string).collect()
+    out.insert(0, batch(run, first));
+    out
 }
 
-fn collect(n: &Node, trace_id: &str, parent: &str, out: &mut Vec<Value>) {
-    out.push(span(n, trace_id, Some(parent)));
+/// One iteration's spans (and everything below), parented to the run.
+pub fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
+    let trace = trace_id(run.attribute("run_id").unwrap_or(&run.id));
+    let mut spans = Vec::new();
+    collect(iteration, trace, span_id(&run.id), &mut spans);
+    batch(run, spans)
+}
+
+/// The run's own span, with what it holds outside any iteration (the
+/// synthesizer's notes at the stop, a confirmation after a resume).
+pub fn run_batch(run: &Node) -> Batch {
+    batches(run, false).swap_remove(0)
+}
+
+fn collect(n: &Node, trace: [u8; 16], parent: [u8; 8], out: &mut Vec<Span>) {
+    out.push(span(n, trace, Some(parent)));
     let me = span_id(&n.id);
     for c in &n.children {
-        collect(c, trace_id, &me, out);
+        collect(c, trace, me, out);
     }
 }
 
-fn request(run: &Node, spans: Vec<Value>) -> Value {
+fn batch(run: &Node, spans: Vec<Span>) -> Batch {
     let mut resource = vec![
-        kv("service.name", "ooda".into()),
-        kv("service.version", env!("CARGO_PKG_VERSION").into()),
+        ("service.name".to_string(), Attr::Str("ooda".into())),
+        (
+            "service.version".to_string(),
+            Attr::Str(env!("CARGO_PKG_VERSION").into()),
+        ),
     ];
     if let Some(b) = run.attribute("brief") {
-        resource.push(kv("ooda.brief", b.into()));
+        resource.push(("ooda.brief".to_string(), Attr::Str(b.into())));
     }
-    json!({
-        "resourceSpans": [{
-            "resource": {"attributes": resource},
-            "scopeSpans": [{
-                "scope": {"name": "ooda", "version": env!("CARGO_PKG_VERSION")},
-                "spans": spans,
-            }],
-        }],
-    })
+    Batch {
+        resource,
+        scope_name: "ooda".into(),
+        scope_version: env!("CARGO_PKG_VERSION").into(),
+        spans,
+    }
 }
 
-/// An attribute value in OTLP/JSON: 64-bit integers are strings.
-fn any(v: &Value) -> Option<Value> {
-    Some(match v {
-        Value::String(s) => json!({"stringValue": s}),
-        Value::Bool(b) => json!({"boolValue": b}),
-        Value::Number(n) if n.is_i64() || n.is_u64() => json!({"intValue": n.to_string()}),
-        Value::Number(n) => json!({"doubleValue": n.as_f64()?}),
-        Value::Array(items) => {
-            json!({"arrayValue": {"values": items.iter().filter_map(any).collect::<Vec<_>>()}})
-        }
-        Value::Null | Value::Object(_) => return None,
-    })
-}
-
-fn kv(key: &str, value: Value) -> Value {
-    json!({"key": key, "value": any(&value).unwrap_or(json!({"stringValue": ""}))})
-}
-
-fn nanos(t: chrono::DateTime<chrono::Utc>) -> String {
-    t.timestamp_nanos_opt()
-        .unwrap_or_default()
-        .max(0)
-        .to_string()
+fn nanos(t: chrono::DateTime<chrono::Utc>) -> u64 {
+    t.timestamp_nanos_opt().unwrap_or_default().max(0) as u64
 }
 
 /// The provider a command agent's profile talks to, when its name says.
@@ -108,11 +113,11 @@ fn provider_of(profile: &str) -> Option<&'static str> {
     }
 }
 
-fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
-    let mut attrs: Vec<Value> = Vec::new();
+fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
+    let mut attrs: Vec<KeyValue> = Vec::new();
     let mut put = |k: &str, v: Value| {
-        if !v.is_null() {
-            attrs.push(kv(k, v));
+        if let Some(a) = Attr::from_json(&v) {
+            attrs.push((k.to_string(), a));
         }
     };
     let a = |k: &str| n.attributes.get(k).cloned().unwrap_or(Value::Null);
@@ -123,7 +128,7 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("ooda.start_commit", a("start_commit"));
             put("ooda.seed", a("seed"));
             put("ooda.stop_reason", n.verdict.clone().into());
-            ("invoke_workflow ooda".to_string(), 1)
+            ("invoke_workflow ooda".to_string(), SpanKind::Internal)
         }
         Kind::Iteration => {
             put("ooda.iteration", n.iteration.into());
@@ -131,11 +136,11 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("ooda.hypothesis", a("hypothesis"));
             put("ooda.predicted_effect", a("predicted_effect"));
             put("ooda.reason", a("reason"));
-            (n.name.clone(), 1)
+            (n.name.clone(), SpanKind::Internal)
         }
         Kind::Phase => {
             put("ooda.phase", n.name.clone().into());
-            (n.name.clone(), 1)
+            (n.name.clone(), SpanKind::Internal)
         }
         Kind::Subagent => {
             put("gen_ai.operation.name", "invoke_agent".into());
@@ -145,7 +150,7 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("ooda.subagent.delegation", a("delegation"));
             put("ooda.verdict", n.verdict.clone().into());
             put("ooda.findings", a("findings"));
-            (format!("invoke_agent {}", n.name), 1)
+            (format!("invoke_agent {}", n.name), SpanKind::Internal)
         }
         Kind::AgentCall => {
             let provider = n
@@ -161,7 +166,7 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("ooda.attempt", a("attempt"));
             put("ooda.command", a("command"));
             put("ooda.outcome", n.verdict.clone().into());
-            (format!("invoke_agent {}", n.name), 1)
+            (format!("invoke_agent {}", n.name), SpanKind::Internal)
         }
         Kind::ModelRequest => {
             put("gen_ai.operation.name", "chat".into());
@@ -169,11 +174,11 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("gen_ai.request.model", a("model"));
             put("gen_ai.response.model", a("response_model"));
             if let Some(f) = n.attribute("finish_reason").filter(|f| !f.is_empty()) {
-                put("gen_ai.response.finish_reasons", json!([f]));
+                put("gen_ai.response.finish_reasons", serde_json::json!([f]));
             }
             put("ooda.request", a("request"));
             put("ooda.tries", a("tries"));
-            (n.name.clone(), 3)
+            (n.name.clone(), SpanKind::Client)
         }
         Kind::ToolCall => {
             put("gen_ai.operation.name", "execute_tool".into());
@@ -182,7 +187,7 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("gen_ai.tool.type", "function".into());
             put("gen_ai.tool.call.arguments", a("arguments"));
             put("ooda.stored", a("stored"));
-            (format!("execute_tool {}", n.name), 1)
+            (format!("execute_tool {}", n.name), SpanKind::Internal)
         }
         Kind::Command => {
             put("ooda.command.role", n.name.clone().into());
@@ -190,13 +195,13 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
             put("ooda.worktree", a("worktree"));
             put("ooda.outcome", n.verdict.clone().into());
             put("process.exit.code", a("exit_code"));
-            (format!("command {}", n.name), 1)
+            (format!("command {}", n.name), SpanKind::Internal)
         }
         Kind::Confirmation => {
             put("ooda.effect", a("effect"));
             put("ooda.ci", a("ci"));
             put("ooda.pairs", a("pairs"));
-            (n.name.clone(), 1)
+            (n.name.clone(), SpanKind::Internal)
         }
     };
     if matches!(n.kind, Kind::AgentCall | Kind::ModelRequest) || !n.usage.is_empty() {
@@ -208,47 +213,44 @@ fn span(n: &Node, trace_id: &str, parent: Option<&str>) -> Value {
         );
         put("ooda.cost_usd", n.usage.cost_usd.into());
     }
-    let status = match n.status {
+    let error = match n.status {
         Status::Failed => {
-            let why = n.verdict.clone().unwrap_or_else(|| "failed".into());
-            put("error.type", why.into());
-            json!({"code": 2, "message": n.error.clone().unwrap_or_default()})
+            put(
+                "error.type",
+                n.verdict.clone().unwrap_or_else(|| "failed".into()).into(),
+            );
+            Some(n.error.clone().unwrap_or_default())
         }
         Status::Cancelled => {
             put("error.type", "cancelled".into());
-            json!({"code": 2, "message": "interrupted"})
+            Some("interrupted".to_string())
         }
-        Status::Ok | Status::Unfinished => json!({}),
+        Status::Ok | Status::Unfinished => None,
     };
     if n.status == Status::Unfinished {
         put("ooda.unfinished", true.into());
     }
-    let events: Vec<Value> = n
-        .notes
-        .iter()
-        .map(|note| {
-            json!({
-                "timeUnixNano": nanos(note.at),
-                "name": note.kind,
-                "attributes": [kv("ooda.text", note.text.clone().into())],
+    let start = nanos(n.start);
+    Span {
+        trace_id,
+        span_id: span_id(&n.id),
+        parent_span_id: parent,
+        name,
+        kind,
+        start_time_unix_nano: start,
+        end_time_unix_nano: nanos(n.end.unwrap_or(n.start)).max(start),
+        attributes: attrs,
+        events: n
+            .notes
+            .iter()
+            .map(|note| SpanEvent {
+                time_unix_nano: nanos(note.at),
+                name: note.kind.clone(),
+                attributes: vec![("ooda.text".to_string(), Attr::Str(note.text.clone()))],
             })
-        })
-        .collect();
-    let mut s = json!({
-        "traceId": trace_id,
-        "spanId": span_id(&n.id),
-        "name": name,
-        "kind": kind,
-        "startTimeUnixNano": nanos(n.start),
-        "endTimeUnixNano": nanos(n.end.unwrap_or(n.start).max(n.start)),
-        "attributes": attrs,
-        "events": events,
-        "status": status,
-    });
-    if let Some(p) = parent {
-        s["parentSpanId"] = p.into();
+            .collect(),
+        error,
     }
-    s
 }
 
 /// FNV-1a, 64 bits: stable across releases and platforms, unlike std's hasher.
@@ -262,18 +264,17 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
     h.max(1)
 }
 
-/// 16 bytes as 32 hex digits (the OTLP/JSON encoding of `trace_id`).
-pub fn trace_id(run_id: &str) -> String {
-    format!(
-        "{:016x}{:016x}",
-        fnv(run_id.as_bytes(), 0x7472_6163),
-        fnv(run_id.as_bytes(), 0x6f6f_6461)
-    )
+/// The run's trace id: 16 bytes derived from its run id.
+pub fn trace_id(run_id: &str) -> [u8; 16] {
+    let mut id = [0; 16];
+    id[..8].copy_from_slice(&fnv(run_id.as_bytes(), 0x7472_6163).to_be_bytes());
+    id[8..].copy_from_slice(&fnv(run_id.as_bytes(), 0x6f6f_6461).to_be_bytes());
+    id
 }
 
-/// 8 bytes as 16 hex digits.
-pub fn span_id(event_id: &str) -> String {
-    format!("{:016x}", fnv(event_id.as_bytes(), 0))
+/// A span id: 8 bytes derived from the event id that opened the node.
+pub fn span_id(event_id: &str) -> [u8; 8] {
+    fnv(event_id.as_bytes(), 0).to_be_bytes()
 }
 
 #[cfg(test)]
@@ -281,17 +282,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_are_hex_of_the_right_length_stable_and_distinct() {
+    fn ids_are_stable_distinct_and_never_zero() {
         let t = trace_id("20261202T072408-00000007");
-        assert_eq!(t.len(), 32);
-        assert!(t.chars().all(|c| c.is_ascii_hexdigit()));
         assert_eq!(t, trace_id("20261202T072408-00000007"));
         assert_ne!(t, trace_id("20261202T072408-00000008"));
-        assert_eq!(span_id("a-1").len(), 16);
         assert_ne!(span_id("a-1"), span_id("a-2"));
+        assert_ne!(span_id("a-1"), [0; 8]);
         // Fixed values: a release that changed them would split a run's
         // spans across two traces in a collector that saw both exports.
-        assert_eq!(span_id(""), "cbf29ce484222325");
+        assert_eq!(span_id(""), 0xcbf2_9ce4_8422_2325_u64.to_be_bytes());
     }
 
     /// Hex pairs read by hand, not by the library under test.
@@ -304,10 +303,11 @@ mod tests {
 
     #[test]
     fn ids_follow_the_otlp_json_hex_encoding_of_the_spec_example() {
-        use opentelemetry_proto::tonic::trace::v1::Span;
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
         // The ids of the span in opentelemetry-proto's examples/trace.json:
         // hex, not base64 as protobuf's generic JSON mapping would have it.
-        let spec: Span = serde_json::from_str(
+        let spec: ProtoSpan = serde_json::from_str(
             r#"{"traceId": "5B8EFFF798038103D269B633813FC60C", "spanId": "EEE19B7EC3C1B174",
                 "parentSpanId": "EEE19B7EC3C1B173", "name": "I'm a server span",
                 "startTimeUnixNano": "1544712660000000000", "endTimeUnixNano": "1544712661000000000",
@@ -318,26 +318,31 @@ mod tests {
         assert_eq!(spec.trace_id.len(), 16);
         assert_eq!(spec.span_id, bytes("EEE19B7EC3C1B174"));
         assert_eq!(spec.start_time_unix_nano, 1_544_712_660_000_000_000);
-        // Ours decode to the bytes we meant.
-        let t = trace_id("run");
-        let s = span_id("e-1");
-        let ours: Span = serde_json::from_value(json!({
-            "traceId": t, "spanId": s, "name": "x", "kind": 1,
-            "startTimeUnixNano": "1", "endTimeUnixNano": "2",
-        }))
-        .unwrap();
-        assert_eq!(ours.trace_id, bytes(&t));
-        assert_eq!(ours.span_id, fnv(b"e-1", 0).to_be_bytes());
-    }
-
-    #[test]
-    fn integers_are_strings_and_nulls_are_left_out() {
-        assert_eq!(any(&json!(3)), Some(json!({"intValue": "3"})));
-        assert_eq!(any(&json!(0.5)), Some(json!({"doubleValue": 0.5})));
-        assert_eq!(any(&Value::Null), None);
-        assert_eq!(
-            any(&json!(["stop"])),
-            Some(json!({"arrayValue": {"values": [{"stringValue": "stop"}]}}))
-        );
+        // Ours, written the same way, read back as the bytes we meant.
+        let b = Batch {
+            resource: vec![],
+            scope_name: "ooda".into(),
+            scope_version: "1".into(),
+            spans: vec![Span {
+                trace_id: trace_id("run"),
+                span_id: span_id("e-1"),
+                parent_span_id: Some(span_id("e-0")),
+                name: "x".into(),
+                kind: SpanKind::Internal,
+                start_time_unix_nano: 1,
+                end_time_unix_nano: 2,
+                attributes: vec![("n".into(), Attr::Int(1 << 40))],
+                events: vec![],
+                error: None,
+            }],
+        };
+        let line = json::encode(&b);
+        let req: ExportTraceServiceRequest = serde_json::from_str(&line).unwrap();
+        let s = &req.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(s.trace_id, trace_id("run"));
+        assert_eq!(s.span_id, span_id("e-1"));
+        assert_eq!(s.parent_span_id, span_id("e-0"));
+        let hex: String = trace_id("run").iter().map(|b| format!("{b:02x}")).collect();
+        assert!(line.contains(&format!("\"traceId\":\"{hex}\"")), "{line}");
     }
 }

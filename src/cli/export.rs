@@ -3,24 +3,11 @@
 use std::path::Path;
 
 use super::{Globals, out};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::exit::Exit;
-use crate::project::Project;
 
 pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Result<Exit> {
-    let project = Project::discover(g.root.as_deref())?;
-    let b = project.load_brief(brief)?;
-    let dir = project.iterations_dir(&b.name);
-    let records = crate::events::read_all(&dir)?;
-    if records.is_empty() {
-        return Err(Error::Input(format!(
-            "{}: no events yet (no run of {} here? start one with `ooda tick {}`)",
-            dir.join("events.jsonl").display(),
-            b.name,
-            b.name
-        )));
-    }
-    let runs = crate::trace::build(&records);
+    let (_, _, runs) = super::trace::runs(g, brief)?;
     let mut text = String::new();
     let mut spans = 0;
     for run in &runs {

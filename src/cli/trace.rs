@@ -1,13 +1,17 @@
 //! `ooda trace BRIEF [ITER] [--json]`: the call tree of the run, from
 //! `events.jsonl`.
 
+use std::path::PathBuf;
+
 use super::{Globals, out};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 use crate::project::Project;
 use crate::trace::{self, Kind, Node, Style};
 
-pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Exit> {
+/// The Brief's name, its iterations folder and the runs its log holds;
+/// an error naming the file when there is no log yet.
+pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Node>)> {
     let project = Project::discover(g.root.as_deref())?;
     let b = project.load_brief(brief)?;
     let dir = project.iterations_dir(&b.name);
@@ -20,7 +24,11 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Ex
             b.name
         )));
     }
-    let runs = trace::build(&records);
+    Ok((b.name, dir, trace::build(&records)))
+}
+
+pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Exit> {
+    let (name, dir, runs) = runs(g, brief)?;
     let shown: Vec<&Node> = match iteration {
         None => runs.iter().collect(),
         Some(n) => {
@@ -30,7 +38,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Ex
                     "iteration {n} is not in {} ({}); `ooda trace {}` lists them",
                     dir.join("events.jsonl").display(),
                     present(&runs),
-                    b.name
+                    name
                 )));
             }
             // A run started over keeps one log; the latest run's is meant.
@@ -40,7 +48,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Ex
     if g.json {
         let doc = serde_json::json!({
             "schema": trace::TRACE_SCHEMA,
-            "brief": b.name,
+            "brief": name,
             "iteration": iteration,
             "nodes": shown,
         });
@@ -59,7 +67,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Ex
     if iteration.is_none() {
         text.push_str(&format!(
             "\n`ooda trace {} N` draws iteration N down to each command, model request and tool call.\n",
-            b.name
+            name
         ));
     }
     out(&text)?;

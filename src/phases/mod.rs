@@ -180,12 +180,18 @@ impl<'a> Machine<'a> {
         )?
         .with_owned_file(&brief.knobs_file);
         let progress: Arc<dyn Sink> = Arc::new(Progress::new(&brief.name, verbose, print));
+        let mut watchers = vec![progress];
+        // With OTEL_EXPORTER_OTLP_ENDPOINT set, each iteration goes to the
+        // collector as it ends.
+        if let Some(live) = crate::otlp::Live::from_env(&project.iterations_dir(&brief.name)) {
+            watchers.push(Arc::new(live));
+        }
         let mut archive = Archive::open(
             &project.iterations_dir(&brief.name),
             &brief,
             &hash,
             &ws,
-            vec![progress],
+            watchers,
         )?;
         // What a tick killed together with its helpers left running dies
         // now, before anything of this tick starts (the Brief's lock makes

@@ -15,7 +15,7 @@ use ooda::history::Verdict;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-use crate::test::{QUIET_CONFIG, Test, knob_brief};
+use crate::test::{QUIET_CONFIG, Test, knob_brief, runtime};
 
 const KEY: &str = "sk-test-9f8e7d6c5b4a39281706f5e4d3c2b1a0";
 const UUID: &str = "6f1c2b9e-4d3a-4b7e-9c21-0a8f5e3d7b64";
@@ -374,14 +374,6 @@ fn served<R: Respond + 'static>(
         requests,
         wrong,
     }
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn serve(api: Api) -> Served {

@@ -8,6 +8,7 @@ mod errors;
 mod llm;
 mod loop_runs;
 mod migration;
+mod observe;
 mod presets;
 mod redlights;
 mod resume;

@@ -375,3 +375,12 @@ fn snapshot_walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
         }
     }
 }
+
+/// A runtime for the scripted HTTP servers (wiremock) a test starts.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap()
+}
