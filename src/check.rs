@@ -736,7 +736,10 @@ pub fn measure(
 
 /// The sandbox `check --measure` and `--preflight` run their commands in:
 /// the same as a tick's.
-fn sandbox_for(project: &Project, agent: Option<&str>) -> Result<crate::sandbox::InForce> {
+pub(crate) fn sandbox_for(
+    project: &Project,
+    agent: Option<&str>,
+) -> Result<crate::sandbox::InForce> {
     project
         .config
         .sandbox

@@ -47,6 +47,10 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/events.jsonl",
     "iterations/*/artifacts/",
     "iterations/*/.lock",
+    // A replay's record is worth keeping; its log, prompts and copies of
+    // earlier iteration files are machine state like the run's.
+    "iterations/*/replays/*/*",
+    "!iterations/*/replays/*/replay.json",
     // aider's own files (chat history, tags cache) in a worktree.
     ".aider*",
 ];

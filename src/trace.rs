@@ -641,6 +641,20 @@ impl Builder {
             Event::RedLight { reason, evidence } => {
                 self.note(p, r, format!("RED {reason}: {evidence}"))
             }
+            Event::ReplayFinished { full, problem } => {
+                let it = self.up(p, Kind::Iteration).unwrap_or(p);
+                let n = &mut self.nodes[it];
+                n.end = Some(r.ts);
+                n.status = if problem.is_some() {
+                    Status::Failed
+                } else {
+                    Status::Ok
+                };
+                n.error.clone_from(problem);
+                if n.verdict.is_none() {
+                    n.verdict = Some(if *full { "replayed" } else { "replayed (plan)" }.into());
+                }
+            }
             Event::RunFinished { reason, detail } => {
                 let run = self.up(p, Kind::Run).unwrap_or(p);
                 let n = &mut self.nodes[run];

@@ -445,6 +445,12 @@ impl Workspace {
         self.read_worktree(&self.cand_repo()?, &self.cand_dir, max_new)
     }
 
+    /// What changed in a scratch worktree against its HEAD (a replay's).
+    pub fn scratch_changes(&self, dir: &Path, max_new: u64) -> Result<Candidate> {
+        let repo = Repository::open(dir).ctx(|| format!("opening {}", dir.display()))?;
+        self.read_worktree(&repo, dir, max_new)
+    }
+
     /// A worktree's files read from disk against its HEAD (see `candidate`).
     fn read_worktree(&self, repo: &Repository, root: &Path, max_new: u64) -> Result<Candidate> {
         let head = head_tree(repo)?;

@@ -9,11 +9,13 @@
 
 mod ack;
 mod check;
+mod compare;
 mod daemon;
 mod export;
 mod init;
 mod new;
 mod output;
+mod replay;
 mod report;
 mod reset;
 mod run;
@@ -143,6 +145,27 @@ pub enum Command {
         /// The iteration to draw in full (0 is the baseline)
         iteration: Option<u32>,
     },
+    /// Run an iteration's PLAN again with today's prompts, agent and config, from its base
+    /// commit, beside the run (with --full also EXECUTE and EVALUATE)
+    Replay {
+        /// The Brief: a name or a path
+        brief: String,
+        /// The iteration to replay (1 or later)
+        iteration: u32,
+        /// Also make the change and measure it against the base
+        #[arg(long)]
+        full: bool,
+    },
+    /// Two iterations, or an iteration and a replay, side by side: plans,
+    /// verdicts and the two trees aligned
+    Compare {
+        /// The Brief: a name or a path
+        brief: String,
+        /// An iteration (`7`), its latest replay (`7r`), its k-th replay (`7r2`) or a replay folder
+        a: String,
+        /// The same forms
+        b: String,
+    },
     /// Write the run as OpenTelemetry spans (OTLP/JSON lines) for Jaeger, Phoenix, Langfuse
     Export {
         /// The Brief: a name or a path
@@ -211,6 +234,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
         Command::Report { brief } => report::run(&g, &brief),
         Command::Trace { brief, iteration } => trace::run(&g, &brief, iteration),
+        Command::Replay {
+            brief,
+            iteration,
+            full,
+        } => replay::run(&g, &brief, iteration, full),
+        Command::Compare { brief, a, b } => compare::run(&g, &brief, &a, &b),
         Command::Export {
             brief,
             otlp,

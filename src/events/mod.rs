@@ -256,6 +256,12 @@ pub enum Event {
         expected: String,
         source: String,
     },
+    /// A replay (`ooda replay`) of the iteration ended: `full` when it
+    /// also made and measured the change; `problem` when it could not.
+    ReplayFinished {
+        full: bool,
+        problem: Option<String>,
+    },
     ArtifactStored {
         #[serde(rename = "ref")]
         reference: String,

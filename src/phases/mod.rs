@@ -59,6 +59,7 @@ use crate::state::InFlight;
 use crate::workspace::Workspace;
 
 pub use crate::model::Phase;
+pub(crate) use execute::content_violation;
 pub use next::{Beside, Facts, Next, next};
 
 /// The scratch worktree where the simplifier edits a copy of a keep.

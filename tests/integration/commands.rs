@@ -21,6 +21,8 @@ fn init_scaffolds_and_is_idempotent() {
         "iterations/*/events.jsonl",
         "iterations/*/artifacts/",
         "iterations/*/.lock",
+        "iterations/*/replays/*/*",
+        "!iterations/*/replays/*/replay.json",
     ] {
         assert!(
             gi.lines().any(|l| l == line),

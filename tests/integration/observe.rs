@@ -141,3 +141,152 @@ fn a_collector_that_fails_never_stops_the_night() {
     .expect(4);
     assert_eq!(t.iterations("b"), vec![0, 1, 2]);
 }
+
+/// A script agent that says in its plan which PLAN template it was given.
+const TEMPLATE_AGENT: &str = r#"#!/bin/sh
+prompt=$(cat)
+i=$OODA_ITERATION
+case "$prompt" in *TODAY-MARKER*) tpl=new ;; *) tpl=old ;; esac
+case "$OODA_PHASE" in
+  plan)
+    x=$((10 + 7 * i))
+    printf '```ooda\n{"hypothesis": "X=%s (template %s)", "change": "X to %s", "cites": [%s], "predicted_effect": 0.05, "predicted_sd": 0.05, "knobs": {"X": %s}}\n```\n' "$x" "$tpl" "$x" "$((i - 1))" "$x"
+    ;;
+  execute) echo "iteration $i" >> src/lib.txt ;;
+  learn) printf '{"next": "go on"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+/// Every file of the run's archive but its replays, by content.
+fn archive(t: &Test) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(
+        dir: &std::path::Path,
+        root: &std::path::Path,
+        out: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().display().to_string();
+            if rel == "replays" {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else {
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let root = t.path().join("iterations/b");
+    let mut out = std::collections::BTreeMap::new();
+    walk(&root, &root, &mut out);
+    out
+}
+
+#[test]
+fn replay_runs_todays_prompt_beside_the_run_and_compare_lines_the_two_up() {
+    let t = Test::new();
+    t.script("ooda-agent.sh", TEMPLATE_AGENT);
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 2 }\n").replace("agent: builtin", "agent: script"),
+    );
+    t.commit("a script agent");
+    t.ooda(&["run", "b"]).expect(4);
+    assert!(t.record("b", 2).hypothesis.contains("(template old)"));
+    // Today's PLAN template differs from the night's.
+    t.write(
+        "templates/plan.md",
+        "TODAY-MARKER plan iteration {{iteration}}.\n\n{{history}}\n",
+    );
+    let before = t.snapshot();
+    let refs = t.ooda_refs();
+    let archived = archive(&t);
+    let r = t.ooda(&["replay", "b", "2"]).expect(0);
+    assert!(
+        r.stdout.contains("then  X=24 (template old)"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("now   X=24 (template new)"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("not measured"), "{}", r.stdout);
+    t.snapshot().assert_same(&before, "ooda replay");
+    assert_eq!(t.ooda_refs(), refs, "the run's branch and refs");
+    assert!(archive(&t) == archived, "the run's archive changed");
+    // The replay is recorded beside the run, with its prompt and its events.
+    let replays: Vec<_> = std::fs::read_dir(t.path().join("iterations/b/replays"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(replays.len(), 1);
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(replays[0].join("replay.json")).unwrap())
+            .unwrap();
+    assert_eq!(rec["iteration"], 2);
+    assert_eq!(rec["base"], t.record("b", 2).base);
+    assert_eq!(rec["driver"], "command:script");
+    assert!(
+        std::fs::read_to_string(replays[0].join("artifacts/iter-002/plan.prompt.md"))
+            .unwrap()
+            .contains("TODAY-MARKER")
+    );
+    // It saw the archive as iteration 2 did: iteration 1's file, not 2's.
+    assert!(replays[0].join("iter-001.md").exists() && !replays[0].join("iter-002.md").exists());
+
+    let c = t.ooda(&["compare", "b", "2", "2r"]).expect(0).stdout;
+    assert!(
+        c.contains("  A  X=24 (template old)") && c.contains("  B  X=24 (template new)"),
+        "{c}"
+    );
+    assert!(
+        c.contains("= iteration 2") || c.contains("~ iteration 2"),
+        "{c}"
+    );
+    assert!(c.contains("phase plan"), "{c}");
+    assert!(
+        !c.contains("phase review"),
+        "compared through the replay's phases: {c}"
+    );
+    let j: serde_json::Value = serde_json::from_str(
+        &t.ooda(&["compare", "b", "2", "2r", "--json"])
+            .expect(0)
+            .stdout,
+    )
+    .unwrap();
+    let call = j["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "agent_call")
+        .expect("the PLAN call on both sides");
+    assert!(call["a"].is_object() && call["b"].is_object(), "{call}");
+
+    // With --full the change is made and measured, still beside the run.
+    let r = t.ooda(&["replay", "b", "2", "--full"]).expect(0);
+    assert!(
+        r.stdout.contains("now   keep") || r.stdout.contains("now   discard"),
+        "{}",
+        r.stdout
+    );
+    t.snapshot().assert_same(&before, "ooda replay --full");
+    assert_eq!(t.ooda_refs(), refs);
+    assert!(archive(&t) == archived, "the run's archive changed");
+    let c = t.ooda(&["compare", "b", "2", "2r"]).expect(0).stdout;
+    assert!(c.contains("command metric"), "{c}");
+    assert!(c.contains("(command:script, full)"), "{c}");
+    // The first replay is still there by its number.
+    t.ooda(&["compare", "b", "2r1", "2r2"]).expect(0);
+    let bad = t.ooda(&["compare", "b", "2", "9r"]).expect(2);
+    assert!(
+        bad.stderr.contains("`9r` names no iteration or replay"),
+        "{}",
+        bad.stderr
+    );
+    let base = t.ooda(&["replay", "b", "0"]).expect(2);
+    assert!(base.stderr.contains("is the baseline"), "{}", base.stderr);
+}

@@ -1,0 +1,101 @@
+//! `ooda replay BRIEF ITER [--full] [--json]`.
+
+use std::fmt::Write as _;
+
+use super::output::progress_printer;
+use super::{Globals, out};
+use crate::error::Result;
+use crate::exit::Exit;
+use crate::interrupt::Interrupt;
+use crate::project::Project;
+use crate::replay::{Outcome, PlanSummary};
+
+pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    let b = project.load_brief(brief)?;
+    let interrupt = Interrupt::install();
+    let (dir, rec) = crate::replay::run(
+        &project,
+        &b,
+        iteration,
+        full,
+        interrupt.flag(),
+        progress_printer(g.quiet),
+    )?;
+    if g.json {
+        out(&format!(
+            "{}\n",
+            std::fs::read_to_string(dir.join("replay.json")).unwrap_or_default()
+        ))?;
+        return Ok(Exit::Ok);
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "replay of iteration {} of {} ({}), from its base {}, with today's {} driver",
+        rec.iteration,
+        rec.brief,
+        rec.id,
+        crate::history::short(&rec.base),
+        rec.driver
+    );
+    let _ = writeln!(s, "  then  {}", plan_line(Some(&rec.original_plan)));
+    let _ = writeln!(s, "  now   {}", plan_line(rec.plan.as_ref()));
+    if let Some(p) = &rec.problem {
+        let _ = writeln!(s, "  problem  {p}");
+    }
+    let _ = writeln!(s, "  then  {}", outcome_line(&rec.original_outcome));
+    match &rec.outcome {
+        Some(o) => {
+            let _ = writeln!(s, "  now   {}", outcome_line(o));
+        }
+        None if !rec.full => {
+            let _ = writeln!(
+                s,
+                "  now   not measured (`--full` also makes the change and measures it)"
+            );
+        }
+        None => {}
+    }
+    if !rec.usage.is_empty() {
+        let _ = writeln!(
+            s,
+            "  usage {} tokens in, {} out{}",
+            rec.usage.input,
+            rec.usage.output,
+            rec.usage
+                .cost_usd
+                .map(|c| format!(", {}", crate::units::format_usd(c)))
+                .unwrap_or_default()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "recorded in {}\ncompare the two trees: ooda compare {} {} {}",
+        dir.display(),
+        rec.brief,
+        rec.iteration,
+        rec.id
+    );
+    out(&s)?;
+    Ok(Exit::Ok)
+}
+
+fn plan_line(p: Option<&PlanSummary>) -> String {
+    match p {
+        None => "no plan".into(),
+        Some(p) => format!(
+            "{}{}",
+            crate::prompt::clip(&p.hypothesis, 100),
+            match (p.predicted_effect, p.predicted_sd) {
+                (Some(e), Some(sd)) =>
+                    format!(" (predicted {:+.1}% ± {:.1}%)", e * 100.0, sd * 100.0),
+                _ => String::new(),
+            }
+        ),
+    }
+}
+
+pub(super) fn outcome_line(o: &Outcome) -> String {
+    format!("{}: {}", o.verdict, crate::prompt::clip(&o.reason, 140))
+}
