@@ -33,6 +33,9 @@ pub struct Config {
     pub sandbox: crate::sandbox::Settings,
     /// `review:`: what reviewers read and the size a keep may have.
     pub review: Review,
+    /// `anomalies:` and `notify:`: the anomaly thresholds, which of them
+    /// stop the run, and the command run on a stop.
+    pub watch: crate::model::Watch,
 }
 
 /// `review:` in `ooda.yaml`.
@@ -306,7 +309,24 @@ impl Provider {
 }
 
 pub const TIERS: &[&str] = &["light", "medium", "heavy"];
-const TOP_KEYS: &[&str] = &["defaults", "agents", "models", "sandbox", "review"];
+const TOP_KEYS: &[&str] = &[
+    "defaults",
+    "agents",
+    "models",
+    "sandbox",
+    "review",
+    "anomalies",
+    "notify",
+];
+const ANOMALY_KEYS: &[&str] = &[
+    "repeated_failure",
+    "budget_used",
+    "empty_responses",
+    "compactions",
+    "tool_error_rate",
+    "token_spike",
+    "stop_on",
+];
 const REVIEW_KEYS: &[&str] = &["rules", "max_diff_lines"];
 const SANDBOX_KEYS: &[&str] = &["mode", "writable"];
 const AGENT_SANDBOX_KEYS: &[&str] = &["writable", "args_inside", "args_outside"];
@@ -563,6 +583,7 @@ impl Default for Config {
             models: BTreeMap::new(),
             sandbox: crate::sandbox::Settings::default(),
             review: Review::default(),
+            watch: crate::model::Watch::default(),
         }
     }
 }
@@ -627,6 +648,19 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
     if let Some(e) = fields.get("review") {
         check_review(ck, &e.value, &mut cfg.review);
     }
+    if let Some(e) = fields.get("anomalies") {
+        check_anomalies(ck, &e.value, &mut cfg.watch);
+    }
+    if let Some(e) = fields.get("notify")
+        && let Some(cmd) = ck.string(
+            &e.value,
+            "notify",
+            "a shell command",
+            "notify: 'curl -s -d \"$OODA_BRIEF: $OODA_STOP_REASON\" ntfy.sh/my-topic'",
+        )
+    {
+        cfg.watch.notify = Some(cmd);
+    }
     if let Some(e) = fields.get("models") {
         let example = "models: {light: {provider: openai, model: gpt-4o-mini}}";
         if let Some(models) = ck.map(&e.value, "models", TIERS, example) {
@@ -638,6 +672,90 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
                     cfg.models.insert(entry.key.clone(), tier);
                 }
             }
+        }
+    }
+}
+
+/// `anomalies: {repeated_failure: 3, budget_used: 0.8, …, stop_on: [token_spike]}`.
+fn check_anomalies(ck: &mut Checker, node: &Node, w: &mut crate::model::Watch) {
+    let example = "anomalies: {budget_used: 0.9, token_spike: 4, stop_on: [budget_near]}";
+    let Some(fields) = ck.map(node, "anomalies", ANOMALY_KEYS, example) else {
+        return;
+    };
+    let counts: [(&str, &mut usize); 3] = [
+        ("repeated_failure", &mut w.repeated_failure),
+        ("empty_responses", &mut w.empty_responses),
+        ("compactions", &mut w.compactions),
+    ];
+    for (name, slot) in counts {
+        let key = format!("anomalies.{name}");
+        if let Some(v) = fields
+            .get(name)
+            .and_then(|e| positive(ck, e, &key, 1, example))
+        {
+            *slot = usize::try_from(v).unwrap_or(usize::MAX);
+        }
+    }
+    type Share<'a> = (&'a str, &'a mut f64, &'a str, fn(f64) -> bool);
+    let shares: [Share; 3] = [
+        (
+            "budget_used",
+            &mut w.budget_used,
+            "a share above 0 and at most 1 (0.8 = 80%)",
+            |v| v > 0.0 && v <= 1.0,
+        ),
+        (
+            "tool_error_rate",
+            &mut w.tool_error_rate,
+            "a share from 0 to 1 (0.3 = 30%)",
+            |v| (0.0..=1.0).contains(&v),
+        ),
+        (
+            "token_spike",
+            &mut w.token_spike,
+            "a multiple of the median above 1 (3 = three times)",
+            |v| v > 1.0,
+        ),
+    ];
+    for (name, slot, expected, ok) in shares {
+        if let Some(e) = fields.get(name)
+            && let Some(v) = ck.expect(
+                &e.value,
+                &format!("anomalies.{name}"),
+                expected,
+                example,
+                |n| parse_float(n.scalar()?).filter(|v| ok(*v)),
+            )
+        {
+            *slot = v;
+        }
+    }
+    if let Some(e) = fields.get("stop_on")
+        && let Some(rules) = ck.strings(
+            &e.value,
+            "anomalies.stop_on",
+            "a list of anomaly rules",
+            "a rule name",
+            example,
+        )
+    {
+        let bad: Vec<&String> = rules
+            .iter()
+            .filter(|r| !crate::model::STOPPING_RULES.contains(&r.as_str()))
+            .collect();
+        match bad.first() {
+            Some(b) => {
+                ck.report(
+                    Some(e.value.line),
+                    Some("anomalies.stop_on"),
+                    format!(
+                        "`{b}` cannot stop the run: only the spending rules can ({}); the others are shown in summary.md",
+                        crate::model::STOPPING_RULES.join(", ")
+                    ),
+                )
+                .example(example);
+            }
+            None => w.stop_on = rules,
         }
     }
 }
@@ -1295,6 +1413,31 @@ mod tests {
         let mut ps = problems(text);
         assert_eq!(ps.len(), 1, "{ps:#?}");
         ps.remove(0)
+    }
+
+    #[test]
+    fn anomalies_and_notify_are_read_and_checked() {
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "anomalies:\n  budget_used: 0.9\n  token_spike: 4\n  repeated_failure: 5\n  stop_on: [budget_near, token_spike]\nnotify: ./alert.sh\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.watch.budget_used, 0.9);
+        assert_eq!(cfg.watch.token_spike, 4.0);
+        assert_eq!(cfg.watch.repeated_failure, 5);
+        assert_eq!(cfg.watch.stop_on, ["budget_near", "token_spike"]);
+        assert_eq!(cfg.watch.notify.as_deref(), Some("./alert.sh"));
+        let p = only("anomalies:\n  stop_on: [repeated_failure]\n");
+        assert_eq!(p.key.as_deref(), Some("anomalies.stop_on"));
+        assert!(
+            p.message.contains("only the spending rules"),
+            "{}",
+            p.message
+        );
+        let p = only("anomalies:\n  budget_used: 80\n");
+        assert_eq!(p.key.as_deref(), Some("anomalies.budget_used"));
+        let p = only("anomalies:\n  token_spik: 3\n");
+        assert!(p.message.contains("token_spike"), "{}", p.message);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! the file named after a concept is where to look for it.
 
 pub mod agent_output;
+pub mod anomalies;
 pub mod archive;
 pub mod atomic;
 pub mod brief;
@@ -32,9 +33,11 @@ pub mod lock;
 pub mod log;
 pub mod measure_lock;
 pub mod metric;
+pub mod metrics;
 pub mod model;
 #[cfg(test)]
 mod module_graph;
+pub mod notify;
 pub mod otlp;
 pub mod phases;
 pub mod plan;

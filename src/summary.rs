@@ -40,6 +40,7 @@ pub fn render(
     history: &[IterationRecord],
     budget: &Budget,
     orientation: &Orientation,
+    observed: &Observed,
 ) -> String {
     let mut s = String::new();
     let metric = &brief.metric.name;
@@ -238,6 +239,8 @@ pub fn render(
         s.push('\n');
     }
     s.push_str(&usage_section(history));
+    s.push_str(&observed.section(&brief.name));
+    s.push_str(&crate::metrics::section(&observed.metrics));
     let _ = writeln!(s, "## Budget\n");
     let used_iters = history.len().saturating_sub(1);
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
@@ -363,6 +366,95 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
     s
 }
 
+/// What the event log adds to the archive: the run's metrics (and, from
+/// the log, what went wrong beside the verdicts).
+#[derive(Debug, Default)]
+pub struct Observed {
+    pub metrics: crate::metrics::Metrics,
+    /// Every anomaly the log holds: the rules' findings and the runner's own.
+    pub anomalies: Vec<Logged>,
+}
+
+/// One anomaly as the log recorded it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Logged {
+    pub iteration: Option<u32>,
+    pub rule: String,
+    pub severity: String,
+    pub evidence: String,
+    /// The trace node it points to (an event id), when it has one.
+    pub node: Option<String>,
+}
+
+impl Observed {
+    /// From `dir/events.jsonl`; an unreadable log gives none (the archive is
+    /// the source of truth, the log an addition).
+    pub fn of(dir: &Path, history: &[IterationRecord]) -> Observed {
+        use crate::events::Event;
+        let records = crate::events::read_all(dir).unwrap_or_default();
+        let runs = crate::trace::build(&records);
+        let anomalies = records
+            .iter()
+            .filter_map(|r| match &r.event {
+                Event::AnomalyFound {
+                    rule,
+                    severity,
+                    evidence,
+                    node,
+                    ..
+                } => Some(Logged {
+                    iteration: r.iteration,
+                    rule: rule.clone(),
+                    severity: severity.clone(),
+                    evidence: evidence.clone(),
+                    node: node.clone(),
+                }),
+                Event::Anomaly { kind, message } => Some(Logged {
+                    iteration: r.iteration,
+                    rule: kind.as_str().to_string(),
+                    severity: "warn".into(),
+                    evidence: message.clone(),
+                    node: r.parent_id.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        Observed {
+            metrics: crate::metrics::of(&runs, history),
+            anomalies,
+        }
+    }
+
+    /// The "Anomalies" section of `summary.md` (empty when there are none).
+    pub fn section(&self, brief: &str) -> String {
+        if self.anomalies.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from(
+            "## Anomalies\n\n| iteration | anomaly | severity | evidence |\n|---|---|---|---|\n",
+        );
+        // The most recent first, at most 30: the log has them all.
+        for a in self.anomalies.iter().rev().take(30) {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                a.iteration
+                    .map(|i| i.to_string())
+                    .unwrap_or_else(|| "run".into()),
+                a.rule,
+                a.severity,
+                truncate(&a.evidence.replace('|', "\\|").replace('\n', " "), 240)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n{} in all; `ooda trace {brief} N` shows each on the node it points to.\n",
+            self.anomalies.len()
+        );
+        s
+    }
+}
+
 /// Version of the `summary.json` document (docs/files.md describes it).
 pub const SUMMARY_SCHEMA: u32 = 1;
 
@@ -373,6 +465,7 @@ pub fn json(
     history: &[IterationRecord],
     budget: &Budget,
     orientation: &Orientation,
+    observed: &Observed,
 ) -> serde_json::Value {
     use serde_json::{Value, json};
     let keeps: Vec<&IterationRecord> = history
@@ -455,6 +548,8 @@ pub fn json(
                 "evidence": a.evidence,
             })))
             .collect::<Vec<_>>(),
+        "metrics": observed.metrics,
+        "anomalies": observed.anomalies,
         "budget": {
             "iterations": {"used": history.len().saturating_sub(1), "limit": budget.iterations},
             "wall_seconds": {"used": elapsed.as_secs_f64(), "limit": budget.wall.map(|w| w.as_secs_f64())},
@@ -478,12 +573,14 @@ pub fn write(
     budget: &Budget,
     orientation: &Orientation,
 ) -> Result<()> {
+    let observed = Observed::of(dir, history);
     write_atomic(
         &dir.join("summary.md"),
-        render(brief, state, history, budget, orientation).as_bytes(),
+        render(brief, state, history, budget, orientation, &observed).as_bytes(),
     )?;
-    let data = serde_json::to_string_pretty(&json(brief, state, history, budget, orientation))
-        .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
+    let data =
+        serde_json::to_string_pretty(&json(brief, state, history, budget, orientation, &observed))
+            .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
     write_atomic(&dir.join("summary.json"), (data + "\n").as_bytes())?;
     write_atomic(
         &dir.join("progress.svg"),

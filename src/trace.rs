@@ -638,6 +638,20 @@ impl Builder {
                 }
                 self.note(p, r, format!("anomaly {}: {message}", kind.as_str()));
             }
+            Event::AnomalyFound {
+                rule,
+                severity,
+                evidence,
+                node,
+                ..
+            } => {
+                // On the node it points to, when that node is in the tree.
+                let target = node
+                    .as_ref()
+                    .and_then(|id| self.by_id.get(id).copied())
+                    .unwrap_or(p);
+                self.note(target, r, format!("anomaly {rule} ({severity}): {evidence}"));
+            }
             Event::RedLight { reason, evidence } => {
                 self.note(p, r, format!("RED {reason}: {evidence}"))
             }

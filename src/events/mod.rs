@@ -272,6 +272,18 @@ pub enum Event {
         kind: AnomalyKind,
         message: String,
     },
+    /// A rule of `anomalies.rs` fired on the trace; `node` is the event
+    /// id of the trace node it points to, when there is one; `fingerprint` is what
+    /// makes it the same anomaly again (it is logged once).
+    AnomalyFound {
+        rule: String,
+        severity: String,
+        evidence: String,
+        node: Option<String>,
+        /// Named so the log's redaction (which hides values under keys
+        /// like `key` or `token`) leaves it readable.
+        fingerprint: String,
+    },
     RedLight {
         reason: String,
         evidence: String,

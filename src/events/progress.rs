@@ -107,8 +107,12 @@ impl Progress {
                 AnomalyKind::ScopeViolation
                 | AnomalyKind::NoiseChanged
                 | AnomalyKind::TargetNotConfirmed
+                | AnomalyKind::NotifyFailed
                 | AnomalyKind::Alarm(_) => Vec::new(),
             },
+            Event::AnomalyFound { rule, evidence, .. } => {
+                one(format!("anomaly {rule}: {evidence}"))
+            }
             Event::ConfirmationStarted { .. } => {
                 one("confirmation: start of run vs current best".into())
             }

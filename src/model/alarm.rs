@@ -111,6 +111,7 @@ impl AlarmKind {
             AlarmKind::FailureStreak => StopReason::RedFailureStreak,
             AlarmKind::Scope => StopReason::RedScope,
             AlarmKind::Tamper => StopReason::RedTamper,
+            AlarmKind::Other(k) if k == "anomaly" => StopReason::RedAnomaly,
             AlarmKind::MachineDrift
             | AlarmKind::Plateau
             | AlarmKind::IdenticalCandidate
@@ -129,6 +130,7 @@ impl AlarmKind {
             StopReason::RedFailureStreak => AlarmKind::FailureStreak,
             StopReason::RedScope => AlarmKind::Scope,
             StopReason::RedTamper => AlarmKind::Tamper,
+            StopReason::RedAnomaly => AlarmKind::Other("anomaly".into()),
             StopReason::GoalReached
             | StopReason::BudgetIterations
             | StopReason::BudgetWall

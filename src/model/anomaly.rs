@@ -30,6 +30,8 @@ pub enum AnomalyKind {
     /// The llm driver's prompt builder refused a prompt that would show one
     /// stored result in two forms.
     ContextDuplicate,
+    /// The `notify:` command of `ooda.yaml` failed on a stop.
+    NotifyFailed,
     /// A YELLOW alarm of CHECK or EVALUATE.
     Alarm(AlarmKind),
 }
@@ -47,6 +49,7 @@ impl AnomalyKind {
             AnomalyKind::ConfirmationFailed => "confirmation_failed",
             AnomalyKind::TargetNotConfirmed => "target_not_confirmed",
             AnomalyKind::ContextDuplicate => "context_duplicate",
+            AnomalyKind::NotifyFailed => "notify_failed",
             AnomalyKind::Alarm(k) => k.as_str(),
         }
     }
@@ -64,6 +67,7 @@ impl AnomalyKind {
             AnomalyKind::ConfirmationFailed,
             AnomalyKind::TargetNotConfirmed,
             AnomalyKind::ContextDuplicate,
+            AnomalyKind::NotifyFailed,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

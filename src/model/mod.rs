@@ -36,6 +36,7 @@ mod subagent_report;
 mod thresholds;
 mod usage;
 mod verdict;
+mod watch;
 
 pub use agent_call::{AgentCall, CallOutcome};
 pub use alarm::{Alarm, AlarmKind, Level};
@@ -62,3 +63,4 @@ pub use subagent_report::{Finding, ReviewVerdict, SubagentOutcome, SubagentRepor
 pub use thresholds::Thresholds;
 pub use usage::Usage;
 pub use verdict::Verdict;
+pub use watch::{ANOMALY_RULES, STOPPING_RULES, Watch};

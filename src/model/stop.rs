@@ -21,10 +21,13 @@ pub enum StopReason {
     /// Without the sandbox, an agent step changed what it must not touch
     /// (the user's checkout, refs, git config or hooks, a Brief, ooda.yaml).
     RedTamper,
+    /// An anomaly rule `anomalies.stop_on` names fired (a budget nearly
+    /// spent, an iteration's tokens far above the run's median).
+    RedAnomaly,
 }
 
 impl StopReason {
-    pub const ALL: [StopReason; 13] = [
+    pub const ALL: [StopReason; 14] = [
         StopReason::GoalReached,
         StopReason::BudgetIterations,
         StopReason::BudgetWall,
@@ -38,6 +41,7 @@ impl StopReason {
         StopReason::RedFailureStreak,
         StopReason::RedScope,
         StopReason::RedTamper,
+        StopReason::RedAnomaly,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -55,6 +59,7 @@ impl StopReason {
             StopReason::RedFailureStreak => "red_failure_streak",
             StopReason::RedScope => "red_scope",
             StopReason::RedTamper => "red_tamper",
+            StopReason::RedAnomaly => "red_anomaly",
         }
     }
 
@@ -72,6 +77,7 @@ impl StopReason {
                 | StopReason::RedFailureStreak
                 | StopReason::RedScope
                 | StopReason::RedTamper
+                | StopReason::RedAnomaly
         )
     }
 

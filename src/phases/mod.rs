@@ -806,6 +806,7 @@ impl<'a> Machine<'a> {
                     &cur,
                     self.budget_stop(),
                 )?;
+                let d = self.watch(span, cur.iteration, d)?;
                 self.current_mut()?.check = Some(d.clone());
                 self.archive.save_state()?;
                 failpoint::after(failpoint::Step::CheckDecided);
@@ -919,6 +920,15 @@ impl<'a> Machine<'a> {
             reason: stop.reason.as_str().into(),
             detail: stop.detail.clone(),
         })?;
+        if let Some(cmd) = &self.project.config.watch.notify {
+            crate::notify::send(
+                cmd,
+                &self.brief.name,
+                &stop,
+                &self.archive.dir.join("summary.md"),
+                &run,
+            );
+        }
         Ok(())
     }
 
@@ -1048,6 +1058,59 @@ impl<'a> Machine<'a> {
             fresh,
         )?;
         Ok((done.reports, done.calls))
+    }
+
+    /// The anomaly rules over the trace as it stands after this iteration:
+    /// what is new is logged (once per rule and node), and a rule
+    /// `anomalies.stop_on` names stops the run RED.
+    fn watch(
+        &self,
+        span: &Span,
+        iteration: u32,
+        mut d: crate::state::CheckOutcome,
+    ) -> Result<crate::state::CheckOutcome> {
+        let w = &self.project.config.watch;
+        let records = crate::events::read_all(&self.archive.dir)?;
+        let runs = crate::trace::build(&records);
+        let logged = crate::anomalies::logged(&records);
+        let history = &self.archive.history;
+        let spent = crate::anomalies::Spent {
+            iterations: history.len().saturating_sub(1) as u32,
+            wall_seconds: (chrono::Utc::now() - self.archive.state.created_at)
+                .num_milliseconds()
+                .max(0) as f64
+                / 1000.0,
+            tokens: history.iter().map(|r| r.tokens).sum(),
+            cost_usd: history.iter().map(|r| r.cost_usd).sum(),
+        };
+        let budget = self.project.config.budget_for(&self.brief);
+        for f in crate::anomalies::detect(&runs, history, &budget, spent, w) {
+            let key = f.key();
+            if logged.contains(&key) {
+                continue;
+            }
+            span.emit(Event::AnomalyFound {
+                rule: f.rule.to_string(),
+                severity: f.severity.to_string(),
+                evidence: f.evidence.clone(),
+                node: f.node.clone(),
+                fingerprint: key,
+            })?;
+            if w.stop_on.iter().any(|r| r == f.rule)
+                && d.stop.as_ref().is_none_or(|s| !s.reason.is_red())
+            {
+                d.stop = Some(Stop {
+                    reason: crate::model::StopReason::RedAnomaly,
+                    detail: format!(
+                        "{}: {} (ooda.yaml's anomalies.stop_on names `{}`: look at it with `ooda trace {}`, then raise the threshold or `ooda ack`)",
+                        f.rule, f.evidence, f.rule, self.brief.name
+                    ),
+                    at: chrono::Utc::now(),
+                    iteration,
+                });
+            }
+        }
+        Ok(d)
     }
 
     fn budget_stop(&self) -> Option<Stop> {

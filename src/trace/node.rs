@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::model::Usage;
 
 /// What kind of work a node is; the levels of the tree, outermost first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Run,

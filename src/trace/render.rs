@@ -144,7 +144,10 @@ fn notes(out: &mut String, n: &Node, prefix: &str, style: Style, more_below: boo
             continue;
         }
         let text = clip(&note.text, style);
-        let text = if note.kind == "anomaly" || note.kind == "red_light" {
+        let text = if matches!(
+            note.kind.as_str(),
+            "anomaly" | "anomaly_found" | "red_light"
+        ) {
             paint(style, "33", &text)
         } else {
             text

@@ -290,3 +290,112 @@ fn replay_runs_todays_prompt_beside_the_run_and_compare_lines_the_two_up() {
     let base = t.ooda(&["replay", "b", "0"]).expect(2);
     assert!(base.stderr.contains("is the baseline"), "{}", base.stderr);
 }
+
+/// An agent whose PLAN answers with nothing ooda can read, every time.
+const MUTE_AGENT: &str = "#!/bin/sh\ncat > /dev/null\necho 'I have nothing to say.'\n";
+
+#[test]
+fn anomalies_are_found_on_the_trace_reported_and_can_stop_the_night_with_a_notification() {
+    let t = Test::new();
+    t.script("ooda-agent.sh", MUTE_AGENT);
+    t.script(
+        "alert.sh",
+        "#!/bin/sh\nenv | grep '^OODA_' | sort > \"$OODA_SUMMARY.alert\"\n",
+    );
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}anomalies:\n  budget_used: 0.5\n  stop_on: [budget_near]\nnotify: ./alert.sh\n",
+            crate::test::QUIET_CONFIG
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 4 }\n").replace("agent: builtin", "agent: script"),
+    );
+    t.commit("a mute agent");
+    let r = t.ooda(&["run", "b"]).expect(3);
+    assert!(r.stdout.contains("red_anomaly"), "{}{}", r.stdout, r.stderr);
+    // Iteration 2 of 4 used half the budget: the stop came then.
+    assert_eq!(t.iterations("b"), vec![0, 1, 2]);
+    let ev = t.events("b");
+    let found: Vec<&serde_json::Value> =
+        ev.iter().filter(|e| e["type"] == "anomaly_found").collect();
+    let rules: Vec<&str> = found.iter().map(|e| e["rule"].as_str().unwrap()).collect();
+    for rule in ["empty_responses", "repeated_failure", "budget_near"] {
+        assert!(rules.contains(&rule), "{rule} not in {rules:?}");
+    }
+    // Each is logged once, however many CHECKs saw it.
+    let keys: std::collections::BTreeSet<&str> = found
+        .iter()
+        .map(|e| e["fingerprint"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), found.len(), "{rules:?} {keys:?}");
+    // The repeated failure points at a node of the trace.
+    let rf = found
+        .iter()
+        .find(|e| e["rule"] == "repeated_failure")
+        .unwrap();
+    let node = rf["node"].as_str().unwrap();
+    assert!(
+        ev.iter()
+            .any(|e| e["id"] == node && e["type"] == "model_call"),
+        "{rf}"
+    );
+    let summary = t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("## Anomalies") && summary.contains("| empty_responses | warn |"),
+        "{summary}"
+    );
+    assert!(summary.contains("## Metrics"), "{summary}");
+    let json: serde_json::Value =
+        serde_json::from_str(&t.read("iterations/b/summary.json")).unwrap();
+    assert!(
+        json["anomalies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["rule"] == "budget_near")
+    );
+    assert_eq!(
+        json["metrics"]["by_phase"]["plan"]["failed"],
+        json["metrics"]["by_phase"]["plan"]["calls"]
+    );
+    // The notify command ran with the facts in its environment.
+    let alert = t.read("iterations/b/summary.md.alert");
+    assert!(
+        alert.contains("OODA_BRIEF=b\n") && alert.contains("OODA_STATUS=RED\n"),
+        "{alert}"
+    );
+    assert!(alert.contains("OODA_STOP_REASON=red_anomaly\n"), "{alert}");
+    // The trace shows it on the call.
+    let it = rf["iteration"].as_u64().unwrap().to_string();
+    let text = t.ooda(&["trace", "b", &it]).expect(0).stdout;
+    assert!(text.contains("anomaly repeated_failure (warn)"), "{text}");
+}
+
+#[test]
+fn a_failing_notify_command_is_logged_and_the_stop_stands() {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}notify: 'echo no route to the webhook >&2; exit 7'\n",
+            crate::test::QUIET_CONFIG
+        ),
+    );
+    t.brief("b", &knob_brief("budget: { iterations: 1 }\n"));
+    t.commit("a broken notify");
+    let r = t.ooda(&["run", "b"]).expect(4);
+    assert!(
+        r.stderr.contains("the notify command failed"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("no route to the webhook"), "{}", r.stderr);
+    assert!(
+        t.events("b")
+            .iter()
+            .any(|e| e["type"] == "anomaly" && e["kind"] == "notify_failed")
+    );
+}
