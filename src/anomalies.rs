@@ -287,7 +287,7 @@ mod tests {
 
     fn node(kind: Kind, name: &str, status: Status, error: Option<&str>) -> Node {
         let mut n = Node::new(
-            &format!("{name}-{}", rand(name)),
+            &format!("{name}-{}", unique()),
             kind,
             name.into(),
             Some(1),
@@ -298,10 +298,11 @@ mod tests {
         n
     }
 
-    fn rand(name: &str) -> usize {
+    /// Distinct node ids: a rule may key on them.
+    fn unique() -> usize {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static N: AtomicUsize = AtomicUsize::new(0);
-        N.fetch_add(1, Ordering::Relaxed) + name.len()
+        N.fetch_add(1, Ordering::Relaxed)
     }
 
     fn rules(found: &[Found]) -> Vec<&str> {

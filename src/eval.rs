@@ -328,6 +328,46 @@ impl Evaluator<'_> {
     }
 }
 
+/// Pairs measured until the sequential `rule` decides at one of `looks`
+/// (or the last look is reached), and the look that ended them: `None`
+/// when the series stopped before any look (a failure, or `halt`).
+pub type Sequential = (
+    std::result::Result<Vec<Pair>, (Side, RunFailure)>,
+    Option<sequential::Look>,
+);
+
+impl Evaluator<'_> {
+    /// [`Evaluator::measure_pairs`] under a sequential rule: what EVALUATE,
+    /// the simplifier's non-inferiority test and a replay all measure.
+    pub fn measure_sequential(
+        &mut self,
+        base: &Worktree,
+        cand: &Worktree,
+        rule: &sequential::Rule,
+        looks: &[usize],
+        rng: &mut SplitMix64,
+        halt: impl FnMut() -> bool,
+    ) -> Result<Sequential> {
+        let mut last = None;
+        let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
+        let measured = self.measure_pairs(
+            base,
+            cand,
+            max,
+            rng,
+            |p| match look_now(p, rule, looks) {
+                Some(l) => {
+                    last = Some(l);
+                    l.decision != sequential::Decision::Continue
+                }
+                None => false,
+            },
+            halt,
+        )?;
+        Ok((measured, last))
+    }
+}
+
 /// Setup and guards (builds, test suites) get a generous multiple of the
 /// per-measurement timeout, at least four minutes.
 pub fn long_timeout(brief: &Brief) -> Duration {

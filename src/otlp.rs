@@ -41,35 +41,38 @@ pub fn protobuf(batch: &Batch) -> Vec<u8> {
 /// per iteration; with `one_line`, everything in one batch (what older
 /// Jaeger UIs can upload: they read a file as a single JSON document).
 pub fn batches(run: &Node, one_line: bool) -> Vec<Batch> {
-    let trace = trace_id(run.attribute("run_id").unwrap_or(&run.id));
-    let root = span_id(&run.id);
-    let mut first = vec![span(run, trace, None)];
-    let mut out = Vec::new();
-    for child in &run.children {
-        let mut spans = Vec::new();
-        collect(child, trace, root, &mut spans);
-        if child.kind == Kind::Iteration && !one_line {
-            out.push(batch(run, spans));
-        } else {
-            first.extend(spans);
+    let mut out = vec![run_batch(run)];
+    for it in run.children.iter().filter(|c| c.kind == Kind::Iteration) {
+        let b = iteration_batch(run, it);
+        match one_line {
+            true => out[0].spans.extend(b.spans),
+            false => out.push(b),
         }
     }
-    out.insert(0, batch(run, first));
     out
+}
+
+/// The trace id of the run `run` is the root of.
+fn trace_of(run: &Node) -> [u8; 16] {
+    trace_id(run.attribute("run_id").unwrap_or(&run.id))
 }
 
 /// One iteration's spans (and everything below), parented to the run.
 pub fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
-    let trace = trace_id(run.attribute("run_id").unwrap_or(&run.id));
     let mut spans = Vec::new();
-    collect(iteration, trace, span_id(&run.id), &mut spans);
+    collect(iteration, trace_of(run), span_id(&run.id), &mut spans);
     batch(run, spans)
 }
 
 /// The run's own span, with what it holds outside any iteration (the
 /// synthesizer's notes at the stop, a confirmation after a resume).
 pub fn run_batch(run: &Node) -> Batch {
-    batches(run, false).swap_remove(0)
+    let trace = trace_of(run);
+    let mut spans = vec![span(run, trace, None)];
+    for c in run.children.iter().filter(|c| c.kind != Kind::Iteration) {
+        collect(c, trace, span_id(&run.id), &mut spans);
+    }
+    batch(run, spans)
 }
 
 fn collect(n: &Node, trace: [u8; 16], parent: [u8; 8], out: &mut Vec<Span>) {

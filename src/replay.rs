@@ -474,47 +474,31 @@ fn evaluate(
         lease: lease.as_ref(),
         exclusive: project.config.defaults.measure_exclusive,
     };
-    let failed = |why: String| -> Result<std::result::Result<Outcome, String>> { Ok(Err(why)) };
     for wt in [&bw, &cw] {
         if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {
-            return failed(format!("{} setup failed: {reason}", wt.side.as_str()));
+            return Ok(Err(format!("{} setup failed: {reason}", wt.side.as_str())));
         }
     }
     let (_, guard) = ev.guards(&cw)?;
     if let Some(RunFailure::Failed { reason, .. }) = guard {
-        return failed(format!("a guard failed: {reason}"));
+        return Ok(Err(format!("a guard failed: {reason}")));
     }
     let rule = orientation.rule();
     let looks = sequential::looks_for(project.config.defaults.pairs);
-    let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
     let mut rng =
         crate::stats::SplitMix64::new(seed ^ u64::from(n).wrapping_mul(0xD1B5_4A32_D192_ED03));
-    let mut last = None;
-    let measured = ev.measure_pairs(
-        &bw,
-        &cw,
-        max,
-        &mut rng,
-        |p| match eval::look_now(p, &rule, &looks) {
-            Some(l) => {
-                last = Some(l);
-                l.decision != sequential::Decision::Continue
-            }
-            None => false,
-        },
-        || false,
-    )?;
+    let (measured, last) = ev.measure_sequential(&bw, &cw, &rule, &looks, &mut rng, || false)?;
     let pairs = match measured {
         Ok(p) => p,
         Err((side, RunFailure::Failed { reason, .. })) => {
-            return failed(format!(
+            return Ok(Err(format!(
                 "the {} failed while measuring: {reason}",
                 side.as_str()
-            ));
+            )));
         }
     };
     let Some(last) = last else {
-        return failed("the sequential test ended without a look".into());
+        return Ok(Err("the sequential test ended without a look".into()));
     };
     let d = eval::report(
         brief.metric.direction,

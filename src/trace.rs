@@ -451,7 +451,7 @@ impl Builder {
                     _ => Status::Ok,
                 };
             }
-            Event::LearnArchived { path } => {
+            Event::LearnArchived { .. } => {
                 // The baseline has no verdict event: its archive ends it.
                 let n = &mut self.nodes[p];
                 if n.kind == Kind::Iteration && n.iteration == Some(0) && n.verdict.is_none() {
@@ -459,7 +459,6 @@ impl Builder {
                     n.verdict = Some("baseline".into());
                     n.status = Status::Ok;
                 }
-                let _ = path;
             }
             Event::Plan {
                 hypothesis,

@@ -143,22 +143,14 @@ fn candidate(
     if base_setup_done {
         cx.ws.record_base_setup(&setup_key)?;
     }
-    let mut last_look = None;
     let mut rigged = None;
-    let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
     let mut runs = 0;
-    let measured = ev.measure_pairs(
+    let (measured, last_look) = ev.measure_sequential(
         &base,
         &cand,
-        max,
+        &rule,
+        &looks,
         &mut rng,
-        |p| match eval::look_now(p, &rule, &looks) {
-            Some(l) => {
-                last_look = Some(l);
-                l.decision != sequential::Decision::Continue
-            }
-            None => false,
-        },
         // Before every run: one that rewrote a protected file (its own
         // benchmark, or the other side's) must not have the rigged one
         // measured, not even once.
@@ -356,22 +348,10 @@ pub(crate) fn simplified(
     let mut rng = SplitMix64::new(
         seed ^ u64::from(cur.iteration).wrapping_mul(0xA24B_AED4_963E_E407) ^ 0x5117_1F1E,
     );
-    let mut last_look = None;
-    let max = looks.last().copied().unwrap_or(sequential::LOOKS[0]);
-    let measured = ev.measure_pairs(
-        &kept,
-        &simple,
-        max,
-        &mut rng,
-        |p| match eval::look_now(p, &rule, &looks) {
-            Some(l) => {
-                last_look = Some(l);
-                l.decision != sequential::Decision::Continue
-            }
-            None => false,
-        },
-        || protected.changed().is_some(),
-    )?;
+    let (measured, last_look) =
+        ev.measure_sequential(&kept, &simple, &rule, &looks, &mut rng, || {
+            protected.changed().is_some()
+        })?;
     if let Some(path) = protected.changed() {
         return Ok(not(format!(
             "the protected {path} changed while the simplified candidate was measured"
