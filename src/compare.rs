@@ -25,6 +25,9 @@ pub enum Change {
 /// One side of an aligned node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Side {
+    /// The node's own name (an agent call's profile, a request's model):
+    /// two nodes can line up and still be named differently.
+    pub name: String,
     pub status: Status,
     pub verdict: Option<String>,
     pub seconds: Option<f64>,
@@ -82,16 +85,31 @@ fn fold(n: &Node) -> Folded<'_> {
     }
 }
 
+/// What makes two nodes the same step. An agent call is its phase and
+/// attempt, not its profile's name (a replay with another agent still
+/// lines up call by call); a model request is its number in the call, not
+/// its model; everything else its kind and name.
 fn key(f: &Folded) -> (Kind, String, Option<String>) {
-    (
-        f.node.kind,
-        f.node.name.clone(),
-        f.node.attribute("phase").map(str::to_string),
-    )
+    let attr = |k: &str| {
+        f.node.attributes.get(k).map(|v| match v {
+            serde_json::Value::String(s) => s.clone(),
+            v => v.to_string(),
+        })
+    };
+    match f.node.kind {
+        Kind::AgentCall => (
+            Kind::AgentCall,
+            attr("phase").unwrap_or_default(),
+            attr("attempt"),
+        ),
+        Kind::ModelRequest => (Kind::ModelRequest, String::new(), attr("request")),
+        k => (k, f.node.name.clone(), attr("phase")),
+    }
 }
 
 fn side(f: &Folded) -> Side {
     Side {
+        name: f.node.name.clone(),
         status: f.status,
         verdict: f.node.verdict.clone(),
         seconds: f.seconds,
@@ -110,6 +128,9 @@ fn slower(a: f64, b: f64) -> bool {
 
 fn diffs(a: &Side, b: &Side) -> Vec<String> {
     let mut d = Vec::new();
+    if a.name != b.name {
+        d.push(format!("{} → {}", a.name, b.name));
+    }
     if a.status != b.status {
         d.push(format!(
             "status {} → {}",
@@ -293,5 +314,37 @@ mod tests {
             rows.iter().filter(|r| r.change == Change::Removed).count(),
             0
         );
+    }
+
+    #[test]
+    fn agent_calls_line_up_by_phase_and_attempt_and_requests_by_number() {
+        let call = |name: &str, attempt: u32, model: &str| {
+            let mut req = node(Kind::ModelRequest, &format!("chat {model}"), vec![]);
+            req.attributes.insert("request".into(), 1.into());
+            let mut c = node(Kind::AgentCall, name, vec![req]);
+            c.attributes.insert("phase".into(), "plan".into());
+            c.attributes.insert("attempt".into(), attempt.into());
+            c
+        };
+        let a = node(Kind::Phase, "plan", vec![call("claude", 1, "opus")]);
+        let b = node(
+            Kind::Phase,
+            "plan",
+            vec![call("llm:local", 1, "qwen"), call("llm:local", 2, "qwen")],
+        );
+        let rows = align(&a, &b);
+        let changes: Vec<(&str, Change)> =
+            rows.iter().map(|r| (r.name.as_str(), r.change)).collect();
+        assert_eq!(
+            changes,
+            [
+                ("plan", Change::Same),
+                ("claude", Change::Changed),
+                ("chat opus", Change::Changed),
+                ("llm:local", Change::Added),
+                ("chat qwen", Change::Added),
+            ]
+        );
+        assert_eq!(rows[1].diffs, ["claude → llm:local"]);
     }
 }

@@ -805,7 +805,7 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", "${1}[REDACTED]"),
         // Basic auth: only in the header, where "basic" is no English word.
         (
-            r"(?i)\b((?:proxy-)?authorization:[ \t]*basic[ \t]+)[A-Za-z0-9+/]{8,}=*",
+            r"(?i)\b((?:proxy-)?authorization(?::[ \t]*|=)basic(?:[ \t]+|%20))[A-Za-z0-9+/]{8,}=*",
             "${1}[REDACTED]",
         ),
         // Credentials in URLs: scheme://user:password@host.
@@ -864,7 +864,9 @@ fn entropy(s: &str) -> f64 {
 /// `…_PAT`. Not `PWD`/`OLDPWD` (the working directory), and not
 /// `…_CREDENTIALS`, which names a file path.
 static SECRET_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)(?:(?:^|_)(?:key|api_?key|pass|pat)|token|secret|passw(?:or)?d|_pwd)$")
+    Regex::new(
+        r"(?i)(?:(?:^|_)(?:key|api_?key|pass|pat)|token|secret|passw(?:or)?d|_pwd|^otel_exporter_otlp(?:_traces)?_headers)$",
+    )
         .expect("static regex is valid")
 });
 
@@ -1656,6 +1658,18 @@ mod tests {
             "Authorization: Bearer [REDACTED]"
         );
         assert_eq!(redact("bearer abcdefgh12345"), "bearer [REDACTED]");
+        // How OTEL_EXPORTER_OTLP_HEADERS writes it (W3C baggage encoding).
+        assert_eq!(
+            redact("OTEL_EXPORTER_OTLP_HEADERS=Authorization=Basic%20cGs6c2s6MTIzNDU2"),
+            "OTEL_EXPORTER_OTLP_HEADERS=Authorization=Basic%20[REDACTED]"
+        );
+        assert!(
+            secret_values([(
+                "OTEL_EXPORTER_OTLP_HEADERS".to_string(),
+                "x-api-key=lf_abcdefgh".to_string()
+            )])
+            .contains(&"x-api-key=lf_abcdefgh".to_string())
+        );
         assert_eq!(
             redact("git clone https://user:hunter2@example.com/r.git"),
             "git clone https://user:[REDACTED]@example.com/r.git"

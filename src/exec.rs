@@ -186,6 +186,17 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
             c
         }
     };
+    // The collector ooda exports to (and its auth headers) is ooda's, not
+    // the agent's or the benchmark's: an agent must not be handed the
+    // credentials, nor a CLI start exporting its own spans into the trace.
+    for (name, _) in std::env::vars_os() {
+        if name
+            .to_str()
+            .is_some_and(|n| n.starts_with("OTEL_EXPORTER_OTLP_"))
+        {
+            command.env_remove(&name);
+        }
+    }
     command
         .current_dir(spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));

@@ -207,7 +207,16 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             (n.name.clone(), SpanKind::Internal)
         }
     };
-    if matches!(n.kind, Kind::AgentCall | Kind::ModelRequest) || !n.usage.is_empty() {
+    // `gen_ai.usage.*` only where the tokens were spent — a model request,
+    // or an agent call ooda saw no requests of (a CLI) — so a backend that
+    // sums them over a trace counts each token once; what a phase or an
+    // iteration spent in all is under `ooda.usage.*`.
+    let spent_here = match n.kind {
+        Kind::ModelRequest => true,
+        Kind::AgentCall => !n.children.iter().any(|c| c.kind == Kind::ModelRequest),
+        _ => false,
+    };
+    if spent_here {
         put("gen_ai.usage.input_tokens", n.usage.input.into());
         put("gen_ai.usage.output_tokens", n.usage.output.into());
         put(
@@ -215,6 +224,11 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             n.usage.cached.into(),
         );
         put("ooda.cost_usd", n.usage.cost_usd.into());
+    } else if n.kind == Kind::AgentCall || !n.usage.is_empty() {
+        put("ooda.usage.input_tokens", n.usage.input.into());
+        put("ooda.usage.output_tokens", n.usage.output.into());
+        put("ooda.usage.cache_read.input_tokens", n.usage.cached.into());
+        put("ooda.usage.cost_usd", n.usage.cost_usd.into());
     }
     let error = match n.status {
         Status::Failed => {

@@ -155,6 +155,16 @@ pub fn run(
             brief.name
         )));
     }
+    // A tick of the same Brief moves its refs and resets its worktrees; the
+    // fence around the replayed agent would put them back under it. One at
+    // a time, like the loop itself.
+    let _lock = crate::lock::BriefLock::acquire(&iterations).map_err(|e| match e {
+        Error::Busy(who) => Error::Busy(format!(
+            "{who}: a run of {} is under way; replay once it stops (`ooda status {}` shows it)",
+            brief.name, brief.name
+        )),
+        other => other,
+    })?;
     let base = crate::phases::oid(&rec.base)?;
     let agent = MainAgent::for_brief(brief, &project.config)?;
     let driver = agent.driver();
@@ -218,7 +228,7 @@ pub fn run(
         orientation: &orientation,
         iteration: n,
         seed,
-        run_started: rec.started,
+        run_started: as_then(rec, before),
         span: &phase,
         cancel,
         executor: &executor,
@@ -322,6 +332,19 @@ pub fn run(
     crate::atomic::write_atomic(&dir.join("replay.json"), (text + "\n").as_bytes())?;
     root.sync()?;
     Ok((dir, record))
+}
+
+/// A run start that makes the prompt's "time used" what it was when the
+/// iteration began (its start less the first start of the same run), not
+/// the days since.
+fn as_then(rec: &IterationRecord, before: &[IterationRecord]) -> DateTime<Utc> {
+    let run_start = before
+        .iter()
+        .filter(|r| r.run_id == rec.run_id)
+        .map(|r| r.started)
+        .min()
+        .unwrap_or(rec.started);
+    Utc::now() - (rec.started - run_start)
 }
 
 /// `--full`: EXECUTE in the scratch worktree, then setup, guards and the

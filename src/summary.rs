@@ -15,7 +15,7 @@ use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
 use crate::eval::Orientation;
 use crate::history::{self, IterationRecord, Verdict, fmt_num};
-use crate::model::{AgentCall, CallOutcome, Phase, Usage};
+use crate::model::{AgentCall, CallOutcome, LoggedAnomaly as Logged, Phase, Usage};
 use crate::state::State;
 
 pub use crate::history::{
@@ -238,6 +238,7 @@ pub fn render(
         }
         s.push('\n');
     }
+    s.push_str(&observed.evaluation_section());
     s.push_str(&usage_section(history));
     s.push_str(&observed.section(&brief.name));
     s.push_str(&crate::metrics::section(&observed.metrics));
@@ -373,27 +374,34 @@ pub struct Observed {
     pub metrics: crate::metrics::Metrics,
     /// Every anomaly the log holds: the rules' findings and the runner's own.
     pub anomalies: Vec<Logged>,
-}
-
-/// One anomaly as the log recorded it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Logged {
-    pub iteration: Option<u32>,
-    pub rule: String,
-    pub severity: String,
-    pub evidence: String,
-    /// The trace node it points to (an event id), when it has one.
-    pub node: Option<String>,
+    /// The grades of the run and its iterations, and the judge's verdict.
+    pub evaluation: Option<crate::evaluation::Evaluation>,
 }
 
 impl Observed {
     /// From `dir/events.jsonl`; an unreadable log gives none (the archive is
     /// the source of truth, the log an addition).
-    pub fn of(dir: &Path, history: &[IterationRecord]) -> Observed {
+    pub fn of(
+        dir: &Path,
+        history: &[IterationRecord],
+        budget: &Budget,
+        stop: Option<&crate::model::Stop>,
+    ) -> Observed {
         use crate::events::Event;
         let records = crate::events::read_all(dir).unwrap_or_default();
         let runs = crate::trace::build(&records);
-        let anomalies = records
+        // The judge's verdict on the latest run (a run started over keeps
+        // one log; an earlier run's judge judged another night).
+        let latest = records.last().map(|r| r.run_id.clone());
+        let judge = records
+            .iter()
+            .rev()
+            .filter(|r| Some(&r.run_id) == latest.as_ref())
+            .find_map(|r| match &r.event {
+                Event::Judged { judgement } => Some(judgement.clone()),
+                _ => None,
+            });
+        let anomalies: Vec<Logged> = records
             .iter()
             .filter_map(|r| match &r.event {
                 Event::AnomalyFound {
@@ -419,10 +427,91 @@ impl Observed {
                 _ => None,
             })
             .collect();
+        let mut evaluation = crate::evaluation::evaluate(&crate::evaluation::Inputs {
+            history,
+            run: runs.last(),
+            anomalies: &anomalies,
+            budget,
+            stop,
+        });
+        evaluation.judge = judge;
         Observed {
             metrics: crate::metrics::of(&runs, history),
             anomalies,
+            evaluation: Some(evaluation),
         }
+    }
+
+    /// The "Evaluation" section of `summary.md`: the run's grade, every
+    /// iteration that did not pass and why, and the judge's verdict.
+    pub fn evaluation_section(&self) -> String {
+        let Some(e) = &self.evaluation else {
+            return String::new();
+        };
+        let mut s = format!(
+            "## Evaluation
+
+Run: **{}**",
+            e.run.grade.as_str()
+        );
+        if e.run.findings.is_empty() {
+            s.push_str(
+                " — no check warned.
+",
+            );
+        } else {
+            s.push('\n');
+            for f in &e.run.findings {
+                let _ = write!(s, "\n- {} ({}): {}", f.grade.as_str(), f.check, f.reason);
+            }
+            s.push('\n');
+        }
+        let flagged: Vec<&crate::evaluation::Graded> = e
+            .iterations
+            .iter()
+            .filter(|g| g.grade != crate::evaluation::Grade::Pass)
+            .collect();
+        if !flagged.is_empty() {
+            s.push_str("\n| iteration | grade | why |\n|---|---|---|\n");
+            for g in flagged.iter().rev().take(30) {
+                let n = g.iteration.unwrap_or(0);
+                let why: Vec<&str> = g.findings.iter().map(|f| f.reason.as_str()).collect();
+                let _ = writeln!(
+                    s,
+                    "| [{n}]({}) | {} | {} |",
+                    history::file_name(n),
+                    g.grade.as_str(),
+                    truncate(&why.join("; ").replace('|', "\\|"), 300)
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            "\n{} of {} iteration(s) pass every check (no final answer, anomalies, failed model calls, time limits, tool errors).",
+            e.iterations.len() - flagged.len(),
+            e.iterations.len()
+        );
+        if let Some(j) = &e.judge {
+            let _ = writeln!(
+                s,
+                "\nJudge ({}): **{}** — {}",
+                j.judge,
+                j.grade.as_str(),
+                truncate(&j.why, 600)
+            );
+            for it in &j.iterations {
+                let _ = writeln!(
+                    s,
+                    "- [{}]({}) {}: {}",
+                    it.iteration,
+                    history::file_name(it.iteration),
+                    it.grade.as_str(),
+                    truncate(&it.why, 300)
+                );
+            }
+        }
+        s.push('\n');
+        s
     }
 
     /// The "Anomalies" section of `summary.md` (empty when there are none).
@@ -550,6 +639,7 @@ pub fn json(
             .collect::<Vec<_>>(),
         "metrics": observed.metrics,
         "anomalies": observed.anomalies,
+        "evaluation": observed.evaluation,
         "budget": {
             "iterations": {"used": history.len().saturating_sub(1), "limit": budget.iterations},
             "wall_seconds": {"used": elapsed.as_secs_f64(), "limit": budget.wall.map(|w| w.as_secs_f64())},
@@ -573,7 +663,7 @@ pub fn write(
     budget: &Budget,
     orientation: &Orientation,
 ) -> Result<()> {
-    let observed = Observed::of(dir, history);
+    let observed = Observed::of(dir, history, budget, state.stop.as_ref());
     write_atomic(
         &dir.join("summary.md"),
         render(brief, state, history, budget, orientation, &observed).as_bytes(),

@@ -16,7 +16,7 @@
 mod node;
 mod render;
 
-pub use node::{Kind, Node, Note, Status};
+pub use node::{Kind, Node, Note, Status, Transition};
 pub use render::{Style, render};
 
 use std::collections::HashMap;
@@ -72,16 +72,36 @@ struct Builder {
     runs: HashMap<String, usize>,
     /// Open model requests: (the call's node, request number) → node.
     requests: HashMap<(usize, u32), usize>,
-    tools: HashMap<String, usize>,
+    /// Tool calls by (their agent call's node, tool_call_id): a driver
+    /// that makes ids up (`call_1`) repeats them from one call to the next.
+    tools: HashMap<(usize, String), usize>,
     /// The latest time anything below a node was logged.
     last: Vec<DateTime<Utc>>,
     kids: Vec<Vec<usize>>,
     /// Decisions logged before the tool call they explain: (node, note).
-    decided: HashMap<String, (usize, Note)>,
+    decided: HashMap<(usize, String), (usize, Note)>,
 }
 
 impl Builder {
     fn add(&mut self, r: &Record) {
+        // A warning logged under the run before its start (a state rebuilt
+        // as the archive opened) made a stand-in run node: the start fills
+        // it in rather than opening a second root with the same id.
+        if let Event::RunStarted {
+            brief,
+            start_commit,
+            seed,
+        } = &r.event
+            && let Some(&idx) = self.runs.get(&r.run_id)
+        {
+            let n = &mut self.nodes[idx];
+            n.set("brief", brief.as_str());
+            n.set("start_commit", start_commit.as_str());
+            n.set("seed", *seed);
+            n.start = n.start.min(r.ts);
+            self.by_id.insert(r.id.clone(), idx);
+            return;
+        }
         let parent = self.parent_of(r);
         let opened = match &r.event {
             Event::RunStarted {
@@ -198,10 +218,11 @@ impl Builder {
                     }
                 }
                 Event::ToolCall { tool_call_id, .. } => {
-                    self.tools.insert(tool_call_id.clone(), idx);
+                    let scope = (self.call_of(parent.unwrap_or(idx)), tool_call_id.clone());
+                    self.tools.insert(scope.clone(), idx);
                     // The model's decision block comes before the call it
                     // explains: it moves onto the call.
-                    if let Some((at, note)) = self.decided.remove(tool_call_id) {
+                    if let Some((at, note)) = self.decided.remove(&scope) {
                         let notes = &mut self.nodes[at].notes;
                         if let Some(i) = notes.iter().position(|n| *n == note) {
                             notes.remove(i);
@@ -282,6 +303,11 @@ impl Builder {
             kind: word(&EventType(&r.event)),
             text,
         });
+    }
+
+    /// The agent call `idx` is in (or `idx`): where tool call ids are unique.
+    fn call_of(&self, idx: usize) -> usize {
+        self.up(idx, Kind::AgentCall).unwrap_or(idx)
     }
 
     /// The nearest node of `kind` at or above `idx`.
@@ -570,7 +596,8 @@ impl Builder {
                 error,
                 ..
             } => {
-                let Some(&t) = self.tools.get(tool_call_id) else {
+                let scope = (self.call_of(p), tool_call_id.clone());
+                let Some(&t) = self.tools.get(&scope) else {
                     return;
                 };
                 self.touch(t, r.ts);
@@ -594,9 +621,10 @@ impl Builder {
                 expected,
                 source,
             } => {
+                let call = self.call_of(p);
                 let known = tool_call_id
                     .as_ref()
-                    .and_then(|id| self.tools.get(id).copied());
+                    .and_then(|id| self.tools.get(&(call, id.clone())).copied());
                 let target = known.unwrap_or(p);
                 let options = if options.is_empty() {
                     String::new()
@@ -613,7 +641,7 @@ impl Builder {
                 if let (None, Some(id)) = (known, tool_call_id) {
                     let note = self.nodes[p].notes.last().cloned();
                     if let Some(note) = note {
-                        self.decided.insert(id.clone(), (p, note));
+                        self.decided.insert((call, id.clone()), (p, note));
                     }
                 }
             }
@@ -718,6 +746,20 @@ impl Builder {
             Event::ScheduledTickSkipped {
                 schedule, reason, ..
             } => self.note(p, r, format!("tick ({schedule}) skipped: {reason}")),
+            Event::Judged { judgement } => self.note(
+                p,
+                r,
+                format!(
+                    "judged the run {}: {}",
+                    judgement.grade.as_str(),
+                    judgement.why
+                ),
+            ),
+            Event::TaskState { state, detail } => self.nodes[p].states.push(Transition {
+                at: r.ts,
+                state: *state,
+                detail: detail.clone(),
+            }),
             Event::ScheduledTickFinished { outcome, seconds } => {
                 self.note(p, r, format!("tick ended: {outcome} after {seconds:.0}s"))
             }
@@ -752,18 +794,28 @@ impl Builder {
         for i in (0..slots.len()).rev() {
             let mut n = slots[i].take().expect("each node is taken once");
             n.children.reverse();
-            if n.end.is_none() {
-                n.end = Some(last[i]);
-            }
+            // A node ends when the last thing under it did: a phase's
+            // finish is logged as it returns, but a child's own end (a tool
+            // result stamped later) must not stick out past its parent.
+            let below = n.children.iter().filter_map(|c| c.end).max();
+            n.end = match (n.end, below) {
+                (None, b) => Some(b.map_or(last[i], |b| b.max(last[i]))),
+                (Some(e), Some(b)) if b > e => Some(b),
+                (e, _) => e,
+            };
             if n.seconds.is_none() {
                 n.seconds = n
                     .end
                     .map(|e| ((e - n.start).num_milliseconds().max(0) as f64) / 1000.0);
             }
-            if !matches!(
+            // An agent call's usage is what its result reported, which
+            // already counts its model requests; one cut off before its
+            // result counts the requests that were answered.
+            let own = matches!(
                 n.kind,
                 Kind::AgentCall | Kind::ModelRequest | Kind::ToolCall
-            ) {
+            );
+            if !own || (n.kind == Kind::AgentCall && n.usage.is_empty()) {
                 n.usage = Usage::sum(n.children.iter().map(|c| &c.usage));
             }
             match parent[i] {

@@ -779,7 +779,17 @@ impl Workspace {
                 self.branch
             )));
         }
-        for which in ["cand", "base", "anchor", "check"] {
+        // Every worktree ooda makes for a Brief: the loop's own, and the
+        // scratch copies of confirmation, check, the simplifier and replay.
+        for which in [
+            "cand",
+            "base",
+            "anchor",
+            "check",
+            "simplify",
+            "replay",
+            "replay-base",
+        ] {
             let path = self.dir.join(which);
             let name = self.worktree_name(which);
             if let Ok(wt) = self.repo.find_worktree(&name) {

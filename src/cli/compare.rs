@@ -14,9 +14,9 @@ use crate::replay::{Outcome, PlanSummary};
 use crate::trace::{self, Node};
 
 /// One side: its tree and what it planned and measured.
-struct Case {
-    label: String,
-    node: Node,
+pub(super) struct Case {
+    pub(super) label: String,
+    pub(super) node: Node,
     plan: Option<PlanSummary>,
     outcome: Option<Outcome>,
     /// A replay (of some phases only).
@@ -34,11 +34,17 @@ pub(crate) fn run(g: &Globals, brief: &str, a: &str, b: &str) -> Result<Exit> {
     let through = |x: &Case, other: &mut Case| {
         if x.replay {
             let phases: Vec<String> = x.node.children.iter().map(|c| c.name.clone()).collect();
-            other.node.children.retain(|c| phases.contains(&c.name));
+            trim(&mut other.node, &phases);
         }
     };
     through(&a, &mut b);
     through(&b, &mut a);
+    // A PLAN-only replay decided nothing: the night's verdict has nothing
+    // to be compared with (the plans are, above the tree).
+    if [&a, &b].iter().any(|c| c.replay && c.outcome.is_none()) {
+        a.node.verdict = None;
+        b.node.verdict = None;
+    }
     let rows = crate::compare::align(&a.node, &b.node);
     if g.json {
         let doc = json!({
@@ -93,6 +99,18 @@ pub(crate) fn run(g: &Globals, brief: &str, a: &str, b: &str) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// `n` with only the phases in `phases`, its tokens, cost and duration
+/// recomputed from what is left: an iteration cut to its PLAN is compared
+/// with a replay's PLAN as a PLAN, not as a whole night's iteration.
+fn trim(n: &mut Node, phases: &[String]) {
+    n.children.retain(|c| phases.contains(&c.name));
+    n.usage = crate::model::Usage::sum(n.children.iter().map(|c| &c.usage));
+    if let Some(end) = n.children.iter().filter_map(|c| c.end).max() {
+        n.end = Some(end);
+        n.seconds = Some(((end - n.start).num_milliseconds().max(0) as f64) / 1000.0);
+    }
+}
+
 fn line(s: &mut String, r: &Row, color: bool) {
     let (mark, code) = match r.change {
         Change::Same => ("=", "2"),
@@ -131,7 +149,7 @@ fn line(s: &mut String, r: &Row, color: bool) {
 
 /// `7` (iteration 7 of the run), `7r` (its latest replay), `7r2` (its
 /// second replay) or a replay's folder name (`iter-007-…`).
-fn resolve(
+pub(super) fn resolve(
     spec: &str,
     brief: &str,
     dir: &Path,
@@ -176,22 +194,29 @@ fn resolve(
             replay: false,
         });
     }
-    let picked = if let Some((n, k)) = spec.split_once('r') {
-        let n: u32 = n.parse().map_err(|_| bad())?;
-        let of: Vec<_> = replays.iter().filter(|(_, r)| r.iteration == n).collect();
-        match k {
-            "" => of.last().copied(),
-            k => {
-                let k: usize = k.parse().map_err(|_| bad())?;
-                k.checked_sub(1).and_then(|i| of.get(i).copied())
-            }
+    // A folder name first: `iter-002-…` holds an `r` too.
+    let picked = match replays.iter().find(|(_, r)| r.id == spec) {
+        Some(p) => p,
+        None => {
+            let (n, k) = replay_number(spec).ok_or_else(bad)?;
+            let of: Vec<_> = replays.iter().filter(|(_, r)| r.iteration == n).collect();
+            let found = match k {
+                None => of.last().copied(),
+                Some(k) => k.checked_sub(1).and_then(|i| of.get(i).copied()),
+            };
+            found.ok_or_else(|| {
+                Error::Input(match (of.len(), k) {
+                    (0, _) => format!(
+                        "`{spec}`: iteration {n} of {brief} has not been replayed; `ooda replay {brief} {n}` replays it"
+                    ),
+                    (have, _) => format!(
+                        "`{spec}`: iteration {n} of {brief} has {have} replay(s), `{n}r1`–`{n}r{have}`"
+                    ),
+                })
+            })?
         }
-    } else {
-        None
     };
-    let (rdir, rec) = picked
-        .or_else(|| replays.iter().find(|(_, r)| r.id == spec))
-        .ok_or_else(bad)?;
+    let (rdir, rec) = picked;
     let records = crate::events::read_all(rdir)?;
     let node = trace::build(&records)
         .iter()
@@ -215,4 +240,28 @@ fn resolve(
         outcome: rec.outcome.clone(),
         replay: true,
     })
+}
+
+/// `7r` → (7, None), `7r2` → (7, Some(2)); anything else → None.
+fn replay_number(spec: &str) -> Option<(u32, Option<usize>)> {
+    let (n, k) = spec.split_once('r')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(n) || !(k.is_empty() || digits(k)) {
+        return None;
+    }
+    Some((n.parse().ok()?, k.parse().ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_specs() {
+        assert_eq!(replay_number("7r"), Some((7, None)));
+        assert_eq!(replay_number("7r2"), Some((7, Some(2))));
+        assert_eq!(replay_number("iter-002-20261201T000000.000"), None);
+        assert_eq!(replay_number("r2"), None);
+        assert_eq!(replay_number("7rx"), None);
+    }
 }

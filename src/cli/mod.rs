@@ -123,6 +123,10 @@ pub enum Command {
     Status {
         /// Only this Brief (a name or a path); default: every Brief in briefs/
         brief: Option<String>,
+        /// Each iteration and subagent delegation with its state (pending, planning,
+        /// running, waiting_child, succeeded, failed, cancelled) and since when
+        #[arg(long)]
+        tasks: bool,
     },
     /// Acknowledge a red light so the loop may run again
     Ack {
@@ -142,8 +146,9 @@ pub enum Command {
     Trace {
         /// The Brief: a name or a path
         brief: String,
-        /// The iteration to draw in full (0 is the baseline)
-        iteration: Option<u32>,
+        /// The iteration to draw in full (0 is the baseline), or a replay of it
+        /// (`7r`, `7r2`, or its folder name)
+        iteration: Option<String>,
     },
     /// Run an iteration's PLAN again with today's prompts, agent and config, from its base
     /// commit, beside the run (with --full also EXECUTE and EVALUATE)
@@ -230,10 +235,13 @@ pub fn run(cli: Cli) -> Result<Exit> {
             cron,
         } => run::run(&g, &brief, max_iterations, every, cron),
         Command::Daemon { briefs } => daemon::run(&g, briefs),
-        Command::Status { brief } => status::run(&g, brief.as_deref()),
+        Command::Status { brief, tasks } => match tasks {
+            true => status::tasks(&g, brief.as_deref()),
+            false => status::run(&g, brief.as_deref()),
+        },
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
         Command::Report { brief } => report::run(&g, &brief),
-        Command::Trace { brief, iteration } => trace::run(&g, &brief, iteration),
+        Command::Trace { brief, iteration } => trace::run(&g, &brief, iteration.as_deref()),
         Command::Replay {
             brief,
             iteration,

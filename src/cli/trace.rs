@@ -15,20 +15,45 @@ pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Nod
     let project = Project::discover(g.root.as_deref())?;
     let b = project.load_brief(brief)?;
     let dir = project.iterations_dir(&b.name);
-    let records = crate::events::read_all(&dir)?;
+    let log = dir.join("events.jsonl");
+    let (records, skipped) = crate::events::read_counted(&dir)?;
+    if skipped > 0 && !g.quiet {
+        eprintln!(
+            "warning: {}: {skipped} line(s) could not be read and are left out (cut by a crash, or written by a newer ooda)",
+            log.display()
+        );
+    }
     if records.is_empty() {
-        return Err(Error::Input(format!(
-            "{}: no events yet (no run of {} here? start one with `ooda tick {}`)",
-            dir.join("events.jsonl").display(),
-            b.name,
-            b.name
-        )));
+        let archived = crate::history::load(&dir).map(|h| h.len()).unwrap_or(0);
+        let why = match (log.exists(), archived) {
+            (_, 0) => format!(
+                "no events yet (no run of {} here? start one with `ooda tick {}`)",
+                b.name, b.name
+            ),
+            (false, n) => format!(
+                "the log is missing although {n} iteration file(s) are archived beside it; the trace is built from the log alone, so it cannot be drawn (the iteration files still hold each verdict)"
+            ),
+            (true, n) => format!(
+                "no readable event although {n} iteration file(s) are archived beside it; the log is damaged"
+            ),
+        };
+        return Err(Error::Input(format!("{}: {why}", log.display())));
     }
     Ok((b.name, dir, trace::build(&records)))
 }
 
-pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Exit> {
+pub(crate) fn run(g: &Globals, brief: &str, spec: Option<&str>) -> Result<Exit> {
     let (name, dir, runs) = runs(g, brief)?;
+    let iteration = match spec.map(|s| s.trim().parse::<u32>()) {
+        None => None,
+        Some(Ok(n)) => Some(n),
+        Some(Err(_)) => {
+            let spec = spec.unwrap_or_default();
+            let history = crate::history::load(&dir)?;
+            let case = super::compare::resolve(spec, &name, &dir, &runs, &history)?;
+            return show(g, &name, Some(spec), &[&case.node], false);
+        }
+    };
     let shown: Vec<&Node> = match iteration {
         None => runs.iter().collect(),
         Some(n) => {
@@ -45,11 +70,26 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Ex
             found.into_iter().last().into_iter().collect()
         }
     };
+    let spec = iteration.map(|n| n.to_string());
+    show(g, &name, spec.as_deref(), &shown, iteration.is_none())
+}
+
+/// Prints `shown` as a tree (the whole run folded to its iterations when
+/// `overview`) or as JSON.
+fn show(
+    g: &Globals,
+    name: &str,
+    spec: Option<&str>,
+    shown: &[&Node],
+    overview: bool,
+) -> Result<Exit> {
     if g.json {
+        // `iteration` is the number asked for; a replay's spec is `of`.
         let doc = serde_json::json!({
             "schema": trace::TRACE_SCHEMA,
             "brief": name,
-            "iteration": iteration,
+            "iteration": spec.and_then(|s| s.parse::<u32>().ok()),
+            "of": spec,
             "nodes": shown,
         });
         out(&format!(
@@ -61,10 +101,10 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: Option<u32>) -> Result<Ex
     let style = Style {
         color: g.color,
         verbose: g.verbose,
-        depth: if iteration.is_none() { Some(1) } else { None },
+        depth: if overview { Some(1) } else { None },
     };
-    let mut text = trace::render(&shown, style);
-    if iteration.is_none() {
+    let mut text = trace::render(shown, style);
+    if overview {
         text.push_str(&format!(
             "\n`ooda trace {} N` draws iteration N down to each command, model request and tool call.\n",
             name

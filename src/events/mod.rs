@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::exec::Outcome;
 use crate::model::{
-    AnomalyKind, CallOutcome, Phase, ReviewVerdict, Role, SubagentOutcome, Verdict,
+    AnomalyKind, CallOutcome, Phase, ReviewVerdict, Role, SubagentOutcome, TaskState, Verdict,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -256,6 +256,17 @@ pub enum Event {
         expected: String,
         source: String,
     },
+    /// The task this is logged under (an iteration, or a subagent's
+    /// delegation) moved to `state`; `detail` says why or where.
+    TaskState {
+        state: TaskState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+    /// A judge subagent's verdict on the run (`role: judge`, at its end).
+    Judged {
+        judgement: crate::model::Judgement,
+    },
     /// A replay (`ooda replay`) of the iteration ended: `full` when it
     /// also made and measured the change; `problem` when it could not.
     ReplayFinished {
@@ -379,16 +390,30 @@ pub fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
 
 /// Reads every well-formed record; a torn last line (a kill mid-write) is skipped.
 pub fn read_all(dir: &Path) -> Result<Vec<Record>> {
+    Ok(read_counted(dir)?.0)
+}
+
+/// The records and how many non-empty lines could not be read (a line
+/// cut by a crash, an event type from a newer ooda): readers that show
+/// the log to a user say so rather than silently showing less.
+pub fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
     let path = dir.join("events.jsonl");
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    Ok(text
+    let mut skipped = 0;
+    let records = text
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect())
+        .filter(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let r = serde_json::from_str(l).ok();
+            skipped += usize::from(r.is_none());
+            r
+        })
+        .collect();
+    Ok((records, skipped))
 }
 
 #[cfg(test)]
@@ -448,5 +473,6 @@ mod tests {
             .unwrap();
         f.write_all(b"{\"ts\":\"2026-").unwrap();
         assert_eq!(read_all(dir.path()).unwrap().len(), 1);
+        assert_eq!(read_counted(dir.path()).unwrap().1, 1);
     }
 }

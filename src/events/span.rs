@@ -8,6 +8,7 @@ use chrono::Utc;
 
 use super::{Event, EventFile, Record, Sink};
 use crate::error::Result;
+use crate::model::TaskState;
 
 /// What every span of one process shares: the run, the id counter, the sinks.
 struct Hub {
@@ -28,6 +29,9 @@ pub struct Span {
     hub: Arc<Hub>,
     id: Option<String>,
     iteration: Option<u32>,
+    /// The task this span is part of (the iteration or delegation that
+    /// opened it, or an enclosing one): where [`Span::task_state`] logs.
+    task: Option<String>,
 }
 
 impl Span {
@@ -43,6 +47,7 @@ impl Span {
             }),
             id: None,
             iteration: None,
+            task: None,
         }
     }
 
@@ -73,7 +78,26 @@ impl Span {
             hub: self.hub.clone(),
             id: Some(id.to_string()),
             iteration,
+            task: None,
         }
+    }
+
+    /// This span as a task of its own (an iteration's span found again by
+    /// its id): what is logged under it belongs to that task.
+    pub fn as_task(mut self) -> Span {
+        self.task = self.id.clone();
+        self
+    }
+
+    /// Records that the task this span belongs to is now `state`; nothing
+    /// when it belongs to none (run-level work, a test's span).
+    pub fn task_state(&self, state: TaskState, detail: Option<String>) -> Result<()> {
+        let Some(task) = &self.task else {
+            return Ok(());
+        };
+        self.at(task, self.iteration)
+            .emit(Event::TaskState { state, detail })
+            .map(|_| ())
     }
 
     /// The same node, with its events tagged with another iteration.
@@ -124,14 +148,25 @@ impl Span {
 
     /// Records `event` and returns the span it opens.
     pub fn child(&self, event: Event) -> Result<Span> {
-        let id = self.emit(event)?;
-        Ok(self.at(&id, self.iteration))
+        let id = self.new_id();
+        self.child_with_id(&id, event)
     }
 
     /// [`Span::child`] with an id chosen beforehand.
     pub fn child_with_id(&self, id: &str, event: Event) -> Result<Span> {
+        let opens_task = matches!(
+            event,
+            Event::IterationStarted { .. } | Event::SubagentStarted { .. }
+        );
         self.emit_with_id(id, event)?;
-        Ok(self.at(id, self.iteration))
+        let child = self.at(id, self.iteration);
+        Ok(match opens_task {
+            true => child.as_task(),
+            false => Span {
+                task: self.task.clone(),
+                ..child
+            },
+        })
     }
 
     /// Makes every record so far durable.

@@ -16,15 +16,18 @@ pub enum Role {
     Synthesize,
     /// Measures and decides (eval-runner): plain code, never a model.
     Evaluate,
+    /// Gives the run a qualitative verdict at its end (opt-in: a model's).
+    Judge,
 }
 
 impl Role {
-    pub const ALL: [Role; 5] = [
+    pub const ALL: [Role; 6] = [
         Role::Review,
         Role::Simplify,
         Role::Analyze,
         Role::Synthesize,
         Role::Evaluate,
+        Role::Judge,
     ];
 
     /// As definitions spell it, and as `OODA_PHASE` tells a command subagent.
@@ -35,6 +38,7 @@ impl Role {
             Role::Analyze => "analyze",
             Role::Synthesize => "synthesize",
             Role::Evaluate => "evaluate",
+            Role::Judge => "judge",
         }
     }
 }

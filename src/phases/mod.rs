@@ -29,6 +29,7 @@ mod confirm;
 mod evaluate;
 mod execute;
 pub mod failpoint;
+mod judge;
 mod learn;
 mod next;
 mod observe;
@@ -53,7 +54,7 @@ use crate::eval::{Evaluator, Orientation, Side, Worktree};
 use crate::events::{Event, Progress, Sink, Span};
 use crate::executor::{Executor, Lease, Local, Purpose};
 use crate::interrupt::Interrupt;
-use crate::model::{Cut, Stop, StopReason, Verdict};
+use crate::model::{Cut, Stop, StopReason, TaskState, Verdict};
 use crate::project::Project;
 use crate::state::InFlight;
 use crate::workspace::Workspace;
@@ -148,6 +149,9 @@ pub struct Machine<'a> {
     interrupt: &'a Interrupt,
     /// `subagents/*.md` and the built-in copies, read again every step.
     roster: crate::subagents::Roster,
+    /// The state last logged for the iteration in flight by this process
+    /// (a resumed iteration logs its state again).
+    task: Option<TaskState>,
 }
 
 impl<'a> Machine<'a> {
@@ -225,6 +229,7 @@ impl<'a> Machine<'a> {
             executor: Box::new(Local::sandboxed(&sandbox).marked(mark)),
             interrupt,
             roster,
+            task: None,
         })
     }
 
@@ -248,6 +253,26 @@ impl<'a> Machine<'a> {
 
     /// One step: the baseline, or one iteration (or the rest of an interrupted one).
     pub fn step(&mut self) -> Result<StepOutcome> {
+        let out = self.step_on();
+        if let Err(e) = &out
+            && self.archive.state.current.is_some()
+            && let Ok(span) = self.iteration_span()
+        {
+            // Whatever stopped this tick, the iteration in flight waits for
+            // the next one; what the log says matters more than this error.
+            let _ = span.task_state(
+                TaskState::Pending,
+                Some(format!(
+                    "this tick stopped ({}); the next one resumes it",
+                    crate::prompt::clip(&e.to_string(), 200)
+                )),
+            );
+        }
+        self.task = None;
+        out
+    }
+
+    fn step_on(&mut self) -> Result<StepOutcome> {
         self.observe_brief()?;
         if let Some(c) = &self.archive.state.current {
             self.archive
@@ -379,7 +404,27 @@ impl<'a> Machine<'a> {
     /// The span of the iteration in flight.
     fn iteration_span(&self) -> Result<Span> {
         let c = self.current()?;
-        Ok(self.archive.run.at(&c.event_id, Some(c.iteration)))
+        Ok(self
+            .archive
+            .run
+            .at(&c.event_id, Some(c.iteration))
+            .as_task())
+    }
+
+    /// Logs the iteration's task state when it changed: pending until PLAN,
+    /// planning in it, running from EXECUTE on.
+    fn task_in(&mut self, phase: Phase) -> Result<()> {
+        let state = match phase {
+            Phase::Observe | Phase::Orient => TaskState::Pending,
+            Phase::Plan => TaskState::Planning,
+            _ => TaskState::Running,
+        };
+        if self.task != Some(state) {
+            self.iteration_span()?
+                .task_state(state, Some(format!("in {}", phase.as_str())))?;
+            self.task = Some(state);
+        }
+        Ok(())
     }
 
     /// Starts the next iteration and runs its OBSERVE (which has nothing to
@@ -412,6 +457,7 @@ impl<'a> Machine<'a> {
         phase: Phase,
         body: impl FnOnce(&mut Self, &Span) -> Result<T>,
     ) -> Result<T> {
+        self.task_in(phase)?;
         let span = self
             .iteration_span()?
             .child(Event::PhaseStarted { phase })?;
@@ -531,6 +577,8 @@ impl<'a> Machine<'a> {
                     Proposal::Exhausted { detail } => {
                         // Nothing left to try: the iteration never started its work.
                         let iteration = self.current()?.iteration;
+                        self.iteration_span()?
+                            .task_state(TaskState::Cancelled, Some(detail.clone()))?;
                         let stop = Stop {
                             reason: StopReason::Stalled,
                             detail,
@@ -578,7 +626,8 @@ impl<'a> Machine<'a> {
                         let Some(def) = def else {
                             return evaluate::simplified(&m.cx(span), cur, s, &o, seed);
                         };
-                        let started = crate::subagents::dispatch::begin(span, def, "builtin")?;
+                        let started =
+                            crate::subagents::dispatch::begin_alone(span, def, "builtin")?;
                         let test = evaluate::simplified(&m.cx(&started.span), cur, s, &o, seed)?;
                         let answer = crate::subagents::dispatch::Answer {
                             body: serde_json::json!({"non_inferiority": &test}),
@@ -833,6 +882,21 @@ impl<'a> Machine<'a> {
             &format!("{}-verdict", cur.event_id),
             Event::Verdict { verdict },
         )?;
+        let ended = match verdict {
+            Verdict::Crash | Verdict::Invalid => TaskState::Failed,
+            _ => TaskState::Succeeded,
+        };
+        self.iteration_span()?.task_state(
+            ended,
+            Some(match cur.eval.as_ref() {
+                Some(e) => format!(
+                    "{}: {}",
+                    verdict.as_str(),
+                    crate::prompt::clip(&e.reason, 160)
+                ),
+                None => verdict.as_str().to_string(),
+            }),
+        )?;
         let mut done = cur.clone();
         done.check = Some(decision.clone());
         let mut rec = archive::record_of(&done, &self.archive.state);
@@ -909,6 +973,7 @@ impl<'a> Machine<'a> {
         self.archive.sync(rec, &self.brief, &self.project.config)?;
         failpoint::after(failpoint::Step::StopArchived);
         self.archive.save_state()?;
+        self.judge(&span, &stop)?;
         let run = self.archive.run.with_iteration(Some(stop.iteration));
         if stop.reason.is_red() {
             run.emit(Event::RedLight {
@@ -974,7 +1039,7 @@ impl<'a> Machine<'a> {
         let Some(def) = runner else {
             return Ok((evaluate::run(&self.cx(span), history, cur, o, seed)?, None));
         };
-        let started = crate::subagents::dispatch::begin(span, def, "builtin")?;
+        let started = crate::subagents::dispatch::begin_alone(span, def, "builtin")?;
         let outcome = evaluate::run(&self.cx(&started.span), history, cur, o, seed)?;
         let answer = crate::subagents::dispatch::Answer {
             body: serde_json::json!({
@@ -1060,6 +1125,32 @@ impl<'a> Machine<'a> {
         Ok((done.reports, done.calls))
     }
 
+    /// The judges (`role: judge`) over the finished run, then the summary
+    /// again with their verdict in it.
+    fn judge(&mut self, span: &Span, stop: &Stop) -> Result<()> {
+        use crate::subagents::definition::Trigger;
+        let defs: Vec<_> = self
+            .roster
+            .with_role(crate::model::Role::Judge)
+            .filter(|d| d.triggers.contains(&Trigger::RunEnd))
+            .collect();
+        if defs.is_empty() {
+            return Ok(());
+        }
+        let history = &self.archive.history;
+        let budget = self.project.config.budget_for(&self.brief);
+        let observed =
+            crate::summary::Observed::of(&self.archive.dir, history, &budget, Some(stop));
+        let Some(evaluation) = observed.evaluation else {
+            return Ok(());
+        };
+        let o = orient::run(history, &self.brief, &self.project.config);
+        let iteration = history.last().map(|r| r.iteration).unwrap_or(0);
+        let turn = self.turn_at(span, &o, history, iteration);
+        judge::run(&turn, &defs, &self.agent, history, stop, &evaluation)?;
+        self.archive.sync(None, &self.brief, &self.project.config)
+    }
+
     /// The anomaly rules over the trace as it stands after this iteration:
     /// what is new is logged (once per rule and node), and a rule
     /// `anomalies.stop_on` names stops the run RED.
@@ -1131,7 +1222,19 @@ impl<'a> Machine<'a> {
                 brief_hash: self.brief_hash.clone(),
             },
         )?;
-        let rec = baseline::run(&self.cx(&span), &self.archive.state, &self.brief_hash)?;
+        span.task_state(TaskState::Running, Some("measuring the start".into()))?;
+        let rec = match baseline::run(&self.cx(&span), &self.archive.state, &self.brief_hash) {
+            Ok(rec) => rec,
+            Err(e) => {
+                // The next tick measures the start again, as a new task.
+                let state = match e {
+                    Error::Interrupted => TaskState::Cancelled,
+                    _ => TaskState::Failed,
+                };
+                let _ = span.task_state(state, Some(crate::prompt::clip(&e.to_string(), 200)));
+                return Err(e);
+            }
+        };
         span.emit(Event::Decision {
             verdict: Verdict::Baseline,
             reason: rec.reason.clone(),
@@ -1143,6 +1246,7 @@ impl<'a> Machine<'a> {
         span.emit(Event::LearnArchived {
             path: path.display().to_string(),
         })?;
+        span.task_state(TaskState::Succeeded, Some("baseline measured".into()))?;
         self.archive.state.next_iteration = 1;
         self.archive.save_state()?;
         // The summary was written before the state knew of iteration 0.

@@ -296,6 +296,7 @@ fn default_triggers(role: Role) -> Vec<Trigger> {
         ],
         Role::Synthesize => vec![Trigger::Keep, Trigger::RunEnd],
         Role::Evaluate => vec![Trigger::AfterExecute],
+        Role::Judge => vec![Trigger::RunEnd],
     }
 }
 
@@ -308,6 +309,7 @@ fn allowed_triggers(role: Role, t: Trigger) -> bool {
         ),
         Role::Synthesize => matches!(t, Trigger::Keep | Trigger::RunEnd),
         Role::Evaluate => t == Trigger::AfterExecute,
+        Role::Judge => t == Trigger::RunEnd,
     }
 }
 
@@ -318,6 +320,7 @@ fn default_sees(role: Role) -> Vec<Sees> {
         Role::Analyze => vec![Sees::HistoryStats, Sees::ProfileOutput],
         Role::Synthesize => vec![Sees::IterationData],
         Role::Evaluate => vec![Sees::Commands, Sees::Measurements],
+        Role::Judge => vec![Sees::IterationData, Sees::HistoryStats],
     }
 }
 
@@ -329,6 +332,7 @@ fn allowed_sees(role: Role) -> &'static [Sees] {
         Role::Analyze => &[Sees::HistoryStats, Sees::ProfileOutput, Sees::Measurements],
         Role::Synthesize => &[Sees::IterationData, Sees::HistoryStats],
         Role::Evaluate => &[Sees::Commands, Sees::Measurements],
+        Role::Judge => &[Sees::IterationData, Sees::HistoryStats],
     }
 }
 
@@ -648,6 +652,14 @@ impl Definition {
                         Some(line),
                         Some("driver"),
                         "there is no builtin simplifier (a simpler change needs a model): use `driver: command` or `driver: llm`",
+                    )
+                    .example("driver: command");
+                }
+                (Role::Judge, SubDriver::Builtin) => {
+                    ck.report(
+                        Some(line),
+                        Some("driver"),
+                        "a judge gives a model's qualitative verdict, and ooda's own checks already grade every iteration: use `driver: command` or `driver: llm`",
                     )
                     .example("driver: command");
                 }

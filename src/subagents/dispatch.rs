@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::events::{Event, Span};
 use crate::model::{
     AgentCall, CallOutcome, Finding, Phase, ReviewVerdict, Role, SubagentOutcome, SubagentReport,
+    TaskState,
 };
 
 /// What a subagent's work returned, before `on_error` and archiving.
@@ -95,10 +96,25 @@ pub fn run_all(
     jobs: Vec<Job>,
     tag: Option<&str>,
 ) -> Result<Dispatched> {
+    if jobs.is_empty() {
+        return Ok(Dispatched::default());
+    }
+    let names: Vec<&str> = jobs.iter().map(|j| j.def.name.as_str()).collect();
+    span.task_state(
+        TaskState::WaitingChild,
+        Some(format!("waiting for {}", names.join(", "))),
+    )?;
+    // Every delegation is opened (pending) before any starts, so the log
+    // shows all the phase asked for even if one finishes at once.
+    let mut opened = Vec::new();
+    for job in jobs {
+        let started = begin(span, job.def, &job.driver)?;
+        opened.push((started, job));
+    }
     let results: Vec<Result<Finished>> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
+        let handles: Vec<_> = opened
             .into_iter()
-            .map(|job| s.spawn(move || run_one(span, dir, iteration, job, tag)))
+            .map(|(started, job)| s.spawn(move || run_one(started, dir, iteration, job, tag)))
             .collect();
         handles
             .into_iter()
@@ -108,6 +124,7 @@ pub fn run_all(
             })
             .collect()
     });
+    span.task_state(TaskState::Running, None)?;
     let mut out = Dispatched::default();
     for r in results {
         let (report, calls, breach, answer) = r?;
@@ -120,13 +137,13 @@ pub fn run_all(
 }
 
 fn run_one(
-    span: &Span,
+    started: Started,
     dir: &Path,
     iteration: u32,
     job: Job,
     tag: Option<&str>,
 ) -> Result<Finished> {
-    let started = begin(span, job.def, &job.driver)?;
+    started.span.task_state(TaskState::Running, None)?;
     let a = (job.work)(&started.span)?;
     end(started, dir, iteration, job.def, job.driver, a, tag)
 }
@@ -138,6 +155,23 @@ pub struct Started {
     id: String,
     role: Role,
     at: Instant,
+    /// The phase's span when this delegation runs alone in the caller's
+    /// thread ([`begin_alone`]): its end hands the iteration back.
+    alone: Option<Span>,
+    ended: bool,
+}
+
+impl Drop for Started {
+    /// A delegation whose work returned an error (an interrupt, a broken
+    /// disk) has no report: its task still ends, so no state says it runs.
+    fn drop(&mut self) {
+        if !self.ended {
+            let _ = self.span.task_state(
+                TaskState::Cancelled,
+                Some("stopped before it reported (its phase ended with an error)".into()),
+            );
+        }
+    }
 }
 
 /// Opens a subagent's delegation under `span`: its `subagent_started`.
@@ -161,12 +195,28 @@ pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
             sees: def.sees.iter().map(|s| s.as_str().to_string()).collect(),
         },
     )?;
+    me.task_state(TaskState::Pending, None)?;
     Ok(Started {
         span: me,
         id,
         role,
         at: Instant::now(),
+        alone: None,
+        ended: false,
     })
+}
+
+/// [`begin`] for one delegation the caller runs in its own thread (the
+/// eval-runner): the iteration waits for it, and it is running at once.
+pub fn begin_alone(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
+    span.task_state(
+        TaskState::WaitingChild,
+        Some(format!("waiting for {}", def.name)),
+    )?;
+    let mut started = begin(span, def, driver)?;
+    started.span.task_state(TaskState::Running, None)?;
+    started.alone = Some(span.clone());
+    Ok(started)
 }
 
 /// Closes a delegation: `on_error`, the archived report, `subagent_finished`.
@@ -176,7 +226,7 @@ pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
 /// it does not overwrite the first.
 #[allow(clippy::too_many_arguments)]
 pub fn end(
-    started: Started,
+    mut started: Started,
     dir: &Path,
     iteration: u32,
     def: &Definition,
@@ -184,7 +234,13 @@ pub fn end(
     mut a: Answer,
     tag: Option<&str>,
 ) -> Result<Finished> {
-    let (me, id, role) = (started.span, started.id, started.role);
+    started.ended = true;
+    let (me, id, role, alone) = (
+        started.span.clone(),
+        started.id.clone(),
+        started.role,
+        started.alone.take(),
+    );
     let seconds = (started.at.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     let outcome = a.outcome.unwrap_or(SubagentOutcome::Done);
     if let Some(b) = &a.breach {
@@ -262,6 +318,20 @@ pub fn end(
         findings: report.findings.len(),
         problem: report.problem.clone(),
     })?;
+    let ended = match outcome {
+        SubagentOutcome::Done | SubagentOutcome::Skipped => TaskState::Succeeded,
+        SubagentOutcome::Failed | SubagentOutcome::TimedOut => TaskState::Failed,
+    };
+    me.task_state(
+        ended,
+        Some(match &report.problem {
+            Some(p) => format!("{}: {}", outcome.as_str(), crate::prompt::clip(p, 160)),
+            None => outcome.as_str().to_string(),
+        }),
+    )?;
+    if let Some(phase) = alone {
+        phase.task_state(TaskState::Running, None)?;
+    }
     Ok((report, a.calls, a.breach, a.body))
 }
 

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::model::Usage;
+use crate::model::{TaskState, Usage};
 
 /// What kind of work a node is; the levels of the tree, outermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -100,7 +100,20 @@ pub struct Node {
     /// profile, model, tool_call_id, finish_reason, …).
     pub attributes: Map<String, Value>,
     pub notes: Vec<Note>,
+    /// A task's states (an iteration, a delegation), oldest first; the last
+    /// is where it stands.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<Transition>,
     pub children: Vec<Node>,
+}
+
+/// A task entering a state.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Transition {
+    pub at: DateTime<Utc>,
+    pub state: TaskState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 impl Node {
@@ -125,8 +138,14 @@ impl Node {
             error: None,
             attributes: Map::new(),
             notes: Vec::new(),
+            states: Vec::new(),
             children: Vec::new(),
         }
+    }
+
+    /// Where the task stands (its last state), if it is one.
+    pub fn state(&self) -> Option<TaskState> {
+        self.states.last().map(|t| t.state)
     }
 
     pub fn set(&mut self, key: &str, value: impl Into<Value>) {

@@ -117,6 +117,11 @@ fn line(
     if !usage.is_empty() {
         parts.push(usage);
     }
+    // A task not finished says where it stands (a finished one's verdict
+    // says how it ended).
+    if let Some(state) = n.state().filter(|s| !s.is_final()) {
+        parts.push(paint(style, "33", &format!("[{}]", state.as_str())));
+    }
     let _ = writeln!(out, "{prefix}{branch}{mark}{}", parts.join("  "));
 }
 

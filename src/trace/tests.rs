@@ -244,3 +244,109 @@ fn a_decision_logged_before_its_tool_call_moves_onto_it() {
     );
     assert_eq!(tool.notes[0].kind, "decision_attribution");
 }
+
+#[test]
+fn tool_call_ids_are_unique_per_agent_call_only() {
+    // A driver that numbers its calls `call_1`, `call_2`, … in every step.
+    let runs = log(|root| {
+        let run = root.child(run_started()).unwrap();
+        for (attempt, ok) in [(1, false), (2, true)] {
+            let c = run.child(call(Phase::Execute, attempt)).unwrap();
+            c.emit(Event::DecisionAttribution {
+                tool_call_id: Some("call_1".into()),
+                goal: "g".into(),
+                options: vec![],
+                choice: format!("try {attempt}"),
+                why: "w".into(),
+                expected: "e".into(),
+                source: "block".into(),
+            })
+            .unwrap();
+            c.emit(Event::ToolCall {
+                tool_call_id: "call_1".into(),
+                tool: "read_file".into(),
+                arguments: "{}".into(),
+            })
+            .unwrap();
+            c.emit(Event::ToolResult {
+                tool_call_id: "call_1".into(),
+                tool: "read_file".into(),
+                ok,
+                chars: 3,
+                stored: None,
+                error: (!ok).then(|| "no such file".to_string()),
+            })
+            .unwrap();
+        }
+    });
+    let status: Vec<Status> = runs[0]
+        .children
+        .iter()
+        .map(|c| c.children[0].status)
+        .collect();
+    assert_eq!(status, [Status::Failed, Status::Ok]);
+    for (i, c) in runs[0].children.iter().enumerate() {
+        let notes: Vec<&str> = c.children[0]
+            .notes
+            .iter()
+            .map(|n| n.text.as_str())
+            .collect();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains(&format!("try {}", i + 1)), "{notes:?}");
+        assert!(c.notes.is_empty(), "{:?}", c.notes);
+    }
+}
+
+#[test]
+fn a_warning_before_the_start_of_a_run_does_not_make_a_second_root() {
+    let runs = log(|root| {
+        let run = root.at("run-r1", None);
+        run.emit(Event::Anomaly {
+            kind: crate::model::AnomalyKind::StateRebuilt,
+            message: "rebuilt".into(),
+        })
+        .unwrap();
+        root.emit_with_id("run-r1", run_started()).unwrap();
+        run.with_iteration(Some(0))
+            .child(Event::IterationStarted {
+                brief_hash: "h".into(),
+            })
+            .unwrap();
+    });
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0].attribute("brief"), Some("b"));
+    assert_eq!(runs[0].children.len(), 1);
+    assert_eq!(runs[0].notes.len(), 1);
+}
+
+#[test]
+fn a_parent_ends_no_earlier_than_its_children() {
+    let runs = log(|root| {
+        let run = root.child(run_started()).unwrap();
+        let it = run
+            .with_iteration(Some(1))
+            .child(Event::IterationStarted {
+                brief_hash: "h".into(),
+            })
+            .unwrap();
+        let p = it
+            .child(Event::PhaseStarted { phase: Phase::Plan })
+            .unwrap();
+        p.emit(Event::PhaseFinished {
+            phase: Phase::Plan,
+            seconds: 0.0,
+        })
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // Logged under the phase after its finish (a late tool result).
+        p.child(call(Phase::Plan, 1))
+            .unwrap()
+            .emit(result(Phase::Plan, 1, CallOutcome::Ok, 5))
+            .unwrap();
+    });
+    for n in runs[0].walk() {
+        for c in &n.children {
+            assert!(c.end <= n.end, "{} ends after {}", c.name, n.name);
+        }
+    }
+}

@@ -245,4 +245,42 @@ fn trace_names_what_is_missing_and_how_to_get_it() {
         "{}",
         r.stdout
     );
+    // An export written over the archive would replace the log it came from.
+    let log = t.path().join("iterations/b/events.jsonl");
+    let before = std::fs::read(&log).unwrap();
+    for target in ["iterations/b/events.jsonl", "iterations/b/night.jsonl"] {
+        let r = t.ooda(&["export", "b", "--otlp", target]).expect(2);
+        assert!(
+            r.stderr.contains("inside the Brief's archive") && r.stderr.contains("elsewhere"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), before, "the log is intact");
+    let r = t.ooda(&["export", "b", "--otlp", "iterations"]).expect(2);
+    assert!(r.stderr.contains("is a directory"), "{}", r.stderr);
+    let r = t
+        .ooda(&["export", "b", "--otlp", "night.jsonl", "--json"])
+        .expect(0);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["traces"], 1, "{doc}");
+    // A torn line is named, not silently dropped; a log that is gone is
+    // told apart from a Brief that never ran.
+    let mut text = before.clone();
+    text.extend_from_slice(b"{\"ts\": \"2026-\n");
+    std::fs::write(&log, &text).unwrap();
+    let r = t.ooda(&["trace", "b"]).expect(0);
+    assert!(
+        r.stderr.contains("1 line(s) could not be read"),
+        "{}",
+        r.stderr
+    );
+    std::fs::remove_file(&log).unwrap();
+    let r = t.ooda(&["trace", "b"]).expect(2);
+    assert!(
+        r.stderr
+            .contains("the log is missing although 1 iteration file(s) are archived"),
+        "{}",
+        r.stderr
+    );
 }

@@ -535,6 +535,35 @@ fn otlp_round_trip(t: &Test, agent_calls: usize) {
         attr(it, "ooda.verdict"),
         Some(Any::StringValue("keep".into()))
     );
+    // A backend that sums gen_ai.usage over the trace counts each token
+    // once: only the chat spans carry it here, and their sum is the run's.
+    let int = |s: &Span, key: &str| match attr(s, key) {
+        Some(Any::IntValue(v)) => v,
+        _ => 0,
+    };
+    let carrying: Vec<&str> = spans
+        .iter()
+        .filter(|s| attr(s, "gen_ai.usage.input_tokens").is_some())
+        .map(|s| s.name.as_str())
+        .collect();
+    assert!(
+        carrying.iter().all(|n| n.starts_with("chat ")),
+        "{carrying:?}"
+    );
+    let spent: i64 = spans
+        .iter()
+        .map(|s| int(s, "gen_ai.usage.input_tokens"))
+        .sum();
+    assert!(spent > 0);
+    assert_eq!(int(roots[0], "ooda.usage.input_tokens"), spent);
+    for a in &agents {
+        let own: i64 = spans
+            .iter()
+            .filter(|c| c.parent_span_id == a.span_id)
+            .map(|c| int(c, "gen_ai.usage.input_tokens"))
+            .sum();
+        assert_eq!(int(a, "ooda.usage.input_tokens"), own, "{}", a.name);
+    }
 }
 
 fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {

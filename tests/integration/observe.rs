@@ -9,7 +9,7 @@ use prost::Message;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::test::{Test, knob_brief, runtime};
+use crate::test::{LANDSCAPE, Test, bench_after, knob_brief, runtime};
 
 fn night() -> Test {
     let t = Test::new();
@@ -29,6 +29,17 @@ fn with_an_otlp_endpoint_each_iteration_reaches_the_collector_as_it_ends() {
             .mount(&server),
     );
     let t = night();
+    // The collector and its credentials are ooda's: a benchmark (or an
+    // agent) that is handed them fails the night here.
+    t.script(
+        "bench.sh",
+        &bench_after(
+            "env | grep -q '^OTEL_EXPORTER_OTLP_' && { echo 'handed the collector' >&2; exit 7; }\n",
+            LANDSCAPE,
+            0.01,
+        ),
+    );
+    t.commit("a benchmark that checks its environment");
     t.ooda_env(
         &["run", "b"],
         &[
@@ -37,6 +48,7 @@ fn with_an_otlp_endpoint_each_iteration_reaches_the_collector_as_it_ends() {
         ],
     )
     .expect(4);
+    assert_eq!(t.iterations("b"), vec![0, 1, 2]);
     let received = rt.block_on(server.received_requests()).unwrap();
     // The baseline, iterations 1 and 2, then the run's span at the stop.
     assert_eq!(received.len(), 4, "{received:?}");
@@ -157,7 +169,7 @@ case "$OODA_PHASE" in
 esac
 "#;
 
-/// Every file of the run's archive but its replays, by content.
+/// Every file of the run's archive but its replays and lock, by content.
 fn archive(t: &Test) -> std::collections::BTreeMap<String, Vec<u8>> {
     fn walk(
         dir: &std::path::Path,
@@ -167,7 +179,9 @@ fn archive(t: &Test) -> std::collections::BTreeMap<String, Vec<u8>> {
         for e in std::fs::read_dir(dir).unwrap().flatten() {
             let p = e.path();
             let rel = p.strip_prefix(root).unwrap().display().to_string();
-            if rel == "replays" {
+            // The lock file says who holds the Brief (a replay takes it
+            // too); it is not part of what was archived.
+            if rel == "replays" || rel == ".lock" {
                 continue;
             }
             if p.is_dir() {
@@ -243,10 +257,9 @@ fn replay_runs_todays_prompt_beside_the_run_and_compare_lines_the_two_up() {
         c.contains("  A  X=24 (template old)") && c.contains("  B  X=24 (template new)"),
         "{c}"
     );
-    assert!(
-        c.contains("= iteration 2") || c.contains("~ iteration 2"),
-        "{c}"
-    );
+    // Compared through PLAN, the iteration itself is the same: neither
+    // side's later phases, tokens or verdict are held against the other.
+    assert!(c.contains("= iteration 2"), "{c}");
     assert!(c.contains("phase plan"), "{c}");
     assert!(
         !c.contains("phase review"),
@@ -281,14 +294,49 @@ fn replay_runs_todays_prompt_beside_the_run_and_compare_lines_the_two_up() {
     assert!(c.contains("(command:script, full)"), "{c}");
     // The first replay is still there by its number.
     t.ooda(&["compare", "b", "2r1", "2r2"]).expect(0);
-    let bad = t.ooda(&["compare", "b", "2", "9r"]).expect(2);
+    let bad = t.ooda(&["compare", "b", "2", "1r"]).expect(2);
     assert!(
-        bad.stderr.contains("`9r` names no iteration or replay"),
+        bad.stderr
+            .contains("iteration 1 of b has not been replayed; `ooda replay b 1` replays it"),
         "{}",
         bad.stderr
     );
+    let bad = t.ooda(&["compare", "b", "2", "2r5"]).expect(2);
+    assert!(bad.stderr.contains("has 2 replay(s)"), "{}", bad.stderr);
+    let bad = t.ooda(&["compare", "b", "2", "latest"]).expect(2);
+    assert!(
+        bad.stderr.contains("`latest` names no iteration or replay"),
+        "{}",
+        bad.stderr
+    );
+    let tr = t.ooda(&["trace", "b", "2r1"]).expect(0).stdout;
+    assert!(tr.contains("iteration 2") && tr.contains("plan"), "{tr}");
+    assert!(!tr.contains("review"), "a replay runs PLAN only: {tr}");
+    // A replay's folder name, as `ls iterations/b/replays` shows it.
+    let first = replays[0]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    t.ooda(&["compare", "b", "2", &first]).expect(0);
     let base = t.ooda(&["replay", "b", "0"]).expect(2);
     assert!(base.stderr.contains("is the baseline"), "{}", base.stderr);
+    // While a run of the Brief holds its lock, a replay waits its turn.
+    let held = std::fs::File::open(t.path().join("iterations/b/.lock")).unwrap();
+    held.lock().unwrap();
+    let busy = t.ooda(&["replay", "b", "2"]).expect(5);
+    assert!(
+        busy.stderr.contains("replay once it stops"),
+        "{}",
+        busy.stderr
+    );
+    drop(held);
+    // Starting over removes the replay's scratch worktrees with the loop's.
+    assert!(t.git(&["worktree", "list"]).contains("replay"));
+    t.ooda(&["reset", "b", "--yes"]).expect(0);
+    let left = t.git(&["worktree", "list"]);
+    assert!(!left.contains(".ooda/worktrees/b/"), "{left}");
 }
 
 /// An agent whose PLAN answers with nothing ooda can read, every time.
@@ -348,6 +396,16 @@ fn anomalies_are_found_on_the_trace_reported_and_can_stop_the_night_with_a_notif
         "{summary}"
     );
     assert!(summary.contains("## Metrics"), "{summary}");
+    // Graded: an agent that never answered fails its iterations' checks,
+    // and the run with them.
+    assert!(
+        summary.contains("## Evaluation\n\nRun: **fail**"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("| fail | no final answer: PLAN's agent ended"),
+        "{summary}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&t.read("iterations/b/summary.json")).unwrap();
     assert!(
@@ -398,4 +456,74 @@ fn a_failing_notify_command_is_logged_and_the_stop_stands() {
             .iter()
             .any(|e| e["type"] == "anomaly" && e["kind"] == "notify_failed")
     );
+}
+
+#[test]
+fn task_states_say_which_step_a_night_is_in_and_where_it_stopped() {
+    let t = Test::new();
+    t.brief("k", &knob_brief(""));
+    t.commit("a Brief");
+    t.ooda(&["tick", "k"]).expect(0);
+    // Killed (SIGKILL) right after EVALUATE: nothing could log an end.
+    let r = t.ooda_env(&["tick", "k"], &[("OODA_FAILPOINT", "after:evaluate")]);
+    assert_eq!(r.code, -1, "{}", r.stderr);
+    let s = t.ooda(&["status", "k", "--tasks"]).expect(0).stdout;
+    let line = s
+        .lines()
+        .find(|l| l.trim_start().starts_with("iteration 1"))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(
+        line.contains("running") && line.contains("since") && line.contains("in evaluate"),
+        "{s}"
+    );
+    assert!(s.contains("iteration 0") && s.contains("succeeded"), "{s}");
+    assert!(s.contains("last event"), "{s}");
+    let tr = t.ooda(&["trace", "k", "1"]).expect(0).stdout;
+    assert!(
+        tr.starts_with("… iteration 1") && tr.contains("[running]"),
+        "{tr}"
+    );
+    // The next tick resumes it to its end.
+    t.ooda(&["tick", "k"]).expect(0);
+    let j: serde_json::Value = serde_json::from_str(
+        &t.ooda(&["status", "k", "--tasks", "--json"])
+            .expect(0)
+            .stdout,
+    )
+    .unwrap();
+    let tasks = j[0]["tasks"].as_array().unwrap();
+    let it1 = tasks
+        .iter()
+        .find(|x| x["name"] == "iteration 1")
+        .expect("iteration 1 is a task");
+    assert_eq!(it1["state"], "succeeded", "{it1}");
+    // Every delegation of the night ended, and waited-for children were
+    // named on their iteration.
+    assert!(
+        tasks
+            .iter()
+            .filter(|x| x["kind"] == "delegation")
+            .all(|x| x["state"] == "succeeded"),
+        "{tasks:?}"
+    );
+    let states: Vec<String> = t
+        .events("k")
+        .iter()
+        .filter(|e| e["type"] == "task_state" && e["iteration"] == 1)
+        .filter_map(|e| e["state"].as_str().map(str::to_string))
+        .collect();
+    for want in [
+        "pending",
+        "planning",
+        "running",
+        "waiting_child",
+        "succeeded",
+    ] {
+        assert!(states.iter().any(|s| s == want), "{want} in {states:?}");
+    }
+    // The trace carries the states on their nodes.
+    let tr: serde_json::Value =
+        serde_json::from_str(&t.ooda(&["trace", "k", "1", "--json"]).expect(0).stdout).unwrap();
+    let last = tr["nodes"][0]["states"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["state"], "succeeded", "{last}");
 }

@@ -1077,3 +1077,88 @@ fn a_simplifier_that_moves_a_protected_file_is_not_measured() {
             .any(|l| l == "bench.sh")
     );
 }
+
+/// A one-iteration night with a command judge answering `answer`, run to
+/// its stop.
+fn judged_night(answer: &str) -> Night {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    let brief =
+        n.t.read("briefs/b.md")
+            .replace("seed: 1\n", "seed: 1\nbudget: { iterations: 1 }\n");
+    n.t.write("briefs/b.md", &brief);
+    n.t.write(
+        "subagents/run-judge.md",
+        "---\nname: run-judge\ndescription: Did the night do what the Brief asked?\nrole: judge\ndriver: command\nagent: reviewer\n---\nJUDGE-PROMPT Read the night as its owner would.\n",
+    );
+    n.answer("run-judge", answer);
+    n.t.commit("a judge");
+    n.ooda(&["tick", "b"], &[]).expect(0);
+    n.ooda(&["tick", "b"], &[]).expect(4);
+    n
+}
+
+#[test]
+fn a_judge_gives_the_finished_run_a_verdict_beside_the_checks() {
+    let n = judged_night(
+        r#"{"verdict": "warn", "why": "JUDGE-MARK one keep on one knob", "iterations": [{"iteration": 1, "verdict": "pass", "why": "a clean keep"}]}"#,
+    );
+    let prompt = n.seen("run-judge", "prompt.md");
+    assert!(
+        prompt.contains("JUDGE-PROMPT")
+            && prompt.contains("- Iteration 1: keep")
+            && prompt.contains("checks: pass")
+            && prompt.contains("ooda's checks grade the run: pass"),
+        "{prompt}"
+    );
+    assert_eq!(
+        n.seen("run-judge", "env").split(' ').next(),
+        Some("phase=judge")
+    );
+    let summary = n.t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("## Evaluation\n\nRun: **pass**"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("Judge (run-judge): **warn** — JUDGE-MARK one keep on one knob"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- [1](iter-001.md) pass: a clean keep"),
+        "{summary}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&n.t.read("iterations/b/summary.json")).unwrap();
+    assert_eq!(json["evaluation"]["run"]["grade"], "pass");
+    assert_eq!(json["evaluation"]["judge"]["grade"], "warn");
+    assert_eq!(json["evaluation"]["iterations"][1]["grade"], "pass");
+    assert!(
+        n.t.events("b").iter().any(|e| e["type"] == "judged"),
+        "the verdict is an event"
+    );
+    assert!(n.t.exists("iterations/b/artifacts/iter-001/run-judge.judge.run.json"));
+}
+
+#[test]
+fn a_judge_that_answers_badly_or_has_no_model_is_named() {
+    let n = judged_night(r#"{"verdict": "fine"}"#);
+    let summary = n.t.read("iterations/b/summary.md");
+    assert!(summary.contains("## Evaluation"), "{summary}");
+    assert!(!summary.contains("Judge (run-judge)"), "{summary}");
+    let report =
+        n.t.read("iterations/b/artifacts/iter-001/run-judge.judge.run.json");
+    assert!(report.contains("`verdict` must be"), "{report}");
+    // A judge is a model's opinion: a builtin one is refused where it is defined.
+    n.t.write(
+        "subagents/run-judge.md",
+        "---\nname: run-judge\ndescription: A judge.\nrole: judge\ndriver: builtin\n---\nJudge.\n",
+    );
+    let r = n.ooda(&["check", "b"], &[]);
+    assert!(
+        r.stderr.contains("run-judge.md")
+            && r.stderr.contains("use `driver: command` or `driver: llm`"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+}

@@ -1,0 +1,140 @@
+//! The judge: a subagent (`role: judge`, `driver: command` or `llm`) that
+//! reads the finished run and gives it a qualitative verdict.
+//!
+//! ooda's own checks (`evaluation.rs`) grade what can be counted; whether a
+//! night's keeps make sense together, or its hypotheses went in circles, is
+//! a judgement. It runs once, at the end of a run, after the summary is
+//! written (it is shown what the morning reader will be), and what it says
+//! is logged as a `judged` event and shown in summary.md beside the checks,
+//! never instead of them. It is opt-in: no judge is installed by default.
+
+use std::fmt::Write as _;
+
+use crate::driver::{MainAgent, Turn};
+use crate::error::Result;
+use crate::evaluation::Evaluation;
+use crate::events::Event;
+use crate::model::{IterationRecord, Phase, Stop};
+use crate::subagents::Definition;
+use crate::subagents::definition::Sees;
+use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
+
+const JUDGE_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"verdict\": \"pass|warn|fail\", \"why\": \"two or three sentences on whether the night did what the Brief asked\", \"iterations\": [{\"iteration\": 3, \"verdict\": \"warn\", \"why\": \"…\"}]}\n```\n\nList only the iterations you have something to say about. Judge the work, not the numbers: ooda's statistics already decided each keep.";
+
+/// Runs the judges `defs` over the finished run.
+pub(crate) fn run(
+    t: &Turn,
+    defs: &[&Definition],
+    agent: &MainAgent,
+    history: &[IterationRecord],
+    stop: &Stop,
+    evaluation: &Evaluation,
+) -> Result<Dispatched> {
+    let main = match agent {
+        MainAgent::Command(c) => Some(c.as_ref()),
+        MainAgent::Builtin => None,
+    };
+    let iteration = history.last().map(|r| r.iteration).unwrap_or(0);
+    let jobs: Vec<Job> = defs
+        .iter()
+        .map(|def| {
+            let def = *def;
+            let driver = def.driver_name(main.map(|c| c.name.as_str()));
+            let agent = super::review::command_agent(t, def, main);
+            let work: dispatch::Work = Box::new(move |span| {
+                let agent = match agent {
+                    Ok(a) => a,
+                    Err(why) => {
+                        return Ok(Answer::failed(
+                            crate::model::SubagentOutcome::Skipped,
+                            format!("{why}; the run was not judged"),
+                        ));
+                    }
+                };
+                let parts = parts(def, t, history, stop, evaluation);
+                let parts: Vec<(Sees, &str)> =
+                    parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let prompt = crate::subagents::context::prompt(def, &parts, JUDGE_ANSWER);
+                let a = dispatch::run_command(
+                    t,
+                    &agent,
+                    def,
+                    Phase::Check,
+                    &prompt,
+                    t.cand_dir,
+                    span,
+                    |v, a| {
+                        let j = crate::evaluation::judgement_of(&def.name, v)?;
+                        a.body = serde_json::to_value(&j).unwrap_or_default();
+                        Ok(())
+                    },
+                )?;
+                if let Ok(judgement) = serde_json::from_value(a.body.clone()) {
+                    span.emit(Event::Judged { judgement })?;
+                }
+                Ok(a)
+            });
+            Job { def, driver, work }
+        })
+        .collect();
+    dispatch::run_all(t.span, t.dir, iteration, jobs, Some("run"))
+}
+
+/// What a judge is shown, as its `sees` allows: every iteration with its
+/// verdict and grade, and the run's statistics with its stop and grade.
+fn parts(
+    def: &Definition,
+    t: &Turn,
+    history: &[IterationRecord],
+    stop: &Stop,
+    evaluation: &Evaluation,
+) -> Vec<(Sees, String)> {
+    let mut out = Vec::new();
+    for s in &def.sees {
+        let text = match s {
+            Sees::IterationData => {
+                let mut x = String::new();
+                let _ = writeln!(
+                    x,
+                    "Brief {}: {} ({}).\n",
+                    t.brief.name,
+                    t.brief.metric.name,
+                    t.brief.metric.direction.better_word()
+                );
+                for r in history {
+                    let grade = evaluation
+                        .iterations
+                        .iter()
+                        .find(|g| g.iteration == Some(r.iteration))
+                        .map(|g| g.text())
+                        .unwrap_or_else(|| "pass".into());
+                    let _ = writeln!(
+                        x,
+                        "- Iteration {}: {} — {}\n  hypothesis: {}\n  effect: {}\n  checks: {}",
+                        r.iteration,
+                        r.verdict_text(),
+                        crate::prompt::clip(&r.reason, 300),
+                        crate::prompt::clip(&r.hypothesis, 300),
+                        r.effect_text(),
+                        grade
+                    );
+                }
+                x
+            }
+            Sees::HistoryStats => {
+                let mut x = crate::subagents::analyze(history, t.orientation.theta1);
+                let _ = writeln!(
+                    x,
+                    "\nThe run stopped: {} — {}\nooda's checks grade the run: {}",
+                    stop.reason.as_str(),
+                    crate::prompt::clip(&stop.detail, 300),
+                    evaluation.run.text()
+                );
+                x
+            }
+            _ => continue,
+        };
+        out.push((*s, text));
+    }
+    out
+}
