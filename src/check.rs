@@ -145,9 +145,20 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
 /// `ooda check` exits 2 when there is any.
 pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     let m = &brief.metric;
+    // A metric or guard program may be what `setup` builds (the quickstart's
+    // is): with a setup, only the setup's own programs must exist now, and
+    // `--measure` runs the setup before the rest.
+    let built = m.setup.is_some();
     let mut out: Vec<String> = std::iter::once(("the metric command", &m.command))
+        .filter(|_| !built)
         .chain(m.setup.iter().map(|c| ("setup", c)))
-        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+        .chain(
+            brief
+                .guards
+                .iter()
+                .map(|g| ("a guard", g))
+                .filter(|_| !built),
+        )
         .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
         .collect();
     match MainAgent::for_brief(brief, &project.config) {

@@ -865,7 +865,7 @@ fn entropy(s: &str) -> f64 {
 /// `…_CREDENTIALS`, which names a file path.
 static SECRET_NAME: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)(?:(?:^|_)(?:key|api_?key|pass|pat)|token|secret|passw(?:or)?d|_pwd|^otel_exporter_otlp(?:_traces)?_headers)$",
+        r"(?i)(?:(?:^|_)(?:key|api_?key|pass|pat)|token|secret|passw(?:or)?d|_pwd|^otel_exporter_otlp(?:_traces|_metrics|_logs)?_headers)$",
     )
         .expect("static regex is valid")
 });

@@ -11,6 +11,7 @@
 //! qualitative verdict of its own at the end of a run; it is shown beside
 //! these, never instead of them.
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::model::{
@@ -68,6 +69,10 @@ pub struct Evaluation {
     pub run: Graded,
     pub iterations: Vec<Graded>,
     pub judge: Option<Judgement>,
+    /// Why a judge that ran gave no verdict (it failed, timed out, answered
+    /// in no known shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judge_failed: Option<String>,
 }
 
 /// What the checks read.
@@ -78,6 +83,8 @@ pub struct Inputs<'a> {
     pub anomalies: &'a [Logged],
     pub budget: &'a Budget,
     pub stop: Option<&'a Stop>,
+    /// When the run started: how far into a wall-clock budget a keep came.
+    pub started: Option<DateTime<Utc>>,
 }
 
 /// A tool failing this often is failing the agent, not being explored.
@@ -95,10 +102,14 @@ pub fn evaluate(x: &Inputs) -> Evaluation {
         .history
         .iter()
         .map(|rec| {
-            let node = x
-                .run
-                .and_then(|r| crate::trace::iteration(r, rec.iteration))
-                .filter(|n| n.attribute("brief_hash").is_some() || n.iteration.is_some());
+            // The last node of that number: an iteration started again
+            // after a kill left its first start behind.
+            let node = x.run.and_then(|r| {
+                r.children
+                    .iter()
+                    .rev()
+                    .find(|c| c.kind == Kind::Iteration && c.iteration == Some(rec.iteration))
+            });
             iteration(rec, node, x.anomalies)
         })
         .collect();
@@ -107,6 +118,7 @@ pub fn evaluate(x: &Inputs) -> Evaluation {
         run,
         iterations,
         judge: None,
+        judge_failed: None,
     }
 }
 
@@ -167,12 +179,25 @@ fn iteration(rec: &IterationRecord, node: Option<&Node>, anomalies: &[Logged]) -
             ));
         }
     }
+    let outage = rec.cut_by_outage();
     match rec.verdict {
         // An outage says nothing about the agent or the change.
-        Verdict::Invalid if rec.cut_by_outage() => f.push(finding(
+        Verdict::Invalid if outage => f.push(finding(
             "model_calls",
             Grade::Warn,
             "cut by an outage of the agent's model API".into(),
+        )),
+        // The budget ran out before it could be measured: the run's end,
+        // not a failure of this iteration.
+        Verdict::Invalid if rec.cut_by_budget() => f.push(finding(
+            "time_limit",
+            Grade::Warn,
+            format!("not measured: {}", crate::compress::clip(&rec.reason, 160)),
+        )),
+        Verdict::Blocked => f.push(finding(
+            "verdict",
+            Grade::Warn,
+            format!("blocked: {}", crate::compress::clip(&rec.reason, 160)),
         )),
         Verdict::Invalid => f.push(finding(
             "verdict",
@@ -191,10 +216,10 @@ fn iteration(rec: &IterationRecord, node: Option<&Node>, anomalies: &[Logged]) -
     }
     // A budget running out is the run's end, not this iteration's fault:
     // the run's own checks weigh it.
-    for a in anomalies
-        .iter()
-        .filter(|a| a.iteration == Some(rec.iteration) && a.rule != "budget_near")
-    {
+    for a in anomalies.iter().filter(|a| {
+        a.iteration == Some(rec.iteration)
+            && !matches!(a.rule.as_str(), "budget_near" | "budget_cut")
+    }) {
         let grade = if a.severity == "high" {
             Grade::Fail
         } else {
@@ -205,7 +230,7 @@ fn iteration(rec: &IterationRecord, node: Option<&Node>, anomalies: &[Logged]) -
             grade,
             format!(
                 "{} anomaly {}: {}",
-                if grade == Grade::Fail { "high" } else { "a" },
+                if grade == Grade::Fail { "high" } else { "an" },
                 a.rule,
                 crate::compress::clip(&a.evidence, 160)
             ),
@@ -221,7 +246,7 @@ fn iteration(rec: &IterationRecord, node: Option<&Node>, anomalies: &[Logged]) -
             .iter()
             .filter(|c| c.status == Status::Failed)
             .count();
-        if failed > 0 {
+        if failed > 0 && !outage {
             let grade = if failed == requests.len() {
                 Grade::Fail
             } else {
@@ -298,38 +323,68 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
                 ));
             }
         }
+        // The same for a wall-clock budget: a keep in its last fifth.
+        if stop.reason == StopReason::BudgetWall
+            && let (Some(wall), Some(started)) = (x.budget.wall, x.started)
+        {
+            let late = started
+                + chrono::Duration::from_std(wall.mul_f64(1.0 - STILL_IMPROVING))
+                    .unwrap_or_default();
+            if let Some(k) = x
+                .history
+                .iter()
+                .rev()
+                .find(|r| r.verdict == Verdict::Keep && r.finished > late)
+            {
+                f.push(finding(
+                    "progress",
+                    Grade::Warn,
+                    format!(
+                        "still improving when the time budget ended it: iteration {} was kept in its last fifth; a longer night may find more",
+                        k.iteration
+                    ),
+                ));
+            }
+        }
     }
-    if let Some(r) = x
+    // The latest attempt only: a later confirmation that measured
+    // supersedes one that could not.
+    let attempt = x
         .history
         .iter()
         .rev()
-        .find(|r| r.confirmation_failed.is_some())
-    {
-        f.push(finding(
-            "confirmation",
-            Grade::Fail,
-            format!(
-                "the confirmation test after iteration {} could not be measured: {}",
-                r.iteration,
-                crate::compress::clip(r.confirmation_failed.as_deref().unwrap_or(""), 160)
-            ),
-        ));
-    } else if let Some(c) = crate::history::latest_confirmation(x.history)
-        && c.1.ci.0 <= 0.0
-    {
-        f.push(finding(
-            "confirmation",
-            Grade::Warn,
-            format!(
-                "the confirmation test after iteration {} does not exclude no gain ({:+.1}%, 95% CI [{:+.1}, {:+.1}])",
-                c.0,
-                c.1.effect * 100.0,
-                c.1.ci.0 * 100.0,
-                c.1.ci.1 * 100.0
-            ),
-        ));
+        .find(|r| r.confirmation.is_some() || r.confirmation_failed.is_some());
+    if let Some(r) = attempt {
+        match (&r.confirmation, &r.confirmation_failed) {
+            (_, Some(why)) => f.push(finding(
+                "confirmation",
+                Grade::Fail,
+                format!(
+                    "the confirmation test after iteration {} could not be measured: {}",
+                    r.iteration,
+                    crate::compress::clip(why, 160)
+                ),
+            )),
+            (Some(c), None) if c.ci.0 <= 0.0 => f.push(finding(
+                "confirmation",
+                Grade::Warn,
+                format!(
+                    "the confirmation test after iteration {} does not exclude no gain ({:+.1}%, 95% CI [{:+.1}, {:+.1}])",
+                    r.iteration,
+                    c.effect * 100.0,
+                    c.ci.0 * 100.0,
+                    c.ci.1 * 100.0
+                ),
+            )),
+            _ => {}
+        }
     }
-    for a in x.anomalies.iter().filter(|a| a.iteration.is_none()) {
+    // A budget nearly or wholly spent is how most runs end.
+    for a in x
+        .anomalies
+        .iter()
+        .filter(|a| a.iteration.is_none() && a.rule != "budget_near")
+    {
         if a.severity == "high" {
             f.push(finding(
                 "anomaly",
@@ -412,9 +467,10 @@ pub fn judgement_of(judge: &str, v: &serde_json::Value) -> Result<Judgement, Str
         let n = it
             .get("iteration")
             .and_then(serde_json::Value::as_u64)
-            .ok_or_else(|| format!("iterations[{k}]: `iteration` must be a number"))?;
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| format!("iterations[{k}]: `iteration` must be an iteration number"))?;
         iterations.push(JudgedIteration {
-            iteration: n as u32,
+            iteration: n,
             grade: grade(it, &format!("iterations[{k}]: "))?,
             why: why(it),
         });

@@ -129,6 +129,18 @@ fn walk(n: &Node, at: At, m: &mut Metrics, requests: &mut Vec<f64>, calls: &mut 
                 .filter(|c| c.kind == Kind::Command && c.name == "metric")
                 .count();
         }
+        // A confirmation test outside any phase (at the stop, after a
+        // resume) is a row of its own, not the baseline's.
+        Kind::Confirmation if at.phase.is_none() => {
+            let p = m.phases.entry("confirmation".into()).or_default();
+            p.runs += 1;
+            p.seconds += n.seconds.unwrap_or(0.0);
+            p.benchmark_runs += n
+                .walk()
+                .iter()
+                .filter(|c| c.kind == Kind::Command && c.name == "metric")
+                .count();
+        }
         Kind::Command if n.name == "metric" => m.benchmark_runs += 1,
         _ => {}
     }

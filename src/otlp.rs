@@ -137,6 +137,7 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             put("ooda.iteration", n.iteration.into());
             put("ooda.verdict", n.verdict.clone().into());
             put("ooda.hypothesis", a("hypothesis"));
+            put("ooda.change", a("change"));
             put("ooda.predicted_effect", a("predicted_effect"));
             put("ooda.reason", a("reason"));
             (n.name.clone(), SpanKind::Internal)

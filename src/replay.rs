@@ -165,7 +165,13 @@ pub fn run(
         )),
         other => other,
     })?;
-    let base = crate::phases::oid(&rec.base)?;
+    let base = git2::Oid::from_str(&rec.base).map_err(|e| Error::Corrupt {
+        path: crate::history::path_of(&iterations, n),
+        message: format!(
+            "its `base` `{}` is not a commit hash ({e}), so there is nothing to replay from",
+            rec.base
+        ),
+    })?;
     let agent = MainAgent::for_brief(brief, &project.config)?;
     let driver = agent.driver();
     let agent_name = match &agent {
@@ -244,6 +250,7 @@ pub fn run(
             calls.extend(c);
             phase.emit(Event::Plan {
                 hypothesis: plan.hypothesis.clone(),
+                change: plan.change.clone(),
                 predicted_effect: plan.predicted_effect,
                 predicted_sd: plan.predicted_sd,
                 cites: plan.cites.clone(),

@@ -386,21 +386,45 @@ impl Observed {
         history: &[IterationRecord],
         budget: &Budget,
         stop: Option<&crate::model::Stop>,
+        started: Option<chrono::DateTime<Utc>>,
     ) -> Observed {
         use crate::events::Event;
         let records = crate::events::read_all(dir).unwrap_or_default();
         let runs = crate::trace::build(&records);
-        // The judge's verdict on the latest run (a run started over keeps
-        // one log; an earlier run's judge judged another night).
+        // The judge's verdict on the latest stop of the latest run: a run
+        // started over keeps one log, and a run that went on after a stop
+        // (a raised budget, an ack) was judged before it went on.
         let latest = records.last().map(|r| r.run_id.clone());
-        let judge = records
+        let (mut judge, mut judge_failed) = (None, None);
+        for r in records
             .iter()
-            .rev()
             .filter(|r| Some(&r.run_id) == latest.as_ref())
-            .find_map(|r| match &r.event {
-                Event::Judged { judgement } => Some(judgement.clone()),
-                _ => None,
-            });
+        {
+            match &r.event {
+                Event::RunFinished { .. } => (judge, judge_failed) = (None, None),
+                Event::Judged { judgement } => judge = Some(judgement.clone()),
+                Event::SubagentFinished {
+                    name,
+                    role: crate::model::Role::Judge,
+                    outcome,
+                    problem,
+                    ..
+                } if *outcome != crate::model::SubagentOutcome::Done => {
+                    judge_failed = Some(format!(
+                        "{name} {}: {}",
+                        outcome.as_str(),
+                        problem.as_deref().unwrap_or("no reason given")
+                    ));
+                }
+                Event::Anomaly {
+                    kind: crate::model::AnomalyKind::JudgeFailed,
+                    message,
+                } => judge_failed = Some(message.clone()),
+                _ => {}
+            }
+        }
+        let judge = judge.filter(|_| stop.is_some());
+        let judge_failed = judge_failed.filter(|_| stop.is_some() && judge.is_none());
         let anomalies: Vec<Logged> = records
             .iter()
             .filter_map(|r| match &r.event {
@@ -433,8 +457,10 @@ impl Observed {
             anomalies: &anomalies,
             budget,
             stop,
+            started,
         });
         evaluation.judge = judge;
+        evaluation.judge_failed = judge_failed;
         Observed {
             metrics: crate::metrics::of(&runs, history),
             anomalies,
@@ -448,17 +474,9 @@ impl Observed {
         let Some(e) = &self.evaluation else {
             return String::new();
         };
-        let mut s = format!(
-            "## Evaluation
-
-Run: **{}**",
-            e.run.grade.as_str()
-        );
+        let mut s = format!("## Evaluation\n\nRun: **{}**", e.run.grade.as_str());
         if e.run.findings.is_empty() {
-            s.push_str(
-                " — no check warned.
-",
-            );
+            s.push_str(" — no check of the run as a whole warned.\n");
         } else {
             s.push('\n');
             for f in &e.run.findings {
@@ -491,6 +509,9 @@ Run: **{}**",
             e.iterations.len() - flagged.len(),
             e.iterations.len()
         );
+        if let Some(why) = &e.judge_failed {
+            let _ = writeln!(s, "\nJudge: **could not judge** — {}", truncate(why, 600));
+        }
         if let Some(j) = &e.judge {
             let _ = writeln!(
                 s,
@@ -663,7 +684,13 @@ pub fn write(
     budget: &Budget,
     orientation: &Orientation,
 ) -> Result<()> {
-    let observed = Observed::of(dir, history, budget, state.stop.as_ref());
+    let observed = Observed::of(
+        dir,
+        history,
+        budget,
+        state.stop.as_ref(),
+        Some(state.created_at),
+    );
     write_atomic(
         &dir.join("summary.md"),
         render(brief, state, history, budget, orientation, &observed).as_bytes(),

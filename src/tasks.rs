@@ -31,9 +31,14 @@ pub struct Task {
     pub parent: Option<String>,
     /// How many states it went through.
     pub transitions: usize,
+    /// Left unfinished by a process that died (see [`of`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
 }
 
-/// Every task of `run` with a recorded state, in the order they began.
+/// Every task of `run` with a recorded state, in the order they began
+/// (what a killed tick left unfinished reads `cancelled`, "abandoned":
+/// [`crate::trace::build`] closes it).
 pub fn of(run: &Node) -> Vec<Task> {
     let mut out = Vec::new();
     collect(run, None, None, &mut out);
@@ -67,6 +72,11 @@ fn collect(n: &Node, parent: Option<&str>, phase: Option<&str>, out: &mut Vec<Ta
             },
             parent: parent.map(str::to_string),
             transitions: n.states.len(),
+            abandoned: last.state == TaskState::Cancelled
+                && last
+                    .detail
+                    .as_deref()
+                    .is_some_and(|d| d.starts_with("abandoned")),
         });
         me = Some(&n.id);
     }
@@ -101,6 +111,8 @@ pub fn shown(tasks: &[Task], recent: usize) -> Vec<&Task> {
                 || (t.kind == "iteration" && keep.contains(&t.id.as_str()))
                 || parent.is_some_and(|p| open.contains(&p))
                 || (t.state != TaskState::Succeeded && parent.is_some_and(|p| keep.contains(&p)))
+                // A run-level delegation (a judge at the stop) that failed.
+                || (t.kind == "delegation" && parent.is_none() && t.state != TaskState::Succeeded)
         })
         .collect()
 }
@@ -190,5 +202,62 @@ mod tests {
         assert_eq!(names, ["iteration 1", "iteration 2", "r"]);
         assert_eq!(age(250), "4m 10s");
         assert_eq!(age(7380), "2h 03m");
+    }
+
+    #[test]
+    fn what_a_killed_tick_left_unfinished_reads_as_abandoned() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
+        let run = root
+            .child(Event::RunStarted {
+                brief: "b".into(),
+                start_commit: "c".into(),
+                seed: 1,
+            })
+            .unwrap();
+        let start = |n: u32| {
+            run.with_iteration(Some(n))
+                .child(Event::IterationStarted {
+                    brief_hash: "h".into(),
+                })
+                .unwrap()
+        };
+        // A baseline killed mid-way, then measured again.
+        start(0).task_state(TaskState::Running, None).unwrap();
+        let again = start(0);
+        again.task_state(TaskState::Running, None).unwrap();
+        again.task_state(TaskState::Succeeded, None).unwrap();
+        // A delegation killed mid-way; the next tick resumes the iteration.
+        let it = start(1);
+        it.wait_for("waiting for r".into()).unwrap();
+        let sub = it
+            .child(Event::SubagentStarted {
+                name: "r".into(),
+                role: Role::Review,
+                driver: "builtin".into(),
+                delegation: "d".into(),
+                sees: vec![],
+            })
+            .unwrap();
+        sub.task_state(TaskState::Running, None).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(3));
+        it.task_state(TaskState::Running, Some("in review".into()))
+            .unwrap();
+        let runs = crate::trace::build(&read_all(dir.path()).unwrap());
+        let tasks = of(&runs[0]);
+        let got: Vec<(&str, TaskState, bool)> = tasks
+            .iter()
+            .map(|t| (t.name.as_str(), t.state, t.abandoned))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("iteration 0", TaskState::Cancelled, true),
+                ("iteration 0", TaskState::Succeeded, false),
+                ("iteration 1", TaskState::Running, false),
+                ("r", TaskState::Cancelled, true),
+            ]
+        );
+        assert!(tasks[3].detail.as_deref().unwrap().starts_with("abandoned"));
     }
 }

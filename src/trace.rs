@@ -26,7 +26,7 @@ use serde::Serialize;
 
 use crate::events::{Event, Record};
 use crate::exec::Outcome;
-use crate::model::{CallOutcome, SubagentOutcome, Usage, Verdict};
+use crate::model::{CallOutcome, SubagentOutcome, TaskState, Usage, Verdict};
 
 /// Version of the `ooda trace --json` document.
 pub const TRACE_SCHEMA: u32 = 1;
@@ -37,7 +37,82 @@ pub fn build(records: &[Record]) -> Vec<Node> {
     for r in records {
         b.add(r);
     }
-    b.finish()
+    let mut runs = b.finish();
+    for run in &mut runs {
+        abandon(run);
+    }
+    runs
+}
+
+/// What a process killed outright left unfinished, once the log shows it
+/// was moved past — the same iteration started again, or its iteration went
+/// on while a delegation never reported — ends `cancelled` ("abandoned"):
+/// no state says it still runs.
+fn abandon(run: &mut Node) {
+    let abandoned = |n: &mut Node, at: DateTime<Utc>| {
+        let was = n
+            .states
+            .last()
+            .map(|t| t.state.as_str())
+            .unwrap_or("unfinished");
+        n.states.push(Transition {
+            at,
+            state: TaskState::Cancelled,
+            detail: Some(format!(
+                "abandoned: the tick running it stopped without a word (it was {was})"
+            )),
+        });
+        if n.status == Status::Unfinished {
+            n.status = Status::Cancelled;
+        }
+    };
+    let open = |n: &Node| n.state().is_some_and(|s| !s.is_final());
+    let count = run.children.len();
+    for i in 0..count {
+        let (head, tail) = run.children.split_at_mut(i + 1);
+        let it = &mut head[i];
+        if it.kind != Kind::Iteration {
+            continue;
+        }
+        let again = tail
+            .iter()
+            .find(|o| o.kind == Kind::Iteration && o.iteration == it.iteration);
+        if open(it)
+            && let Some(o) = again
+        {
+            abandoned(it, o.start);
+        }
+        // Its delegations, against the iteration's own later states.
+        let moved: Vec<(DateTime<Utc>, TaskState)> =
+            it.states.iter().map(|t| (t.at, t.state)).collect();
+        let gone = it.state() == Some(TaskState::Cancelled);
+        let mut subs: Vec<&mut Node> = Vec::new();
+        fn delegations<'n>(n: &'n mut Node, out: &mut Vec<&'n mut Node>) {
+            for c in &mut n.children {
+                if c.kind == Kind::Subagent {
+                    out.push(c);
+                } else {
+                    delegations(c, out);
+                }
+            }
+        }
+        delegations(it, &mut subs);
+        for d in subs {
+            let Some(since) = d.states.last().map(|t| t.at) else {
+                continue;
+            };
+            if !open(d) {
+                continue;
+            }
+            let later = moved
+                .iter()
+                .find(|(at, s)| *at > since && *s != TaskState::WaitingChild)
+                .map(|(at, _)| *at);
+            if let Some(at) = later.or(gone.then_some(since)) {
+                abandoned(d, at);
+            }
+        }
+    }
 }
 
 /// The iteration `n` of a run, if the log has it.
@@ -488,6 +563,7 @@ impl Builder {
             }
             Event::Plan {
                 hypothesis,
+                change,
                 predicted_effect,
                 predicted_sd,
                 cites,
@@ -516,6 +592,9 @@ impl Builder {
                 if let Some(it) = self.up(p, Kind::Iteration) {
                     let n = &mut self.nodes[it];
                     n.set("hypothesis", hypothesis.as_str());
+                    if !change.is_empty() {
+                        n.set("change", change.as_str());
+                    }
                     n.set("predicted_effect", *predicted_effect);
                     n.set("predicted_sd", *predicted_sd);
                 }
@@ -755,11 +834,27 @@ impl Builder {
                     judgement.why
                 ),
             ),
-            Event::TaskState { state, detail } => self.nodes[p].states.push(Transition {
-                at: r.ts,
-                state: *state,
-                detail: detail.clone(),
-            }),
+            Event::TaskState { state, detail } => {
+                let n = &mut self.nodes[p];
+                n.states.push(Transition {
+                    at: r.ts,
+                    state: *state,
+                    detail: detail.clone(),
+                });
+                // A task that ended with no other end event (an iteration
+                // PLAN found nothing for) ends as its state says.
+                if n.status == Status::Unfinished && state.is_final() {
+                    n.status = match state {
+                        TaskState::Failed => Status::Failed,
+                        TaskState::Cancelled => Status::Cancelled,
+                        _ => Status::Ok,
+                    };
+                    if n.status != Status::Ok && n.error.is_none() {
+                        n.error.clone_from(detail);
+                    }
+                    n.end.get_or_insert(r.ts);
+                }
+            }
             Event::ScheduledTickFinished { outcome, seconds } => {
                 self.note(p, r, format!("tick ended: {outcome} after {seconds:.0}s"))
             }

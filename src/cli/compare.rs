@@ -206,6 +206,9 @@ pub(super) fn resolve(
             };
             found.ok_or_else(|| {
                 Error::Input(match (of.len(), k) {
+                    (0, _) if n == 0 => format!(
+                        "`{spec}`: iteration 0 of {brief} is the baseline; it planned nothing, so it has no replay"
+                    ),
                     (0, _) => format!(
                         "`{spec}`: iteration {n} of {brief} has not been replayed; `ooda replay {brief} {n}` replays it"
                     ),

@@ -50,9 +50,9 @@ pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Resu
     Ok(Exit::Ok)
 }
 
-/// An export written over the archive would replace the very log it was
+/// An export written over an archive would replace the very log it was
 /// made from (or an iteration file): nothing archived may be lost, so a
-/// target inside the Brief's iterations folder, or a directory, is refused.
+/// target inside `iterations/` or `.ooda/`, or a directory, is refused.
 fn refuse_target(file: &Path, dir: &Path) -> Result<()> {
     if file.is_dir() {
         return Err(Error::Input(format!(
@@ -65,15 +65,41 @@ fn refuse_target(file: &Path, dir: &Path) -> Result<()> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let (Ok(parent), Ok(archive)) = (parent.canonicalize(), dir.canonicalize()) else {
-        return Ok(());
-    };
-    if parent.starts_with(&archive) {
+    let Ok(parent) = parent.canonicalize() else {
         return Err(Error::Input(format!(
-            "{}: is inside the Brief's archive {}; writing there could replace its log or an iteration file. Write the export elsewhere (e.g. --otlp night.otlp.jsonl)",
+            "{}: the folder {} does not exist; create it or write the export elsewhere",
             file.display(),
-            dir.display()
+            parent.display()
         )));
+    };
+    // Every Brief's archive (`iterations/`) and ooda's own folder.
+    let iterations = dir.parent().unwrap_or(dir);
+    let ours = iterations.parent().map(|root| root.join(".ooda"));
+    for guarded in std::iter::once(iterations.to_path_buf()).chain(ours) {
+        if let Ok(g) = guarded.canonicalize()
+            && parent.starts_with(&g)
+        {
+            return Err(Error::Input(format!(
+                "{}: is inside {}, where ooda keeps the archives and its worktrees; writing there could replace a log or an iteration file. Write the export elsewhere (e.g. --otlp night.otlp.jsonl)",
+                file.display(),
+                guarded.display()
+            )));
+        }
+    }
+    // Over an earlier export, yes; over anything else (a Brief, a config,
+    // a source file), never.
+    if file.exists() {
+        let mut head = [0u8; 32];
+        let n = std::fs::File::open(file)
+            .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+            .unwrap_or(0);
+        let text = String::from_utf8_lossy(&head[..n]);
+        if !(n == 0 || text.trim_start().starts_with("{\"resourceSpans\"")) {
+            return Err(Error::Input(format!(
+                "{}: exists and is not an OTLP export; ooda writes over an earlier export only. Pick a new file (e.g. --otlp night.otlp.jsonl) or remove this one first",
+                file.display()
+            )));
+        }
     }
     Ok(())
 }

@@ -22,6 +22,22 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
         interrupt.flag(),
         progress_printer(g.quiet),
     )?;
+    // A project set up before replays existed does not ignore their logs
+    // and prompts: say how to, rather than leave them in `git status`.
+    let log = dir.join("events.jsonl");
+    let ignored = git2::Repository::open(&project.root)
+        .ok()
+        .and_then(|repo| {
+            let rel = log.strip_prefix(&project.root).ok()?.to_path_buf();
+            repo.is_path_ignored(&rel).ok()
+        })
+        .unwrap_or(true);
+    if !ignored && !g.quiet {
+        eprintln!(
+            "note: {} is not ignored by git; `ooda init` adds the .gitignore lines for replays (it keeps replay.json)",
+            log.display()
+        );
+    }
     if g.json {
         out(&format!(
             "{}\n",
@@ -39,6 +55,14 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
         crate::history::short(&rec.base),
         rec.driver
     );
+    if rec.driver == "builtin" {
+        // The builtin driver plans from the archive with no prompt: a
+        // replay shows what today's code and configuration propose.
+        let _ = writeln!(
+            s,
+            "  (the builtin driver reads no prompt: today's templates play no part; its search, knobs and configuration do)"
+        );
+    }
     let _ = writeln!(s, "  then  {}", plan_line(Some(&rec.original_plan)));
     let _ = writeln!(s, "  now   {}", plan_line(rec.plan.as_ref()));
     if let Some(p) = &rec.problem {

@@ -56,6 +56,13 @@ pub(crate) fn tasks(g: &Globals, brief: Option<&str>) -> Result<Exit> {
         }
         let shown = crate::tasks::shown(&all, 3);
         let hidden = all.len() - shown.len();
+        // Names (with a delegation's extra indent) in one column.
+        let width = shown
+            .iter()
+            .map(|t| t.name.chars().count() + if t.parent.is_some() { 2 } else { 0 })
+            .max()
+            .unwrap_or(0)
+            .max(14);
         for t in shown {
             let indent = if t.parent.is_some() { "    " } else { "  " };
             let state = t.state.as_str();
@@ -91,7 +98,7 @@ pub(crate) fn tasks(g: &Globals, brief: Option<&str>) -> Result<Exit> {
                 text,
                 "{indent}{:<width$} {painted}{pad} {when}{phase}{detail}",
                 t.name,
-                width = 16 - indent.len()
+                width = width + 2 - indent.len()
             );
         }
         if hidden > 0 {

@@ -51,6 +51,9 @@ pub(crate) fn run(g: &Globals, brief: &str, spec: Option<&str>) -> Result<Exit> 
             let spec = spec.unwrap_or_default();
             let history = crate::history::load(&dir)?;
             let case = super::compare::resolve(spec, &name, &dir, &runs, &history)?;
+            if !g.json {
+                out(&format!("{}\n", case.label))?;
+            }
             return show(g, &name, Some(spec), &[&case.node], false);
         }
     };
@@ -88,7 +91,7 @@ fn show(
         let doc = serde_json::json!({
             "schema": trace::TRACE_SCHEMA,
             "brief": name,
-            "iteration": spec.and_then(|s| s.parse::<u32>().ok()),
+            "iteration": shown.first().and_then(|n| n.iteration),
             "of": spec,
             "nodes": shown,
         });

@@ -21,6 +21,7 @@ fn inputs<'a>(
         anomalies,
         budget,
         stop,
+        started: None,
     }
 }
 
@@ -112,7 +113,7 @@ fn each_iteration_check_warns_or_fails_with_its_reason() {
         e.iterations[1].text()
     );
     assert!(e.iterations[2].text().contains("PLAN needed 2 attempts"));
-    // Three of six failed: the run warns and names them.
+    // Three of six failed: half or more fails the run, naming them.
     let it = e
         .run
         .findings
@@ -198,4 +199,74 @@ fn a_judges_answer_is_read_or_refused_with_the_key() {
             .unwrap_err()
             .contains("iterations[0]: `iteration`")
     );
+}
+
+#[test]
+fn a_budget_cut_a_block_and_a_superseded_confirmation_are_not_failures() {
+    let mut cut = rec(1, Verdict::Invalid);
+    cut.reason = crate::model::Cut::Budget {
+        phase: Phase::Execute,
+        reason: StopReason::BudgetCost,
+        detail: "$5.00 of $5.00".into(),
+    }
+    .reason();
+    let mut blocked = rec(2, Verdict::Blocked);
+    blocked.reason = "changed bench.sh, which the Brief protects".into();
+    let mut kept = rec(3, Verdict::Keep);
+    kept.confirmation_failed = Some("the metric failed on the start".into());
+    let mut again = rec(4, Verdict::Discard);
+    again.confirmation = Some(crate::model::Confirmation {
+        start: "a".into(),
+        best: "b".into(),
+        pairs: Vec::new(),
+        best_median: 1.0,
+        start_median: 2.0,
+        effect: 0.5,
+        ci: (0.4, 0.6),
+        p: 0.001,
+        why: "confirmed".into(),
+    });
+    let h = vec![rec(0, Verdict::Baseline), cut, blocked, kept, again];
+    let anomalies = vec![
+        Logged {
+            iteration: Some(1),
+            rule: "budget_cut".into(),
+            severity: "warn".into(),
+            evidence: "cut".into(),
+            node: None,
+        },
+        Logged {
+            iteration: None,
+            rule: "budget_near".into(),
+            severity: "high".into(),
+            evidence: "100% used".into(),
+            node: None,
+        },
+    ];
+    let b = Budget::default();
+    let e = evaluate(&inputs(
+        &h,
+        &anomalies,
+        &b,
+        Some(&stop(StopReason::BudgetCost)),
+    ));
+    let grades: Vec<Grade> = e.iterations.iter().map(|g| g.grade).collect();
+    assert_eq!(
+        grades,
+        [
+            Grade::Pass,
+            Grade::Warn,
+            Grade::Warn,
+            Grade::Pass,
+            Grade::Pass
+        ]
+    );
+    assert!(
+        e.iterations[1]
+            .text()
+            .contains("not measured: budget reached"),
+        "{:?}",
+        e.iterations[1]
+    );
+    assert_eq!(e.run.grade, Grade::Pass, "{:?}", e.run);
 }

@@ -63,6 +63,9 @@ pub enum Event {
     },
     Plan {
         hypothesis: String,
+        /// What the plan says it will change (empty in older logs).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        change: String,
         predicted_effect: f64,
         predicted_sd: f64,
         cites: Vec<u32>,

@@ -102,6 +102,7 @@ impl Progress {
                 | AnomalyKind::AgentEditInLearn
                 | AnomalyKind::AgentIgnoredFiles
                 | AnomalyKind::BudgetCut
+                | AnomalyKind::JudgeFailed
                 | AnomalyKind::ContextDuplicate => one(message.clone()),
                 AnomalyKind::ConfirmationFailed => one(format!("confirmation failed: {message}")),
                 AnomalyKind::ScopeViolation

@@ -1,8 +1,9 @@
 //! A node of the event tree that anyone may log under.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chrono::Utc;
 
@@ -16,6 +17,10 @@ struct Hub {
     prefix: String,
     counter: AtomicU64,
     sinks: Vec<Arc<dyn Sink>>,
+    /// Per task, how many groups of subagents it waits for: two running at
+    /// once (the analyzer beside the eval-runner) must both end before the
+    /// task runs again.
+    waiting: Mutex<HashMap<String, usize>>,
 }
 
 /// A handle on one node of the event tree: what it emits is its child.
@@ -44,6 +49,7 @@ impl Span {
                 prefix: format!("{:x}{:x}", std::process::id(), nanos & 0xffff_ffff),
                 counter: AtomicU64::new(0),
                 sinks,
+                waiting: Mutex::new(HashMap::new()),
             }),
             id: None,
             iteration: None,
@@ -105,6 +111,40 @@ impl Span {
         Span {
             iteration,
             ..self.clone()
+        }
+    }
+
+    /// The task this span belongs to now waits for subagents (`detail`
+    /// names them) until the matching [`Span::done_waiting`].
+    pub fn wait_for(&self, detail: String) -> Result<()> {
+        let Some(task) = &self.task else {
+            return Ok(());
+        };
+        *self
+            .hub
+            .waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(task.clone())
+            .or_default() += 1;
+        self.task_state(TaskState::WaitingChild, Some(detail))
+    }
+
+    /// A group of subagents [`Span::wait_for`] named is done; when none is
+    /// left, the task is running again.
+    pub fn done_waiting(&self) -> Result<()> {
+        let Some(task) = &self.task else {
+            return Ok(());
+        };
+        let left = {
+            let mut w = self.hub.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let n = w.entry(task.clone()).or_default();
+            *n = n.saturating_sub(1);
+            *n
+        };
+        match left {
+            0 => self.task_state(TaskState::Running, None),
+            _ => Ok(()),
         }
     }
 

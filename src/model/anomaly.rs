@@ -32,6 +32,8 @@ pub enum AnomalyKind {
     ContextDuplicate,
     /// The `notify:` command of `ooda.yaml` failed on a stop.
     NotifyFailed,
+    /// A judge subagent could not judge the run, or broke its fence.
+    JudgeFailed,
     /// A YELLOW alarm of CHECK or EVALUATE.
     Alarm(AlarmKind),
 }
@@ -50,6 +52,7 @@ impl AnomalyKind {
             AnomalyKind::TargetNotConfirmed => "target_not_confirmed",
             AnomalyKind::ContextDuplicate => "context_duplicate",
             AnomalyKind::NotifyFailed => "notify_failed",
+            AnomalyKind::JudgeFailed => "judge_failed",
             AnomalyKind::Alarm(k) => k.as_str(),
         }
     }
@@ -68,6 +71,7 @@ impl AnomalyKind {
             AnomalyKind::TargetNotConfirmed,
             AnomalyKind::ContextDuplicate,
             AnomalyKind::NotifyFailed,
+            AnomalyKind::JudgeFailed,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

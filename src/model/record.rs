@@ -219,6 +219,15 @@ impl IterationRecord {
                 .is_some_and(|c| c.outcome == super::CallOutcome::Unavailable)
     }
 
+    /// Whether a budget ran out before the iteration could be measured.
+    pub fn cut_by_budget(&self) -> bool {
+        self.verdict == Verdict::Invalid
+            && matches!(
+                super::Cut::from_reason(&self.reason),
+                super::Cut::Budget { .. }
+            )
+    }
+
     /// Why a discard was not kept: as recorded, or, in an archive written
     /// before the kinds, from its interval against θ₁ (a discard without a
     /// measurement of its own reused an earlier verdict and falsifies).

@@ -34,6 +34,8 @@ pub struct Endpoint {
     pub headers: Vec<(String, String)>,
     pub json: bool,
     pub timeout: Duration,
+    /// A protocol ooda does not speak (`grpc`): said once, at the start.
+    pub warning: Option<String>,
 }
 
 impl Endpoint {
@@ -62,11 +64,19 @@ impl Endpoint {
             .and_then(|t| t.trim().parse::<u64>().ok())
             .map(Duration::from_millis)
             .unwrap_or(Duration::from_secs(10));
+        let protocol = protocol.trim();
+        let warning = match protocol {
+            "" | "http/protobuf" | "http/json" => None,
+            other => Some(format!(
+                "OTEL_EXPORTER_OTLP_PROTOCOL={other}: ooda exports over OTLP/HTTP only (http/protobuf or http/json); posting protobuf to {url} (a collector's HTTP port is usually 4318, its gRPC port 4317)"
+            )),
+        };
         Some(Endpoint {
             url,
             headers,
-            json: protocol.trim() == "http/json",
+            json: protocol == "http/json",
             timeout,
+            warning,
         })
     }
 }
@@ -116,6 +126,9 @@ impl Live {
     /// environment names a collector.
     pub fn from_env(dir: &Path) -> Option<Live> {
         let endpoint = Endpoint::from_env(|k| std::env::var(k).ok())?;
+        if let Some(w) = &endpoint.warning {
+            eprintln!("warning: {w}");
+        }
         Some(Live::start(dir.to_path_buf(), endpoint))
     }
 
@@ -334,5 +347,16 @@ mod tests {
         );
         assert!(e.json);
         assert_eq!(e.timeout, Duration::from_millis(2500));
+        assert_eq!(e.warning, None);
+        let e = Endpoint::from_env(env(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4317"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ]))
+        .unwrap();
+        assert!(!e.json);
+        assert!(
+            e.warning.as_deref().unwrap().contains("OTLP/HTTP only"),
+            "{e:?}"
+        );
     }
 }

@@ -64,7 +64,11 @@ pub(crate) fn run(
                     t.cand_dir,
                     span,
                     |v, a| {
-                        let j = crate::evaluation::judgement_of(&def.name, v)?;
+                        let mut j = crate::evaluation::judgement_of(&def.name, v)?;
+                        // Words on an iteration the run does not have would
+                        // link to no file.
+                        j.iterations
+                            .retain(|i| history.iter().any(|r| r.iteration == i.iteration));
                         a.body = serde_json::to_value(&j).unwrap_or_default();
                         Ok(())
                     },
@@ -96,10 +100,28 @@ fn parts(
                 let mut x = String::new();
                 let _ = writeln!(
                     x,
-                    "Brief {}: {} ({}).\n",
+                    "Brief {}: {} ({}).\n\nGoal: {}\n\nSuccess: {}\n\nMust not break: {}\n",
                     t.brief.name,
                     t.brief.metric.name,
-                    t.brief.metric.direction.better_word()
+                    t.brief.metric.direction.better_word(),
+                    t.brief.goal.trim(),
+                    t.brief.success.trim(),
+                    t.brief.must_not_break.trim()
+                );
+                // The number to trust, as the morning reader gets it.
+                let _ = writeln!(
+                    x,
+                    "Confirmed gain (start of run against the best, in fresh pairs): {}\n",
+                    match crate::history::latest_confirmation(history) {
+                        Some((it, c)) => format!(
+                            "{:+.1}% [{:+.1}, {:+.1}], p={:.3}, after iteration {it}",
+                            c.effect * 100.0,
+                            c.ci.0 * 100.0,
+                            c.ci.1 * 100.0,
+                            c.p
+                        ),
+                        None => "none measured".to_string(),
+                    }
                 );
                 for r in history {
                     let grade = evaluation

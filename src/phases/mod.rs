@@ -254,7 +254,10 @@ impl<'a> Machine<'a> {
     /// One step: the baseline, or one iteration (or the rest of an interrupted one).
     pub fn step(&mut self) -> Result<StepOutcome> {
         let out = self.step_on();
+        // Only an iteration this tick worked on (a tick that fails before it
+        // touches one, every minute from the daemon, logs nothing).
         if let Err(e) = &out
+            && self.task.is_some()
             && self.archive.state.current.is_some()
             && let Ok(span) = self.iteration_span()
         {
@@ -882,21 +885,6 @@ impl<'a> Machine<'a> {
             &format!("{}-verdict", cur.event_id),
             Event::Verdict { verdict },
         )?;
-        let ended = match verdict {
-            Verdict::Crash | Verdict::Invalid => TaskState::Failed,
-            _ => TaskState::Succeeded,
-        };
-        self.iteration_span()?.task_state(
-            ended,
-            Some(match cur.eval.as_ref() {
-                Some(e) => format!(
-                    "{}: {}",
-                    verdict.as_str(),
-                    crate::prompt::clip(&e.reason, 160)
-                ),
-                None => verdict.as_str().to_string(),
-            }),
-        )?;
         let mut done = cur.clone();
         done.check = Some(decision.clone());
         let mut rec = archive::record_of(&done, &self.archive.state);
@@ -907,6 +895,30 @@ impl<'a> Machine<'a> {
             let (reports, calls) = self.synthesize(span, r, None, true)?;
             attach(r, reports, calls);
         }
+        // After the keep's synthesizers, which the iteration waits for:
+        // nothing moves it out of its final state.
+        let ended = match (verdict, &cur.cut) {
+            // The budget ended it before it could be measured.
+            (_, Some(Cut::Budget { .. })) => TaskState::Cancelled,
+            (Verdict::Crash | Verdict::Invalid, _) => TaskState::Failed,
+            _ => TaskState::Succeeded,
+        };
+        self.iteration_span()?.task_state(
+            ended,
+            Some(match (&cur.cut, cur.eval.as_ref()) {
+                (Some(c), _) => format!(
+                    "{}: {}",
+                    verdict.as_str(),
+                    crate::prompt::clip(&c.reason(), 160)
+                ),
+                (None, Some(e)) => format!(
+                    "{}: {}",
+                    verdict.as_str(),
+                    crate::prompt::clip(&e.reason, 160)
+                ),
+                (None, None) => verdict.as_str().to_string(),
+            }),
+        )?;
         self.archive.state.current = None;
         self.archive.state.next_iteration = cur.iteration + 1;
         match decision.stop {
@@ -973,7 +985,6 @@ impl<'a> Machine<'a> {
         self.archive.sync(rec, &self.brief, &self.project.config)?;
         failpoint::after(failpoint::Step::StopArchived);
         self.archive.save_state()?;
-        self.judge(&span, &stop)?;
         let run = self.archive.run.with_iteration(Some(stop.iteration));
         if stop.reason.is_red() {
             run.emit(Event::RedLight {
@@ -993,6 +1004,15 @@ impl<'a> Machine<'a> {
                 &self.archive.dir.join("summary.md"),
                 &run,
             );
+        }
+        // Last: the stop is recorded and announced whatever the judge does
+        // (it may take its timeout, be interrupted, or fail).
+        if let Err(e) = self.judge(&span, &stop) {
+            let message = format!("the judge could not judge the run: {e}");
+            let _ = run.emit(Event::Anomaly {
+                kind: crate::model::AnomalyKind::JudgeFailed,
+                message,
+            });
         }
         Ok(())
     }
@@ -1134,21 +1154,52 @@ impl<'a> Machine<'a> {
             .with_role(crate::model::Role::Judge)
             .filter(|d| d.triggers.contains(&Trigger::RunEnd))
             .collect();
-        if defs.is_empty() {
+        // Past a spending limit the user set, or after an agent broke out
+        // of its fence, no further agent is run.
+        let refused = matches!(
+            stop.reason,
+            StopReason::BudgetCost
+                | StopReason::BudgetTokens
+                | StopReason::RedTamper
+                | StopReason::RedScope
+        );
+        if defs.is_empty() || refused {
             return Ok(());
         }
         let history = &self.archive.history;
         let budget = self.project.config.budget_for(&self.brief);
-        let observed =
-            crate::summary::Observed::of(&self.archive.dir, history, &budget, Some(stop));
+        let observed = crate::summary::Observed::of(
+            &self.archive.dir,
+            history,
+            &budget,
+            Some(stop),
+            Some(self.archive.state.created_at),
+        );
         let Some(evaluation) = observed.evaluation else {
             return Ok(());
         };
         let o = orient::run(history, &self.brief, &self.project.config);
         let iteration = history.last().map(|r| r.iteration).unwrap_or(0);
         let turn = self.turn_at(span, &o, history, iteration);
-        judge::run(&turn, &defs, &self.agent, history, stop, &evaluation)?;
-        self.archive.sync(None, &self.brief, &self.project.config)
+        let done = judge::run(&turn, &defs, &self.agent, history, stop, &evaluation)?;
+        for b in &done.breaches {
+            span.emit(Event::Anomaly {
+                kind: crate::model::AnomalyKind::JudgeFailed,
+                message: format!("the judge changed files it must not touch: {}", b.message),
+            })?;
+        }
+        // What the judge spent is the run's: on its last iteration's file.
+        let last = self
+            .archive
+            .history
+            .last()
+            .cloned()
+            .filter(|_| !done.calls.is_empty());
+        let rec = last.map(|mut r| {
+            attach(&mut r, done.reports, done.calls);
+            r
+        });
+        self.archive.sync(rec, &self.brief, &self.project.config)
     }
 
     /// The anomaly rules over the trace as it stands after this iteration:
@@ -1180,7 +1231,9 @@ impl<'a> Machine<'a> {
             if logged.contains(&key) {
                 continue;
             }
-            span.emit(Event::AnomalyFound {
+            // Tagged with the iteration it is about (a spike seen later, a
+            // run-wide rate: none), logged where it was found.
+            span.with_iteration(f.iteration).emit(Event::AnomalyFound {
                 rule: f.rule.to_string(),
                 severity: f.severity.to_string(),
                 evidence: f.evidence.clone(),

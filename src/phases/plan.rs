@@ -38,6 +38,7 @@ pub(crate) fn run(t: &Turn, driver: &dyn Driver) -> Result<Proposal> {
     {
         t.span.emit(Event::Plan {
             hypothesis: plan.hypothesis.clone(),
+            change: plan.change.clone(),
             predicted_effect: plan.predicted_effect,
             predicted_sd: plan.predicted_sd,
             cites: plan.cites.clone(),

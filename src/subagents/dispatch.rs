@@ -100,10 +100,7 @@ pub fn run_all(
         return Ok(Dispatched::default());
     }
     let names: Vec<&str> = jobs.iter().map(|j| j.def.name.as_str()).collect();
-    span.task_state(
-        TaskState::WaitingChild,
-        Some(format!("waiting for {}", names.join(", "))),
-    )?;
+    span.wait_for(format!("waiting for {}", names.join(", ")))?;
     // Every delegation is opened (pending) before any starts, so the log
     // shows all the phase asked for even if one finishes at once.
     let mut opened = Vec::new();
@@ -124,7 +121,7 @@ pub fn run_all(
             })
             .collect()
     });
-    span.task_state(TaskState::Running, None)?;
+    span.done_waiting()?;
     let mut out = Dispatched::default();
     for r in results {
         let (report, calls, breach, answer) = r?;
@@ -168,8 +165,14 @@ impl Drop for Started {
         if !self.ended {
             let _ = self.span.task_state(
                 TaskState::Cancelled,
-                Some("stopped before it reported (its phase ended with an error)".into()),
+                Some(
+                    "stopped before it reported (interrupted, or its phase ended with an error)"
+                        .into(),
+                ),
             );
+            if let Some(phase) = self.alone.take() {
+                let _ = phase.done_waiting();
+            }
         }
     }
 }
@@ -209,10 +212,7 @@ pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
 /// [`begin`] for one delegation the caller runs in its own thread (the
 /// eval-runner): the iteration waits for it, and it is running at once.
 pub fn begin_alone(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
-    span.task_state(
-        TaskState::WaitingChild,
-        Some(format!("waiting for {}", def.name)),
-    )?;
+    span.wait_for(format!("waiting for {}", def.name))?;
     let mut started = begin(span, def, driver)?;
     started.span.task_state(TaskState::Running, None)?;
     started.alone = Some(span.clone());
@@ -234,7 +234,6 @@ pub fn end(
     mut a: Answer,
     tag: Option<&str>,
 ) -> Result<Finished> {
-    started.ended = true;
     let (me, id, role, alone) = (
         started.span.clone(),
         started.id.clone(),
@@ -329,8 +328,9 @@ pub fn end(
             None => outcome.as_str().to_string(),
         }),
     )?;
+    started.ended = true;
     if let Some(phase) = alone {
-        phase.task_state(TaskState::Running, None)?;
+        phase.done_waiting()?;
     }
     Ok((report, a.calls, a.breach, a.body))
 }

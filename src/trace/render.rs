@@ -140,6 +140,12 @@ fn notes(out: &mut String, n: &Node, prefix: &str, style: Style, more_below: boo
         if let Some(h) = n.attribute("hypothesis") {
             let _ = writeln!(out, "{indent}· tried: {}", clip(h, style));
         }
+        if let Some(c) = n
+            .attribute("change")
+            .filter(|c| Some(*c) != n.attribute("hypothesis"))
+        {
+            let _ = writeln!(out, "{indent}· change: {}", clip(c, style));
+        }
         if let Some(r) = n.attribute("reason") {
             let _ = writeln!(out, "{indent}· {}", clip(r, style));
         }

@@ -248,10 +248,15 @@ fn trace_names_what_is_missing_and_how_to_get_it() {
     // An export written over the archive would replace the log it came from.
     let log = t.path().join("iterations/b/events.jsonl");
     let before = std::fs::read(&log).unwrap();
-    for target in ["iterations/b/events.jsonl", "iterations/b/night.jsonl"] {
+    std::fs::create_dir_all(t.path().join("iterations/other")).unwrap();
+    for target in [
+        "iterations/b/events.jsonl",
+        "iterations/b/night.jsonl",
+        "iterations/other/events.jsonl",
+    ] {
         let r = t.ooda(&["export", "b", "--otlp", target]).expect(2);
         assert!(
-            r.stderr.contains("inside the Brief's archive") && r.stderr.contains("elsewhere"),
+            r.stderr.contains("where ooda keeps the archives") && r.stderr.contains("elsewhere"),
             "{}",
             r.stderr
         );
@@ -259,11 +264,22 @@ fn trace_names_what_is_missing_and_how_to_get_it() {
     assert_eq!(std::fs::read(&log).unwrap(), before, "the log is intact");
     let r = t.ooda(&["export", "b", "--otlp", "iterations"]).expect(2);
     assert!(r.stderr.contains("is a directory"), "{}", r.stderr);
+    // Nor over a file that is not an earlier export (the Brief itself).
+    let brief = t.read("briefs/b.md");
+    let r = t.ooda(&["export", "b", "--otlp", "briefs/b.md"]).expect(2);
+    assert!(r.stderr.contains("is not an OTLP export"), "{}", r.stderr);
+    assert_eq!(t.read("briefs/b.md"), brief);
+    let r = t
+        .ooda(&["export", "b", "--otlp", "no/such/dir/x.jsonl"])
+        .expect(2);
+    assert!(r.stderr.contains("does not exist"), "{}", r.stderr);
     let r = t
         .ooda(&["export", "b", "--otlp", "night.jsonl", "--json"])
         .expect(0);
     let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(doc["traces"], 1, "{doc}");
+    // Again over the earlier export: fine.
+    t.ooda(&["export", "b", "--otlp", "night.jsonl"]).expect(0);
     // A torn line is named, not silently dropped; a log that is gone is
     // told apart from a Brief that never ran.
     let mut text = before.clone();
@@ -280,6 +296,31 @@ fn trace_names_what_is_missing_and_how_to_get_it() {
     assert!(
         r.stderr
             .contains("the log is missing although 1 iteration file(s) are archived"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_metric_program_the_setup_builds_is_not_reported_missing() {
+    let t = Test::new();
+    let built = knob_brief("").replace(
+        "  command: ./bench.sh\n",
+        "  command: ./build/bench\n  setup: mkdir -p build && cp bench.sh build/bench\n",
+    );
+    t.brief("b", &built);
+    t.brief(
+        "typo",
+        &knob_brief("").replace("command: ./bench.sh", "command: ./bnech.sh"),
+    );
+    t.commit("Briefs");
+    let r = t.ooda(&["check", "b"]).expect(0);
+    assert!(!r.stderr.contains("does not exist"), "{}", r.stderr);
+    t.ooda(&["check", "b", "--measure", "2"]).expect(0);
+    // Without a setup to build it, a missing program is named at once.
+    let r = t.ooda(&["check", "typo"]).expect(2);
+    assert!(
+        r.stderr.contains("`./bnech.sh` does not exist"),
         "{}",
         r.stderr
     );

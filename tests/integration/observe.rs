@@ -228,6 +228,12 @@ fn replay_runs_todays_prompt_beside_the_run_and_compare_lines_the_two_up() {
         r.stdout
     );
     assert!(r.stdout.contains("not measured"), "{}", r.stdout);
+    // This project's .gitignore predates replays.
+    assert!(
+        r.stderr.contains("is not ignored by git; `ooda init` adds"),
+        "{}",
+        r.stderr
+    );
     t.snapshot().assert_same(&before, "ooda replay");
     assert_eq!(t.ooda_refs(), refs, "the run's branch and refs");
     assert!(archive(&t) == archived, "the run's archive changed");
@@ -506,20 +512,43 @@ fn task_states_say_which_step_a_night_is_in_and_where_it_stopped() {
             .all(|x| x["state"] == "succeeded"),
         "{tasks:?}"
     );
+    // The iteration's own states (logged under it, not its delegations'),
+    // in order, ending final.
+    let id = it1["id"].as_str().unwrap();
     let states: Vec<String> = t
         .events("k")
         .iter()
-        .filter(|e| e["type"] == "task_state" && e["iteration"] == 1)
+        .filter(|e| e["type"] == "task_state" && e["parent_id"] == id)
         .filter_map(|e| e["state"].as_str().map(str::to_string))
         .collect();
-    for want in [
-        "pending",
-        "planning",
-        "running",
-        "waiting_child",
-        "succeeded",
-    ] {
+    for want in ["pending", "planning", "running", "waiting_child"] {
         assert!(states.iter().any(|s| s == want), "{want} in {states:?}");
+    }
+    assert_eq!(
+        states.last().map(String::as_str),
+        Some("succeeded"),
+        "{states:?}"
+    );
+    // A keep's synthesizers run after its verdict: it still ends final,
+    // like every other iteration of the night.
+    for _ in 0..3 {
+        t.ooda(&["tick", "k"]).expect(0);
+    }
+    assert!(
+        (1..=4).any(|i| t.record("k", i).verdict == ooda::history::Verdict::Keep),
+        "the night kept nothing to test with"
+    );
+    let j: serde_json::Value = serde_json::from_str(
+        &t.ooda(&["status", "k", "--tasks", "--json"])
+            .expect(0)
+            .stdout,
+    )
+    .unwrap();
+    for task in j[0]["tasks"].as_array().unwrap() {
+        assert!(
+            ["succeeded", "failed", "cancelled"].contains(&task["state"].as_str().unwrap()),
+            "{task}"
+        );
     }
     // The trace carries the states on their nodes.
     let tr: serde_json::Value =

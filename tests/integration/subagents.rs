@@ -1105,6 +1105,8 @@ fn a_judge_gives_the_finished_run_a_verdict_beside_the_checks() {
     let prompt = n.seen("run-judge", "prompt.md");
     assert!(
         prompt.contains("JUDGE-PROMPT")
+            && prompt.contains("Goal: Make t small.")
+            && prompt.contains("Confirmed gain (start of run against the best, in fresh pairs): +")
             && prompt.contains("- Iteration 1: keep")
             && prompt.contains("checks: pass")
             && prompt.contains("ooda's checks grade the run: pass"),
@@ -1145,6 +1147,18 @@ fn a_judge_that_answers_badly_or_has_no_model_is_named() {
     let summary = n.t.read("iterations/b/summary.md");
     assert!(summary.contains("## Evaluation"), "{summary}");
     assert!(!summary.contains("Judge (run-judge)"), "{summary}");
+    assert!(
+        summary.contains("Judge: **could not judge** — run-judge failed:")
+            && summary.contains("`verdict` must be"),
+        "{summary}"
+    );
+    let tasks = n.ooda(&["status", "b", "--tasks"], &[]).expect(0).stdout;
+    assert!(
+        tasks
+            .lines()
+            .any(|l| l.contains("run-judge") && l.contains("failed")),
+        "{tasks}"
+    );
     let report =
         n.t.read("iterations/b/artifacts/iter-001/run-judge.judge.run.json");
     assert!(report.contains("`verdict` must be"), "{report}");
