@@ -93,6 +93,17 @@ struct At<'a> {
     subagent: Option<&'a str>,
 }
 
+/// One run of a phase (or of a confirmation): its time and metric runs.
+fn time(p: &mut PhaseTime, n: &Node) {
+    p.runs += 1;
+    p.seconds += n.seconds.unwrap_or(0.0);
+    p.benchmark_runs += n
+        .walk()
+        .iter()
+        .filter(|c| c.kind == Kind::Command && c.name == "metric")
+        .count();
+}
+
 fn walk(n: &Node, at: At, m: &mut Metrics, requests: &mut Vec<f64>, calls: &mut Vec<f64>) {
     match n.kind {
         Kind::AgentCall => {
@@ -119,27 +130,11 @@ fn walk(n: &Node, at: At, m: &mut Metrics, requests: &mut Vec<f64>, calls: &mut 
                 t.errors += 1;
             }
         }
-        Kind::Phase => {
-            let p = m.phases.entry(n.name.clone()).or_default();
-            p.runs += 1;
-            p.seconds += n.seconds.unwrap_or(0.0);
-            p.benchmark_runs += n
-                .walk()
-                .iter()
-                .filter(|c| c.kind == Kind::Command && c.name == "metric")
-                .count();
-        }
+        Kind::Phase => time(m.phases.entry(n.name.clone()).or_default(), n),
         // A confirmation test outside any phase (at the stop, after a
         // resume) is a row of its own, not the baseline's.
         Kind::Confirmation if at.phase.is_none() => {
-            let p = m.phases.entry("confirmation".into()).or_default();
-            p.runs += 1;
-            p.seconds += n.seconds.unwrap_or(0.0);
-            p.benchmark_runs += n
-                .walk()
-                .iter()
-                .filter(|c| c.kind == Kind::Command && c.name == "metric")
-                .count();
+            time(m.phases.entry("confirmation".into()).or_default(), n)
         }
         Kind::Command if n.name == "metric" => m.benchmark_runs += 1,
         _ => {}
