@@ -203,13 +203,12 @@ pub fn detect(
             });
         }
     }
-    let mut tools: BTreeMap<&str, (usize, usize, Option<&Node>)> = BTreeMap::new();
+    let mut tools: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for n in all.iter().filter(|n| n.kind == Kind::ToolCall) {
         let t = tools.entry(n.name.as_str()).or_default();
         t.0 += 1;
         if n.status == Status::Failed {
             t.1 += 1;
-            t.2 = Some(n);
             let e = n.error.as_deref().unwrap_or("").to_ascii_lowercase();
             if e.contains("unknown tool") || e.contains("no tool named") {
                 out.push(Found {
@@ -226,12 +225,13 @@ pub fn detect(
             }
         }
     }
-    for (name, (calls, errors, last)) in tools {
+    for (name, (calls, errors)) in tools {
         if calls >= TOOL_MIN_CALLS && errors as f64 / calls as f64 > w.tool_error_rate {
             out.push(Found {
                 rule: "tool_errors",
                 severity: "warn",
-                iteration: last.and_then(|n| n.iteration),
+                // A rate over the whole run: no one iteration's.
+                iteration: None,
                 node: Some(format!("tool:{name}")),
                 evidence: format!(
                     "`{name}` failed {errors} of {calls} calls ({:.0}%)",

@@ -146,19 +146,14 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
 pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     let m = &brief.metric;
     // A metric or guard program may be what `setup` builds (the quickstart's
-    // is): with a setup, only the setup's own programs must exist now, and
-    // `--measure` runs the setup before the rest.
+    // is): with a setup, one that does not exist yet is left to `--measure`
+    // (which runs the setup first); one that exists is checked as ever
+    // (committed, executable).
     let built = m.setup.is_some();
     let mut out: Vec<String> = std::iter::once(("the metric command", &m.command))
-        .filter(|_| !built)
         .chain(m.setup.iter().map(|c| ("setup", c)))
-        .chain(
-            brief
-                .guards
-                .iter()
-                .map(|g| ("a guard", g))
-                .filter(|_| !built),
-        )
+        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+        .filter(|(what, cmd)| !(built && *what != "setup" && not_there(&project.root, cmd)))
         .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
         .collect();
     match MainAgent::for_brief(brief, &project.config) {
@@ -544,6 +539,15 @@ pub fn preflight(
 /// A problem with the program a shell line starts, when that program is
 /// named by a path (`./bench.sh`, `tools/run`): a bare word may be a shell
 /// builtin or on the worktree's own `PATH`, so it is not judged.
+/// Whether the program a command runs by path is absent from the checkout.
+fn not_there(root: &std::path::Path, command: &str) -> bool {
+    command
+        .split_whitespace()
+        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))
+        .filter(|p| p.contains('/'))
+        .is_some_and(|p| !root.join(p).exists())
+}
+
 fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<String> {
     let program = command
         .split_whitespace()

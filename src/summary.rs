@@ -401,7 +401,11 @@ impl Observed {
             .filter(|r| Some(&r.run_id) == latest.as_ref())
         {
             match &r.event {
-                Event::RunFinished { .. } => (judge, judge_failed) = (None, None),
+                // A verdict belongs to the stop it followed: the next stop,
+                // or the run going on, leaves it behind.
+                Event::RunFinished { .. }
+                | Event::IterationStarted { .. }
+                | Event::IterationResumed { .. } => (judge, judge_failed) = (None, None),
                 Event::Judged { judgement } => judge = Some(judgement.clone()),
                 Event::SubagentFinished {
                     name,

@@ -49,23 +49,44 @@ pub fn build(records: &[Record]) -> Vec<Node> {
 /// on while a delegation never reported — ends `cancelled` ("abandoned"):
 /// no state says it still runs.
 fn abandon(run: &mut Node) {
-    let abandoned = |n: &mut Node, at: DateTime<Utc>| {
-        let was = n
-            .states
-            .last()
-            .map(|t| t.state.as_str())
-            .unwrap_or("unfinished");
+    let abandoned = |n: &mut Node, at: DateTime<Utc>, why: &str| {
+        let was = match n.states.last() {
+            Some(t) => match &t.detail {
+                Some(d) => format!("{}: {d}", t.state.as_str()),
+                None => t.state.as_str().to_string(),
+            },
+            None => "unfinished".into(),
+        };
         n.states.push(Transition {
             at,
             state: TaskState::Cancelled,
-            detail: Some(format!(
-                "abandoned: the tick running it stopped without a word (it was {was})"
-            )),
+            detail: Some(format!("abandoned: {why} (it was {was})")),
         });
         if n.status == Status::Unfinished {
             n.status = Status::Cancelled;
         }
     };
+    // Work done at the run's level (the judge, the synthesizers at a stop)
+    // was left by a process that logged nothing more, when a later record
+    // of the run comes from another process (ids start with the process).
+    let process = |id: &str| id.rsplit_once('-').map(|(p, _)| p.to_string());
+    let later: Vec<(DateTime<Utc>, Option<String>)> = run
+        .children
+        .iter()
+        .map(|c| (c.start, process(&c.id)))
+        .collect();
+    for d in run.children.iter_mut().filter(|c| c.kind == Kind::Subagent) {
+        let Some(since) = d.states.last().map(|t| t.at) else {
+            continue;
+        };
+        if d.state().is_some_and(|s| !s.is_final())
+            && let Some((at, _)) = later
+                .iter()
+                .find(|(at, p)| *at > since && *p != process(&d.id))
+        {
+            abandoned(d, *at, "a later tick went on without it");
+        }
+    }
     let open = |n: &Node| n.state().is_some_and(|s| !s.is_final());
     let count = run.children.len();
     for i in 0..count {
@@ -80,7 +101,7 @@ fn abandon(run: &mut Node) {
         if open(it)
             && let Some(o) = again
         {
-            abandoned(it, o.start);
+            abandoned(it, o.start, "a later tick started this iteration again");
         }
         // Its delegations, against the iteration's own later states.
         let moved: Vec<(DateTime<Utc>, TaskState)> =
@@ -109,7 +130,7 @@ fn abandon(run: &mut Node) {
                 .find(|(at, s)| *at > since && *s != TaskState::WaitingChild)
                 .map(|(at, _)| *at);
             if let Some(at) = later.or(gone.then_some(since)) {
-                abandoned(d, at);
+                abandoned(d, at, "its iteration went on without it");
             }
         }
     }
@@ -117,8 +138,11 @@ fn abandon(run: &mut Node) {
 
 /// The iteration `n` of a run, if the log has it.
 pub fn iteration(run: &Node, n: u32) -> Option<&Node> {
+    // The last of that number: an iteration started again after a kill (a
+    // baseline measured again) left its first attempt behind.
     run.children
         .iter()
+        .rev()
         .find(|c| c.kind == Kind::Iteration && c.iteration == Some(n))
 }
 
@@ -843,6 +867,14 @@ impl Builder {
                 });
                 // A task that ended with no other end event (an iteration
                 // PLAN found nothing for) ends as its state says.
+                // A cut iteration's invalid verdict marked it failed; a
+                // budget cut says cancelled, which is what it was.
+                if n.kind == Kind::Iteration
+                    && *state == TaskState::Cancelled
+                    && n.status == Status::Failed
+                {
+                    n.status = Status::Cancelled;
+                }
                 if n.status == Status::Unfinished && state.is_final() {
                     n.status = match state {
                         TaskState::Failed => Status::Failed,

@@ -56,9 +56,8 @@ pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Resu
 fn refuse_target(file: &Path, dir: &Path) -> Result<()> {
     if file.is_dir() {
         return Err(Error::Input(format!(
-            "{}: is a directory; --otlp takes a file to write (e.g. --otlp {}/night.otlp.jsonl) or - for stdout",
-            file.display(),
-            file.display().to_string().trim_end_matches('/')
+            "{}: is a directory; --otlp takes a file to write (e.g. --otlp night.otlp.jsonl) or - for stdout",
+            file.display()
         )));
     }
     let parent = match file.parent() {
@@ -89,16 +88,23 @@ fn refuse_target(file: &Path, dir: &Path) -> Result<()> {
     // Over an earlier export, yes; over anything else (a Brief, a config,
     // a source file), never.
     if file.exists() {
+        let not_ours = |why: &str| {
+            Error::Input(format!(
+                "{}: {why}; ooda writes over an earlier export only. Pick a new file (e.g. --otlp night.otlp.jsonl) or remove this one first",
+                file.display()
+            ))
+        };
+        // A FIFO or a device would block or be written to for good.
+        if !std::fs::metadata(file).is_ok_and(|m| m.is_file()) {
+            return Err(not_ours("exists and is not a regular file"));
+        }
         let mut head = [0u8; 32];
         let n = std::fs::File::open(file)
             .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
-            .unwrap_or(0);
+            .map_err(|e| not_ours(&format!("exists and cannot be read ({e})")))?;
         let text = String::from_utf8_lossy(&head[..n]);
         if !(n == 0 || text.trim_start().starts_with("{\"resourceSpans\"")) {
-            return Err(Error::Input(format!(
-                "{}: exists and is not an OTLP export; ooda writes over an earlier export only. Pick a new file (e.g. --otlp night.otlp.jsonl) or remove this one first",
-                file.display()
-            )));
+            return Err(not_ours("exists and is not an OTLP export"));
         }
     }
     Ok(())

@@ -120,13 +120,10 @@ impl Span {
         let Some(task) = &self.task else {
             return Ok(());
         };
-        *self
-            .hub
-            .waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(task.clone())
-            .or_default() += 1;
+        // The state is logged under the lock: two groups starting and
+        // ending at once must not log their states out of order.
+        let mut w = self.hub.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        *w.entry(task.clone()).or_default() += 1;
         self.task_state(TaskState::WaitingChild, Some(detail))
     }
 
@@ -136,13 +133,10 @@ impl Span {
         let Some(task) = &self.task else {
             return Ok(());
         };
-        let left = {
-            let mut w = self.hub.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            let n = w.entry(task.clone()).or_default();
-            *n = n.saturating_sub(1);
-            *n
-        };
-        match left {
+        let mut w = self.hub.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let n = w.entry(task.clone()).or_default();
+        *n = n.saturating_sub(1);
+        match *n {
             0 => self.task_state(TaskState::Running, None),
             _ => Ok(()),
         }

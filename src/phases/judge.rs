@@ -73,7 +73,10 @@ pub(crate) fn run(
                         Ok(())
                     },
                 )?;
-                if let Ok(judgement) = serde_json::from_value(a.body.clone()) {
+                // A judge that broke its fence gave no verdict to trust.
+                if a.breach.is_none()
+                    && let Ok(judgement) = serde_json::from_value(a.body.clone())
+                {
                     span.emit(Event::Judged { judgement })?;
                 }
                 Ok(a)

@@ -997,24 +997,31 @@ impl<'a> Machine<'a> {
             detail: stop.detail.clone(),
         })?;
         if let Some(cmd) = &self.project.config.watch.notify {
+            // A failing notify is the run's trouble, not the last iteration's.
             crate::notify::send(
                 cmd,
                 &self.brief.name,
                 &stop,
                 &self.archive.dir.join("summary.md"),
-                &run,
+                &self.archive.run.with_iteration(None),
             );
         }
         // Last: the stop is recorded and announced whatever the judge does
-        // (it may take its timeout, be interrupted, or fail).
-        if let Err(e) = self.judge(&span, &stop) {
-            let message = format!("the judge could not judge the run: {e}");
-            let _ = run.emit(Event::Anomaly {
-                kind: crate::model::AnomalyKind::JudgeFailed,
-                message,
-            });
-        }
-        Ok(())
+        // (it may take its timeout, be interrupted, or fail). It works at
+        // the run's level, not in the last iteration, and the summary is
+        // written again after it whatever it did.
+        let at_run = self.archive.run.with_iteration(None);
+        let judged = match self.judge(&at_run, &stop) {
+            Ok(rec) => rec,
+            Err(e) => {
+                let _ = at_run.emit(Event::Anomaly {
+                    kind: crate::model::AnomalyKind::JudgeFailed,
+                    message: format!("the judge could not judge the run: {e}"),
+                });
+                None
+            }
+        };
+        self.archive.sync(judged, &self.brief, &self.project.config)
     }
 
     /// Whether the current best still lacks a confirmation test: none in
@@ -1147,7 +1154,7 @@ impl<'a> Machine<'a> {
 
     /// The judges (`role: judge`) over the finished run, then the summary
     /// again with their verdict in it.
-    fn judge(&mut self, span: &Span, stop: &Stop) -> Result<()> {
+    fn judge(&mut self, span: &Span, stop: &Stop) -> Result<Option<crate::model::IterationRecord>> {
         use crate::subagents::definition::Trigger;
         let defs: Vec<_> = self
             .roster
@@ -1162,9 +1169,10 @@ impl<'a> Machine<'a> {
                 | StopReason::BudgetTokens
                 | StopReason::RedTamper
                 | StopReason::RedScope
+                | StopReason::RedAnomaly
         );
         if defs.is_empty() || refused {
-            return Ok(());
+            return Ok(None);
         }
         let history = &self.archive.history;
         let budget = self.project.config.budget_for(&self.brief);
@@ -1176,7 +1184,7 @@ impl<'a> Machine<'a> {
             Some(self.archive.state.created_at),
         );
         let Some(evaluation) = observed.evaluation else {
-            return Ok(());
+            return Ok(None);
         };
         let o = orient::run(history, &self.brief, &self.project.config);
         let iteration = history.last().map(|r| r.iteration).unwrap_or(0);
@@ -1188,18 +1196,14 @@ impl<'a> Machine<'a> {
                 message: format!("the judge changed files it must not touch: {}", b.message),
             })?;
         }
-        // What the judge spent is the run's: on its last iteration's file.
-        let last = self
-            .archive
-            .history
-            .last()
-            .cloned()
-            .filter(|_| !done.calls.is_empty());
-        let rec = last.map(|mut r| {
-            attach(&mut r, done.reports, done.calls);
+        // The judge's report goes on the last iteration's file; its spend
+        // stays out of that iteration's tokens (the judge ran after it,
+        // and the spike rule and the grades read them): it is in Metrics,
+        // per subagent, and in its report.
+        Ok(self.archive.history.last().cloned().map(|mut r| {
+            attach(&mut r, done.reports, Vec::new());
             r
-        });
-        self.archive.sync(rec, &self.brief, &self.project.config)
+        }))
     }
 
     /// The anomaly rules over the trace as it stands after this iteration:

@@ -234,12 +234,9 @@ pub fn end(
     mut a: Answer,
     tag: Option<&str>,
 ) -> Result<Finished> {
-    let (me, id, role, alone) = (
-        started.span.clone(),
-        started.id.clone(),
-        started.role,
-        started.alone.take(),
-    );
+    // `alone` stays in `started` until the end: an error on the way leaves
+    // it to `Drop`, which hands the iteration back.
+    let (me, id, role) = (started.span.clone(), started.id.clone(), started.role);
     let seconds = (started.at.elapsed().as_secs_f64() * 10.0).round() / 10.0;
     let outcome = a.outcome.unwrap_or(SubagentOutcome::Done);
     if let Some(b) = &a.breach {
@@ -329,7 +326,7 @@ pub fn end(
         }),
     )?;
     started.ended = true;
-    if let Some(phase) = alone {
+    if let Some(phase) = started.alone.take() {
         phase.done_waiting()?;
     }
     Ok((report, a.calls, a.breach, a.body))

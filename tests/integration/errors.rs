@@ -313,6 +313,15 @@ fn a_metric_program_the_setup_builds_is_not_reported_missing() {
         "typo",
         &knob_brief("").replace("command: ./bench.sh", "command: ./bnech.sh"),
     );
+    // With a setup, a program that is there is still checked: not executable.
+    t.write("notexec.sh", "#!/bin/sh\necho 'METRIC t=1'\n");
+    t.brief(
+        "noexec",
+        &knob_brief("").replace(
+            "  command: ./bench.sh\n",
+            "  command: ./notexec.sh\n  setup: \"true\"\n",
+        ),
+    );
     t.commit("Briefs");
     let r = t.ooda(&["check", "b"]).expect(0);
     assert!(!r.stderr.contains("does not exist"), "{}", r.stderr);
@@ -324,4 +333,6 @@ fn a_metric_program_the_setup_builds_is_not_reported_missing() {
         "{}",
         r.stderr
     );
+    let r = t.ooda(&["check", "noexec"]).expect(2);
+    assert!(r.stderr.contains("notexec.sh"), "{}", r.stderr);
 }

@@ -1139,6 +1139,19 @@ fn a_judge_gives_the_finished_run_a_verdict_beside_the_checks() {
         "the verdict is an event"
     );
     assert!(n.t.exists("iterations/b/artifacts/iter-001/run-judge.judge.run.json"));
+    // The run goes on (a raised budget) and stops again; this time the judge
+    // fails: the first stop's verdict is not shown as this one's.
+    n.answer("run-judge", "not json at all");
+    let brief =
+        n.t.read("briefs/b.md")
+            .replace("budget: { iterations: 1 }", "budget: { iterations: 2 }");
+    n.t.write("briefs/b.md", &brief);
+    n.t.commit("a larger budget");
+    n.ooda(&["tick", "b"], &[]).expect(4);
+    assert_eq!(n.t.iterations("b"), vec![0, 1, 2]);
+    let summary = n.t.read("iterations/b/summary.md");
+    assert!(!summary.contains("JUDGE-MARK"), "{summary}");
+    assert!(summary.contains("Judge: **could not judge**"), "{summary}");
 }
 
 #[test]
