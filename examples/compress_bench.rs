@@ -82,6 +82,8 @@ fn main() -> std::process::ExitCode {
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut worse = Vec::new();
+    // Cases whose tool RTK ran with other flags: ooda on RTK's own input.
+    let mut other_input = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let raw = String::from_utf8_lossy(&std::fs::read(case.join("raw.log")).unwrap_or_default())
@@ -106,6 +108,25 @@ fn main() -> std::process::ExitCode {
             let (output, micros) = run_rtk(r, &corpus, case);
             side(output, micros, &rtk_must)
         });
+        // The same lines in another order (stdout and stderr recorded
+        // apart) are the same input.
+        let lines = |t: &str| {
+            let mut l: Vec<String> = t.lines().map(normal).collect();
+            l.sort();
+            l
+        };
+        if let Some(input) = recorded(case).filter(|r| lines(r) != lines(&raw)) {
+            let t = Instant::now();
+            let output = compress::compress(&input, usize::MAX);
+            let same = side(output, t.elapsed().as_micros(), &rtk_must);
+            other_input.push((
+                name.clone(),
+                input.chars().count(),
+                same,
+                rtk_must.len(),
+                theirs.as_ref().map(|t| t.chars + t.missing),
+            ));
+        }
         if show.as_deref() == Some(name.as_str()) {
             eprintln!("===== ooda =====\n{}", ours.output);
             if let Some(t) = &theirs {
@@ -147,10 +168,35 @@ fn main() -> std::process::ExitCode {
             worse.push(name);
         }
     }
+    if !other_input.is_empty() {
+        println!(
+            "\nWhere RTK's tool ran with other flags, both on RTK's input (what the tool printed when RTK ran it):\n"
+        );
+        println!(
+            "| input | RTK's input chars | must-survive | ooda chars | ooda kept | RTK + its dropped lines |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
+        for (name, chars, ours, of, theirs) in &other_input {
+            println!(
+                "| {name} | {chars} | {of} | {} | {}/{of} | {} |",
+                ours.chars,
+                ours.kept,
+                theirs.map(|t| t.to_string()).unwrap_or_else(|| "–".into())
+            );
+        }
+    }
     println!(
         "\nreduction = 1 − output chars / raw chars; kept = must-survive lines found in the output (volatile tokens masked); \"RTK + its dropped lines\" = RTK's output plus the must-survive lines it dropped, the smallest output holding both; tokens ≈ chars / 4."
     );
-    if worse.is_empty() {
+    // On RTK's own input too: the same bytes in, each judged on them.
+    for (name, _, ours, of, theirs) in &other_input {
+        if (ours.kept < *of || theirs.is_some_and(|t| t < ours.chars)) && !worse.contains(name) {
+            worse.push(format!("{name} (on RTK's input)"));
+        }
+    }
+    if rtk.is_none() {
+        println!("RTK was not run: only ooda's side is measured.");
+    } else if worse.is_empty() {
         println!(
             "ooda keeps every must-survive line and is no larger than RTK plus the lines RTK dropped, on every input."
         );
@@ -190,6 +236,26 @@ fn normal(line: &str) -> String {
     let shown = compress::strip_ansi(line);
     let shown = shown.rsplit('\r').find(|s| !s.is_empty()).unwrap_or("");
     compress::shape(shown)
+}
+
+/// What the tool printed when RTK ran it: the recorded runs' stdout then
+/// stderr, in the order of their directories.
+fn recorded(case: &Path) -> Option<String> {
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(case.join("rec"))
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    runs.sort();
+    let mut text = String::new();
+    for r in runs {
+        for part in ["out", "err"] {
+            if let Ok(b) = std::fs::read(r.join(part)) {
+                text.push_str(&String::from_utf8_lossy(&b));
+            }
+        }
+    }
+    (!text.is_empty()).then_some(text)
 }
 
 /// RTK, run as the proxy it is, with the shim for every tool it may start.
