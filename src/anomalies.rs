@@ -210,7 +210,12 @@ pub fn detect(
         if n.status == Status::Failed {
             t.1 += 1;
             let e = n.error.as_deref().unwrap_or("").to_ascii_lowercase();
-            if e.contains("unknown tool") || e.contains("no tool named") {
+            // ooda's own driver says "there is no tool `x`"; other
+            // agents' wordings too.
+            if e.contains("unknown tool")
+                || e.contains("no tool named")
+                || e.contains("there is no tool")
+            {
                 out.push(Found {
                     rule: "unknown_tool",
                     severity: "high",

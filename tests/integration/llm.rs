@@ -976,6 +976,13 @@ fn a_long_step_compacts(api: Api) {
     let ev = t.events("b");
     let compactions: Vec<&Value> = ev.iter().filter(|e| e["type"] == "compaction").collect();
     assert!(!compactions.is_empty());
+    // Three or more folds in one step is churn, and CHECK says so.
+    assert!(compactions.len() >= 3, "{}", compactions.len());
+    assert!(
+        ev.iter()
+            .any(|e| e["type"] == "anomaly_found" && e["rule"] == "compaction_churn"),
+        "the churn was not reported"
+    );
     assert!(
         compactions
             .iter()
@@ -1050,5 +1057,91 @@ fn a_prompt_showing_a_ref_twice_is_refused_with_an_anomaly() {
         ev.iter()
             .any(|e| e["type"] == "anomaly" && e["kind"] == "context_duplicate"),
         "no anomaly event"
+    );
+}
+
+/// A model that calls a tool it does not have and keeps reading files that
+/// are not there: CHECK's anomaly rules find both on the trace, and the
+/// iteration's evaluation says so.
+#[test]
+fn a_tool_the_model_lacks_and_a_failing_tool_are_anomalies_and_grade_the_iteration() {
+    let api = Api::OpenAi;
+    let s = serve_script(
+        api,
+        Box::new(move |s, n, _wrong| {
+            if s.system.contains("PLAN phase") {
+                return ok(api, n, &[("finish", plan_answer())]);
+            }
+            if s.system.contains("LEARN phase") {
+                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
+            }
+            if s.system.contains("subagent") {
+                return ok(
+                    api,
+                    n,
+                    &[(
+                        "finish",
+                        json!({"answer": {"verdict": "approve", "findings": []}}),
+                    )],
+                );
+            }
+            if s.calls.is_empty() {
+                let mut calls = vec![("run_the_tests", json!({}))];
+                for i in 0..5 {
+                    calls.push(("read_file", json!({"path": format!("gone/f{i}.txt")})));
+                }
+                return ok(api, n, &calls);
+            }
+            ok(
+                api,
+                n,
+                &[
+                    (
+                        "edit_file",
+                        json!({"path": "src/lib.txt", "old": "code", "new": "code tuned"}),
+                    ),
+                    ("finish", json!({"answer": {"change": "tuned lib.txt"}})),
+                ],
+            )
+        }),
+    );
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
+            s.server.uri()
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project for a clumsy model");
+    t.ooda(&["run", "b"]).expect(4);
+    let found: Vec<String> = t
+        .events("b")
+        .iter()
+        .filter(|e| e["type"] == "anomaly_found")
+        .filter_map(|e| e["rule"].as_str().map(str::to_string))
+        .collect();
+    for rule in ["unknown_tool", "tool_errors"] {
+        assert!(found.iter().any(|r| r == rule), "{rule} in {found:?}");
+    }
+    let summary = t.read("iterations/b/summary.md");
+    assert!(summary.contains("| [1](iter-001.md) | fail |"), "{summary}");
+    let json: Value = serde_json::from_str(&t.read("iterations/b/summary.json")).unwrap();
+    let findings = &json["evaluation"]["iterations"][1]["findings"];
+    let checks: Vec<(&str, &str)> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["check"].as_str().unwrap(), f["grade"].as_str().unwrap()))
+        .collect();
+    assert!(checks.contains(&("anomaly", "fail")), "{findings}");
+    assert!(checks.contains(&("tool_errors", "warn")), "{findings}");
+    assert!(
+        findings.to_string().contains("high anomaly unknown_tool"),
+        "{findings}"
     );
 }

@@ -556,3 +556,52 @@ fn task_states_say_which_step_a_night_is_in_and_where_it_stopped() {
     let last = tr["nodes"][0]["states"].as_array().unwrap().last().unwrap();
     assert_eq!(last["state"], "succeeded", "{last}");
 }
+
+/// A Claude-format agent (`claude -p --output-format json`'s result line)
+/// that plans a new X every iteration, answering in $OODA_OUTPUT_FILE, and
+/// reports 100 tokens a step, except 90,000 in iteration 6.
+const SPENDING_AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+i=$OODA_ITERATION
+tokens=100
+[ "$i" = 6 ] && tokens=90000
+case "$OODA_PHASE" in
+  plan)
+    x=$((10 + 9 * i))
+    printf '{"hypothesis": "X=%s", "change": "X to %s", "cites": [%s], "predicted_effect": 0.05, "predicted_sd": 0.05, "knobs": {"X": %s}}' "$x" "$x" "$((i - 1))" "$x" > "$OODA_OUTPUT_FILE" ;;
+  execute) echo "iteration $i" >> src/lib.txt ;;
+  learn) printf '{"next": "go on"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+printf '{"type":"result","subtype":"success","is_error":false,"result":"done","total_cost_usd":0.001,"usage":{"input_tokens":%s,"output_tokens":1}}\n' "$tokens"
+"#;
+
+#[test]
+fn a_step_far_above_the_run_s_median_in_tokens_is_a_token_spike() {
+    let t = Test::new();
+    t.script("spend.sh", SPENDING_AGENT);
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}agents:\n  spender: {{command: [./spend.sh], prompt: stdin, format: claude-json, timeout: 20s}}\n",
+            crate::test::QUIET_CONFIG
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 6 }\n").replace("agent: builtin", "agent: spender"),
+    );
+    t.commit("an agent that spends");
+    t.ooda(&["run", "b"]).expect(4);
+    assert!(t.record("b", 6).tokens > 10 * t.record("b", 5).tokens);
+    let spike: Vec<serde_json::Value> = t
+        .events("b")
+        .into_iter()
+        .filter(|e| e["type"] == "anomaly_found" && e["rule"] == "token_spike")
+        .collect();
+    assert_eq!(spike.len(), 1, "{spike:?}");
+    // Tagged with the iteration it is about.
+    assert_eq!(spike[0]["iteration"], 6, "{}", spike[0]);
+    let json: serde_json::Value =
+        serde_json::from_str(&t.read("iterations/b/summary.json")).unwrap();
+    assert_eq!(json["evaluation"]["iterations"][6]["grade"], "fail");
+}
