@@ -185,6 +185,12 @@ impl Archive {
             &self.history,
             &config.budget_for(brief),
             &orientation,
+        )?;
+        // The complete falsified list, which a PLAN prompt points to once
+        // it is too long to show.
+        crate::atomic::write_atomic(
+            &self.dir.join(crate::prompt::FALSIFIED_FILE),
+            crate::prompt::falsified_file(&brief.name, &self.history).as_bytes(),
         )
     }
 

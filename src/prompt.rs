@@ -10,7 +10,8 @@
 //! 1. fixed: the template's own text, the pinned Brief, the state, the knobs,
 //!    the analyzer's report, a retry note;
 //! 2. every falsified hypothesis (shortened, never dropped, so the agent
-//!    cannot repeat one for lack of being told);
+//!    cannot repeat one for lack of being told; past thousands, folded by
+//!    direction with counts and a pointer to `falsified.md`, the full list);
 //! 3. the named patterns (≤ 40 with lessons, newest first; older ones by name);
 //! 4. the last k iterations in full, k shrinking from 8 to 2 as history grows;
 //! 5. the one-line-per-iteration digest, whose oldest lines fold into counts.
@@ -132,6 +133,9 @@ pub struct PlanStats {
     pub recent_k: usize,
     pub digest: usize,
     pub digest_folded: usize,
+    /// The slots did not fit and the whole was cut to the budget (only a
+    /// budget too small for the fixed parts).
+    pub shortened: bool,
 }
 
 /// The PLAN prompt and what each slot took.
@@ -192,6 +196,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     let (falsified_s, width) = falsified_text(
         &falsified,
         left.saturating_sub(reserve) / times("falsified"),
+        v.iterations_dir,
     );
     left = left.saturating_sub(chars(&falsified_s) * times("falsified"));
 
@@ -215,7 +220,8 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     let mut out = render(v.template, &slots);
     out.push_str(&retry);
     // Only a budget too small for the fixed parts gets here; the bound is hard.
-    if chars(&out) > v.max_chars {
+    let shortened = chars(&out) > v.max_chars;
+    if shortened {
         out = compress::shorten(&out, v.max_chars);
     }
     let stats = PlanStats {
@@ -229,6 +235,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
         recent_k: recent_recs.len(),
         digest: chars(&digest_s),
         digest_folded: folded,
+        shortened,
     };
     (out, stats)
 }
@@ -413,6 +420,8 @@ fn knobs_text(brief: &Brief, best: &Point) -> String {
 pub struct Falsified {
     pub ids: Vec<u32>,
     pub text: String,
+    /// The direction it tried (`TILE up`), from its first iteration's axes.
+    pub axis: String,
 }
 
 /// Every falsified hypothesis, oldest first, the same text once: the LEARN
@@ -439,6 +448,11 @@ pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
                 out.push(Falsified {
                     ids: vec![r.iteration],
                     text,
+                    axis: r
+                        .axes
+                        .first()
+                        .map(|a| format!("{} {}", a.name, a.direction))
+                        .unwrap_or_else(|| "no axis named".into()),
                 });
             }
         }
@@ -459,7 +473,7 @@ const MIN_FALSIFIED_WIDTH: usize = 8;
 /// The falsified list within `allot` characters: every entry stays, with its
 /// text shortened to the widest width that fits. Returns the width used when
 /// texts were shortened.
-fn falsified_text(entries: &[Falsified], allot: usize) -> (String, Option<usize>) {
+fn falsified_text(entries: &[Falsified], allot: usize, dir: &str) -> (String, Option<usize>) {
     if entries.is_empty() {
         return ("None yet.".into(), None);
     }
@@ -485,15 +499,10 @@ fn falsified_text(entries: &[Falsified], allot: usize) -> (String, Option<usize>
     let fits = |w: usize| total(w) + chars(&note(w)) <= allot;
     let (mut lo, mut hi) = (MIN_FALSIFIED_WIDTH, longest);
     if !fits(lo) {
-        // Not even short texts fit: the iteration numbers still do, so the
-        // agent can look them up; this is the one case that loses text.
-        let ids: Vec<u32> = entries.iter().flat_map(|f| f.ids.iter().copied()).collect();
-        let s = format!(
-            "Too many to show here ({}); falsified in iterations: {}.",
-            entries.len(),
-            ids_text(&ids)
-        );
-        return (s, Some(0));
+        // Not even short texts fit (thousands of them): every direction is
+        // still listed, folded with its count, and the complete list is a
+        // file the agent is told to read.
+        return (folded_falsified(entries, allot, dir), Some(0));
     }
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
@@ -508,6 +517,55 @@ fn falsified_text(entries: &[Falsified], allot: usize) -> (String, Option<usize>
         s.push_str(&line(f, lo));
     }
     (s.trim_end().to_string(), Some(lo))
+}
+
+/// The falsified list folded by direction: one line per axis with how many
+/// hypotheses and which iterations, newest kept when even that is long, and
+/// where the complete list is.
+fn folded_falsified(entries: &[Falsified], allot: usize, dir: &str) -> String {
+    let mut by: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for f in entries {
+        by.entry(f.axis.as_str())
+            .or_default()
+            .extend(f.ids.iter().copied());
+    }
+    let mut s = format!(
+        "{} falsified hypotheses, too many to show one by one; the complete list, one per line with its iterations, is in {dir}/{FALSIFIED_FILE} (read it before proposing). By direction:\n",
+        entries.len()
+    );
+    let head = chars(&s);
+    let per = allot.saturating_sub(head) / by.len().max(1);
+    for (axis, ids) in &by {
+        let (first, last) = (ids.iter().min(), ids.iter().max());
+        let line = format!(
+            "- {axis}: {} falsified (iterations {}–{}; latest {})\n",
+            ids.len(),
+            first.copied().unwrap_or(0),
+            last.copied().unwrap_or(0),
+            ids_text(&ids[ids.len().saturating_sub(5)..])
+        );
+        s.push_str(&bound(&line, per.max(24)));
+    }
+    bound(s.trim_end(), allot)
+}
+
+/// Where the complete falsified list is written beside the archive.
+pub const FALSIFIED_FILE: &str = "falsified.md";
+
+/// The complete falsified list as `falsified.md` holds it: what a PLAN
+/// prompt points to when the list is too long to show.
+pub fn falsified_file(brief: &str, history: &[IterationRecord]) -> String {
+    let entries = falsified_entries(history);
+    let mut s = format!(
+        "# Falsified hypotheses of {brief}\n\nEvery hypothesis a measurement ruled out (worse, or unable to reach θ₁), oldest first, with the iterations that falsified it and the direction it tried. Regenerated from the iteration files after every iteration.\n\n"
+    );
+    if entries.is_empty() {
+        s.push_str("None yet.\n");
+    }
+    for f in &entries {
+        let _ = writeln!(s, "- {} ({}): {}", ids_text(&f.ids), f.axis, f.text);
+    }
+    s
 }
 
 /// A named pattern: the newest lesson under that name and where it was seen.
@@ -1190,6 +1248,42 @@ mod tests {
             for name in pattern_entries(&h).iter().map(|p| clip(&p.name, 8)) {
                 let stem = name.trim_end_matches('…');
                 assert!(p.contains(stem), "pattern {name} missing");
+            }
+        }
+    }
+
+    #[test]
+    fn ten_and_ten_thousand_iterations_fit_with_every_direction_and_the_answer_format() {
+        let b = brief();
+        let best = Point::new();
+        for n in [10, 10_000] {
+            let h = synthetic_history(n, 7);
+            let (p, stats) = plan(&view(&b, &h, 24_000, &best));
+            assert!(chars(&p) <= 24_000, "{n}: {} > 24000", chars(&p));
+            // The builder fit it: nothing was cut blindly, so the answer
+            // format at the end and the recent iterations are there.
+            assert!(!stats.shortened, "{n}: {stats:?}");
+            assert!(
+                p.trim_end().ends_with("```") && p.contains("Answer with a fenced code block"),
+                "{n}: the answer format was cut"
+            );
+            assert!(stats.recent > 0, "{n}: {stats:?}");
+            let entries = falsified_entries(&h);
+            if n == 10_000 {
+                assert!(p.contains("iterations/b/falsified.md"), "{n}");
+                let axes: std::collections::BTreeSet<&str> =
+                    entries.iter().map(|f| f.axis.as_str()).collect();
+                for a in axes {
+                    assert!(
+                        p.contains(&format!("- {a}: ")),
+                        "{n}: direction {a} missing"
+                    );
+                }
+            }
+            // The file lists every one in full.
+            let file = falsified_file("b", &h);
+            for f in &entries {
+                assert!(file.contains(&f.text), "{}", f.text);
             }
         }
     }
