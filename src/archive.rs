@@ -188,10 +188,7 @@ impl Archive {
         )?;
         // The complete falsified list, which a PLAN prompt points to once
         // it is too long to show.
-        crate::atomic::write_atomic(
-            &self.dir.join(crate::prompt::FALSIFIED_FILE),
-            crate::prompt::falsified_file(&brief.name, &self.history).as_bytes(),
-        )
+        crate::prompt::write_falsified(&self.dir, &brief.name, &self.history)
     }
 
     /// The last archived record with `stop` written into it: how a run that

@@ -539,23 +539,22 @@ pub fn preflight(
 /// A problem with the program a shell line starts, when that program is
 /// named by a path (`./bench.sh`, `tools/run`): a bare word may be a shell
 /// builtin or on the worktree's own `PATH`, so it is not judged.
-/// Whether the program a command runs by path is absent from the checkout.
-fn not_there(root: &std::path::Path, command: &str) -> bool {
+/// The program a command runs by path (`./bench.sh`, `tools/x`), past any
+/// leading `VAR=value` assignments; None for a name looked up on PATH.
+fn program_path(command: &str) -> Option<&str> {
     command
         .split_whitespace()
         .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))
         .filter(|p| p.contains('/'))
-        .is_some_and(|p| !root.join(p).exists())
+}
+
+/// Whether the program a command runs by path is absent from the checkout.
+fn not_there(root: &std::path::Path, command: &str) -> bool {
+    program_path(command).is_some_and(|p| !root.join(p).exists())
 }
 
 fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<String> {
-    let program = command
-        .split_whitespace()
-        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))?;
-    program
-        .contains('/')
-        .then(|| crate::driver::command::program_problem(root, program, what))
-        .flatten()
+    crate::driver::command::program_problem(root, program_path(command)?, what)
 }
 
 /// A command agent as it will run: its profile and the exact shell line.

@@ -102,14 +102,9 @@ pub fn evaluate(x: &Inputs) -> Evaluation {
         .history
         .iter()
         .map(|rec| {
-            // The last node of that number: an iteration started again
-            // after a kill left its first start behind.
-            let node = x.run.and_then(|r| {
-                r.children
-                    .iter()
-                    .rev()
-                    .find(|c| c.kind == Kind::Iteration && c.iteration == Some(rec.iteration))
-            });
+            let node = x
+                .run
+                .and_then(|r| crate::trace::iteration(r, rec.iteration));
             iteration(rec, node, x.anomalies)
         })
         .collect();

@@ -552,6 +552,19 @@ fn folded_falsified(entries: &[Falsified], allot: usize, dir: &str) -> String {
 /// Where the complete falsified list is written beside the archive.
 pub const FALSIFIED_FILE: &str = "falsified.md";
 
+/// Writes `dir/falsified.md` for `history` (the archive after every
+/// iteration, a replay for the archive it shows).
+pub fn write_falsified(
+    dir: &std::path::Path,
+    brief: &str,
+    history: &[IterationRecord],
+) -> crate::error::Result<()> {
+    crate::atomic::write_atomic(
+        &dir.join(FALSIFIED_FILE),
+        falsified_file(brief, history).as_bytes(),
+    )
+}
+
 /// The complete falsified list as `falsified.md` holds it: what a PLAN
 /// prompt points to when the list is too long to show.
 pub fn falsified_file(brief: &str, history: &[IterationRecord]) -> String {

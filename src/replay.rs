@@ -205,10 +205,7 @@ pub fn run(
         }
     }
     // And its complete falsified list, which the prompt may point to.
-    crate::atomic::write_atomic(
-        &dir.join(crate::prompt::FALSIFIED_FILE),
-        crate::prompt::falsified_file(&brief.name, before).as_bytes(),
-    )?;
+    crate::prompt::write_falsified(&dir, &brief.name, before)?;
     let orientation = crate::phases::orientation_of(before, brief, &project.config);
     let progress = Progress::new(&brief.name, false, print);
     let run_id = format!("replay-{id}");

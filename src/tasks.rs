@@ -133,17 +133,22 @@ mod tests {
     use crate::events::{Event, Span, read_all};
     use crate::model::{Phase, Role};
 
-    #[test]
-    fn states_come_from_the_log_and_a_waiting_iteration_names_its_child() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
-        let run = root
+    /// The span of a run logged to `dir/events.jsonl`.
+    fn run_in(dir: &std::path::Path) -> Span {
+        Span::open(dir, "r", Vec::new())
+            .unwrap()
             .child(Event::RunStarted {
                 brief: "b".into(),
                 start_commit: "c".into(),
                 seed: 1,
             })
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn states_come_from_the_log_and_a_waiting_iteration_names_its_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = run_in(dir.path());
         for n in 1..=2u32 {
             let it = run
                 .with_iteration(Some(n))
@@ -207,14 +212,7 @@ mod tests {
     #[test]
     fn what_a_killed_tick_left_unfinished_reads_as_abandoned() {
         let dir = tempfile::tempdir().unwrap();
-        let root = Span::open(dir.path(), "r", Vec::new()).unwrap();
-        let run = root
-            .child(Event::RunStarted {
-                brief: "b".into(),
-                start_commit: "c".into(),
-                seed: 1,
-            })
-            .unwrap();
+        let run = run_in(dir.path());
         let start = |n: u32| {
             run.with_iteration(Some(n))
                 .child(Event::IterationStarted {

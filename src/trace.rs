@@ -706,7 +706,7 @@ impl Builder {
                 self.touch(t, r.ts);
                 let n = &mut self.nodes[t];
                 n.end = Some(r.ts);
-                n.seconds = Some((r.ts - n.start).num_milliseconds() as f64 / 1000.0);
+                n.seconds = Some(n.seconds_until(r.ts));
                 n.status = if *ok { Status::Ok } else { Status::Failed };
                 n.verdict = Some(if *ok { "ok" } else { "error" }.into());
                 n.set("chars", *chars);
@@ -931,9 +931,7 @@ impl Builder {
                 (e, _) => e,
             };
             if n.seconds.is_none() {
-                n.seconds = n
-                    .end
-                    .map(|e| ((e - n.start).num_milliseconds().max(0) as f64) / 1000.0);
+                n.seconds = n.end.map(|e| n.seconds_until(e));
             }
             // An agent call's usage is what its result reported, which
             // already counts its model requests; one cut off before its

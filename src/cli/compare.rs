@@ -107,7 +107,7 @@ fn trim(n: &mut Node, phases: &[String]) {
     n.usage = crate::model::Usage::sum(n.children.iter().map(|c| &c.usage));
     if let Some(end) = n.children.iter().filter_map(|c| c.end).max() {
         n.end = Some(end);
-        n.seconds = Some(((end - n.start).num_milliseconds().max(0) as f64) / 1000.0);
+        n.seconds = Some(n.seconds_until(end));
     }
 }
 

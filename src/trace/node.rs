@@ -143,6 +143,11 @@ impl Node {
         }
     }
 
+    /// Seconds from the node's start to `end` (none before it).
+    pub fn seconds_until(&self, end: DateTime<Utc>) -> f64 {
+        (end - self.start).num_milliseconds().max(0) as f64 / 1000.0
+    }
+
     /// Where the task stands (its last state), if it is one.
     pub fn state(&self) -> Option<TaskState> {
         self.states.last().map(|t| t.state)

@@ -334,5 +334,9 @@ fn a_metric_program_the_setup_builds_is_not_reported_missing() {
         r.stderr
     );
     let r = t.ooda(&["check", "noexec"]).expect(2);
-    assert!(r.stderr.contains("notexec.sh"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`./notexec.sh` is not executable"),
+        "{}",
+        r.stderr
+    );
 }
