@@ -48,6 +48,26 @@ fn project(root: &Path, n: u32) -> Result<(), String> {
             rec.brief = b.to_string();
             history::write(&dir, &rec, &ctx).map_err(|e| e.to_string())?;
         }
+        // Files of last night, not of the last three seconds (which the
+        // index would hash on every read: history/index.rs), and an index
+        // built the way the next reader builds it.
+        age(&dir)?;
+        std::fs::remove_file(dir.join(history::index::FILE)).map_err(|e| e.to_string())?;
+        history::load_and_repair(&dir).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn age(dir: &Path) -> Result<(), String> {
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(8 * 3600);
+    for entry in std::fs::read_dir(dir).map_err(|e| e.to_string())?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with("iter-") {
+            std::fs::File::options()
+                .write(true)
+                .open(entry.path())
+                .and_then(|f| f.set_modified(old))
+                .map_err(|e| e.to_string())?;
+        }
     }
     Ok(())
 }
@@ -67,6 +87,122 @@ fn peak_rss(ooda: &Path, root: &Path) -> Option<f64> {
     (kb > 0.0).then_some(kb / 1024.0)
 }
 
+/// A project whose Brief `a` has a real iteration 0 (a tick of the release
+/// binary calibrated it) followed by `n` synthetic iterations, with the
+/// checkpoint moved past them: the next `ooda tick a` runs iteration n + 1.
+fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
+    let run = |cmd: &mut std::process::Command| -> Result<(), String> {
+        let out = cmd.current_dir(root).output().map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{cmd:?}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    };
+    let write = |rel: &str, text: &str| {
+        std::fs::write(root.join(rel), text).map_err(|e| e.to_string())
+    };
+    run(std::process::Command::new("git").args(["init", "-q", "-b", "main"]))?;
+    write("ooda.yaml", "defaults:\n  pairs: 3\n  calibration_pairs: 3\n")?;
+    write(".gitignore", ".ooda/\niterations/*/state.json\niterations/*/events.jsonl\niterations/*/index.jsonl\niterations/*/artifacts/\niterations/*/.lock\n")?;
+    // About a millisecond per run, with a little noise so that decisions
+    // are made the usual way.
+    write(
+        "bench.sh",
+        "#!/bin/sh\nawk -v s=$$ 'BEGIN { srand(s); printf \"t: %.3f\\n\", 100 + rand() }'\n",
+    )?;
+    run(std::process::Command::new("chmod").args(["+x", "bench.sh"]))?;
+    std::fs::create_dir_all(root.join("briefs")).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
+    write("src/lib.txt", "code\n")?;
+    write("briefs/a.md", brief_text())?;
+    run(std::process::Command::new("git").args(["add", "-A"]))?;
+    run(std::process::Command::new("git").args([
+        "-c",
+        "user.name=b",
+        "-c",
+        "user.email=b@b",
+        "commit",
+        "-qm",
+        "init",
+    ]))?;
+    run(std::process::Command::new(ooda).args(["tick", "a"]))?;
+    let dir = root.join("iterations/a");
+    let zero = history::read(&history::path_of(&dir, 0)).map_err(|e| e.to_string())?;
+    let brief = Brief::parse(&root.join("briefs/a.md"), brief_text()).map_err(|e| e.to_string())?;
+    let ctx = ooda::archive::render_context(&brief);
+    for mut rec in ooda::prompt::synthetic_history(n, 7).into_iter().skip(1) {
+        // Nothing kept: the base stays the start commit the checkpoint has.
+        if rec.verdict == history::Verdict::Keep {
+            rec.verdict = history::Verdict::Discard;
+        }
+        rec.brief = "a".into();
+        rec.brief_hash = zero.brief_hash.clone();
+        rec.run_id = zero.run_id.clone();
+        rec.base = zero.base.clone();
+        rec.started = zero.finished;
+        rec.finished = zero.finished;
+        history::write(&dir, &rec, &ctx).map_err(|e| e.to_string())?;
+    }
+    age(&dir)?;
+    let state_path = dir.join("state.json");
+    let text = std::fs::read_to_string(&state_path).map_err(|e| e.to_string())?;
+    let mut state: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    state["next_iteration"] = serde_json::json!(n + 1);
+    write(
+        "iterations/a/state.json",
+        &serde_json::to_string_pretty(&state).map_err(|e| e.to_string())?,
+    )
+}
+
+/// Wall time of one `ooda tick a` (median of `k`, after one untimed tick
+/// that lets the runner repair its index), and the time its metric runs
+/// took by the event log, in ms.
+fn time_ticks(ooda: &Path, root: &Path, k: usize) -> Result<(f64, f64), String> {
+    let events = root.join("iterations/a/events.jsonl");
+    let tick = || -> Result<(f64, f64), String> {
+        let from = std::fs::metadata(&events).map(|m| m.len()).unwrap_or(0);
+        let t = Instant::now();
+        let out = std::process::Command::new(ooda)
+            .args(["tick", "a"])
+            .current_dir(root)
+            .output()
+            .map_err(|e| e.to_string())?;
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        match out.status.code() {
+            Some(0) => Ok((ms, command_ms(&events, from))),
+            _ => Err(format!(
+                "ooda tick a: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )),
+        }
+    };
+    tick()?;
+    let mut times = Vec::new();
+    for _ in 0..k {
+        times.push(tick()?);
+    }
+    // The median by runner overhead (wall time less the commands).
+    times.sort_by(|a, b| (a.0 - a.1).total_cmp(&(b.0 - b.1)));
+    Ok(times[k / 2])
+}
+
+/// The seconds of every command (metric runs, guards) the event log
+/// records after byte `from`, in ms.
+fn command_ms(events: &Path, from: u64) -> f64 {
+    let text = std::fs::read(events).unwrap_or_default();
+    let tail = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).into_owned();
+    tail.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["type"] == "command_finished")
+        .filter_map(|v| v["seconds"].as_f64())
+        .sum::<f64>()
+        * 1000.0
+}
+
 fn main() -> std::process::ExitCode {
     let sizes: Vec<u32> = {
         let a: Vec<u32> = std::env::args()
@@ -75,15 +211,20 @@ fn main() -> std::process::ExitCode {
             .collect();
         if a.is_empty() { vec![10, 1_000] } else { a }
     };
+    let tick_sizes: Vec<u32> = if sizes.contains(&10) {
+        sizes.clone()
+    } else {
+        std::iter::once(10).chain(sizes.iter().copied()).collect()
+    };
     let ooda = std::env::current_exe()
         .ok()
         .and_then(|p| p.parent()?.parent().map(|d| d.join("ooda")))
         .filter(|p| p.is_file());
     println!(
-        "| iterations per Brief | Briefs | status (median of 5) | peak RSS of `ooda status` |"
+        "| iterations per Brief | Briefs | status, every file parsed (old) | status, through the index | peak RSS of `ooda status` |"
     );
-    println!("|---:|---:|---:|---:|");
-    for n in sizes {
+    println!("|---:|---:|---:|---:|---:|");
+    for &n in &sizes {
         let dir = tempfile::tempdir().expect("a scratch directory");
         if let Err(e) = project(dir.path(), n) {
             eprintln!("writing a {n}-iteration history failed: {e}");
@@ -96,21 +237,53 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(1);
             }
         };
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            let rows = ooda::status::collect(&project, None).expect("status reads the archive");
-            times.push(t.elapsed().as_secs_f64() * 1000.0);
-            assert_eq!(rows.len(), 3);
-            assert!(rows.iter().all(|r| r.iterations == n as usize));
-        }
-        times.sort_by(f64::total_cmp);
+        let median = |load: ooda::status::Loader| {
+            let mut times = Vec::new();
+            for _ in 0..5 {
+                let t = Instant::now();
+                let rows = ooda::status::collect_with(&project, None, load)
+                    .expect("status reads the archive");
+                times.push(t.elapsed().as_secs_f64() * 1000.0);
+                assert_eq!(rows.len(), 3);
+                assert!(rows.iter().all(|r| r.iterations == n as usize));
+            }
+            times.sort_by(f64::total_cmp);
+            times[2]
+        };
+        let old = median(history::load_files);
+        let new = median(history::load);
         let rss = ooda
             .as_deref()
             .and_then(|o| peak_rss(o, dir.path()))
             .map(|m| format!("{m:.1} MB"))
             .unwrap_or_else(|| "– (no release binary beside the example)".into());
-        println!("| {n} | 3 | {:.1} ms | {rss} |", times[2]);
+        println!("| {n} | 3 | {old:.1} ms | {new:.1} ms | {rss} |");
+    }
+    let Some(ooda) = ooda else {
+        println!("\n(no release binary beside the example: `cargo build --release` for the tick table)");
+        return std::process::ExitCode::SUCCESS;
+    };
+    println!(
+        "\n| iterations | one `ooda tick` (median of 5) | its commands | runner overhead | more than at 10 |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
+    let mut first = None;
+    for n in tick_sizes {
+        let dir = tempfile::tempdir().expect("a scratch directory");
+        let timed = tick_project(&ooda, dir.path(), n).and_then(|()| time_ticks(&ooda, dir.path(), 5));
+        let (ms, commands) = match timed {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("a tick after {n} iterations failed: {e}");
+                return std::process::ExitCode::from(1);
+            }
+        };
+        let overhead = ms - commands;
+        let base = *first.get_or_insert(overhead);
+        println!(
+            "| {n} | {ms:.1} ms | {commands:.1} ms | {overhead:.1} ms | {:+.1} ms |",
+            overhead - base
+        );
     }
     std::process::ExitCode::SUCCESS
 }

@@ -55,7 +55,8 @@ impl Archive {
     ) -> Result<Archive> {
         crate::atomic::create_dir_all(dir)?;
         let lock = BriefLock::acquire(dir)?;
-        let history = history::load(dir)?;
+        // Under the lock: the runner keeps the index (history/index.rs).
+        let history = history::load_and_repair(dir)?;
         let mut warnings = Vec::new();
         let rebuild = |history: &[IterationRecord]| {
             State::rebuild(&brief.name, brief_hash, history, |c| ws.commit_exists(c))

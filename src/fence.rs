@@ -22,7 +22,8 @@ use crate::error::{IoContext, Result};
 /// changed checkout breaks the promise that it is never modified.
 pub struct Fence {
     trees: Vec<Watched>,
-    /// The Brief's archive (`iter-*.md`, `summary.md`, `state.json`): an
+    /// The Brief's archive (`iter-*.md`, `index.jsonl`, `summary.md`,
+    /// `state.json`): an
     /// agent must not rewrite the history it is judged by. Hashed file by
     /// file, since git status sees neither ignored nor untracked-folder files.
     archive: PathBuf,
@@ -290,19 +291,39 @@ fn ooda_refs_of(repo: &git2::Repository, others: &[String]) -> BTreeMap<String, 
     out
 }
 
-/// The archive's own files, hashed (artifacts and the event log, which ooda
-/// writes while the agent runs, are not part of it).
+/// The archive's own files (artifacts and the event log, which ooda writes
+/// while the agent runs, are not part of it). The iteration files and their
+/// index are many and ooda never writes them during an agent step, so they
+/// are stamped by size, times and inode rather than read: any write moves
+/// the change time, which no unprivileged process can set back. The index
+/// matters as much as the files it caches: a forged line whose stamp
+/// matches a file would be believed (history/index.rs).
 fn archive_files(dir: &Path) -> BTreeMap<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt as _;
     let mut out = BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let ours = (name.starts_with("iter-") && name.ends_with(".md"))
-            || name == "summary.md"
-            || name == "state.json";
-        if ours && let Ok(o) = git2::Oid::hash_file(git2::ObjectType::Blob, e.path()) {
+        let stamped = (name.starts_with("iter-") && name.ends_with(".md"))
+            || name == crate::history::index::FILE;
+        if stamped {
+            if let Ok(m) = e.metadata() {
+                let stamp = format!(
+                    "{} {}.{} {}.{} {}",
+                    m.len(),
+                    m.mtime(),
+                    m.mtime_nsec(),
+                    m.ctime(),
+                    m.ctime_nsec(),
+                    m.ino()
+                );
+                out.insert(e.path(), stamp);
+            }
+        } else if (name == "summary.md" || name == "state.json")
+            && let Ok(o) = git2::Oid::hash_file(git2::ObjectType::Blob, e.path())
+        {
             out.insert(e.path(), o.to_string());
         }
     }

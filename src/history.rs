@@ -18,6 +18,9 @@ use crate::knobs;
 use crate::model::{AgentCall, GuardResult};
 
 pub use crate::model::{IterationRecord, Prediction, Verdict};
+pub use index::LoadStats;
+
+pub mod index;
 
 // Queries over the archive that reports, prompts and decisions share.
 
@@ -576,15 +579,19 @@ pub fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
 pub fn read(path: &Path) -> Result<IterationRecord> {
     let bytes =
         std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    let text = String::from_utf8(bytes).map_err(|e| not_utf8(path, &e))?;
-    parse(path, &text)
+    parse_bytes(path, &bytes)
+}
+
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<IterationRecord> {
+    let text = std::str::from_utf8(bytes).map_err(|e| not_utf8(path, bytes, &e))?;
+    parse(path, text)
 }
 
 /// An iteration file that is not UTF-8 (an editor saved it in another
 /// encoding, or it was damaged): where, and how to get it back.
-fn not_utf8(path: &Path, e: &std::string::FromUtf8Error) -> Error {
-    let at = e.utf8_error().valid_up_to();
-    let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() + 1;
+fn not_utf8(path: &Path, bytes: &[u8], e: &std::str::Utf8Error) -> Error {
+    let at = e.valid_up_to();
+    let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
     Error::Corrupt {
         path: path.to_path_buf(),
         message: format!(
@@ -610,12 +617,57 @@ pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<I
             path.display()
         )));
     }
+    index::append(dir, &rec, &path)?;
     Ok(rec)
 }
 
-/// All iteration files, in order. A gap in the numbering is reported, since
-/// it means someone deleted part of the archive.
+/// All iteration files' records, in order, read through the index
+/// (`index.jsonl`, rebuilt from the files whenever it is missing, stale or
+/// damaged). A gap in the numbering is reported, since it means someone
+/// deleted part of the archive.
+///
+/// This reader never writes: it may run beside a loop whose agent step is
+/// fenced (fence.rs), where a changed index would read as the agent's work.
+/// The runner repairs the index when it opens the archive
+/// ([`load_and_repair`]).
 pub fn load(dir: &Path) -> Result<Vec<IterationRecord>> {
+    load_with_stats(dir, false).map(|(h, _)| h)
+}
+
+/// [`load`] that also writes what it had to repair into the index (a
+/// missing index built, stale lines replaced): only under the Brief's lock.
+pub fn load_and_repair(dir: &Path) -> Result<Vec<IterationRecord>> {
+    load_with_stats(dir, true).map(|(h, _)| h)
+}
+
+/// [`load`] or [`load_and_repair`], saying how much of it the index answered.
+pub fn load_with_stats(dir: &Path, repair: bool) -> Result<(Vec<IterationRecord>, LoadStats)> {
+    index::load(dir, &files(dir)?, repair)
+}
+
+/// Every iteration file parsed from its Markdown, the index left alone:
+/// what [`load`] did before there was an index (the overhead benchmark
+/// compares the two).
+pub fn load_files(dir: &Path) -> Result<Vec<IterationRecord>> {
+    let mut out = Vec::new();
+    for (n, path) in files(dir)? {
+        let rec = read(&path)?;
+        if rec.iteration != n {
+            return Err(Error::Corrupt {
+                path,
+                message: format!(
+                    "file name says iteration {n} but its front matter says {}",
+                    rec.iteration
+                ),
+            });
+        }
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+/// The iteration files of `dir`, numbered and in order, with no gap.
+fn files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut numbered: Vec<(u32, PathBuf)> = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -623,9 +675,10 @@ pub fn load(dir: &Path) -> Result<Vec<IterationRecord>> {
         Err(e) => return Err(Error::io(format!("reading {}", dir.display()), e)),
     };
     for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
+        let name = entry.file_name();
         if let Some(n) = name
-            .strip_prefix("iter-")
+            .to_str()
+            .and_then(|n| n.strip_prefix("iter-"))
             .and_then(|r| r.strip_suffix(".md"))
             .and_then(|n| n.parse::<u32>().ok())
         {
@@ -633,7 +686,6 @@ pub fn load(dir: &Path) -> Result<Vec<IterationRecord>> {
         }
     }
     numbered.sort();
-    let mut out = Vec::with_capacity(numbered.len());
     for (i, (n, path)) in numbered.iter().enumerate() {
         if *n as usize != i {
             return Err(Error::Corrupt {
@@ -644,19 +696,8 @@ pub fn load(dir: &Path) -> Result<Vec<IterationRecord>> {
                 ),
             });
         }
-        let rec = read(path)?;
-        if rec.iteration != *n {
-            return Err(Error::Corrupt {
-                path: path.clone(),
-                message: format!(
-                    "file name says iteration {n} but its front matter says {}",
-                    rec.iteration
-                ),
-            });
-        }
-        out.push(rec);
     }
-    Ok(out)
+    Ok(numbered)
 }
 
 #[cfg(test)]

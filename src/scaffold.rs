@@ -45,6 +45,8 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/state.json",
     "iterations/*/state.json.corrupt-*",
     "iterations/*/events.jsonl",
+    // A cache of the iteration files (history/index.rs), rebuilt from them.
+    "iterations/*/index.jsonl",
     "iterations/*/artifacts/",
     "iterations/*/.lock",
     // A replay's record is worth keeping; its log, prompts and copies of

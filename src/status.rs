@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::brief::Brief;
 use crate::error::Result;
-use crate::history::{self, Verdict};
+use crate::history::{self, IterationRecord, Verdict};
 use crate::project::Project;
 use crate::state::{self, Loaded, State};
 use crate::summary;
@@ -36,14 +36,27 @@ pub struct BriefStatus {
 }
 
 pub fn collect(project: &Project, only: Option<&str>) -> Result<Vec<BriefStatus>> {
+    collect_with(project, only, history::load)
+}
+
+/// How an archive is read: [`history::load`] (through the index), or
+/// [`history::load_files`] for the overhead benchmark's old path.
+pub type Loader = fn(&std::path::Path) -> Result<Vec<IterationRecord>>;
+
+/// [`collect`] with the archive read by `load`.
+pub fn collect_with(
+    project: &Project,
+    only: Option<&str>,
+    load: Loader,
+) -> Result<Vec<BriefStatus>> {
     let paths = match only {
         Some(b) => vec![project.brief_path(b)?],
         None => project.brief_paths()?,
     };
-    Ok(paths.iter().map(|p| one(project, p)).collect())
+    Ok(paths.iter().map(|p| one(project, p, load)).collect())
 }
 
-fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
+fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -77,7 +90,7 @@ fn one(project: &Project, path: &std::path::Path) -> BriefStatus {
     out.metric = brief.metric.name.clone();
     out.budget_iterations = project.config.budget_for(&brief).iterations;
     let dir = project.iterations_dir(&name);
-    let history = match history::load(&dir) {
+    let history = match load(&dir) {
         Ok(h) => h,
         Err(e) => {
             out.status = "ERROR".into();

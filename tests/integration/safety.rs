@@ -202,17 +202,35 @@ fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
 
 #[test]
 fn with_the_sandbox_off_an_agent_rewriting_the_archive_is_blocked() {
+    forger_is_blocked(
+        r##"echo "# forged" >> "$OODA_ITERATIONS_DIR/iter-000.md""##,
+        "iter-000.md",
+    );
+}
+
+/// The index is believed while its stamps match the files (history/index.rs):
+/// a forged line is as much tampering as a forged file.
+#[test]
+fn with_the_sandbox_off_an_agent_forging_the_index_is_blocked() {
+    forger_is_blocked(
+        r#"tail -n 1 "$OODA_ITERATIONS_DIR/index.jsonl" | sed 's/"verdict":"baseline"/"verdict":"keep"/' >> "$OODA_ITERATIONS_DIR/index.jsonl""#,
+        "index.jsonl",
+    );
+}
+
+fn forger_is_blocked(execute: &str, named: &str) {
     let t = Test::new();
     t.script(
         "ooda-agent.sh",
-        r##"#!/bin/sh
+        &r##"#!/bin/sh
 cat > /dev/null
 case "$OODA_PHASE" in
   plan) printf '{"hypothesis": "X=40", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.3, "predicted_sd": 0.2, "knobs": {"X": 40}}' > "$OODA_OUTPUT_FILE" ;;
-  execute) echo "# forged" >> "$OODA_ITERATIONS_DIR/iter-000.md"; echo done ;;
+  execute) EXECUTE; echo done ;;
   learn) printf '{"patterns": []}' > "$OODA_OUTPUT_FILE" ;;
 esac
-"##,
+"##
+        .replace("EXECUTE", execute),
     );
     t.brief(
         "h",
@@ -230,5 +248,5 @@ esac
     assert_eq!(t.state("h")["stop"]["reason"], "red_tamper");
     let r = t.record("h", 1);
     assert_eq!(r.verdict, ooda::history::Verdict::Blocked, "{}", r.reason);
-    assert!(r.reason.contains("iter-000.md"), "{}", r.reason);
+    assert!(r.reason.contains(named), "{}", r.reason);
 }

@@ -1,0 +1,478 @@
+//! `iterations/<brief>/index.jsonl`: the archive's records in a form that
+//! is cheap to read, validated against the iteration files on every load.
+//!
+//! Every reader of the archive (status, summary, the PLAN prompt, red
+//! lights, the builtin driver) wants the records of all iterations, and
+//! parsing thousands of Markdown files with YAML front matter on every tick
+//! is what made a long history slow. The Markdown files stay the source of
+//! truth; this file is a cache of what they parse to, one JSON line per
+//! iteration, with the size, modification time and a hash of the file it
+//! was taken from. A load stats every iteration file and uses a line only
+//! while the file still has that size and time, so a hand edit is picked
+//! up by the next reader. When the time is too close to the moment the line
+//! was taken for a later edit to have moved it (a coarse file-system clock
+//! can give an edit in the same tick the same time, Git's "racily clean"
+//! case) the bytes are hashed too. A missing, stale or damaged line (a torn
+//! append, a hand edit of the index) costs one parse of that file and the
+//! index is rewritten; nothing depends on it being there.
+//!
+//! Only the holder of the Brief's lock writes the index: the runner appends
+//! a line after each archived write and, when it opens the archive, the
+//! lines it had to repair; once most lines are superseded it rewrites the
+//! index whole (atomically). Other readers (`ooda status`, trace, compare)
+//! use what is valid and parse the rest, writing nothing: the fence around
+//! an agent step (fence.rs) would take their repair for the agent's. A
+//! torn line (a kill mid-append) is skipped.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::model::IterationRecord;
+
+/// The index's file name, beside the iteration files (git-ignored).
+pub const FILE: &str = "index.jsonl";
+
+/// How close a file's modification time may come to the moment its line
+/// was taken before the bytes are hashed: longer than the coarsest clock
+/// of a file system ooda may run on (FAT's two seconds).
+const RACY_NS: u64 = 3_000_000_000;
+
+/// One line of the index, as read. (Flat rather than a flattened stamp:
+/// serde's `flatten` buffers every line before decoding it.)
+#[derive(Debug, Deserialize)]
+struct Line {
+    iteration: u32,
+    size: u64,
+    mtime_ns: u64,
+    /// When the line was taken, for the racy-time check.
+    taken_ns: u64,
+    /// FNV-1a of the file's bytes, hex.
+    hash: String,
+    record: IterationRecord,
+}
+
+/// One line of the index, as written: the same fields, borrowed.
+#[derive(Serialize)]
+struct LineRef<'a> {
+    iteration: u32,
+    size: u64,
+    mtime_ns: u64,
+    taken_ns: u64,
+    hash: &'a str,
+    record: &'a IterationRecord,
+}
+
+/// Which file a line was taken from, and when.
+#[derive(Debug, Clone)]
+struct Stamp {
+    size: u64,
+    mtime_ns: u64,
+    taken_ns: u64,
+    hash: String,
+}
+
+/// What a load did, for tests and the overhead benchmark.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LoadStats {
+    /// Records taken from the index.
+    pub cached: usize,
+    /// Files whose line matched size and time but had to be hashed.
+    pub hashed: usize,
+    /// Files parsed from Markdown (no line, a stale one, or a damaged one).
+    pub parsed: usize,
+    /// Lines appended for them (a fresh line for each file hashed or
+    /// parsed).
+    pub appended: usize,
+    /// Whether the index was rewritten whole (compacted).
+    pub compacted: bool,
+}
+
+/// All iteration files' records, in order, through the index; `files`
+/// are the numbered iteration files (checked for gaps by the caller).
+pub fn load(
+    dir: &Path,
+    files: &[(u32, PathBuf)],
+    repair: bool,
+) -> Result<(Vec<IterationRecord>, LoadStats)> {
+    let index_path = dir.join(FILE);
+    let (mut lines, total_lines) = read_lines(&index_path);
+    let mut stats = LoadStats::default();
+    let mut repaired = Vec::new();
+    let mut stamps = Vec::with_capacity(files.len());
+    let mut out = Vec::with_capacity(files.len());
+    let now = now_ns();
+    for (n, path) in files {
+        let meta = std::fs::metadata(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        let (size, mtime_ns) = (meta.len(), mtime_of(&meta));
+        let cached = lines
+            .remove(n)
+            .filter(|l| l.size == size && l.mtime_ns == mtime_ns);
+        let (rec, stamp) = match cached {
+            Some(line) if mtime_ns.saturating_add(RACY_NS) < line.taken_ns => {
+                stats.cached += 1;
+                let stamp = Stamp {
+                    size,
+                    mtime_ns,
+                    taken_ns: line.taken_ns,
+                    hash: line.hash,
+                };
+                (line.record, stamp)
+            }
+            cached => {
+                let bytes = read_bytes(path)?;
+                let digest = hash(&bytes);
+                repaired.push(out.len());
+                let stamp = Stamp {
+                    size,
+                    mtime_ns,
+                    // Checked now: the next load may trust it sooner.
+                    taken_ns: now,
+                    hash: digest.clone(),
+                };
+                match cached {
+                    Some(line) if line.hash == digest => {
+                        stats.hashed += 1;
+                        (line.record, stamp)
+                    }
+                    _ => {
+                        stats.parsed += 1;
+                        (parse_checked(path, *n, &bytes)?, stamp)
+                    }
+                }
+            }
+        };
+        out.push(rec);
+        stamps.push(stamp);
+    }
+    // A cache that cannot be written (a read-only checkout someone runs
+    // `ooda status` in) only costs the next reader the parse. Superseded,
+    // damaged and orphaned lines are harmless to a reader (the last valid
+    // line of an iteration wins, and is checked against its file), so
+    // repairs are appended and the file is compacted only once most of it
+    // is dead weight.
+    let lines_after = total_lines + repaired.len();
+    if repair && lines_after > 2 * files.len() + 16 {
+        stats.compacted = write_all(&index_path, &stamps, &out).is_ok();
+    } else if repair && !repaired.is_empty() {
+        let mut text = String::new();
+        for &i in &repaired {
+            if let Some(json) = line_text(&stamps[i], &out[i]) {
+                text.push_str(&json);
+                text.push('\n');
+            }
+        }
+        if append_text(&index_path, &text).is_ok() {
+            stats.appended = repaired.len();
+        }
+    }
+    Ok((out, stats))
+}
+
+/// Records the file just written for `rec`: one line appended. Called by
+/// the archive's writer after the LEARN gate.
+pub fn append(dir: &Path, rec: &IterationRecord, path: &Path) -> Result<()> {
+    let bytes = read_bytes(path)?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let stamp = Stamp {
+        size: meta.len(),
+        mtime_ns: mtime_of(&meta),
+        taken_ns: now_ns(),
+        hash: hash(&bytes),
+    };
+    let mut text = line_text(&stamp, rec)
+        .ok_or_else(|| Error::Internal("serializing an index line failed".into()))?;
+    text.push('\n');
+    append_text(&dir.join(FILE), &text)
+}
+
+/// One `write` on a file opened for appending: lines of two processes may
+/// follow each other in any order but are not interleaved, and a torn
+/// last line (a kill mid-write) is skipped by the reader.
+fn append_text(path: &Path, text: &str) -> Result<()> {
+    let write = || -> std::io::Result<()> {
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .read(true)
+            .open(path)?;
+        // After a torn line, start a new one rather than glue this line
+        // onto the torn one.
+        let len = f.metadata()?.len();
+        let mut last = [b'\n'];
+        if len > 0 {
+            f.seek(SeekFrom::Start(len - 1))?;
+            f.read_exact(&mut last)?;
+        }
+        let lead = if last[0] == b'\n' { "" } else { "\n" };
+        f.write_all(format!("{lead}{text}").as_bytes())
+    };
+    write().map_err(|e| Error::io(format!("appending to {}", path.display()), e))
+}
+
+fn line_text(stamp: &Stamp, rec: &IterationRecord) -> Option<String> {
+    serde_json::to_string(&LineRef {
+        iteration: rec.iteration,
+        size: stamp.size,
+        mtime_ns: stamp.mtime_ns,
+        taken_ns: stamp.taken_ns,
+        hash: &stamp.hash,
+        record: rec,
+    })
+    .ok()
+}
+
+/// The index's lines by iteration (the last line of an iteration wins) and
+/// how many lines the file holds in all, damaged ones included.
+fn read_lines(path: &Path) -> (HashMap<u32, Line>, usize) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (HashMap::new(), 0);
+    };
+    let mut map = HashMap::new();
+    let mut total = 0;
+    for raw in text.lines() {
+        total += 1;
+        if let Ok(line) = serde_json::from_str::<Line>(raw)
+            && line.record.iteration == line.iteration
+        {
+            map.insert(line.iteration, line);
+        }
+    }
+    (map, total)
+}
+
+fn write_all(path: &Path, stamps: &[Stamp], records: &[IterationRecord]) -> Result<()> {
+    let mut text = String::new();
+    for (stamp, rec) in stamps.iter().zip(records) {
+        if let Some(json) = line_text(stamp, rec) {
+            text.push_str(&json);
+            text.push('\n');
+        }
+    }
+    crate::atomic::write_atomic(path, text.as_bytes())
+}
+
+fn parse_checked(path: &Path, n: u32, bytes: &[u8]) -> Result<IterationRecord> {
+    let rec = super::parse_bytes(path, bytes)?;
+    if rec.iteration != n {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: format!(
+                "file name says iteration {n} but its front matter says {}",
+                rec.iteration
+            ),
+        });
+    }
+    Ok(rec)
+}
+
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
+}
+
+fn mtime_of(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// FNV-1a, 64 bits: enough to tell an edited file from the one a line was
+/// taken from (this is a cache check, not a defence against forgery).
+fn hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{self, RenderContext};
+    use std::time::Duration;
+
+    fn ctx() -> RenderContext<'static> {
+        RenderContext {
+            goal: "Make it fast.",
+            metric: "time_ms",
+            direction_word: "lower is better",
+        }
+    }
+
+    /// An archive of `n` iterations whose files are an hour old, as files
+    /// are by the next night: outside the racy window.
+    fn archive(n: u32) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for rec in crate::prompt::synthetic_history(n, 3) {
+            history::write(dir.path(), &rec, &ctx()).unwrap();
+        }
+        age_files(dir.path());
+        std::fs::remove_file(dir.path().join(FILE)).unwrap();
+        dir
+    }
+
+    fn age_files(dir: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        for (_, path) in history::files(dir).unwrap() {
+            let f = std::fs::File::options().write(true).open(&path).unwrap();
+            f.set_modified(old).unwrap();
+        }
+    }
+
+    fn load(dir: &Path) -> (Vec<IterationRecord>, LoadStats) {
+        history::load_with_stats(dir, true).unwrap()
+    }
+
+    #[test]
+    fn a_missing_index_is_rebuilt_and_then_answers_every_record() {
+        let dir = archive(40);
+        let (first, stats) = load(dir.path());
+        assert_eq!(stats.parsed, 41, "{stats:?}");
+        assert_eq!(first, history::load_files(dir.path()).unwrap());
+        let (second, stats) = load(dir.path());
+        assert_eq!(
+            stats,
+            LoadStats {
+                cached: 41,
+                ..LoadStats::default()
+            }
+        );
+        assert_eq!(second, first, "the JSON cache reads back the same records");
+    }
+
+    #[test]
+    fn a_hand_edited_file_is_picked_up() {
+        let dir = archive(10);
+        load(dir.path());
+        let path = history::path_of(dir.path(), 4);
+        // Rendered and written around the archive's writer, as an editor
+        // would save it.
+        let mut rec = history::read(&path).unwrap();
+        rec.hypothesis = "a hypothesis edited by hand".into();
+        std::fs::write(&path, history::render(&rec, &ctx()).unwrap()).unwrap();
+        let (h, stats) = load(dir.path());
+        assert_eq!(h[4].hypothesis, "a hypothesis edited by hand");
+        assert_eq!((stats.parsed, stats.appended), (1, 1), "{stats:?}");
+        // The repair is in the index now.
+        let (h, stats) = load(dir.path());
+        assert_eq!(h[4].hypothesis, "a hypothesis edited by hand");
+        assert_eq!(stats.parsed, 0, "{stats:?}");
+    }
+
+    #[test]
+    fn an_edit_that_keeps_size_and_time_is_caught_by_the_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        for rec in crate::prompt::synthetic_history(3, 3) {
+            history::write(dir.path(), &rec, &ctx()).unwrap();
+        }
+        // Just written: inside the racy window, so the hash decides.
+        let path = history::path_of(dir.path(), 2);
+        let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let size = std::fs::metadata(&path).unwrap().len();
+        let mut rec = history::read(&path).unwrap();
+        let edited: String = rec
+            .hypothesis
+            .chars()
+            .map(|c| if c == 'e' { 'E' } else { c })
+            .collect();
+        assert_ne!(edited, rec.hypothesis);
+        rec.hypothesis = edited.clone();
+        std::fs::write(&path, history::render(&rec, &ctx()).unwrap()).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), size);
+        let f = std::fs::File::options().write(true).open(&path).unwrap();
+        f.set_modified(before).unwrap();
+        let (h, stats) = load(dir.path());
+        assert_eq!(h[2].hypothesis, edited);
+        assert_eq!((stats.hashed, stats.parsed), (3, 1), "{stats:?}");
+    }
+
+    #[test]
+    fn a_damaged_index_costs_a_parse_not_a_record() {
+        let dir = archive(12);
+        load(dir.path());
+        let path = dir.path().join(FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        lines[3] = "{not json";
+        lines[7] = "";
+        let torn = &lines[9][..lines[9].len() / 2].to_string();
+        lines[9] = torn;
+        // A line that claims another iteration than its record.
+        let swapped = lines[5].replacen("\"iteration\":5", "\"iteration\":6", 1);
+        lines[5] = &swapped;
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let (h, stats) = load(dir.path());
+        assert_eq!(h, history::load_files(dir.path()).unwrap());
+        assert_eq!(stats.parsed, 4, "{stats:?}");
+        let (_, stats) = load(dir.path());
+        assert_eq!(stats.parsed, 0, "the repairs were appended: {stats:?}");
+    }
+
+    #[test]
+    fn a_reader_without_the_lock_writes_nothing() {
+        let dir = archive(6);
+        let (h, stats) = history::load_with_stats(dir.path(), false).unwrap();
+        assert_eq!((h.len(), stats.parsed, stats.appended), (7, 7, 0));
+        assert!(!dir.path().join(FILE).exists());
+        history::load_and_repair(dir.path()).unwrap();
+        let before = std::fs::read(dir.path().join(FILE)).unwrap();
+        let path = history::path_of(dir.path(), 2);
+        let mut rec = history::read(&path).unwrap();
+        rec.reason = "edited".into();
+        std::fs::write(&path, history::render(&rec, &ctx()).unwrap()).unwrap();
+        let (h, stats) = history::load_with_stats(dir.path(), false).unwrap();
+        assert_eq!((h[2].reason.as_str(), stats.parsed), ("edited", 1));
+        assert_eq!(std::fs::read(dir.path().join(FILE)).unwrap(), before);
+    }
+
+    #[test]
+    fn superseded_lines_are_compacted_away() {
+        let dir = archive(5);
+        load(dir.path());
+        // The runner rewrites the last file (a stop written into it) many
+        // times: each write appends a line.
+        let mut rec = history::read(&history::path_of(dir.path(), 5)).unwrap();
+        for i in 0..40 {
+            rec.reason = format!("rewritten {i}");
+            history::write(dir.path(), &rec, &ctx()).unwrap();
+        }
+        let (h, stats) = load(dir.path());
+        assert_eq!(h[5].reason, "rewritten 39");
+        assert!(stats.compacted, "{stats:?}");
+        let lines = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
+        assert_eq!(lines.lines().count(), 6);
+    }
+
+    #[test]
+    fn a_torn_last_line_does_not_swallow_the_next_append() {
+        let dir = archive(3);
+        load(dir.path());
+        let path = dir.path().join(FILE);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(b"{\"iteration\":3,\"si").unwrap();
+        drop(f);
+        let mut rec = history::read(&history::path_of(dir.path(), 3)).unwrap();
+        rec.reason = "after the tear".into();
+        history::write(dir.path(), &rec, &ctx()).unwrap();
+        age_files(dir.path());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last: Line = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(last.record.reason, "after the tear");
+    }
+}
