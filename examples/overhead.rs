@@ -26,6 +26,15 @@ fn brief_text() -> &'static str {
     "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\"]\nknobs:\n  X: { int: [10, 80], default: 10 }\nagent: builtin\n---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nbench.sh stays.\n"
 }
 
+fn tick_brief() -> String {
+    brief_text()
+        .replace("agent: builtin", "agent: script")
+        .replace(
+            "protect: [\"bench.sh\"]",
+            "protect: [\"bench.sh\", \"ooda-agent.sh\"]",
+        )
+}
+
 fn project(root: &Path, n: u32) -> Result<(), String> {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -102,23 +111,35 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
             ))
         }
     };
-    let write = |rel: &str, text: &str| {
-        std::fs::write(root.join(rel), text).map_err(|e| e.to_string())
-    };
+    let write =
+        |rel: &str, text: &str| std::fs::write(root.join(rel), text).map_err(|e| e.to_string());
     run(std::process::Command::new("git").args(["init", "-q", "-b", "main"]))?;
-    write("ooda.yaml", "defaults:\n  pairs: 3\n  calibration_pairs: 3\n")?;
-    write(".gitignore", ".ooda/\niterations/*/state.json\niterations/*/events.jsonl\niterations/*/index.jsonl\niterations/*/artifacts/\niterations/*/.lock\n")?;
+    // A synthetic history has no keeps: the stall rule would end the run.
+    write(
+        "ooda.yaml",
+        "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 1000000\n",
+    )?;
+    write(
+        ".gitignore",
+        ".ooda/\niterations/*/state.json\niterations/*/events.jsonl\niterations/*/index.jsonl\niterations/*/artifacts/\niterations/*/.lock\n",
+    )?;
     // About a millisecond per run, with a little noise so that decisions
     // are made the usual way.
     write(
         "bench.sh",
-        "#!/bin/sh\nawk -v s=$$ 'BEGIN { srand(s); printf \"t: %.3f\\n\", 100 + rand() }'\n",
+        "#!/bin/sh\nawk -v s=$$ 'BEGIN { srand(s); printf \"METRIC t=%.3f\\n\", 100 + rand() }'\n",
     )?;
-    run(std::process::Command::new("chmod").args(["+x", "bench.sh"]))?;
+    // A command agent, so that a tick builds the PLAN prompt and fences
+    // the agent as with a real CLI; it proposes a new X each iteration.
+    write(
+        "ooda-agent.sh",
+        "#!/bin/sh\ncat > /dev/null\ncase \"$OODA_PHASE\" in\n  plan) x=$(( (OODA_ITERATION * 3) % 70 + 11 )); printf '{\"hypothesis\": \"X=%s\", \"change\": \"X\", \"cites\": [0], \"axes\": [{\"name\": \"X\", \"direction\": \"up\"}], \"predicted_effect\": 0.01, \"predicted_sd\": 0.02, \"knobs\": {\"X\": %s}}' $x $x > \"$OODA_OUTPUT_FILE\" ;;\n  execute) echo done ;;\n  learn) printf '{\"patterns\": []}' > \"$OODA_OUTPUT_FILE\" ;;\nesac\n",
+    )?;
+    run(std::process::Command::new("chmod").args(["+x", "bench.sh", "ooda-agent.sh"]))?;
     std::fs::create_dir_all(root.join("briefs")).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(root.join("src")).map_err(|e| e.to_string())?;
     write("src/lib.txt", "code\n")?;
-    write("briefs/a.md", brief_text())?;
+    write("briefs/a.md", &tick_brief())?;
     run(std::process::Command::new("git").args(["add", "-A"]))?;
     run(std::process::Command::new("git").args([
         "-c",
@@ -132,12 +153,16 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     run(std::process::Command::new(ooda).args(["tick", "a"]))?;
     let dir = root.join("iterations/a");
     let zero = history::read(&history::path_of(&dir, 0)).map_err(|e| e.to_string())?;
-    let brief = Brief::parse(&root.join("briefs/a.md"), brief_text()).map_err(|e| e.to_string())?;
+    let brief =
+        Brief::parse(&root.join("briefs/a.md"), &tick_brief()).map_err(|e| e.to_string())?;
     let ctx = ooda::archive::render_context(&brief);
     for mut rec in ooda::prompt::synthetic_history(n, 7).into_iter().skip(1) {
-        // Nothing kept: the base stays the start commit the checkpoint has.
-        if rec.verdict == history::Verdict::Keep {
-            rec.verdict = history::Verdict::Discard;
+        // Nothing kept (the base stays the start commit the checkpoint
+        // has) and nothing blocked (a scope violation is a red light).
+        match rec.verdict {
+            history::Verdict::Keep => rec.verdict = history::Verdict::Discard,
+            history::Verdict::Blocked => rec.verdict = history::Verdict::Invalid,
+            _ => {}
         }
         rec.brief = "a".into();
         rec.brief_hash = zero.brief_hash.clone();
@@ -260,7 +285,9 @@ fn main() -> std::process::ExitCode {
         println!("| {n} | 3 | {old:.1} ms | {new:.1} ms | {rss} |");
     }
     let Some(ooda) = ooda else {
-        println!("\n(no release binary beside the example: `cargo build --release` for the tick table)");
+        println!(
+            "\n(no release binary beside the example: `cargo build --release` for the tick table)"
+        );
         return std::process::ExitCode::SUCCESS;
     };
     println!(
@@ -270,7 +297,11 @@ fn main() -> std::process::ExitCode {
     let mut first = None;
     for n in tick_sizes {
         let dir = tempfile::tempdir().expect("a scratch directory");
-        let timed = tick_project(&ooda, dir.path(), n).and_then(|()| time_ticks(&ooda, dir.path(), 5));
+        let timed =
+            tick_project(&ooda, dir.path(), n).and_then(|()| time_ticks(&ooda, dir.path(), 5));
+        if std::env::var_os("OVERHEAD_KEEP").is_some() {
+            eprintln!("kept {}", dir.keep().display());
+        }
         let (ms, commands) = match timed {
             Ok(t) => t,
             Err(e) => {

@@ -5,8 +5,10 @@
 //! The iteration files and `summary.md` are projections of typed state: the
 //! record of an iteration is computed from the outputs its phases saved
 //! ([`record_of`]), and [`Archive::sync`] writes every projection of it, in
-//! one order, idempotently. It runs after LEARN, COMMIT and CHECK and when a
-//! run stops, so a kill between any two writes is repaired by the next sync.
+//! one order, idempotently. The iteration file is written after LEARN and
+//! COMMIT ([`Archive::write_record`]); every projection after CHECK and when
+//! a run stops, so a kill between any two writes is repaired by the next
+//! sync.
 //! Further projections (an index of the archive) are one more entry in
 //! [`Archive::sync`], never a second writer.
 //!
@@ -157,6 +159,18 @@ impl Archive {
         brief: &Brief,
         config: &Config,
     ) -> Result<()> {
+        self.write_record(rec, brief)?;
+        self.write_projections(brief, config)
+    }
+
+    /// Writes `rec`'s iteration file (and its index line) when it differs
+    /// from what is archived: the durable part of [`Archive::sync`], which
+    /// LEARN and COMMIT need before they may end. The projections
+    /// (`summary.md`, `summary.json`, `progress.svg`, `falsified.md`) are
+    /// rewritten once per iteration, by CHECK or the stop: each costs time
+    /// linear in the history, and a kill before CHECK is repaired by the
+    /// resumed tick, which syncs.
+    pub fn write_record(&mut self, rec: Option<IterationRecord>, brief: &Brief) -> Result<()> {
         if let Some(rec) = rec {
             let i = rec.iteration as usize;
             if i > self.history.len() {
@@ -173,6 +187,10 @@ impl Archive {
                 self.history.push(written);
             }
         }
+        Ok(())
+    }
+
+    fn write_projections(&mut self, brief: &Brief, config: &Config) -> Result<()> {
         let orientation = Orientation::of(
             &self.history,
             brief.metric.noise_floor,

@@ -766,7 +766,7 @@ impl<'a> Machine<'a> {
                 }
                 c.agent_calls.extend(out.calls);
                 self.archive.state.pending_ack = None;
-                self.sync_current()?;
+                self.archive_current()?;
                 failpoint::after(failpoint::Step::LearnArchived);
                 let path = crate::history::path_of(&self.archive.dir, self.current()?.iteration);
                 self.iteration_span()?.emit(Event::LearnArchived {
@@ -779,7 +779,7 @@ impl<'a> Machine<'a> {
                     self.archive.state.best_commit = best;
                     failpoint::after(failpoint::Step::BranchAdvanced);
                 }
-                self.sync_current()?;
+                self.archive_current()?;
             }
             Phase::Check => {
                 let outcome = self.in_phase(phase, |m, span| m.check(span))?;
@@ -789,10 +789,11 @@ impl<'a> Machine<'a> {
         Ok(None)
     }
 
-    /// Writes the archive's projection of the iteration in flight.
-    fn sync_current(&mut self) -> Result<()> {
+    /// Writes the iteration file of the iteration in flight (the
+    /// projections follow at CHECK: archive.rs).
+    fn archive_current(&mut self) -> Result<()> {
         let rec = archive::record_of(self.current()?, &self.archive.state);
-        self.archive.sync(rec, &self.brief, &self.project.config)
+        self.archive.write_record(rec, &self.brief)
     }
 
     /// A budget ran out before `phase` could spend: the iteration is cut
