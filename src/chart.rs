@@ -55,7 +55,14 @@ pub struct Series {
     pub confirmed: Option<(String, u32, f64)>,
     /// A y range wider than 10× is drawn on a log scale.
     pub log_scale: bool,
+    /// When the history is too long to draw every marker: 1 in this many
+    /// of the iterations not kept are drawn, and the caption says so.
+    pub thinned: Option<usize>,
 }
+
+/// Markers beyond which the chart thins (a 760-pixel plot cannot show
+/// more; a 10,000-iteration SVG would be megabytes of overlapping dots).
+pub const MAX_MARKERS: usize = 2_000;
 
 impl Series {
     pub fn of(history: &[IterationRecord], dir: Direction, best_commit: &str) -> Series {
@@ -124,7 +131,43 @@ impl Series {
             unmeasured,
             base,
             confirmed,
+            thinned: None,
         }
+    }
+
+    /// At most about `max` markers: every kept point (and the baseline)
+    /// stays, 1 in k of the others is drawn, and the base line keeps only
+    /// its steps, which loses nothing of a step line.
+    pub fn thinned(mut self, max: usize) -> Series {
+        let total = self.points.len() + self.unmeasured.len();
+        if total <= max {
+            return self;
+        }
+        let k = total.div_ceil(max);
+        let mut n = 0;
+        self.points.retain(|p| {
+            n += 1;
+            p.kept || p.iteration == 0 || n % k == 0
+        });
+        let mut n = 0;
+        self.unmeasured.retain(|_| {
+            n += 1;
+            n % k == 0
+        });
+        let last = self.base.last().copied();
+        let mut prev: Option<f64> = None;
+        self.base.retain(|&(_, v)| {
+            let step = prev != Some(v);
+            prev = Some(v);
+            step
+        });
+        if let Some(l) = last
+            && self.base.last() != Some(&l)
+        {
+            self.base.push(l);
+        }
+        self.thinned = Some(k);
+        self
     }
 }
 
@@ -172,7 +215,7 @@ const GREY: RGBColor = RGBColor(0x99, 0x99, 0x99);
 
 /// The chart as SVG text.
 pub fn progress_svg(brief: &Brief, history: &[IterationRecord], best_commit: &str) -> String {
-    let series = Series::of(history, brief.metric.direction, best_commit);
+    let series = Series::of(history, brief.metric.direction, best_commit).thinned(MAX_MARKERS);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
@@ -200,8 +243,11 @@ fn draw(root: &DrawingArea<SVGBackend, Shift>, brief: &Brief, s: &Series) -> Dra
         Direction::Maximize => "higher is better",
     };
     let caption = format!(
-        "{} per iteration: filled = kept, hollow = discarded, red on the axis = not measured",
-        brief.metric.name
+        "{} per iteration: filled = kept, hollow = discarded, red on the axis = not measured{}",
+        brief.metric.name,
+        s.thinned
+            .map(|k| format!(" (every keep; 1 in {k} of the rest)"))
+            .unwrap_or_default()
     );
     let y_desc = format!("{} ({dir})", brief.metric.name);
     let max_i = s
@@ -332,6 +378,39 @@ where
 mod tests {
     use super::*;
     use crate::model::{Calibration, Comparison, Confirmation, Pair};
+
+    /// The step line's value at iteration `i`.
+    fn base_at(base: &[(u32, f64)], i: u32) -> Option<f64> {
+        base.iter().rev().find(|b| b.0 <= i).map(|b| b.1)
+    }
+
+    #[test]
+    fn ten_thousand_iterations_are_thinned_with_every_keep_and_the_same_base_line() {
+        let h = crate::prompt::synthetic_history(10_000, 7);
+        let full = Series::of(&h, Direction::Minimize, "none");
+        assert_eq!(full.points.len() + full.unmeasured.len(), 10_001);
+        let thin = full.clone().thinned(MAX_MARKERS);
+        let k = thin.thinned.expect("thinned, and it says so");
+        let markers = thin.points.len() + thin.unmeasured.len();
+        let keeps = full.points.iter().filter(|p| p.kept).count();
+        assert!(markers <= MAX_MARKERS + keeps, "{markers}");
+        assert!(markers < 10_001 / 2);
+        for p in full.points.iter().filter(|p| p.kept) {
+            assert!(thin.points.contains(p), "keep {} was dropped", p.iteration);
+        }
+        for i in 0..=10_000 {
+            assert_eq!(
+                base_at(&thin.base, i),
+                base_at(&full.base, i),
+                "iteration {i}"
+            );
+        }
+        assert_eq!(thin.base.last(), full.base.last());
+        assert!(k >= 5);
+        // Short histories are drawn whole.
+        let short = Series::of(&h[..50], Direction::Minimize, "none");
+        assert_eq!(short.clone().thinned(MAX_MARKERS), short);
+    }
 
     fn measured(i: u32, verdict: Verdict, base: f64, cand: f64) -> IterationRecord {
         let mut r = IterationRecord::new(i, verdict);

@@ -795,7 +795,12 @@ fn digest_text(
             0,
         );
     }
-    let in_falsified = |id: u32| falsified.iter().any(|f| f.ids.contains(&id));
+    // A set: a scan of every entry per line is quadratic at 10,000.
+    let falsified_ids: std::collections::HashSet<u32> = falsified
+        .iter()
+        .flat_map(|f| f.ids.iter().copied())
+        .collect();
+    let in_falsified = |id: u32| falsified_ids.contains(&id);
     let lines: Vec<String> = recs
         .iter()
         .map(|r| digest_line(r, in_falsified(r.iteration)))

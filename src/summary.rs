@@ -132,7 +132,11 @@ pub fn render(
         s,
         "| # | verdict | hypothesis | effect (95% CI) | predicted |\n|---|---|---|---|---|"
     );
-    for r in history {
+    let (folded, shown) = fold_point(history);
+    for row in folded_rows(&history[..folded]) {
+        let _ = writeln!(s, "{row}");
+    }
+    for r in shown {
         let hyp = if r.verdict == Verdict::Baseline {
             r.reason.clone()
         } else {
@@ -163,7 +167,14 @@ pub fn render(
     if falsified.is_empty() {
         let _ = writeln!(s, "None yet.\n");
     } else {
-        for r in &falsified {
+        let older = falsified.len().saturating_sub(FULL_ROWS);
+        if older > 0 {
+            let _ = writeln!(
+                s,
+                "{older} earlier falsified hypotheses are listed in full in [falsified.md](falsified.md); the newest {FULL_ROWS}:\n"
+            );
+        }
+        for r in &falsified[older..] {
             let _ = writeln!(
                 s,
                 "- [{}]({}): {}",
@@ -754,6 +765,77 @@ fn review_section(history: &[IterationRecord]) -> String {
     format!("## Review\n\n{}\n\n", lines.join("\n"))
 }
 
+/// How many iterations (and falsified hypotheses) `summary.md` shows in
+/// full; older ones are folded into ranges, so the morning report of a
+/// 10,000-iteration history stays a page a person can read (every
+/// iteration file is still linked from its range, and `summary.json` keeps
+/// every row for scripts).
+const FULL_ROWS: usize = 200;
+
+/// At most this many folded rows: the range width grows with the history.
+const MAX_FOLDED_ROWS: usize = 50;
+
+/// Where the rows shown in full begin: the baseline, and the newest
+/// [`FULL_ROWS`] iterations.
+fn fold_point(history: &[IterationRecord]) -> (usize, Vec<&IterationRecord>) {
+    if history.len() <= FULL_ROWS + 1 {
+        return (0, history.iter().collect());
+    }
+    let from = history.len() - FULL_ROWS;
+    let mut shown: Vec<&IterationRecord> = history.first().into_iter().collect();
+    shown.extend(&history[from..]);
+    (from, shown)
+}
+
+/// Table rows for iterations `1..` of `older` (iteration 0 is shown in
+/// full), a range per row with its counts and its keeps.
+fn folded_rows(older: &[IterationRecord]) -> Vec<String> {
+    let older = older.get(1..).unwrap_or_default();
+    if older.is_empty() {
+        return Vec::new();
+    }
+    let width = older
+        .len()
+        .div_ceil(MAX_FOLDED_ROWS)
+        .next_multiple_of(10)
+        .max(10);
+    older
+        .chunks(width)
+        .map(|chunk| {
+            let (first, last) = (chunk[0].iteration, chunk[chunk.len() - 1].iteration);
+            let count = |f: &dyn Fn(&IterationRecord) -> bool| chunk.iter().filter(|r| f(r)).count();
+            let keeps: Vec<&IterationRecord> =
+                chunk.iter().filter(|r| r.verdict == Verdict::Keep).collect();
+            let mut kept = keeps
+                .iter()
+                .take(5)
+                .map(|r| format!("[{}]({})", r.iteration, history::file_name(r.iteration)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if keeps.len() > 5 {
+                let _ = write!(kept, " and {} more", keeps.len() - 5);
+            }
+            let best = keeps
+                .iter()
+                .filter_map(|r| r.measured.as_ref().map(|m| m.effect))
+                .max_by(f64::total_cmp)
+                .map(|e| format!("best kept {}", crate::model::gain_text(e)))
+                .unwrap_or_else(|| "—".into());
+            format!(
+                "| [{first}]({})–[{last}]({}) | {} folded | {} keep{}, {} discard ({} falsified), {} invalid, crash or blocked | {best} | — |",
+                history::file_name(first),
+                history::file_name(last),
+                chunk.len(),
+                keeps.len(),
+                if kept.is_empty() { String::new() } else { format!(": {kept}") },
+                count(&|r| r.verdict == Verdict::Discard),
+                count(&|r| r.falsifies()),
+                count(&|r| r.verdict.is_failure()),
+            )
+        })
+        .collect()
+}
+
 fn truncate(s: &str, n: usize) -> String {
     let line = s.lines().next().unwrap_or("");
     if line.chars().count() <= n {
@@ -798,6 +880,44 @@ fn confirmation_failure(history: &[IterationRecord]) -> Option<(u32, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ten_thousand_iterations_fold_into_ranges_that_cover_every_one() {
+        let short = crate::prompt::synthetic_history(10, 7);
+        let (from, shown) = fold_point(&short);
+        assert_eq!((from, shown.len()), (0, 11));
+        assert!(folded_rows(&short[..from]).is_empty());
+
+        let h = crate::prompt::synthetic_history(10_000, 7);
+        let (from, shown) = fold_point(&h);
+        assert_eq!(shown.len(), 1 + FULL_ROWS);
+        assert_eq!(shown[0].iteration, 0);
+        assert_eq!(shown[1].iteration as usize, from);
+        assert_eq!(shown.last().unwrap().iteration, 10_000);
+        let rows = folded_rows(&h[..from]);
+        assert!(rows.len() <= MAX_FOLDED_ROWS, "{}", rows.len());
+        // Contiguous ranges from 1 to the first row shown, whose counts add
+        // up to what they fold.
+        let range = regex::Regex::new(r"^\| \[(\d+)\]\(iter-\d+\.md\)–\[(\d+)\]\(iter-\d+\.md\) \| (\d+) folded \| (\d+) keep").unwrap();
+        let mut next = 1;
+        let (mut folded, mut keeps) = (0, 0);
+        for row in &rows {
+            let c = range.captures(row).unwrap_or_else(|| panic!("{row}"));
+            let n = |i: usize| c[i].parse::<usize>().unwrap();
+            assert_eq!(n(1), next, "{row}");
+            assert_eq!(n(2) - n(1) + 1, n(3), "{row}");
+            next = n(2) + 1;
+            folded += n(3);
+            keeps += n(4);
+        }
+        assert_eq!(next, from);
+        assert_eq!(folded, from - 1);
+        let real_keeps = h[1..from]
+            .iter()
+            .filter(|r| r.verdict == Verdict::Keep)
+            .count();
+        assert_eq!(keeps, real_keeps);
+    }
 
     #[test]
     fn call_table_and_usage_section() {
