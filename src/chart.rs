@@ -144,15 +144,18 @@ impl Series {
             return self;
         }
         let k = total.div_ceil(max);
+        // The newest iteration always stays: it ends the x axis.
+        let last_p = self.points.len();
         let mut n = 0;
         self.points.retain(|p| {
             n += 1;
-            p.kept || p.iteration == 0 || n % k == 0
+            p.kept || p.iteration == 0 || n % k == 0 || n == last_p
         });
+        let last_u = self.unmeasured.len();
         let mut n = 0;
         self.unmeasured.retain(|_| {
             n += 1;
-            n % k == 0
+            n % k == 0 || n == last_u
         });
         let last = self.base.last().copied();
         let mut prev: Option<f64> = None;
@@ -406,6 +409,14 @@ mod tests {
             );
         }
         assert_eq!(thin.base.last(), full.base.last());
+        let newest = |s: &Series| {
+            s.points
+                .iter()
+                .map(|p| p.iteration)
+                .chain(s.unmeasured.iter().map(|u| u.iteration))
+                .max()
+        };
+        assert_eq!(newest(&thin), Some(10_000));
         assert!(k >= 5);
         // Short histories are drawn whole.
         let short = Series::of(&h[..50], Direction::Minimize, "none");

@@ -132,6 +132,7 @@ impl Fence {
             }
         }
         let after = archive_files(&self.archive);
+        let before_changed = changed.len();
         for (path, hash) in &after {
             if self.archive_before.get(path) != Some(hash) {
                 changed.push(path.display().to_string());
@@ -143,6 +144,16 @@ impl Fence {
             .filter(|p| !after.contains_key(*p))
         {
             changed.push(path.display().to_string());
+        }
+        // The index is a cache every later reader believes while its stamps
+        // match: one the agent touched is removed (the runner rebuilds it
+        // from the iteration files), as ooda's refs are put back.
+        let index = self.archive.join(crate::history::index::FILE);
+        if changed[before_changed..]
+            .iter()
+            .any(|c| Path::new(c) == index)
+        {
+            let _ = std::fs::remove_file(&index);
         }
         if let Some(g) = &self.git {
             changed.extend(g.changed()?);

@@ -609,7 +609,8 @@ fn not_utf8(path: &Path, bytes: &[u8], e: &std::str::Utf8Error) -> Error {
 pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<IterationRecord> {
     let rec = rec.redacted();
     let path = path_of(dir, rec.iteration);
-    write_atomic(&path, render(&rec, ctx)?.as_bytes())?;
+    let text = render(&rec, ctx)?;
+    write_atomic(&path, text.as_bytes())?;
     let back = read(&path)?;
     if back != rec {
         return Err(Error::Internal(format!(
@@ -617,7 +618,9 @@ pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<I
             path.display()
         )));
     }
-    index::append(dir, &rec, &path)?;
+    // The index is a cache: failing to append costs the next reader a
+    // parse, never the iteration.
+    let _ = index::append(dir, &rec, &path, text.as_bytes());
     Ok(rec)
 }
 

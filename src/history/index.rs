@@ -165,30 +165,37 @@ pub fn load(
         stats.compacted = write_all(&index_path, &stamps, &out).is_ok();
     } else if repair && !repaired.is_empty() {
         let mut text = String::new();
+        let mut lines = 0;
         for &i in &repaired {
             if let Some(json) = line_text(&stamps[i], &out[i]) {
                 text.push_str(&json);
                 text.push('\n');
+                lines += 1;
             }
         }
-        if append_text(&index_path, &text).is_ok() {
-            stats.appended = repaired.len();
+        if lines > 0 && append_text(&index_path, &text).is_ok() {
+            stats.appended = lines;
         }
     }
     Ok((out, stats))
 }
 
-/// Records the file just written for `rec`: one line appended. Called by
-/// the archive's writer after the LEARN gate.
-pub fn append(dir: &Path, rec: &IterationRecord, path: &Path) -> Result<()> {
-    let bytes = read_bytes(path)?;
+/// Records the file just written for `rec` from `bytes`, what was written
+/// (not a second read, which could see an edit made since and hide it):
+/// one line appended. Called by the archive's writer after the LEARN gate.
+/// A file whose size is no longer that of `bytes` gets no line (the next
+/// load parses it).
+pub fn append(dir: &Path, rec: &IterationRecord, path: &Path, bytes: &[u8]) -> Result<()> {
     let meta =
         std::fs::metadata(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    if meta.len() != bytes.len() as u64 {
+        return Ok(());
+    }
     let stamp = Stamp {
         size: meta.len(),
         mtime_ns: mtime_of(&meta),
         taken_ns: now_ns(),
-        hash: hash(&bytes),
+        hash: hash(bytes),
     };
     let mut text = line_text(&stamp, rec)
         .ok_or_else(|| Error::Internal("serializing an index line failed".into()))?;
@@ -220,8 +227,11 @@ fn append_text(path: &Path, text: &str) -> Result<()> {
     write().map_err(|e| Error::io(format!("appending to {}", path.display()), e))
 }
 
+/// The line for `rec`, or none when JSON cannot carry it exactly (an
+/// infinite float, which YAML keeps and JSON writes as `null`): such a
+/// file is parsed on every load rather than cached wrong.
 fn line_text(stamp: &Stamp, rec: &IterationRecord) -> Option<String> {
-    serde_json::to_string(&LineRef {
+    let text = serde_json::to_string(&LineRef {
         iteration: rec.iteration,
         size: stamp.size,
         mtime_ns: stamp.mtime_ns,
@@ -229,25 +239,32 @@ fn line_text(stamp: &Stamp, rec: &IterationRecord) -> Option<String> {
         hash: &stamp.hash,
         record: rec,
     })
-    .ok()
+    .ok()?;
+    let back: Line = serde_json::from_str(&text).ok()?;
+    (back.record == *rec).then_some(text)
 }
 
 /// The index's lines by iteration (the last line of an iteration wins) and
 /// how many lines the file holds in all, damaged ones included.
 fn read_lines(path: &Path) -> (HashMap<u32, Line>, usize) {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    // Bytes, line by line: a line torn inside a multi-byte character must
+    // cost that line, not the whole index.
+    let Ok(bytes) = std::fs::read(path) else {
         return (HashMap::new(), 0);
     };
     let mut map = HashMap::new();
     let mut total = 0;
     // From the end, so that a superseded line is recognized by its prefix
     // and never decoded: decoding is most of a load's time.
-    for raw in text.lines().rev() {
+    for raw in bytes.split(|b| *b == b'\n').rev() {
+        if raw.is_empty() {
+            continue;
+        }
         total += 1;
         if leading_iteration(raw).is_some_and(|n| map.contains_key(&n)) {
             continue;
         }
-        if let Ok(line) = serde_json::from_str::<Line>(raw)
+        if let Ok(line) = serde_json::from_slice::<Line>(raw)
             && line.record.iteration == line.iteration
         {
             map.entry(line.iteration).or_insert(line);
@@ -257,10 +274,10 @@ fn read_lines(path: &Path) -> (HashMap<u32, Line>, usize) {
 }
 
 /// The iteration a line written by [`line_text`] starts with.
-fn leading_iteration(raw: &str) -> Option<u32> {
-    let rest = raw.strip_prefix("{\"iteration\":")?;
-    let end = rest.find(|c: char| !c.is_ascii_digit())?;
-    rest[..end].parse().ok()
+fn leading_iteration(raw: &[u8]) -> Option<u32> {
+    let rest = raw.strip_prefix(b"{\"iteration\":")?;
+    let end = rest.iter().position(|c| !c.is_ascii_digit())?;
+    std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
 fn write_all(path: &Path, stamps: &[Stamp], records: &[IterationRecord]) -> Result<()> {
@@ -428,13 +445,17 @@ mod tests {
         lines[7] = "";
         let torn = &lines[9][..lines[9].len() / 2].to_string();
         lines[9] = torn;
-        // A line that claims another iteration than its record.
-        let swapped = lines[5].replacen("\"iteration\":5", "\"iteration\":6", 1);
-        lines[5] = &swapped;
+        // A line that claims another iteration than its record, last, so
+        // that no genuine line for that iteration supersedes it.
+        let swapped = lines[5].replacen("\"iteration\":5", "\"iteration\":12", 1);
+        lines[5] = "";
+        lines.remove(12);
+        lines.push(&swapped);
         std::fs::write(&path, lines.join("\n")).unwrap();
         let (h, stats) = load(dir.path());
         assert_eq!(h, history::load_files(dir.path()).unwrap());
-        assert_eq!(stats.parsed, 4, "{stats:?}");
+        // 3, 5, 7 and the torn 9; 12, whose only line is the swapped one.
+        assert_eq!(stats.parsed, 5, "{stats:?}");
         let (_, stats) = load(dir.path());
         assert_eq!(stats.parsed, 0, "the repairs were appended: {stats:?}");
     }
@@ -472,6 +493,43 @@ mod tests {
         assert!(stats.compacted, "{stats:?}");
         let lines = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
         assert_eq!(lines.lines().count(), 6);
+    }
+
+    #[test]
+    fn a_line_torn_inside_a_character_costs_that_line_only() {
+        let dir = archive(8);
+        let mut rec = history::read(&history::path_of(dir.path(), 8)).unwrap();
+        rec.reason = "é".repeat(40);
+        history::write(dir.path(), &rec, &ctx()).unwrap();
+        age_files(dir.path());
+        load(dir.path());
+        let path = dir.path().join(FILE);
+        let mut bytes = std::fs::read(&path).unwrap();
+        // Cut the last line just after the first byte of an é.
+        let at = bytes.iter().rposition(|b| *b == 0xc3).unwrap() + 1;
+        bytes.truncate(at);
+        assert!(std::str::from_utf8(&bytes).is_err());
+        std::fs::write(&path, &bytes).unwrap();
+        let (h, stats) = load(dir.path());
+        assert_eq!(h[8].reason, rec.reason);
+        assert_eq!((stats.cached, stats.parsed), (8, 1), "{stats:?}");
+        let (_, stats) = load(dir.path());
+        assert_eq!(stats.parsed, 0, "{stats:?}");
+    }
+
+    #[test]
+    fn a_record_json_cannot_carry_is_parsed_not_cached_wrong() {
+        let dir = archive(2);
+        let mut rec = history::read(&history::path_of(dir.path(), 2)).unwrap();
+        rec.cost_usd = f64::INFINITY;
+        history::write(dir.path(), &rec, &ctx()).unwrap();
+        age_files(dir.path());
+        load(dir.path());
+        for _ in 0..2 {
+            let (h, stats) = load(dir.path());
+            assert_eq!(h[2].cost_usd, f64::INFINITY);
+            assert_eq!((stats.parsed, stats.appended), (1, 0), "{stats:?}");
+        }
     }
 
     #[test]

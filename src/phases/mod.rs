@@ -832,6 +832,11 @@ impl<'a> Machine<'a> {
         span.sync()?;
         failpoint::after_checkpoint(phase);
         if self.interrupt.is_set() {
+            // LEARN and COMMIT archive the iteration file only; a run
+            // interrupted there still leaves a summary that lists it.
+            if matches!(phase, Phase::Learn | Phase::Commit) {
+                self.archive.sync(None, &self.brief, &self.project.config)?;
+            }
             span.emit(Event::Interrupted { phase: Some(phase) })?;
             return Err(Error::Interrupted);
         }

@@ -249,4 +249,9 @@ esac
     let r = t.record("h", 1);
     assert_eq!(r.verdict, ooda::history::Verdict::Blocked, "{}", r.reason);
     assert!(r.reason.contains(named), "{}", r.reason);
+    // Nothing forged is believed afterwards.
+    assert_eq!(t.record("h", 0).verdict, ooda::history::Verdict::Baseline);
+    let dir = t.path().join("iterations/h");
+    let h = ooda::history::load(&dir).unwrap();
+    assert_eq!(h[0].verdict, ooda::history::Verdict::Baseline);
 }
