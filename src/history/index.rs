@@ -264,7 +264,11 @@ fn read_lines(path: &Path) -> (HashMap<u32, Line>, usize) {
         if leading_iteration(raw).is_some_and(|n| map.contains_key(&n)) {
             continue;
         }
-        if let Ok(line) = serde_json::from_slice::<Line>(raw)
+        // Checking the line's UTF-8 once is cheaper than serde_json's
+        // check string by string.
+        if let Ok(line) = std::str::from_utf8(raw)
+            .map_err(|_| ())
+            .and_then(|t| serde_json::from_str::<Line>(t).map_err(|_| ()))
             && line.record.iteration == line.iteration
         {
             map.entry(line.iteration).or_insert(line);
