@@ -1,19 +1,27 @@
-//! What reading the archive costs as history grows: `ooda status` over
-//! three Briefs of N iterations each, on real iteration files.
+//! What the archive costs as history grows, on real files.
 //!
 //! ```sh
-//! cargo run --release --example overhead              # 3 Briefs × 10, 1,000 iterations
+//! cargo build --release                                # the tick table needs the binary
+//! cargo run --release --example overhead              # 10 and 1,000 iterations
 //! cargo run --release --example overhead -- 10 1000 10000
 //! ```
 //!
+//! Three tables. `ooda status` over three Briefs of N iterations each, the
+//! old path (every iteration file parsed: `history::load_files`) beside the
+//! index (`history::load`), each the median of 5 `status::collect_with`
+//! calls in this process, with the peak resident memory of a fresh
+//! `ooda status` process read from `/proc`. The PLAN prompt's size at each
+//! length against its 24,000-character budget. And one `ooda tick` of the
+//! release binary after N iterations, with a command agent (so the prompt
+//! is built and the agent fenced as with a real CLI) and a metric of about
+//! a millisecond; the runner overhead is the wall time less the commands
+//! the event log records.
+//!
 //! The histories are synthetic (`prompt::synthetic_history`) but written by
-//! the archive's own writer, so they are files the real reader accepts.
-//! Each size is timed in this process (the median of 5 `status::collect`
-//! calls over a warm page cache) and the peak resident memory of a fresh
-//! `ooda status` process is read from `/proc` when the release binary is
-//! beside this example. This is the baseline of the full-parse path the
-//! index of issue 16 replaces; the goal there is 3 × 1,000 in ≤ 100 ms and
-//! ≤ 30 MB.
+//! the archive's own writer and aged eight hours (the index hashes files
+//! younger than three seconds), so they are files the real reader accepts
+//! in the state a morning finds them. Goals (issue 16): status 3 × 1,000 in
+//! ≤ 100 ms and ≤ 30 MB; a tick at 10,000 within 20 ms of one at 10.
 
 use std::path::Path;
 use std::time::Instant;
@@ -283,6 +291,37 @@ fn main() -> std::process::ExitCode {
             .map(|m| format!("{m:.1} MB"))
             .unwrap_or_else(|| "– (no release binary beside the example)".into());
         println!("| {n} | 3 | {old:.1} ms | {new:.1} ms | {rss} |");
+    }
+    // The PLAN prompt at each length, against its budget (the builder
+    // guarantees it; this shows how close each length comes).
+    println!("\n| iterations | PLAN prompt (chars) | budget | falsified entries | digest folded |");
+    println!("|---:|---:|---:|---:|---:|");
+    for &n in &tick_sizes {
+        let brief =
+            Brief::parse(Path::new("briefs/a.md"), &tick_brief()).expect("the benchmark's Brief");
+        let history = ooda::prompt::synthetic_history(n, 7);
+        let best = ooda::model::Point::new();
+        let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05, 24);
+        let view = ooda::prompt::PlanView {
+            template: ooda::scaffold::TEMPLATES[0].1,
+            brief: &brief,
+            history: &history,
+            iteration: history.len() as u32,
+            limits: ooda::brief::Budget::default(),
+            run_started: chrono::Utc::now(),
+            now: chrono::Utc::now(),
+            iterations_dir: "iterations/a",
+            best_point: &best,
+            orientation: &orientation,
+            retry: None,
+            result_file: true,
+            max_chars: 24_000,
+        };
+        let (_, stats) = ooda::prompt::plan(&view);
+        println!(
+            "| {n} | {} | 24000 | {} | {} |",
+            stats.total, stats.falsified_entries, stats.digest_folded
+        );
     }
     let Some(ooda) = ooda else {
         println!(
