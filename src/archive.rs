@@ -9,8 +9,8 @@
 //! COMMIT ([`Archive::write_record`]); every projection after CHECK and when
 //! a run stops, so a kill between any two writes is repaired by the next
 //! sync.
-//! Further projections (an index of the archive) are one more entry in
-//! [`Archive::sync`], never a second writer.
+//! The index of the archive (`index.jsonl`) is written with each iteration
+//! file by the same writer (`history::write`), never by a second one.
 //!
 //! Opening reconciles the checkpoint with the archive: a state behind the
 //! archive, unreadable or missing is rebuilt from the iteration files (they

@@ -23,9 +23,9 @@ use crate::error::{IoContext, Result};
 pub struct Fence {
     trees: Vec<Watched>,
     /// The Brief's archive (`iter-*.md`, `index.jsonl`, `summary.md`,
-    /// `state.json`): an
-    /// agent must not rewrite the history it is judged by. Hashed file by
-    /// file, since git status sees neither ignored nor untracked-folder files.
+    /// `state.json`): an agent must not rewrite the history it is judged
+    /// by. Checked file by file ([`archive_files`]), since git status sees
+    /// neither ignored nor untracked-folder files.
     archive: PathBuf,
     archive_before: BTreeMap<PathBuf, String>,
     /// Without the sandbox: the repository's git directory, the Briefs and

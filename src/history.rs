@@ -625,8 +625,8 @@ pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<I
 }
 
 /// All iteration files' records, in order, read through the index
-/// (`index.jsonl`, rebuilt from the files whenever it is missing, stale or
-/// damaged). A gap in the numbering is reported, since it means someone
+/// (`index.jsonl`; a file whose line is missing, stale or damaged is
+/// parsed). A gap in the numbering is reported, since it means someone
 /// deleted part of the archive.
 ///
 /// This reader never writes: it may run beside a loop whose agent step is
@@ -652,21 +652,29 @@ pub fn load_with_stats(dir: &Path, repair: bool) -> Result<(Vec<IterationRecord>
 /// what [`load`] did before there was an index (the overhead benchmark
 /// compares the two).
 pub fn load_files(dir: &Path) -> Result<Vec<IterationRecord>> {
-    let mut out = Vec::new();
-    for (n, path) in files(dir)? {
-        let rec = read(&path)?;
-        if rec.iteration != n {
-            return Err(Error::Corrupt {
-                path,
-                message: format!(
-                    "file name says iteration {n} but its front matter says {}",
-                    rec.iteration
-                ),
-            });
-        }
-        out.push(rec);
+    files(dir)?
+        .iter()
+        .map(|(n, path)| {
+            let bytes = std::fs::read(path)
+                .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+            parse_numbered(path, *n, &bytes)
+        })
+        .collect()
+}
+
+/// The record of iteration file `n`, whose front matter must say `n`.
+fn parse_numbered(path: &Path, n: u32, bytes: &[u8]) -> Result<IterationRecord> {
+    let rec = parse_bytes(path, bytes)?;
+    if rec.iteration != n {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: format!(
+                "file name says iteration {n} but its front matter says {}",
+                rec.iteration
+            ),
+        });
     }
-    Ok(out)
+    Ok(rec)
 }
 
 /// The iteration files of `dir`, numbered and in order, with no gap.

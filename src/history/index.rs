@@ -13,13 +13,13 @@
 //! was taken for a later edit to have moved it (a coarse file-system clock
 //! can give an edit in the same tick the same time, Git's "racily clean"
 //! case) the bytes are hashed too. A missing, stale or damaged line (a torn
-//! append, a hand edit of the index) costs one parse of that file and the
-//! index is rewritten; nothing depends on it being there.
+//! append, a hand edit of the index) costs one parse of that file; nothing
+//! depends on the index being there.
 //!
 //! Only the holder of the Brief's lock writes the index: the runner appends
 //! a line after each archived write and, when it opens the archive, the
-//! lines it had to repair; once most lines are superseded it rewrites the
-//! index whole (atomically). Other readers (`ooda status`, trace, compare)
+//! lines it had to repair; once an eighth of the lines are superseded or
+//! damaged it rewrites the index whole (atomically). Other readers (`ooda status`, trace, compare)
 //! use what is valid and parse the rest, writing nothing: the fence around
 //! an agent step (fence.rs) would take their repair for the agent's. A
 //! torn line (a kill mid-append) is skipped.
@@ -69,7 +69,7 @@ struct LineRef<'a> {
 }
 
 /// Which file a line was taken from, and when.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct Stamp {
     size: u64,
     mtime_ns: u64,
@@ -143,7 +143,7 @@ pub fn load(
                     }
                     _ => {
                         stats.parsed += 1;
-                        (parse_checked(path, *n, &bytes)?, stamp)
+                        (super::parse_numbered(path, *n, &bytes)?, stamp)
                     }
                 }
             }
@@ -151,28 +151,17 @@ pub fn load(
         out.push(rec);
         stamps.push(stamp);
     }
-    // A cache that cannot be written (a read-only checkout someone runs
-    // `ooda status` in) only costs the next reader the parse. Superseded,
-    // damaged and orphaned lines are harmless to a reader (the last valid
-    // line of an iteration wins, and is checked against its file), so
-    // repairs are appended and the file is compacted only once most of it
-    // is dead weight.
+    // A cache that cannot be written only costs the next reader the parse.
+    // Superseded, damaged and orphaned lines are harmless to a reader (the
+    // last valid line of an iteration wins, and is checked against its
+    // file), so repairs are appended; dead lines are skipped cheaply but
+    // still read, so the file is compacted once they are an eighth of it
+    // (amortized, a few lines rewritten per iteration archived).
     let lines_after = total_lines + repaired.len();
-    // Dead lines are skipped cheaply but still read: compact once they are
-    // an eighth of the file (amortized, a few lines rewritten per
-    // iteration archived).
     if repair && lines_after > files.len() + files.len() / 8 + 16 {
         stats.compacted = write_all(&index_path, &stamps, &out).is_ok();
     } else if repair && !repaired.is_empty() {
-        let mut text = String::new();
-        let mut lines = 0;
-        for &i in &repaired {
-            if let Some(json) = line_text(&stamps[i], &out[i]) {
-                text.push_str(&json);
-                text.push('\n');
-                lines += 1;
-            }
-        }
+        let (text, lines) = lines_text(repaired.iter().map(|&i| (&stamps[i], &out[i])));
         if lines > 0 && append_text(&index_path, &text).is_ok() {
             stats.appended = lines;
         }
@@ -264,11 +253,7 @@ fn read_lines(path: &Path) -> (HashMap<u32, Line>, usize) {
         if leading_iteration(raw).is_some_and(|n| map.contains_key(&n)) {
             continue;
         }
-        // Checking the line's UTF-8 once is cheaper than serde_json's
-        // check string by string.
-        if let Ok(line) = std::str::from_utf8(raw)
-            .map_err(|_| ())
-            .and_then(|t| serde_json::from_str::<Line>(t).map_err(|_| ()))
+        if let Ok(line) = serde_json::from_slice::<Line>(raw)
             && line.record.iteration == line.iteration
         {
             map.entry(line.iteration).or_insert(line);
@@ -285,28 +270,25 @@ fn leading_iteration(raw: &[u8]) -> Option<u32> {
 }
 
 fn write_all(path: &Path, stamps: &[Stamp], records: &[IterationRecord]) -> Result<()> {
-    let mut text = String::new();
-    for (stamp, rec) in stamps.iter().zip(records) {
-        if let Some(json) = line_text(stamp, rec) {
-            text.push_str(&json);
-            text.push('\n');
-        }
-    }
+    let (text, _) = lines_text(stamps.iter().zip(records));
     crate::atomic::write_atomic(path, text.as_bytes())
 }
 
-fn parse_checked(path: &Path, n: u32, bytes: &[u8]) -> Result<IterationRecord> {
-    let rec = super::parse_bytes(path, bytes)?;
-    if rec.iteration != n {
-        return Err(Error::Corrupt {
-            path: path.to_path_buf(),
-            message: format!(
-                "file name says iteration {n} but its front matter says {}",
-                rec.iteration
-            ),
-        });
+/// The lines for these records, each ended by a newline, and how many
+/// (a record [`line_text`] refuses gets none).
+fn lines_text<'a>(
+    entries: impl Iterator<Item = (&'a Stamp, &'a IterationRecord)>,
+) -> (String, usize) {
+    let mut text = String::new();
+    let mut lines = 0;
+    for (stamp, rec) in entries {
+        if let Some(json) = line_text(stamp, rec) {
+            text.push_str(&json);
+            text.push('\n');
+            lines += 1;
+        }
     }
-    Ok(rec)
+    (text, lines)
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
