@@ -12,6 +12,10 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+mod dir_watch;
+
+use dir_watch::DirWatch;
+
 use crate::compress::clip;
 use crate::error::{IoContext, Result};
 
@@ -27,10 +31,18 @@ pub struct Fence {
     /// by. Checked file by file ([`archive_files`]), since git status sees
     /// neither ignored nor untracked-folder files.
     archive: PathBuf,
-    archive_before: BTreeMap<PathBuf, String>,
+    archive_watch: ArchiveWatch,
     /// Without the sandbox: the repository's git directory, the Briefs and
     /// `ooda.yaml` (see [`Fence::with_git`]).
     git: Option<GitWatch>,
+}
+
+/// How the archive is watched: by the kernel where the sandbox keeps it
+/// read-only for the agent (one watch, whatever the history's length:
+/// `dir_watch.rs` says what it sees), by stamping every file otherwise.
+enum ArchiveWatch {
+    Kernel(DirWatch),
+    Stamps(BTreeMap<PathBuf, String>),
 }
 
 /// What an unconfined agent could change to act after its step (a hook, a
@@ -57,7 +69,9 @@ struct Watched {
 }
 
 impl Fence {
-    pub fn new(root: &Path, base_dir: &Path, archive: &Path) -> Result<Fence> {
+    /// `sandboxed`: the agent runs confined, so the archive is read-only to
+    /// it and a kernel watch on the directory suffices (see [`ArchiveWatch`]).
+    pub fn new(root: &Path, base_dir: &Path, archive: &Path, sandboxed: bool) -> Result<Fence> {
         // Briefs may be edited by a human at any time.
         let skip = vec![
             root.join("iterations"),
@@ -80,7 +94,10 @@ impl Fence {
         Ok(Fence {
             trees,
             archive: archive.to_path_buf(),
-            archive_before: archive_files(archive),
+            archive_watch: match sandboxed.then(|| DirWatch::new(archive)) {
+                Some(Ok(w)) => ArchiveWatch::Kernel(w),
+                _ => ArchiveWatch::Stamps(archive_files(archive)),
+            },
             git: None,
         })
     }
@@ -131,20 +148,8 @@ impl Fence {
                 changed.push(path.display().to_string());
             }
         }
-        let after = archive_files(&self.archive);
         let before_changed = changed.len();
-        for (path, hash) in &after {
-            if self.archive_before.get(path) != Some(hash) {
-                changed.push(path.display().to_string());
-            }
-        }
-        for path in self
-            .archive_before
-            .keys()
-            .filter(|p| !after.contains_key(*p))
-        {
-            changed.push(path.display().to_string());
-        }
+        changed.extend(self.archive_changed());
         // The index is a cache every later reader believes while its stamps
         // match: one the agent touched is removed (the runner rebuilds it
         // from the iteration files), as ooda's refs are put back.
@@ -166,6 +171,57 @@ impl Fence {
             )
         }))
     }
+}
+
+impl Fence {
+    /// The archive's files that changed during the step.
+    fn archive_changed(&self) -> Vec<String> {
+        let mut changed = Vec::new();
+        match &self.archive_watch {
+            ArchiveWatch::Stamps(before) => {
+                let after = archive_files(&self.archive);
+                for (path, hash) in &after {
+                    if before.get(path) != Some(hash) {
+                        changed.push(path.display().to_string());
+                    }
+                }
+                for path in before.keys().filter(|p| !after.contains_key(*p)) {
+                    changed.push(path.display().to_string());
+                }
+            }
+            ArchiveWatch::Kernel(watch) => {
+                let dir = self.archive.display();
+                match watch.changes() {
+                    Ok(c) => {
+                        for name in &c.names {
+                            if watched_in_archive(&name.to_string_lossy()) {
+                                changed.push(self.archive.join(name).display().to_string());
+                            }
+                        }
+                        if c.overflowed {
+                            changed.push(format!("{dir} (more changes than the kernel queues)"));
+                        }
+                        if c.gone {
+                            changed.push(format!("{dir} (removed or moved)"));
+                        }
+                    }
+                    Err(e) => changed.push(format!("{dir} (its watch failed: {e})")),
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// The archive's files an agent must not change: the iteration files, their
+/// index, the summary and the checkpoint.
+fn watched_in_archive(name: &str) -> bool {
+    stamped_in_archive(name) || name == "summary.md" || name == "state.json"
+}
+
+/// Those of them many and never written during a step, stamped rather than read.
+fn stamped_in_archive(name: &str) -> bool {
+    (name.starts_with("iter-") && name.ends_with(".md")) || name == crate::history::index::FILE
 }
 
 impl GitWatch {
@@ -317,9 +373,7 @@ fn archive_files(dir: &Path) -> BTreeMap<PathBuf, String> {
     };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let stamped = (name.starts_with("iter-") && name.ends_with(".md"))
-            || name == crate::history::index::FILE;
-        if stamped {
+        if stamped_in_archive(&name) {
             if let Ok(m) = e.metadata() {
                 let stamp = format!(
                     "{} {}.{} {}.{} {}",
@@ -332,7 +386,7 @@ fn archive_files(dir: &Path) -> BTreeMap<PathBuf, String> {
                 );
                 out.insert(e.path(), stamp);
             }
-        } else if (name == "summary.md" || name == "state.json")
+        } else if watched_in_archive(&name)
             && let Ok(o) = git2::Oid::hash_file(git2::ObjectType::Blob, e.path())
         {
             out.insert(e.path(), o.to_string());
@@ -353,6 +407,22 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
     opts.include_untracked(true)
         .recurse_untracked_dirs(recurse)
         .include_ignored(false);
+    if !skip.is_empty() {
+        // The skipped folders are not walked at all: `iterations/` holds a
+        // file per iteration, and git would look at every one of them (to
+        // learn whether an untracked folder holds anything, or to compare
+        // tracked files with its index) at every agent step. Git is given
+        // the other top-level names instead, from the disk and from its
+        // index (a tracked file the agent removed is on the disk no more).
+        let names = top_level_names(&repo, &workdir, skip)?;
+        if names.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        for name in &names {
+            opts.pathspec(name.as_os_str());
+        }
+        opts.disable_pathspec_match(true);
+    }
     let statuses = repo
         .statuses(Some(&mut opts))
         .ctx(|| format!("reading the status of {}", workdir.display()))?;
@@ -370,4 +440,146 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
         out.insert(path, format!("{}:{hash}", st.status().bits()));
     }
     Ok(out)
+}
+
+/// The top-level names of the work tree, on disk or in git's index, those
+/// beneath `skip` aside.
+fn top_level_names(
+    repo: &git2::Repository,
+    workdir: &Path,
+    skip: &[PathBuf],
+) -> Result<std::collections::BTreeSet<std::ffi::OsString>> {
+    let mut names = std::collections::BTreeSet::new();
+    let entries = std::fs::read_dir(workdir).ctx(|| format!("listing {}", workdir.display()))?;
+    for e in entries.flatten() {
+        names.insert(e.file_name());
+    }
+    let index = repo
+        .index()
+        .ctx(|| format!("reading the git index of {}", workdir.display()))?;
+    for entry in index.iter() {
+        let first = entry
+            .path
+            .split(|&b| b == b'/')
+            .next()
+            .unwrap_or(&entry.path);
+        names.insert(std::ffi::OsStr::from_bytes(first).to_os_string());
+    }
+    names.remove(std::ffi::OsStr::new(".git"));
+    names.retain(|n| !skip.iter().any(|s| workdir.join(n).starts_with(s)));
+    Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A checkout with tracked files at the top, in a folder, and a tracked
+    /// and an untracked archive beneath `iterations/`.
+    fn checkout() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        std::fs::create_dir_all(d.join("iterations/a")).unwrap();
+        std::fs::write(d.join("README"), "r\n").unwrap();
+        std::fs::write(d.join("src/lib.rs"), "x\n").unwrap();
+        std::fs::write(d.join("iterations/a/iter-000.md"), "0\n").unwrap();
+        git(d, &["add", "-A"]);
+        git(d, &["commit", "-qm", "init"]);
+        std::fs::write(d.join("iterations/a/iter-001.md"), "1\n").unwrap();
+        dir
+    }
+
+    fn changed(root: &Path, before: &BTreeMap<PathBuf, String>) -> Vec<String> {
+        let skip = vec![root.join("iterations")];
+        let after = dirty(root, &skip, false).unwrap();
+        let mut out: Vec<String> = after
+            .iter()
+            .filter(|(p, s)| before.get(*p) != Some(s))
+            .map(|(p, _)| p.strip_prefix(root).unwrap().display().to_string())
+            .chain(
+                before
+                    .keys()
+                    .filter(|p| !after.contains_key(*p))
+                    .map(|p| p.strip_prefix(root).unwrap().display().to_string()),
+            )
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_checkout_is_watched_outside_the_skipped_folders_only() {
+        let dir = checkout();
+        let root = &dir.path().canonicalize().unwrap();
+        let skip = vec![root.join("iterations")];
+        let before = dirty(root, &skip, false).unwrap();
+        assert!(before.is_empty(), "{before:?}");
+        // Beneath the skipped folder: tracked, untracked and new files.
+        std::fs::write(root.join("iterations/a/iter-000.md"), "forged\n").unwrap();
+        std::fs::write(root.join("iterations/a/iter-002.md"), "2\n").unwrap();
+        assert!(changed(root, &before).is_empty());
+        // Everywhere else: an edit, a removal (gone from the disk, still in
+        // git's index), a new file and a new folder.
+        std::fs::write(root.join("src/lib.rs"), "y\n").unwrap();
+        std::fs::remove_file(root.join("README")).unwrap();
+        std::fs::write(root.join("new"), "n\n").unwrap();
+        std::fs::create_dir(root.join("more")).unwrap();
+        std::fs::write(root.join("more/file"), "m\n").unwrap();
+        assert_eq!(
+            changed(root, &before),
+            ["README", "more", "new", "src/lib.rs"]
+        );
+    }
+
+    #[test]
+    fn a_checkout_holding_only_skipped_folders_has_nothing_to_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = &dir.path().canonicalize().unwrap();
+        git(root, &["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(root.join("iterations/a")).unwrap();
+        std::fs::write(root.join("iterations/a/iter-000.md"), "0\n").unwrap();
+        assert!(
+            dirty(root, &[root.join("iterations")], false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_confined_fence_names_the_archive_files_a_process_changed() {
+        let dir = checkout();
+        let root = &dir.path().canonicalize().unwrap();
+        let archive = root.join("iterations/a");
+        let base = tempfile::tempdir().unwrap();
+        git(base.path(), &["init", "-q", "-b", "main"]);
+        for sandboxed in [true, false] {
+            let fence = Fence::new(root, base.path(), &archive, sandboxed).unwrap();
+            assert_eq!(
+                matches!(fence.archive_watch, ArchiveWatch::Kernel(_)),
+                sandboxed
+            );
+            // ooda's own writes during a step are not the agent's.
+            std::fs::write(archive.join("events.jsonl"), "{}\n").unwrap();
+            assert_eq!(fence.breached().unwrap(), None);
+            std::fs::write(archive.join("iter-001.md"), format!("{sandboxed}\n")).unwrap();
+            let said = fence.breached().unwrap().expect("a breach");
+            assert!(said.contains("iter-001.md"), "{said}");
+        }
+    }
 }

@@ -125,7 +125,7 @@ impl CommandAgent {
         step: impl FnOnce() -> Result<T>,
         failed: impl FnOnce(&crate::error::Error) -> T,
     ) -> Result<(T, Option<Breach>)> {
-        let mut fence = Fence::new(t.root, t.base_dir, t.dir)?;
+        let mut fence = Fence::new(t.root, t.base_dir, t.dir, self.sandboxed)?;
         if !self.sandboxed {
             // Nothing kept the git directory, the Briefs or ooda.yaml
             // read-only: what changed there is found afterwards.
