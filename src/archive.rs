@@ -54,9 +54,13 @@ impl Archive {
         brief_hash: &str,
         ws: &Workspace,
         watchers: Vec<Arc<dyn Sink>>,
+        events_segment: u64,
     ) -> Result<Archive> {
         crate::atomic::create_dir_all(dir)?;
         let lock = BriefLock::acquire(dir)?;
+        // Under the lock and before this tick opens the live log: a log
+        // past its size is sealed (events/segments.rs).
+        crate::events::segments::rotate(dir, events_segment)?;
         // Under the lock: the runner keeps the index (history/index.rs).
         let history = history::load_and_repair(dir)?;
         let mut warnings = Vec::new();
@@ -388,8 +392,15 @@ mod tests {
             .unwrap();
         let brief = Brief::parse(&dir.join("briefs/b.md"), BRIEF).unwrap();
         let ws = Workspace::open(dir, &dir.join(".ooda/worktrees/b"), "b").unwrap();
-        let archive =
-            Archive::open(&dir.join("iterations/b"), &brief, "h", &ws, Vec::new()).unwrap();
+        let archive = Archive::open(
+            &dir.join("iterations/b"),
+            &brief,
+            "h",
+            &ws,
+            Vec::new(),
+            1 << 26,
+        )
+        .unwrap();
         (brief, ws, archive)
     }
 

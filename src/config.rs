@@ -88,6 +88,12 @@ pub struct Defaults {
     /// Whether this Brief's timed runs take the host-wide measurement lock,
     /// so two Briefs (or two projects) never benchmark on top of each other.
     pub measure_exclusive: bool,
+    /// Bytes of `events.jsonl` above which a tick seals it into
+    /// `events/NNNNNN.jsonl.gz`.
+    pub events_segment: u64,
+    /// Discarded iterations whose artifacts are kept, counted back from the
+    /// latest (None: all of them).
+    pub keep_artifacts: Option<u32>,
 }
 
 impl Default for Defaults {
@@ -104,6 +110,8 @@ impl Default for Defaults {
             red_lights: crate::model::Thresholds::default(),
             agent_outage: Duration::from_secs(30 * 60),
             measure_exclusive: true,
+            events_segment: 64 << 20,
+            keep_artifacts: Some(1000),
         }
     }
 }
@@ -342,6 +350,8 @@ const DEFAULTS_KEYS: &[&str] = &[
     "red_lights",
     "agent_outage",
     "measure_exclusive",
+    "events_segment",
+    "keep_artifacts",
 ];
 const RED_LIGHT_KEYS: &[&str] = &[
     "flip_window",
@@ -968,6 +978,33 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         )
     {
         d.output_cap = v;
+    }
+    if let Some(e) = fields.get("events_segment")
+        && let Some(v) = ck.expect(
+            &e.value,
+            "defaults.events_segment",
+            "a byte count of at least 1MiB, like `64MiB`",
+            "events_segment: 64MiB",
+            |n| parse_bytes(n.scalar()?).filter(|v| *v >= 1 << 20),
+        )
+    {
+        d.events_segment = v;
+    }
+    if let Some(e) = fields.get("keep_artifacts")
+        && let Some(v) = ck.expect(
+            &e.value,
+            "defaults.keep_artifacts",
+            "a number of iterations (1 or more), or `all`",
+            "keep_artifacts: 1000",
+            |n| match n.scalar()? {
+                "all" => Some(None),
+                s => parse_int(s)
+                    .filter(|v| *v >= 1)
+                    .map(|v| Some(u32::try_from(v).unwrap_or(u32::MAX))),
+            },
+        )
+    {
+        d.keep_artifacts = v;
     }
 }
 
@@ -1615,6 +1652,28 @@ mod tests {
     }
 
     #[test]
+    fn retention_keys_take_all_or_a_count_and_name_the_key_when_wrong() {
+        let parse = |t: &str| Config::parse(Path::new("ooda.yaml"), t);
+        let d = Config::default().defaults;
+        assert_eq!((d.events_segment, d.keep_artifacts), (64 << 20, Some(1000)));
+        let all = parse("defaults: {keep_artifacts: all}\n").unwrap();
+        assert_eq!(all.defaults.keep_artifacts, None);
+        for bad in [
+            "defaults: {keep_artifacts: 0}\n",
+            "defaults: {keep_artifacts: some}\n",
+            "defaults: {events_segment: 10KiB}\n",
+        ] {
+            let e = parse(bad).unwrap_err().to_string();
+            let key = if bad.contains("keep") {
+                "defaults.keep_artifacts"
+            } else {
+                "defaults.events_segment"
+            };
+            assert!(e.contains(key) && e.contains("ooda.yaml:1:"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn full_config() {
         let text = "\
 defaults:
@@ -1625,6 +1684,8 @@ defaults:
   prompt_budget: 30000
   notes_dir: vault/ooda
   output_cap: 64KiB
+  events_segment: 16MiB
+  keep_artifacts: 200
 agents:
   mine:
     command: [python3, agent.py, --fast]
@@ -1650,6 +1711,8 @@ models:
         assert_eq!(d.prompt_budget, 30_000);
         assert_eq!(d.notes_dir, "vault/ooda");
         assert_eq!(d.output_cap, 65_536);
+        assert_eq!(d.events_segment, 16 << 20);
+        assert_eq!(d.keep_artifacts, Some(200));
 
         let mine = &cfg.agents["mine"];
         assert_eq!(mine.command, ["python3", "agent.py", "--fast"]);

@@ -27,6 +27,7 @@ pub mod exec;
 pub mod executor;
 pub mod exit;
 pub mod fence;
+pub mod gc;
 pub mod history;
 pub mod interrupt;
 pub mod knobs;

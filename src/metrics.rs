@@ -67,6 +67,10 @@ pub struct Metrics {
     /// Keeps among the iterations that were decided (baseline not counted).
     pub keep_rate: Option<f64>,
     pub iterations_per_hour: Option<f64>,
+    /// When older events were sealed (`events/`): the time of the first
+    /// live one, where these numbers start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -234,6 +238,13 @@ pub fn section(m: &Metrics) -> String {
         facts.push(format!("{what} p50 {a:.1}s, p95 {b:.1}s"));
     }
     let _ = writeln!(s, "{}.\n", facts.join(", "));
+    if let Some(t) = m.since {
+        let _ = writeln!(
+            s,
+            "From the events since {} (the older ones are sealed in `events/`; `ooda trace` reads them all).\n",
+            t.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
     let agents = m.all.calls > 0;
     let _ = writeln!(
         s,

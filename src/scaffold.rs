@@ -45,6 +45,7 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/state.json",
     "iterations/*/state.json.corrupt-*",
     "iterations/*/events.jsonl",
+    "iterations/*/events/",
     // A cache of the iteration files (history/index.rs), rebuilt from them.
     "iterations/*/index.jsonl",
     "iterations/*/artifacts/",

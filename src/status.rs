@@ -32,6 +32,9 @@ pub struct BriefStatus {
     pub confirmed_gain: Option<f64>,
     pub budget_iterations: Option<u32>,
     pub last_event: Option<DateTime<Utc>>,
+    /// Disk taken by `iterations/<brief>/` and by its worktrees.
+    pub archive_bytes: u64,
+    pub worktree_bytes: u64,
     pub error: Option<String>,
 }
 
@@ -77,6 +80,8 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         confirmed_gain: None,
         budget_iterations: None,
         last_event: None,
+        archive_bytes: 0,
+        worktree_bytes: 0,
         error: None,
     };
     let brief = match Brief::load_in(path, &project.agent_names()) {
@@ -88,8 +93,12 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         }
     };
     out.metric = brief.metric.name.clone();
-    out.budget_iterations = project.config.budget_for(&brief).iterations;
     let dir = project.iterations_dir(&name);
+    // A walk of both folders: a file of metadata per entry, so a worktree
+    // holding a large build tree costs its walk (`ooda gc` frees it).
+    out.archive_bytes = crate::gc::disk_bytes(&dir);
+    out.worktree_bytes = crate::gc::disk_bytes(&project.worktrees_dir(&name));
+    out.budget_iterations = project.config.budget_for(&brief).iterations;
     let history = match load(&dir) {
         Ok(h) => h,
         Err(e) => {
@@ -204,6 +213,14 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
                 t.format("%Y-%m-%d %H:%M:%S UTC")
             ));
         }
+        if r.archive_bytes + r.worktree_bytes > 0 {
+            s.push_str(&format!(
+                ", disk {} (archive {}, worktrees {})",
+                crate::gc::human(r.archive_bytes + r.worktree_bytes),
+                crate::gc::human(r.archive_bytes),
+                crate::gc::human(r.worktree_bytes)
+            ));
+        }
         s.push('\n');
     }
     s
@@ -230,8 +247,23 @@ mod tests {
             confirmed_gain: None,
             budget_iterations: Some(30),
             last_event: None,
+            archive_bytes: 0,
+            worktree_bytes: 0,
             error: None,
         }
+    }
+
+    #[test]
+    fn the_line_says_the_disk_a_brief_takes_once_it_takes_any() {
+        assert!(!render(&[row("NEW")], false).contains("disk"));
+        let mut r = row("GREEN");
+        r.archive_bytes = 2_500_000;
+        r.worktree_bytes = 1_200_000_000;
+        let line = render(&[r], false);
+        assert!(
+            line.contains(", disk 1.2 GB (archive 2.5 MB, worktrees 1.2 GB)"),
+            "{line}"
+        );
     }
 
     #[test]

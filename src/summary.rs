@@ -400,7 +400,10 @@ impl Observed {
         started: Option<chrono::DateTime<Utc>>,
     ) -> Observed {
         use crate::events::Event;
-        let records = crate::events::read_all(dir).unwrap_or_default();
+        // The live log: a tick reads what it appends to, never the sealed
+        // segments of earlier months.
+        let records = crate::events::read_live(dir).unwrap_or_default();
+        let sealed = crate::events::segments::sealed(dir).is_ok_and(|s| !s.is_empty());
         let runs = crate::trace::build(&records);
         // The judge's verdict on the latest stop of the latest run: a run
         // started over keeps one log, and a run that went on after a stop
@@ -476,8 +479,10 @@ impl Observed {
         });
         evaluation.judge = judge;
         evaluation.judge_failed = judge_failed;
+        let mut metrics = crate::metrics::of(&runs, history);
+        metrics.since = records.first().map(|r| r.ts).filter(|_| sealed);
         Observed {
-            metrics: crate::metrics::of(&runs, history),
+            metrics,
             anomalies,
             evaluation: Some(evaluation),
         }
@@ -573,8 +578,15 @@ impl Observed {
         }
         let _ = writeln!(
             s,
-            "\n{} in all; `ooda trace {brief} N` shows each on the node it points to.\n",
-            self.anomalies.len()
+            "\n{} in all{}; `ooda trace {brief} N` shows each on the node it points to.\n",
+            self.anomalies.len(),
+            self.metrics
+                .since
+                .map(|t| format!(
+                    " since {} (older ones are in the sealed log, `events/`)",
+                    t.format("%Y-%m-%d %H:%M UTC")
+                ))
+                .unwrap_or_default()
         );
         s
     }

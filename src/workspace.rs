@@ -107,6 +107,21 @@ impl Workspace {
             .is_some_and(|k| k == key)
     }
 
+    /// Forgets the base's setup (`ooda gc` removed its build outputs), so
+    /// the next measurement sets it up again.
+    pub fn forget_base_setup(&self) -> Result<()> {
+        match self.setup_marker() {
+            Ok(p) => match fs::remove_file(&p) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(Error::io(format!("removing {}", p.display()), e))
+                }
+                _ => Ok(()),
+            },
+            // No base worktree: nothing was set up.
+            Err(_) => Ok(()),
+        }
+    }
+
     pub fn record_base_setup(&self, key: &str) -> Result<()> {
         let p = self.setup_marker()?;
         fs::write(&p, key).ctx(|| format!("writing {}", p.display()))

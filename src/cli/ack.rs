@@ -35,6 +35,7 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Str
         &hash,
         &ws,
         Vec::new(),
+        project.config.defaults.events_segment,
     )?;
     let Some(stop) = archive.state.stop.clone().filter(|s| s.reason.is_red()) else {
         return Ok(format!("{} is not RED: nothing to acknowledge", brief.name));

@@ -12,6 +12,7 @@ mod check;
 mod compare;
 mod daemon;
 mod export;
+mod gc;
 mod init;
 mod new;
 mod output;
@@ -193,6 +194,15 @@ pub enum Command {
         #[arg(long)]
         discard_archive: bool,
     },
+    /// Free disk: worktree build outputs, artifacts of discarded iterations beyond
+    /// `defaults.keep_artifacts`, older replays; says how much it freed
+    Gc {
+        /// The Brief: a name or a path
+        brief: String,
+        /// Say what would be freed, remove nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// Global options every command reads.
@@ -258,5 +268,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
             yes,
             discard_archive,
         } => reset::run(&g, &brief, yes, discard_archive),
+        Command::Gc { brief, dry_run } => gc::run(&g, &brief, dry_run),
     }
 }

@@ -37,7 +37,9 @@ pub(crate) fn tasks(g: &Globals, brief: Option<&str>) -> Result<Exit> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let records = crate::events::read_all(&project.iterations_dir(&name))?;
+        // The tasks of the latest run are in the live log (recent
+        // iterations); sealed segments hold the older ones.
+        let records = crate::events::read_live(&project.iterations_dir(&name))?;
         let runs = crate::trace::build(&records);
         let all = runs.last().map(crate::tasks::of).unwrap_or_default();
         let last_event = records.last().map(|r| r.ts);

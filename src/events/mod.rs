@@ -14,6 +14,7 @@
 //! that turns the same events into the lines a human watches.
 
 mod progress;
+pub mod segments;
 mod sink;
 mod span;
 
@@ -391,32 +392,56 @@ pub fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
         .map(|r| r.ts)
 }
 
-/// Reads every well-formed record; a torn last line (a kill mid-write) is skipped.
+/// Reads every well-formed record, the sealed segments first
+/// (`segments.rs`); a torn last line (a kill mid-write) is skipped.
 pub fn read_all(dir: &Path) -> Result<Vec<Record>> {
     Ok(read_counted(dir)?.0)
 }
 
 /// The records and how many non-empty lines could not be read (a line
 /// cut by a crash, an event type from a newer ooda): readers that show
-/// the log to a user say so rather than silently showing less.
+/// the log to a user say so rather than silently showing less. The
+/// whole log: every sealed segment, then the live file.
 pub fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
-    let path = dir.join("events.jsonl");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
-    };
+    let mut records = Vec::new();
     let mut skipped = 0;
-    let records = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .filter_map(|l| {
-            let r = serde_json::from_str(l).ok();
-            skipped += usize::from(r.is_none());
-            r
-        })
-        .collect();
+    for path in segments::sealed(dir)? {
+        skipped += parse_into(&segments::read(&path)?, &mut records);
+    }
+    skipped += parse_into(&live_text(dir)?, &mut records);
     Ok((records, skipped))
+}
+
+/// The live file only: what the readers that run every tick (the anomaly
+/// rules, the summary's metrics, `status --tasks`) read, so a tick costs
+/// the same after a month of nights. It starts where the last seal left
+/// off; a run older than that is in the sealed segments.
+pub fn read_live(dir: &Path) -> Result<Vec<Record>> {
+    let mut records = Vec::new();
+    parse_into(&live_text(dir)?, &mut records);
+    Ok(records)
+}
+
+fn live_text(dir: &Path) -> Result<String> {
+    let path = dir.join("events.jsonl");
+    match std::fs::read_to_string(&path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+    }
+}
+
+/// Appends the well-formed records of `text`; returns how many non-empty
+/// lines were not.
+fn parse_into(text: &str, records: &mut Vec<Record>) -> usize {
+    let mut skipped = 0;
+    for l in text.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str(l) {
+            Ok(r) => records.push(r),
+            Err(_) => skipped += 1,
+        }
+    }
+    skipped
 }
 
 #[cfg(test)]

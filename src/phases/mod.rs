@@ -197,7 +197,16 @@ impl<'a> Machine<'a> {
             &hash,
             &ws,
             watchers,
+            project.config.defaults.events_segment,
         )?;
+        // Artifacts of the discarded iterations that just left
+        // `defaults.keep_artifacts` (src/gc.rs): housekeeping, so a failure
+        // to remove them never fails the tick (`ooda gc` reports it).
+        let _ = crate::gc::apply_retention(
+            &archive.dir,
+            &archive.history,
+            project.config.defaults.keep_artifacts,
+        );
         // What a tick killed together with its helpers left running dies
         // now, before anything of this tick starts (the Brief's lock makes
         // the earlier tick a dead one).
@@ -1222,7 +1231,10 @@ impl<'a> Machine<'a> {
         mut d: crate::state::CheckOutcome,
     ) -> Result<crate::state::CheckOutcome> {
         let w = &self.project.config.watch;
-        let records = crate::events::read_all(&self.archive.dir)?;
+        // The live log only (bounded by its seal, `events/segments.rs`): a
+        // finding about a node in a sealed segment is not found again, since
+        // the node is not read either.
+        let records = crate::events::read_live(&self.archive.dir)?;
         let runs = crate::trace::build(&records);
         let logged = crate::anomalies::logged(&records);
         let history = &self.archive.history;

@@ -5,6 +5,7 @@ mod attacks;
 mod commands;
 mod decisions;
 mod errors;
+mod growth;
 mod llm;
 mod loop_runs;
 mod migration;

@@ -1,0 +1,158 @@
+//! `ooda gc BRIEF [--dry-run]`: give back the disk a long-running Brief
+//! piled up (what goes, and what never does, is in `src/gc.rs`).
+
+use serde::Serialize;
+
+use super::{Globals, out};
+use crate::error::Result;
+use crate::exit::Exit;
+use crate::gc::{self, Freed};
+use crate::lock::BriefLock;
+use crate::project::Project;
+use crate::workspace::Workspace;
+
+#[derive(Serialize)]
+struct Report {
+    brief: String,
+    dry_run: bool,
+    freed: u64,
+    items: Vec<Freed>,
+    /// On disk once done: the archive and the worktrees.
+    archive_bytes: u64,
+    worktree_bytes: u64,
+}
+
+pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
+    let project = Project::discover(g.root.as_deref())?;
+    let b = project.load_brief(brief)?;
+    let dir = project.iterations_dir(&b.name);
+    let worktrees = project.worktrees_dir(&b.name);
+    // No tick may measure in a worktree, or archive, while it is pruned.
+    let _lock = dir.exists().then(|| BriefLock::acquire(&dir)).transpose()?;
+    let history = if dir.exists() {
+        crate::history::load(&dir)?
+    } else {
+        Vec::new()
+    };
+    let act = |paths: &[std::path::PathBuf]| -> Result<u64> {
+        if dry_run {
+            Ok(paths.iter().map(|p| gc::disk_bytes(p)).sum())
+        } else {
+            gc::remove(paths)
+        }
+    };
+    let mut items = Vec::new();
+
+    let outputs = gc::worktree_outputs(&worktrees)?;
+    if !outputs.is_empty() {
+        let mut parts = Vec::new();
+        let (mut paths, mut bytes) = (0, 0);
+        for (name, list) in &outputs {
+            let n = act(list)?;
+            parts.push(format!("{name} {}", gc::human(n)));
+            paths += list.len();
+            bytes += n;
+        }
+        if !dry_run && outputs.iter().any(|(name, _)| name == "base") {
+            Workspace::open(&project.root, &worktrees, &b.name)?.forget_base_setup()?;
+        }
+        items.push(Freed {
+            what: "worktree_outputs",
+            paths,
+            bytes,
+            detail: parts.join(", "),
+        });
+    }
+
+    if let Some(keep) = project.config.defaults.keep_artifacts {
+        let old = gc::old_artifacts(&dir, &history, keep, 0);
+        if !old.is_empty() {
+            let mut numbers: Vec<u32> = old
+                .iter()
+                .filter_map(|p| {
+                    let name = p.file_name()?.to_str()?;
+                    name.strip_prefix("iter-")?
+                        .trim_end_matches(".diff")
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            numbers.dedup();
+            items.push(Freed {
+                what: "artifacts",
+                paths: old.len(),
+                bytes: act(&old)?,
+                detail: format!(
+                    "{} discarded iteration(s) older than the last {keep} (`defaults.keep_artifacts`): {}",
+                    numbers.len(),
+                    gc::ranges(&numbers)
+                ),
+            });
+        }
+    }
+
+    let (stale, replayed) = gc::stale_replays(&dir)?;
+    if !stale.is_empty() {
+        let iterations: Vec<String> = replayed.iter().map(u32::to_string).collect();
+        items.push(Freed {
+            what: "replays",
+            paths: stale.len(),
+            bytes: act(&stale)?,
+            detail: format!(
+                "older replays of iteration(s) {} (each keeps its replay.json)",
+                iterations.join(", ")
+            ),
+        });
+    }
+
+    let report = Report {
+        brief: b.name.clone(),
+        dry_run,
+        freed: items.iter().map(|i| i.bytes).sum(),
+        items,
+        archive_bytes: gc::disk_bytes(&dir),
+        worktree_bytes: gc::disk_bytes(&worktrees),
+    };
+    if g.json {
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        ))?;
+    } else if !g.quiet {
+        out(&render(&report))?;
+    }
+    Ok(Exit::Ok)
+}
+
+fn render(r: &Report) -> String {
+    let on_disk = format!(
+        "{} on disk: archive {}, worktrees {}",
+        gc::human(r.archive_bytes + r.worktree_bytes),
+        gc::human(r.archive_bytes),
+        gc::human(r.worktree_bytes)
+    );
+    if r.items.is_empty() {
+        return format!("{}: nothing to free ({on_disk})\n", r.brief);
+    }
+    let verb = if r.dry_run { "would free" } else { "freed" };
+    let mut s = format!("{}: {verb} {}\n", r.brief, gc::human(r.freed));
+    for i in &r.items {
+        let what = match i.what {
+            "worktree_outputs" => "build outputs in the worktrees",
+            "artifacts" => "artifacts",
+            _ => "stale replays",
+        };
+        s.push_str(&format!(
+            "  {what}: {} in {} path(s) ({})\n",
+            gc::human(i.bytes),
+            i.paths,
+            i.detail
+        ));
+    }
+    if r.dry_run {
+        s.push_str(&format!("  nothing was removed ({on_disk})\n"));
+    } else {
+        s.push_str(&format!("  now {on_disk}\n"));
+    }
+    s
+}

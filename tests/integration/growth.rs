@@ -1,0 +1,156 @@
+//! A Brief that runs for months: the event log sealed without losing the
+//! trace, `ooda gc` giving back disk, `ooda status` saying what is used.
+
+use crate::test::*;
+
+/// A Brief whose setup leaves a git-ignored build output in each worktree.
+fn building_brief() -> String {
+    knob_brief("").replace(
+        "  timeout: 20s\n",
+        "  timeout: 20s\n  setup: mkdir -p build && head -c 200000 /dev/zero > build/out.bin\n",
+    )
+}
+
+fn spans(t: &Test, brief: &str) -> usize {
+    t.ooda(&["export", brief, "--otlp", "-"])
+        .expect(0)
+        .stdout
+        .lines()
+        .map(|l| l.matches("\"spanId\"").count())
+        .sum()
+}
+
+#[test]
+fn a_large_event_log_is_sealed_and_every_reader_of_the_trace_still_sees_all_of_it() {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!("{QUIET_CONFIG}  events_segment: 1MiB\n"),
+    );
+    t.brief("z", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "z"]).expect(0);
+    t.ooda(&["tick", "z"]).expect(0);
+    let log = t.path().join("iterations/z/events.jsonl");
+    let ours = std::fs::read_to_string(&log).unwrap();
+    // An older run before it, as a month of nights would leave: its own
+    // run id and event ids, so the trace holds two runs.
+    let mut older = String::new();
+    let mut k = 0;
+    while older.len() < 1_200_000 {
+        for line in ours.lines() {
+            let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+            v["run_id"] = "older".into();
+            for f in ["id", "parent_id"] {
+                if let Some(id) = v[f].as_str() {
+                    v[f] = format!("old{k}-{id}").into();
+                }
+            }
+            older.push_str(&v.to_string());
+            older.push('\n');
+        }
+        k += 1;
+    }
+    std::fs::write(&log, format!("{older}{ours}")).unwrap();
+    let trace_before = t.ooda(&["trace", "z", "1"]).expect(0).stdout;
+    let spans_before = spans(&t, "z");
+
+    t.ooda(&["tick", "z"]).expect(0);
+    let sealed = t.path().join("iterations/z/events/000001.jsonl.gz");
+    assert!(sealed.exists(), "the log over 1 MiB was sealed");
+    assert!(
+        std::fs::metadata(&sealed).unwrap().len() < 300_000,
+        "and compressed"
+    );
+    let live = std::fs::read_to_string(&log).unwrap();
+    assert!(live.len() < ours.len(), "the live log holds this tick only");
+    assert!(!live.contains("\"older\""));
+    // Nothing the trace needs was lost: iteration 1's tree is drawn as it
+    // was, and the export has every span it had, and this tick's.
+    assert_eq!(t.ooda(&["trace", "z", "1"]).expect(0).stdout, trace_before);
+    assert!(spans(&t, "z") > spans_before);
+    // The summary says where its numbers start.
+    let summary = t.read("iterations/z/summary.md");
+    assert!(
+        summary.contains("(the older ones are sealed in `events/`"),
+        "{summary}"
+    );
+    // The next tick does not seal again, and reads on.
+    t.ooda(&["tick", "z"]).expect(0);
+    assert!(!t.exists("iterations/z/events/000002.jsonl.gz"));
+    assert_eq!(t.iterations("z"), vec![0, 1, 2, 3]);
+}
+
+#[test]
+fn gc_frees_build_outputs_old_artifacts_and_replays_and_says_how_much() {
+    let t = Test::new();
+    t.write(".gitignore", &format!("{}build/\n", t.read(".gitignore")));
+    t.write(
+        "ooda.yaml",
+        &format!("{QUIET_CONFIG}  keep_artifacts: all\n"),
+    );
+    t.brief("z", &building_brief());
+    t.commit("brief");
+    for _ in 0..6 {
+        t.ooda(&["tick", "z"]).expect(0);
+    }
+    let discarded: Vec<u32> = t
+        .iterations("z")
+        .into_iter()
+        .filter(|n| t.exists(&format!("iterations/z/artifacts/iter-{n:03}.diff")))
+        .collect();
+    assert!(!discarded.is_empty(), "some iteration was discarded");
+    assert!(t.exists(".ooda/worktrees/z/base/build/out.bin"));
+
+    // Status says what the Brief takes on disk.
+    let st = t.ooda(&["status", "z"]).expect(0).stdout;
+    assert!(st.contains(", disk "), "{st}");
+    let js: serde_json::Value =
+        serde_json::from_str(&t.ooda(&["--json", "status", "z"]).expect(0).stdout).unwrap();
+    assert!(js[0]["worktree_bytes"].as_u64().unwrap() > 400_000, "{js}");
+    assert!(js[0]["archive_bytes"].as_u64().unwrap() > 0, "{js}");
+
+    // A dry run says what would go and removes nothing.
+    let dry = t.ooda(&["gc", "z", "--dry-run"]).expect(0).stdout;
+    assert!(dry.contains("z: would free "), "{dry}");
+    assert!(dry.contains("build outputs in the worktrees"), "{dry}");
+    assert!(
+        !dry.contains("artifacts:"),
+        "keep_artifacts: all keeps them: {dry}"
+    );
+    assert!(t.exists(".ooda/worktrees/z/base/build/out.bin"));
+
+    // With a retention of 1, every discard but the latest goes.
+    t.write("ooda.yaml", &format!("{QUIET_CONFIG}  keep_artifacts: 1\n"));
+    let before = t.snapshot();
+    let r = t.ooda(&["--json", "gc", "z"]).expect(0).stdout;
+    let v: serde_json::Value = serde_json::from_str(&r).unwrap();
+    let latest = *t.iterations("z").last().unwrap();
+    let old: Vec<u32> = discarded.iter().copied().filter(|n| *n < latest).collect();
+    let what: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["what"].as_str().unwrap())
+        .collect();
+    assert!(what.contains(&"worktree_outputs"), "{v}");
+    assert_eq!(what.contains(&"artifacts"), !old.is_empty(), "{v}");
+    assert!(v["freed"].as_u64().unwrap() >= 400_000, "{v}");
+    for n in &old {
+        assert!(!t.exists(&format!("iterations/z/artifacts/iter-{n:03}.diff")));
+    }
+    // The iteration files, the record, are all there.
+    for n in t.iterations("z") {
+        assert!(t.exists(&format!("iterations/z/iter-{n:03}.md")));
+    }
+    assert!(!t.exists(".ooda/worktrees/z/base/build/out.bin"));
+    assert!(!t.exists(".ooda/worktrees/z/cand/build"));
+    // The user's checkout, branch and refs are as they were.
+    t.snapshot().assert_same(&before, "ooda gc");
+
+    // Nothing more to free; and the next tick sets the base up again.
+    let again = t.ooda(&["gc", "z"]).expect(0).stdout;
+    assert!(again.contains("z: nothing to free"), "{again}");
+    t.ooda(&["tick", "z"]).expect(0);
+    assert!(t.exists(".ooda/worktrees/z/base/build/out.bin"));
+}
