@@ -428,7 +428,9 @@ pub struct Falsified {
 /// statement of what was falsified, else a discarded plan's hypothesis.
 pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
     let mut out: Vec<Falsified> = Vec::new();
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    // Hashed: the order is `out`'s, and string compares in a tree were a
+    // tenth of the PLAN prompt at 10,000 iterations.
+    let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for r in history.iter().filter(|r| r.iteration > 0) {
         // Only a worse or futile discard is falsified, whatever its LEARN said.
         if !r.falsifies() {
@@ -642,29 +644,51 @@ fn patterns_text(patterns: &[NamedPattern], allot: usize) -> String {
         let names: Vec<String> = ps.iter().map(|p| clip(&p.name, w)).collect();
         format!("Older patterns (names only): {}.", names.join("; "))
     };
+    // The lengths of those lines, in arithmetic on each name's length once
+    // `clip` has collapsed its whitespace (after that it only cuts):
+    // building the line for every candidate cut was quadratic at 10,000.
+    let lens: Vec<usize> = patterns
+        .iter()
+        .map(|p| chars(&clip(&p.name, usize::MAX)))
+        .collect();
+    let clipped = |len: usize, w: usize| if len <= w { len } else { w };
+    let prefix = chars("Older patterns (names only): .");
+    let line_len = |from: usize, sum: usize| -> usize {
+        let k = patterns.len() - from;
+        if k == 0 {
+            0
+        } else {
+            prefix + sum + 2 * (k - 1)
+        }
+    };
+    let mut at8 = vec![0; patterns.len() + 1];
+    for i in (0..patterns.len()).rev() {
+        at8[i] = at8[i + 1] + clipped(lens[i], 8);
+    }
     // Every pattern must stay listed: lessons are added newest first only
     // while the names of all the others still fit at their shortest.
     let mut s = String::new();
+    let mut used = 0;
     let mut shown = 0;
     while shown < patterns.len().min(MAX_PATTERNS) {
         let e = entry(&patterns[shown]);
-        let rest = names_line(&patterns[shown + 1..], 8);
-        if chars(&s) + chars(&e) + chars(&rest) > allot {
+        let rest = line_len(shown + 1, at8[shown + 1]);
+        if used + chars(&e) + rest > allot {
             break;
         }
+        used += chars(&e);
         s.push_str(&e);
         shown += 1;
     }
     let rest = &patterns[shown..];
     if !rest.is_empty() {
-        let room = allot.saturating_sub(chars(&s));
+        let room = allot.saturating_sub(used);
+        let width = |w: usize| line_len(shown, lens[shown..].iter().map(|&l| clipped(l, w)).sum());
         let mut w = 40;
-        let mut line = names_line(rest, w);
-        while chars(&line) > room && w > 8 {
+        while width(w) > room && w > 8 {
             w -= 1;
-            line = names_line(rest, w);
         }
-        s.push_str(&line);
+        s.push_str(&names_line(rest, w));
     }
     s.trim_end().to_string()
 }
@@ -801,15 +825,25 @@ fn digest_text(
         .flat_map(|f| f.ids.iter().copied())
         .collect();
     let in_falsified = |id: u32| falsified_ids.contains(&id);
-    let lines: Vec<String> = recs
-        .iter()
-        .map(|r| digest_line(r, in_falsified(r.iteration)))
-        .collect();
     let header = "Format: iteration verdict measured-effect [95% CI] predicted — hypothesis.\n";
-    let full = chars(header) + lines.iter().map(|l| chars(l)).sum::<usize>();
-    if full <= allot {
+    // Newest first, and only as many lines as could be shown: building
+    // all 10,000 to fold nearly all of them was most of the prompt's cost.
+    let mut newest: Vec<String> = Vec::new();
+    let mut sum = chars(header);
+    let mut all_fit = true;
+    for r in recs.iter().rev() {
+        let l = digest_line(r, in_falsified(r.iteration));
+        sum += chars(&l);
+        newest.push(l);
+        if sum > allot {
+            all_fit = false;
+            break;
+        }
+    }
+    if all_fit {
+        newest.reverse();
         return (
-            (header.to_string() + &lines.concat())
+            (header.to_string() + &newest.concat())
                 .trim_end()
                 .to_string(),
             0,
@@ -827,10 +861,11 @@ fn digest_text(
             count(&|v| v.is_failure()),
         )
     };
-    // Keep the newest lines that fit next to the fold line.
+    // Keep the newest lines that fit next to the fold line (never more
+    // than were built: those alone passed the allotment).
     let mut kept = 0;
     let mut used = chars(header) + chars(&fold_line(recs.len()));
-    for l in lines.iter().rev() {
+    for l in &newest {
         if used + chars(l) > allot {
             break;
         }
@@ -839,7 +874,7 @@ fn digest_text(
     }
     let folded = recs.len() - kept;
     let mut s = header.to_string() + &fold_line(folded);
-    for l in &lines[folded..] {
+    for l in newest[..kept].iter().rev() {
         s.push_str(l);
     }
     let s = s.trim_end().to_string();

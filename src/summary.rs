@@ -596,15 +596,52 @@ impl Observed {
 pub const SUMMARY_SCHEMA: u32 = 1;
 
 /// `summary.json`: the facts of `summary.md` as data, for scripts and agents.
-pub fn json(
+/// One row of `summary.json`'s `iterations`: typed, so 10,000 of them are
+/// written straight out rather than built as a tree of JSON values first.
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    iteration: u32,
+    verdict: &'static str,
+    discard: Option<&'static str>,
+    reason: &'a str,
+    hypothesis: &'a str,
+    effect: Option<f64>,
+    ci: Option<[f64; 2]>,
+    pairs: Option<usize>,
+    predicted: Option<f64>,
+    commit: &'a Option<String>,
+    tokens: u64,
+    cost_usd: f64,
+    file: String,
+}
+
+#[derive(serde::Serialize)]
+struct FalsifiedRow<'a> {
+    iteration: u32,
+    text: &'a str,
+}
+
+/// `summary.json`: the run's facts (small) and its per-iteration lists.
+#[derive(serde::Serialize)]
+pub struct Doc<'a> {
+    #[serde(flatten)]
+    head: serde_json::Value,
+    iterations: Vec<Row<'a>>,
+    falsified: Vec<FalsifiedRow<'a>>,
+    metrics: &'a crate::metrics::Metrics,
+    anomalies: &'a [Logged],
+    evaluation: &'a Option<crate::evaluation::Evaluation>,
+}
+
+pub fn json<'a>(
     brief: &Brief,
     state: &State,
-    history: &[IterationRecord],
+    history: &'a [IterationRecord],
     budget: &Budget,
     orientation: &Orientation,
-    observed: &Observed,
-) -> serde_json::Value {
-    use serde_json::{Value, json};
+    observed: &'a Observed,
+) -> Doc<'a> {
+    use serde_json::json;
     let keeps: Vec<&IterationRecord> = history
         .iter()
         .filter(|r| r.verdict == Verdict::Keep)
@@ -612,24 +649,22 @@ pub fn json(
     let base = baseline_value(history);
     let (best_at, best_v) = crate::history::best_of(history, &state.best_commit);
     let best = base.map(|_| best_v);
-    let iterations: Vec<Value> = history
+    let iterations: Vec<Row> = history
         .iter()
-        .map(|r| {
-            json!({
-                "iteration": r.iteration,
-                "verdict": r.verdict.as_str(),
-                "discard": r.discard_kind().map(|k| k.as_str()),
-                "reason": r.reason,
-                "hypothesis": r.hypothesis,
-                "effect": r.measured.as_ref().map(|m| m.effect),
-                "ci": r.measured.as_ref().map(|m| [m.ci.0, m.ci.1]),
-                "pairs": r.measured.as_ref().map(|m| m.pairs.len()),
-                "predicted": r.predicted.as_ref().map(|p| p.effect),
-                "commit": r.commit,
-                "tokens": r.tokens,
-                "cost_usd": r.cost_usd,
-                "file": history::file_name(r.iteration),
-            })
+        .map(|r| Row {
+            iteration: r.iteration,
+            verdict: r.verdict.as_str(),
+            discard: r.discard_kind().map(|k| k.as_str()),
+            reason: &r.reason,
+            hypothesis: &r.hypothesis,
+            effect: r.measured.as_ref().map(|m| m.effect),
+            ci: r.measured.as_ref().map(|m| [m.ci.0, m.ci.1]),
+            pairs: r.measured.as_ref().map(|m| m.pairs.len()),
+            predicted: r.predicted.as_ref().map(|p| p.effect),
+            commit: &r.commit,
+            tokens: r.tokens,
+            cost_usd: r.cost_usd,
+            file: history::file_name(r.iteration),
         })
         .collect();
     let mut patterns: BTreeMap<String, (u32, String)> = BTreeMap::new();
@@ -639,7 +674,7 @@ pub fn json(
         }
     }
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
-    json!({
+    let head = json!({
         "schema": SUMMARY_SCHEMA,
         "brief": brief.name,
         "status": state.status().word(),
@@ -667,11 +702,6 @@ pub fn json(
         "theta1": orientation.theta1,
         "done": history.len().saturating_sub(1),
         "keeps": keeps.len(),
-        "iterations": iterations,
-        "falsified": history
-            .iter()
-            .filter_map(|r| r.falsified_text().map(|f| json!({"iteration": r.iteration, "text": f})))
-            .collect::<Vec<_>>(),
         "patterns": patterns
             .into_iter()
             .map(|(name, (it, lesson))| json!({"name": name, "lesson": lesson, "iteration": it}))
@@ -685,9 +715,6 @@ pub fn json(
                 "evidence": a.evidence,
             })))
             .collect::<Vec<_>>(),
-        "metrics": observed.metrics,
-        "anomalies": observed.anomalies,
-        "evaluation": observed.evaluation,
         "budget": {
             "iterations": {"used": history.len().saturating_sub(1), "limit": budget.iterations},
             "wall_seconds": {"used": elapsed.as_secs_f64(), "limit": budget.wall.map(|w| w.as_secs_f64())},
@@ -700,7 +727,23 @@ pub fn json(
             "log": format!("git log --oneline {}..ooda/{}", history::short(&state.start_commit), brief.name),
             "diff": format!("git diff {}...ooda/{}", history::short(&state.start_commit), brief.name),
         },
-    })
+    });
+    Doc {
+        head,
+        iterations,
+        falsified: history
+            .iter()
+            .filter_map(|r| {
+                r.falsified_text().map(|text| FalsifiedRow {
+                    iteration: r.iteration,
+                    text,
+                })
+            })
+            .collect(),
+        metrics: &observed.metrics,
+        anomalies: &observed.anomalies,
+        evaluation: &observed.evaluation,
+    }
 }
 
 pub fn write(
