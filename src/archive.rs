@@ -58,9 +58,6 @@ impl Archive {
     ) -> Result<Archive> {
         crate::atomic::create_dir_all(dir)?;
         let lock = BriefLock::acquire(dir)?;
-        // Under the lock and before this tick opens the live log: a log
-        // past its size is sealed (events/segments.rs).
-        crate::events::segments::rotate(dir, events_segment)?;
         // Under the lock: the runner keeps the index (history/index.rs).
         let history = history::load_and_repair(dir)?;
         let mut warnings = Vec::new();
@@ -120,6 +117,16 @@ impl Archive {
         {
             cur.learned = Some(Learned::from_record(rec));
             cur.agent_calls = rec.agent_calls.clone();
+        }
+        // Under the lock, before this tick opens the live log, and only
+        // between iterations (the one a tick resumes stays whole in the
+        // live log): a log past its size is sealed (events/segments.rs).
+        // A seal that fails leaves the log live and readable, so the tick
+        // goes on and the next one tries again.
+        if state.current.is_none()
+            && let Err(e) = crate::events::segments::rotate(dir, events_segment)
+        {
+            eprintln!("ooda: warning: the event log was not sealed ({e}); it stays live");
         }
         let root = Span::open(dir, &state.run_id, watchers)?;
         let run = root.at(&run_event_id(&state.run_id), None);

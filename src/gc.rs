@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::history::{self, IterationRecord, Verdict};
+use crate::workspace::Workspace;
 
 /// One kind of thing pruned, and what it gave back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -145,42 +146,37 @@ pub fn stale_replays(dir: &Path) -> Result<(Vec<PathBuf>, Vec<u32>)> {
     Ok((out, iterations))
 }
 
-/// The git-ignored files and folders of each worktree in `worktrees`
-/// (build outputs), by worktree name. A folder all of whose contents are
-/// ignored is listed once.
-pub fn worktree_outputs(worktrees: &Path) -> Result<Vec<(String, Vec<PathBuf>)>> {
-    let Ok(entries) = fs::read_dir(worktrees) else {
-        return Ok(Vec::new());
+/// A worktree's name and its build outputs.
+pub type Outputs = (String, Vec<PathBuf>);
+
+/// The git-ignored files and folders (build outputs) of each of the
+/// Brief's worktrees, by worktree name, listed by
+/// [`Workspace::ignored_outputs`] (which never lists ooda's own files nor
+/// anything outside the worktree). `cand` is left out while an iteration
+/// is in flight: it holds the candidate. A folder that is not a worktree
+/// git knows of is named in the second list and left alone.
+pub fn worktree_outputs(ws: &Workspace, in_flight: bool) -> Result<(Vec<Outputs>, Vec<String>)> {
+    let Ok(entries) = fs::read_dir(&ws.dir) else {
+        return Ok((Vec::new(), Vec::new()));
     };
-    let mut names: Vec<(String, PathBuf)> = entries
+    let mut names: Vec<String> = entries
         .flatten()
-        .filter(|e| e.path().join(".git").exists())
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    let mut out = Vec::new();
-    for (name, path) in names {
-        let repo = git2::Repository::open(&path)
-            .map_err(|e| Error::git(format!("opening the worktree {}", path.display()), e))?;
-        let mut opts = git2::StatusOptions::new();
-        opts.include_ignored(true)
-            .include_untracked(false)
-            .recurse_ignored_dirs(false)
-            .exclude_submodules(true);
-        let statuses = repo
-            .statuses(Some(&mut opts))
-            .map_err(|e| Error::git(format!("listing {}", path.display()), e))?;
-        let mut paths: Vec<PathBuf> = statuses
-            .iter()
-            .filter(|s| s.status().contains(git2::Status::IGNORED))
-            .filter_map(|s| s.path().ok().map(|p| path.join(p.trim_end_matches('/'))))
-            .collect();
-        paths.sort();
-        if !paths.is_empty() {
-            out.push((name, paths));
+    let (mut out, mut unknown) = (Vec::new(), Vec::new());
+    for name in names {
+        if in_flight && name == "cand" {
+            continue;
+        }
+        match ws.ignored_outputs(&name) {
+            Ok(paths) if paths.is_empty() => {}
+            Ok(paths) => out.push((name, paths)),
+            Err(_) => unknown.push(name),
         }
     }
-    Ok(out)
+    Ok((out, unknown))
 }
 
 /// Removes `paths` (files or folders); returns the bytes they took.
@@ -356,27 +352,6 @@ mod tests {
         stale.sort();
         assert_eq!(stale, vec![old.join("artifacts"), old.join("events.jsonl")]);
         assert_eq!(iterations, vec![7]);
-    }
-
-    #[test]
-    fn a_worktrees_ignored_outputs_are_listed_by_folder() {
-        let dir = tempfile::tempdir().unwrap();
-        let wt = dir.path().join("cand");
-        let repo = git2::Repository::init(&wt).unwrap();
-        fs::write(wt.join(".gitignore"), "target/\n*.log\n").unwrap();
-        touch(&wt.join("target/debug/a.o"), 100);
-        touch(&wt.join("target/debug/b.o"), 100);
-        touch(&wt.join("run.log"), 10);
-        touch(&wt.join("src/lib.rs"), 10);
-        drop(repo);
-        let found = worktree_outputs(dir.path()).unwrap();
-        assert_eq!(
-            found,
-            vec![(
-                "cand".to_string(),
-                vec![wt.join("run.log"), wt.join("target")]
-            )]
-        );
     }
 
     #[test]

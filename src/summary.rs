@@ -443,8 +443,12 @@ impl Observed {
         }
         let judge = judge.filter(|_| stop.is_some());
         let judge_failed = judge_failed.filter(|_| stop.is_some() && judge.is_none());
-        let anomalies: Vec<Logged> = records
+        // The anomalies of the sealed parts first (kept beside them), so
+        // the list is the whole run's.
+        let sealed_anomalies = crate::events::segments::sealed_anomalies(dir);
+        let anomalies: Vec<Logged> = sealed_anomalies
             .iter()
+            .chain(records.iter())
             .filter_map(|r| match &r.event {
                 Event::AnomalyFound {
                     rule,
@@ -578,15 +582,8 @@ impl Observed {
         }
         let _ = writeln!(
             s,
-            "\n{} in all{}; `ooda trace {brief} N` shows each on the node it points to.\n",
-            self.anomalies.len(),
-            self.metrics
-                .since
-                .map(|t| format!(
-                    " since {} (older ones are in the sealed log, `events/`)",
-                    t.format("%Y-%m-%d %H:%M UTC")
-                ))
-                .unwrap_or_default()
+            "\n{} in all; `ooda trace {brief} N` shows each on the node it points to.\n",
+            self.anomalies.len()
         );
         s
     }

@@ -370,6 +370,51 @@ impl Workspace {
     /// directory, never through its `.git` file: that file is in the
     /// agent's reach, and one pointing at the user's repository would make
     /// ooda reset, stage and commit there. The record is read-only to agents.
+    /// The git-ignored files and folders of the worktree `which` (build
+    /// outputs, for `ooda gc`), as absolute paths. The worktree is opened
+    /// through git's record of it, never through its `.git` entry (an
+    /// agent's reach), and every path must lie inside it by its canonical
+    /// parent, so nothing outside the worktree is ever listed. ooda's own
+    /// files (the knobs file) and tool files are part of a candidate even
+    /// when ignored, and are never listed, nor a folder holding one.
+    pub fn ignored_outputs(&self, which: &str) -> Result<Vec<PathBuf>> {
+        let dir = self.dir.join(which);
+        let repo = self.open_worktree(which, &dir)?;
+        let root = dir
+            .canonicalize()
+            .ctx(|| format!("reading {}", dir.display()))?;
+        let mut opts = git2::StatusOptions::new();
+        opts.include_ignored(true)
+            .include_untracked(false)
+            .recurse_ignored_dirs(false)
+            .exclude_submodules(true);
+        let statuses = repo
+            .statuses(Some(&mut opts))
+            .map_err(|e| Error::git(format!("listing {}", dir.display()), e))?;
+        let mut out = Vec::new();
+        for s in statuses.iter() {
+            if !s.status().contains(git2::Status::IGNORED) {
+                continue;
+            }
+            let Ok(rel) = s.path() else { continue };
+            let rel = rel.trim_end_matches('/');
+            let holds_own = |o: &String| o == rel || o.starts_with(&format!("{rel}/"));
+            if rel.is_empty() || is_tool_file(rel) || self.owned.iter().any(holds_own) {
+                continue;
+            }
+            let path = root.join(rel);
+            let inside = path
+                .parent()
+                .and_then(|p| p.canonicalize().ok())
+                .is_some_and(|p| p.starts_with(&root));
+            if inside && path.file_name().is_some_and(|n| n != ".git") {
+                out.push(path);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
     fn open_worktree(&self, which: &str, dir: &Path) -> Result<Repository> {
         let record = self.worktree_record(which);
         let repo = Repository::open(&record).ctx(|| format!("opening {}", dir.display()))?;

@@ -226,10 +226,17 @@ pub(super) fn resolve(
         .find_map(|r| trace::iteration(r, rec.iteration))
         .cloned()
         .ok_or_else(|| {
-            Error::Input(format!(
-                "{}: the replay's events.jsonl holds no iteration",
-                rdir.display()
-            ))
+            Error::Input(if rdir.join("events.jsonl").exists() {
+                format!(
+                    "{}: the replay's events.jsonl holds no iteration",
+                    rdir.display()
+                )
+            } else {
+                format!(
+                    "{}: only its replay.json is left (`ooda gc` keeps the rest of an iteration's latest replay only): compare with the latest replay, or replay the iteration again",
+                    rdir.display()
+                )
+            })
         })?;
     Ok(Case {
         label: format!(

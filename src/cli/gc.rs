@@ -17,6 +17,8 @@ struct Report {
     dry_run: bool,
     freed: u64,
     items: Vec<Freed>,
+    /// What was left alone, and why.
+    notes: Vec<String>,
     /// On disk once done: the archive and the worktrees.
     archive_bytes: u64,
     worktree_bytes: u64,
@@ -42,9 +44,31 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
         }
     };
     let mut items = Vec::new();
+    let mut notes = Vec::new();
 
-    let outputs = gc::worktree_outputs(&worktrees)?;
+    let ws = Workspace::open(&project.root, &worktrees, &b.name)?.with_owned_file(&b.knobs_file);
+    // An iteration interrupted after EXECUTE has its candidate in `cand`.
+    let in_flight =
+        matches!(crate::state::peek(&dir), Ok(crate::state::Loaded::Ok(s)) if s.current.is_some());
+    if in_flight {
+        notes.push(
+            "an iteration is in flight: the candidate worktree (cand) was left as it is"
+                .to_string(),
+        );
+    }
+    let (outputs, unknown) = gc::worktree_outputs(&ws, in_flight)?;
+    for name in unknown {
+        notes.push(format!(
+            "{} is not a worktree git knows of: left alone (the next tick re-creates it, or remove it yourself)",
+            worktrees.join(name).display()
+        ));
+    }
     if !outputs.is_empty() {
+        // Forgotten before anything goes: a kill halfway must not leave a
+        // base that says it is set up.
+        if !dry_run && outputs.iter().any(|(name, _)| name == "base") {
+            ws.forget_base_setup()?;
+        }
         let mut parts = Vec::new();
         let (mut paths, mut bytes) = (0, 0);
         for (name, list) in &outputs {
@@ -52,9 +76,6 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
             parts.push(format!("{name} {}", gc::human(n)));
             paths += list.len();
             bytes += n;
-        }
-        if !dry_run && outputs.iter().any(|(name, _)| name == "base") {
-            Workspace::open(&project.root, &worktrees, &b.name)?.forget_base_setup()?;
         }
         items.push(Freed {
             what: "worktree_outputs",
@@ -110,6 +131,7 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
         dry_run,
         freed: items.iter().map(|i| i.bytes).sum(),
         items,
+        notes,
         archive_bytes: gc::disk_bytes(&dir),
         worktree_bytes: gc::disk_bytes(&worktrees),
     };
@@ -131,8 +153,9 @@ fn render(r: &Report) -> String {
         gc::human(r.archive_bytes),
         gc::human(r.worktree_bytes)
     );
+    let notes: String = r.notes.iter().map(|n| format!("  note: {n}\n")).collect();
     if r.items.is_empty() {
-        return format!("{}: nothing to free ({on_disk})\n", r.brief);
+        return format!("{}: nothing to free ({on_disk})\n{notes}", r.brief);
     }
     let verb = if r.dry_run { "would free" } else { "freed" };
     let mut s = format!("{}: {verb} {}\n", r.brief, gc::human(r.freed));
@@ -154,5 +177,5 @@ fn render(r: &Report) -> String {
     } else {
         s.push_str(&format!("  now {on_disk}\n"));
     }
-    s
+    s + &notes
 }

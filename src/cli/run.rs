@@ -59,5 +59,14 @@ pub(crate) fn run(
             StepOutcome::Iteration { .. } => done += 1,
             StepOutcome::Stopped(..) | StepOutcome::Finished(_) => return Ok(exit),
         }
+        // A long run seals its event log between iterations as ticks do
+        // (opening the archive again is where that happens).
+        let log = project
+            .iterations_dir(&machine.brief().name)
+            .join("events.jsonl");
+        if std::fs::metadata(&log).is_ok_and(|m| m.len() > project.config.defaults.events_segment) {
+            drop(machine);
+            machine = open_machine(g, &project, brief, &interrupt)?;
+        }
     }
 }

@@ -403,13 +403,29 @@ pub fn read_all(dir: &Path) -> Result<Vec<Record>> {
 /// the log to a user say so rather than silently showing less. The
 /// whole log: every sealed segment, then the live file.
 pub fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
-    let mut records = Vec::new();
-    let mut skipped = 0;
-    for path in segments::sealed(dir)? {
-        skipped += parse_into(&segments::read(&path)?, &mut records);
+    // A tick may seal while this reads: the live file read after the
+    // segments would then start past the part just sealed. Read again
+    // when the list of segments changed meanwhile.
+    for _ in 0..3 {
+        let sealed = segments::sealed(dir)?;
+        let mut records = Vec::new();
+        let mut skipped = 0;
+        let mut gone = false;
+        for path in &sealed {
+            match segments::read(path)? {
+                Some(text) => skipped += parse_into(&text, &mut records),
+                None => gone = true,
+            }
+        }
+        skipped += parse_into(&live_text(dir)?, &mut records);
+        if !gone && segments::sealed(dir)? == sealed {
+            return Ok((records, skipped));
+        }
     }
-    skipped += parse_into(&live_text(dir)?, &mut records);
-    Ok((records, skipped))
+    Err(Error::Busy(format!(
+        "the event log of {} was being sealed while it was read: run the command again",
+        dir.display()
+    )))
 }
 
 /// The live file only: what the readers that run every tick (the anomaly
@@ -417,7 +433,9 @@ pub fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
 /// the same after a month of nights. It starts where the last seal left
 /// off; a run older than that is in the sealed segments.
 pub fn read_live(dir: &Path) -> Result<Vec<Record>> {
-    let mut records = Vec::new();
+    // The starts of runs begun before the seal come first, so each run's
+    // tree has its real root (`segments.rs`).
+    let mut records = segments::sealed_run_starts(dir);
     parse_into(&live_text(dir)?, &mut records);
     Ok(records)
 }

@@ -12,10 +12,20 @@
 //! one it was. The per-tick readers read the live file only; that is what
 //! keeps a tick's cost bounded, and what they need is the recent part.
 //!
-//! Crash safety is by order: a plain `NNNNNN.jsonl` left in `events/` is a
-//! seal a kill interrupted; the next seal finishes it (the `.gz` is
-//! renamed into place whole, so one beside a plain file is complete and
-//! the plain file goes).
+//! Two kinds of record in a sealed part are also copied to
+//! `events/carried.jsonl`, before the seal. The anomalies: the anomaly rules
+//! look at the whole history (a token spike of any iteration, the budget
+//! used), and what they found once must stay found, or an acknowledged RED
+//! would come back after every seal. And each run's start, so the tree the
+//! per-tick readers build from the live log has its real root. Those
+//! readers read that file beside the live log; a copy a kill left twice is
+//! read once (records have ids).
+//!
+//! A seal happens only between iterations, so the iteration a tick resumes
+//! is whole in the live log. Crash safety is by order: a plain
+//! `NNNNNN.jsonl` left in `events/` is a seal a kill interrupted; the next
+//! seal finishes it (the `.gz` is renamed into place whole, so one beside a
+//! plain file is complete and the plain file goes).
 
 use std::fs::{self, File};
 use std::io::{BufReader, BufWriter, Read};
@@ -62,6 +72,7 @@ pub fn rotate(dir: &Path, limit: u64) -> Result<Option<Sealed>> {
         return Ok(None);
     }
     crate::atomic::create_dir_all(&folder)?;
+    keep_anomalies(&live, &folder)?;
     let next = numbered(&folder)?.last().map_or(1, |(n, _)| n + 1);
     let plain = folder.join(format!("{next:06}.jsonl"));
     fs::rename(&live, &plain).map_err(|e| {
@@ -97,24 +108,96 @@ pub fn sealed(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out.into_iter().map(|(_, p)| p).collect())
 }
 
-/// The text of one sealed segment.
-pub fn read(path: &Path) -> Result<String> {
-    let file = File::open(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-    let mut text = String::new();
+/// Where the records carried over from the sealed parts are kept.
+pub const CARRIED: &str = "carried.jsonl";
+
+const CARRIED_TYPES: [&str; 3] = [
+    "\"type\":\"anomaly_found\"",
+    "\"type\":\"anomaly\"",
+    "\"type\":\"run_started\"",
+];
+
+/// Appends the run starts and anomalies of the live log to
+/// `events/carried.jsonl` (synced), before the log is moved.
+fn keep_anomalies(live: &Path, folder: &Path) -> Result<()> {
+    let bytes = fs::read(live).map_err(|e| Error::io(format!("reading {}", live.display()), e))?;
+    let mut found = String::new();
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        if CARRIED_TYPES.iter().any(|t| line.contains(t))
+            && serde_json::from_str::<super::Record>(line).is_ok()
+        {
+            found.push_str(line);
+            found.push('\n');
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    let path = folder.join(CARRIED);
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?;
+        std::io::Write::write_all(&mut f, found.as_bytes())?;
+        f.sync_all()
+    };
+    write().map_err(|e| Error::io(format!("writing {}", path.display()), e))
+}
+
+/// The records carried over from the sealed parts, each once.
+fn carried(dir: &Path) -> Vec<super::Record> {
+    let Ok(bytes) = fs::read(dir.join(DIR).join(CARRIED)) else {
+        return Vec::new();
+    };
+    let mut seen = std::collections::HashSet::new();
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<super::Record>(l).ok())
+        .filter(|r| seen.insert(r.id.clone()))
+        .collect()
+}
+
+/// The anomalies logged in the sealed parts.
+pub fn sealed_anomalies(dir: &Path) -> Vec<super::Record> {
+    carried(dir)
+        .into_iter()
+        .filter(|r| !matches!(r.event, super::Event::RunStarted { .. }))
+        .collect()
+}
+
+/// The starts of the runs whose beginning is in a sealed part.
+pub fn sealed_run_starts(dir: &Path) -> Vec<super::Record> {
+    carried(dir)
+        .into_iter()
+        .filter(|r| matches!(r.event, super::Event::RunStarted { .. }))
+        .collect()
+}
+
+/// The text of one sealed segment; bytes that are not UTF-8 (a line torn
+/// inside a character) cost their line only. `None`: the file is gone (a
+/// seal finished compressing it meanwhile; list the segments again).
+pub fn read(path: &Path) -> Result<Option<String>> {
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
+    };
+    let mut bytes = Vec::new();
     let read = if path.extension().is_some_and(|e| e == "gz") {
-        GzDecoder::new(BufReader::new(file)).read_to_string(&mut text)
+        GzDecoder::new(BufReader::new(file)).read_to_end(&mut bytes)
     } else {
-        BufReader::new(file).read_to_string(&mut text)
+        BufReader::new(file).read_to_end(&mut bytes)
     };
     read.map_err(|e| {
         Error::Corrupt {
             path: path.to_path_buf(),
             message: format!(
-                "a sealed part of the event log could not be read ({e}); restore it from a backup or move it aside (the trace then starts after it)"
+                "a sealed part of the event log could not be read ({e}); restore it from a backup, or move it out of events/ to read the trace without it (its events are then missing)"
             ),
         }
     })?;
-    Ok(text)
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// `NNNNNN.jsonl` and `NNNNNN.jsonl.gz` in `folder`, by number, the plain
@@ -191,7 +274,7 @@ mod tests {
         assert!(!live.exists());
         assert_eq!(sealed1.path, dir.path().join("events/000001.jsonl.gz"));
         assert_eq!(sealed1.bytes, lines(10).len() as u64);
-        assert_eq!(read(&sealed1.path).unwrap(), lines(10));
+        assert_eq!(read(&sealed1.path).unwrap().unwrap(), lines(10));
         fs::write(&live, lines(3)).unwrap();
         let sealed2 = rotate(dir.path(), 10).unwrap().unwrap();
         assert_eq!(sealed2.path, dir.path().join("events/000002.jsonl.gz"));
@@ -199,7 +282,7 @@ mod tests {
             sealed(dir.path()).unwrap(),
             vec![sealed1.path.clone(), sealed2.path.clone()]
         );
-        assert_eq!(read(&sealed2.path).unwrap(), lines(3));
+        assert_eq!(read(&sealed2.path).unwrap().unwrap(), lines(3));
     }
 
     #[test]
@@ -213,7 +296,10 @@ mod tests {
             sealed(dir.path()).unwrap(),
             vec![folder.join("000001.jsonl")]
         );
-        assert_eq!(read(&folder.join("000001.jsonl")).unwrap(), lines(4));
+        assert_eq!(
+            read(&folder.join("000001.jsonl")).unwrap().unwrap(),
+            lines(4)
+        );
         // Killed after the .gz was in place, before the plain file went.
         fs::write(folder.join("000002.jsonl"), lines(2)).unwrap();
         let mut enc = GzEncoder::new(Vec::new(), Compression::default());
@@ -229,8 +315,14 @@ mod tests {
         );
         assert!(!folder.join("000001.jsonl").exists());
         assert!(!folder.join("000002.jsonl").exists());
-        assert_eq!(read(&folder.join("000001.jsonl.gz")).unwrap(), lines(4));
-        assert_eq!(read(&folder.join("000002.jsonl.gz")).unwrap(), lines(2));
+        assert_eq!(
+            read(&folder.join("000001.jsonl.gz")).unwrap().unwrap(),
+            lines(4)
+        );
+        assert_eq!(
+            read(&folder.join("000002.jsonl.gz")).unwrap().unwrap(),
+            lines(2)
+        );
     }
 
     #[test]
@@ -243,6 +335,45 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("000001.jsonl.gz"), "{e}");
-        assert!(e.contains("move it aside"), "{e}");
+        assert!(e.contains("move it out of events/"), "{e}");
+    }
+
+    #[test]
+    fn run_starts_and_anomalies_are_carried_past_a_seal_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = |id: &str, event: &str| {
+            format!(
+                "{{\"ts\":\"2026-01-01T00:00:00Z\",\"run_id\":\"r\",\"iteration\":null,\"id\":\"{id}\",\"parent_id\":null,{event}}}\n"
+            )
+        };
+        let start = line(
+            "run-r",
+            "\"type\":\"run_started\",\"brief\":\"b\",\"start_commit\":\"c\",\"seed\":1",
+        );
+        let anomaly = line(
+            "p-1",
+            "\"type\":\"anomaly\",\"kind\":\"budget_cut\",\"message\":\"m\"",
+        );
+        let other = line("p-2", "\"type\":\"checkpoint\",\"phase\":\"plan\"");
+        let live = dir.path().join("events.jsonl");
+        fs::write(&live, format!("{start}{anomaly}{other}")).unwrap();
+        rotate(dir.path(), 10).unwrap().unwrap();
+        // Killed after carrying, before moving: carried again, read once.
+        fs::write(&live, format!("{anomaly}{other}")).unwrap();
+        rotate(dir.path(), 10).unwrap().unwrap();
+        let starts = sealed_run_starts(dir.path());
+        assert_eq!(starts.len(), 1);
+        assert_eq!(starts[0].id, "run-r");
+        let anomalies = sealed_anomalies(dir.path());
+        assert_eq!(anomalies.len(), 1);
+        assert_eq!(anomalies[0].id, "p-1");
+        // The live log after the seal reads with its run's real start.
+        fs::write(&live, &other).unwrap();
+        let read = crate::events::read_live(dir.path()).unwrap();
+        assert_eq!(read.len(), 2);
+        assert!(matches!(
+            read[0].event,
+            crate::events::Event::RunStarted { .. }
+        ));
     }
 }

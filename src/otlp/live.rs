@@ -256,7 +256,13 @@ impl Exporter {
     }
 
     fn try_send(&self, dir: &Path, job: Job) -> std::result::Result<(), String> {
-        let records = crate::events::read_all(dir).map_err(|e| e.to_string())?;
+        // An iteration that just ended is in the live log (seals happen
+        // between iterations); the whole run, at a stop, needs every part.
+        let records = match &job {
+            Job::Iteration { .. } => crate::events::read_live(dir),
+            Job::Run { .. } => crate::events::read_all(dir),
+        }
+        .map_err(|e| e.to_string())?;
         let runs = crate::trace::build(&records);
         let (run_id, iteration) = match &job {
             Job::Iteration { run_id, iteration } => (run_id, Some(*iteration)),

@@ -1236,7 +1236,12 @@ impl<'a> Machine<'a> {
         // the node is not read either.
         let records = crate::events::read_live(&self.archive.dir)?;
         let runs = crate::trace::build(&records);
-        let logged = crate::anomalies::logged(&records);
+        // What the rules found before a seal stays found: they look at
+        // the whole history, and an acknowledged finding must not return.
+        let mut logged = crate::anomalies::logged(&records);
+        logged.extend(crate::anomalies::logged(
+            &crate::events::segments::sealed_anomalies(&self.archive.dir),
+        ));
         let history = &self.archive.history;
         let spent = crate::anomalies::Spent {
             iterations: history.len().saturating_sub(1) as u32,

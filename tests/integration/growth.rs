@@ -25,12 +25,23 @@ fn a_large_event_log_is_sealed_and_every_reader_of_the_trace_still_sees_all_of_i
     let t = Test::new();
     t.write(
         "ooda.yaml",
-        &format!("{QUIET_CONFIG}  events_segment: 1MiB\n"),
+        &format!("{QUIET_CONFIG}  events_segment: 1MiB\nanomalies:\n  budget_used: 0.2\n"),
     );
-    t.brief("z", &knob_brief(""));
+    t.brief("z", &knob_brief("budget: { iterations: 20 }\n"));
     t.commit("brief");
-    t.ooda(&["tick", "z"]).expect(0);
-    t.ooda(&["tick", "z"]).expect(0);
+    for _ in 0..5 {
+        t.ooda(&["tick", "z"]).expect(0);
+    }
+    let budget_near = |t: &Test| {
+        let all = ooda::events::read_all(&t.path().join("iterations/z")).unwrap();
+        all.iter()
+            .filter(|r| {
+                r.run_id != "older"
+                    && matches!(&r.event, ooda::events::Event::AnomalyFound { rule, .. } if rule == "budget_near")
+            })
+            .count()
+    };
+    assert_eq!(budget_near(&t), 1, "4 of 20 iterations is past 20%");
     let log = t.path().join("iterations/z/events.jsonl");
     let ours = std::fs::read_to_string(&log).unwrap();
     // An older run before it, as a month of nights would leave: its own
@@ -75,10 +86,18 @@ fn a_large_event_log_is_sealed_and_every_reader_of_the_trace_still_sees_all_of_i
         summary.contains("(the older ones are sealed in `events/`"),
         "{summary}"
     );
-    // The next tick does not seal again, and reads on.
+    // What the rules found before the seal stays found: the budget rule,
+    // which looks at the whole history, does not log it again.
+    assert_eq!(budget_near(&t), 1);
+    assert!(summary.contains("budget_near"), "{summary}");
+    // The next tick does not seal again, and reads on; the tasks of the
+    // run are still shown.
     t.ooda(&["tick", "z"]).expect(0);
     assert!(!t.exists("iterations/z/events/000002.jsonl.gz"));
-    assert_eq!(t.iterations("z"), vec![0, 1, 2, 3]);
+    assert_eq!(t.iterations("z"), (0..=6).collect::<Vec<u32>>());
+    assert_eq!(budget_near(&t), 1);
+    let tasks = t.ooda(&["status", "z", "--tasks"]).expect(0).stdout;
+    assert!(tasks.contains("iteration 6"), "{tasks}");
 }
 
 #[test]
@@ -120,7 +139,7 @@ fn gc_frees_build_outputs_old_artifacts_and_replays_and_says_how_much() {
     );
     assert!(t.exists(".ooda/worktrees/z/base/build/out.bin"));
 
-    // With a retention of 1, every discard but the latest goes.
+    // With a retention of 1, the artifacts of every discard before the latest iteration go.
     t.write("ooda.yaml", &format!("{QUIET_CONFIG}  keep_artifacts: 1\n"));
     let before = t.snapshot();
     let r = t.ooda(&["--json", "gc", "z"]).expect(0).stdout;
@@ -153,4 +172,57 @@ fn gc_frees_build_outputs_old_artifacts_and_replays_and_says_how_much() {
     assert!(again.contains("z: nothing to free"), "{again}");
     t.ooda(&["tick", "z"]).expect(0);
     assert!(t.exists(".ooda/worktrees/z/base/build/out.bin"));
+}
+
+#[test]
+fn gc_never_takes_the_candidate_of_an_iteration_in_flight_nor_ooda_s_own_files() {
+    let t = Test::new();
+    // The knobs file is matched by an ignore pattern: it is still ooda's.
+    t.write(
+        ".gitignore",
+        &format!("{}build/\n*.env\n", t.read(".gitignore")),
+    );
+    t.brief("z", &building_brief());
+    t.commit("brief");
+    t.ooda(&["tick", "z"]).expect(0);
+    // Killed after EXECUTE: the candidate waits in cand for EVALUATE.
+    t.ooda_env(&["tick", "z"], &[("OODA_FAILPOINT", "after:execute")]);
+    assert!(
+        t.state("z")["current"].is_object(),
+        "an iteration is in flight"
+    );
+    let knobs = ".ooda/worktrees/z/cand/ooda.knobs.env";
+    assert!(t.exists(knobs));
+    let knobs_before = t.read(knobs);
+    // A folder that is no worktree git knows of is left alone.
+    t.write(".ooda/worktrees/z/stray/build/keep.bin", "x");
+    let r = t.ooda(&["gc", "z"]).expect(0).stdout;
+    assert!(r.contains("an iteration is in flight"), "{r}");
+    assert!(r.contains("stray is not a worktree git knows of"), "{r}");
+    assert!(t.exists(".ooda/worktrees/z/stray/build/keep.bin"));
+    assert_eq!(t.read(knobs), knobs_before);
+    assert!(
+        t.exists(".ooda/worktrees/z/cand/build/out.bin"),
+        "cand untouched"
+    );
+    assert!(
+        !t.exists(".ooda/worktrees/z/base/build/out.bin"),
+        "base cleaned"
+    );
+    // The iteration resumes and is decided as it would have been.
+    t.ooda(&["tick", "z"]).expect(0);
+    let verdict = t.record("z", 1).verdict;
+    assert!(
+        matches!(
+            verdict,
+            ooda::history::Verdict::Keep | ooda::history::Verdict::Discard
+        ),
+        "{verdict:?}"
+    );
+    // Once archived, gc takes cand's build output but never its knobs
+    // file (there after a keep; a discard's sync removed it).
+    let had_knobs = t.exists(knobs);
+    t.ooda(&["gc", "z"]).expect(0);
+    assert!(!t.exists(".ooda/worktrees/z/cand/build"));
+    assert_eq!(t.exists(knobs), had_knobs);
 }
