@@ -218,7 +218,14 @@ impl Archive {
         )?;
         // The complete falsified list, which a PLAN prompt points to once
         // it is too long to show.
-        crate::prompt::write_falsified(&self.dir, &brief.name, &self.history)
+        crate::prompt::write_falsified(&self.dir, &brief.name, &self.history)?;
+        // Artifacts of the discarded iterations that just left
+        // `defaults.keep_artifacts` (src/gc.rs), once the newest iteration is
+        // archived, so a tick leaves what `ooda gc` would: housekeeping, a
+        // failure to remove them never fails the tick (`ooda gc` reports it).
+        let _ =
+            crate::gc::apply_retention(&self.dir, &self.history, config.defaults.keep_artifacts);
+        Ok(())
     }
 
     /// The last archived record with `stop` written into it: how a run that

@@ -23,12 +23,23 @@ fn main() -> ExitCode {
         ooda::sandbox::become_subreaper();
     }
     let cli = ooda::cli::Cli::parse();
+    let json = cli.json;
     match ooda::cli::run(cli) {
         Ok(exit) => exit.into(),
         Err(Error::BrokenPipe) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("ooda: {err}");
-            Exit::from(&err).into()
+            let exit = Exit::from(&err);
+            // A script reading `--json` gets the error as JSON too, not an
+            // empty stdout it would fail to parse (unless the command printed
+            // its own document before failing).
+            if json && !ooda::cli::printed() {
+                println!(
+                    "{}",
+                    serde_json::json!({"error": err.to_string(), "exit": exit.code()})
+                );
+            }
+            exit.into()
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::workspace::Workspace;
 struct Report {
     brief: String,
     dry_run: bool,
+    /// Bytes removed; under `dry_run`, the bytes that would be.
     freed: u64,
     items: Vec<Freed>,
     /// What was left alone, and why.
@@ -58,8 +59,23 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
     }
     let (outputs, unknown) = gc::worktree_outputs(&ws, in_flight)?;
     for name in unknown {
+        // The folders a tick makes are made again; anything else is not ooda's.
+        let ours = [
+            "cand",
+            "base",
+            "anchor",
+            "check",
+            "simplify",
+            "replay",
+            "replay-base",
+        ];
+        let fix = if ours.contains(&name.as_str()) {
+            "remove it: ooda makes it again when it needs it"
+        } else {
+            "ooda does not make it: remove it yourself if it is not yours"
+        };
         notes.push(format!(
-            "{} is not a worktree git knows of: left alone (the next tick re-creates it, or remove it yourself)",
+            "{} is not a worktree git knows of: left alone ({fix})",
             worktrees.join(name).display()
         ));
     }
@@ -172,10 +188,11 @@ fn render(r: &Report) -> String {
             i.detail
         ));
     }
+    s.push_str(&notes);
     if r.dry_run {
         s.push_str(&format!("  nothing was removed ({on_disk})\n"));
     } else {
         s.push_str(&format!("  now {on_disk}\n"));
     }
-    s + &notes
+    s
 }

@@ -33,7 +33,7 @@ use crate::error::Result;
 use crate::exit::Exit;
 
 pub use ack::ack;
-pub use output::out;
+pub use output::{out, printed};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -19,10 +19,21 @@ use crate::schedule::Zone;
 
 use super::Globals;
 
+/// Whether [`out`] printed anything: a command that failed after printing
+/// its own JSON (`ooda check --json` on an invalid Brief) gets no second
+/// document from `main`.
+static PRINTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether anything was printed to stdout through [`out`].
+pub fn printed() -> bool {
+    PRINTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Writes to stdout. A closed pipe (`ooda status | head -1`) is
 /// [`Error::BrokenPipe`], which `main` turns into a quiet exit 0; any other
 /// failure to print is not the command's failure and is ignored.
 pub fn out(text: &str) -> Result<()> {
+    PRINTED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut stdout = std::io::stdout().lock();
     match stdout
         .write_all(text.as_bytes())

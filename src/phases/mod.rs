@@ -199,14 +199,6 @@ impl<'a> Machine<'a> {
             watchers,
             project.config.defaults.events_segment,
         )?;
-        // Artifacts of the discarded iterations that just left
-        // `defaults.keep_artifacts` (src/gc.rs): housekeeping, so a failure
-        // to remove them never fails the tick (`ooda gc` reports it).
-        let _ = crate::gc::apply_retention(
-            &archive.dir,
-            &archive.history,
-            project.config.defaults.keep_artifacts,
-        );
         // What a tick killed together with its helpers left running dies
         // now, before anything of this tick starts (the Brief's lock makes
         // the earlier tick a dead one).

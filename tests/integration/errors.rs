@@ -340,3 +340,17 @@ fn a_metric_program_the_setup_builds_is_not_reported_missing() {
         r.stderr
     );
 }
+
+#[test]
+fn with_json_an_error_is_json_on_stdout_too() {
+    let t = Test::new();
+    t.write("ooda.yaml", "defaults: {alpha: 7}\n");
+    let r = t.ooda(&["--json", "status"]).expect(2);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(v["exit"], 2, "{v}");
+    let msg = v["error"].as_str().unwrap();
+    assert!(msg.contains("ooda.yaml:1: defaults.alpha"), "{msg}");
+    assert!(r.stderr.contains(msg), "{}", r.stderr);
+    // Without --json stdout stays empty.
+    assert_eq!(t.ooda(&["status"]).expect(2).stdout, "");
+}

@@ -198,7 +198,10 @@ fn gc_never_takes_the_candidate_of_an_iteration_in_flight_nor_ooda_s_own_files()
     t.write(".ooda/worktrees/z/stray/build/keep.bin", "x");
     let r = t.ooda(&["gc", "z"]).expect(0).stdout;
     assert!(r.contains("an iteration is in flight"), "{r}");
-    assert!(r.contains("stray is not a worktree git knows of"), "{r}");
+    assert!(
+        r.contains("stray is not a worktree git knows of: left alone (ooda does not make it"),
+        "{r}"
+    );
     assert!(t.exists(".ooda/worktrees/z/stray/build/keep.bin"));
     assert_eq!(t.read(knobs), knobs_before);
     assert!(
@@ -225,4 +228,45 @@ fn gc_never_takes_the_candidate_of_an_iteration_in_flight_nor_ooda_s_own_files()
     t.ooda(&["gc", "z"]).expect(0);
     assert!(!t.exists(".ooda/worktrees/z/cand/build"));
     assert_eq!(t.exists(knobs), had_knobs);
+}
+
+#[test]
+fn each_tick_keeps_the_artifacts_of_exactly_the_last_keep_artifacts_iterations() {
+    let t = Test::new();
+    t.write("ooda.yaml", &format!("{QUIET_CONFIG}  keep_artifacts: 2\n"));
+    t.brief("z", &knob_brief(""));
+    t.commit("brief");
+    // Iterations 1, 5 and 6 are discards (seed 1): the eighth tick moves
+    // 5 out of the window.
+    for _ in 0..8 {
+        t.ooda(&["tick", "z"]).expect(0);
+    }
+    let latest = *t.iterations("z").last().unwrap();
+    let with_diff: Vec<u32> = t
+        .iterations("z")
+        .into_iter()
+        .filter(|n| t.exists(&format!("iterations/z/artifacts/iter-{n:03}.diff")))
+        .filter(|n| {
+            !matches!(
+                t.record("z", *n).verdict,
+                ooda::history::Verdict::Keep | ooda::history::Verdict::Baseline
+            )
+        })
+        .collect();
+    assert!(
+        with_diff.iter().all(|n| *n + 2 > latest),
+        "only discards among the last 2 keep a diff: {with_diff:?} (latest {latest})"
+    );
+    // The tick left what gc would: nothing of the artifacts is left to prune.
+    let v: serde_json::Value =
+        serde_json::from_str(&t.ooda(&["--json", "gc", "z", "--dry-run"]).expect(0).stdout)
+            .unwrap();
+    assert!(
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["what"] != "artifacts"),
+        "{v}"
+    );
 }
