@@ -24,7 +24,6 @@
 //! an agent step (fence.rs) would take their repair for the agent's. A
 //! torn line (a kill mid-append) is skipped.
 
-use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
@@ -101,7 +100,8 @@ pub fn load(
     repair: bool,
 ) -> Result<(Vec<IterationRecord>, LoadStats)> {
     let index_path = dir.join(FILE);
-    let (mut lines, total_lines) = read_lines(&index_path);
+    let limit = files.last().map_or(0, |(n, _)| *n as usize + 1);
+    let (mut lines, total_lines) = read_lines(&index_path, limit);
     let mut stats = LoadStats::default();
     let mut repaired = Vec::new();
     let mut stamps = Vec::with_capacity(files.len());
@@ -112,7 +112,8 @@ pub fn load(
             .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
         let (size, mtime_ns) = (meta.len(), mtime_of(&meta));
         let cached = lines
-            .remove(n)
+            .get_mut(*n as usize)
+            .and_then(Option::take)
             .filter(|l| l.size == size && l.mtime_ns == mtime_ns);
         let (rec, stamp) = match cached {
             Some(line) if mtime_ns.saturating_add(RACY_NS) < line.taken_ns => {
@@ -233,35 +234,105 @@ fn line_text(stamp: &Stamp, rec: &IterationRecord) -> Option<String> {
     (back.record == *rec).then_some(text)
 }
 
-/// The index's lines by iteration (the last line of an iteration wins) and
-/// how many lines the file holds in all, damaged ones included.
-fn read_lines(path: &Path) -> (HashMap<u32, Line>, usize) {
+/// The index's lines by iteration (the last valid line of an iteration
+/// wins), for iterations below `limit` (a line beyond the files is an
+/// orphan no load asks for), and how many lines the file holds in all,
+/// damaged ones included.
+fn read_lines(path: &Path, limit: usize) -> (Vec<Option<Line>>, usize) {
+    let mut slots: Vec<Option<Line>> = Vec::new();
+    slots.resize_with(limit, || None);
     // Bytes, line by line: a line torn inside a multi-byte character must
     // cost that line, not the whole index.
     let Ok(bytes) = std::fs::read(path) else {
-        return (HashMap::new(), 0);
+        return (slots, 0);
     };
-    // Sized once: growing a map of records this large moved each of them
-    // a dozen times at 10,000 iterations (a third of a load's time).
-    let mut map = HashMap::with_capacity(bytes.iter().filter(|b| **b == b'\n').count() + 1);
-    let mut total = 0;
-    // From the end, so that a superseded line is recognized by its prefix
-    // and never decoded: decoding is most of a load's time.
-    for raw in bytes.split(|b| *b == b'\n').rev() {
-        if raw.is_empty() {
-            continue;
-        }
-        total += 1;
-        if leading_iteration(raw).is_some_and(|n| map.contains_key(&n)) {
-            continue;
-        }
-        if let Ok(line) = serde_json::from_slice::<Line>(raw)
-            && line.record.iteration == line.iteration
-        {
-            map.entry(line.iteration).or_insert(line);
+    let raws: Vec<&[u8]> = bytes
+        .split(|b| *b == b'\n')
+        .filter(|r| !r.is_empty())
+        .collect();
+    // The last line of each iteration, found by its prefix: a superseded
+    // line is never decoded, and decoding is most of a load's time.
+    let mut last: Vec<Option<usize>> = vec![None; limit];
+    let mut unprefixed = false;
+    for (i, raw) in raws.iter().enumerate() {
+        match leading_iteration(raw) {
+            Some(n) if (n as usize) < limit => last[n as usize] = Some(i),
+            Some(_) => {}
+            None => unprefixed = true,
         }
     }
-    (map, total)
+    let wanted: Vec<(usize, usize)> = last
+        .iter()
+        .enumerate()
+        .filter_map(|(n, i)| i.map(|i| (n, i)))
+        .collect();
+    let decoded = decode_all(&raws, &wanted);
+    let mut missing = unprefixed;
+    for ((n, _), line) in wanted.iter().zip(decoded) {
+        missing |= line.is_none();
+        slots[*n] = line;
+    }
+    // A damaged last line (or a line without the prefix ooda writes, a
+    // hand edit) falls back to the lines before it, newest first, as one
+    // reader of the file from its end would: rare, so done in order.
+    if missing {
+        let tried: std::collections::HashSet<usize> = wanted.iter().map(|(_, i)| *i).collect();
+        for (i, raw) in raws.iter().enumerate().rev() {
+            if tried.contains(&i) {
+                continue;
+            }
+            if leading_iteration(raw)
+                .is_some_and(|n| slots.get(n as usize).is_none_or(Option::is_some))
+            {
+                continue;
+            }
+            if let Some(line) = decode(raw)
+                && let Some(slot) = slots.get_mut(line.iteration as usize)
+                && slot.is_none()
+            {
+                *slot = Some(line);
+            }
+        }
+    }
+    (slots, raws.len())
+}
+
+/// A line whose record is of the iteration it says.
+fn decode(raw: &[u8]) -> Option<Line> {
+    serde_json::from_slice::<Line>(raw)
+        .ok()
+        .filter(|l| l.record.iteration == l.iteration)
+}
+
+/// The lines `wanted` names (iteration, line number), decoded on the cores
+/// there are: at 10,000 iterations decoding is a tenth of a tick, and each
+/// line is independent of the others.
+fn decode_all(raws: &[&[u8]], wanted: &[(usize, usize)]) -> Vec<Option<Line>> {
+    let one = |part: &[(usize, usize)]| -> Vec<Option<Line>> {
+        part.iter()
+            .map(|(n, i)| decode(raws[*i]).filter(|l| l.iteration as usize == *n))
+            .collect()
+    };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if workers < 2 || wanted.len() < 512 {
+        return one(wanted);
+    }
+    let per = wanted.len().div_ceil(workers);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = wanted
+            .chunks(per)
+            .map(|part| scope.spawn(move || one(part)))
+            .collect();
+        let mut out = Vec::with_capacity(wanted.len());
+        for (h, part) in handles.into_iter().zip(wanted.chunks(per)) {
+            // A worker that panicked costs its lines a parse, never the load.
+            out.extend(
+                h.join()
+                    .unwrap_or_else(|_| part.iter().map(|_| None).collect()),
+            );
+        }
+        out
+    })
 }
 
 /// The iteration a line written by [`line_text`] starts with.
@@ -446,6 +517,27 @@ mod tests {
         assert_eq!(stats.parsed, 5, "{stats:?}");
         let (_, stats) = load(dir.path());
         assert_eq!(stats.parsed, 0, "the repairs were appended: {stats:?}");
+    }
+
+    #[test]
+    fn a_long_index_decoded_in_parts_answers_as_one_reader_would() {
+        // Past the length from which lines are decoded on several threads.
+        let dir = archive(700);
+        load(dir.path());
+        let path = dir.path().join(FILE);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines[100] = "{not json".into();
+        lines[500] = lines[500][..lines[500].len() / 2].to_string();
+        // A later copy of 650's line, damaged: the reader falls back to the
+        // earlier one, which still matches the file.
+        let late = lines[650][..lines[650].len() - 3].to_string();
+        lines.push(late);
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let (h, stats) = load(dir.path());
+        assert_eq!(h, history::load_files(dir.path()).unwrap());
+        assert_eq!(stats.parsed, 2, "{stats:?}");
+        assert_eq!(stats.cached, 699, "{stats:?}");
     }
 
     #[test]
