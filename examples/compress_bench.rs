@@ -119,6 +119,9 @@ fn main() -> std::process::ExitCode {
             let t = Instant::now();
             let output = compress::compress(&input, usize::MAX);
             let same = side(output, t.elapsed().as_micros(), &rtk_must);
+            if show.as_deref() == Some(name.as_str()) {
+                eprintln!("===== ooda on RTK's input =====\n{}", same.output);
+            }
             other_input.push((
                 name.clone(),
                 input.chars().count(),
