@@ -358,6 +358,7 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
             .filter_map(|c| c.usage.cost_usd)
             .fold(0.0, |a, c| a + c),
         agent_calls: cur.agent_calls.clone(),
+        jobs: cur.jobs.clone(),
         patterns: lessons.patterns,
         falsified: lessons.falsified,
         next: lessons.next,

@@ -64,6 +64,10 @@ pub struct Brief {
     /// `tools: {allow: [...]}`: commands the llm driver's agent may run
     /// besides the guards and the metric's command.
     pub tools_allow: Vec<String>,
+    /// `executor:`: where measurements run; `None` takes `defaults.executor`.
+    pub executor: Option<crate::model::Placement>,
+    /// `slurm:`: this Brief's allocation settings over `ooda.yaml`'s.
+    pub slurm: crate::model::SlurmSettings,
     pub goal: String,
     pub success: String,
     pub must_not_break: String,
@@ -209,6 +213,8 @@ const TOP_KEYS: &[&str] = &[
     "analyze",
     "model",
     "tools",
+    "executor",
+    "slurm",
 ];
 const TOOLS_KEYS: &[&str] = &["allow"];
 const ANALYZE_KEYS: &[&str] = &["command", "timeout"];
@@ -299,6 +305,8 @@ impl Brief {
             analyze: draft.analyze,
             model: draft.model,
             tools_allow: draft.tools_allow,
+            executor: draft.executor,
+            slurm: draft.slurm,
             goal: sections.goal,
             success: sections.success,
             must_not_break: sections.must_not_break,
@@ -379,6 +387,79 @@ struct Draft {
     analyze: Option<Analyze>,
     model: Option<String>,
     tools_allow: Vec<String>,
+    executor: Option<crate::model::Placement>,
+    slurm: crate::model::SlurmSettings,
+}
+
+const SLURM_KEYS: &[&str] = &["partition", "account", "gres", "constraint", "time", "args"];
+
+/// `executor: local` or `executor: slurm`.
+pub(crate) fn check_placement(
+    ck: &mut Checker,
+    node: &Node,
+    key: &str,
+) -> Option<crate::model::Placement> {
+    ck.expect(
+        node,
+        key,
+        "`local` (this machine) or `slurm` (measurements in a Slurm allocation)",
+        "executor: slurm",
+        |n| crate::model::Placement::parse(n.scalar()?),
+    )
+}
+
+/// `slurm: {partition: gpu, gres: "gpu:1", time: 30m, args: ["--qos=low"]}`,
+/// in `ooda.yaml` or a Brief.
+pub(crate) fn check_slurm(
+    ck: &mut Checker,
+    node: &Node,
+    path: &str,
+) -> crate::model::SlurmSettings {
+    let example = "slurm: {partition: gpu, gres: \"gpu:1\", time: 30m}";
+    let mut s = crate::model::SlurmSettings::default();
+    let Some(fields) = ck.map(node, path, SLURM_KEYS, example) else {
+        return s;
+    };
+    for (name, slot) in [
+        ("partition", &mut s.partition),
+        ("account", &mut s.account),
+        ("gres", &mut s.gres),
+        ("constraint", &mut s.constraint),
+    ] {
+        if let Some(e) = fields.get(name) {
+            *slot = ck.expect(
+                &e.value,
+                &format!("{path}.{name}"),
+                "one word, as sbatch takes it",
+                example,
+                |n| {
+                    let v = n.scalar()?;
+                    (!v.is_empty() && !v.chars().any(char::is_whitespace)).then(|| v.to_string())
+                },
+            );
+        }
+    }
+    if let Some(e) = fields.get("time") {
+        s.time = ck.expect(
+            &e.value,
+            &format!("{path}.time"),
+            "a duration like `30m` or `2h` (one phase's allocation)",
+            "time: 30m",
+            |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
+        );
+    }
+    if let Some(e) = fields.get("args") {
+        s.args = ck
+            .strings(
+                &e.value,
+                &format!("{path}.args"),
+                "a list of sbatch arguments",
+                "an argument like `--qos=low`",
+                "args: [\"--qos=low\"]",
+            )
+            .unwrap_or_default();
+    }
+    s
 }
 
 fn check_file_name(ck: &mut Checker, path: &Path) -> String {
@@ -745,6 +826,12 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
     }
     if let Some(e) = fields.get("budget") {
         draft.budget = check_budget(ck, &e.value, "budget");
+    }
+    if let Some(e) = fields.get("executor") {
+        draft.executor = check_placement(ck, &e.value, "executor");
+    }
+    if let Some(e) = fields.get("slurm") {
+        draft.slurm = check_slurm(ck, &e.value, "slurm");
     }
     if let Some(e) = fields.get("schedule") {
         const EXPECTED: &str = "a cron expression or an interval";

@@ -16,7 +16,7 @@ use crate::driver::MainAgent;
 use crate::error::{Error, Result};
 use crate::eval::{Evaluator, RunFailure, Side, Worktree};
 use crate::events::{Progress, Shown, Span};
-use crate::executor::{Executor, Local, Purpose};
+use crate::executor::{Local, Purpose};
 use crate::history::fmt_num;
 use crate::knobs;
 use crate::phases::Print;
@@ -644,7 +644,14 @@ pub fn measure(
     // The Brief's own sandbox: a setup that needs a grant fails here as it
     // would in a tick.
     let agent = agent_name(brief, project);
-    let executor = Local::sandboxed(&sandbox_for(project, agent.as_deref())?);
+    let executor = crate::executor::for_brief(
+        Local::sandboxed(&sandbox_for(project, agent.as_deref())?),
+        &project.root,
+        &project.config,
+        brief,
+        ws.dir.join("slurm"),
+        &crate::interrupt::Interrupt::none(),
+    );
     let lease = executor.lease(Purpose::Check)?;
     let mut ev = Evaluator {
         brief,

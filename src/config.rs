@@ -36,6 +36,9 @@ pub struct Config {
     /// `anomalies:` and `notify:`: the anomaly thresholds, which of them
     /// stop the run, and the command run on a stop.
     pub watch: crate::model::Watch,
+    /// `slurm:`: what a phase's allocation asks for when a Brief's
+    /// measurements run on Slurm.
+    pub slurm: crate::model::SlurmSettings,
 }
 
 /// `review:` in `ooda.yaml`.
@@ -94,6 +97,8 @@ pub struct Defaults {
     /// Discarded iterations whose artifacts are kept, counted back from the
     /// latest (None: all of them).
     pub keep_artifacts: Option<u32>,
+    /// Where measurements run for Briefs that do not say (`executor:`).
+    pub executor: crate::model::Placement,
 }
 
 impl Default for Defaults {
@@ -112,6 +117,7 @@ impl Default for Defaults {
             measure_exclusive: true,
             events_segment: 64 << 20,
             keep_artifacts: Some(1000),
+            executor: crate::model::Placement::Local,
         }
     }
 }
@@ -325,6 +331,7 @@ const TOP_KEYS: &[&str] = &[
     "review",
     "anomalies",
     "notify",
+    "slurm",
 ];
 const ANOMALY_KEYS: &[&str] = &[
     "repeated_failure",
@@ -352,6 +359,7 @@ const DEFAULTS_KEYS: &[&str] = &[
     "measure_exclusive",
     "events_segment",
     "keep_artifacts",
+    "executor",
 ];
 const RED_LIGHT_KEYS: &[&str] = &[
     "flip_window",
@@ -594,6 +602,7 @@ impl Default for Config {
             sandbox: crate::sandbox::Settings::default(),
             review: Review::default(),
             watch: crate::model::Watch::default(),
+            slurm: crate::model::SlurmSettings::default(),
         }
     }
 }
@@ -657,6 +666,9 @@ fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
     }
     if let Some(e) = fields.get("review") {
         check_review(ck, &e.value, &mut cfg.review);
+    }
+    if let Some(e) = fields.get("slurm") {
+        cfg.slurm = crate::brief::check_slurm(ck, &e.value, "slurm");
     }
     if let Some(e) = fields.get("anomalies") {
         check_anomalies(ck, &e.value, &mut cfg.watch);
@@ -989,6 +1001,11 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         )
     {
         d.events_segment = v;
+    }
+    if let Some(e) = fields.get("executor")
+        && let Some(v) = crate::brief::check_placement(ck, &e.value, "defaults.executor")
+    {
+        d.executor = v;
     }
     if let Some(e) = fields.get("keep_artifacts")
         && let Some(v) = ck.expect(
@@ -1450,6 +1467,30 @@ mod tests {
         let mut ps = problems(text);
         assert_eq!(ps.len(), 1, "{ps:#?}");
         ps.remove(0)
+    }
+
+    #[test]
+    fn executor_and_slurm_are_read_and_checked() {
+        let cfg = Config::parse(
+            Path::new("ooda.yaml"),
+            "defaults:\n  executor: slurm\nslurm:\n  partition: gpu\n  time: 90s\n  args: [\"--qos=low\"]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.defaults.executor, crate::model::Placement::Slurm);
+        assert_eq!(
+            cfg.slurm.sbatch_args(),
+            ["--partition=gpu", "--time=2", "--qos=low"]
+        );
+        let p = only("defaults:\n  executor: cluster\n");
+        assert_eq!(p.key.as_deref(), Some("defaults.executor"));
+        assert!(p.message.contains("`local`"), "{}", p.message);
+        let p = only("slurm:\n  partion: gpu\n");
+        assert_eq!(p.key.as_deref(), Some("slurm.partion"));
+        assert!(p.message.contains("partition"), "{}", p.message);
+        let p = only("slurm:\n  gres: gpu 1\n");
+        assert_eq!(p.key.as_deref(), Some("slurm.gres"));
+        let p = only("slurm:\n  time: soon\n");
+        assert_eq!((p.key.as_deref(), p.line), (Some("slurm.time"), Some(2)));
     }
 
     #[test]

@@ -89,6 +89,20 @@ pub struct CommandOutput {
     pub elapsed: Duration,
 }
 
+/// Quotes `arg` for `sh` only when it needs it, so the printed line stays
+/// the one a human would type.
+pub fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
 /// Runs `spec` to completion, timeout or cancellation.
 ///
 /// `Err` only when the command could not be started (missing `cwd`, NUL bytes in the

@@ -497,7 +497,12 @@ fn evaluate(
         Worktree::new(Side::Base, plan_turn.base_dir.to_path_buf(), brief)?,
         Worktree::new(Side::Cand, cand.to_path_buf(), brief)?,
     );
-    let lease = plan_turn.executor.lease(Purpose::Measure)?;
+    let lease = plan_turn
+        .executor
+        .lease(Purpose::Measure(crate::executor::Job {
+            iteration: plan_turn.iteration,
+            phase: "replay",
+        }))?;
     let mut ev = Evaluator {
         brief,
         output_cap: project.config.defaults.output_cap as usize,

@@ -86,6 +86,9 @@ pub struct InFlight {
     /// across checkpoints so the iteration file records each call and its cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_calls: Vec<AgentCall>,
+    /// The cluster jobs its phases measured in so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<crate::model::ClusterJob>,
 }
 
 impl InFlight {
@@ -112,6 +115,7 @@ impl InFlight {
             commit: None,
             check: None,
             agent_calls: Vec::new(),
+            jobs: Vec::new(),
         }
     }
 }

@@ -1124,3 +1124,18 @@ fn the_llm_driver_takes_a_model_and_an_allow_list() {
     let p = only(&with_front(&format!("{min}tools: {{allow: [\"\"]}}\n")));
     assert_eq!(p.key.as_deref(), Some("tools.allow[0]"));
 }
+
+#[test]
+fn executor_and_slurm_are_read_and_checked() {
+    let metric = MINIMAL_FRONT;
+    let b = ok(&with_front(&format!(
+        "{metric}executor: slurm\nslurm: {{partition: gpu, gres: \"gpu:1\"}}\n"
+    )));
+    assert_eq!(b.executor, Some(crate::model::Placement::Slurm));
+    assert_eq!(b.slurm.partition.as_deref(), Some("gpu"));
+    assert_eq!(ok(&with_front(metric)).executor, None);
+    let p = only(&with_front(&format!("{metric}executor: gpu\n")));
+    assert_problem(&p, Some(4), Some("executor"), "`slurm`");
+    let p = only(&with_front(&format!("{metric}slurm: {{time: 0s}}\n")));
+    assert_problem(&p, Some(4), Some("slurm.time"), "duration");
+}

@@ -54,19 +54,7 @@ pub struct CommandAgent {
     pub llm: Option<Box<crate::driver::llm::LlmSetup>>,
 }
 
-/// Quotes `arg` for `sh` only when it needs it, so the printed line stays
-/// the one a human would type.
-pub fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', r"'\''"))
-    }
-}
+pub use crate::exec::shell_quote;
 
 impl CommandAgent {
     /// The llm driver in a command agent's place: the same steps, with

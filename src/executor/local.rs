@@ -31,6 +31,12 @@ impl Local {
         }
     }
 
+    /// The Landlock ABI and the grants its commands get besides their
+    /// worktree, for an executor that confines them elsewhere.
+    pub fn confinement(&self) -> (Option<i32>, Vec<PathBuf>) {
+        (self.abi, self.writable.clone())
+    }
+
     /// Marks every command with `mark` (see `sandbox::kill_marked`).
     pub fn marked(mut self, mark: String) -> Local {
         self.mark = Some(mark);
@@ -73,7 +79,12 @@ mod tests {
     fn a_local_lease_runs_the_command_here() {
         let dir = tempfile::tempdir().unwrap();
         let local = Local::default();
-        let lease = local.lease(Purpose::Measure).unwrap();
+        let lease = local
+            .lease(Purpose::Measure(crate::executor::Job {
+                iteration: 1,
+                phase: "evaluate",
+            }))
+            .unwrap();
         let out = lease
             .run(
                 &CommandSpec {

@@ -11,6 +11,7 @@
 //! caps) is `exec.rs`, which every executor ends in.
 
 mod local;
+mod slurm;
 
 use std::io;
 use std::sync::atomic::AtomicBool;
@@ -19,18 +20,28 @@ use crate::error::Result;
 use crate::exec::{CommandOutput, CommandSpec};
 
 pub use local::Local;
+pub use slurm::{Slurm, available as slurm_available, job_prefix};
 
 /// Why commands are run, so an executor can place them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
     /// Setup, guards and paired measurements of one phase (EVALUATE, the
     /// baseline, a confirmation test): base and candidate together.
-    Measure,
+    Measure(Job),
     /// One agent step (PLAN, EXECUTE, LEARN): it stays where ooda runs,
     /// because it may need to reach a model API.
     Agent,
     /// `ooda check --measure`.
     Check,
+}
+
+/// Which measurement a [`Purpose::Measure`] lease is for: it names the
+/// cluster job that holds it, so a restarted tick finds its job again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Job {
+    pub iteration: u32,
+    /// `baseline`, `evaluate`, `simplify`, `confirm`, `analyze`, `replay`.
+    pub phase: &'static str,
 }
 
 /// A place to run commands, for as long as the lease is held.
@@ -44,4 +55,34 @@ pub trait Lease {
 /// Hands out leases.
 pub trait Executor: Send + Sync {
     fn lease(&self, purpose: Purpose) -> Result<Box<dyn Lease + '_>>;
+
+    /// The cluster jobs leases were held in since the last call, oldest
+    /// first (none for an executor that runs commands here).
+    fn take_jobs(&self) -> Vec<crate::model::ClusterJob> {
+        Vec::new()
+    }
+}
+
+/// The executor `brief` asks for (`executor:`, else `defaults.executor`):
+/// `here` itself, or Slurm allocations with `here` for agent steps and as
+/// the sandbox commands get on the nodes; job output goes to `logs`.
+pub fn for_brief(
+    here: Local,
+    root: &std::path::Path,
+    config: &crate::config::Config,
+    brief: &crate::brief::Brief,
+    logs: std::path::PathBuf,
+    interrupt: &crate::interrupt::Interrupt,
+) -> Box<dyn Executor> {
+    match brief.executor.unwrap_or(config.defaults.executor) {
+        crate::model::Placement::Local => Box::new(here),
+        crate::model::Placement::Slurm => Box::new(Slurm::new(
+            here,
+            config.slurm.overridden_by(&brief.slurm),
+            root,
+            &brief.name,
+            logs,
+            interrupt.clone(),
+        )),
+    }
 }

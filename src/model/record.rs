@@ -70,6 +70,9 @@ pub struct IterationRecord {
     /// Every command-agent call of the iteration, with its usage (empty for builtin).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_calls: Vec<AgentCall>,
+    /// The cluster jobs its measurements ran in (`executor: slurm`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<super::ClusterJob>,
     #[serde(default)]
     pub patterns: Vec<Pattern>,
     #[serde(default)]
@@ -151,6 +154,7 @@ impl IterationRecord {
             tokens: 0,
             cost_usd: 0.0,
             agent_calls: Vec::new(),
+            jobs: Vec::new(),
             patterns: Vec::new(),
             falsified: None,
             next: None,

@@ -167,7 +167,12 @@ pub(crate) fn run(
 
 /// Runs the profiler in the base worktree and compresses what it printed.
 fn take_profile(t: &Turn, command: &str, timeout: std::time::Duration) -> Result<String> {
-    let lease = t.executor.lease(crate::executor::Purpose::Measure)?;
+    let lease = t
+        .executor
+        .lease(crate::executor::Purpose::Measure(crate::executor::Job {
+            iteration: t.iteration,
+            phase: "analyze",
+        }))?;
     let mut ev = Evaluator {
         brief: t.brief,
         output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),

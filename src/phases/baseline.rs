@@ -25,7 +25,7 @@ pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationR
     let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
     let point = crate::knobs::point_in(&base.dir, brief)?;
     let mut rng = SplitMix64::new(state.seed);
-    let lease = cx.measuring()?;
+    let lease = cx.measuring(0, "baseline")?;
     let mut ev = cx.evaluator(lease.as_ref());
     let fail = |what: &str, reason: String, output: String| {
         Error::Input(format!(

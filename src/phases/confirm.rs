@@ -54,7 +54,7 @@ pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {
     let skip_base_setup = cx.ws.base_setup_done(&setup_key);
     let mut rng =
         SplitMix64::new(state.seed ^ u64::from(iteration).wrapping_mul(0xA076_1D64_78BD_642F));
-    let lease = cx.measuring()?;
+    let lease = cx.measuring(iteration, "confirm")?;
     let mut ev = cx.evaluator(lease.as_ref());
     let mut failure = ev.setup(&anchor)?;
     if failure.is_none() && !skip_base_setup {

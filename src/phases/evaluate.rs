@@ -65,7 +65,7 @@ fn candidate(
     let looks = sequential::looks_for(cx.config.defaults.pairs);
     let mut rng =
         SplitMix64::new(seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03));
-    let lease = cx.measuring()?;
+    let lease = cx.measuring(cur.iteration, "evaluate")?;
     let mut ev = cx.evaluator(lease.as_ref());
     let crash = |reason: String, output: String, guards| EvalOutcome {
         verdict: Verdict::Crash,
@@ -317,7 +317,7 @@ pub(crate) fn simplified(
             .filter(|p| cx.brief.scope.protects(p)),
     );
     let drifted = || -> Result<bool> { Ok(cx.ws.tree_of_scratch(&scratch, u64::MAX)?.0 != tree) };
-    let lease = cx.measuring()?;
+    let lease = cx.measuring(cur.iteration, "simplify")?;
     let mut ev = cx.evaluator(lease.as_ref());
     for wt in [&kept, &simple] {
         if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {

@@ -109,9 +109,10 @@ impl Cx<'_> {
         }
     }
 
-    /// A lease for this phase's measurements.
-    pub fn measuring(&self) -> Result<Box<dyn Lease + '_>> {
-        self.executor.lease(Purpose::Measure)
+    /// A lease for the measurements of `phase` in `iteration`.
+    pub fn measuring(&self, iteration: u32, phase: &'static str) -> Result<Box<dyn Lease + '_>> {
+        self.executor
+            .lease(Purpose::Measure(crate::executor::Job { iteration, phase }))
     }
 
     pub fn worktree(&self, side: Side) -> Result<Worktree> {
@@ -219,6 +220,14 @@ impl<'a> Machine<'a> {
             cur.orientation = Some(orient::run(before, &brief, &project.config));
             archive.save_state()?;
         }
+        let executor = crate::executor::for_brief(
+            Local::sandboxed(&sandbox).marked(mark),
+            &project.root,
+            &project.config,
+            &brief,
+            ws.dir.join("slurm"),
+            interrupt,
+        );
         Ok(Machine {
             project,
             brief_arg: brief_arg.to_string(),
@@ -227,7 +236,7 @@ impl<'a> Machine<'a> {
             agent,
             ws,
             archive,
-            executor: Box::new(Local::sandboxed(&sandbox).marked(mark)),
+            executor,
             interrupt,
             roster,
             task: None,
@@ -818,8 +827,10 @@ impl<'a> Machine<'a> {
 
     fn checkpoint(&mut self, phase: Phase) -> Result<()> {
         failpoint::before_checkpoint(phase);
+        let jobs = self.executor.take_jobs();
         if let Some(c) = self.archive.state.current.as_mut() {
             c.done = phase;
+            c.jobs.extend(jobs);
         }
         self.archive.save_state()?;
         let span = match &self.archive.state.current {
@@ -1296,7 +1307,10 @@ impl<'a> Machine<'a> {
         )?;
         span.task_state(TaskState::Running, Some("measuring the start".into()))?;
         let rec = match baseline::run(&self.cx(&span), &self.archive.state, &self.brief_hash) {
-            Ok(rec) => rec,
+            Ok(mut rec) => {
+                rec.jobs = self.executor.take_jobs();
+                rec
+            }
             Err(e) => {
                 // The next tick measures the start again, as a new task.
                 let state = match e {

@@ -16,5 +16,6 @@ mod resume;
 mod safety;
 mod schedule;
 mod self_contained;
+mod slurm;
 mod subagents;
 mod test;

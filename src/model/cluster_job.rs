@@ -1,0 +1,16 @@
+//! A cluster job a phase's measurements ran in (`executor: slurm`).
+
+use serde::{Deserialize, Serialize};
+
+/// One allocation: what `squeue` called it and where it ran, so an
+/// iteration file says which node measured it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterJob {
+    pub id: String,
+    pub name: String,
+    pub node: String,
+    /// Found in the queue under its name (left by an earlier tick) rather
+    /// than submitted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adopted: bool,
+}
