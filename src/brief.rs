@@ -391,7 +391,38 @@ struct Draft {
     slurm: crate::model::SlurmSettings,
 }
 
-const SLURM_KEYS: &[&str] = &["partition", "account", "gres", "constraint", "time", "args"];
+const SLURM_KEYS: &[&str] = &[
+    "partition",
+    "account",
+    "gres",
+    "constraint",
+    "time",
+    "cpus",
+    "args",
+];
+
+/// sbatch options ooda sets itself: the job's name finds it again after a
+/// restart, one task on one node keeps a phase's pairs together, and the
+/// script is ooda's placeholder.
+const SLURM_OWN_ARGS: &[&str] = &[
+    "-J",
+    "--job-name",
+    "--wrap",
+    "-o",
+    "--output",
+    "-N",
+    "--nodes",
+    "-n",
+    "--ntasks",
+    "--parsable",
+    "--requeue",
+    "--export",
+    "--begin",
+    "-c",
+    "--cpus-per-task",
+    "-t",
+    "--time",
+];
 
 /// `executor: local` or `executor: slurm`.
 pub(crate) fn check_placement(
@@ -448,6 +479,19 @@ pub(crate) fn check_slurm(
             |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
         );
     }
+    if let Some(e) = fields.get("cpus") {
+        s.cpus = ck.expect(
+            &e.value,
+            &format!("{path}.cpus"),
+            "a number of CPUs, at least 1",
+            "cpus: 4",
+            |n| {
+                parse_int(n.scalar()?)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .filter(|v| *v >= 1)
+            },
+        );
+    }
     if let Some(e) = fields.get("args") {
         s.args = ck
             .strings(
@@ -458,6 +502,20 @@ pub(crate) fn check_slurm(
                 "args: [\"--qos=low\"]",
             )
             .unwrap_or_default();
+        let own = s.args.iter().find(|a| {
+            let flag = a.split('=').next().unwrap_or(a);
+            SLURM_OWN_ARGS.contains(&flag)
+        });
+        if let Some(a) = own {
+            ck.report(
+                Some(e.value.line),
+                Some(&format!("{path}.args")),
+                format!(
+                    "`{a}` is set by ooda itself (job name, script, one task on one node); use the keys `time` and `cpus` for those, and leave the rest to ooda"
+                ),
+            )
+            .example("args: [\"--qos=low\", \"--mem=8G\"]");
+        }
     }
     s
 }

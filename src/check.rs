@@ -130,6 +130,23 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             );
         }
     }
+    let placement = brief.executor.unwrap_or(project.config.defaults.executor);
+    if placement == crate::model::Placement::Slurm {
+        let args = project
+            .config
+            .slurm
+            .overridden_by(&brief.slurm)
+            .sbatch_args();
+        let _ = writeln!(
+            s,
+            "  executor    slurm: each phase's measurements in one allocation (sbatch {})",
+            if args.is_empty() {
+                "with the cluster's defaults".to_string()
+            } else {
+                args.join(" ")
+            }
+        );
+    }
     for w in warnings(brief, project) {
         let _ = writeln!(s, "  warning     {w}");
     }
@@ -234,6 +251,22 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
 /// it (the fenced block still works; the wasted attempts do not).
 pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let mut out = subagent_warnings(brief, project);
+    let placement = brief.executor.unwrap_or(project.config.defaults.executor);
+    if placement == crate::model::Placement::Slurm {
+        let missing: Vec<&str> = ["sbatch", "srun", "squeue", "scancel", "scontrol"]
+            .into_iter()
+            .filter(|p| !crate::exec::on_path(p))
+            .collect();
+        if !missing.is_empty() {
+            out.push(format!(
+                "`executor: slurm` needs the Slurm client commands, and {} not on PATH: install Slurm's client (Debian: slurm-client) on this machine, or set `executor: local`",
+                match missing.as_slice() {
+                    [one] => format!("`{one}` is"),
+                    many => format!("{} are", many.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")),
+                }
+            ));
+        }
+    }
     let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config) else {
         return out;
     };
@@ -650,7 +683,10 @@ pub fn measure(
         &project.config,
         brief,
         ws.dir.join("slurm"),
-        &crate::interrupt::Interrupt::none(),
+        // Ctrl-C while the job waits in the queue cancels it.
+        &crate::interrupt::Interrupt::install(),
+        // check takes no Brief lock: a tick may hold jobs of this Brief.
+        false,
     );
     let lease = executor.lease(Purpose::Check)?;
     let mut ev = Evaluator {

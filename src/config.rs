@@ -1491,6 +1491,17 @@ mod tests {
         assert_eq!(p.key.as_deref(), Some("slurm.gres"));
         let p = only("slurm:\n  time: soon\n");
         assert_eq!((p.key.as_deref(), p.line), (Some("slurm.time"), Some(2)));
+        let p = only("slurm:\n  args: [\"--qos=low\", \"--job-name=mine\"]\n");
+        assert_eq!(p.key.as_deref(), Some("slurm.args"));
+        assert!(
+            p.message.contains("`--job-name=mine` is set by ooda"),
+            "{}",
+            p.message
+        );
+        let p = only("slurm:\n  cpus: 0\n");
+        assert_eq!(p.key.as_deref(), Some("slurm.cpus"));
+        let cfg = Config::parse(Path::new("ooda.yaml"), "slurm: {cpus: 4}\n").unwrap();
+        assert_eq!(cfg.slurm.sbatch_args(), ["--cpus-per-task=4"]);
     }
 
     #[test]

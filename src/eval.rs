@@ -127,7 +127,7 @@ impl Evaluator<'_> {
         let out = self
             .lease
             .run(&spec, self.cancel)
-            .map_err(|e| Error::io(format!("starting `{command}` in {}", wt.dir.display()), e))?;
+            .map_err(|e| Error::io(format!("running `{command}` in {}", wt.dir.display()), e))?;
         span.emit(Event::CommandFinished {
             role: role.into(),
             outcome: out.status,

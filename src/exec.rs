@@ -103,6 +103,17 @@ pub fn shell_quote(arg: &str) -> String {
     }
 }
 
+/// Whether `program` is an executable file in a directory of `PATH`.
+pub fn on_path(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| {
+            std::fs::metadata(d.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
 /// Runs `spec` to completion, timeout or cancellation.
 ///
 /// `Err` only when the command could not be started (missing `cwd`, NUL bytes in the

@@ -21,6 +21,7 @@ mod report;
 mod reset;
 mod run;
 mod status;
+mod submit;
 mod tick;
 mod trace;
 
@@ -99,6 +100,18 @@ pub enum Command {
     Tick {
         /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
+    },
+    /// Run one tick of the Brief as a Slurm job on the cluster (with --every, one tick per
+    /// interval until the run stops); the job holds the Brief's lock on the shared filesystem
+    Submit {
+        /// The Brief: a name (`latency` for briefs/latency.md) or a path
+        brief: String,
+        /// After each tick, queue the next one this much later (e.g. 20m, 1h)
+        #[arg(long, value_name = "INTERVAL")]
+        every: Option<String>,
+        /// Set by the job itself: queue the next tick, unless the run stopped
+        #[arg(long, hide = true)]
+        chained: bool,
     },
     /// Run iterations back to back until a stop, or one per fire time with --every/--cron
     Run {
@@ -238,6 +251,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
             preflight,
         } => check::run(&g, &brief, measure, preflight),
         Command::Tick { brief } => tick::run(&g, &brief),
+        Command::Submit {
+            brief,
+            every,
+            chained,
+        } => submit::run(&g, &brief, every, chained),
         Command::Run {
             brief,
             max_iterations,

@@ -402,10 +402,8 @@ pub fn program_problem(root: &Path, program: &str, who: &str) -> Option<String> 
         return (!executable(&path))
             .then(|| format!("`{program}` is not executable (chmod +x it)"));
     }
-    let found = std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
-        .unwrap_or(false);
-    (!found).then(|| format!("`{program}` is not on PATH: {who} cannot start"))
+    (!crate::exec::on_path(program))
+        .then(|| format!("`{program}` is not on PATH: {who} cannot start"))
 }
 
 /// Removes the lines on both sides of the output cap's omission marker (see

@@ -20,7 +20,9 @@ use crate::error::Result;
 use crate::exec::{CommandOutput, CommandSpec};
 
 pub use local::Local;
-pub use slurm::{Slurm, available as slurm_available, job_prefix};
+pub use slurm::{
+    SUBMITTED_ENV, Slurm, Submitted, available as slurm_available, job_prefix, submit_tick,
+};
 
 /// Why commands are run, so an executor can place them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,8 @@ pub trait Executor: Send + Sync {
 /// The executor `brief` asks for (`executor:`, else `defaults.executor`):
 /// `here` itself, or Slurm allocations with `here` for agent steps and as
 /// the sandbox commands get on the nodes; job output goes to `logs`.
+/// `locked`: the caller holds the Brief's lock, so this Brief's other jobs
+/// are leftovers of an earlier tick.
 pub fn for_brief(
     here: Local,
     root: &std::path::Path,
@@ -73,16 +77,24 @@ pub fn for_brief(
     brief: &crate::brief::Brief,
     logs: std::path::PathBuf,
     interrupt: &crate::interrupt::Interrupt,
+    locked: bool,
 ) -> Box<dyn Executor> {
+    // A tick `ooda submit` started is already in an allocation: its
+    // measurements run where it runs.
+    let submitted = std::env::var_os(SUBMITTED_ENV).is_some();
     match brief.executor.unwrap_or(config.defaults.executor) {
+        crate::model::Placement::Slurm if submitted => Box::new(here),
         crate::model::Placement::Local => Box::new(here),
-        crate::model::Placement::Slurm => Box::new(Slurm::new(
-            here,
-            config.slurm.overridden_by(&brief.slurm),
-            root,
-            &brief.name,
-            logs,
-            interrupt.clone(),
-        )),
+        crate::model::Placement::Slurm => {
+            let slurm = Slurm::new(
+                here,
+                config.slurm.overridden_by(&brief.slurm),
+                root,
+                &brief.name,
+                logs,
+                interrupt.clone(),
+            );
+            Box::new(if locked { slurm } else { slurm.without_sweep() })
+        }
     }
 }

@@ -67,6 +67,10 @@ pub struct Slurm {
     used: Mutex<Vec<ClusterJob>>,
     /// Set when ooda is asked to stop: a lease waiting for its job gives up.
     interrupt: crate::interrupt::Interrupt,
+    /// Whether this Brief's other jobs are leftovers to cancel: only for a
+    /// holder of the Brief's lock (a tick), never for `ooda check`, which
+    /// may run beside a tick.
+    sweep: bool,
 }
 
 impl Slurm {
@@ -91,7 +95,15 @@ impl Slurm {
             writable,
             used: Mutex::new(Vec::new()),
             interrupt,
+            sweep: true,
         }
+    }
+
+    /// Leaves this Brief's other jobs alone (for a caller without the
+    /// Brief's lock).
+    pub fn without_sweep(mut self) -> Slurm {
+        self.sweep = false;
+        self
     }
 
     fn name_for(&self, purpose: Purpose) -> String {
@@ -106,17 +118,22 @@ impl Slurm {
     /// Brief's other jobs, and otherwise submits a new one; then waits until
     /// it runs.
     fn allocate(&self, name: &str) -> Result<ClusterJob> {
-        let mine = |j: &Queued| j.name.starts_with(&format!("{}-", self.prefix));
+        // This Brief's measurement jobs; a submitted tick (`-tick`) is not
+        // one, and a chained one waiting for its start time is left alone.
+        let mine = |j: &Queued| {
+            j.name.starts_with(&format!("{}-", self.prefix)) && !j.name.ends_with("-tick")
+        };
         let queued = squeue(&[])?;
         let mut adopted = None;
-        for j in queued.iter().filter(|j| mine(j)) {
-            if j.name == name && ALIVE.contains(&j.state.as_str()) && adopted.is_none() {
+        let alive = |j: &&Queued| ALIVE.contains(&j.state.as_str());
+        for j in queued.iter().filter(|j| mine(j)).filter(alive) {
+            if j.name == name && adopted.is_none() {
                 eprintln!(
                     "adopting the Slurm job {} ({name}, {}): an earlier tick submitted it",
                     j.id, j.state
                 );
                 adopted = Some(j.id.clone());
-            } else {
+            } else if self.sweep {
                 eprintln!(
                     "cancelling the Slurm job {} ({}): an earlier tick of this Brief left it",
                     j.id, j.name
@@ -124,11 +141,17 @@ impl Slurm {
                 scancel(&j.id);
             }
         }
+        std::fs::create_dir_all(&self.logs)
+            .map_err(|e| Error::io(format!("creating {}", self.logs.display()), e))?;
+        beat(&self.heartbeat(name));
         let (id, was_adopted) = match adopted {
             Some(id) => (id, true),
             None => (self.submit(name)?, false),
         };
-        let node = self.wait_running(&id, name)?;
+        // Nothing holds the job yet: on any failure here it is cancelled.
+        let node = self.wait_running(&id, name).inspect_err(|_| scancel(&id))?;
+        self.probe(&id, name, &node).inspect_err(|_| scancel(&id))?;
+        eprintln!("measuring in the Slurm job {id} ({name}) on {node}");
         let job = ClusterJob {
             id,
             name: name.to_string(),
@@ -141,38 +164,61 @@ impl Slurm {
         Ok(job)
     }
 
+    /// The file a lease touches while it holds job `name`.
+    fn heartbeat(&self, name: &str) -> PathBuf {
+        self.logs.join(format!("{name}.alive"))
+    }
+
     fn submit(&self, name: &str) -> Result<String> {
-        std::fs::create_dir_all(&self.logs)
-            .map_err(|e| Error::io(format!("creating {}", self.logs.display()), e))?;
+        // The placeholder holds the allocation while the lease touches its
+        // heartbeat file (on the shared filesystem) and gives it back
+        // HEARTBEAT_LOST after the last touch: an ooda killed with -9
+        // leaves no allocation behind for longer than that.
+        let hb = shell_quote(&self.heartbeat(name).display().to_string());
+        let lost = HEARTBEAT_LOST.as_secs();
+        // The lease removes the file when it is done: the job then ends by
+        // itself (COMPLETED, with nothing in its output file).
+        let script = format!(
+            "while [ -e {hb} ] && [ $(( $(date +%s) - $(stat -c %Y {hb} 2>/dev/null || echo 0) )) -lt {lost} ]; do sleep 1; done"
+        );
+        sbatch(name, &self.logs, &self.settings, &[], &script)
+    }
+
+    /// One step that starts ooda's helper on the node, so that a node which
+    /// cannot run it (no shared binary, an older kernel's Landlock) is named
+    /// before any measurement, not taken for the candidate's failure.
+    fn probe(&self, id: &str, name: &str, node: &str) -> Result<()> {
+        let Some(helper) = crate::sandbox::helper() else {
+            return Ok(());
+        };
         let mut args = vec![
-            "--parsable".to_string(),
-            format!("--job-name={name}"),
-            format!("--output={}/%x-%j.out", self.logs.display()),
+            format!("--jobid={id}"),
+            "--overlap".into(),
             "--nodes=1".into(),
             "--ntasks=1".into(),
+            "--quiet".into(),
+            helper.display().to_string(),
+            crate::sandbox::HELPER_ARG.into(),
         ];
-        args.extend(self.settings.sbatch_args());
-        // The placeholder holds the allocation until the lease cancels it.
-        args.push("--wrap=exec sleep 2147483647".into());
-        match call("sbatch", &args) {
-            Ok(out) => {
-                // `--parsable` prints `id` or `id;cluster`.
-                let id = out.trim().split(';').next().unwrap_or("").to_string();
-                if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
-                    return Err(Error::Input(format!(
-                        "sbatch answered {out:?} instead of a job id (arguments: {})",
-                        args.join(" ")
-                    )));
-                }
-                Ok(id)
-            }
-            // A submit call that failed or timed out may still have been
-            // taken: the job's name finds it rather than a second submit.
-            Err(e) => match squeue(&[])?.into_iter().find(|j| j.name == name) {
-                Some(j) => Ok(j.id),
-                None => Err(e),
-            },
+        if let Some(abi) = self.abi {
+            args.extend([
+                "--abi".into(),
+                abi.to_string(),
+                "--write".into(),
+                "/tmp".into(),
+            ]);
         }
+        args.extend(["--".into(), "true".into()]);
+        call("srun", &args).map(|_| ()).map_err(|e| {
+            Error::Input(format!(
+                "the Slurm job {id} ({name}) cannot run ooda's sandbox helper on {node}: {e}\nThe nodes need the ooda binary at {} (a shared filesystem){}; pin measurements to nodes that have them with `slurm.constraint`",
+                helper.display(),
+                match self.abi {
+                    Some(abi) => format!(" and a kernel with Landlock ABI {abi} or newer (or cap it with {}=N)", crate::sandbox::ABI_CAP_ENV),
+                    None => String::new(),
+                }
+            ))
+        })
     }
 
     /// Waits until job `id` runs; its node.
@@ -189,6 +235,7 @@ impl Slurm {
                         hint(&state)
                     )));
                 }
+                None if started.elapsed() < Duration::from_secs(5) => {}
                 None => {
                     return Err(Error::Input(format!(
                         "the Slurm job {id} ({name}) is gone from the queue before it ran; see `scontrol show job {id}` and {}",
@@ -207,6 +254,124 @@ impl Slurm {
             std::thread::sleep(POLL);
         }
     }
+}
+
+/// Submits `script` as job `name` (one task on one node, `settings` and
+/// `extra` as sbatch options, output under `logs`); its id. A submit call
+/// that fails or times out may still have been taken: the job's name finds
+/// it rather than a second submit.
+fn sbatch(
+    name: &str,
+    logs: &Path,
+    settings: &SlurmSettings,
+    extra: &[String],
+    script: &str,
+) -> Result<String> {
+    std::fs::create_dir_all(logs)
+        .map_err(|e| Error::io(format!("creating {}", logs.display()), e))?;
+    let mut args = vec![
+        "--parsable".to_string(),
+        format!("--job-name={name}"),
+        format!("--output={}/%x-%j.out", logs.display()),
+        "--nodes=1".into(),
+        "--ntasks=1".into(),
+        // A requeued job would carry on the phase on another node.
+        "--no-requeue".into(),
+    ];
+    args.extend(settings.sbatch_args());
+    args.extend(extra.iter().cloned());
+    args.push(format!("--wrap={script}"));
+    match call("sbatch", &args) {
+        Ok(out) => {
+            // `--parsable` prints `id` or `id;cluster`.
+            let id = out.trim().split(';').next().unwrap_or("").to_string();
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
+                return Err(Error::Input(format!(
+                    "sbatch answered {out:?} instead of a job id (arguments: {})",
+                    args.join(" ")
+                )));
+            }
+            Ok(id)
+        }
+        Err(e) => match squeue(&[])?
+            .into_iter()
+            .find(|j| j.name == name && ALIVE.contains(&j.state.as_str()))
+        {
+            Some(j) => Ok(j.id),
+            None => Err(Error::Input(format!(
+                "{e}\nThe options come from `slurm:` in ooda.yaml and the Brief (`sinfo` lists the partitions and their limits)."
+            ))),
+        },
+    }
+}
+
+/// Set in the environment of a tick that `ooda submit` runs as a job: its
+/// measurements run where the job runs, in the job's own allocation.
+pub const SUBMITTED_ENV: &str = "OODA_SUBMITTED";
+
+/// What `ooda submit` did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Submitted {
+    pub job: String,
+    pub name: String,
+    /// The job was already queued under its name (its state): nothing was
+    /// submitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_queued: Option<String>,
+    /// Seconds from now the job may start (`--begin`), for a chained tick.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub begins_in: Option<u64>,
+}
+
+/// A whole tick of Brief `brief` as a job (`ooda submit`): `exe tick`, and
+/// with `every` (its text and length) the same submission again at the
+/// job's end, `every` later. `begin_in` delays this job's start. A job of
+/// that name already queued (other than the one calling) is the answer.
+pub fn submit_tick(
+    settings: &SlurmSettings,
+    root: &Path,
+    brief: &str,
+    logs: &Path,
+    exe: &Path,
+    every: Option<&str>,
+    begin_in: Option<Duration>,
+) -> Result<Submitted> {
+    let name = format!("{}-tick", job_prefix(root, brief));
+    let me = std::env::var("SLURM_JOB_ID").ok();
+    if let Some(j) = squeue(&[])?.into_iter().find(|j| {
+        j.name == name && ALIVE.contains(&j.state.as_str()) && me.as_deref() != Some(&j.id)
+    }) {
+        return Ok(Submitted {
+            job: j.id,
+            name,
+            already_queued: Some(j.state),
+            begins_in: None,
+        });
+    }
+    let q = |p: &Path| shell_quote(&p.display().to_string());
+    let ooda = format!("{} --root {}", q(exe), q(root));
+    let mut script = format!("{ooda} tick {}; rc=$?", shell_quote(brief));
+    if let Some(every) = every {
+        // The next tick is queued once this one is done, so two ticks of a
+        // Brief never wait for each other's lock.
+        script.push_str(&format!(
+            "; {ooda} submit {} --every {} --chained",
+            shell_quote(brief),
+            shell_quote(every)
+        ));
+    }
+    script.push_str("; exit $rc");
+    let mut extra = vec![format!("--export=ALL,{SUBMITTED_ENV}=1")];
+    if let Some(d) = begin_in {
+        extra.push(format!("--begin=now+{}", d.as_secs().max(1)));
+    }
+    let job = sbatch(&name, logs, settings, &extra, &script)?;
+    Ok(Submitted {
+        job,
+        name,
+        already_queued: None,
+        begins_in: begin_in.map(|d| d.as_secs()),
+    })
 }
 
 /// `ooda-<brief>-<6 hex digits of the project's path>`: two checkouts with
@@ -231,9 +396,27 @@ fn hint(state: &str) -> &'static str {
     }
 }
 
+/// How long a placeholder outlives the last touch of its heartbeat file.
+const HEARTBEAT_LOST: Duration = Duration::from_secs(600);
+
+/// How often a held lease touches it.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(60);
+
+fn beat(path: &Path) {
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+}
+
 struct Step<'a> {
     slurm: &'a Slurm,
     job: ClusterJob,
+    /// Stops the heartbeat thread when the lease ends.
+    stop: std::sync::Arc<(Mutex<bool>, std::sync::Condvar)>,
+    beating: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Lease for Step<'_> {
@@ -251,11 +434,28 @@ impl Lease for Step<'_> {
         };
         let out = exec::run(&local, cancel)?;
         if out.status != Outcome::Success && !matches!(out.status, Outcome::Interrupted) {
-            // The command's own failure, or its job's end?
-            match job_state(&self.job.id) {
-                Some((state, _)) if state == "RUNNING" => {}
-                Some((state, _)) => return Err(self.ended(&state)),
-                None => return Err(self.ended("gone from the queue")),
+            // The command's own failure, or its job's end? A cancelled job
+            // reads COMPLETING for a moment, and a preempted one with a
+            // grace time still RUNNING while its steps are signalled: look
+            // again for a few seconds before blaming the command.
+            let signalled = matches!(out.exit_code, None | Some(137 | 143));
+            let deadline = Instant::now() + Duration::from_secs(if signalled { 5 } else { 2 });
+            loop {
+                match job_state(&self.job.id) {
+                    Some((state, _)) if state == "RUNNING" && !signalled => break,
+                    Some((state, _))
+                        if (state == "RUNNING" || state == "COMPLETING")
+                            && Instant::now() < deadline =>
+                    {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    Some((state, _)) if state == "RUNNING" => break,
+                    Some((state, _)) => return Err(self.ended(&state)),
+                    None if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    None => return Err(self.ended("gone from the queue")),
+                }
             }
         }
         Ok(out)
@@ -277,26 +477,37 @@ impl Step<'_> {
     /// the node as it would be here.
     fn srun_line(&self, spec: &CommandSpec) -> String {
         let q = |p: &Path| shell_quote(&p.display().to_string());
-        // The step's temporary directory: this machine's private one when
-        // the node sees it (a shared /tmp, or this very machine), else /tmp.
-        let mut node = String::from("[ -d \"${TMPDIR:-}\" ] || export TMPDIR=/tmp; exec");
+        // A private temporary directory made on the node for each step
+        // (this machine's may not exist there, and the node's /tmp is
+        // shared with everything else), removed when the step ends.
+        let mut run = String::new();
         if let Some(h) = crate::sandbox::helper() {
-            node.push_str(&format!(" {} {}", q(h), crate::sandbox::HELPER_ARG));
+            run.push_str(&format!("{} {}", q(h), crate::sandbox::HELPER_ARG));
             if let Some(abi) = spec.landlock.or(self.slurm.abi) {
-                node.push_str(&format!(" --abi {abi}"));
+                run.push_str(&format!(" --abi {abi}"));
                 let grants = std::iter::once(spec.cwd)
                     .chain(self.slurm.writable.iter().map(PathBuf::as_path))
                     .chain(spec.writable.iter().map(PathBuf::as_path));
                 for w in grants {
-                    node.push_str(&format!(" --write {}", q(w)));
+                    run.push_str(&format!(" --write {}", q(w)));
                 }
-                node.push_str(" --write \"$TMPDIR\"");
+                run.push_str(" --write \"$TMPDIR\"");
             }
-            node.push_str(" --");
+            run.push_str(" --");
         }
-        node.push_str(&format!(" sh -c {}", shell_quote(spec.command)));
+        run.push_str(&format!(" sh -c {}", shell_quote(spec.command)));
+        let node = format!(
+            "TMPDIR=$(mktemp -d /tmp/ooda-step-XXXXXXXX) || exit 125; export TMPDIR; {}; rc=$?; rm -rf \"$TMPDIR\"; exit $rc",
+            run.trim_start()
+        );
+        let cpus = self
+            .slurm
+            .settings
+            .cpus
+            .map(|c| format!(" --cpus-per-task={c}"))
+            .unwrap_or_default();
         format!(
-            "exec srun --jobid={} --overlap --nodes=1 --ntasks=1 --quiet --kill-on-bad-exit=1 --chdir={} sh -c {}",
+            "exec srun --jobid={} --overlap --nodes=1 --ntasks=1{cpus} --quiet --kill-on-bad-exit=1 --chdir={} sh -c {}",
             self.job.id,
             q(spec.cwd),
             shell_quote(&node)
@@ -306,6 +517,25 @@ impl Step<'_> {
 
 impl Drop for Step<'_> {
     fn drop(&mut self) {
+        if let Ok(mut stopped) = self.stop.0.lock() {
+            *stopped = true;
+        }
+        self.stop.1.notify_all();
+        if let Some(t) = self.beating.take() {
+            let _ = t.join();
+        }
+        // Given back by the placeholder itself, which sees its heartbeat
+        // file gone within a second; cancelled when it does not.
+        let _ = std::fs::remove_file(self.slurm.heartbeat(&self.job.name));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            match job_state(&self.job.id) {
+                Some((state, _)) if ALIVE.contains(&state.as_str()) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                _ => return,
+            }
+        }
         scancel(&self.job.id);
     }
 }
@@ -316,7 +546,31 @@ impl Executor for Slurm {
             return self.here.lease(purpose);
         }
         let job = self.allocate(&self.name_for(purpose))?;
-        Ok(Box::new(Step { slurm: self, job }))
+        let stop = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let (hb, flag) = (self.heartbeat(&job.name), stop.clone());
+        // Touched while the lease is held, however long one step runs.
+        let beating = std::thread::Builder::new()
+            .name("ooda-slurm-heartbeat".into())
+            .spawn(move || {
+                let (lock, wake) = &*flag;
+                let Ok(mut stopped) = lock.lock() else {
+                    return;
+                };
+                while !*stopped {
+                    beat(&hb);
+                    match wake.wait_timeout(stopped, HEARTBEAT_EVERY) {
+                        Ok((g, _)) => stopped = g,
+                        Err(_) => return,
+                    }
+                }
+            })
+            .ok();
+        Ok(Box::new(Step {
+            slurm: self,
+            job,
+            stop,
+            beating,
+        }))
     }
 
     fn take_jobs(&self) -> Vec<ClusterJob> {
@@ -353,23 +607,25 @@ fn squeue(extra: &[&str]) -> Result<Vec<Queued>> {
         .collect())
 }
 
-/// A job's state and node: from `squeue` while it is queued, from
-/// `scontrol` for a while after it ended (no accounting needed); `None`
-/// when neither knows it.
+/// A job's state and node, from `scontrol` (which knows a job for a while
+/// after it ended, without accounting, and says CANCELLED where `squeue`
+/// still shows COMPLETING), else `squeue`; `None` when neither knows it.
 fn job_state(id: &str) -> Option<(String, String)> {
-    if let Ok(out) = call("squeue", &["--noheader", "--jobs", id, "--format=%T|%N"])
-        && let Some(line) = out.lines().next()
-        && let Some((state, node)) = line.trim().split_once('|')
-    {
-        return Some((state.to_string(), node.to_string()));
+    if let Ok(out) = call("scontrol", &["--oneliner", "show", "job", id]) {
+        let field = |key: &str| {
+            out.split_whitespace()
+                .find_map(|f| f.strip_prefix(key))
+                .map(str::to_string)
+        };
+        if let Some(state) = field("JobState=") {
+            let node = field("NodeList=").filter(|n| n != "(null)");
+            return Some((state, node.unwrap_or_default()));
+        }
     }
-    let out = call("scontrol", &["--oneliner", "show", "job", id]).ok()?;
-    let field = |key: &str| {
-        out.split_whitespace()
-            .find_map(|f| f.strip_prefix(key))
-            .map(str::to_string)
-    };
-    Some((field("JobState=")?, field("NodeList=").unwrap_or_default()))
+    let out = call("squeue", &["--noheader", "--jobs", id, "--format=%T|%N"]).ok()?;
+    let line = out.lines().next()?;
+    let (state, node) = line.trim().split_once('|')?;
+    Some((state.to_string(), node.to_string()))
 }
 
 /// Cancels job `id`, best effort: a job already gone is what was wanted.

@@ -44,6 +44,9 @@ pub struct SlurmSettings {
     pub constraint: Option<String>,
     /// `--time` of one phase's allocation (rounded up to whole minutes).
     pub time: Option<Duration>,
+    /// `--cpus-per-task` of the allocation and of every step (Slurm gives
+    /// one CPU otherwise).
+    pub cpus: Option<u32>,
     /// Further `sbatch` arguments, as given.
     pub args: Vec<String>,
 }
@@ -58,6 +61,7 @@ impl SlurmSettings {
             gres: pick(&self.gres, &over.gres),
             constraint: pick(&self.constraint, &over.constraint),
             time: over.time.or(self.time),
+            cpus: over.cpus.or(self.cpus),
             args: if over.args.is_empty() {
                 self.args.clone()
             } else {
@@ -78,6 +82,9 @@ impl SlurmSettings {
             if let Some(v) = v {
                 out.push(format!("{flag}={v}"));
             }
+        }
+        if let Some(c) = self.cpus {
+            out.push(format!("--cpus-per-task={c}"));
         }
         if let Some(t) = self.time {
             out.push(format!("--time={}", t.as_secs().div_ceil(60).max(1)));

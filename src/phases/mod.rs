@@ -227,6 +227,7 @@ impl<'a> Machine<'a> {
             &brief,
             ws.dir.join("slurm"),
             interrupt,
+            true,
         );
         Ok(Machine {
             project,
@@ -981,6 +982,7 @@ impl<'a> Machine<'a> {
             let conf = confirm::run(&self.cx(&span), &self.archive.state, iteration)?;
             if let Some(r) = rec.as_mut() {
                 (r.confirmation, r.confirmation_failed) = conf.into_parts();
+                r.jobs.extend(self.executor.take_jobs());
             }
         }
         // The run's notes, with the stop and the confirmation in them.

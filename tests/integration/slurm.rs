@@ -12,6 +12,11 @@ use ooda::history::Verdict;
 
 fn cluster() -> bool {
     let up = ooda::executor::slurm_available();
+    // CI brings a cluster up (.ci/run): there, none is a failure.
+    assert!(
+        up || std::env::var_os("CI").is_none(),
+        "no Slurm cluster answers `sinfo` on CI: .ci/slurm-up should have started one"
+    );
     if !up {
         eprintln!("skipped: no Slurm cluster answers `sinfo` here (run .ci/slurm-up)");
     }
@@ -121,10 +126,76 @@ fn a_night_measured_through_slurm_decides_as_a_local_night_does() {
                 .collect()
         })
         .unwrap_or_default();
+    let baseline = logs
+        .iter()
+        .find(|n| n.starts_with(&format!("{prefix}-000-baseline-")))
+        .unwrap_or_else(|| panic!("{logs:?}"));
+    // Each job gave its allocation back by itself when its phase ended.
+    let out = t.read(&format!(".ooda/worktrees/k/slurm/{baseline}"));
+    assert_eq!(out, "", "{baseline}");
+    assert!(!logs.iter().any(|n| n.ends_with(".alive")), "{logs:?}");
+}
+
+/// A script agent that plans X = 10 + 10 × the iteration.
+const STEPPING_AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+x=$((10 + 10 * OODA_ITERATION))
+case "$OODA_PHASE" in
+  plan) printf '{"hypothesis": "X=%s", "change": "X", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.1, "predicted_sd": 0.1, "knobs": {"X": %s}}' "$x" "$x" > "$OODA_OUTPUT_FILE" ;;
+  learn) printf '{"next": "go on"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+#[test]
+fn on_the_node_a_measured_command_is_confined_as_it_is_here() {
+    if !cluster() {
+        return;
+    }
+    if ooda::sandbox::landlock_abi().is_none() {
+        eprintln!("skipped: no Landlock on this kernel");
+        return;
+    }
+    let t = Test::new();
+    t.script("ooda-agent.sh", STEPPING_AGENT);
+    // The candidate's benchmark tries to write beside the checkout, which
+    // only the run counter and the job log may be.
+    t.script(
+        "bench.sh",
+        &logged_bench("touch \"$OODA_TEST_DIR/escaped\" 2>/dev/null\n"),
+    );
+    // Landlock grants name files that exist.
+    t.write("counter", "0\n");
+    t.write("jobs", "");
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}sandbox: {{writable: [$OODA_TEST_DIR/counter, $OODA_TEST_DIR/jobs]}}\n",
+            t.read("ooda.yaml")
+        ),
+    );
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n")
+            .replace("agent: builtin", "agent: script")
+            .replace(
+                "protect: [\"bench.sh\"]",
+                "protect: [\"bench.sh\", \"ooda-agent.sh\"]",
+            ),
+    );
+    t.commit("k");
+    t.ooda(&["run", "k"]).expect(4);
+    let jobs = t.read("jobs");
     assert!(
-        logs.iter()
-            .any(|n| n.starts_with(&format!("{prefix}-000-baseline-"))),
-        "{logs:?}"
+        !jobs.is_empty() && jobs.lines().all(|l| !l.starts_with("here")),
+        "every run was a job step: {jobs}"
+    );
+    assert!(
+        !t.exists("escaped"),
+        "a measured command wrote outside its worktree on the node"
+    );
+    assert_eq!(
+        t.record("k", 1).knobs.get("X").map(|v| v.to_string()),
+        Some("20".into())
     );
 }
 
@@ -152,7 +223,7 @@ fn a_job_cancelled_mid_measurement_is_measured_again_by_the_next_tick() {
     let first = t.ooda_env(&["run", "k"], &env);
     assert_ne!(first.code, 0, "{}", first.stdout);
     assert!(
-        first.stderr.contains("CANCELLED") || first.stderr.contains("gone from the queue"),
+        first.stderr.contains("ended CANCELLED during the step"),
         "{}",
         first.stderr
     );
@@ -234,5 +305,160 @@ fn a_restarted_tick_adopts_its_job_by_name_instead_of_submitting_again() {
         "{:?}",
         r.jobs
     );
+    assert_eq!(queued(&prefix), Vec::<String>::new());
+}
+
+/// Waits until no job of `prefix` is queued (at most two minutes).
+fn drained(prefix: &str) {
+    for _ in 0..480 {
+        if queued(prefix).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    panic!("still queued: {:?}", queued(prefix));
+}
+
+#[test]
+fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
+    if !cluster() {
+        return;
+    }
+    let t = Test::new();
+    t.script("bench.sh", &logged_bench(""));
+    // Held, so that it is still queued when submitted again.
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 2 }\nexecutor: slurm\nslurm: { args: [\"--hold\"] }\n"),
+    );
+    t.commit("k");
+    let prefix = ooda::executor::job_prefix(t.path(), "k");
+    let first = t.ooda(&["--json", "submit", "k"]).expect(0);
+    let job: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
+    let id = job["job"].as_str().unwrap().to_string();
+    assert_eq!(job["name"], format!("{prefix}-tick"));
+    let again = t.ooda(&["submit", "k"]).expect(0);
+    assert!(
+        again.stdout.contains(&format!("the Slurm job {id} "))
+            && again.stdout.contains("already queued"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(queued(&prefix).len(), 1, "{:?}", queued(&prefix));
+    let release = Command::new("scontrol")
+        .args(["release", &id])
+        .output()
+        .unwrap();
+    assert!(release.status.success());
+    drained(&prefix);
+    // The tick ran on the node: the baseline was measured there, in the
+    // tick's own allocation rather than one of its own.
+    let r = t.record("k", 0);
+    assert!(r.jobs.is_empty(), "{:?}", r.jobs);
+    let jobs = t.read("jobs");
+    assert!(
+        !jobs.is_empty() && jobs.lines().all(|l| l.starts_with(&format!("{id} "))),
+        "{jobs}"
+    );
+    let out = std::fs::read_to_string(
+        t.path()
+            .join(".ooda/worktrees/k/slurm")
+            .join(format!("{prefix}-tick-{id}.out")),
+    )
+    .unwrap();
+    assert!(out.contains("baseline"), "{out}");
+}
+
+#[test]
+fn submit_every_queues_the_next_tick_until_the_run_stops() {
+    if !cluster() {
+        return;
+    }
+    let t = Test::new();
+    t.script("bench.sh", &logged_bench(""));
+    t.brief("k", &knob_brief("budget: { iterations: 1 }\n"));
+    t.commit("k");
+    let prefix = ooda::executor::job_prefix(t.path(), "k");
+    let first = t.ooda(&["submit", "k", "--every", "1s"]).expect(0);
+    assert!(
+        first.stdout.contains("one tick every 1s"),
+        "{}",
+        first.stdout
+    );
+    // Tick 1 measures the baseline, tick 2 runs iteration 1, which uses up
+    // the budget and records the stop; then nothing is queued again.
+    drained(&prefix);
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+    let state = t.state("k");
+    assert_eq!(state["stop"]["reason"], "budget_iterations", "{state}");
+    let ticks: std::collections::BTreeSet<String> =
+        std::fs::read_dir(t.path().join(".ooda/worktrees/k/slurm"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&format!("{prefix}-tick-")))
+            .collect();
+    assert_eq!(ticks.len(), 2, "{ticks:?}");
+    let id = |n: &String| -> u64 {
+        n.trim_end_matches(".out")
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let last = ticks.iter().max_by_key(|n| id(n)).unwrap();
+    let out = std::fs::read_to_string(t.path().join(".ooda/worktrees/k/slurm").join(last)).unwrap();
+    assert!(out.contains("no further tick is submitted"), "{out}");
+}
+
+#[test]
+fn check_shows_where_measurements_run_and_the_sbatch_options() {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}slurm: {{partition: debug, cpus: 2}}\n",
+            t.read("ooda.yaml")
+        ),
+    );
+    t.brief("k", &knob_brief("executor: slurm\nslurm: { time: 30m }\n"));
+    t.commit("k");
+    let out = t.ooda(&["check", "k"]).expect(0);
+    assert!(
+        out.stdout.contains(
+            "executor    slurm: each phase's measurements in one allocation (sbatch --partition=debug --cpus-per-task=2 --time=30)"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_phase_past_its_time_limit_names_the_limit_and_decides_nothing() {
+    if !cluster() {
+        return;
+    }
+    let t = Test::new();
+    // The third run outlasts the allocation's minute.
+    t.script(
+        "bench.sh",
+        &logged_bench("[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && sleep 150\n"),
+    );
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\nslurm: { time: 1m }\n")
+            .replace("timeout: 20s", "timeout: 5m"),
+    );
+    t.commit("k");
+    let run = t.ooda(&["run", "k"]).expect(1);
+    assert!(
+        run.stderr.contains("ended TIMEOUT during the step")
+            && run.stderr.contains("raise `slurm.time`"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(t.iterations("k"), Vec::<u32>::new(), "no baseline decided");
+    let prefix = ooda::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix), Vec::<String>::new());
 }
