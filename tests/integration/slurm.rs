@@ -10,7 +10,13 @@ use std::process::Command;
 use crate::test::{Test, bench_after, knob_brief};
 use ooda::history::Verdict;
 
-fn cluster() -> bool {
+/// One test at a time on the cluster: a test that preempts, or fills the
+/// node, must not disturb another's measurements.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The cluster, held for the test; `None` (the test is skipped) where none
+/// answers.
+fn cluster() -> Option<std::sync::MutexGuard<'static, ()>> {
     let up = ooda::executor::slurm_available();
     // CI brings a cluster up (.ci/run): there, none is a failure.
     assert!(
@@ -19,8 +25,13 @@ fn cluster() -> bool {
     );
     if !up {
         eprintln!("skipped: no Slurm cluster answers `sinfo` here (run .ci/slurm-up)");
+        return None;
     }
-    up
+    Some(
+        CLUSTER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    )
 }
 
 /// This user's queued jobs whose names start with `prefix`: `id name state`.
@@ -73,9 +84,9 @@ fn night(executor: &str) -> (Test, Vec<ooda::history::IterationRecord>) {
 
 #[test]
 fn a_night_measured_through_slurm_decides_as_a_local_night_does() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let (local, here) = night("local");
     let (t, there) = night("slurm");
     for (a, b) in here.iter().zip(&there) {
@@ -148,9 +159,9 @@ esac
 
 #[test]
 fn on_the_node_a_measured_command_is_confined_as_it_is_here() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     if ooda::sandbox::landlock_abi().is_none() {
         eprintln!("skipped: no Landlock on this kernel");
         return;
@@ -201,9 +212,9 @@ fn on_the_node_a_measured_command_is_confined_as_it_is_here() {
 
 #[test]
 fn a_job_cancelled_mid_measurement_is_measured_again_by_the_next_tick() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let t = Test::new();
     // The fifth timed run cancels its own job, as an operator's scancel or
     // a preemption would.
@@ -243,9 +254,9 @@ fn a_job_cancelled_mid_measurement_is_measured_again_by_the_next_tick() {
 
 #[test]
 fn a_restarted_tick_adopts_its_job_by_name_instead_of_submitting_again() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let t = Test::new();
     t.script("bench.sh", &logged_bench(""));
     t.brief(
@@ -321,9 +332,9 @@ fn drained(prefix: &str) {
 
 #[test]
 fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let t = Test::new();
     t.script("bench.sh", &logged_bench(""));
     // Held, so that it is still queued when submitted again.
@@ -371,9 +382,9 @@ fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
 
 #[test]
 fn submit_every_queues_the_next_tick_until_the_run_stops() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let t = Test::new();
     t.script("bench.sh", &logged_bench(""));
     t.brief("k", &knob_brief("budget: { iterations: 1 }\n"));
@@ -436,9 +447,9 @@ fn check_shows_where_measurements_run_and_the_sbatch_options() {
 
 #[test]
 fn a_phase_past_its_time_limit_names_the_limit_and_decides_nothing() {
-    if !cluster() {
+    let Some(_cluster) = cluster() else {
         return;
-    }
+    };
     let t = Test::new();
     // The third run outlasts the allocation's minute.
     t.script(
@@ -461,4 +472,172 @@ fn a_phase_past_its_time_limit_names_the_limit_and_decides_nothing() {
     assert_eq!(t.iterations("k"), Vec::<u32>::new(), "no baseline decided");
     let prefix = ooda::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix), Vec::<String>::new());
+}
+
+/// Waits until `path` exists (at most a minute).
+fn appears(path: &std::path::Path) {
+    for _ in 0..600 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+#[test]
+fn an_interrupted_measurement_gives_its_job_back() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let t = Test::new();
+    t.script(
+        "bench.sh",
+        &logged_bench(
+            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
+        ),
+    );
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
+    );
+    t.commit("k");
+    let prefix = ooda::executor::job_prefix(t.path(), "k");
+    let child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    appears(&t.path().join("started"));
+    assert_eq!(queued(&prefix).len(), 1, "{:?}", queued(&prefix));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drained(&prefix);
+}
+
+#[test]
+fn a_submit_that_fails_after_slurm_took_it_is_not_submitted_twice() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let t = Test::new();
+    t.script("bench.sh", &logged_bench(""));
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
+    );
+    t.commit("k");
+    // An sbatch whose answer is lost: Slurm takes the job, the caller sees
+    // a timeout.
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v sbatch"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("sbatch");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho call >> \"$OODA_TEST_DIR/sbatch-calls\"\n{} \"$@\" > /dev/null\necho 'sbatch: error: Socket timed out on send/recv operation' >&2\nexit 1\n",
+            real.trim()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    t.ooda_env(&["run", "k"], &[("PATH", path.as_str())])
+        .expect(4);
+    let calls = t.read("sbatch-calls").lines().count();
+    let jobs = t.read("jobs");
+    let distinct: std::collections::BTreeSet<&str> =
+        jobs.lines().filter_map(|l| l.split(' ').next()).collect();
+    assert_eq!(calls, distinct.len(), "one submit per phase: {jobs}");
+    let r = t.record("k", 1);
+    assert!(matches!(r.verdict, Verdict::Keep | Verdict::Discard));
+    drained(&ooda::executor::job_prefix(t.path(), "k"));
+}
+
+#[test]
+fn a_preempted_measurement_is_measured_again_not_blamed_on_the_candidate() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    // `.ci/slurm-up` makes `urgent` a partition that preempts `debug`.
+    let urgent = Command::new("sinfo")
+        .args(["--noheader", "--partition=urgent", "--format=%P"])
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty());
+    if !urgent {
+        eprintln!("skipped: no `urgent` partition preempting the default one (.ci/slurm-up)");
+        return;
+    }
+    let t = Test::new();
+    t.script(
+        "bench.sh",
+        &logged_bench(
+            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
+        ),
+    );
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
+    );
+    t.commit("k");
+    let child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    appears(&t.path().join("started"));
+    // A job of a higher tier wants the whole node.
+    let high = Command::new("sbatch")
+        .args([
+            "--parsable",
+            "--partition=urgent",
+            "--exclusive",
+            "--job-name=ooda-test-urgent",
+            "--output=/dev/null",
+            "--wrap",
+            "sleep 2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        high.status.success(),
+        "{}",
+        String::from_utf8_lossy(&high.stderr)
+    );
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ended PREEMPTED"), "{stderr}");
+    assert_eq!(
+        t.iterations("k"),
+        Vec::<u32>::new(),
+        "nothing decided: {stderr}"
+    );
+    drained("ooda-test-urgent");
+    // The next tick measures the baseline again and the night goes on.
+    t.ooda(&["run", "k"]).expect(4);
+    assert_eq!(t.iterations("k"), vec![0, 1]);
 }
