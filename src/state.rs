@@ -89,7 +89,17 @@ pub struct InFlight {
     /// The cluster jobs its phases measured in so far.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<crate::model::ClusterJob>,
+    /// Each time EVALUATE lost its cluster job under a measurement (the
+    /// errors, in order): after [`LOST_JOBS_MAX`] the candidate is not
+    /// measured again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost_jobs: Vec<String>,
 }
+
+/// Lost cluster jobs after which a candidate is recorded as a crash rather
+/// than measured again: a candidate can `scancel` its own job, and would
+/// otherwise stop every tick forever.
+pub const LOST_JOBS_MAX: usize = 3;
 
 impl InFlight {
     /// An iteration that has just started: nothing done but OBSERVE.
@@ -116,6 +126,7 @@ impl InFlight {
             check: None,
             agent_calls: Vec::new(),
             jobs: Vec::new(),
+            lost_jobs: Vec::new(),
         }
     }
 }

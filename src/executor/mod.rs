@@ -21,7 +21,8 @@ use crate::exec::{CommandOutput, CommandSpec};
 
 pub use local::Local;
 pub use slurm::{
-    SUBMITTED_ENV, Slurm, Submitted, available as slurm_available, job_prefix, submit_tick,
+    JobEnded, SUBMITTED_ENV, Slurm, Submitted, available as slurm_available, job_ended, job_prefix,
+    submit_tick,
 };
 
 /// Why commands are run, so an executor can place them.

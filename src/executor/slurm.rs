@@ -305,6 +305,30 @@ fn sbatch(
     }
 }
 
+/// A step's job ended under it: the cluster's doing (or the candidate's,
+/// which can `scancel` it), never the command's own failure.
+#[derive(Debug, Clone)]
+pub struct JobEnded {
+    pub state: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for JobEnded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JobEnded {}
+
+/// The [`JobEnded`] behind `e`, when a lost allocation is what failed.
+pub fn job_ended(e: &Error) -> Option<&JobEnded> {
+    match e {
+        Error::Io { source, .. } => source.get_ref()?.downcast_ref::<JobEnded>(),
+        _ => None,
+    }
+}
+
 /// Set in the environment of a tick that `ooda submit` runs as a job: its
 /// measurements run where the job runs, in the job's own allocation.
 pub const SUBMITTED_ENV: &str = "OODA_SUBMITTED";
@@ -433,29 +457,35 @@ impl Lease for Step<'_> {
             writable: Vec::new(),
         };
         let out = exec::run(&local, cancel)?;
-        if out.status != Outcome::Success && !matches!(out.status, Outcome::Interrupted) {
-            // The command's own failure, or its job's end? A cancelled job
-            // reads COMPLETING for a moment, and a preempted one with a
-            // grace time still RUNNING while its steps are signalled: look
-            // again for a few seconds before blaming the command.
-            let signalled = matches!(out.exit_code, None | Some(137 | 143));
-            let deadline = Instant::now() + Duration::from_secs(if signalled { 5 } else { 2 });
-            loop {
-                match job_state(&self.job.id) {
-                    Some((state, _)) if state == "RUNNING" && !signalled => break,
-                    Some((state, _))
-                        if (state == "RUNNING" || state == "COMPLETING")
-                            && Instant::now() < deadline =>
-                    {
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    Some((state, _)) if state == "RUNNING" => break,
-                    Some((state, _)) => return Err(self.ended(&state)),
-                    None if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(100));
-                    }
-                    None => return Err(self.ended("gone from the queue")),
+        if matches!(out.status, Outcome::Interrupted) {
+            return Ok(out);
+        }
+        // The command's own result, or its job's end? Asked after every
+        // step, a success too: srun exits 0 when the node under it failed.
+        // A cancelled job reads COMPLETING for a moment, and a preempted
+        // one with a grace time still RUNNING while its steps are
+        // signalled: look again for a few seconds before believing it.
+        let signalled = matches!(out.exit_code, None | Some(137 | 143));
+        let failed = out.status != Outcome::Success;
+        let deadline = Instant::now() + Duration::from_secs(if signalled { 5 } else { 2 });
+        loop {
+            match job_state(&self.job.id) {
+                Some((state, _)) if state == "RUNNING" && !signalled => break,
+                Some((state, _))
+                    if (state == "RUNNING" || state == "COMPLETING")
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(100));
                 }
+                Some((state, _)) if state == "RUNNING" => break,
+                Some((state, _)) => return Err(self.ended(&state)),
+                // A controller that does not answer says nothing about a
+                // step that succeeded.
+                None if !failed => break,
+                None if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                None => return Err(self.ended("gone from the queue")),
             }
         }
         Ok(out)
@@ -464,13 +494,16 @@ impl Lease for Step<'_> {
 
 impl Step<'_> {
     fn ended(&self, state: &str) -> io::Error {
-        io::Error::other(format!(
-            "the Slurm job {} ({}) on {} ended {state} during the step; {}",
-            self.job.id,
-            self.job.name,
-            self.job.node,
-            hint(state)
-        ))
+        io::Error::other(JobEnded {
+            state: state.to_string(),
+            message: format!(
+                "the Slurm job {} ({}) on {} ended {state} during the step; {}",
+                self.job.id,
+                self.job.name,
+                self.job.node,
+                hint(state)
+            ),
+        })
     }
 
     /// `srun` of `spec.command` as a step of the lease's job, contained on

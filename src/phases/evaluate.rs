@@ -58,6 +58,22 @@ fn candidate(
         out.alarms = vec![Alarm::yellow(AlarmKind::IdenticalCandidate, reason)];
         return Ok(out);
     }
+    if cur.lost_jobs.len() >= crate::state::LOST_JOBS_MAX {
+        return Ok(EvalOutcome {
+            verdict: Verdict::Crash,
+            discard: None,
+            reason: format!(
+                "not measured: its measurements lost their Slurm job {} times in a row (last: {}); a candidate can end its own job, so it is not measured again. If the cluster ended them, fix that (slurm.time, squeue) and try the change again",
+                cur.lost_jobs.len(),
+                cur.lost_jobs.last().map(String::as_str).unwrap_or("")
+            ),
+            guards: Vec::new(),
+            comparison: None,
+            failure_output: Some(cur.lost_jobs.join("\n")),
+            base_failed: false,
+            alarms: Vec::new(),
+        });
+    }
     let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
     let setup_key = cx.base_setup_key(&cur.base_commit)?;
     let skip_base_setup = cx.ws.base_setup_done(&setup_key);

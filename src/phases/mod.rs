@@ -333,7 +333,18 @@ impl<'a> Machine<'a> {
                 }
                 Next::Cut(phase) => self.cut_for_budget(phase)?,
                 Next::Run { phase, beside } => {
-                    if let Some(outcome) = self.run(phase, beside)? {
+                    let ran = self.run(phase, beside);
+                    // A candidate's measurement that lost its cluster job is
+                    // measured again next tick, a bounded number of times.
+                    if let Err(e) = &ran
+                        && phase == Phase::Evaluate
+                        && let Some(lost) = crate::executor::job_ended(e)
+                        && let Some(c) = self.archive.state.current.as_mut()
+                    {
+                        c.lost_jobs.push(lost.message.clone());
+                        self.archive.save_state()?;
+                    }
+                    if let Some(outcome) = ran? {
                         return Ok(outcome);
                     }
                     self.checkpoint(phase)?;

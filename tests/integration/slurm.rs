@@ -641,3 +641,115 @@ fn a_preempted_measurement_is_measured_again_not_blamed_on_the_candidate() {
     t.ooda(&["run", "k"]).expect(4);
     assert_eq!(t.iterations("k"), vec![0, 1]);
 }
+
+#[test]
+fn a_candidate_that_cancels_its_own_job_is_a_crash_after_three_lost_jobs() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let t = Test::new();
+    // The candidate's runs end their own allocation, every time.
+    t.script(
+        "bench.sh",
+        &logged_bench(
+            "if [ \"${OODA_ITERATION:-0}\" -ge 1 ] && [ \"$OODA_SIDE\" = cand ]; then scancel \"$SLURM_JOB_ID\"; sleep 30; fi\n",
+        ),
+    );
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
+    );
+    t.commit("k");
+    for attempt in 1..=3 {
+        let run = t.ooda(&["run", "k"]).expect(1);
+        assert!(
+            run.stderr.contains("ended CANCELLED during the step"),
+            "attempt {attempt}: {}",
+            run.stderr
+        );
+        assert_eq!(t.iterations("k"), vec![0], "attempt {attempt}");
+    }
+    // The fourth tick does not measure it again.
+    t.ooda(&["run", "k"]).expect(4);
+    let r = t.record("k", 1);
+    assert_eq!(r.verdict, Verdict::Crash, "{}", r.reason);
+    assert!(
+        r.reason.contains("lost their Slurm job 3 times in a row"),
+        "{}",
+        r.reason
+    );
+    drained(&ooda::executor::job_prefix(t.path(), "k"));
+}
+
+/// Puts the node back in service when dropped, however the test ends.
+struct Resume(String);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        // A node ReturnToService=2 brought back already refuses `resume`.
+        let _ = Command::new("scontrol")
+            .args(["update", &format!("nodename={}", self.0), "state=resume"])
+            .stderr(std::process::Stdio::null())
+            .status();
+        for _ in 0..300 {
+            if ooda::executor::slurm_available() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
+#[test]
+fn a_node_that_fails_under_a_measurement_is_named_and_nothing_is_decided() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let nodes = Command::new("sinfo")
+        .args(["--noheader", "--format=%N"])
+        .output()
+        .unwrap();
+    let node = String::from_utf8_lossy(&nodes.stdout).trim().to_string();
+    if node.is_empty() || node.contains(',') || node.contains('[') {
+        eprintln!("skipped: needs a one-node cluster to take down ({node})");
+        return;
+    }
+    let t = Test::new();
+    t.script(
+        "bench.sh",
+        &logged_bench(
+            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
+        ),
+    );
+    t.brief(
+        "k",
+        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
+    );
+    t.commit("k");
+    let child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    appears(&t.path().join("started"));
+    let resume = Resume(node.clone());
+    let down = Command::new("scontrol")
+        .args([
+            "update",
+            &format!("nodename={node}"),
+            "state=down",
+            "reason=ooda-test",
+        ])
+        .status()
+        .unwrap();
+    assert!(down.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    drop(resume);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("ended NODE_FAIL"), "{stderr}");
+    assert_eq!(t.iterations("k"), Vec::<u32>::new(), "nothing decided");
+    t.ooda(&["run", "k"]).expect(4);
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+}
