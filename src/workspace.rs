@@ -22,6 +22,18 @@ mod contents;
 
 pub use contents::Contents;
 
+/// Every worktree ooda makes for a Brief: the loop's own, and the scratch
+/// copies of confirmation, check, the simplifier and replay.
+pub const WORKTREES: &[&str] = &[
+    "cand",
+    "base",
+    "anchor",
+    "check",
+    "simplify",
+    "replay",
+    "replay-base",
+];
+
 pub struct Workspace {
     pub brief: String,
     pub branch: String,
@@ -839,17 +851,7 @@ impl Workspace {
                 self.branch
             )));
         }
-        // Every worktree ooda makes for a Brief: the loop's own, and the
-        // scratch copies of confirmation, check, the simplifier and replay.
-        for which in [
-            "cand",
-            "base",
-            "anchor",
-            "check",
-            "simplify",
-            "replay",
-            "replay-base",
-        ] {
+        for which in WORKTREES {
             let path = self.dir.join(which);
             let name = self.worktree_name(which);
             if let Ok(wt) = self.repo.find_worktree(&name) {

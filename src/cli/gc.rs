@@ -60,16 +60,7 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
     let (outputs, unknown) = gc::worktree_outputs(&ws, in_flight)?;
     for name in unknown {
         // The folders a tick makes are made again; anything else is not ooda's.
-        let ours = [
-            "cand",
-            "base",
-            "anchor",
-            "check",
-            "simplify",
-            "replay",
-            "replay-base",
-        ];
-        let fix = if ours.contains(&name.as_str()) {
+        let fix = if crate::workspace::WORKTREES.contains(&name.as_str()) {
             "remove it: ooda makes it again when it needs it"
         } else {
             "ooda does not make it: remove it yourself if it is not yours"

@@ -485,16 +485,15 @@ fn appears(path: &std::path::Path) {
     panic!("{} never appeared", path.display());
 }
 
-#[test]
-fn an_interrupted_measurement_gives_its_job_back() {
-    let Some(_cluster) = cluster() else {
-        return;
-    };
+/// A night under way: `ooda run` of a one-iteration Slurm Brief whose third
+/// timed run (of the baseline) sleeps a minute, returned once that run has
+/// started (the file `started`).
+fn measuring() -> (Test, std::process::Child) {
     let t = Test::new();
     t.script(
         "bench.sh",
         &logged_bench(
-            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
+            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
         ),
     );
     t.brief(
@@ -502,7 +501,6 @@ fn an_interrupted_measurement_gives_its_job_back() {
         &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
     );
     t.commit("k");
-    let prefix = ooda::executor::job_prefix(t.path(), "k");
     let child = t
         .command(&["run", "k"])
         .stdout(std::process::Stdio::piped())
@@ -510,6 +508,16 @@ fn an_interrupted_measurement_gives_its_job_back() {
         .spawn()
         .unwrap();
     appears(&t.path().join("started"));
+    (t, child)
+}
+
+#[test]
+fn an_interrupted_measurement_gives_its_job_back() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let (t, child) = measuring();
+    let prefix = ooda::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix).len(), 1, "{:?}", queued(&prefix));
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -590,25 +598,7 @@ fn a_preempted_measurement_is_measured_again_not_blamed_on_the_candidate() {
         eprintln!("skipped: no `urgent` partition preempting the default one (.ci/slurm-up)");
         return;
     }
-    let t = Test::new();
-    t.script(
-        "bench.sh",
-        &logged_bench(
-            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
-        ),
-    );
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
-    let child = t
-        .command(&["run", "k"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    appears(&t.path().join("started"));
+    let (t, child) = measuring();
     // A job of a higher tier wants the whole node.
     let high = Command::new("sbatch")
         .args([
@@ -714,25 +704,7 @@ fn a_node_that_fails_under_a_measurement_is_named_and_nothing_is_decided() {
         eprintln!("skipped: needs a one-node cluster to take down ({node})");
         return;
     }
-    let t = Test::new();
-    t.script(
-        "bench.sh",
-        &logged_bench(
-            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
-        ),
-    );
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
-    let child = t
-        .command(&["run", "k"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    appears(&t.path().join("started"));
+    let (t, child) = measuring();
     let resume = Resume(node.clone());
     let down = Command::new("scontrol")
         .args([
