@@ -130,13 +130,8 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
             );
         }
     }
-    let placement = brief.executor.unwrap_or(project.config.defaults.executor);
-    if placement == crate::model::Placement::Slurm {
-        let args = project
-            .config
-            .slurm
-            .overridden_by(&brief.slurm)
-            .sbatch_args();
+    if project.config.placement_for(brief) == crate::model::Placement::Slurm {
+        let args = project.config.slurm_for(brief).sbatch_args();
         let _ = writeln!(
             s,
             "  executor    slurm: each phase's measurements in one allocation (sbatch {})",
@@ -251,8 +246,7 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
 /// it (the fenced block still works; the wasted attempts do not).
 pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let mut out = subagent_warnings(brief, project);
-    let placement = brief.executor.unwrap_or(project.config.defaults.executor);
-    if placement == crate::model::Placement::Slurm {
+    if project.config.placement_for(brief) == crate::model::Placement::Slurm {
         let missing: Vec<&str> = ["sbatch", "srun", "squeue", "scancel", "scontrol"]
             .into_iter()
             .filter(|p| !crate::exec::on_path(p))

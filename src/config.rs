@@ -618,6 +618,16 @@ impl Config {
         b
     }
 
+    /// Where `brief`'s measurements run: its `executor:`, else the default.
+    pub fn placement_for(&self, brief: &crate::brief::Brief) -> crate::model::Placement {
+        brief.executor.unwrap_or(self.defaults.executor)
+    }
+
+    /// The Slurm settings for `brief`: its `slurm:` keys over this file's.
+    pub fn slurm_for(&self, brief: &crate::brief::Brief) -> crate::model::SlurmSettings {
+        self.slurm.overridden_by(&brief.slurm)
+    }
+
     /// Reads `root/ooda.yaml`; a missing file is the default configuration.
     pub fn load(root: &Path) -> Result<Config, BriefError> {
         let path = root.join(FILE_NAME);

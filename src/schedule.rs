@@ -50,6 +50,24 @@ pub enum Schedule {
     Cron(Cron),
 }
 
+/// An interval for `--every` (`ooda run`, `ooda submit`): a duration
+/// longer than zero.
+pub fn interval(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text).ok_or_else(|| {
+        format!(
+            "`{}` is not an interval (examples: `20m`, `1h30m`, `90s`)",
+            text.trim()
+        )
+    })?;
+    if d.is_zero() {
+        return Err(
+            "an interval must be longer than zero; without a schedule iterations run back to back"
+                .into(),
+        );
+    }
+    Ok(d)
+}
+
 impl Schedule {
     /// A Brief's `schedule:` value: a cron expression, or an interval with a
     /// unit (`20m`, `@every 20m`). A bare number is refused: `5` is neither a
@@ -67,19 +85,7 @@ impl Schedule {
 
     /// `--every D`: any duration ooda accepts elsewhere (`20m`, `1h30m`, `90s`).
     pub fn every(text: &str) -> Result<Schedule, String> {
-        let d = parse_duration(text).ok_or_else(|| {
-            format!(
-                "`{}` is not an interval (examples: `20m`, `1h30m`, `90s`)",
-                text.trim()
-            )
-        })?;
-        if d.is_zero() {
-            return Err(
-                "an interval must be longer than zero; without a schedule iterations run back to back"
-                    .into(),
-            );
-        }
-        Ok(Schedule::Every(d))
+        interval(text).map(Schedule::Every)
     }
 
     /// `--cron E`.

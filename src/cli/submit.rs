@@ -18,18 +18,11 @@ use crate::state::{self, Loaded};
 pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
     let b = project.load_brief(brief)?;
-    let interval = match &every {
-        Some(t) => Some(
-            crate::brief::parse_duration(t)
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    Error::Input(format!(
-                        "--every: `{t}` is not an interval longer than zero (examples: `20m`, `1h30m`)"
-                    ))
-                })?,
-        ),
-        None => None,
-    };
+    let interval = every
+        .as_deref()
+        .map(crate::schedule::interval)
+        .transpose()
+        .map_err(|e| Error::Input(format!("--every: {e}")))?;
     if chained && interval.is_none() {
         return Err(Error::Input("--chained needs --every".into()));
     }
@@ -51,7 +44,7 @@ pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("finding ooda's own binary for the job", e))?;
     let submitted = submit_tick(
-        &project.config.slurm.overridden_by(&b.slurm),
+        &project.config.slurm_for(&b),
         &project.root,
         &b.name,
         &project.worktrees_dir(&b.name).join("slurm"),

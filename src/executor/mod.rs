@@ -83,13 +83,13 @@ pub fn for_brief(
     // A tick `ooda submit` started is already in an allocation: its
     // measurements run where it runs.
     let submitted = std::env::var_os(SUBMITTED_ENV).is_some();
-    match brief.executor.unwrap_or(config.defaults.executor) {
+    match config.placement_for(brief) {
         crate::model::Placement::Slurm if submitted => Box::new(here),
         crate::model::Placement::Local => Box::new(here),
         crate::model::Placement::Slurm => {
             let slurm = Slurm::new(
                 here,
-                config.slurm.overridden_by(&brief.slurm),
+                config.slurm_for(brief),
                 root,
                 &brief.name,
                 logs,

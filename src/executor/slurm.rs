@@ -5,7 +5,7 @@
 //! paired test assumes it), and a job per timed run would put each pair's
 //! halves wherever the scheduler found room, with its queue wait between
 //! them. So a lease for [`Purpose::Measure`] or [`Purpose::Check`] holds one
-//! job (a placeholder that sleeps), and every command of the phase is a job
+//! job (a placeholder that waits), and every command of the phase is a job
 //! step in it (`srun --jobid … --overlap`). Agent steps stay on this
 //! machine: compute nodes often cannot reach a model API.
 //!
@@ -14,11 +14,11 @@
 //! and the phase (`ooda-<brief>-<project hash>-<iteration>-<phase>`). A
 //! lease first asks `squeue` for this Brief's jobs: the one with its name
 //! (left by a tick that was killed, or by a submit call that timed out after
-//! Slurm took it) is adopted instead of submitted twice; any other is a
-//! leftover of an earlier tick and is cancelled (the Brief's lock means no
-//! other ooda can own it). Dropping the lease cancels the job, so an
-//! interrupt or an error never leaves an allocation behind for longer than
-//! ooda lives. A job that ends under a running step (preempted, timed out,
+//! Slurm took it) is adopted instead of submitted twice; for a holder of the
+//! Brief's lock, any other is a leftover of an earlier tick and is
+//! cancelled. Dropping the lease gives the job back (the placeholder ends
+//! when its heartbeat file goes), and a placeholder whose ooda died ends ten
+//! minutes after the last heartbeat. A job that ends under a running step (preempted, timed out,
 //! cancelled, its node failed or out of memory) turns the step into an
 //! error that names the job's state: the tick stops, and the next one
 //! measures the phase again from its start in a new allocation, so a
@@ -106,11 +106,16 @@ impl Slurm {
         self
     }
 
-    fn name_for(&self, purpose: Purpose) -> String {
+    /// The job a lease for `purpose` holds; none for an agent step, which
+    /// runs here.
+    fn name_for(&self, purpose: Purpose) -> Option<String> {
         match purpose {
-            Purpose::Measure(job) => format!("{}-{:03}-{}", self.prefix, job.iteration, job.phase),
-            Purpose::Check => format!("{}-check", self.prefix),
-            Purpose::Agent => format!("{}-agent", self.prefix),
+            Purpose::Measure(job) => Some(format!(
+                "{}-{:03}-{}",
+                self.prefix, job.iteration, job.phase
+            )),
+            Purpose::Check => Some(format!("{}-check", self.prefix)),
+            Purpose::Agent => None,
         }
     }
 
@@ -123,7 +128,7 @@ impl Slurm {
         let mine = |j: &Queued| {
             j.name.starts_with(&format!("{}-", self.prefix)) && !j.name.ends_with("-tick")
         };
-        let queued = squeue(&[])?;
+        let queued = squeue()?;
         let mut adopted = None;
         let alive = |j: &&Queued| ALIVE.contains(&j.state.as_str());
         for j in queued.iter().filter(|j| mine(j)).filter(alive) {
@@ -293,7 +298,7 @@ fn sbatch(
             }
             Ok(id)
         }
-        Err(e) => match squeue(&[])?
+        Err(e) => match squeue()?
             .into_iter()
             .find(|j| j.name == name && ALIVE.contains(&j.state.as_str()))
         {
@@ -309,7 +314,6 @@ fn sbatch(
 /// which can `scancel` it), never the command's own failure.
 #[derive(Debug, Clone)]
 pub struct JobEnded {
-    pub state: String,
     pub message: String,
 }
 
@@ -362,7 +366,7 @@ pub fn submit_tick(
 ) -> Result<Submitted> {
     let name = format!("{}-tick", job_prefix(root, brief));
     let me = std::env::var("SLURM_JOB_ID").ok();
-    if let Some(j) = squeue(&[])?.into_iter().find(|j| {
+    if let Some(j) = squeue()?.into_iter().find(|j| {
         j.name == name && ALIVE.contains(&j.state.as_str()) && me.as_deref() != Some(&j.id)
     }) {
         return Ok(Submitted {
@@ -460,13 +464,17 @@ impl Lease for Step<'_> {
         if matches!(out.status, Outcome::Interrupted) {
             return Ok(out);
         }
-        // The command's own result, or its job's end? Asked after every
-        // step, a success too: srun exits 0 when the node under it failed.
+        // The command's own result, or its job's end? Asked after a failed
+        // step, and after one where Slurm reported an error (srun exits 0
+        // when the node under it failed); a clean success costs no call.
         // A cancelled job reads COMPLETING for a moment, and a preempted
         // one with a grace time still RUNNING while its steps are
         // signalled: look again for a few seconds before believing it.
         let signalled = matches!(out.exit_code, None | Some(137 | 143));
         let failed = out.status != Outcome::Success;
+        if !failed && !slurm_error(&out.output) {
+            return Ok(out);
+        }
         let deadline = Instant::now() + Duration::from_secs(if signalled { 5 } else { 2 });
         loop {
             match job_state(&self.job.id) {
@@ -495,7 +503,6 @@ impl Lease for Step<'_> {
 impl Step<'_> {
     fn ended(&self, state: &str) -> io::Error {
         io::Error::other(JobEnded {
-            state: state.to_string(),
             message: format!(
                 "the Slurm job {} ({}) on {} ended {state} during the step; {}",
                 self.job.id,
@@ -575,10 +582,10 @@ impl Drop for Step<'_> {
 
 impl Executor for Slurm {
     fn lease(&self, purpose: Purpose) -> Result<Box<dyn Lease + '_>> {
-        if purpose == Purpose::Agent {
+        let Some(name) = self.name_for(purpose) else {
             return self.here.lease(purpose);
-        }
-        let job = self.allocate(&self.name_for(purpose))?;
+        };
+        let job = self.allocate(&name)?;
         let stop = std::sync::Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let (hb, flag) = (self.heartbeat(&job.name), stop.clone());
         // Touched while the lease is held, however long one step runs.
@@ -622,11 +629,9 @@ struct Queued {
     state: String,
 }
 
-/// This user's jobs in the queue (`extra` narrows it).
-fn squeue(extra: &[&str]) -> Result<Vec<Queued>> {
-    let mut args = vec!["--noheader", "--me", "--format=%i|%j|%T"];
-    args.extend_from_slice(extra);
-    let out = call("squeue", &args)?;
+/// This user's jobs in the queue.
+fn squeue() -> Result<Vec<Queued>> {
+    let out = call("squeue", &["--noheader", "--me", "--format=%i|%j|%T"])?;
     Ok(out
         .lines()
         .filter_map(|l| {
@@ -659,6 +664,14 @@ fn job_state(id: &str) -> Option<(String, String)> {
     let line = out.lines().next()?;
     let (state, node) = line.trim().split_once('|')?;
     Some((state.to_string(), node.to_string()))
+}
+
+/// Whether `output` holds a line Slurm's own tools print about a step or
+/// its job (`srun: error: Node failure on …`, `slurmstepd: error: …`).
+fn slurm_error(output: &str) -> bool {
+    output
+        .lines()
+        .any(|l| l.starts_with("srun: error:") || l.starts_with("slurmstepd"))
 }
 
 /// Cancels job `id`, best effort: a job already gone is what was wanted.
@@ -722,3 +735,19 @@ pub fn available() -> bool {
 }
 
 const ALIVE_NODE: &[&str] = &["idle", "mixed", "allocated", "completing"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slurms_own_error_lines_are_told_from_the_commands_output() {
+        assert!(slurm_error("METRIC t=1\nsrun: error: Node failure on vm\n"));
+        assert!(slurm_error(
+            "slurmstepd-vm: error: *** STEP 12.3 ON vm CANCELLED AT 2026-12-04T01:55:26 ***"
+        ));
+        assert!(!slurm_error(
+            "METRIC t=1\nwarning: srun: error: in a log line\n"
+        ));
+    }
+}

@@ -3,11 +3,12 @@
 //! These need a cluster that answers `sinfo` on this machine, with the
 //! project's files visible on its node (a one-node cluster on this very
 //! machine: `.ci/slurm-up` brings one up, and CI runs it). Without one they
-//! say so on stderr and pass, so a laptop without Slurm can run the suite.
+//! say so on stderr and pass, so a laptop without Slurm can run the suite;
+//! under `CI` they fail instead.
 
 use std::process::Command;
 
-use crate::test::{Test, bench_after, knob_brief};
+use crate::test::{LANDSCAPE, Test, bench_after, knob_brief};
 use ooda::history::Verdict;
 
 /// One test at a time on the cluster: a test that preempts, or fills the
@@ -58,26 +59,27 @@ fn logged_bench(prelude: &str) -> String {
         &format!(
             "{prelude}echo \"${{SLURM_JOB_ID:-here}} $(hostname)\" >> \"$OODA_TEST_DIR/jobs\"\n"
         ),
-        "100 + 10 * ((x - 40) / 10) * ((x - 40) / 10)",
+        LANDSCAPE,
         0.01,
     )
 }
 
-fn night(executor: &str) -> (Test, Vec<ooda::history::IterationRecord>) {
+/// A project with one Brief `k` measured by [`logged_bench`] (`prelude`
+/// first) and `extra` in its front matter, committed.
+fn project(prelude: &str, extra: &str) -> Test {
     let t = Test::new();
-    t.script("bench.sh", &logged_bench(""));
-    t.brief(
-        "k",
-        &knob_brief(&format!(
-            "budget: {{ iterations: 3 }}\nexecutor: {executor}\n"
-        )),
-    );
+    t.script("bench.sh", &logged_bench(prelude));
+    t.brief("k", &knob_brief(extra));
     t.commit("k");
-    t.ooda_env(
-        &["run", "k"],
-        &[("OODA_TEST_DIR", &t.path().display().to_string())],
-    )
-    .expect(4);
+    t
+}
+
+fn night(executor: &str) -> (Test, Vec<ooda::history::IterationRecord>) {
+    let t = project(
+        "",
+        &format!("budget: {{ iterations: 3 }}\nexecutor: {executor}\n"),
+    );
+    t.ooda(&["run", "k"]).expect(4);
     let records = (0..=3).map(|i| t.record("k", i)).collect();
     (t, records)
 }
@@ -215,23 +217,13 @@ fn a_job_cancelled_mid_measurement_is_measured_again_by_the_next_tick() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let t = Test::new();
     // The fifth timed run cancels its own job, as an operator's scancel or
     // a preemption would.
-    t.script(
-        "bench.sh",
-        &logged_bench(
-            "if [ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 4 ] && [ ! -e \"$OODA_TEST_DIR/cancelled\" ]; then touch \"$OODA_TEST_DIR/cancelled\"; scancel \"$SLURM_JOB_ID\"; sleep 30; fi\n",
-        ),
+    let t = project(
+        "if [ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 4 ] && [ ! -e \"$OODA_TEST_DIR/cancelled\" ]; then touch \"$OODA_TEST_DIR/cancelled\"; scancel \"$SLURM_JOB_ID\"; sleep 30; fi\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\n",
     );
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
-    let env = [("OODA_TEST_DIR", t.path().display().to_string())];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let first = t.ooda_env(&["run", "k"], &env);
+    let first = t.ooda(&["run", "k"]);
     assert_ne!(first.code, 0, "{}", first.stdout);
     assert!(
         first.stderr.contains("ended CANCELLED during the step"),
@@ -241,7 +233,7 @@ fn a_job_cancelled_mid_measurement_is_measured_again_by_the_next_tick() {
     assert!(t.exists("cancelled"));
     // Nothing was decided on the cancelled job's runs; the next tick
     // measures the phase again in a new allocation and goes on.
-    t.ooda_env(&["run", "k"], &env).expect(4);
+    t.ooda(&["run", "k"]).expect(4);
     let r = t.record("k", 1);
     assert!(
         matches!(r.verdict, Verdict::Keep | Verdict::Discard),
@@ -257,13 +249,7 @@ fn a_restarted_tick_adopts_its_job_by_name_instead_of_submitting_again() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let t = Test::new();
-    t.script("bench.sh", &logged_bench(""));
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
+    let t = project("", "budget: { iterations: 1 }\nexecutor: slurm\n");
     // What a tick killed after its submit leaves: the baseline's job,
     // queued under the name ooda gives it, and a leftover of another phase.
     let prefix = ooda::executor::job_prefix(t.path(), "k");
@@ -286,9 +272,7 @@ fn a_restarted_tick_adopts_its_job_by_name_instead_of_submitting_again() {
     };
     let baseline = submit(&format!("{prefix}-000-baseline"));
     let stale = submit(&format!("{prefix}-007-evaluate"));
-    let env = [("OODA_TEST_DIR", t.path().display().to_string())];
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let run = t.ooda_env(&["run", "k"], &env).expect(4);
+    let run = t.ooda(&["run", "k"]).expect(4);
     assert!(
         run.stderr
             .contains(&format!("adopting the Slurm job {baseline} ")),
@@ -335,14 +319,11 @@ fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let t = Test::new();
-    t.script("bench.sh", &logged_bench(""));
     // Held, so that it is still queued when submitted again.
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 2 }\nexecutor: slurm\nslurm: { args: [\"--hold\"] }\n"),
+    let t = project(
+        "",
+        "budget: { iterations: 2 }\nexecutor: slurm\nslurm: { args: [\"--hold\"] }\n",
     );
-    t.commit("k");
     let prefix = ooda::executor::job_prefix(t.path(), "k");
     let first = t.ooda(&["--json", "submit", "k"]).expect(0);
     let job: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
@@ -385,10 +366,7 @@ fn submit_every_queues_the_next_tick_until_the_run_stops() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let t = Test::new();
-    t.script("bench.sh", &logged_bench(""));
-    t.brief("k", &knob_brief("budget: { iterations: 1 }\n"));
-    t.commit("k");
+    let t = project("", "budget: { iterations: 1 }\n");
     let prefix = ooda::executor::job_prefix(t.path(), "k");
     let first = t.ooda(&["submit", "k", "--every", "1s"]).expect(0);
     assert!(
@@ -489,18 +467,10 @@ fn appears(path: &std::path::Path) {
 /// timed run (of the baseline) sleeps a minute, returned once that run has
 /// started (the file `started`).
 fn measuring() -> (Test, std::process::Child) {
-    let t = Test::new();
-    t.script(
-        "bench.sh",
-        &logged_bench(
-            "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
-        ),
+    let t = project(
+        "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\n",
     );
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
     let child = t
         .command(&["run", "k"])
         .stdout(std::process::Stdio::piped())
@@ -539,13 +509,7 @@ fn a_submit_that_fails_after_slurm_took_it_is_not_submitted_twice() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let t = Test::new();
-    t.script("bench.sh", &logged_bench(""));
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
+    let t = project("", "budget: { iterations: 1 }\nexecutor: slurm\n");
     // An sbatch whose answer is lost: Slurm takes the job, the caller sees
     // a timeout.
     let real = String::from_utf8(
@@ -637,19 +601,11 @@ fn a_candidate_that_cancels_its_own_job_is_a_crash_after_three_lost_jobs() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let t = Test::new();
     // The candidate's runs end their own allocation, every time.
-    t.script(
-        "bench.sh",
-        &logged_bench(
-            "if [ \"${OODA_ITERATION:-0}\" -ge 1 ] && [ \"$OODA_SIDE\" = cand ]; then scancel \"$SLURM_JOB_ID\"; sleep 30; fi\n",
-        ),
+    let t = project(
+        "if [ \"${OODA_ITERATION:-0}\" -ge 1 ] && [ \"$OODA_SIDE\" = cand ]; then scancel \"$SLURM_JOB_ID\"; sleep 30; fi\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\n",
     );
-    t.brief(
-        "k",
-        &knob_brief("budget: { iterations: 1 }\nexecutor: slurm\n"),
-    );
-    t.commit("k");
     for attempt in 1..=3 {
         let run = t.ooda(&["run", "k"]).expect(1);
         assert!(
