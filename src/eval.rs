@@ -388,6 +388,9 @@ pub fn metric_parse(brief: &Brief) -> MetricParse<'_> {
 fn failure_of(out: &exec::CommandOutput, what: &str) -> Option<RunFailure> {
     let reason = match out.status {
         Outcome::Success => return None,
+        _ if out.ended_by.is_some() => {
+            format!("{what} {}", out.ended_by.as_deref().unwrap_or_default())
+        }
         Outcome::Failed => format!("{what} exited with code {}", out.exit_code.unwrap_or(-1)),
         Outcome::TimedOut => format!(
             "{what} timed out after {:.0}s (its process group was killed)",

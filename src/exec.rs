@@ -87,6 +87,9 @@ pub struct CommandOutput {
     pub truncated_bytes: u64,
     /// From spawn to the shell's exit (or to the kill, on timeout or interruption).
     pub elapsed: Duration,
+    /// Why the command ended, when something outside it ended it and said
+    /// so (a scheduler over its memory limit): the failure's reason.
+    pub ended_by: Option<String>,
 }
 
 /// Quotes `arg` for `sh` only when it needs it, so the printed line stays
@@ -181,6 +184,7 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
             stdout: String::new(),
             truncated_bytes: 0,
             elapsed: Duration::ZERO,
+            ended_by: None,
         });
     }
 
@@ -309,6 +313,7 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
         stdout,
         truncated_bytes,
         elapsed: end_at.saturating_duration_since(start),
+        ended_by: None,
     })
 }
 

@@ -41,6 +41,7 @@ pub(crate) fn run(
     let interrupt = Interrupt::install();
     let mut machine = open_machine(g, &project, brief, &interrupt)?;
     let mut done = 0u32;
+    let mut lost = 0usize;
     loop {
         if max_iterations.is_some_and(|m| done >= m) {
             err_line(
@@ -52,7 +53,37 @@ pub(crate) fn run(
         if interrupt.is_set() {
             return Err(Error::Interrupted);
         }
-        let outcome = machine.step()?;
+        let outcome = match machine.step() {
+            Ok(outcome) => {
+                lost = 0;
+                outcome
+            }
+            // A measurement whose cluster job was preempted, cancelled or
+            // lost with its node decided nothing: a night goes on in a new
+            // allocation instead of ending at the first preemption. A
+            // candidate that ends its own jobs is a crash after
+            // LOST_JOBS_MAX of them (EVALUATE counts them); any other
+            // phase gives up after as many in a row.
+            Err(e)
+                if lost < crate::state::LOST_JOBS_MAX
+                    && crate::executor::job_ended(&e).is_some_and(|j| j.retry) =>
+            {
+                lost += 1;
+                err_line(
+                    g.quiet,
+                    &format!(
+                        "[{}] {e}\n[{}] measuring again ({lost} of {} in a row)",
+                        machine.brief().name,
+                        machine.brief().name,
+                        crate::state::LOST_JOBS_MAX
+                    ),
+                );
+                drop(machine);
+                machine = open_machine(g, &project, brief, &interrupt)?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
         let exit = report_step(&machine.brief().name, &outcome, g.json, g.quiet)?;
         match outcome {
             StepOutcome::Baseline => {}

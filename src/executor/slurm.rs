@@ -235,10 +235,13 @@ impl Slurm {
                 Some((state, node)) if state == "RUNNING" && !node.is_empty() => return Ok(node),
                 Some((state, _)) if ALIVE.contains(&state.as_str()) => {}
                 Some((state, _)) => {
-                    return Err(Error::Input(format!(
-                        "the Slurm job {id} ({name}) ended {state} before it ran; {}",
-                        hint(&state)
-                    )));
+                    return Err(Error::io(
+                        format!("waiting for the Slurm job {id} ({name})"),
+                        io::Error::other(JobEnded {
+                            message: format!("it ended {state} before it ran; {}", hint(&state)),
+                            retry: retried(&state),
+                        }),
+                    ));
                 }
                 None if started.elapsed() < Duration::from_secs(5) => {}
                 None => {
@@ -315,6 +318,10 @@ fn sbatch(
 #[derive(Debug, Clone)]
 pub struct JobEnded {
     pub message: String,
+    /// Whether measuring the phase again in a new allocation can go
+    /// otherwise: a preempted, cancelled or lost job yes; one that hit its
+    /// time or memory limit would hit it again.
+    pub retry: bool,
 }
 
 impl std::fmt::Display for JobEnded {
@@ -413,13 +420,23 @@ pub fn job_prefix(root: &Path, brief: &str) -> String {
 }
 
 /// What to do about a job that ended in `state`.
+/// Whether a job that ended `state` is worth measuring again: not one
+/// that hit its time or memory limit, which the next would hit too.
+fn retried(state: &str) -> bool {
+    !matches!(state, "TIMEOUT" | "DEADLINE" | "OUT_OF_MEMORY")
+}
+
 fn hint(state: &str) -> &'static str {
     match state {
-        "PREEMPTED" => "it was preempted: the next tick measures the phase again",
+        "PREEMPTED" => "it was preempted: the phase is measured again in a new allocation",
         "TIMEOUT" | "DEADLINE" => "it hit its time limit: raise `slurm.time`",
         "OUT_OF_MEMORY" => "it ran out of memory: ask for more with `slurm.args: [\"--mem=…\"]`",
-        "NODE_FAIL" | "BOOT_FAIL" => "its node failed: the next tick measures the phase again",
-        "CANCELLED" => "it was cancelled (scancel): the next tick measures the phase again",
+        "NODE_FAIL" | "BOOT_FAIL" => {
+            "its node failed: the phase is measured again in a new allocation"
+        }
+        "CANCELLED" => {
+            "it was cancelled (scancel): the phase is measured again in a new allocation"
+        }
         _ => "see `scontrol show job` and the job's output file",
     }
 }
@@ -460,9 +477,16 @@ impl Lease for Step<'_> {
             landlock: None,
             writable: Vec::new(),
         };
-        let out = exec::run(&local, cancel)?;
+        let mut out = exec::run(&local, cancel)?;
         if matches!(out.status, Outcome::Interrupted) {
             return Ok(out);
+        }
+        // Slurm kills a step over its memory limit and leaves the job
+        // running: the step failed because of what the command did, so it
+        // stays the command's failure, named as what it was.
+        if let Some((ended_by, note)) = out_of_memory(&out.output) {
+            out.output.push_str(&note);
+            out.ended_by = Some(ended_by);
         }
         // The command's own result, or its job's end? Asked after a failed
         // step, and after one where Slurm reported an error (srun exits 0
@@ -510,6 +534,7 @@ impl Step<'_> {
                 self.job.node,
                 hint(state)
             ),
+            retry: retried(state),
         })
     }
 
@@ -674,6 +699,38 @@ fn slurm_error(output: &str) -> bool {
         .any(|l| l.starts_with("srun: error:") || l.starts_with("slurmstepd"))
 }
 
+/// The note ooda adds under a step Slurm killed for its memory: the
+/// limit is the job's (`--mem`), enforced by the accounting poll
+/// (`exceeded memory limit (USED > LIMIT)`) or by the cgroup's OOM killer
+/// (`Detected N oom-kill event(s)`).
+/// Returns the failure's reason and the note.
+fn out_of_memory(output: &str) -> Option<(String, String)> {
+    let line = output.lines().find(|l| {
+        l.starts_with("slurmstepd")
+            && (l.contains("exceeded memory limit") || l.contains("oom-kill event"))
+    })?;
+    let sizes = line
+        .split_once("exceeded memory limit (")
+        .and_then(|(_, r)| r.split_once(')'))
+        .and_then(|(r, _)| r.split_once(" > "))
+        .and_then(|(used, limit)| Some((used.parse::<u64>().ok()?, limit.parse::<u64>().ok()?)));
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let what = match sizes {
+        Some((used, limit)) => format!(
+            "it used {:.1} MiB, over its job's limit of {:.1} MiB",
+            mib(used),
+            mib(limit)
+        ),
+        None => "it ran out of its job's memory".to_string(),
+    };
+    Some((
+        format!("was killed by Slurm for its memory: {what}"),
+        format!(
+            "\nooda: Slurm killed this step for its memory: {what}. If the command needs that much, raise the limit with `slurm.args: [\"--mem=…\"]`.\n"
+        ),
+    ))
+}
+
 /// Cancels job `id`, best effort: a job already gone is what was wanted.
 fn scancel(id: &str) {
     let _ = call("scancel", &[id]);
@@ -739,6 +796,29 @@ const ALIVE_NODE: &[&str] = &["idle", "mixed", "allocated", "completing"];
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_step_killed_for_its_memory_is_named_with_its_sizes() {
+        let polled = "x\nslurmstepd-vm: error: StepId=332.0 exceeded memory limit (181456896 > 104857600), being killed\n";
+        let (reason, note) = out_of_memory(polled).unwrap();
+        assert!(
+            reason.starts_with("was killed by Slurm for its memory"),
+            "{reason}"
+        );
+        assert!(
+            note.contains("173.1 MiB, over its job's limit of 100.0 MiB"),
+            "{note}"
+        );
+        assert!(note.contains("--mem="), "{note}");
+        let cgroup = "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=7.0. Some of your processes may have been killed by the cgroup out-of-memory handler.\n";
+        assert!(
+            out_of_memory(cgroup)
+                .unwrap()
+                .1
+                .contains("ran out of its job's memory")
+        );
+        assert_eq!(out_of_memory("exceeded memory limit (1 > 0)\n"), None);
+    }
 
     #[test]
     fn slurms_own_error_lines_are_told_from_the_commands_output() {
