@@ -96,9 +96,9 @@ pub struct InFlight {
     pub lost_jobs: Vec<String>,
 }
 
-/// Lost cluster jobs after which a candidate is recorded as a crash rather
-/// than measured again: a candidate can `scancel` its own job, and would
-/// otherwise stop every tick forever.
+/// Lost cluster jobs after which a candidate (or its simplified version) is
+/// recorded as failed rather than measured again: it can `scancel` its own
+/// job, and would otherwise be measured again forever.
 pub const LOST_JOBS_MAX: usize = 3;
 
 impl InFlight {

@@ -60,10 +60,10 @@ pub(crate) fn run(
             }
             // A measurement whose cluster job was preempted, cancelled or
             // lost with its node decided nothing: a night goes on in a new
-            // allocation instead of ending at the first preemption. A
-            // candidate that ends its own jobs is a crash after
-            // LOST_JOBS_MAX of them (EVALUATE counts them); any other
-            // phase gives up after as many in a row.
+            // allocation instead of ending at the first preemption, for at
+            // most LOST_JOBS_MAX retries in a row. A candidate that cancels
+            // its own jobs is recorded as failed sooner or later (EVALUATE
+            // counts them in the checkpoint, across ticks).
             Err(e)
                 if lost < crate::state::LOST_JOBS_MAX
                     && crate::executor::job_ended(&e).is_some_and(|j| j.retry) =>
@@ -72,7 +72,7 @@ pub(crate) fn run(
                 err_line(
                     g.quiet,
                     &format!(
-                        "[{}] {e}\n[{}] measuring again ({lost} of {} in a row)",
+                        "[{}] {e}\n[{}] measuring again in a new allocation (retry {lost} of {})",
                         machine.brief().name,
                         machine.brief().name,
                         crate::state::LOST_JOBS_MAX

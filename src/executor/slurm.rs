@@ -19,11 +19,14 @@
 //! cancelled. Dropping the lease gives the job back (the placeholder ends
 //! when its heartbeat file goes), and a placeholder whose ooda died ends ten
 //! minutes after the last heartbeat. A job that ends under a running step (preempted, timed out,
-//! cancelled, its node failed or out of memory) turns the step into an
-//! error that names the job's state: the tick stops, and the next one
-//! measures the phase again from its start in a new allocation, so a
-//! preempted measurement is measured again, never counted as the
-//! candidate's crash.
+//! cancelled, its node failed or out of memory) turns the step into a
+//! [`JobEnded`] error that names the job's state, and nothing of the phase
+//! is decided. `ooda run` measures the phase again at once in a new
+//! allocation when that can go otherwise (preempted, cancelled, node lost),
+//! a tick leaves it to the next tick; a preempted measurement is never
+//! counted as the candidate's crash, while an end the measured command can
+//! cause (a cancel, a time or memory limit) counts towards
+//! `state::LOST_JOBS_MAX`.
 //!
 //! The sandbox goes with the step: on the node, the command runs under
 //! ooda's helper (`ooda __contain`, the same binary, so the project's
@@ -236,10 +239,18 @@ impl Slurm {
                 Some((state, _)) if ALIVE.contains(&state.as_str()) => {}
                 Some((state, _)) => {
                     return Err(Error::io(
-                        format!("waiting for the Slurm job {id} ({name})"),
+                        format!("waiting for the Slurm job {id}"),
                         io::Error::other(JobEnded {
-                            message: format!("it ended {state} before it ran; {}", hint(&state)),
-                            retry: retried(&state),
+                            message: format!(
+                                "the Slurm job {id} ({name}) ended {state} before it ran; {}",
+                                hint(&state)
+                            ),
+                            // A pending job a human cancelled stays cancelled.
+                            retry: matches!(
+                                state.as_str(),
+                                "PREEMPTED" | "NODE_FAIL" | "BOOT_FAIL"
+                            ),
+                            by_command: false,
                         }),
                     ));
                 }
@@ -318,10 +329,16 @@ fn sbatch(
 #[derive(Debug, Clone)]
 pub struct JobEnded {
     pub message: String,
-    /// Whether measuring the phase again in a new allocation can go
-    /// otherwise: a preempted, cancelled or lost job yes; one that hit its
-    /// time or memory limit would hit it again.
+    /// Whether measuring the phase again at once, in a new allocation, can
+    /// go otherwise: after a preemption, a cancel or a lost node yes; a job
+    /// that hit its time or memory limit would hit it again, and a state
+    /// ooda does not know is left to a human.
     pub retry: bool,
+    /// Whether the measured command may have caused it (it can `scancel`
+    /// its job, or run past the job's time or memory): such ends count
+    /// towards `state::LOST_JOBS_MAX`. A preemption or a failed node never
+    /// does, nor a job that ended before anything ran in it.
+    pub by_command: bool,
 }
 
 impl std::fmt::Display for JobEnded {
@@ -420,23 +437,21 @@ pub fn job_prefix(root: &Path, brief: &str) -> String {
 }
 
 /// What to do about a job that ended in `state`.
-/// Whether a job that ended `state` is worth measuring again: not one
-/// that hit its time or memory limit, which the next would hit too.
-fn retried(state: &str) -> bool {
-    !matches!(state, "TIMEOUT" | "DEADLINE" | "OUT_OF_MEMORY")
-}
+/// What [`Step::ended`] calls a job no scheduler command knows any more.
+const GONE: &str = "gone from the queue";
 
+/// What a job's end means for the user, by its state.
 fn hint(state: &str) -> &'static str {
     match state {
-        "PREEMPTED" => "it was preempted: the phase is measured again in a new allocation",
+        "PREEMPTED" => {
+            "it was preempted: nothing of the phase is decided, and measuring it again can go otherwise"
+        }
         "TIMEOUT" | "DEADLINE" => "it hit its time limit: raise `slurm.time`",
         "OUT_OF_MEMORY" => "it ran out of memory: ask for more with `slurm.args: [\"--mem=…\"]`",
         "NODE_FAIL" | "BOOT_FAIL" => {
-            "its node failed: the phase is measured again in a new allocation"
+            "its node failed: nothing of the phase is decided, and measuring it again can go otherwise"
         }
-        "CANCELLED" => {
-            "it was cancelled (scancel): the phase is measured again in a new allocation"
-        }
+        "CANCELLED" => "it was cancelled (scancel): nothing of the phase is decided",
         _ => "see `scontrol show job` and the job's output file",
     }
 }
@@ -484,7 +499,9 @@ impl Lease for Step<'_> {
         // Slurm kills a step over its memory limit and leaves the job
         // running: the step failed because of what the command did, so it
         // stays the command's failure, named as what it was.
-        if let Some((ended_by, note)) = out_of_memory(&out.output) {
+        if out.status != Outcome::Success
+            && let Some((ended_by, note)) = out_of_memory(&out.output)
+        {
             out.output.push_str(&note);
             out.ended_by = Some(ended_by);
         }
@@ -517,7 +534,7 @@ impl Lease for Step<'_> {
                 None if Instant::now() < deadline => {
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                None => return Err(self.ended("gone from the queue")),
+                None => return Err(self.ended(GONE)),
             }
         }
         Ok(out)
@@ -534,7 +551,14 @@ impl Step<'_> {
                 self.job.node,
                 hint(state)
             ),
-            retry: retried(state),
+            retry: matches!(
+                state,
+                "PREEMPTED" | "NODE_FAIL" | "BOOT_FAIL" | "CANCELLED" | GONE
+            ),
+            by_command: matches!(
+                state,
+                "CANCELLED" | GONE | "TIMEOUT" | "DEADLINE" | "OUT_OF_MEMORY"
+            ),
         })
     }
 
@@ -706,11 +730,14 @@ fn slurm_error(output: &str) -> bool {
 /// Returns the failure's reason and the note.
 fn out_of_memory(output: &str) -> Option<(String, String)> {
     let line = output.lines().find(|l| {
-        l.starts_with("slurmstepd")
-            && (l.contains("exceeded memory limit") || l.contains("oom-kill event"))
+        (l.starts_with("slurmstepd")
+            && (l.contains("exceeded memory limit")
+                || l.contains("exceeded virtual memory limit")
+                || l.contains("oom-kill event")))
+            || (l.starts_with("srun: error:") && l.ends_with("Out Of Memory"))
     })?;
     let sizes = line
-        .split_once("exceeded memory limit (")
+        .split_once("memory limit (")
         .and_then(|(_, r)| r.split_once(')'))
         .and_then(|(r, _)| r.split_once(" > "))
         .and_then(|(used, limit)| Some((used.parse::<u64>().ok()?, limit.parse::<u64>().ok()?)));
@@ -726,7 +753,7 @@ fn out_of_memory(output: &str) -> Option<(String, String)> {
     Some((
         format!("was killed by Slurm for its memory: {what}"),
         format!(
-            "\nooda: Slurm killed this step for its memory: {what}. If the command needs that much, raise the limit with `slurm.args: [\"--mem=…\"]`.\n"
+            "\nooda: Slurm reported killing this step for its memory: {what}. If the command needs that much, raise the limit with `slurm.args: [\"--mem=…\"]`.\n"
         ),
     ))
 }
@@ -816,6 +843,20 @@ mod tests {
                 .unwrap()
                 .1
                 .contains("ran out of its job's memory")
+        );
+        let srun = "srun: error: vm: task 0: Out Of Memory\n";
+        assert!(
+            out_of_memory(srun)
+                .unwrap()
+                .0
+                .contains("ran out of its job's memory")
+        );
+        let virt = "slurmstepd: error: StepId=9.0 exceeded virtual memory limit (2097152 > 1048576), being killed\n";
+        assert!(
+            out_of_memory(virt)
+                .unwrap()
+                .0
+                .contains("2.0 MiB, over its job's limit of 1.0 MiB")
         );
         assert_eq!(out_of_memory("exceeded memory limit (1 > 0)\n"), None);
     }

@@ -317,6 +317,14 @@ pub(crate) fn simplified(
         pairs: 0,
         reason,
     };
+    // A simplified version can end its own job as a candidate can.
+    if cur.lost_jobs.len() >= crate::state::LOST_JOBS_MAX {
+        return Ok(not(format!(
+            "not measured: its measurements lost their Slurm job {} times in a row (last: {})",
+            cur.lost_jobs.len(),
+            cur.lost_jobs.last().map(String::as_str).unwrap_or("")
+        )));
+    }
     // Measured exactly as it would be committed: a fresh checkout of its
     // tree (nothing the simplifier left that git ignores), also on resume.
     let base = super::oid(&cur.base_commit)?;

@@ -334,11 +334,13 @@ impl<'a> Machine<'a> {
                 Next::Cut(phase) => self.cut_for_budget(phase)?,
                 Next::Run { phase, beside } => {
                     let ran = self.run(phase, beside);
-                    // A candidate's measurement that lost its cluster job is
-                    // measured again next tick, a bounded number of times.
+                    // A measurement that lost its cluster job is measured
+                    // again; an end the measured command may have caused
+                    // (its own scancel) only a bounded number of times.
                     if let Err(e) = &ran
                         && phase == Phase::Evaluate
                         && let Some(lost) = crate::executor::job_ended(e)
+                        && lost.by_command
                         && let Some(c) = self.archive.state.current.as_mut()
                     {
                         c.lost_jobs.push(lost.message.clone());
@@ -711,6 +713,8 @@ impl<'a> Machine<'a> {
                 let c = self.current_mut()?;
                 let ((eval, runner), analyzed) = outcome;
                 c.eval = Some(eval);
+                // The simplified version's jobs are counted on their own.
+                c.lost_jobs.clear();
                 c.subagents = runner.into_iter().collect();
                 if let Some((analysis, done)) = analyzed {
                     if analysis.is_some() {
@@ -990,7 +994,17 @@ impl<'a> Machine<'a> {
                 .or_else(|| self.archive.history.last().map(|r| r.iteration))
                 .unwrap_or(0);
             let span = self.archive.run.with_iteration(Some(iteration));
-            let conf = confirm::run(&self.cx(&span), &self.archive.state, iteration)?;
+            // A kept commit can end its own job as a candidate can: the
+            // confirmation then says so rather than being tried forever.
+            let conf = match confirm::run(&self.cx(&span), &self.archive.state, iteration) {
+                Err(e) if crate::executor::job_ended(&e).is_some_and(|j| j.by_command) => {
+                    confirm::Confirmed::Failed(format!(
+                        "its Slurm job ended under it: {}",
+                        crate::executor::job_ended(&e).map_or("", |j| j.message.as_str())
+                    ))
+                }
+                r => r?,
+            };
             if let Some(r) = rec.as_mut() {
                 (r.confirmation, r.confirmation_failed) = conf.into_parts();
                 r.jobs.extend(self.executor.take_jobs());
