@@ -307,6 +307,7 @@ fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<St
         current: None,
         unconfined: None,
         tick_mark: None,
+        failing: None,
     })
 }
 

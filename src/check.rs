@@ -246,6 +246,7 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
 /// it (the fenced block still works; the wasted attempts do not).
 pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let mut out = subagent_warnings(brief, project);
+    out.extend(unignored_state(brief, project));
     if project.config.placement_for(brief) == crate::model::Placement::Slurm {
         let missing: Vec<&str> = ["sbatch", "srun", "squeue", "scancel", "scontrol"]
             .into_iter()
@@ -280,6 +281,52 @@ pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
             )
         }));
     out
+}
+
+/// The machine state ooda keeps beside the archive that git would not
+/// ignore (a `.gitignore` older than it, e.g. before sealed event logs went
+/// to `events/`): it would show in `git status` and could be committed.
+fn unignored_state(brief: &Brief, project: &Project) -> Option<String> {
+    let dir = project.iterations_dir(&brief.name);
+    let state = [
+        dir.join("state.json"),
+        dir.join("events.jsonl"),
+        dir.join("events").join("events-000001.jsonl"),
+        dir.join("index.jsonl"),
+        dir.join("artifacts").join("iter-001.diff"),
+        dir.join(".lock"),
+        project.worktrees_dir(&brief.name),
+    ];
+    let missing = project.unignored(&state);
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = missing
+        .iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(&project.root)
+                .unwrap_or(p)
+                .display()
+                .to_string();
+            // A folder's name for what is kept in it.
+            match p.file_name().and_then(|n| n.to_str()) {
+                Some(n) if n.starts_with("events-") || n.starts_with("iter-") => {
+                    format!(
+                        "{}/",
+                        std::path::Path::new(&rel)
+                            .parent()
+                            .map_or(rel.clone(), |d| d.display().to_string())
+                    )
+                }
+                _ => rel,
+            }
+        })
+        .collect();
+    Some(format!(
+        "git does not ignore {} (ooda's machine state, not for commits): run `ooda init`, which adds the missing lines to .gitignore and changes nothing else",
+        names.join(", ")
+    ))
 }
 
 /// Command reviewers that have no command for this Brief: no profile of

@@ -45,6 +45,36 @@ impl Project {
         self.root.join(".ooda").join("worktrees").join(brief)
     }
 
+    /// Those of `paths` (under the root, existing or not) that git would
+    /// not ignore: ooda's machine state that would show in `git status` of
+    /// a project whose `.gitignore` predates it. Empty outside a repository.
+    pub fn unignored(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        let Ok(repo) = git2::Repository::discover(&self.root) else {
+            return Vec::new();
+        };
+        let Some(workdir) = repo.workdir().and_then(|w| w.canonicalize().ok()) else {
+            return Vec::new();
+        };
+        let root = self
+            .root
+            .canonicalize()
+            .unwrap_or_else(|_| self.root.clone());
+        paths
+            .iter()
+            .filter(|p| {
+                let Ok(rel) = p.strip_prefix(&self.root) else {
+                    return false;
+                };
+                let Ok(in_repo) = root.join(rel).strip_prefix(&workdir).map(Path::to_path_buf)
+                else {
+                    return false;
+                };
+                repo.is_path_ignored(&in_repo).is_ok_and(|ignored| !ignored)
+            })
+            .cloned()
+            .collect()
+    }
+
     /// Accepts a path (`briefs/x.md`, relative to the current directory or
     /// the root) or a bare name (`x`).
     pub fn brief_path(&self, arg: &str) -> Result<PathBuf> {

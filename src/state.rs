@@ -217,12 +217,69 @@ pub struct State {
     /// case that tick and its helpers were killed together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tick_mark: Option<String>,
+    /// Ticks that keep failing (a metric that cannot run, a cluster that
+    /// refuses the job): without it a Brief whose every tick fails before
+    /// its baseline reads GREEN. Cleared by the next tick that succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failing: Option<Failing>,
+}
+
+/// The latest error of ticks that failed in a row.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Failing {
+    pub message: String,
+    /// How many ticks in a row ended with an error.
+    pub ticks: u32,
+    pub since: DateTime<Utc>,
+    pub last: DateTime<Utc>,
+}
+
+impl Failing {
+    /// Counts one more failed tick, ending with `message`.
+    pub fn after(previous: Option<&Failing>, message: String, now: DateTime<Utc>) -> Failing {
+        match previous {
+            Some(f) => Failing {
+                message,
+                ticks: f.ticks.saturating_add(1),
+                since: f.since,
+                last: now,
+            },
+            None => Failing {
+                message,
+                ticks: 1,
+                since: now,
+                last: now,
+            },
+        }
+    }
+
+    /// What status and summary say about it.
+    pub fn describe(&self) -> String {
+        let when = if self.ticks == 1 {
+            format!(
+                "the last tick failed ({})",
+                self.last.format("%Y-%m-%d %H:%M UTC")
+            )
+        } else {
+            format!(
+                "the last {} ticks failed (since {})",
+                self.ticks,
+                self.since.format("%Y-%m-%d %H:%M UTC")
+            )
+        };
+        let one_line = self
+            .message
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        format!("{when}: {}", crate::compress::clip(&one_line, 300))
+    }
 }
 
 impl State {
     pub fn status(&self) -> Status {
         match &self.stop {
-            None if self.yellow.is_some() => Status::Yellow,
+            None if self.yellow.is_some() || self.failing.is_some() => Status::Yellow,
             None => Status::Green,
             Some(s) if s.reason.is_red() => Status::Red,
             Some(s) if s.reason.is_budget() => Status::Stopped,
@@ -280,6 +337,7 @@ impl State {
             current: None,
             unconfined: None,
             tick_mark: None,
+            failing: None,
         })
     }
 }
@@ -407,6 +465,7 @@ mod tests {
             current: None,
             unconfined: None,
             tick_mark: None,
+            failing: None,
         }
     }
 

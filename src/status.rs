@@ -122,7 +122,8 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         out.warning = s
             .yellow
             .as_ref()
-            .map(|a| format!("{}: {}", a.kind.as_str(), a.evidence));
+            .map(|a| format!("{}: {}", a.kind.as_str(), a.evidence))
+            .or_else(|| s.failing.as_ref().map(|f| f.describe()));
         out.in_flight = s
             .current
             .as_ref()
@@ -202,7 +203,7 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
             s.push_str(&format!(", stopped: {reason}"));
         }
         if let Some(w) = &r.warning {
-            s.push_str(&format!(", warning {}", crate::prompt::clip(w, 120)));
+            s.push_str(&format!(", warning {}", crate::prompt::clip(w, 160)));
         }
         if let Some(f) = &r.in_flight {
             s.push_str(&format!(", in flight: {f}"));

@@ -25,14 +25,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
     // A project set up before replays existed does not ignore their logs
     // and prompts: say how to, rather than leave them in `git status`.
     let log = dir.join("events.jsonl");
-    let ignored = git2::Repository::open(&project.root)
-        .ok()
-        .and_then(|repo| {
-            let rel = log.strip_prefix(&project.root).ok()?.to_path_buf();
-            repo.is_path_ignored(&rel).ok()
-        })
-        .unwrap_or(true);
-    if !ignored && !g.quiet {
+    if !project.unignored(std::slice::from_ref(&log)).is_empty() && !g.quiet {
         eprintln!(
             "note: {} is not ignored by git; `ooda init` adds the .gitignore lines for replays (it keeps replay.json)",
             log.display()

@@ -108,8 +108,9 @@ pub fn noise_advice(noise: f64, noise_floor: f64) -> Option<String> {
     };
     Some(format!(
         "The noise is too high to see the gains you care about: θ₁ {:.1}% (noise {:.1}% per pair) is {why}. \
-         To lower it: run fewer jobs at once on this machine (other benchmarks, builds, `make -j`; \
-         `ooda daemon` already measures one Brief at a time unless `measure_exclusive: false`), \
+         To lower it: run fewer jobs at once where it is measured (other benchmarks, builds, `make -j`; \
+         `ooda daemon` already measures one Brief at a time unless `measure_exclusive: false`; \
+         under `executor: slurm`, a node of its own: `slurm.args: [\"--exclusive\"]`), \
          pin the benchmark to a core (`taskset -c 2 ./bench.sh`), make one run longer (more work per run, \
          or the median of several repetitions inside the benchmark), or, if gains that small do not matter, \
          raise the Brief's `noise_floor`.",

@@ -101,6 +101,7 @@ mod tests {
             current: None,
             unconfined: None,
             tick_mark: None,
+            failing: None,
         }
     }
 

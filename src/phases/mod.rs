@@ -283,7 +283,41 @@ impl<'a> Machine<'a> {
             );
         }
         self.task = None;
+        self.note_failure(out.as_ref().err());
         out
+    }
+
+    /// Keeps `State::failing` up to date: a tick that ended with an error
+    /// counts (a refusal on a red light or a budget is a stop, which the
+    /// state says already; an interrupt is the user's), one that did not
+    /// clears it. Best effort: the tick's own result matters more.
+    fn note_failure(&mut self, error: Option<&Error>) {
+        match error {
+            Some(Error::Interrupted | Error::Red(_) | Error::Budget(_)) => {}
+            Some(e) => {
+                // Status names the Brief already: its path goes.
+                let text = e.to_string();
+                let prefix = format!("{}: ", self.brief.path.display());
+                let failing = crate::state::Failing::after(
+                    self.archive.state.failing.as_ref(),
+                    text.strip_prefix(&prefix).unwrap_or(&text).to_string(),
+                    chrono::Utc::now(),
+                );
+                self.archive.state.failing = Some(failing.clone());
+                // Into the last checkpoint, not this tick's state: a phase
+                // that failed may have changed it halfway.
+                let dir = &self.archive.dir;
+                if let Ok(crate::state::Loaded::Ok(mut saved)) = crate::state::peek(dir) {
+                    saved.failing = Some(failing);
+                    let _ = saved.save(dir);
+                }
+            }
+            None if self.archive.state.failing.is_some() => {
+                self.archive.state.failing = None;
+                let _ = self.archive.save_state();
+            }
+            None => {}
+        }
     }
 
     fn step_on(&mut self) -> Result<StepOutcome> {
@@ -1324,6 +1358,23 @@ impl<'a> Machine<'a> {
 
     /// Iteration 0: measure the starting commit and calibrate the noise.
     fn baseline(&mut self) -> Result<()> {
+        // Until a baseline is archived nothing is built on the start: a
+        // start that could not be measured (a broken benchmark, fixed and
+        // committed since) gives way to the user's new HEAD, as the error
+        // told them it would.
+        // Nor does the run's clock (the wall budget) start before its
+        // start could be measured: a Brief whose ticks failed for a day
+        // has its whole night once it is fixed.
+        let head = self.ws.user_head()?.to_string();
+        let state = &mut self.archive.state;
+        if self.archive.history.is_empty()
+            && (state.start_commit != head || state.failing.is_some())
+        {
+            state.start_commit.clone_from(&head);
+            state.best_commit = head;
+            state.created_at = chrono::Utc::now();
+            self.archive.save_state()?;
+        }
         let span = self.archive.run.with_iteration(Some(0));
         let id = span.new_id();
         let span = span.child_with_id(

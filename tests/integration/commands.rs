@@ -150,6 +150,69 @@ fn init_in_an_existing_project_adds_only_the_missing_gitignore_lines() {
     assert_eq!(t.read("ooda.yaml"), yaml, "an existing ooda.yaml is kept");
 }
 
+#[test]
+fn check_names_the_machine_state_an_older_gitignore_leaves_to_git() {
+    // The tests' projects have an older scaffold's .gitignore.
+    let t = Test::new();
+    t.brief("k", &knob_brief(""));
+    t.commit("a Brief");
+    let r = t.ooda(&["check", "k"]).expect(0);
+    assert!(
+        r.stdout.contains(
+            "git does not ignore iterations/k/events/, iterations/k/index.jsonl (ooda's machine state, not for commits): run `ooda init`"
+        ),
+        "{}",
+        r.stdout
+    );
+    t.ooda(&["init"]).expect(0);
+    let r = t.ooda(&["check", "k"]).expect(0);
+    assert!(!r.stdout.contains("git does not ignore"), "{}", r.stdout);
+}
+
+#[test]
+fn status_says_when_ticks_keep_failing_and_a_fixed_start_is_measured() {
+    let t = Test::new();
+    t.brief("k", &knob_brief(""));
+    let bench = t.read("bench.sh");
+    t.script(
+        "bench.sh",
+        "#!/bin/sh\necho 'cannot open corpus.bin' >&2\nexit 3\n",
+    );
+    t.commit("a broken benchmark");
+    let first = t.ooda(&["tick", "k"]);
+    assert_ne!(first.code, 0, "{}", first.stderr);
+    t.ooda(&["tick", "k"]);
+    let s = t.ooda(&["status"]).expect(0);
+    assert!(
+        s.stdout.contains("YELLOW")
+            && s.stdout.contains("the last 2 ticks failed (since ")
+            && s.stdout.contains("exited with code 3"),
+        "{}",
+        s.stdout
+    );
+    let j = t.ooda(&["status", "--json"]).expect(0);
+    assert!(j.stdout.contains("the last 2 ticks failed"), "{}", j.stdout);
+    let started = |t: &Test| {
+        chrono::DateTime::parse_from_rfc3339(t.state("k")["created_at"].as_str().unwrap()).unwrap()
+    };
+    let failed_at = started(&t);
+    // Fixed: the next tick that works forgets the failures, and the run's
+    // clock starts with it.
+    t.script("bench.sh", &bench);
+    t.commit("fixed");
+    t.ooda(&["tick", "k"]).expect(0);
+    assert!(started(&t) > failed_at);
+    // The baseline measured the fixed commit, not the broken start.
+    let head = t.git(&["rev-parse", "HEAD"]);
+    assert_eq!(t.record("k", 0).base, head.trim());
+    let s = t.ooda(&["status"]).expect(0);
+    assert!(
+        s.stdout.contains("GREEN") && !s.stdout.contains("failed"),
+        "{}",
+        s.stdout
+    );
+}
+
 /// A Brief `p` whose agent is `./agent.sh`, printing `answer` on stdout.
 fn agent_project(answer: &str) -> Test {
     let t = Test::new();
