@@ -136,6 +136,20 @@ impl Archive {
                 message: w.clone(),
             })?;
         }
+        // Until a baseline is archived nothing is built on the start: a
+        // start whose ticks failed (a broken benchmark, fixed and committed
+        // since) gives way to the user's new HEAD, as the error told them it
+        // would, and the run's clock (the wall budget) starts again with it.
+        if history.is_empty()
+            && state.current.is_none()
+            && state.failing.is_some()
+            && let Ok(head) = ws.user_head().map(|h| h.to_string())
+            && head != state.start_commit
+        {
+            state.start_commit.clone_from(&head);
+            state.best_commit = head;
+            state.created_at = Utc::now();
+        }
         if state.next_iteration == 0 && history.is_empty() && state.current.is_none() {
             root.emit_with_id(
                 &run_event_id(&state.run_id),

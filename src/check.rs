@@ -324,7 +324,7 @@ fn unignored_state(brief: &Brief, project: &Project) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "git does not ignore {} (ooda's machine state, not for commits): run `ooda init`, which adds the missing lines to .gitignore and changes nothing else",
+        "git does not ignore {} (ooda's machine state, not for commits): run `ooda init`, which adds the missing lines to .gitignore (it leaves existing files as they are)",
         names.join(", ")
     ))
 }

@@ -272,14 +272,17 @@ impl Failing {
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        format!("{when}: {}", crate::compress::clip(&one_line, 300))
+        format!("{when}: {}", crate::compress::clip(&one_line, 360))
     }
 }
 
 impl State {
+    /// What the run's state says; `ooda status` also shows YELLOW while
+    /// ticks keep failing ([`State::failing`], which `summary.md`, written
+    /// only by ticks that work, never shows).
     pub fn status(&self) -> Status {
         match &self.stop {
-            None if self.yellow.is_some() || self.failing.is_some() => Status::Yellow,
+            None if self.yellow.is_some() => Status::Yellow,
             None => Status::Green,
             Some(s) if s.reason.is_red() => Status::Red,
             Some(s) if s.reason.is_budget() => Status::Stopped,

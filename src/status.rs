@@ -116,14 +116,21 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         }
     };
     if let Some(s) = &state {
-        out.status = s.status().word().into();
+        out.status = match s.status() {
+            crate::state::Status::Green if s.failing.is_some() => "YELLOW".into(),
+            st => st.word().into(),
+        };
         out.stop_reason = s.stop.as_ref().map(|st| st.reason.as_str().to_string());
         out.detail = s.stop.as_ref().map(|st| st.detail.clone());
-        out.warning = s
+        let alarm = s
             .yellow
             .as_ref()
-            .map(|a| format!("{}: {}", a.kind.as_str(), a.evidence))
-            .or_else(|| s.failing.as_ref().map(|f| f.describe()));
+            .map(|a| format!("{}: {}", a.kind.as_str(), a.evidence));
+        // The failing ticks first: they are what stops the night now.
+        out.warning = match (s.failing.as_ref().map(|f| f.describe()), alarm) {
+            (Some(f), Some(a)) => Some(format!("{f}; {a}")),
+            (f, a) => f.or(a),
+        };
         out.in_flight = s
             .current
             .as_ref()
@@ -203,7 +210,8 @@ pub fn render(rows: &[BriefStatus], color: bool) -> String {
             s.push_str(&format!(", stopped: {reason}"));
         }
         if let Some(w) = &r.warning {
-            s.push_str(&format!(", warning {}", crate::prompt::clip(w, 160)));
+            // Long enough for a failing tick's fix, which ends its error.
+            s.push_str(&format!(", warning {}", crate::prompt::clip(w, 400)));
         }
         if let Some(f) = &r.in_flight {
             s.push_str(&format!(", in flight: {f}"));

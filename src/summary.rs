@@ -28,10 +28,7 @@ pub fn status_line(state: &State) -> String {
     match (&state.stop, &state.yellow) {
         (Some(stop), _) => format!("{word} — {}: {}", stop.reason.as_str(), stop.detail),
         (None, Some(w)) => format!("{word} — running; {}: {}", w.kind, w.evidence),
-        (None, None) => match &state.failing {
-            Some(f) => format!("{word} — running; {}", f.describe()),
-            None => format!("{word} — running"),
-        },
+        (None, None) => format!("{word} — running"),
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool
     {
         if !g.quiet {
             eprintln!(
-                "{}: the run stopped ({}): no further tick is submitted (`ooda submit {}` starts again)",
+                "{}: the run stopped ({}): no further tick is submitted (raise the budget, or `ooda ack` a RED light, then `ooda submit {}` starts again)",
                 b.name,
                 stop.reason.as_str(),
                 b.name

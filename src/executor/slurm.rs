@@ -165,6 +165,7 @@ impl Slurm {
             name: name.to_string(),
             node,
             adopted: was_adopted,
+            lost: None,
         };
         if let Ok(mut u) = self.used.lock() {
             u.push(job.clone());
@@ -251,6 +252,13 @@ impl Slurm {
                                 "PREEMPTED" | "NODE_FAIL" | "BOOT_FAIL"
                             ),
                             by_command: false,
+                            job: ClusterJob {
+                                id: id.to_string(),
+                                name: name.to_string(),
+                                node: String::new(),
+                                adopted: false,
+                                lost: Some(state.clone()),
+                            },
                         }),
                     ));
                 }
@@ -263,7 +271,9 @@ impl Slurm {
                 }
             }
             if !said && started.elapsed() > Duration::from_secs(10) {
-                eprintln!("waiting for the Slurm job {id} ({name}) to start (squeue -j {id})");
+                eprintln!(
+                    "waiting for the Slurm job {id} ({name}) to start (squeue -j {id} -o '%i %j %T %R')"
+                );
                 said = true;
             }
             if self.interrupt.is_set() {
@@ -339,6 +349,8 @@ pub struct JobEnded {
     /// towards `state::LOST_JOBS_MAX`. A preemption or a failed node never
     /// does, nor a job that ended before anything ran in it.
     pub by_command: bool,
+    /// The job, with the state it ended in: the iteration file lists it.
+    pub job: ClusterJob,
 }
 
 impl std::fmt::Display for JobEnded {
@@ -412,7 +424,12 @@ pub fn submit_tick(
             shell_quote(every)
         ));
     }
-    script.push_str("; exit $rc");
+    // A run that stopped on its budget, or a tick that found another
+    // holding the Brief's lock, ended as it should: the job is COMPLETED,
+    // not FAILED (mail on failure, accounting). A RED light stays a failure.
+    script.push_str(
+        "; case $rc in 4|5) echo \"ooda tick exited $rc (stopped, or busy): the job is done\"; rc=0 ;; esac; exit $rc",
+    );
     let mut extra = vec![format!("--export=ALL,{SUBMITTED_ENV}=1")];
     if let Some(d) = begin_in {
         extra.push(format!("--begin=now+{}", d.as_secs().max(1)));
@@ -559,6 +576,10 @@ impl Step<'_> {
                 state,
                 "CANCELLED" | GONE | "TIMEOUT" | "DEADLINE" | "OUT_OF_MEMORY"
             ),
+            job: ClusterJob {
+                lost: Some(state.to_string()),
+                ..self.job.clone()
+            },
         })
     }
 

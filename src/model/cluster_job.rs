@@ -13,4 +13,9 @@ pub struct ClusterJob {
     /// than submitted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub adopted: bool,
+    /// The state it ended in under a measurement (PREEMPTED, CANCELLED,
+    /// …): nothing of it was decided, and the phase was measured again in
+    /// the next job listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
 }

@@ -277,7 +277,7 @@ impl<'a> Machine<'a> {
             let _ = span.task_state(
                 TaskState::Pending,
                 Some(format!(
-                    "this tick stopped ({}); the next one resumes it",
+                    "stopped ({}); it resumes from its last checkpoint",
                     crate::prompt::clip(&e.to_string(), 200)
                 )),
             );
@@ -371,13 +371,16 @@ impl<'a> Machine<'a> {
                     // A measurement that lost its cluster job is measured
                     // again; an end the measured command may have caused
                     // (its own scancel) only a bounded number of times.
+                    // The iteration file lists the lost job, so the morning
+                    // shows the cluster got in the way.
                     if let Err(e) = &ran
-                        && phase == Phase::Evaluate
                         && let Some(lost) = crate::executor::job_ended(e)
-                        && lost.by_command
                         && let Some(c) = self.archive.state.current.as_mut()
                     {
-                        c.lost_jobs.push(lost.message.clone());
+                        c.jobs.push(lost.job.clone());
+                        if phase == Phase::Evaluate && lost.by_command {
+                            c.lost_jobs.push(lost.message.clone());
+                        }
                         self.archive.save_state()?;
                     }
                     if let Some(outcome) = ran? {
@@ -927,7 +930,11 @@ impl<'a> Machine<'a> {
                     self.budget_stop(),
                 )?;
                 let d = self.watch(span, cur.iteration, d)?;
-                self.current_mut()?.check = Some(d.clone());
+                // The confirmation's job, in the record written below.
+                let jobs = self.executor.take_jobs();
+                let c = self.current_mut()?;
+                c.check = Some(d.clone());
+                c.jobs.extend(jobs);
                 self.archive.save_state()?;
                 failpoint::after(failpoint::Step::CheckDecided);
                 d
@@ -953,7 +960,7 @@ impl<'a> Machine<'a> {
             &format!("{}-verdict", cur.event_id),
             Event::Verdict { verdict },
         )?;
-        let mut done = cur.clone();
+        let mut done = self.current()?.clone();
         done.check = Some(decision.clone());
         let mut rec = archive::record_of(&done, &self.archive.state);
         if decision.stop.is_none()
@@ -1358,23 +1365,6 @@ impl<'a> Machine<'a> {
 
     /// Iteration 0: measure the starting commit and calibrate the noise.
     fn baseline(&mut self) -> Result<()> {
-        // Until a baseline is archived nothing is built on the start: a
-        // start that could not be measured (a broken benchmark, fixed and
-        // committed since) gives way to the user's new HEAD, as the error
-        // told them it would.
-        // Nor does the run's clock (the wall budget) start before its
-        // start could be measured: a Brief whose ticks failed for a day
-        // has its whole night once it is fixed.
-        let head = self.ws.user_head()?.to_string();
-        let state = &mut self.archive.state;
-        if self.archive.history.is_empty()
-            && (state.start_commit != head || state.failing.is_some())
-        {
-            state.start_commit.clone_from(&head);
-            state.best_commit = head;
-            state.created_at = chrono::Utc::now();
-            self.archive.save_state()?;
-        }
         let span = self.archive.run.with_iteration(Some(0));
         let id = span.new_id();
         let span = span.child_with_id(

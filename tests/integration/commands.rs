@@ -205,6 +205,22 @@ fn status_says_when_ticks_keep_failing_and_a_fixed_start_is_measured() {
     // The baseline measured the fixed commit, not the broken start.
     let head = t.git(&["rev-parse", "HEAD"]);
     assert_eq!(t.record("k", 0).base, head.trim());
+    assert!(
+        !t.read("iterations/k/summary.md").contains("ticks failed"),
+        "the summary a working tick wrote"
+    );
+    // The run's start is the fixed commit, in the trace too.
+    let starts: Vec<String> = t
+        .events("k")
+        .iter()
+        .filter(|e| e["type"] == "run_started")
+        .map(|e| e["start_commit"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        starts.last().map(String::as_str),
+        Some(head.trim()),
+        "{starts:?}"
+    );
     let s = t.ooda(&["status"]).expect(0);
     assert!(
         s.stdout.contains("GREEN") && !s.stdout.contains("failed"),

@@ -163,6 +163,16 @@ fn a_night_measured_through_slurm_decides_as_a_local_night_does() {
         );
     }
     assert!(here.iter().all(|r| r.jobs.is_empty()));
+    // The night's confirmation too, in the file of the iteration it
+    // followed.
+    assert!(
+        there[3]
+            .jobs
+            .iter()
+            .any(|j| j.name == format!("{prefix}-003-confirm")),
+        "{:?}",
+        there[3].jobs
+    );
     // The job output files are beside the worktrees, named after the jobs.
     let logs: Vec<String> = std::fs::read_dir(t.path().join(".ooda/worktrees/k/slurm"))
         .map(|d| {
@@ -436,6 +446,17 @@ fn submit_every_queues_the_next_tick_until_the_run_stops() {
     let last = ticks.iter().max_by_key(|n| id(n)).unwrap();
     let out = std::fs::read_to_string(t.path().join(".ooda/worktrees/k/slurm").join(last)).unwrap();
     assert!(out.contains("no further tick is submitted"), "{out}");
+    // A budget stop is how a run ends: the job COMPLETED, not FAILED.
+    assert!(
+        out.contains("ooda tick exited 4 (stopped, or busy)"),
+        "{out}"
+    );
+    let shown = Command::new("scontrol")
+        .args(["show", "job", &id(last).to_string()])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("JobState=COMPLETED"), "{shown}");
 }
 
 #[test]
@@ -668,6 +689,9 @@ fn a_candidate_that_cancels_its_own_job_is_a_crash_after_three_lost_jobs() {
             .contains("measuring again in a new allocation (retry 3 of 3)")
     );
     let r = t.record("k", 1);
+    // Each lost job is listed with the state it ended in.
+    let lost: Vec<Option<&str>> = r.jobs.iter().map(|j| j.lost.as_deref()).collect();
+    assert_eq!(lost, vec![Some("CANCELLED"); 3], "{:?}", r.jobs);
     assert_eq!(r.verdict, Verdict::Crash, "{}", r.reason);
     assert!(
         r.reason.contains("lost their Slurm job 3 times in a row"),
