@@ -69,12 +69,10 @@ pub(crate) fn run(
                     && crate::executor::job_ended(&e).is_some_and(|j| j.retry) =>
             {
                 lost += 1;
-                err_line(
-                    g.quiet,
+                Log::new(Zone::from_env(), g.quiet).info(
+                    Some(&machine.brief().name),
                     &format!(
-                        "[{}] {e}\n[{}] measuring again in a new allocation (retry {lost} of {})",
-                        machine.brief().name,
-                        machine.brief().name,
+                        "{e}\nmeasuring again in a new allocation (retry {lost} of {})",
                         crate::state::LOST_JOBS_MAX
                     ),
                 );

@@ -10,6 +10,7 @@
 //! Running a command itself (process group, timeout, cancellation, output
 //! caps) is `exec.rs`, which every executor ends in.
 
+mod in_job;
 mod local;
 mod slurm;
 
@@ -83,8 +84,13 @@ pub fn for_brief(
     // A tick `ooda submit` started is already in an allocation: its
     // measurements run where it runs.
     let submitted = std::env::var_os(SUBMITTED_ENV).is_some();
+    if submitted {
+        return match in_job::InJob::from_env(here) {
+            Ok(in_job) => Box::new(in_job),
+            Err(here) => Box::new(here),
+        };
+    }
     match config.placement_for(brief) {
-        crate::model::Placement::Slurm if submitted => Box::new(here),
         crate::model::Placement::Local => Box::new(here),
         crate::model::Placement::Slurm => {
             let slurm = Slurm::new(

@@ -61,6 +61,8 @@ pub struct Slurm {
     settings: SlurmSettings,
     /// The names of this Brief's jobs start with it.
     prefix: String,
+    /// The Brief's name, on every line this prints.
+    brief: String,
     /// Where the placeholder jobs write their output (`--output`).
     logs: PathBuf,
     /// The Landlock ABI and grants commands get on the node.
@@ -93,6 +95,7 @@ impl Slurm {
             here,
             settings,
             prefix: job_prefix(root, brief),
+            brief: brief.to_string(),
             logs,
             abi,
             writable,
@@ -136,16 +139,16 @@ impl Slurm {
         let alive = |j: &&Queued| ALIVE.contains(&j.state.as_str());
         for j in queued.iter().filter(|j| mine(j)).filter(alive) {
             if j.name == name && adopted.is_none() {
-                eprintln!(
+                self.say(&format!(
                     "adopting the Slurm job {} ({name}, {}): an earlier tick submitted it",
                     j.id, j.state
-                );
+                ));
                 adopted = Some(j.id.clone());
             } else if self.sweep {
-                eprintln!(
+                self.say(&format!(
                     "cancelling the Slurm job {} ({}): an earlier tick of this Brief left it",
                     j.id, j.name
-                );
+                ));
                 scancel(&j.id);
             }
         }
@@ -159,7 +162,9 @@ impl Slurm {
         // Nothing holds the job yet: on any failure here it is cancelled.
         let node = self.wait_running(&id, name).inspect_err(|_| scancel(&id))?;
         self.probe(&id, name, &node).inspect_err(|_| scancel(&id))?;
-        eprintln!("measuring in the Slurm job {id} ({name}) on {node}");
+        self.say(&format!(
+            "measuring in the Slurm job {id} ({name}) on {node}"
+        ));
         let job = ClusterJob {
             id,
             name: name.to_string(),
@@ -171,6 +176,11 @@ impl Slurm {
             u.push(job.clone());
         }
         Ok(job)
+    }
+
+    /// A line on stderr as the rest of a tick's are: the time, the Brief.
+    fn say(&self, msg: &str) {
+        crate::log::Log::new(crate::schedule::Zone::from_env(), false).info(Some(&self.brief), msg);
     }
 
     /// The file a lease touches while it holds job `name`.
@@ -271,9 +281,9 @@ impl Slurm {
                 }
             }
             if !said && started.elapsed() > Duration::from_secs(10) {
-                eprintln!(
+                self.say(&format!(
                     "waiting for the Slurm job {id} ({name}) to start (squeue -j {id} -o '%i %j %T %R')"
-                );
+                ));
                 said = true;
             }
             if self.interrupt.is_set() {

@@ -883,7 +883,12 @@ impl<'a> Machine<'a> {
         let jobs = self.executor.take_jobs();
         if let Some(c) = self.archive.state.current.as_mut() {
             c.done = phase;
-            c.jobs.extend(jobs);
+            // A submitted tick's one job measures every phase: listed once.
+            for j in jobs {
+                if !c.jobs.contains(&j) {
+                    c.jobs.push(j);
+                }
+            }
         }
         self.archive.save_state()?;
         let span = match &self.archive.state.current {
@@ -934,7 +939,11 @@ impl<'a> Machine<'a> {
                 let jobs = self.executor.take_jobs();
                 let c = self.current_mut()?;
                 c.check = Some(d.clone());
-                c.jobs.extend(jobs);
+                for j in jobs {
+                    if !c.jobs.contains(&j) {
+                        c.jobs.push(j);
+                    }
+                }
                 self.archive.save_state()?;
                 failpoint::after(failpoint::Step::CheckDecided);
                 d

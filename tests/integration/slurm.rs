@@ -391,9 +391,21 @@ fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
     assert!(release.status.success());
     drained(&prefix);
     // The tick ran on the node: the baseline was measured there, in the
-    // tick's own allocation rather than one of its own.
+    // tick's own allocation rather than one of its own, which its file
+    // names.
     let r = t.record("k", 0);
-    assert!(r.jobs.is_empty(), "{:?}", r.jobs);
+    let listed: Vec<(&str, &str)> = r
+        .jobs
+        .iter()
+        .map(|j| (j.id.as_str(), j.name.as_str()))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![(id.as_str(), format!("{prefix}-tick").as_str())],
+        "{:?}",
+        r.jobs
+    );
+    assert!(!r.jobs[0].node.is_empty(), "{:?}", r.jobs);
     let jobs = t.read("jobs");
     assert!(
         !jobs.is_empty() && jobs.lines().all(|l| l.starts_with(&format!("{id} "))),
@@ -427,6 +439,10 @@ fn submit_every_queues_the_next_tick_until_the_run_stops() {
     assert_eq!(t.iterations("k"), vec![0, 1]);
     let state = t.state("k");
     assert_eq!(state["stop"]["reason"], "budget_iterations", "{state}");
+    // Iteration 1 names the one job (the second tick) that measured it.
+    let r = t.record("k", 1);
+    assert_eq!(r.jobs.len(), 1, "{:?}", r.jobs);
+    assert_eq!(r.jobs[0].name, format!("{prefix}-tick"));
     let ticks: std::collections::BTreeSet<String> =
         std::fs::read_dir(t.path().join(".ooda/worktrees/k/slurm"))
             .unwrap()
