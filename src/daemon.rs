@@ -21,7 +21,9 @@
 //! *parked* with one log line rather than retried at every fire time. A
 //! parked loop looks again when its Brief changes, when `ooda.yaml` is
 //! re-read (SIGHUP), or when its `state.json` changes (`ooda ack` writes
-//! it); a cheap mtime check every 2 s notices the last.
+//! it); a cheap mtime check every 2 s notices the last. A Brief parked on
+//! bad input (a baseline that fails) also looks again when the repository's
+//! HEAD moves, since the fix is usually a commit: the poll reads HEAD too.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -281,9 +283,20 @@ fn mtime(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
+/// The commit the user's checkout is on, if it can be read.
+fn user_head(root: &Path) -> Option<git2::Oid> {
+    let repo = git2::Repository::discover(root).ok()?;
+    let id = repo.head().ok()?.peel_to_commit().ok()?.id();
+    Some(id)
+}
+
 /// Why a loop is not ticking, and what it last saw of the state file.
 struct Parked {
     state_mtime: Option<SystemTime>,
+    /// The user's HEAD when a tick failed on its input (a baseline that
+    /// does not build, a command that is missing): the usual fix is a
+    /// commit, which changes neither the Brief nor the state file.
+    head: Option<git2::Oid>,
 }
 
 enum Step {
@@ -497,9 +510,19 @@ impl Worker {
                     busy = true;
                     retry_in = Some(BUSY_RETRY);
                 }
-                Err(e @ (Error::Red(_) | Error::Budget(_) | Error::Brief(_) | Error::Input(_))) => {
+                Err(e @ (Error::Red(_) | Error::Budget(_) | Error::Brief(_))) => {
                     self.park_message(&mut last_park_message, &format!("skipped: {e}"));
                     parked = Some(self.parked_now());
+                }
+                Err(e @ Error::Input(_)) => {
+                    self.park_message(
+                        &mut last_park_message,
+                        &format!("skipped until the Brief, its state or the repository's HEAD changes: {e}"),
+                    );
+                    parked = Some(Parked {
+                        head: user_head(&self.project.root),
+                        ..self.parked_now()
+                    });
                 }
                 Err(e) => {
                     self.log
@@ -588,7 +611,10 @@ impl Worker {
                 }
                 Ok(w) => return Some(self.woken(w)),
                 Err(RecvTimeoutError::Timeout) => {
-                    if mtime(&self.state_path()) != p.state_mtime {
+                    if mtime(&self.state_path()) != p.state_mtime
+                        || p.head
+                            .is_some_and(|h| user_head(&self.project.root) != Some(h))
+                    {
                         return None;
                     }
                 }
@@ -604,6 +630,7 @@ impl Worker {
     fn parked_now(&self) -> Parked {
         Parked {
             state_mtime: mtime(&self.state_path()),
+            head: None,
         }
     }
 

@@ -676,6 +676,29 @@ fn the_daemon_skips_invalid_and_red_briefs_and_resumes_after_ack() {
 }
 
 #[test]
+fn a_brief_parked_on_a_failing_baseline_runs_once_the_fix_is_committed() {
+    let t = repo();
+    t.brief("k", &knob_brief("budget: { iterations: 1 }\n"));
+    let bench = t.read("bench.sh");
+    t.script(
+        "bench.sh",
+        "#!/bin/sh\necho 'cannot open corpus.bin' >&2\nexit 3\n",
+    );
+    t.commit("a broken benchmark");
+    let bg = Bg::start(&t, &["daemon"]);
+    bg.wait_log("[k] skipped until the Brief, its state or the repository's HEAD changes:");
+    assert!(bg.log().contains("exited with code 3"), "{}", bg.log());
+    // The fix is a commit: neither the Brief nor the state file changes.
+    t.script("bench.sh", &bench);
+    t.commit("fixed");
+    bg.wait_log("[k] run stopped: budget_iterations");
+    let head = t.git(&["rev-parse", "HEAD"]);
+    assert_eq!(t.record("k", 0).base, head.trim());
+    bg.signal(libc::SIGTERM);
+    assert_eq!(bg.exit_code().0, 130);
+}
+
+#[test]
 fn sighup_makes_the_daemon_reread_ooda_yaml() {
     let t = repo();
     t.write(
