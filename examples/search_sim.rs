@@ -6,10 +6,14 @@
 //! search_sim -- --python target/search-venv/bin/python`).
 //!
 //! ooda spends several runs per proposal: the A/A calibration, each
-//! decision's pairs (3 to 24, as the sequential rule asks) and the closing
-//! confirmation. Its night here is the real one, in process: the builtin
-//! driver's `plan`, `Orientation::of`, `eval::decide_series`, the red
-//! lights and the stall rule, over at most 24 iterations. Its final choice
+//! decision's pairs (3 to 24, as the sequential rule asks), each sweep
+//! point's one screening run, and the closing confirmation. Its night here
+//! is the real one, in process: the builtin driver's `plan` (its sweep
+//! included), `Orientation::of`, the screen, `eval::decide_series`, the red
+//! lights and the stall rule, within a night of at most 400 benchmark runs
+//! (a night is bounded by its hours, and a screened point costs one run
+//! where a decision costs 6 to 48, so an iteration count would not be the
+//! same night for both kinds). Its final choice
 //! is the last kept point. Each peer then gets exactly as many benchmark
 //! runs as ooda spent in that night, one per trial, starting from the same
 //! default point, and its final choice is the trial with the best single
@@ -43,12 +47,25 @@ use ooda::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
 use ooda::driver::builtin;
 use ooda::eval::{self, Orientation, Pair};
 use ooda::knobs::{self, Point};
-use ooda::model::{GuardResult, IterationRecord, Prediction, Verdict};
+use ooda::model::{DiscardKind, GuardResult, IterationRecord, Prediction, Verdict};
 use ooda::redlight;
 use ooda::stats::{self, SplitMix64};
 
 const SEEDS: usize = 20;
-const ITERATIONS: u32 = 24;
+/// The plateau's nights vary most (a night finds the well or does not):
+/// at 20 seeds the interval of ooda − TPE reached zero where 60 showed
+/// ooda worse, so the verdict there rests on 60.
+const PLATEAU_SEEDS: usize = 60;
+
+fn seeds_for(o: &Objective) -> usize {
+    if o.name.starts_with("plateau") {
+        PLATEAU_SEEDS
+    } else {
+        SEEDS
+    }
+}
+/// A night's benchmark runs (the start of the next decision must fit).
+const NIGHT_RUNS: u64 = 400;
 const MAX_PAIRS: u32 = 24;
 const CALIBRATION_PAIRS: usize = 10;
 const ALPHA: f64 = 0.05;
@@ -310,6 +327,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
     let cal = pairs(o, &o.start, &o.start, CALIBRATION_PAIRS, &mut rng);
     runs += 2 * cal.len() as u64;
     let mut base = IterationRecord::new(0, Verdict::Baseline);
+    base.base = knobs::key(&o.start);
     base.knobs = o.start.clone();
     base.tree = Some(knobs::key(&o.start));
     base.calibration = Some(eval::calibrate(cal, MAX_PAIRS, ALPHA, 0.0));
@@ -317,7 +335,11 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
     let mut best = o.start.clone();
     let th = redlight::Thresholds::default();
     let mut stop = "budget";
-    for it in 1..=ITERATIONS {
+    for it in 1.. {
+        if runs + 2 * MAX_PAIRS as u64 > NIGHT_RUNS {
+            stop = "budget";
+            break;
+        }
         let orient = Orientation::of(&history, 0.0, ALPHA, MAX_PAIRS);
         let plan = match builtin::plan(
             &o.brief,
@@ -327,6 +349,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             it,
             orient.noise_sd(),
             orient.theta1,
+            STALL_AFTER as u32,
         ) {
             Ok(p) => p,
             Err(_) => {
@@ -335,8 +358,10 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             }
         };
         let mut r = IterationRecord::new(it, Verdict::Discard);
+        r.base = knobs::key(&best);
         r.driver = "builtin".into();
         r.knobs = plan.knobs.clone();
+        r.screen = plan.screen;
         r.axes = plan.axes.clone();
         r.hypothesis = plan.hypothesis.clone();
         r.tree = Some(knobs::key(&plan.knobs));
@@ -353,6 +378,12 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
                 exit_code: Some(1),
                 seconds: 0.0,
             }];
+        } else if let Some(s) = screen(o, &history, &best, &plan, &orient, &mut rng)
+            .inspect(|_| runs += 1)
+            .filter(|s| !s.passed)
+        {
+            r.discard = Some(DiscardKind::Screened);
+            r.measured = Some(s.comparison);
         } else {
             let series = pairs(o, &best, &plan.knobs, MAX_PAIRS as usize, &mut rng);
             let d = eval::decide_series(dir, &series, &orient.rule(), ALPHA, MAX_PAIRS)
@@ -379,16 +410,25 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
         }
         if r.verdict == Verdict::Keep {
             best = r.knobs.clone();
+            r.commit = Some(knobs::key(&best));
         }
         history.push(r);
-        if redlight::red_alarms(&history, dir, &th)
-            .iter()
-            .any(|a| a.stop_reason().is_some())
+        if let Some(a) = redlight::red_alarms(&history, dir, &th)
+            .into_iter()
+            .find(|a| a.stop_reason().is_some())
         {
+            if std::env::var_os("SEARCH_TRACE").is_some() {
+                eprintln!(
+                    "{} seed {seed} RED at {it}: {:?} {}",
+                    o.name, a.kind, a.evidence
+                );
+            }
             stop = "RED";
             break;
         }
-        if redlight::plateau_length(redlight::window(&history)) >= STALL_AFTER {
+        if redlight::plateau_length(redlight::window(&history)) >= STALL_AFTER
+            && builtin::sweeps_left(&history) == 0
+        {
             stop = "stalled";
             break;
         }
@@ -413,6 +453,33 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
         stop,
         confirmed,
     }
+}
+
+/// The runner's screen of a sweep point: one run against the base's
+/// recent runs on record (`None`: not screened, the full test).
+fn screen(
+    o: &Objective,
+    history: &[IterationRecord],
+    best: &Point,
+    plan: &ooda::plan::Plan,
+    orient: &Orientation,
+    rng: &mut SplitMix64,
+) -> Option<eval::screen::Screened> {
+    let reference = eval::screen::base_reference(history, &knobs::key(best));
+    if !plan.screen || reference.len() < eval::screen::SCREEN_MIN_REFERENCE {
+        return None;
+    }
+    let run = o
+        .run(&plan.knobs, rng)
+        .expect("a measured candidate passes its guard");
+    Some(eval::screen::screen(
+        o.dir(),
+        &reference,
+        run,
+        orient.noise_sd(),
+        orient.theta1,
+        ALPHA,
+    ))
 }
 
 // ---------------------------------------------------------------- peers
@@ -596,11 +663,12 @@ fn main() {
 
     println!("## Search quality (examples/search/run.sh)\n");
     println!(
-        "{SEEDS} seeds per objective. ooda: the builtin driver's night of at most {ITERATIONS} iterations \
-         (A/A calibration, sequential decisions up to {MAX_PAIRS} pairs, red lights, stall after {STALL_AFTER}, \
-         confirmation); each peer gets as many benchmark runs as ooda spent in the same seed's night, one per trial, \
+        "{SEEDS} seeds per objective ({PLATEAU_SEEDS} on the plateau). ooda: the builtin driver's night of at most {NIGHT_RUNS} benchmark runs \
+         (A/A calibration, sequential decisions up to {MAX_PAIRS} pairs, red lights, stall after {STALL_AFTER} \
+         decisions without a keep, then a sweep of up to {} screened points, confirmation); each peer gets as many benchmark runs as ooda spent in the same seed's night, one per trial, \
          and keeps the trial with the best single noisy value. Quality: the final choice's true value as a share \
-         of the optimum (100% = optimum), mean with 95% interval over seeds.\n"
+         of the optimum (100% = optimum), mean with 95% interval over seeds.\n",
+        builtin::SWEEP
     );
     println!(
         "| objective | runs per night | {} | {} | {} | ooda − TPE | worse than start (ooda / TPE / random) | ooda RED | ooda confirmed | ooda stops |",
@@ -609,7 +677,7 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---|");
     let mut failures = Vec::new();
     for o in &objectives {
-        let outs: Vec<SeedOut> = parallel::run(SEEDS, 1, |s| {
+        let outs: Vec<SeedOut> = parallel::run(seeds_for(o), 1, |s| {
             let seed = 1000 + s as u64;
             let night = ooda_night(o, seed);
             let mut peers = Peers::start(&python);

@@ -346,6 +346,7 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         discard: outcome.discard,
         reason: outcome.reason.clone(),
         // An iteration whose plan was never accepted predicted nothing.
+        screen: plan.screen,
         predicted: (!plan.hypothesis.is_empty()).then_some(Prediction {
             effect: plan.predicted_effect,
             sd: plan.predicted_sd,

@@ -14,6 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 pub mod orientation;
+pub mod screen;
 pub mod sequential;
 
 pub use orientation::Orientation;
@@ -502,7 +503,7 @@ pub fn report(
             last.why
         )),
         // REVIEW's kind, never the rule's.
-        Some(DiscardKind::BlockedByReview) | None => {}
+        Some(DiscardKind::BlockedByReview | DiscardKind::Screened) | None => {}
     }
     if last.noise_changed {
         reason.push_str("; noise changed: this iteration's spread is far above the history");

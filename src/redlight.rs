@@ -92,6 +92,8 @@ pub fn direction_flips(history: &[IterationRecord], th: &Thresholds) -> Option<A
         let changes: Vec<(u32, &str, Option<f64>)> = history
             .iter()
             .filter(|r| r.verdict.was_measured() && r.verdict != Verdict::Baseline)
+            // A sweep jumps to wherever is least explored: no direction.
+            .filter(|r| !r.screen)
             .filter_map(|r| {
                 r.axes
                     .iter()
@@ -193,6 +195,9 @@ pub fn regressions(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm
     let measured: Vec<(u32, f64, f64)> = history
         .iter()
         .filter(|r| r.predicted.as_ref().is_none_or(|p| p.effect >= 0.0))
+        // A sweep point was chosen for being unexplored, not predicted to
+        // gain, and a screened-out one is a single unpaired run.
+        .filter(|r| !r.screen)
         .filter_map(|r| r.measured.as_ref().map(|m| (r.iteration, m.effect, m.ci.1)))
         .collect();
     if measured.len() < th.trend_window.max(th.regressions) {
@@ -365,10 +370,13 @@ pub fn scope(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
 
 /// Non-keeps in a row at the end of the history.
 pub fn plateau_length(history: &[IterationRecord]) -> usize {
+    // A screened-out point was one run, not a decision: a sweep of them
+    // must not read as the search stalling.
     history
         .iter()
         .rev()
         .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
+        .filter(|r| !r.screened())
         .count()
 }
 

@@ -3,7 +3,7 @@ use serde::{Deserialize, Serialize};
 use super::Pair;
 
 /// Iteration 0's A/A pairs: the same tree on both sides.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Calibration {
     pub pairs: Vec<Pair>,
     pub median: f64,

@@ -14,6 +14,11 @@ pub enum DiscardKind {
     Futile,
     /// Neither: it may be tried again.
     Inconclusive,
+    /// Screened out: an exploratory point whose single run showed no sign
+    /// of the clear gain the screen looks for. One run settles nothing about
+    /// the direction, so it falsifies nothing and does not count towards a
+    /// stall.
+    Screened,
     /// Measured as a keep, refused by a reviewer (gaming the benchmark, a
     /// weakened test, a debug print). It says nothing about the direction,
     /// so it falsifies nothing; it counts toward the failure streak.
@@ -26,6 +31,7 @@ impl DiscardKind {
             DiscardKind::Worse => "worse",
             DiscardKind::Futile => "futile",
             DiscardKind::Inconclusive => "inconclusive",
+            DiscardKind::Screened => "screened",
             DiscardKind::BlockedByReview => "blocked_by_review",
         }
     }
@@ -65,5 +71,6 @@ mod tests {
         assert!(DiscardKind::Worse.falsifies() && DiscardKind::Futile.falsifies());
         assert!(!DiscardKind::Inconclusive.falsifies());
         assert!(!DiscardKind::BlockedByReview.falsifies());
+        assert!(!DiscardKind::Screened.falsifies());
     }
 }

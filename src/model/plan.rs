@@ -27,6 +27,12 @@ pub struct Plan {
     pub predicted_sd: f64,
     #[serde(default)]
     pub knobs: Point,
+    /// Screen before measuring in full: one run of the candidate against
+    /// the base's recent runs, and the paired test only when that run shows
+    /// a clear gain. For exploratory points, where most tries find nothing
+    /// and a full test of each would spend the night on a few of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub screen: bool,
 }
 
 /// A named pattern: a lesson worth carrying to later plans.

@@ -116,6 +116,10 @@ pub struct IterationRecord {
     /// The base, not the candidate, failed to build or measure.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub base_failed: bool,
+    /// The plan asked for a screen before the full test (a point of the
+    /// builtin search's sweep).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub screen: bool,
     /// Set on the last iteration of a run: why the loop stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop: Option<Stop>,
@@ -170,6 +174,7 @@ impl IterationRecord {
             simplification: None,
             rollback_to: None,
             base_failed: false,
+            screen: false,
             stop: None,
         }
     }
@@ -279,6 +284,11 @@ impl IterationRecord {
     }
 
     /// A measured "no": this hypothesis and this point must not be retried.
+    /// An exploratory point screened out after one run (not a decision).
+    pub fn screened(&self) -> bool {
+        self.discard == Some(DiscardKind::Screened)
+    }
+
     pub fn falsifies(&self) -> bool {
         self.discard_kind().is_some_and(DiscardKind::falsifies)
     }

@@ -55,6 +55,7 @@ pub(crate) fn decide(
             cx.brief.metric.direction,
             &th,
             cx.config.defaults.stall_after,
+            cx.brief.uses_builtin() && crate::driver::builtin::sweeps_left(history) > 0,
         ),
         ..CheckOutcome::default()
     };
@@ -171,6 +172,9 @@ fn stop_condition(
     dir: Direction,
     th: &redlight::Thresholds,
     stall_after: u32,
+    // The builtin search still has sweep screens to spend: a stall is its
+    // cue to sweep, not to stop (it stops itself when they are spent).
+    sweeping: bool,
 ) -> Option<Stop> {
     let last = history.last()?;
     let mk = |reason, detail: String| {
@@ -190,10 +194,21 @@ fn stop_condition(
         return mk(reason, alarm.evidence);
     }
     let non_keeps = redlight::plateau_length(redlight::window(history));
-    if non_keeps >= stall_after as usize {
+    if non_keeps >= stall_after as usize && !sweeping {
+        let screened = redlight::window(history)
+            .iter()
+            .rev()
+            .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
+            .filter(|r| r.screened())
+            .count();
+        let also = if screened > 0 {
+            format!(" (and {screened} sweep points screened out)")
+        } else {
+            String::new()
+        };
         return mk(
             StopReason::Stalled,
-            format!("{non_keeps} iterations in a row without a keep"),
+            format!("{non_keeps} iterations in a row without a keep{also}"),
         );
     }
     None

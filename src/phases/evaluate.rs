@@ -159,6 +159,63 @@ fn candidate(
     if base_setup_done {
         cx.ws.record_base_setup(&setup_key)?;
     }
+    // An exploratory point is screened first: one run against the base's
+    // recent runs, the paired test (afresh) only past the bar.
+    let mut screened = None;
+    let reference = eval::screen::base_reference(history, &cur.base_commit);
+    if cur.plan.as_ref().is_some_and(|p| p.screen)
+        && reference.len() >= eval::screen::SCREEN_MIN_REFERENCE
+    {
+        let rig = |when: &str| {
+            protected.changed().map(|path| {
+                blocked(format!(
+                    "the protected {path} changed while the candidate was screened (found {when}): what was measured is not what would be committed"
+                ))
+            })
+        };
+        if let Some(b) = rig("before its run") {
+            return Ok(b);
+        }
+        let value = {
+            let _lock = ev.hold_measurements()?;
+            ev.measure(&cand, 1)?
+        };
+        if let Some(b) = rig("after its run") {
+            return Ok(b);
+        }
+        if drifted()? {
+            return Ok(blocked(
+                "the candidate's committed files changed while it was screened: what was measured is not what would be committed".into(),
+            ));
+        }
+        let value = match value {
+            Ok(v) => v,
+            Err(RunFailure::Failed { reason, output }) => {
+                return Ok(crash(reason, output, guards));
+            }
+        };
+        let s = eval::screen::screen(
+            cx.brief.metric.direction,
+            &reference,
+            value,
+            orientation.noise_sd(),
+            orientation.theta1,
+            cx.config.defaults.alpha,
+        );
+        if !s.passed {
+            return Ok(EvalOutcome {
+                verdict: Verdict::Discard,
+                discard: Some(crate::model::DiscardKind::Screened),
+                reason: s.reason,
+                guards,
+                comparison: Some(s.comparison),
+                failure_output: None,
+                base_failed: false,
+                alarms: Vec::new(),
+            });
+        }
+        screened = Some(s.reason);
+    }
     let mut rigged = None;
     let mut runs = 0;
     let (measured, last_look) = ev.measure_sequential(
@@ -232,7 +289,10 @@ fn candidate(
             Verdict::Discard
         },
         discard: d.discard,
-        reason: d.reason,
+        reason: match screened {
+            Some(screen) => format!("{}; {screen}", d.reason),
+            None => d.reason,
+        },
         guards,
         comparison: Some(d.comparison),
         failure_output: None,

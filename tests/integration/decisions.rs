@@ -288,3 +288,63 @@ fn a_promising_candidate_gets_more_pairs_and_is_kept() {
         m.alpha_look
     );
 }
+
+#[test]
+fn a_builtin_search_out_of_ideas_sweeps_with_one_run_screens_before_it_stops() {
+    // Flat but for X = 33..34, 40% faster. Once the search's model sees no
+    // likely gain left, it screens the points farthest from everything it
+    // measured, one run each, instead of stopping.
+    let t = Test::new();
+    t.script("bench.sh", &bench("(x >= 33 && x <= 34) ? 60 : 100", 0.02));
+    t.brief(
+        "n",
+        &knob_brief("budget: { iterations: 40 }\n").replace("int: [10, 80]", "int: [10, 40]"),
+    );
+    t.commit("needle");
+    let run = t.ooda(&["run", "n"]).expect(0);
+    let records: Vec<_> = t
+        .iterations("n")
+        .into_iter()
+        .map(|i| t.record("n", i))
+        .collect();
+    let screened: Vec<_> = records.iter().filter(|r| r.screened()).collect();
+    assert!(screened.len() >= 10, "{}", run.stdout);
+    for r in &screened {
+        let file = t.read(&format!("iterations/n/iter-{:03}.md", r.iteration));
+        assert!(r.screen && r.hypothesis.starts_with("Sweep: "), "{file}");
+        assert_eq!(r.measured.as_ref().unwrap().pairs.len(), 1, "{file}");
+        assert!(r.reason.starts_with("screened: one run "), "{file}");
+        assert!(r.reason.contains("not falsified"), "{file}");
+        assert!(!r.falsifies(), "{file}");
+        assert!(file.contains("\ndiscard: screened\n"), "{file}");
+        assert!(file.contains("\nscreen: true\n"), "{file}");
+    }
+    // Nearly every point of this small space is tried; then the search
+    // says it is done (the sweep's screens never read as a stall).
+    let tried: std::collections::BTreeSet<String> = records[1..]
+        .iter()
+        .map(|r| r.knobs.get("X").unwrap().to_string())
+        .collect();
+    assert!(tried.len() >= 29, "{tried:?}");
+    assert!(run.stdout.contains("stalled"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("iterations in a row without a keep"),
+        "{}",
+        run.stdout
+    );
+    let best = records
+        .iter()
+        .rfind(|r| r.verdict == Verdict::Keep)
+        .unwrap();
+    let x = best.knobs.get("X").unwrap().to_string();
+    assert!(x == "33" || x == "34", "best {x}");
+    let summary = t.read("iterations/n/summary.md");
+    assert!(summary.contains("| discard (screened) |"), "{summary}");
+    let falsified = &summary[summary.find("## Falsified directions").unwrap()..];
+    for r in &screened {
+        assert!(
+            !falsified.contains(&format!("iter-{:03}", r.iteration)),
+            "{falsified}"
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! The screen: one run of an exploratory candidate before any paired test.
+//!
+//! A knob search that has run out of ideas its model believes in must still
+//! look at the parts of the space it has not measured: a narrow win (one
+//! setting of a choice knob in one small region) is invisible to a smooth
+//! model until a point lands in it. Measuring each such point with the full
+//! sequential test costs 6 to 48 runs, so a night sees a dozen of them and
+//! stops; a one-run screen sees thirty for the same runs. The screen runs
+//! the candidate once and compares it with the median of the base's most
+//! recent runs from the archive; only a run past `SCREEN_Z` standard
+//! deviations of one run goes on to the paired test, which starts afresh
+//! (the screening run is not one of its pairs, so selecting on it cannot
+//! bias a keep: the false-keep rate of the test stays α, and screening can
+//! only lower the number of tests).
+//!
+//! A screened-out point is not falsified: one unpaired run against older
+//! base runs says nothing reliable about a small gain, so it is archived as
+//! `discard` of kind `screened`, may be proposed again, and counts neither
+//! towards a stall nor towards a red light.
+
+use crate::model::{Comparison, Direction, IterationRecord, Pair, Verdict};
+use crate::stats;
+
+/// How many standard deviations of one run the screening run must beat the
+/// base's median by. The search benchmark (`examples/search_sim.rs`) tried
+/// 1.0, 1.5 and 2.0: 1.0 sends a sixth of flat points to a full test
+/// (24 runs each at 15% noise), 2.0 misses a fifth of the plateau's well at
+/// 15% noise; 1.5 found it most often at both noise levels.
+pub const SCREEN_Z: f64 = 1.5;
+/// The most recent base runs the screening run is compared with.
+pub const SCREEN_REFERENCE: usize = 12;
+/// Fewer base runs than this on record: no screen, the full test.
+pub const SCREEN_MIN_REFERENCE: usize = 3;
+
+/// What a screen found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Screened {
+    /// The run beat the bar: measure in full.
+    pub passed: bool,
+    /// The screening run as a one-pair comparison (base: the reference's
+    /// median), for the archive and the surrogate.
+    pub comparison: Comparison,
+    pub reason: String,
+}
+
+/// The base's most recent runs on record, newest first, at most
+/// [`SCREEN_REFERENCE`]: the base sides of its decisions since it became
+/// the base, then the runs that made it the base (the candidate side of
+/// the keep, or the baseline's calibration). Screens add nothing (their
+/// base is this median already).
+pub fn base_reference(history: &[IterationRecord], base: &str) -> Vec<f64> {
+    let mut runs = Vec::new();
+    for r in history.iter().rev() {
+        if runs.len() >= SCREEN_REFERENCE {
+            break;
+        }
+        if r.verdict == Verdict::Baseline {
+            if r.base == base
+                && let Some(c) = &r.calibration
+            {
+                runs.extend(c.pairs.iter().rev().flat_map(|p| [p.cand, p.base]));
+            }
+            break;
+        }
+        if r.verdict == Verdict::Keep && r.commit.as_deref() == Some(base) {
+            // A simplified version was committed instead of what was measured.
+            if r.simplification.is_none()
+                && let Some(m) = &r.measured
+            {
+                runs.extend(m.pairs.iter().rev().map(|p| p.cand));
+            }
+            break;
+        }
+        if r.base == base
+            && !r.screened()
+            && let Some(m) = &r.measured
+        {
+            runs.extend(m.pairs.iter().rev().map(|p| p.base));
+        }
+    }
+    runs.truncate(SCREEN_REFERENCE);
+    runs
+}
+
+/// Judges one screening run `cand` against the base's `reference` runs.
+/// `noise_sd` is the pooled sd of one pair's log ratio (a run's is that
+/// over √2), `theta1` the minimum detectable gain in force.
+pub fn screen(
+    dir: Direction,
+    reference: &[f64],
+    cand: f64,
+    noise_sd: f64,
+    theta1: f64,
+    alpha: f64,
+) -> Screened {
+    let base = stats::median(reference);
+    let d = crate::eval::oriented_log_ratio(dir, base, cand);
+    let run_sd = noise_sd / std::f64::consts::SQRT_2;
+    let bar = SCREEN_Z * run_sd;
+    let passed = d >= bar;
+    // One run against the median of m: the run's spread and the median's.
+    let se = run_sd * (1.0 + 1.0 / reference.len().max(1) as f64).sqrt();
+    let d_ci = (d - 1.96 * se, d + 1.96 * se);
+    let gain = |x| crate::eval::gain(dir, x);
+    let effect = gain(d);
+    let ci = (gain(d_ci.0), gain(d_ci.1));
+    let p = if se > 0.0 {
+        stats::t_sf(d / se, f64::INFINITY)
+    } else {
+        0.5
+    };
+    let reason = if passed {
+        format!(
+            "screen passed: one run {} against the median of the base's last {} runs, past the bar of {}: measured in full",
+            pct(effect),
+            reference.len(),
+            pct(gain(bar))
+        )
+    } else {
+        format!(
+            "screened: one run {} against the median of the base's last {} runs, short of the bar of {} ({SCREEN_Z} sd of one run) that sends a point to the full test; not falsified, it may be tried again",
+            pct(effect),
+            reference.len(),
+            pct(gain(bar))
+        )
+    };
+    Screened {
+        passed,
+        comparison: Comparison {
+            pairs: vec![Pair {
+                base,
+                cand,
+                cand_first: true,
+                d,
+            }],
+            base_median: base,
+            cand_median: cand,
+            effect,
+            ci,
+            p,
+            looks: 0,
+            theta1,
+            alpha,
+            delta0: 0.0,
+            rule: format!(
+                "screen: one run against the median of the base's last {} runs, measured in full past {SCREEN_Z} sd of one run",
+                reference.len()
+            ),
+            alpha_look: 0.0,
+            s_h: noise_sd,
+            noise_changed: false,
+            d_mean: d,
+            d_ci,
+        },
+        reason,
+    }
+}
+
+fn pct(g: f64) -> String {
+    format!("{:+.1}%", g * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Calibration, DiscardKind};
+
+    fn pairs(base: f64, cand: f64, n: usize) -> Vec<Pair> {
+        (0..n)
+            .map(|i| Pair {
+                base: base + i as f64,
+                cand: cand + i as f64,
+                cand_first: false,
+                d: (base / cand).ln(),
+            })
+            .collect()
+    }
+
+    fn comparison(pairs: Vec<Pair>) -> Comparison {
+        let mut c = screen(Direction::Minimize, &[1.0], 1.0, 0.1, 0.05, 0.05).comparison;
+        c.pairs = pairs;
+        c
+    }
+
+    fn baseline() -> IterationRecord {
+        let mut r = IterationRecord::new(0, Verdict::Baseline);
+        r.base = "start".into();
+        r.calibration = Some(Calibration {
+            pairs: pairs(100.0, 200.0, 10),
+            ..Calibration::default()
+        });
+        r
+    }
+
+    #[test]
+    fn the_reference_is_the_current_base_s_newest_runs() {
+        let mut h = vec![baseline()];
+        // From the calibration alone: its newest runs, both sides.
+        let r = base_reference(&h, "start");
+        assert_eq!(r.len(), SCREEN_REFERENCE);
+        assert_eq!(&r[..4], &[209.0, 109.0, 208.0, 108.0]);
+        // A discard against the start adds its base runs in front.
+        let mut d = IterationRecord::new(1, Verdict::Discard);
+        d.base = "start".into();
+        d.measured = Some(comparison(pairs(50.0, 60.0, 3)));
+        h.push(d);
+        assert_eq!(
+            &base_reference(&h, "start")[..4],
+            &[52.0, 51.0, 50.0, 209.0]
+        );
+        // A keep makes a new base: its candidate runs, nothing older.
+        let mut k = IterationRecord::new(2, Verdict::Keep);
+        k.base = "start".into();
+        k.commit = Some("k2".into());
+        k.measured = Some(comparison(pairs(40.0, 30.0, 5)));
+        h.push(k);
+        assert_eq!(base_reference(&h, "k2"), vec![34.0, 33.0, 32.0, 31.0, 30.0]);
+        // A screen against it adds nothing.
+        let mut s = IterationRecord::new(3, Verdict::Discard);
+        s.base = "k2".into();
+        s.discard = Some(DiscardKind::Screened);
+        s.measured = Some(comparison(pairs(7.0, 8.0, 1)));
+        h.push(s);
+        assert_eq!(base_reference(&h, "k2").len(), 5);
+        // A base nothing on record measured: empty.
+        assert!(base_reference(&h, "elsewhere").is_empty());
+    }
+
+    #[test]
+    fn only_a_run_past_the_bar_goes_to_the_full_test() {
+        // Pair noise 0.1: one run's sd is 0.0707, the bar 1.5 of that.
+        let reference = [100.0; 12];
+        let bar = SCREEN_Z * 0.1 / std::f64::consts::SQRT_2;
+        let at = |d: f64| 100.0 * (-d).exp();
+        let s = screen(
+            Direction::Minimize,
+            &reference,
+            at(bar + 0.001),
+            0.1,
+            0.07,
+            0.05,
+        );
+        assert!(s.passed, "{}", s.reason);
+        let s = screen(
+            Direction::Minimize,
+            &reference,
+            at(bar - 0.001),
+            0.1,
+            0.07,
+            0.05,
+        );
+        assert!(!s.passed);
+        assert!(s.reason.starts_with("screened: one run +"), "{}", s.reason);
+        assert!(s.reason.contains("not falsified"), "{}", s.reason);
+        // The record carries the run as a one-pair comparison.
+        assert_eq!(s.comparison.pairs.len(), 1);
+        assert!((s.comparison.d_mean - (bar - 0.001)).abs() < 1e-9);
+        assert!(s.comparison.ci.0 < s.comparison.effect && s.comparison.effect < s.comparison.ci.1);
+        // Maximize: a higher run is the gain.
+        let s = screen(Direction::Maximize, &reference, 200.0, 0.1, 0.07, 0.05);
+        assert!(s.passed && s.comparison.effect > 0.9);
+        let s = screen(Direction::Maximize, &reference, 50.0, 0.1, 0.07, 0.05);
+        assert!(!s.passed && s.comparison.effect < 0.0);
+    }
+}
