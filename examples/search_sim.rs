@@ -427,7 +427,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             break;
         }
         if redlight::plateau_length(redlight::window(&history)) >= STALL_AFTER
-            && builtin::sweeps_left(&history) == 0
+            && !builtin::can_sweep(&o.brief, &history)
         {
             stop = "stalled";
             break;
@@ -465,7 +465,8 @@ fn screen(
     orient: &Orientation,
     rng: &mut SplitMix64,
 ) -> Option<eval::screen::Screened> {
-    let reference = eval::screen::base_reference(history, &knobs::key(best));
+    let reference =
+        eval::screen::base_reference(history, &knobs::key(best), &history[0].brief_hash);
     if !plan.screen || reference.len() < eval::screen::SCREEN_MIN_REFERENCE {
         return None;
     }

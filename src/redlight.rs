@@ -61,6 +61,8 @@ pub fn identical_candidate<'a>(
     let same: Vec<&IterationRecord> = history
         .iter()
         .filter(|r| r.tree.as_deref() == Some(tree) && r.verdict == Verdict::Discard)
+        // One screening run settles nothing.
+        .filter(|r| !r.screened())
         .collect();
     same.iter()
         .rev()
@@ -155,6 +157,8 @@ pub fn base_trend(
 ) -> Option<String> {
     let series: Vec<(u32, f64)> = history
         .iter()
+        // A screen's base is an older median of record, not a fresh run.
+        .filter(|r| !r.screened())
         .filter_map(|r| r.measured.as_ref().map(|m| (r.iteration, m.base_median)))
         .filter(|(_, v)| *v > 0.0)
         .collect();

@@ -448,6 +448,9 @@ pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflig
 }
 
 fn sanitize_plan(p: &mut Plan) {
+    // The one-run screen is the builtin sweep's, never an agent's: a
+    // screened-out change counts towards no stall and no red light.
+    p.screen = false;
     p.hypothesis = prose(&p.hypothesis, 1_000);
     p.change = prose(&p.change, 4_000);
     p.cites.sort_unstable();

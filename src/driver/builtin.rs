@@ -132,7 +132,7 @@ impl Driver for Builtin {
                 };
                 let swept = if sweeps_left(t.history) == 0 {
                     format!(
-                        ", and its sweep screened {SWEEP} points since the last keep without a clear gain"
+                        ", and the {SWEEP} points its sweep proposed since the last keep were none of them kept"
                     )
                 } else {
                     String::new()
@@ -242,6 +242,20 @@ pub fn sweeps_left(history: &[IterationRecord]) -> usize {
         .filter(|r| r.screen)
         .count();
     SWEEP.saturating_sub(since_keep)
+}
+
+/// Whether the search would sweep rather than stop: allowance left, and a
+/// point not yet tried (a space small enough to enumerate can run out).
+pub fn can_sweep(brief: &Brief, history: &[IterationRecord]) -> bool {
+    sweeps_left(history) > 0
+        && space_size(&brief.knobs).is_none_or(|n| {
+            let tried: BTreeSet<String> = history
+                .iter()
+                .filter(|r| !r.knobs.is_empty())
+                .map(|r| knobs::key(&r.knobs))
+                .collect();
+            tried.len() < n
+        })
 }
 
 /// The untried point farthest from every point measured so far, to be
@@ -678,6 +692,11 @@ pub fn learn(plan: &Plan, rec: &IterationRecord) -> LearnResult {
                     "{point} was inconclusive ({measured}): it may be measured once more."
                 ));
             }
+            Some(crate::model::DiscardKind::Screened) => {
+                out.next = Some(format!(
+                    "{point} showed no clear gain in its one screening run ({measured}): not falsified."
+                ));
+            }
             kind => {
                 let why = if kind == Some(crate::model::DiscardKind::Futile) {
                     "cannot reach the smallest gain this setup sees"
@@ -835,6 +854,11 @@ mod tests {
                 sd: plan.predicted_sd,
             });
             r.measured = Some(measured(vb, vc, 1));
+            // The runner's screen: a sweep point without a gain is turned
+            // away after one run (a gain passes and is kept here).
+            if plan.screen && !keep {
+                r.discard = Some(crate::model::DiscardKind::Screened);
+            }
             if keep {
                 best = plan.knobs.clone();
             }
@@ -882,8 +906,15 @@ mod tests {
         // It stops by itself, having tested in full only a few points (the
         // sweep's screened points aside, one run each) ...
         let tried = history[1..].iter().filter(|r| !r.screen).count();
-        // (In a space this small the sweep then screens every point left.)
-        assert_eq!(why, Some(Exhausted::Settled), "after {tried} full tests");
+        // (In a space this small the sweep then screens every point left,
+        // none of which its model thinks likely, screened or not.)
+        match why {
+            Some(Exhausted::NothingLikely { best_chance, .. }) => {
+                assert!(best_chance < MIN_CHANCE, "{best_chance}");
+            }
+            other => panic!("{other:?} after {tried} full tests"),
+        }
+        assert!(history.iter().filter(|r| r.screened()).count() >= 20);
         assert!(tried < 15, "tested {tried} points in full");
         // ... and no plan it tested in full was a sure loss.
         for r in history[1..].iter().filter(|r| !r.screen) {
@@ -1053,10 +1084,27 @@ mod tests {
         for r in &sweeps {
             assert!(r.hypothesis.starts_with("Sweep: "), "{}", r.hypothesis);
         }
-        // Each sweep point is new and as far as it can be from what was
-        // measured before it: the first ones are spread, not bunched.
+        // Each sweep point is new, and the first lands far from everything
+        // measured before it (X spans 0..100: a tenth of it at least).
         let keys: BTreeSet<String> = history.iter().map(|r| knobs::key(&r.knobs)).collect();
         assert_eq!(keys.len(), history.len(), "no point twice");
+        let first = history.iter().position(|r| r.screen).unwrap();
+        let u = coordinates(&b.knobs, &history[first].knobs);
+        let nearest = history[..first]
+            .iter()
+            .map(|r| coordinates(&b.knobs, &r.knobs))
+            .map(|t| {
+                t.iter()
+                    .zip(&u)
+                    .map(|(a, c)| (a - c).powi(2))
+                    .sum::<f64>()
+                    .sqrt()
+            })
+            .fold(f64::INFINITY, f64::min);
+        assert!(
+            nearest >= 0.1,
+            "the first sweep point is {nearest} from a measured one"
+        );
         // The well is found, and only through the sweep.
         assert_eq!(f(&best), 60.0, "best {best:?}");
         let found = history.iter().find(|r| r.verdict == Verdict::Keep).unwrap();

@@ -283,12 +283,12 @@ impl IterationRecord {
                 .any(|s| s.blocks() && s.findings.iter().any(|f| !f.advisory))
     }
 
-    /// A measured "no": this hypothesis and this point must not be retried.
     /// An exploratory point screened out after one run (not a decision).
     pub fn screened(&self) -> bool {
         self.discard == Some(DiscardKind::Screened)
     }
 
+    /// A measured "no": this hypothesis and this point must not be retried.
     pub fn falsifies(&self) -> bool {
         self.discard_kind().is_some_and(DiscardKind::falsifies)
     }

@@ -55,7 +55,7 @@ pub(crate) fn decide(
             cx.brief.metric.direction,
             &th,
             cx.config.defaults.stall_after,
-            cx.brief.uses_builtin() && crate::driver::builtin::sweeps_left(history) > 0,
+            cx.brief.uses_builtin() && crate::driver::builtin::can_sweep(cx.brief, history),
         ),
         ..CheckOutcome::default()
     };

@@ -162,8 +162,9 @@ fn candidate(
     // An exploratory point is screened first: one run against the base's
     // recent runs, the paired test (afresh) only past the bar.
     let mut screened = None;
-    let reference = eval::screen::base_reference(history, &cur.base_commit);
-    if cur.plan.as_ref().is_some_and(|p| p.screen)
+    let reference = eval::screen::base_reference(history, &cur.base_commit, &cur.brief_hash);
+    if cx.brief.uses_builtin()
+        && cur.plan.as_ref().is_some_and(|p| p.screen)
         && reference.len() >= eval::screen::SCREEN_MIN_REFERENCE
     {
         let rig = |when: &str| {
@@ -178,7 +179,8 @@ fn candidate(
         }
         let value = {
             let _lock = ev.hold_measurements()?;
-            ev.measure(&cand, 1)?
+            // Pair 0: the screening run is none of the test's pairs.
+            ev.measure(&cand, 0)?
         };
         if let Some(b) = rig("after its run") {
             return Ok(b);
