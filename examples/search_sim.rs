@@ -350,6 +350,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             orient.noise_sd(),
             orient.theta1,
             STALL_AFTER as u32,
+            builtin::SWEEP,
         ) {
             Ok(p) => p,
             Err(_) => {
@@ -427,7 +428,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             break;
         }
         if redlight::plateau_length(redlight::window(&history)) >= STALL_AFTER
-            && !builtin::can_sweep(&o.brief, &history)
+            && !builtin::can_sweep(&o.brief, &history, builtin::SWEEP)
         {
             stop = "stalled";
             break;

@@ -82,6 +82,9 @@ pub struct Defaults {
     pub output_cap: u64,
     /// Consecutive iterations without a keep after which a run is `stalled`.
     pub stall_after: u32,
+    /// Sweep points the builtin search may propose since the last keep
+    /// before it stops (0: no sweep, it stops at the stall).
+    pub sweep: u32,
     /// Thresholds of the red-light detectors.
     pub red_lights: crate::model::Thresholds,
     /// How long one agent step may wait out its API being unavailable
@@ -112,6 +115,7 @@ impl Default for Defaults {
             notes_dir: "notes".into(),
             output_cap: 1_048_576,
             stall_after: 10,
+            sweep: 40,
             red_lights: crate::model::Thresholds::default(),
             agent_outage: Duration::from_secs(30 * 60),
             measure_exclusive: true,
@@ -354,6 +358,7 @@ const DEFAULTS_KEYS: &[&str] = &[
     "notes_dir",
     "output_cap",
     "stall_after",
+    "sweep",
     "red_lights",
     "agent_outage",
     "measure_exclusive",
@@ -921,6 +926,12 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
         .and_then(|e| positive(ck, e, "defaults.stall_after", 1, "stall_after: 10"))
     {
         d.stall_after = u32::try_from(v).unwrap_or(u32::MAX);
+    }
+    if let Some(v) = fields
+        .get("sweep")
+        .and_then(|e| positive(ck, e, "defaults.sweep", 0, "sweep: 40"))
+    {
+        d.sweep = u32::try_from(v).unwrap_or(u32::MAX);
     }
     if let Some(e) = fields.get("red_lights") {
         check_red_lights(ck, &e.value, &mut d.red_lights);
@@ -1711,6 +1722,22 @@ mod tests {
         let _ = std::fs::write(dir.join(FILE_NAME), "defaults: {pairs: 7}\n");
         assert_eq!(Config::load(&dir).map(|c| c.defaults.pairs).ok(), Some(7));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_sweep_allowance_defaults_to_the_search_s_own_and_may_be_zero() {
+        let parse = |t: &str| Config::parse(Path::new("ooda.yaml"), t);
+        assert_eq!(
+            Config::default().defaults.sweep as usize,
+            crate::driver::builtin::SWEEP
+        );
+        assert_eq!(parse("defaults: {sweep: 0}\n").unwrap().defaults.sweep, 0);
+        let e = parse("defaults:\n  sweep: -3\n").unwrap_err().to_string();
+        assert!(
+            e.contains("ooda.yaml:2") && e.contains("defaults.sweep"),
+            "{e}"
+        );
+        assert!(e.contains("at least 0") && e.contains("sweep: 40"), "{e}");
     }
 
     #[test]

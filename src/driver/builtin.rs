@@ -37,9 +37,10 @@ use crate::stats::SplitMix64;
 
 /// The least chance of a gain of θ₁/2 a point needs to be measured.
 pub const MIN_CHANCE: f64 = 0.02;
-/// Screened sweep points the search may spend since the last keep once its
-/// model sees nothing worth a full test (stalled or exhausted) before it
-/// stops: one run each, so about as many runs as two full decisions. The
+/// Sweep points the search may propose since the last keep once its model
+/// sees nothing worth a full test (stalled or exhausted) before it stops
+/// (the default of `defaults.sweep`): one run each when screened out, so
+/// about as many runs as two full decisions. The
 /// search benchmark's plateau (a narrow well in 2% of the space) was found
 /// in 6 of 20 nights at 3% noise with 20, most nights with 40; 60 gained
 /// little more.
@@ -117,6 +118,7 @@ impl Driver for Builtin {
             t.orientation.noise_sd(),
             t.orientation.theta1,
             t.config.defaults.stall_after,
+            t.config.defaults.sweep as usize,
         );
         let plan = match proposal {
             Ok(plan) => plan,
@@ -130,9 +132,10 @@ impl Driver for Builtin {
                         best_chance * 100.0
                     ),
                 };
-                let swept = if sweeps_left(t.history) == 0 {
+                let allowance = t.config.defaults.sweep as usize;
+                let swept = if allowance > 0 && sweeps_left(t.history, allowance) == 0 {
                     format!(
-                        ", and the {SWEEP} points its sweep proposed since the last keep were none of them kept"
+                        ", and the {allowance} points its sweep proposed since the last keep were none of them kept"
                     )
                 } else {
                     String::new()
@@ -213,41 +216,42 @@ pub fn plan(
     noise_sd: f64,
     theta1: f64,
     stall_after: u32,
+    sweep_allowance: usize,
 ) -> std::result::Result<Plan, Exhausted> {
     let knobs = &brief.knobs;
     let surrogate = Surrogate::fit(knobs, observations(history, noise_sd));
     let stalled =
         crate::redlight::plateau_length(crate::redlight::window(history)) >= stall_after as usize;
     if stalled
-        && sweeps_left(history) > 0
+        && sweeps_left(history, sweep_allowance) > 0
         && let Some(p) = sweep(brief, history, &surrogate, best, seed, iteration)
     {
         return Ok(p);
     }
     match acquire(brief, history, &surrogate, best, seed, iteration, theta1) {
-        Err(why) if sweeps_left(history) > 0 => {
+        Err(why) if sweeps_left(history, sweep_allowance) > 0 => {
             sweep(brief, history, &surrogate, best, seed, iteration).ok_or(why)
         }
         other => other,
     }
 }
 
-/// Sweep points left before the search stops: [`SWEEP`] less those
+/// Sweep points left before the search stops: the `allowance` less those
 /// proposed since the last keep.
-pub fn sweeps_left(history: &[IterationRecord]) -> usize {
+pub fn sweeps_left(history: &[IterationRecord], allowance: usize) -> usize {
     let since_keep = history
         .iter()
         .rev()
         .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
         .filter(|r| r.screen)
         .count();
-    SWEEP.saturating_sub(since_keep)
+    allowance.saturating_sub(since_keep)
 }
 
 /// Whether the search would sweep rather than stop: allowance left, and a
 /// point not yet tried (a space small enough to enumerate can run out).
-pub fn can_sweep(brief: &Brief, history: &[IterationRecord]) -> bool {
-    sweeps_left(history) > 0
+pub fn can_sweep(brief: &Brief, history: &[IterationRecord], allowance: usize) -> bool {
+    sweeps_left(history, allowance) > 0
         && space_size(&brief.knobs).is_none_or(|n| {
             let tried: BTreeSet<String> = history
                 .iter()
@@ -827,7 +831,7 @@ mod tests {
         let base = baseline(best.clone(), f(&best));
         let mut history = vec![base];
         for i in 1..=iterations {
-            let plan = match plan(b, &history, &best, seed, i, 0.01, 0.01, 10) {
+            let plan = match plan(b, &history, &best, seed, i, 0.01, 0.01, 10, SWEEP) {
                 Ok(p) => p,
                 Err(why) => return (history, best, Some(why)),
             };
@@ -893,7 +897,7 @@ mod tests {
             r.measured = Some(measured(vb, vc, 3));
             walls.push(r);
         }
-        let next = plan(&b, &walls, &start, 3, 5, 0.01, 0.01, 10).unwrap();
+        let next = plan(&b, &walls, &start, 3, 5, 0.01, 0.01, 10, SWEEP).unwrap();
         assert!(
             (11.0..=29.0).contains(&x(&next.knobs)),
             "proposed {:?} predicted {:+.3} ± {:.3}",
@@ -946,7 +950,7 @@ mod tests {
         let mut crashed = IterationRecord::new(1, Verdict::Crash);
         crashed.knobs = at(100, "fast");
         history.push(crashed);
-        let next = plan(&b, &history, &start, 1, 2, 0.01, 0.01, 10).unwrap();
+        let next = plan(&b, &history, &start, 1, 2, 0.01, 0.01, 10, SWEEP).unwrap();
         let n = match next.knobs.get("N") {
             Some(KnobValue::Int(v)) => *v,
             _ => unreachable!(),
@@ -1044,12 +1048,12 @@ mod tests {
         best.insert("A".into(), KnobValue::Str("x".into()));
         let mut h0 = IterationRecord::new(0, Verdict::Baseline);
         h0.knobs = best.clone();
-        let p = plan(&b, &[h0.clone()], &best, 1, 1, 0.01, 0.01, 10).unwrap();
+        let p = plan(&b, &[h0.clone()], &best, 1, 1, 0.01, 0.01, 10, SWEEP).unwrap();
         assert_eq!(p.knobs.get("A"), Some(&KnobValue::Str("y".into())));
         let mut h1 = IterationRecord::new(1, Verdict::Discard);
         h1.knobs = p.knobs;
         assert_eq!(
-            plan(&b, &[h0, h1], &best, 1, 2, 0.01, 0.01, 10),
+            plan(&b, &[h0, h1], &best, 1, 2, 0.01, 0.01, 10, SWEEP),
             Err(Exhausted::Settled)
         );
     }
@@ -1122,15 +1126,17 @@ mod tests {
     #[test]
     fn sweeps_are_bounded_since_the_last_keep() {
         let mut h = vec![IterationRecord::new(0, Verdict::Baseline)];
-        assert_eq!(sweeps_left(&h), SWEEP);
+        assert_eq!(sweeps_left(&h, SWEEP), SWEEP);
         for i in 1..=5 {
             let mut r = IterationRecord::new(i, Verdict::Discard);
             r.screen = i % 2 == 1;
             h.push(r);
         }
-        assert_eq!(sweeps_left(&h), SWEEP - 3);
+        assert_eq!(sweeps_left(&h, SWEEP), SWEEP - 3);
+        assert_eq!(sweeps_left(&h, 2), 0);
         h.push(IterationRecord::new(6, Verdict::Keep));
-        assert_eq!(sweeps_left(&h), SWEEP);
+        assert_eq!(sweeps_left(&h, SWEEP), SWEEP);
+        assert_eq!(sweeps_left(&h, 0), 0, "defaults.sweep: 0 turns it off");
     }
 
     #[test]

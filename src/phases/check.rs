@@ -55,7 +55,12 @@ pub(crate) fn decide(
             cx.brief.metric.direction,
             &th,
             cx.config.defaults.stall_after,
-            cx.brief.uses_builtin() && crate::driver::builtin::can_sweep(cx.brief, history),
+            cx.brief.uses_builtin()
+                && crate::driver::builtin::can_sweep(
+                    cx.brief,
+                    history,
+                    cx.config.defaults.sweep as usize,
+                ),
         ),
         ..CheckOutcome::default()
     };

@@ -348,3 +348,31 @@ fn a_builtin_search_out_of_ideas_sweeps_with_one_run_screens_before_it_stops() {
         );
     }
 }
+
+#[test]
+fn sweep_zero_in_ooda_yaml_stops_the_search_without_sweeping() {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!("{}  sweep: 0\n", crate::test::QUIET_CONFIG),
+    );
+    t.script("bench.sh", &bench("(x >= 33 && x <= 34) ? 60 : 100", 0.02));
+    t.brief(
+        "n",
+        &knob_brief("budget: { iterations: 40 }\n").replace("int: [10, 80]", "int: [10, 40]"),
+    );
+    t.commit("no sweep");
+    let run = t.ooda(&["run", "n"]).expect(0);
+    assert!(run.stdout.contains("stalled"), "{}", run.stdout);
+    let records: Vec<_> = t
+        .iterations("n")
+        .into_iter()
+        .map(|i| t.record("n", i))
+        .collect();
+    assert!(records.iter().all(|r| !r.screen), "{}", run.stdout);
+    assert!(
+        records.len() < 40,
+        "stopped by itself after {} iterations",
+        records.len()
+    );
+}
