@@ -289,18 +289,26 @@ fn a_promising_candidate_gets_more_pairs_and_is_kept() {
     );
 }
 
-#[test]
-fn a_builtin_search_out_of_ideas_sweeps_with_one_run_screens_before_it_stops() {
-    // Flat but for X = 33..34, 40% faster. Once the search's model sees no
-    // likely gain left, it screens the points farthest from everything it
-    // measured, one run each, instead of stopping.
+/// Brief `n` on X in 10..40, flat but for X = 33..34, 40% faster, under
+/// `config` as `ooda.yaml`.
+fn needle(config: &str) -> Test {
     let t = Test::new();
+    t.write("ooda.yaml", config);
     t.script("bench.sh", &bench("(x >= 33 && x <= 34) ? 60 : 100", 0.02));
     t.brief(
         "n",
         &knob_brief("budget: { iterations: 40 }\n").replace("int: [10, 80]", "int: [10, 40]"),
     );
     t.commit("needle");
+    t
+}
+
+#[test]
+fn a_builtin_search_out_of_ideas_sweeps_with_one_run_screens_before_it_stops() {
+    // Once the search's model sees no likely gain left, it screens the
+    // points farthest from everything it measured, one run each, instead
+    // of stopping.
+    let t = needle(crate::test::QUIET_CONFIG);
     let run = t.ooda(&["run", "n"]).expect(0);
     let records: Vec<_> = t
         .iterations("n")
@@ -351,17 +359,7 @@ fn a_builtin_search_out_of_ideas_sweeps_with_one_run_screens_before_it_stops() {
 
 #[test]
 fn sweep_zero_in_ooda_yaml_stops_the_search_without_sweeping() {
-    let t = Test::new();
-    t.write(
-        "ooda.yaml",
-        &format!("{}  sweep: 0\n", crate::test::QUIET_CONFIG),
-    );
-    t.script("bench.sh", &bench("(x >= 33 && x <= 34) ? 60 : 100", 0.02));
-    t.brief(
-        "n",
-        &knob_brief("budget: { iterations: 40 }\n").replace("int: [10, 80]", "int: [10, 40]"),
-    );
-    t.commit("no sweep");
+    let t = needle(&format!("{}  sweep: 0\n", crate::test::QUIET_CONFIG));
     let run = t.ooda(&["run", "n"]).expect(0);
     assert!(run.stdout.contains("stalled"), "{}", run.stdout);
     let records: Vec<_> = t
