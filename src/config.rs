@@ -115,7 +115,7 @@ impl Default for Defaults {
             notes_dir: "notes".into(),
             output_cap: 1_048_576,
             stall_after: 10,
-            sweep: 40,
+            sweep: 100,
             red_lights: crate::model::Thresholds::default(),
             agent_outage: Duration::from_secs(30 * 60),
             measure_exclusive: true,
@@ -929,7 +929,7 @@ fn check_defaults(ck: &mut Checker, node: &Node, d: &mut Defaults) {
     }
     if let Some(v) = fields
         .get("sweep")
-        .and_then(|e| positive(ck, e, "defaults.sweep", 0, "sweep: 40"))
+        .and_then(|e| positive(ck, e, "defaults.sweep", 0, "sweep: 100"))
     {
         d.sweep = u32::try_from(v).unwrap_or(u32::MAX);
     }
@@ -1737,7 +1737,7 @@ mod tests {
             e.contains("ooda.yaml:2") && e.contains("defaults.sweep"),
             "{e}"
         );
-        assert!(e.contains("at least 0") && e.contains("sweep: 40"), "{e}");
+        assert!(e.contains("at least 0") && e.contains("sweep: 100"), "{e}");
     }
 
     #[test]
