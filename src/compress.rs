@@ -324,12 +324,21 @@ fn tidy(line: &str, important: bool) -> String {
             format!("> {}", undecorated(rest))
         };
     }
-    if important {
-        line.to_string()
-    } else {
+    if !important {
         undecorated(line)
+    } else if PYTEST_RESULT.is_match(line) {
+        // `-v`'s column of percentages is alignment, not the result.
+        PADDING.replace_all(line, " ").into_owned()
+    } else {
+        line.to_string()
     }
 }
+
+/// A test's result in pytest's `-v` run: `t.py::test_x FAILED   [ 48%]`.
+static PYTEST_RESULT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\S+::\S+ (?:FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+\[\s*\d+%\]$")
+        .expect("static regex is valid")
+});
 
 /// A pytest detail line: `E` and the gap its report aligns with.
 static E_LINE: LazyLock<Regex> =
@@ -1683,6 +1692,10 @@ FAILED tests/test_other.py::test_gone - no header for this one
         assert_eq!(once("E\nnext"), "E\nnext");
         assert_eq!(once("E   a\nE \u{3000}b"), "E a\nE \u{3000}b");
         assert_eq!(once(">       x = f(y)"), "> x = f(y)");
+        assert_eq!(
+            once("t.py::test_x[1] FAILED                   [ 48%]"),
+            "t.py::test_x[1] FAILED [ 48%]"
+        );
     }
 
     #[test]
