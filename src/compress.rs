@@ -1813,44 +1813,65 @@ E   ValueError: could not convert string to float: ''
 
     /// The corpus of real command outputs (`benches/logs/`): every line its
     /// rule says must survive is in the compressed output, and compressing
-    /// again changes nothing.
+    /// again changes nothing; so too on what the tools printed when RTK ran
+    /// them (`rec/`, other flags: `git diff --stat`, `pytest -q`), held to
+    /// that input's own list.
     #[test]
     fn every_must_survive_line_of_the_corpus_is_kept() {
         let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/logs");
-        let mut cases = 0;
+        let check = |what: &str, input: &str, must: &str| {
+            let out = compress(input, usize::MAX);
+            let lines: Vec<String> = out.lines().map(shape).collect();
+            for m in must.lines() {
+                let m = shape(m);
+                assert!(
+                    lines.iter().any(|l| l.contains(&m)),
+                    "{what}: `{m}` was dropped"
+                );
+            }
+            assert!(out.chars().count() < input.chars().count(), "{what}");
+            assert_eq!(compress(&out, usize::MAX), out, "{what}: not idempotent");
+            // The production budget is a hard bound on the same input.
+            assert!(compress(input, 4000).chars().count() <= 4000);
+        };
+        let (mut cases, mut recorded) = (0, 0);
         for entry in std::fs::read_dir(&corpus).unwrap() {
             let dir = entry.unwrap().path();
             let Ok(raw) = std::fs::read(dir.join("raw.log")) else {
                 continue;
             };
             cases += 1;
-            let raw = String::from_utf8_lossy(&raw);
-            let out = compress(&raw, usize::MAX);
-            let lines: Vec<String> = out.lines().map(shape).collect();
             let must = std::fs::read_to_string(dir.join("must.txt")).unwrap();
-            for m in must.lines() {
-                let m = shape(m);
-                assert!(
-                    lines.iter().any(|l| l.contains(&m)),
-                    "{}: `{m}` was dropped",
-                    dir.display()
-                );
+            check(
+                &dir.display().to_string(),
+                &String::from_utf8_lossy(&raw),
+                &must,
+            );
+            let Ok(rtk_must) = std::fs::read_to_string(dir.join("rtk-must.txt")) else {
+                continue;
+            };
+            // As the bench reads it: each run's stdout then stderr, runs in
+            // the order of their directories.
+            let mut runs: Vec<_> = std::fs::read_dir(dir.join("rec"))
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            runs.retain(|p: &std::path::PathBuf| p.is_dir());
+            runs.sort();
+            let mut input = String::new();
+            for run in runs {
+                for part in ["out", "err"] {
+                    if let Ok(b) = std::fs::read(run.join(part)) {
+                        input.push_str(&String::from_utf8_lossy(&b));
+                    }
+                }
             }
-            assert!(
-                out.chars().count() < raw.chars().count(),
-                "{}",
-                dir.display()
-            );
-            assert_eq!(
-                compress(&out, usize::MAX),
-                out,
-                "{}: not idempotent",
-                dir.display()
-            );
-            // The production budget is a hard bound on the same input.
-            assert!(compress(&raw, 4000).chars().count() <= 4000);
+            if !input.is_empty() {
+                recorded += 1;
+                check(&format!("{} (rec)", dir.display()), &input, &rtk_must);
+            }
         }
         assert!(cases >= 12, "the corpus has {cases} cases");
+        assert!(recorded >= 11, "{recorded} recorded inputs");
     }
 
     #[test]
