@@ -6,7 +6,11 @@
 //!   carriage-return progress, control characters); focus (routine lines —
 //!   build progress, passing tests, hints, connection chatter — are dropped
 //!   and counted in one closing marker; blank lines go; a diff keeps each
-//!   file's header and first changed lines); collapse identical runs
+//!   file's header and first changed lines; two views of one change — a
+//!   diff and its `--stat`, `git status` and its porcelain form — name each
+//!   file once; pytest's summary line of a failure takes the place of its
+//!   header, and a failure whose frames repeat the one before it shows only
+//!   its `E` lines); collapse identical runs
 //!   (`line  (×N)`); count log lines by shape (timestamps, UUIDs and hex ids
 //!   masked as `<T>`, `<U>`, `<H>`) wherever they are; fold runs of alike
 //!   lines, or of alike blocks of up to eight lines, into their first and a
@@ -95,7 +99,7 @@ static ROUTINE_DROP: LazyLock<Regex> = LazyLock::new(|| {
         r#"|^\s*\(use "git .*\)$|^no changes added to commit"#,
         r"|^Resolving \S|^Connecting to \S|^HTTP request sent|^Length: |^Saving to: ",
         r"|^platform \S+ -- Python|^rootdir: |^cachedir: |^plugins: |^collected \d+ items?$|^=+ test session starts =+$",
-        r"|^(_ )+_$|^\S+\.py [.FEsxX]+\s*\[\s*\d+%\]$|^=+ short test summary info =+$|^collecting \.\.\. collected \d+ items?$",
+        r"|^(_ )+_$|^(\S+\.py )?[.FEsxX]+\s*\[\s*\d+%\]$|^=+ short test summary info =+$|^collecting \.\.\. collected \d+ items?$",
         r"|^--\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}--  \S|\d+%\[[=> ]*\]",
     ))
     .expect("static regex is valid")
@@ -123,9 +127,11 @@ const DIFF_SAMPLES: usize = 8;
 /// Failure focus, before anything is grouped: routine lines go (see
 /// [`ROUTINE_DROP`]), so do blank lines, the indented details of a passing
 /// TAP test, the source snippets under a compiler *warning* (an error keeps
-/// its snippet), and a diff's body past [`DIFF_LINES_PER_FILE`] changed
-/// lines per file (`diff --git` headers and hunk positions stay). Returns
-/// the lines kept and how many went.
+/// its snippet), a diff's body past [`DIFF_LINES_PER_FILE`] changed
+/// lines per file (`diff --git` headers and hunk positions stay), what a
+/// second view of the same change says again ([`Listed`]), and what pytest
+/// prints twice ([`Failures`], [`tighten_details`]). Returns the lines kept
+/// and how many went.
 fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
     #[derive(PartialEq)]
     enum In {
@@ -147,10 +153,12 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
         /// them goes (what `--tb=short` would have left out).
         PytestFailure,
     }
+    let listed = Listed::of(&lines);
     let mut out = Vec::with_capacity(lines.len());
     let mut dropped = 0;
     let mut state = In::Plain;
     let mut samples = DIFF_SAMPLES;
+    let mut pytest = Failures::default();
     // A file's diff ends: the count of its changed lines not shown.
     let end_of_file = |state: &In, out: &mut Vec<String>| {
         if let In::Diff { hidden, .. } = state
@@ -188,6 +196,10 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
                 }
                 Some(kind) => {
                     let sample = *shown < DIFF_LINES_PER_FILE && samples > 0;
+                    // A diff is code: a type or function named after an
+                    // error (`ParseError`, `syntax_errors`) is no problem
+                    // report, a problem word standing as a word may be.
+                    let important = important && PROBLEM_WORD.is_match(&line);
                     match kind {
                         _ if important => out.push(line),
                         DiffLine::Header if DIFF_NOISE.is_match(&line) => dropped += 1,
@@ -211,15 +223,33 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
                 }
             }
         }
+        // Read outside a diff's hunks only: there such a line is context.
+        if listed.again(&line) && !important {
+            dropped += 1;
+            continue;
+        }
         if PYTEST_TEST.is_match(&line) {
+            if state == In::PytestFailure {
+                pytest.close(&mut out);
+            }
             state = In::PytestFailure;
-            out.push(if important { line } else { undecorated(&line) });
+            pytest.open(&line, &mut out);
             continue;
         }
         if state == In::PytestFailure {
             if line.starts_with("===") {
+                pytest.close(&mut out);
                 state = In::Plain;
             } else if line.trim().is_empty() {
+                continue;
+            } else if let Some(at) = pytest.frame(&line) {
+                out.push(at);
+                continue;
+            } else if std::mem::take(&mut pytest.after_frame) && !ROUTINE_DROP.is_match(&line) {
+                // `--tb=short`'s one source line under a frame: the line
+                // that raised or called, kept like long form's `>` line
+                // (and read so again once its indentation is gone).
+                out.push(tidy(line.trim_start(), important));
                 continue;
             } else if !important
                 && (line.starts_with(' ')
@@ -231,9 +261,14 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
                 dropped += 1;
                 continue;
             } else {
-                out.push(if important { line } else { undecorated(&line) });
+                // A source line kept stands alone: its indentation no
+                // longer shows a block.
+                out.push(tidy(line.trim_start(), important));
                 continue;
             }
+        }
+        if pytest.summarised(&line, &mut out) {
+            continue;
         }
         let indented = line.starts_with(' ');
         // Blank lines are layout, not lines anyone misses: not counted. One
@@ -258,15 +293,272 @@ fn focus(lines: Vec<String>) -> (Vec<String>, usize) {
         }
         if drop {
             dropped += 1;
-        } else if important {
-            out.push(line);
         } else {
-            out.push(undecorated(&line));
+            out.push(tidy(&line, important));
         }
     }
     end_of_file(&state, &mut out);
+    if state == In::PytestFailure {
+        pytest.close(&mut out);
+    }
+    tighten_details(&mut out);
     (out, dropped)
 }
+
+/// A line as kept: a routine line loses its alignment and banner padding
+/// ([`undecorated`]); an important one stays as printed (a reader searches
+/// for it as it is, and in a diff its blanks are the code's indentation),
+/// but for the gap after pytest's `>` marker, which becomes one blank. `E`
+/// lines are left to [`tighten_details`], which sees their whole block.
+fn tidy(line: &str, important: bool) -> String {
+    if E_LINE.is_match(line) {
+        return line.to_string();
+    }
+    if let Some(rest) = line.strip_prefix('>')
+        && rest.starts_with(char::is_whitespace)
+    {
+        let rest = rest.trim_start();
+        return if important {
+            format!("> {rest}")
+        } else {
+            format!("> {}", undecorated(rest))
+        };
+    }
+    if !important {
+        undecorated(line)
+    } else if PYTEST_RESULT.is_match(line) {
+        // `-v`'s column of percentages is alignment, not the result.
+        PADDING.replace_all(line, " ").into_owned()
+    } else {
+        line.to_string()
+    }
+}
+
+/// A test's result in pytest's `-v` run: `t.py::test_x FAILED   [ 48%]`.
+static PYTEST_RESULT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\S+::\S+ (?:FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+\[\s*\d+%\]$")
+        .expect("static regex is valid")
+});
+
+/// A pytest detail line: `E` and the gap its report aligns with.
+static E_LINE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^E(?:[ \t]+\S|$)").expect("static regex is valid"));
+
+/// pytest's `E` lines, block by block: the gap every line of a block shares
+/// becomes one blank (what stays of it is the detail's own indentation, a
+/// diff's nesting), and an `E` with nothing after it, the blank line of a
+/// message, goes. A fold's marker between two lines of one block does not
+/// end it, so a second pass reads the same blocks.
+fn tighten_details(lines: &mut Vec<String>) {
+    // Blanks are ASCII here (see E_LINE): the cut below is at a character.
+    let gap = |l: &str| l[1..].len() - l[1..].trim_start_matches([' ', '\t']).len();
+    let mut i = 0;
+    while i < lines.len() {
+        if !E_LINE.is_match(&lines[i]) {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        while end < lines.len() && (E_LINE.is_match(&lines[end]) || lines[end].starts_with("… (×"))
+        {
+            end += 1;
+        }
+        let block = &lines[i..end];
+        let shared = block
+            .iter()
+            .filter(|l| l.len() > 1 && E_LINE.is_match(l))
+            .map(|l| gap(l))
+            .min();
+        let Some(shared) = shared else {
+            // Only bare `E` lines: nothing to tell them from another tool's.
+            i = end;
+            continue;
+        };
+        let mut kept = Vec::with_capacity(end - i);
+        for l in block {
+            if l == "E" {
+                continue;
+            }
+            if E_LINE.is_match(l) && shared > 1 {
+                kept.push(format!("E {}", &l[1 + shared..]));
+            } else {
+                kept.push(l.clone());
+            }
+        }
+        let n = kept.len();
+        lines.splice(i..end, kept);
+        i += n;
+    }
+}
+
+/// A problem word standing as a word (its start not inside a longer name).
+static PROBLEM_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(error|warn|panic|fail|fatal|exception|traceback|assert)")
+        .expect("static regex is valid")
+});
+
+/// What two views of one change list twice: the files a diff's `--stat`
+/// counts that the diff itself shows (with its own counts), the entries of
+/// `git status --porcelain` that the long `git status` names, and its
+/// `## branch` line after `On branch`.
+#[derive(Default)]
+struct Listed {
+    /// Files with a `diff --git` header.
+    diffed: std::collections::HashSet<String>,
+    /// Files git status's long form lists.
+    status: std::collections::HashSet<String>,
+    /// The branch of `On branch`.
+    branch: Option<String>,
+}
+
+impl Listed {
+    fn of(lines: &[String]) -> Listed {
+        let mut l = Listed::default();
+        for line in lines {
+            if let Some(rest) = line.strip_prefix("diff --git ") {
+                if let Some((_, b)) = rest.split_once(" b/") {
+                    l.diffed.insert(b.to_string());
+                }
+            } else if let Some(c) = STATUS_ENTRY.captures(line) {
+                l.status.insert(c[1].to_string());
+            } else if let Some(b) = line.strip_prefix("On branch ") {
+                l.branch = Some(b.trim().to_string());
+            }
+        }
+        l
+    }
+
+    /// Whether `line` says again what another line of the input says.
+    fn again(&self, line: &str) -> bool {
+        if let Some(c) = STAT_LINE.captures(line) {
+            return self.diffed.contains(c[1].trim_end());
+        }
+        if let Some(c) = PORCELAIN.captures(line) {
+            return self.status.contains(&c[1]);
+        }
+        line.strip_prefix("## ").is_some_and(|b| {
+            self.branch
+                .as_deref()
+                .is_some_and(|ours| b.split("...").next() == Some(ours))
+        })
+    }
+}
+
+/// A file of git status's long form: `\tmodified:   path` or, untracked,
+/// `\tpath`.
+static STATUS_ENTRY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\t(?:(?:modified|deleted|new file|typechange):\s+)?(\S[^\t]*)$")
+        .expect("static regex is valid")
+});
+
+/// One file of `git diff --stat`: ` path | 12 +-`.
+static STAT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^ (\S.*?)\s+\|\s+(?:\d+(?: [+-]+)?|Bin .*)$").expect("static regex is valid")
+});
+
+/// One entry of `git status --porcelain`: two status letters and a path.
+static PORCELAIN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[ MTADRCU?!]{2} (\S.*)$").expect("static regex is valid"));
+
+/// pytest's failures, as its report goes: each test's header is kept where
+/// it is until the short summary names the same test, whose line (test
+/// file, test and error in one) then takes the header's place instead of
+/// being printed twice; a failure whose frames are those of the failure
+/// before it (a parametrised test failing on one line for several cases)
+/// shows its `E` lines and says so, not the frames again.
+#[derive(Default)]
+struct Failures {
+    /// Where each header is in the output, by the summary's key for it.
+    headers: std::collections::HashMap<String, usize>,
+    /// Where the open failure's lines start in the output.
+    open: Option<usize>,
+    /// The previous failure's frames: its lines but the `E` lines.
+    previous: Vec<String>,
+    /// The open failure's test function (no class, no parameters).
+    function: String,
+    /// The line before was a `--tb=short` frame's location.
+    after_frame: bool,
+}
+
+impl Failures {
+    fn open(&mut self, header: &str, out: &mut Vec<String>) {
+        let name = header.trim_matches(|c| c == '_' || c == ' ');
+        let key = match name
+            .strip_prefix("ERROR at ")
+            .and_then(|r| r.split_once(" of "))
+        {
+            Some((_, test)) => format!("ERROR {test}"),
+            None => format!("FAILED {name}"),
+        };
+        // Parameters first: an id may hold anything, `of` and dots too.
+        let test = name.split('[').next().unwrap_or(name);
+        let test = test.rsplit(" of ").next().unwrap_or(test);
+        self.function = test.rsplit('.').next().unwrap_or(test).to_string();
+        self.headers.insert(key, out.len());
+        out.push(undecorated(header));
+        self.open = Some(out.len());
+        self.after_frame = false;
+    }
+
+    /// A frame's location with its source line under it (`--tb=short`'s
+    /// `tests/t.py:9: in test_x`, or a long form's `tests/t.py:9:` between
+    /// frames), as kept: in the test's own function it reads like the long
+    /// form's, the header naming the function already.
+    fn frame(&mut self, line: &str) -> Option<String> {
+        let c = SHORT_FRAME.captures(line)?;
+        self.after_frame = true;
+        Some(if c.get(2).is_some_and(|f| f.as_str() == self.function) {
+            format!("{}:", &c[1])
+        } else {
+            line.to_string()
+        })
+    }
+
+    fn close(&mut self, out: &mut Vec<String>) {
+        let Some(start) = self.open.take() else {
+            return;
+        };
+        let frames: Vec<String> = out[start..]
+            .iter()
+            .filter(|l| !E_LINE.is_match(l))
+            .cloned()
+            .collect();
+        if !frames.is_empty() && frames == self.previous {
+            let details: Vec<String> = out.drain(start..).filter(|l| E_LINE.is_match(l)).collect();
+            out.push(SAME_FRAMES.to_string());
+            out.extend(details);
+        } else {
+            self.previous = frames;
+        }
+    }
+
+    /// Moves a summary line to its test's header; false when it has none.
+    fn summarised(&mut self, line: &str, out: &mut [String]) -> bool {
+        let Some(c) = PYTEST_SUMMARY.captures(line) else {
+            return false;
+        };
+        let key = format!("{} {}", &c[1], c[2].replace("::", "."));
+        match self.headers.remove(&key) {
+            Some(at) => {
+                out[at] = tidy(line, true);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A frame's location in `--tb=short`'s traceback: `tests/t.py:9: in f`.
+static SHORT_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\S+:\d+):(?: in (\S+))?$").expect("static regex is valid"));
+
+/// What replaces a failure's frames when they are the previous failure's.
+const SAME_FRAMES: &str = "… (traceback as above)";
+
+/// A line of pytest's short summary: `FAILED tests/t.py::test_x - why`.
+static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(FAILED|ERROR) [^\s:]+::(.+?)(?: - .*)?$").expect("static regex is valid")
+});
 
 /// `line` with the padding of a banner shortened: `=== title ===` for a
 /// line of eighty `=` around a title (`=`, `_`, `-`, `═`, `─`).
@@ -1303,6 +1595,152 @@ mod tests {
         );
     }
 
+    /// `compress` once, checked to change nothing when run again.
+    fn once(text: &str) -> String {
+        let out = compress(text, 100_000);
+        assert_eq!(compress(&out, 100_000), out, "not idempotent");
+        out
+    }
+
+    #[test]
+    fn a_diff_reads_problem_words_as_words() {
+        let mut text = String::from("diff --git a/a.rs b/a.rs\n@@ -1,4 +1,4 @@\n-fn a() {}\n");
+        text.push_str(
+            "-fn parse() -> Result<(), ParseError> {\n+fn parse() -> Outcome<(), ParseError> {\n",
+        );
+        text.push_str("+    return Err(error::bad());\n");
+        let out = once(&text);
+        // Code named after errors is code; `error` as a word is kept.
+        assert!(!out.contains("ParseError"), "{out}");
+        assert!(out.contains("+    return Err(error::bad());"), "{out}");
+        assert!(out.contains("… (+2 changed lines)"), "{out}");
+    }
+
+    #[test]
+    fn two_views_of_one_change_list_each_file_once() {
+        // A diff and its --stat: the stat's line of a diffed file goes,
+        // the totals and a file the diff does not show stay.
+        let text = "diff --git a/a.rs b/a.rs\n@@ -1 +1 @@\n-a\n+b\n a.rs       |  2 +-\n c.rs       |  4 ++--\n 2 files changed, 3 insertions(+), 3 deletions(-)\n";
+        let out = once(text);
+        assert!(!out.contains("a.rs       |"), "{out}");
+        assert!(out.contains(" c.rs |  4 ++--"), "{out}");
+        assert!(out.contains("2 files changed"), "{out}");
+        // git status and its porcelain form: the porcelain entries the long
+        // form names go, and its branch line; another entry stays, and one
+        // that names a problem word is never dropped.
+        let text = "On branch main\nChanges not staged for commit:\n\tmodified:   src/a.rs\n\tmodified:   src/error.rs\n\tdeleted:    src/b.rs\nUntracked files:\n\tnew/\n## main...origin/main\n M src/a.rs\n M src/error.rs\n D src/b.rs\n?? new/\n M src/other.rs\n";
+        let out = once(text);
+        assert!(!out.contains("## main"), "{out}");
+        assert!(!out.contains(" M src/a.rs"), "{out}");
+        assert!(!out.contains("D src/b.rs"), "{out}");
+        assert!(!out.contains("?? new/"), "{out}");
+        assert!(out.contains(" M src/error.rs"), "{out}");
+        assert!(out.contains(" M src/other.rs"), "{out}");
+        assert!(out.ends_with("[… 4 routine lines dropped]"), "{out}");
+    }
+
+    #[test]
+    fn a_pytest_summary_line_takes_its_tests_header() {
+        let text = "\
+=================================== FAILURES ===================================
+_______________________________ TestCalc.test_add[2] _______________________________
+
+    def test_add(self, n):
+>       assert add(n, 1) == 4
+E       assert 3 == 4
+E        +  where 3 = add(2, 1)
+
+tests/test_calc.py:9: AssertionError
+________________________ ERROR at setup of test_db _________________________
+E       fixture 'db' not found
+tests/test_calc.py:12
+=========================== short test summary info ============================
+FAILED tests/test_calc.py::TestCalc::test_add[2] - assert 3 == 4
+ERROR tests/test_calc.py::test_db
+FAILED tests/test_other.py::test_gone - no header for this one
+================= 1 failed, 1 error in 0.12s =================
+";
+        let out = once(text);
+        assert_eq!(
+            out,
+            "\
+=================================== FAILURES ===================================
+FAILED tests/test_calc.py::TestCalc::test_add[2] - assert 3 == 4
+> assert add(n, 1) == 4
+E assert 3 == 4
+E  +  where 3 = add(2, 1)
+tests/test_calc.py:9: AssertionError
+ERROR tests/test_calc.py::test_db
+E fixture 'db' not found
+tests/test_calc.py:12
+FAILED tests/test_other.py::test_gone - no header for this one
+================= 1 failed, 1 error in 0.12s =================
+[… 2 routine lines dropped]"
+        );
+    }
+
+    #[test]
+    fn pytest_details_keep_their_own_indentation() {
+        // The gap every E line of a block shares goes; a diff's nesting
+        // inside the message stays, and its blank E line goes.
+        let text = "E       AssertionError: assert {'a': 1} == {'a': 2}\nE         \nE         Full diff:\nE         - {'a': 2}\nE         ?       ^\nE         + {'a': 1}\n";
+        assert_eq!(
+            once(text),
+            "E AssertionError: assert {'a': 1} == {'a': 2}\nE   Full diff:\nE   - {'a': 2}\nE   ?       ^\nE   + {'a': 1}"
+        );
+        // A lone E is no pytest detail, nor one beside other blanks.
+        assert_eq!(once("E\nnext"), "E\nnext");
+        assert_eq!(once("E   a\nE \u{3000}b"), "E a\nE \u{3000}b");
+        assert_eq!(once(">       x = f(y)"), "> x = f(y)");
+        assert_eq!(
+            once("t.py::test_x[1] FAILED                   [ 48%]"),
+            "t.py::test_x[1] FAILED [ 48%]"
+        );
+    }
+
+    #[test]
+    fn a_failure_repeating_the_frames_before_it_shows_its_details() {
+        let block = |n: u32| {
+            format!(
+                "_____ test_sq[{n}] _____\n\n    def test_sq(n):\n        # blocked cases fail here\n>       assert n not in BLOCKED\nE       assert {n} not in (1, 2, 3)\n\ntests/t.py:9: AssertionError\n"
+            )
+        };
+        let text = format!(
+            "=== FAILURES ===\n{}{}{}=== 3 failed in 0.1s ===\n",
+            block(1),
+            block(2),
+            block(3)
+        );
+        let out = once(&text);
+        assert_eq!(
+            out,
+            "=== FAILURES ===\n___ test_sq[1] ___\n# blocked cases fail here\n> assert n not in BLOCKED\nE assert 1 not in (1, 2, 3)\ntests/t.py:9: AssertionError\n___ test_sq[2] ___\n… (traceback as above)\nE assert 2 not in (1, 2, 3)\n___ test_sq[3] ___\n… (traceback as above)\nE assert 3 not in (1, 2, 3)\n=== 3 failed in 0.1s ===\n[… 3 routine lines dropped]"
+        );
+        // Different frames are all shown.
+        let text = "___ test_a ___\n>       f(1)\nE       boom\n___ test_b ___\n>       f(2)\nE       boom\n";
+        assert_eq!(
+            once(text),
+            "___ test_a ___\n> f(1)\nE boom\n___ test_b ___\n> f(2)\nE boom"
+        );
+    }
+
+    #[test]
+    fn a_short_traceback_keeps_each_frames_line() {
+        let text = "\
+..........F.F [100%]
+___ test_blank ___
+tests/t.py:35: in test_blank
+    assert parse('  ') == 0
+tests/t.py:8: in parse
+    value = float(text)
+E   ValueError: could not convert string to float: ''
+";
+        assert_eq!(
+            once(text),
+            "___ test_blank ___\ntests/t.py:35:\nassert parse('  ') == 0\ntests/t.py:8: in parse\nvalue = float(text)\nE ValueError: could not convert string to float: ''\n[… 1 routine lines dropped]"
+        );
+    }
+
     #[test]
     fn what_a_review_found_stays_fixed() {
         // Plain numbers are not ids: two different assertions stay two,
@@ -1375,44 +1813,65 @@ mod tests {
 
     /// The corpus of real command outputs (`benches/logs/`): every line its
     /// rule says must survive is in the compressed output, and compressing
-    /// again changes nothing.
+    /// again changes nothing; so too on what the tools printed when RTK ran
+    /// them (`rec/`, other flags: `git diff --stat`, `pytest -q`), held to
+    /// that input's own list.
     #[test]
     fn every_must_survive_line_of_the_corpus_is_kept() {
         let corpus = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/logs");
-        let mut cases = 0;
+        let check = |what: &str, input: &str, must: &str| {
+            let out = compress(input, usize::MAX);
+            let lines: Vec<String> = out.lines().map(shape).collect();
+            for m in must.lines() {
+                let m = shape(m);
+                assert!(
+                    lines.iter().any(|l| l.contains(&m)),
+                    "{what}: `{m}` was dropped"
+                );
+            }
+            assert!(out.chars().count() < input.chars().count(), "{what}");
+            assert_eq!(compress(&out, usize::MAX), out, "{what}: not idempotent");
+            // The production budget is a hard bound on the same input.
+            assert!(compress(input, 4000).chars().count() <= 4000);
+        };
+        let (mut cases, mut recorded) = (0, 0);
         for entry in std::fs::read_dir(&corpus).unwrap() {
             let dir = entry.unwrap().path();
             let Ok(raw) = std::fs::read(dir.join("raw.log")) else {
                 continue;
             };
             cases += 1;
-            let raw = String::from_utf8_lossy(&raw);
-            let out = compress(&raw, usize::MAX);
-            let lines: Vec<String> = out.lines().map(shape).collect();
             let must = std::fs::read_to_string(dir.join("must.txt")).unwrap();
-            for m in must.lines() {
-                let m = shape(m);
-                assert!(
-                    lines.iter().any(|l| l.contains(&m)),
-                    "{}: `{m}` was dropped",
-                    dir.display()
-                );
+            check(
+                &dir.display().to_string(),
+                &String::from_utf8_lossy(&raw),
+                &must,
+            );
+            let Ok(rtk_must) = std::fs::read_to_string(dir.join("rtk-must.txt")) else {
+                continue;
+            };
+            // As the bench reads it: each run's stdout then stderr, runs in
+            // the order of their directories.
+            let mut runs: Vec<_> = std::fs::read_dir(dir.join("rec"))
+                .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+                .unwrap_or_default();
+            runs.retain(|p: &std::path::PathBuf| p.is_dir());
+            runs.sort();
+            let mut input = String::new();
+            for run in runs {
+                for part in ["out", "err"] {
+                    if let Ok(b) = std::fs::read(run.join(part)) {
+                        input.push_str(&String::from_utf8_lossy(&b));
+                    }
+                }
             }
-            assert!(
-                out.chars().count() < raw.chars().count(),
-                "{}",
-                dir.display()
-            );
-            assert_eq!(
-                compress(&out, usize::MAX),
-                out,
-                "{}: not idempotent",
-                dir.display()
-            );
-            // The production budget is a hard bound on the same input.
-            assert!(compress(&raw, 4000).chars().count() <= 4000);
+            if !input.is_empty() {
+                recorded += 1;
+                check(&format!("{} (rec)", dir.display()), &input, &rtk_must);
+            }
         }
         assert!(cases >= 12, "the corpus has {cases} cases");
+        assert!(recorded >= 11, "{recorded} recorded inputs");
     }
 
     #[test]
