@@ -38,6 +38,17 @@ const CHOICE_DISTANCES: [f64; 3] = [0.25, 0.5, 1.0];
 const MIN_SIGNAL_SD: f64 = 0.2;
 /// Models with less posterior weight than this are left out of the average.
 const MIN_WEIGHT: f64 = 1e-3;
+/// The most decisions a fit uses: the newest. A fit costs time cubic and
+/// memory quadratic in its observations, for each of the grid's models: a
+/// plan over a 3-knob space took 14 ms at 50 observations, 0.7 s at 400
+/// and 3.4 s at 800 before the cap (`examples/plan_cost.rs`), and a Brief
+/// run for months would reach thousands, minutes a tick and gigabytes.
+/// A night of the search benchmark (400 benchmark runs, one at least per
+/// decision) never reaches it, so its results are the same with the cap.
+/// Beyond it the model forgets the oldest decisions, not what they
+/// settled: settled points are never proposed again, and a sweep measures
+/// its distance from every point tried.
+pub const MAX_OBSERVATIONS: usize = 400;
 
 /// One decision: f(cand) − f(base) was measured as `d` with variance `var`.
 #[derive(Debug, Clone)]
@@ -116,6 +127,14 @@ pub struct Surrogate<'a> {
 
 impl<'a> Surrogate<'a> {
     pub fn fit(knobs: &'a [Knob], obs: Vec<Observation>) -> Surrogate<'a> {
+        Surrogate::fit_newest(knobs, obs, MAX_OBSERVATIONS)
+    }
+
+    /// [`Surrogate::fit`] to the newest `max` of `obs` (given oldest first).
+    fn fit_newest(knobs: &'a [Knob], mut obs: Vec<Observation>, max: usize) -> Surrogate<'a> {
+        if obs.len() > max {
+            obs.drain(..obs.len() - max);
+        }
         // Each difference spans two points: its spread is about √2 that of f.
         let spread = if obs.is_empty() {
             0.0
@@ -393,6 +412,25 @@ mod tests {
             })
             .collect();
         Surrogate::fit(knobs, obs)
+    }
+
+    #[test]
+    fn a_fit_uses_the_newest_observations_only() {
+        let k = knobs();
+        let obs: Vec<Observation> = (1..=8)
+            .map(|i| Observation {
+                cand: at(i * 10),
+                base: at(0),
+                d: 0.0,
+                var: 0.01f64.powi(2),
+                iteration: i as u32,
+            })
+            .collect();
+        let s = Surrogate::fit_newest(&k, obs.clone(), 5);
+        let kept: Vec<u32> = s.obs.iter().map(|o| o.iteration).collect();
+        assert_eq!(kept, [4, 5, 6, 7, 8]);
+        assert!(!s.models.is_empty());
+        assert_eq!(Surrogate::fit(&k, obs).obs.len(), 8, "under the cap: all");
     }
 
     #[test]

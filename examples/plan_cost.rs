@@ -1,0 +1,93 @@
+//! What one plan of the builtin search costs as a Brief's history grows.
+//!
+//! `cargo run --release --example plan_cost -- 50 400 800 1600`
+//!
+//! For each length n: a history of n one-run decisions at seeded points of
+//! a 3-knob space (two 101-value ints and a choice), then one
+//! `builtin::plan` timed. The model is fitted to at most
+//! `surrogate::MAX_OBSERVATIONS` decisions, so past that the time is flat;
+//! before the cap (at 167c7e0) it grew with n: 14 ms at 50, 0.7 s at 400,
+//! 3.4 s at 800.
+
+use ooda::brief::Brief;
+use ooda::driver::builtin;
+use ooda::knobs::{self, Point};
+use ooda::model::{Comparison, IterationRecord, Pair, Verdict};
+use ooda::stats::SplitMix64;
+use std::path::Path;
+use std::time::Instant;
+
+fn main() {
+    // The same night for every n: seeded points, a small noise.
+    let text = "---\nmetric:\n  name: m\n  command: ./bench\n  direction: minimize\nknobs:\n  X: { int: [0, 100], default: 50 }\n  Y: { int: [0, 100], default: 50 }\n  MODE: { choice: [off, on], default: off }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
+    let b = Brief::parse(Path::new("briefs/x.md"), text).expect("the benchmark's Brief parses");
+    let start = knobs::initial_point(&Point::new(), &b.knobs);
+    let mut sizes: Vec<u32> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse().expect("history lengths are whole numbers"))
+        .collect();
+    if sizes.is_empty() {
+        sizes = vec![50, 400, 800, 1600];
+    }
+    for n in sizes {
+        let mut rng = SplitMix64::new(n as u64);
+        let mut base = IterationRecord::new(0, Verdict::Baseline);
+        base.knobs = start.clone();
+        let mut h = vec![base];
+        for i in 1..=n {
+            let mut r = IterationRecord::new(i, Verdict::Discard);
+            let mut p = Point::new();
+            p.insert(
+                "X".into(),
+                ooda::brief::KnobValue::Int((rng.next_u64() % 101) as i64),
+            );
+            p.insert(
+                "Y".into(),
+                ooda::brief::KnobValue::Int((rng.next_u64() % 101) as i64),
+            );
+            p.insert(
+                "MODE".into(),
+                ooda::brief::KnobValue::Str(
+                    if rng.next_u64().is_multiple_of(2) {
+                        "on"
+                    } else {
+                        "off"
+                    }
+                    .into(),
+                ),
+            );
+            r.knobs = p;
+            let d = 0.01 * rng.normal();
+            r.measured = Some(Comparison {
+                pairs: vec![Pair {
+                    base: 100.0,
+                    cand: 100.0,
+                    cand_first: false,
+                    d,
+                }],
+                base_median: 100.0,
+                cand_median: 100.0,
+                effect: d,
+                ci: (d, d),
+                p: 0.5,
+                looks: 1,
+                theta1: 0.01,
+                alpha: 0.05,
+                delta0: 0.0,
+                rule: String::new(),
+                alpha_look: 0.018,
+                s_h: 0.01,
+                noise_changed: false,
+                d_mean: d,
+                d_ci: (d, d),
+            });
+            h.push(r);
+        }
+        let t = Instant::now();
+        let _ = builtin::plan(&b, &h, &start, 1, n + 1, 0.01, 0.01, 10, 100);
+        println!(
+            "{n} observations: plan {:.0} ms",
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+}
