@@ -2,17 +2,21 @@
 //!
 //! `cargo run --release --example plan_cost -- 50 400 800 1600`
 //!
-//! For each length n: a history of n one-run decisions at seeded points of
-//! a 3-knob space (two 101-value ints and a choice), then one
-//! `builtin::plan` timed. The model is fitted to at most
-//! `surrogate::MAX_OBSERVATIONS` decisions, so past that the time is flat;
-//! before the cap (at 167c7e0) it grew with n: 14 ms at 50, 0.7 s at 400,
+//! For each length n: a history of n discards at seeded points of a
+//! 3-knob space (two 101-value ints and a choice), each measured by one
+//! run as the screen measures one, then one `builtin::plan` timed (a
+//! stalled search: the model's fit and the sweep). The model is fitted to
+//! at most `surrogate::MAX_OBSERVATIONS` decisions, so past that the time
+//! is flat; this program run against the code before the cap (167c7e0,
+//! with its `Comparison` written out) printed 14 ms at 50, 0.7 s at 400,
 //! 3.4 s at 800.
 
 use ooda::brief::Brief;
+use ooda::brief::Direction;
 use ooda::driver::builtin;
+use ooda::eval::screen;
 use ooda::knobs::{self, Point};
-use ooda::model::{Comparison, IterationRecord, Pair, Verdict};
+use ooda::model::{IterationRecord, Verdict};
 use ooda::stats::SplitMix64;
 use std::path::Path;
 use std::time::Instant;
@@ -57,30 +61,11 @@ fn main() {
                 ),
             );
             r.knobs = p;
-            let d = 0.01 * rng.normal();
-            r.measured = Some(Comparison {
-                pairs: vec![Pair {
-                    base: 100.0,
-                    cand: 100.0,
-                    cand_first: false,
-                    d,
-                }],
-                base_median: 100.0,
-                cand_median: 100.0,
-                effect: d,
-                ci: (d, d),
-                p: 0.5,
-                looks: 1,
-                theta1: 0.01,
-                alpha: 0.05,
-                delta0: 0.0,
-                rule: String::new(),
-                alpha_look: 0.018,
-                s_h: 0.01,
-                noise_changed: false,
-                d_mean: d,
-                d_ci: (d, d),
-            });
+            // A screened sweep point's one run, against a base of 100.
+            let run = 100.0 * (0.01 * rng.normal()).exp();
+            r.measured = Some(
+                screen::screen(Direction::Minimize, &[100.0; 12], run, 0.01, 0.01, 0.05).comparison,
+            );
             h.push(r);
         }
         let t = Instant::now();

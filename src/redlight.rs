@@ -372,16 +372,19 @@ pub fn scope(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
     })
 }
 
-/// Non-keeps in a row at the end of the history.
-pub fn plateau_length(history: &[IterationRecord]) -> usize {
-    // A screened-out point was one run, not a decision: a sweep of them
-    // must not read as the search stalling.
+/// The iterations since the last keep (or the baseline), newest first.
+pub fn since_keep(history: &[IterationRecord]) -> impl Iterator<Item = &IterationRecord> {
     history
         .iter()
         .rev()
         .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
-        .filter(|r| !r.screened())
-        .count()
+}
+
+/// Non-keeps in a row at the end of the history.
+pub fn plateau_length(history: &[IterationRecord]) -> usize {
+    // A screened-out point was one run, not a decision: a sweep of them
+    // must not read as the search stalling.
+    since_keep(history).filter(|r| !r.screened()).count()
 }
 
 /// Every RED alarm the archive raises now, most specific first.

@@ -246,13 +246,10 @@ pub fn plan(
 /// Sweep points left before the search stops: the `allowance` less those
 /// proposed since the last keep.
 pub fn sweeps_left(history: &[IterationRecord], allowance: usize) -> usize {
-    let since_keep = history
-        .iter()
-        .rev()
-        .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
+    let swept = crate::redlight::since_keep(history)
         .filter(|r| r.screen)
         .count();
-    allowance.saturating_sub(since_keep)
+    allowance.saturating_sub(swept)
 }
 
 /// Whether the search would sweep rather than stop: allowance left, and a

@@ -42,7 +42,9 @@ const MIN_WEIGHT: f64 = 1e-3;
 /// memory quadratic in its observations, for each of the grid's models: a
 /// plan over a 3-knob space took 14 ms at 50 observations, 0.7 s at 400
 /// and 3.4 s at 800 before the cap (`examples/plan_cost.rs`), and a Brief
-/// run for months would reach thousands, minutes a tick and gigabytes.
+/// run for months reaches thousands (at 10,000, the grid's 15 Cholesky
+/// factors, all held while the fit weighs them, would take 15 × 10,000² ×
+/// 8 bytes, 12 GB).
 /// A night of the search benchmark (400 benchmark runs, one at least per
 /// decision) never reaches it, so its results are the same with the cap.
 /// Beyond it the model forgets the oldest decisions, not what they

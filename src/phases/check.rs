@@ -200,10 +200,7 @@ fn stop_condition(
     }
     let non_keeps = redlight::plateau_length(redlight::window(history));
     if non_keeps >= stall_after as usize && !sweeping {
-        let screened = redlight::window(history)
-            .iter()
-            .rev()
-            .take_while(|r| r.verdict != Verdict::Keep && r.verdict != Verdict::Baseline)
+        let screened = redlight::since_keep(redlight::window(history))
             .filter(|r| r.screened())
             .count();
         let also = if screened > 0 {

@@ -162,11 +162,12 @@ fn candidate(
     // An exploratory point is screened first: one run against the base's
     // recent runs, the paired test (afresh) only past the bar.
     let mut screened = None;
-    let reference = eval::screen::base_reference(history, &cur.base_commit, &cur.brief_hash);
-    if cx.brief.uses_builtin()
-        && cur.plan.as_ref().is_some_and(|p| p.screen)
-        && reference.len() >= eval::screen::SCREEN_MIN_REFERENCE
-    {
+    let reference = if cx.brief.uses_builtin() && cur.plan.as_ref().is_some_and(|p| p.screen) {
+        eval::screen::base_reference(history, &cur.base_commit, &cur.brief_hash)
+    } else {
+        Vec::new()
+    };
+    if reference.len() >= eval::screen::SCREEN_MIN_REFERENCE {
         let rig = |when: &str| {
             protected.changed().map(|path| {
                 blocked(format!(
