@@ -192,36 +192,31 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     )
 }
 
-/// Wall time of one `ooda tick a` (median of `k`, after one untimed tick
-/// that lets the runner repair its index), and the time its metric runs
-/// took by the event log, in ms.
-fn time_ticks(ooda: &Path, root: &Path, k: usize) -> Result<(f64, f64), String> {
+/// Wall time of one `ooda tick a` in `root`, and the time its metric
+/// runs took by the event log, in ms.
+fn tick(ooda: &Path, root: &Path) -> Result<(f64, f64), String> {
     let events = root.join("iterations/a/events.jsonl");
-    let tick = || -> Result<(f64, f64), String> {
-        let from = std::fs::metadata(&events).map(|m| m.len()).unwrap_or(0);
-        let t = Instant::now();
-        let out = std::process::Command::new(ooda)
-            .args(["tick", "a"])
-            .current_dir(root)
-            .output()
-            .map_err(|e| e.to_string())?;
-        let ms = t.elapsed().as_secs_f64() * 1000.0;
-        match out.status.code() {
-            Some(0) => Ok((ms, command_ms(&events, from))),
-            _ => Err(format!(
-                "ooda tick a: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )),
-        }
-    };
-    tick()?;
-    let mut times = Vec::new();
-    for _ in 0..k {
-        times.push(tick()?);
+    let from = std::fs::metadata(&events).map(|m| m.len()).unwrap_or(0);
+    let t = Instant::now();
+    let out = std::process::Command::new(ooda)
+        .args(["tick", "a"])
+        .current_dir(root)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    match out.status.code() {
+        Some(0) => Ok((ms, command_ms(&events, from))),
+        _ => Err(format!(
+            "ooda tick a: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
     }
-    // The median by runner overhead (wall time less the commands).
+}
+
+/// The median by runner overhead (wall time less the commands).
+fn median(mut times: Vec<(f64, f64)>) -> (f64, f64) {
     times.sort_by(|a, b| (a.0 - a.1).total_cmp(&(b.0 - b.1)));
-    Ok(times[k / 2])
+    times[times.len() / 2]
 }
 
 /// The seconds of every command (metric runs, guards) the event log
@@ -303,10 +298,11 @@ fn main() -> std::process::ExitCode {
         let history = ooda::prompt::synthetic_history(n, 7);
         let best = ooda::model::Point::new();
         let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05, 24);
+        let held = ooda::history::History::of(history.clone());
         let view = ooda::prompt::PlanView {
             template: ooda::scaffold::TEMPLATES[0].1,
             brief: &brief,
-            history: &history,
+            history: held.view(),
             iteration: history.len() as u32,
             limits: ooda::brief::Budget::default(),
             run_started: chrono::Utc::now(),
@@ -318,7 +314,7 @@ fn main() -> std::process::ExitCode {
             result_file: true,
             max_chars: 24_000,
         };
-        let (_, stats) = ooda::prompt::plan(&view);
+        let (_, stats) = ooda::prompt::plan(&view).expect("a prompt from memory");
         println!(
             "| {n} | {} | 24000 | {} | {} |",
             stats.total, stats.falsified_entries, stats.digest_folded
@@ -334,21 +330,36 @@ fn main() -> std::process::ExitCode {
         "\n| iterations | one `ooda tick` (median of 5) | its commands | runner overhead | more than at 10 |"
     );
     println!("|---:|---:|---:|---:|---:|");
-    let mut first = None;
-    for n in tick_sizes {
+    // Every project first, one untimed tick each (the runner builds its
+    // index and facts table), then the timed ticks in turns: one tick of
+    // each length per round, so the machine's state (its page cache, the
+    // file system's free inodes) is the same for every length.
+    let mut projects = Vec::new();
+    for &n in &tick_sizes {
         let dir = tempfile::tempdir().expect("a scratch directory");
-        let timed =
-            tick_project(&ooda, dir.path(), n).and_then(|()| time_ticks(&ooda, dir.path(), 5));
+        if let Err(e) = tick_project(&ooda, dir.path(), n).and_then(|()| tick(&ooda, dir.path())) {
+            eprintln!("a tick after {n} iterations failed: {e}");
+            return std::process::ExitCode::from(1);
+        }
+        projects.push((n, dir, Vec::new()));
+    }
+    for _ in 0..5 {
+        for (n, dir, times) in &mut projects {
+            match tick(&ooda, dir.path()) {
+                Ok(t) => times.push(t),
+                Err(e) => {
+                    eprintln!("a tick after {n} iterations failed: {e}");
+                    return std::process::ExitCode::from(1);
+                }
+            }
+        }
+    }
+    let mut first = None;
+    for (n, dir, times) in projects {
         if std::env::var_os("OVERHEAD_KEEP").is_some() {
             eprintln!("kept {}", dir.keep().display());
         }
-        let (ms, commands) = match timed {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("a tick after {n} iterations failed: {e}");
-                return std::process::ExitCode::from(1);
-            }
-        };
+        let (ms, commands) = median(times);
         let overhead = ms - commands;
         let base = *first.get_or_insert(overhead);
         println!(

@@ -40,10 +40,11 @@ fn main() {
         .map(|(_, t)| *t)
         .unwrap_or_default();
     let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05, 24);
+    let held = ooda::history::History::of(history.clone());
     let view = PlanView {
         template,
         brief: &brief,
-        history: &history,
+        history: held.view(),
         iteration: n + 1,
         limits: Budget {
             iterations: Some(n + 40),
@@ -61,7 +62,13 @@ fn main() {
         max_chars: budget,
     };
     let t = Instant::now();
-    let (text, stats) = prompt::plan(&view);
+    let (text, stats) = match prompt::plan(&view) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("the prompt could not be built: {e}");
+            std::process::exit(1);
+        }
+    };
     let elapsed = t.elapsed();
 
     let falsified = prompt::falsified_entries(&history);

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::model::{Budget, IterationRecord, Watch};
+use crate::model::{Budget, Watch};
 use crate::trace::{Kind, Node, Status};
 
 pub use crate::model::{ANOMALY_RULES as RULES, STOPPING_RULES as STOPPING};
@@ -85,7 +85,7 @@ fn nodes(runs: &[Node]) -> Vec<&Node> {
 /// Every anomaly of the run as it stands.
 pub fn detect(
     runs: &[Node],
-    history: &[IterationRecord],
+    history: &[crate::history::fact::Fact],
     budget: &Budget,
     spent: Spent,
     w: &Watch,
@@ -421,6 +421,7 @@ mod tests {
         assert_eq!(rules(&f), ["budget_near"]);
         assert!(f[0].evidence.contains("80%"), "{}", f[0].evidence);
 
+        use crate::model::IterationRecord;
         let mut history: Vec<IterationRecord> = (0..7)
             .map(|i| {
                 let mut r = IterationRecord::new(i, crate::model::Verdict::Discard);
@@ -428,9 +429,10 @@ mod tests {
                 r
             })
             .collect();
-        assert!(detect(&[], &history, &none, Spent::default(), &w).is_empty());
+        let rows = |h: &[IterationRecord]| crate::history::fact::Fact::all_of(h);
+        assert!(detect(&[], &rows(&history), &none, Spent::default(), &w).is_empty());
         history[5].tokens = 3500;
-        let f = detect(&[], &history, &none, Spent::default(), &w);
+        let f = detect(&[], &rows(&history), &none, Spent::default(), &w);
         assert_eq!(rules(&f), ["token_spike"]);
         assert_eq!(f[0].iteration, Some(5));
     }

@@ -38,8 +38,9 @@ use crate::workspace::Workspace;
 pub struct Archive {
     pub dir: PathBuf,
     pub state: State,
-    /// Every archived iteration, iteration 0 first: what the files say.
-    pub history: Vec<IterationRecord>,
+    /// Every archived iteration: a row of facts each, the newest in full
+    /// (history/view.rs).
+    pub history: history::History,
     /// The run's span: iterations and run-level events are logged under it.
     pub run: Span,
     _lock: BriefLock,
@@ -59,7 +60,7 @@ impl Archive {
         crate::atomic::create_dir_all(dir)?;
         let lock = BriefLock::acquire(dir)?;
         // Under the lock: the runner keeps the index (history/index.rs).
-        let history = history::load_and_repair(dir)?;
+        let history = history::History::open(dir)?;
         let mut warnings = Vec::new();
         let rebuild = |history: &[IterationRecord]| {
             State::rebuild(&brief.name, brief_hash, history, |c| ws.commit_exists(c))
@@ -75,7 +76,7 @@ impl Archive {
                     history.len(),
                     dir.display()
                 ));
-                rebuild(&history).ok_or_else(|| {
+                rebuild(history.all()?).ok_or_else(|| {
                     Error::Internal("rebuilding from a non-empty archive failed".into())
                 })?
             }
@@ -101,7 +102,7 @@ impl Archive {
                         dir.display()
                     ));
                 }
-                match rebuild(&history) {
+                match rebuild(history.all()?) {
                     Some(s) => s,
                     None => new_state(dir, brief, brief_hash, ws)?,
                 }
@@ -113,7 +114,7 @@ impl Archive {
         if let Some(cur) = state.current.as_mut()
             && cur.done.archived()
             && cur.learned.is_none()
-            && let Some(rec) = history.get(cur.iteration as usize)
+            && let Some(rec) = history.view().get(cur.iteration as usize)
         {
             cur.learned = Some(Learned::from_record(rec));
             cur.agent_calls = rec.agent_calls.clone();
@@ -205,19 +206,23 @@ impl Archive {
                 )));
             }
             // What is archived is the redacted record (history.rs).
-            if self.history.get(i) != Some(&rec.redacted()) {
+            if self.history.view().get(i) != Some(&rec.redacted()) {
                 // The LEARN gate: written, read back, compared (history.rs).
-                let written = history::write(&self.dir, &rec, &render_context(brief))?;
-                self.history.truncate(i);
-                self.history.push(written);
+                let (written, source) =
+                    history::write_sourced(&self.dir, &rec, &render_context(brief))?;
+                self.history.put(written, source);
             }
         }
         Ok(())
     }
 
     fn write_projections(&mut self, brief: &Brief, config: &Config) -> Result<()> {
-        let orientation = Orientation::of(
-            &self.history,
+        self.history.settle()?;
+        // Read again from the files since the last sync: falsified.md too.
+        let whole = self.history.take_rebuilt();
+        let view = self.history.view();
+        let orientation = Orientation::of_view(
+            view,
             brief.metric.noise_floor,
             config.defaults.alpha,
             config.defaults.pairs,
@@ -226,19 +231,22 @@ impl Archive {
             &self.dir,
             brief,
             &self.state,
-            &self.history,
+            view,
             &config.budget_for(brief),
             &orientation,
         )?;
         // The complete falsified list, which a PLAN prompt points to once
         // it is too long to show.
-        crate::prompt::write_falsified(&self.dir, &brief.name, &self.history)?;
+        crate::prompt::sync_falsified(&self.dir, &brief.name, view, whole)?;
         // Artifacts of the discarded iterations that just left
         // `defaults.keep_artifacts` (src/gc.rs), once the newest iteration is
         // archived, so a tick leaves what `ooda gc` would: housekeeping, a
         // failure to remove them never fails the tick (`ooda gc` reports it).
-        let _ =
-            crate::gc::apply_retention(&self.dir, &self.history, config.defaults.keep_artifacts);
+        let _ = crate::gc::apply_retention(
+            &self.dir,
+            self.history.facts(),
+            config.defaults.keep_artifacts,
+        );
         Ok(())
     }
 
@@ -566,8 +574,8 @@ mod tests {
         a.sync(record_of(&c, &a.state), &brief, &config).unwrap();
         assert_eq!(a.history.len(), 2);
         assert_eq!(
-            history::read(&history::path_of(&a.dir, 1)).unwrap(),
-            a.history[1]
+            &history::read(&history::path_of(&a.dir, 1)).unwrap(),
+            a.history.view().get(1).unwrap()
         );
         assert!(
             std::fs::read_to_string(&summary)
@@ -575,7 +583,7 @@ mod tests {
                 .contains("[1](iter-001.md)")
         );
         // An iteration cannot be archived past a gap.
-        let mut far = a.history[1].clone();
+        let mut far = a.history.view().get(1).unwrap().clone();
         far.iteration = 5;
         assert!(a.sync(Some(far), &brief, &config).is_err());
         // A stop amends the last file.

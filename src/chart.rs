@@ -20,6 +20,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::brief::Brief;
+use crate::history::fact::{Fact, flag};
 use crate::history::fmt_num;
 use crate::model::{Direction, IterationRecord, Verdict};
 
@@ -66,53 +67,73 @@ pub const MAX_MARKERS: usize = 2_000;
 
 impl Series {
     pub fn of(history: &[IterationRecord], dir: Direction, best_commit: &str) -> Series {
+        let facts = crate::history::fact::Fact::all_of(history);
+        let confirmed =
+            crate::history::confirmation_of(history, best_commit).map(|(it, c)| (it, c.clone()));
+        Self::of_facts(
+            &facts,
+            dir,
+            crate::history::baseline_value(history),
+            confirmed,
+        )
+    }
+
+    /// The series of an archive's rows (history/fact.rs), its baseline
+    /// value and the latest confirmation of the current best.
+    pub fn of_facts(
+        facts: &[Fact],
+        dir: Direction,
+        baseline: Option<f64>,
+        confirmed: Option<(u32, crate::model::Confirmation)>,
+    ) -> Series {
         let mut points = Vec::new();
         let mut unmeasured = Vec::new();
         let mut base = Vec::new();
         let mut current: Option<f64> = None;
-        for r in history {
-            if let Some(c) = &r.calibration {
-                let spread = (1.96 * c.run_sd).exp();
+        for r in facts {
+            if r.has(flag::CALIBRATION) {
+                let spread = (1.96 * r.calibration_sd).exp();
                 points.push(Point {
                     iteration: r.iteration,
-                    value: c.median,
-                    low: c.median / spread,
-                    high: c.median * spread,
+                    value: r.calibration_median,
+                    low: r.calibration_median / spread,
+                    high: r.calibration_median * spread,
                     kept: true,
                 });
-                current = Some(c.median);
-            } else if let Some(m) = &r.measured {
+                current = Some(r.calibration_median);
+            } else if let Some(m) = r.measured() {
                 let (a, b) = value_interval(dir, m.base_median, m.ci);
+                let kept = r.is(Verdict::Keep);
                 points.push(Point {
                     iteration: r.iteration,
                     value: m.cand_median,
                     low: a.min(b),
                     high: a.max(b),
-                    kept: r.verdict == Verdict::Keep,
+                    kept,
                 });
-                if r.verdict == Verdict::Keep {
+                if kept {
                     current = Some(m.cand_median);
                 }
             } else {
                 unmeasured.push(Unmeasured {
                     iteration: r.iteration,
-                    verdict: r.verdict,
+                    verdict: r.verdict.unwrap_or(Verdict::Invalid),
                 });
             }
             // A divergence rollback moves the base back to an earlier
             // commit: its value is that commit's when it was kept.
-            if let Some(to) = &r.rollback_to {
-                current = history
+            if r.has(flag::ROLLBACK) {
+                current = facts
                     .iter()
-                    .find(|k| k.commit.as_deref() == Some(to.as_str()))
-                    .and_then(|k| k.measured.as_ref().map(|m| m.cand_median))
-                    .or_else(|| crate::history::baseline_value(history));
+                    .find(|k| k.commit != 0 && k.commit == r.rollback_to)
+                    .and_then(|k| k.measured().map(|m| m.cand_median))
+                    .or(baseline);
             }
             if let Some(v) = current {
                 base.push((r.iteration, v));
             }
         }
-        let confirmed = crate::history::confirmation_of(history, best_commit).map(|(it, c)| {
+        let confirmed = confirmed.map(|(it, c)| {
             (
                 format!(
                     "confirmed gain {:+.1}% [{:+.1}, {:+.1}] after iteration {it}",
@@ -216,9 +237,28 @@ const GREEN_: RGBColor = RGBColor(0x22, 0xaa, 0x77);
 const RED_: RGBColor = RGBColor(0xcc, 0x33, 0x33);
 const GREY: RGBColor = RGBColor(0x99, 0x99, 0x99);
 
+/// The chart of the archive a runner holds.
+pub fn progress_svg_of(
+    brief: &Brief,
+    history: crate::history::View,
+    best_commit: &str,
+) -> crate::error::Result<String> {
+    let series = Series::of_facts(
+        history.facts(),
+        brief.metric.direction,
+        history.baseline_value(),
+        history.confirmation_of(best_commit)?,
+    );
+    Ok(svg_of(brief, series.thinned(MAX_MARKERS)))
+}
+
 /// The chart as SVG text.
 pub fn progress_svg(brief: &Brief, history: &[IterationRecord], best_commit: &str) -> String {
     let series = Series::of(history, brief.metric.direction, best_commit).thinned(MAX_MARKERS);
+    svg_of(brief, series)
+}
+
+fn svg_of(brief: &Brief, series: Series) -> String {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();

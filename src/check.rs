@@ -516,8 +516,10 @@ pub fn preflight(
         .join(&brief.name);
     crate::atomic::create_dir_all(&files)?;
     // The archive, if there is one, makes the prompt the next PLAN's.
-    let history = crate::history::load(&project.iterations_dir(&brief.name)).unwrap_or_default();
-    let orientation = crate::phases::orientation_of(&history, brief, &project.config);
+    let history = crate::history::History::of(
+        crate::history::load(&project.iterations_dir(&brief.name)).unwrap_or_default(),
+    );
+    let orientation = crate::phases::orientation_of(history.view(), brief, &project.config)?;
     let progress = Progress::new(&brief.name, false, print);
     let span = Span::new("preflight", vec![Arc::new(progress)]);
     let turn = crate::driver::Turn {
@@ -527,7 +529,7 @@ pub fn preflight(
         dir: &files,
         cand_dir: &cand,
         base_dir: &cand,
-        history: &history,
+        history: history.view(),
         orientation: &orientation,
         iteration: history.len().max(1) as u32,
         seed: brief.seed.unwrap_or(0),

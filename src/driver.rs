@@ -46,8 +46,8 @@ pub struct Turn<'a> {
     pub cand_dir: &'a Path,
     /// The base worktree: what an agent must leave alone.
     pub base_dir: &'a Path,
-    /// The archive, iteration 0 first.
-    pub history: &'a [IterationRecord],
+    /// The archive before this iteration (history/view.rs).
+    pub history: crate::history::View<'a>,
     /// ORIENT's output for this iteration.
     pub orientation: &'a Orientation,
     pub iteration: u32,

@@ -14,6 +14,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::history::fact::Fact;
 use crate::model::{
     Budget, CallOutcome, IterationRecord, LoggedAnomaly as Logged, Phase, Stop, StopReason, Verdict,
 };
@@ -77,7 +78,13 @@ pub struct Evaluation {
 
 /// What the checks read.
 pub struct Inputs<'a> {
-    pub history: &'a [IterationRecord],
+    /// The iterations graded one by one: the baseline first, then the
+    /// newest the runner holds in full (every one in a short archive).
+    pub graded: Vec<&'a IterationRecord>,
+    /// A row per iteration, for the checks of the run as a whole.
+    pub facts: &'a [Fact],
+    /// The latest confirmation attempt (measured or not), with its record.
+    pub attempt: Option<&'a IterationRecord>,
     /// The latest run's trace, if the log has it.
     pub run: Option<&'a Node>,
     pub anomalies: &'a [Logged],
@@ -99,7 +106,7 @@ const STILL_IMPROVING: f64 = 0.2;
 
 pub fn evaluate(x: &Inputs) -> Evaluation {
     let iterations: Vec<Graded> = x
-        .history
+        .graded
         .iter()
         .map(|rec| {
             let node = x
@@ -297,16 +304,16 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
         }
         // Ended by its iteration budget with a keep in its last stretch:
         // the search was still finding gains.
-        let decided = x.history.len().saturating_sub(1);
+        let decided = x.facts.len().saturating_sub(1);
         if stop.reason == StopReason::BudgetIterations
             && let Some(limit) = x.budget.iterations.filter(|&l| l >= 5)
         {
             let late = ((limit as f64) * (1.0 - STILL_IMPROVING)).floor() as u32;
             if let Some(k) = x
-                .history
+                .facts
                 .iter()
                 .rev()
-                .find(|r| r.verdict == Verdict::Keep && r.iteration > late)
+                .find(|r| r.is(Verdict::Keep) && r.iteration > late)
             {
                 f.push(finding(
                     "progress",
@@ -326,10 +333,10 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
                 + chrono::Duration::from_std(wall.mul_f64(1.0 - STILL_IMPROVING))
                     .unwrap_or_default();
             if let Some(k) = x
-                .history
+                .facts
                 .iter()
                 .rev()
-                .find(|r| r.verdict == Verdict::Keep && r.finished > late)
+                .find(|r| r.is(Verdict::Keep) && r.finished > late.timestamp())
             {
                 f.push(finding(
                     "progress",
@@ -344,12 +351,7 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
     }
     // The latest attempt only: a later confirmation that measured
     // supersedes one that could not.
-    let attempt = x
-        .history
-        .iter()
-        .rev()
-        .find(|r| r.confirmation.is_some() || r.confirmation_failed.is_some());
-    if let Some(r) = attempt {
+    if let Some(r) = x.attempt {
         match (&r.confirmation, &r.confirmation_failed) {
             (_, Some(why)) => f.push(finding(
                 "confirmation",
@@ -425,7 +427,7 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
             format!("the baseline failed its checks: {}", base.text()),
         ));
     }
-    if decided.len() >= 3 && !x.history.iter().any(|r| r.verdict == Verdict::Keep) {
+    if decided.len() >= 3 && !x.facts.iter().any(|r| r.is(Verdict::Keep)) {
         f.push(finding(
             "progress",
             Grade::Warn,

@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::history::{self, IterationRecord, Verdict};
+use crate::history::fact::Fact;
+use crate::history::{self, Verdict};
 use crate::workspace::Workspace;
 
 /// One kind of thing pruned, and what it gave back.
@@ -69,12 +70,7 @@ fn walk_bytes(path: &Path, seen: &mut HashSet<(u64, u64)>) -> u64 {
 
 /// The artifacts of iterations `from..=latest - keep` that were not kept
 /// (nor the baseline): their diff and their folder, where present.
-pub fn old_artifacts(
-    dir: &Path,
-    history: &[IterationRecord],
-    keep: u32,
-    from: u32,
-) -> Vec<PathBuf> {
+pub fn old_artifacts(dir: &Path, history: &[Fact], keep: u32, from: u32) -> Vec<PathBuf> {
     let Some(latest) = history.last().map(|r| r.iteration) else {
         return Vec::new();
     };
@@ -87,7 +83,7 @@ pub fn old_artifacts(
         if r.iteration < from || r.iteration > last {
             continue;
         }
-        if matches!(r.verdict, Verdict::Keep | Verdict::Baseline) {
+        if r.is(Verdict::Keep) || r.is(Verdict::Baseline) {
             continue;
         }
         let stem = history::file_name(r.iteration);
@@ -203,7 +199,7 @@ pub fn remove(paths: &[PathBuf]) -> Result<u64> {
 /// few iterations that just passed out of the retention window (a window
 /// lowered since, or artifacts older still, are for `ooda gc`). Cheap:
 /// it looks at no more than 16 iterations.
-pub fn apply_retention(dir: &Path, history: &[IterationRecord], keep: Option<u32>) -> Result<u64> {
+pub fn apply_retention(dir: &Path, history: &[Fact], keep: Option<u32>) -> Result<u64> {
     let (Some(keep), Some(latest)) = (keep, history.last().map(|r| r.iteration)) else {
         return Ok(0);
     };
@@ -253,6 +249,8 @@ pub fn ranges(numbers: &[u32]) -> String {
 mod tests {
     use super::*;
 
+    use crate::model::IterationRecord;
+
     fn record(iteration: u32, verdict: Verdict) -> IterationRecord {
         IterationRecord::new(iteration, verdict)
     }
@@ -274,10 +272,10 @@ mod tests {
             Verdict::Discard,
             Verdict::Discard,
         ];
-        let history: Vec<IterationRecord> = verdicts
+        let history: Vec<Fact> = verdicts
             .iter()
             .enumerate()
-            .map(|(i, v)| record(i as u32, *v))
+            .map(|(i, v)| Fact::of(&record(i as u32, *v), Default::default()))
             .collect();
         for i in 0..6 {
             touch(&a.join(format!("iter-{i:03}/plan.prompt.md")), 10);
@@ -309,16 +307,14 @@ mod tests {
     fn a_tick_prunes_the_iterations_that_just_left_the_window() {
         let dir = tempfile::tempdir().unwrap();
         let a = dir.path().join("artifacts");
-        let history: Vec<IterationRecord> = (0..40)
+        let history: Vec<Fact> = (0..40)
             .map(|i| {
-                record(
-                    i,
-                    if i == 0 {
-                        Verdict::Baseline
-                    } else {
-                        Verdict::Discard
-                    },
-                )
+                let v = if i == 0 {
+                    Verdict::Baseline
+                } else {
+                    Verdict::Discard
+                };
+                Fact::of(&record(i, v), Default::default())
             })
             .collect();
         for i in 0..40 {

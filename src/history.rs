@@ -20,7 +20,13 @@ use crate::model::{AgentCall, GuardResult};
 pub use crate::model::{IterationRecord, Prediction, Verdict};
 pub use index::LoadStats;
 
+pub mod fact;
+pub mod facts;
 pub mod index;
+pub mod ledger;
+pub mod view;
+
+pub use view::{History, View};
 
 // Queries over the archive that reports, prompts and decisions share.
 
@@ -312,8 +318,8 @@ pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
         let _ = writeln!(s, "## Red lights and warnings\n");
         for a in &rec.alarms {
             let level = match a.level {
-                crate::redlight::Level::Red => "RED",
-                crate::redlight::Level::Yellow => "YELLOW",
+                crate::model::Level::Red => "RED",
+                crate::model::Level::Yellow => "YELLOW",
             };
             let _ = writeln!(s, "- **{level} {}** — {}", a.kind, a.evidence);
         }
@@ -607,6 +613,16 @@ fn not_utf8(path: &Path, bytes: &[u8], e: &std::str::Utf8Error) -> Error {
 /// back and requires the exact same record. Returns the record as archived
 /// (redacted), which is what the in-memory history must hold too.
 pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<IterationRecord> {
+    write_sourced(dir, rec, ctx).map(|(r, _)| r)
+}
+
+/// [`write`], saying where the file is and where its index line went (the
+/// facts table's source), with the index's new length.
+pub fn write_sourced(
+    dir: &Path,
+    rec: &IterationRecord,
+    ctx: &RenderContext,
+) -> Result<(IterationRecord, Option<(fact::Source, u64)>)> {
     let rec = rec.redacted();
     let path = path_of(dir, rec.iteration);
     let text = render(&rec, ctx)?;
@@ -620,8 +636,10 @@ pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<I
     }
     // The index is a cache: failing to append costs the next reader a
     // parse, never the iteration.
-    let _ = index::append(dir, &rec, &path, text.as_bytes());
-    Ok(rec)
+    let source = index::append(dir, &rec, &path, text.as_bytes())
+        .ok()
+        .flatten();
+    Ok((rec, source))
 }
 
 /// All iteration files' records, in order, read through the index
@@ -678,7 +696,7 @@ fn parse_numbered(path: &Path, n: u32, bytes: &[u8]) -> Result<IterationRecord> 
 }
 
 /// The iteration files of `dir`, numbered and in order, with no gap.
-fn files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
+pub(crate) fn files(dir: &Path) -> Result<Vec<(u32, PathBuf)>> {
     let mut numbered: Vec<(u32, PathBuf)> = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,

@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::model::{IterationRecord, Usage, Verdict};
+use crate::history::fact::Fact;
+use crate::model::{Usage, Verdict};
 use crate::trace::{Kind, Node, Status};
 
 /// Tokens and cost of a group of agent calls.
@@ -160,7 +161,7 @@ fn walk(n: &Node, at: At, m: &mut Metrics, requests: &mut Vec<f64>, calls: &mut 
 }
 
 /// The metrics of `runs` (a Brief's trace) and its archive.
-pub fn of(runs: &[Node], history: &[IterationRecord]) -> Metrics {
+pub fn of(runs: &[Node], history: &[Fact]) -> Metrics {
     let mut m = Metrics::default();
     let (mut requests, mut calls) = (Vec::new(), Vec::new());
     for r in runs {
@@ -185,19 +186,16 @@ pub fn of(runs: &[Node], history: &[IterationRecord]) -> Metrics {
         m.latency_p95 = quantile(&lat, 0.95);
         m.latency_of = Some(of.into());
     }
-    let decided: Vec<&IterationRecord> = history
+    let decided: Vec<&Fact> = history
         .iter()
-        .filter(|r| r.iteration > 0 && r.verdict != Verdict::Baseline)
+        .filter(|r| r.iteration > 0 && !r.is(Verdict::Baseline))
         .collect();
     if !decided.is_empty() {
-        let keeps = decided
-            .iter()
-            .filter(|r| r.verdict == Verdict::Keep)
-            .count();
+        let keeps = decided.iter().filter(|r| r.is(Verdict::Keep)).count();
         m.keep_rate = Some(keeps as f64 / decided.len() as f64);
     }
     if let (Some(first), Some(last)) = (history.first(), history.last()) {
-        let hours = (last.finished - first.started).num_seconds() as f64 / 3600.0;
+        let hours = (last.finished - first.started) as f64 / 3600.0;
         if hours > 0.0 && !decided.is_empty() {
             m.iterations_per_hour = Some(decided.len() as f64 / hours);
         }

@@ -9,8 +9,10 @@
 use std::collections::BTreeSet;
 
 use crate::brief::Knob;
+use crate::history::fact::{self, Fact, flag};
 use crate::knobs;
-use crate::model::{DiscardKind, IterationRecord, Point, Verdict};
+use crate::model::normalize_text as normalize;
+use crate::model::{DiscardKind, Point, Verdict};
 
 pub use crate::model::{Axis, LearnResult, Pattern, Plan};
 
@@ -20,12 +22,10 @@ pub struct Rejection {
     pub message: String,
 }
 
-/// Checks a plan against the rules every plan must follow.
-pub fn validate(
-    plan: &Plan,
-    history: &[IterationRecord],
-    next_iteration: u32,
-) -> Result<(), Rejection> {
+/// Checks a plan against the rules every plan must follow, over the rows
+/// of the archive before the plan's iteration (history/fact.rs: texts and
+/// points compared by hash).
+pub fn validate(plan: &Plan, history: &[Fact], next_iteration: u32) -> Result<(), Rejection> {
     if plan.hypothesis.trim().is_empty() {
         return Err(Rejection {
             rule: "hypothesis",
@@ -44,13 +44,13 @@ pub fn validate(
             ),
         });
     }
-    let known: BTreeSet<u32> = history.iter().map(|r| r.iteration).collect();
-    if !known.is_empty() && plan.cites.is_empty() {
+    let known = KnownIds(history.iter().map(|r| r.iteration).collect());
+    if !known.0.is_empty() && plan.cites.is_empty() {
         return Err(Rejection {
             rule: "cites",
             message: format!(
                 "the plan cites no iteration although history exists: cite the iterations your hypothesis builds on (known: {})",
-                summarize_ids(&known)
+                known.summary()
             ),
         });
     }
@@ -58,7 +58,7 @@ pub fn validate(
         .cites
         .iter()
         .copied()
-        .filter(|c| !known.contains(c) || *c >= next_iteration)
+        .filter(|c| !known.0.contains(c) || *c >= next_iteration)
         .collect();
     if !missing.is_empty() {
         return Err(Rejection {
@@ -66,15 +66,14 @@ pub fn validate(
             message: format!(
                 "the plan cites iterations that do not exist: {:?}; cite only archived iterations ({})",
                 missing,
-                summarize_ids(&known)
+                known.summary()
             ),
         });
     }
-    let hyp = normalize(&plan.hypothesis);
+    let hyp = fact::hash(normalize(&plan.hypothesis).as_bytes());
     if let Some(r) = history.iter().find(|r| {
-        (r.falsified.as_deref().map(normalize).as_deref() == Some(hyp.as_str())
-            && r.discard_kind().is_none_or(|k| k.falsifies()))
-            || (r.falsifies() && normalize(&r.hypothesis) == hyp)
+        (r.falsified == hyp && r.discard.is_none_or(DiscardKind::falsifies))
+            || (r.falsifies() && r.hypothesis == hyp)
     }) {
         return Err(Rejection {
             rule: "falsified",
@@ -88,9 +87,7 @@ pub fn validate(
     // without end: each try is another chance at a false keep.
     let unsettled: Vec<u32> = history
         .iter()
-        .filter(|r| {
-            r.discard_kind() == Some(DiscardKind::Inconclusive) && normalize(&r.hypothesis) == hyp
-        })
+        .filter(|r| r.discard == Some(DiscardKind::Inconclusive) && r.hypothesis == hyp)
         .map(|r| r.iteration)
         .collect();
     if unsettled.len() >= crate::redlight::MAX_INCONCLUSIVE {
@@ -105,12 +102,11 @@ pub fn validate(
     }
     if !plan.knobs.is_empty() {
         let k = knobs::key(&plan.knobs);
-        if let Some((r, why)) = settled_point(history, &k) {
+        if let Some((at, why)) = settled_point(history, &k) {
             return Err(Rejection {
                 rule: "repeat",
                 message: format!(
-                    "the knob point {k} was {why} in iteration {}: choose another point (an inconclusive one may be tried once more)",
-                    r.iteration
+                    "the knob point {k} was {why} in iteration {at}: choose another point (an inconclusive one may be tried once more)"
                 ),
             });
         }
@@ -118,41 +114,52 @@ pub fn validate(
     Ok(())
 }
 
+/// The archived iterations a plan may cite.
+struct KnownIds(BTreeSet<u32>);
+
+impl KnownIds {
+    fn summary(&self) -> String {
+        summarize_ids(&self.0)
+    }
+}
+
 /// Whether the knob point `key` is settled by the history, and by which
 /// iteration: kept, falsified (worse or futile), failing on its own account
 /// (a crash, a failed guard), or inconclusive twice. An inconclusive point
 /// is open once more; a point whose base failed was never tried.
-pub fn settled_point<'a>(
-    history: &'a [IterationRecord],
-    key: &str,
-) -> Option<(&'a IterationRecord, &'static str)> {
-    let at: Vec<&IterationRecord> = history
+pub fn settled_point(history: &[Fact], key: &str) -> Option<(u32, &'static str)> {
+    let key = fact::hash(key.as_bytes());
+    let at: Vec<&Fact> = history
         .iter()
-        .filter(|r| !r.knobs.is_empty() && !r.base_failed && knobs::key(&r.knobs) == key)
+        .filter(|r| r.knobs != 0 && !r.has(flag::BASE_FAILED) && r.knobs == key)
         .collect();
     let settled = at.iter().rev().find_map(|r| {
-        let why = match r.verdict {
+        let why = match r.verdict? {
             Verdict::Baseline => "the baseline",
             Verdict::Keep => "already kept",
-            Verdict::Discard if r.falsifies() => match r.discard_kind() {
+            Verdict::Discard if r.falsifies() => match r.discard {
                 Some(DiscardKind::Futile) => "falsified (futile)",
                 _ => "falsified (worse)",
             },
             // A reviewer that timed out or crashed judged nothing.
-            Verdict::Discard if r.blocked_for_findings() => "blocked by review",
+            Verdict::Discard if r.has(flag::BLOCKED_FOR_FINDINGS) => "blocked by review",
             Verdict::Crash => "measured and crashed",
-            Verdict::Invalid if r.guards.iter().any(|g| !g.ok) => "measured and failed a guard",
+            Verdict::Invalid if r.has(flag::GUARD_FAILED) => "measured and failed a guard",
             _ => return None,
         };
-        Some((*r, why))
+        Some((r.iteration, why))
     });
     settled.or_else(|| {
-        let inconclusive: Vec<&&IterationRecord> = at
+        let inconclusive: Vec<&&Fact> = at
             .iter()
-            .filter(|r| r.discard_kind() == Some(DiscardKind::Inconclusive))
+            .filter(|r| r.discard == Some(DiscardKind::Inconclusive))
             .collect();
         (inconclusive.len() >= crate::redlight::MAX_INCONCLUSIVE)
-            .then(|| inconclusive.last().map(|r| (**r, "inconclusive twice")))
+            .then(|| {
+                inconclusive
+                    .last()
+                    .map(|r| (r.iteration, "inconclusive twice"))
+            })
             .flatten()
     })
 }
@@ -204,13 +211,6 @@ pub fn validate_knobs(plan: &mut Plan, declared: &[Knob], best: &Point) -> Resul
     Ok(())
 }
 
-fn normalize(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
 fn summarize_ids(ids: &BTreeSet<u32>) -> String {
     match (ids.first(), ids.last()) {
         (Some(a), Some(b)) if a != b => format!("{a}..{b}"),
@@ -224,6 +224,11 @@ mod tests {
     use super::*;
     use crate::brief::KnobValue;
     use crate::history::{IterationRecord, Verdict};
+
+    /// [`super::validate`] over records, as the archive's rows.
+    fn validate(p: &Plan, h: &[IterationRecord], next: u32) -> Result<(), Rejection> {
+        super::validate(p, &Fact::all_of(h), next)
+    }
 
     fn rec(i: u32, verdict: Verdict, hyp: &str, tile: Option<i64>) -> IterationRecord {
         let mut r = IterationRecord::new(i, verdict);

@@ -35,7 +35,9 @@ use crate::compress;
 use crate::eval::Orientation;
 
 pub use crate::compress::{bound, chars, clip};
-use crate::history::{IterationRecord, Verdict, fmt_num};
+use crate::error::Result;
+use crate::history::fact::{Fact, flag};
+use crate::history::{IterationRecord, Verdict, View, fmt_num};
 use crate::knobs::{self, Point};
 use crate::plan::Plan;
 
@@ -97,8 +99,8 @@ pub struct PlanView<'a> {
     /// The template text (`templates/plan.md` or the built-in default).
     pub template: &'a str,
     pub brief: &'a Brief,
-    /// The archive, iteration 0 first.
-    pub history: &'a [IterationRecord],
+    /// The archive before the iteration planned (history/view.rs).
+    pub history: View<'a>,
     /// The iteration being planned.
     pub iteration: u32,
     /// The Brief's limits with `ooda.yaml`'s defaults filled in.
@@ -139,7 +141,7 @@ pub struct PlanStats {
 }
 
 /// The PLAN prompt and what each slot took.
-pub fn plan(v: &PlanView) -> (String, PlanStats) {
+pub fn plan(v: &PlanView) -> Result<(String, PlanStats)> {
     let brief_text = bound(&brief_text(v.brief), (v.max_chars / 5).max(1_500));
     let state = state_text(v);
     let knobs = bound(&knobs_text(v.brief, v.best_point), 2_500);
@@ -172,24 +174,31 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     let times = |k: &str| occurrences(v.template, k).max(1);
     let mut left = v.max_chars.saturating_sub(fixed);
 
-    let falsified = falsified_entries(v.history);
-    let patterns = pattern_entries(v.history);
-    let done = v.history.iter().filter(|r| r.iteration > 0).count();
+    let facts = v.history.facts();
+    // The list's texts are read only when it could be shown one by one.
+    let falsified = falsified_in(v.history, v.max_chars)?;
+    let patterns = v.history.patterns()?;
+    let done_facts = facts.get(1..).unwrap_or_default();
+    let done = done_facts.len();
     let k = recent_count(done).min(done);
-    let done_recs: Vec<&IterationRecord> = v.history.iter().filter(|r| r.iteration > 0).collect();
-    let recent_recs: Vec<&IterationRecord> = done_recs[done_recs.len() - k..].to_vec();
-    let recent_ids: Vec<u32> = recent_recs.iter().map(|r| r.iteration).collect();
-    let digest_recs: Vec<&IterationRecord> = v
+    let held: Vec<&IterationRecord> = v
         .history
+        .recent()
         .iter()
-        .filter(|r| r.iteration > 0 && !recent_ids.contains(&r.iteration))
+        .filter(|r| r.iteration > 0)
         .collect();
+    let k = k.min(held.len());
+    let recent_recs: Vec<&IterationRecord> = held[held.len() - k..].to_vec();
+    // The digest: the held iterations before those, newest first, and what
+    // does not fit (every older one included) folded into one line.
+    let digest_recs: Vec<&IterationRecord> = held[..held.len() - k].to_vec();
+    let digest_facts = &done_facts[..done - k];
 
     // What the lower-priority slots need at least, so the falsified list
     // cannot starve them entirely.
     let need_patterns = chars(&patterns_text(&patterns, usize::MAX));
     let need_recent = chars(&recent_text(&recent_recs, usize::MAX));
-    let need_digest = chars(&digest_text(&digest_recs, &falsified, usize::MAX).0);
+    let need_digest = chars(&digest_text(&digest_recs, digest_facts, usize::MAX).0);
     let floor = |need: usize, min: usize| need.min(min);
     let reserve = floor(need_patterns, 1_500) + floor(need_recent, 1_600) + floor(need_digest, 400);
 
@@ -210,7 +219,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
     let recent_s = recent_text(&recent_recs, recent_allot);
     left = left.saturating_sub(chars(&recent_s) * times("recent"));
 
-    let (digest_s, folded) = digest_text(&digest_recs, &falsified, left / times("digest"));
+    let (digest_s, folded) = digest_text(&digest_recs, digest_facts, left / times("digest"));
 
     let mut slots = fixed_slots;
     slots.push(("falsified", &falsified_s));
@@ -228,7 +237,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
         total: chars(&out),
         fixed,
         falsified: chars(&falsified_s),
-        falsified_entries: falsified.len(),
+        falsified_entries: falsified.count(),
         falsified_width: width,
         patterns: chars(&patterns_s),
         recent: chars(&recent_s),
@@ -237,7 +246,7 @@ pub fn plan(v: &PlanView) -> (String, PlanStats) {
         digest_folded: folded,
         shortened,
     };
-    (out, stats)
+    Ok((out, stats))
 }
 
 fn retry_note(message: &str) -> String {
@@ -313,8 +322,8 @@ fn state_text(v: &PlanView) -> String {
     let h = v.history;
     let metric = &v.brief.metric.name;
     let mut s = String::new();
-    let done: Vec<&IterationRecord> = h.iter().filter(|r| r.iteration > 0).collect();
-    let count = |f: fn(Verdict) -> bool| done.iter().filter(|r| f(r.verdict)).count();
+    let done = h.facts().get(1..).unwrap_or_default();
+    let count = |f: fn(Verdict) -> bool| done.iter().filter(|r| r.verdict.is_some_and(f)).count();
     let _ = writeln!(
         s,
         "- Planning iteration {} ({} done: {} keep, {} discard, {} crash/invalid/blocked).",
@@ -324,12 +333,13 @@ fn state_text(v: &PlanView) -> String {
         count(|v| v == Verdict::Discard),
         count(Verdict::is_failure)
     );
-    if let Some(base) = crate::summary::baseline_value(h) {
-        let best = crate::summary::best_value(h);
+    if let Some(base) = h.baseline_value() {
+        let best = h.best_value();
         let best_at = h
+            .facts()
             .iter()
             .rev()
-            .find(|r| r.verdict == Verdict::Keep)
+            .find(|r| r.is(Verdict::Keep))
             .map(|r| format!("iteration {}", r.iteration))
             .unwrap_or_else(|| "the baseline".into());
         let _ = writeln!(s, "- Baseline (iteration 0): {metric} = {}.", fmt_num(base));
@@ -355,11 +365,12 @@ fn state_text(v: &PlanView) -> String {
     let streak = done
         .iter()
         .rev()
-        .take_while(|r| r.verdict != Verdict::Keep)
+        .take_while(|r| !r.is(Verdict::Keep))
         .count();
     if streak > 0 {
         let _ = writeln!(s, "- {streak} iteration(s) in a row without a keep.");
     }
+    let (tokens_used, cost_used) = h.spent();
     let mut left = Vec::new();
     if let Some(n) = v.limits.iterations {
         left.push(format!(
@@ -376,11 +387,10 @@ fn state_text(v: &PlanView) -> String {
         ));
     }
     if let Some(t) = v.limits.tokens {
-        let used: u64 = h.iter().map(|r| r.tokens).sum();
-        left.push(format!("{} of {t} tokens", t.saturating_sub(used)));
+        left.push(format!("{} of {t} tokens", t.saturating_sub(tokens_used)));
     }
     if let Some(c) = v.limits.cost_usd {
-        let used: f64 = h.iter().map(|r| r.cost_usd).sum();
+        let used = cost_used;
         left.push(format!(
             "{} of {}",
             crate::units::format_usd((c - used).max(0.0)),
@@ -462,6 +472,64 @@ pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
     out
 }
 
+/// The falsified list of an archive held as a window: the entries grouped
+/// by their text's hash, with their texts read only when the list could be
+/// shown one by one within `max_chars` (past that it is folded by
+/// direction, which needs only the rows).
+pub fn falsified_in(v: View, max_chars: usize) -> Result<FalsifiedList> {
+    let mut entries: Vec<Falsified> = Vec::new();
+    let mut keys: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    for f in v
+        .facts()
+        .iter()
+        .filter(|f| f.iteration > 0 && f.has(flag::ENTRY))
+    {
+        match keys.get(&f.entry) {
+            Some(&i) => entries[i].ids.push(f.iteration),
+            None => {
+                keys.insert(f.entry, entries.len());
+                entries.push(Falsified {
+                    ids: vec![f.iteration],
+                    text: String::new(),
+                    axis: f.axis.clone(),
+                });
+            }
+        }
+    }
+    // Each line shown takes its ids, ": " and at least one character.
+    let least: usize = entries.iter().map(|e| chars(&ids_text(&e.ids)) + 4).sum();
+    if least > max_chars {
+        return Ok(FalsifiedList {
+            entries,
+            texts: false,
+        });
+    }
+    let firsts: Vec<u32> = entries.iter().map(|e| e.ids[0]).collect();
+    for (e, r) in entries.iter_mut().zip(v.records(&firsts)?) {
+        e.text = crate::history::fact::entry_text(&r).unwrap_or_default();
+        if let Some(a) = r.axes.first() {
+            e.axis = format!("{} {}", a.name, a.direction);
+        }
+    }
+    Ok(FalsifiedList {
+        entries,
+        texts: true,
+    })
+}
+
+/// Falsified entries, with their texts or (too many to list) without.
+pub struct FalsifiedList {
+    pub entries: Vec<Falsified>,
+    /// Whether the texts were read (else only the folded list can be shown).
+    pub texts: bool,
+}
+
+impl FalsifiedList {
+    pub fn count(&self) -> usize {
+        self.entries.len()
+    }
+}
+
 fn ids_text(ids: &[u32]) -> String {
     ids.iter()
         .map(ToString::to_string)
@@ -475,9 +543,13 @@ const MIN_FALSIFIED_WIDTH: usize = 8;
 /// The falsified list within `allot` characters: every entry stays, with its
 /// text shortened to the widest width that fits. Returns the width used when
 /// texts were shortened.
-fn falsified_text(entries: &[Falsified], allot: usize, dir: &str) -> (String, Option<usize>) {
+fn falsified_text(list: &FalsifiedList, allot: usize, dir: &str) -> (String, Option<usize>) {
+    let entries = &list.entries;
     if entries.is_empty() {
         return ("None yet.".into(), None);
+    }
+    if !list.texts {
+        return (folded_falsified(entries, allot, dir), Some(0));
     }
     let line = |f: &Falsified, w: usize| format!("{}: {}\n", ids_text(&f.ids), clip(&f.text, w));
     // Line lengths by arithmetic: `clip` to w keeps min(len, w) characters
@@ -532,7 +604,7 @@ fn folded_falsified(entries: &[Falsified], allot: usize, dir: &str) -> String {
             .extend(f.ids.iter().copied());
     }
     let mut s = format!(
-        "{} falsified hypotheses, too many to show one by one; the complete list, one per line with its iterations, is in {dir}/{FALSIFIED_FILE} (read it before proposing). By direction:\n",
+        "{} falsified hypotheses, too many to show one by one; the complete list, one line per falsifying iteration, is in {dir}/{FALSIFIED_FILE} (read it before proposing). By direction:\n",
         entries.len()
     );
     let head = chars(&s);
@@ -554,8 +626,8 @@ fn folded_falsified(entries: &[Falsified], allot: usize, dir: &str) -> String {
 /// Where the complete falsified list is written beside the archive.
 pub const FALSIFIED_FILE: &str = "falsified.md";
 
-/// Writes `dir/falsified.md` for `history` (the archive after every
-/// iteration, a replay for the archive it shows).
+/// Writes `dir/falsified.md` for `history` whole (a replay for the archive
+/// it shows; the runner keeps its own up to date with [`sync_falsified`]).
 pub fn write_falsified(
     dir: &std::path::Path,
     brief: &str,
@@ -568,56 +640,143 @@ pub fn write_falsified(
 }
 
 /// The complete falsified list as `falsified.md` holds it: what a PLAN
-/// prompt points to when the list is too long to show.
+/// prompt points to when the list is too long to show. One line per
+/// falsifying iteration, oldest first, so each iteration adds a line and
+/// the file grows by appending.
 pub fn falsified_file(brief: &str, history: &[IterationRecord]) -> String {
-    let entries = falsified_entries(history);
-    let mut s = format!(
-        "# Falsified hypotheses of {brief}\n\nEvery hypothesis a measurement ruled out (worse, or unable to reach θ₁), oldest first, with the iterations that falsified it and the direction it tried. Regenerated from the iteration files after every iteration.\n\n"
-    );
-    if entries.is_empty() {
-        s.push_str("None yet.\n");
+    let mut s = falsified_header(brief);
+    let lines: Vec<String> = history.iter().filter_map(falsified_line).collect();
+    if lines.is_empty() {
+        s.push_str(NONE_YET);
     }
-    for f in &entries {
-        let _ = writeln!(s, "- {} ({}): {}", ids_text(&f.ids), f.axis, f.text);
+    for l in lines {
+        s.push_str(&l);
     }
     s
 }
 
-/// A named pattern: the newest lesson under that name and where it was seen.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NamedPattern {
-    pub name: String,
-    pub lesson: String,
-    pub iterations: Vec<u32>,
+const NONE_YET: &str = "None yet.\n";
+
+fn falsified_header(brief: &str) -> String {
+    format!(
+        "# Falsified hypotheses of {brief}\n\nEvery hypothesis a measurement ruled out (worse, or unable to reach θ₁), oldest first: one line per iteration that falsified it, with the direction it tried (the same hypothesis falsified twice has two lines). Kept up to date after every iteration.\n\n"
+    )
 }
 
-/// Every named pattern, newest first, one entry per name (case-insensitive).
-pub fn pattern_entries(history: &[IterationRecord]) -> Vec<NamedPattern> {
-    let mut out: Vec<NamedPattern> = Vec::new();
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    for r in history.iter().rev() {
-        for p in &r.patterns {
-            let key = p.name.trim().to_lowercase();
-            if key.is_empty() {
-                continue;
-            }
-            match index.get(&key) {
-                Some(&i) => out[i].iterations.push(r.iteration),
-                None => {
-                    index.insert(key, out.len());
-                    out.push(NamedPattern {
-                        name: clip(&p.name, 80),
-                        lesson: p.lesson.clone(),
-                        iterations: vec![r.iteration],
-                    });
-                }
-            }
+/// `falsified.md`'s line for `r`, when it falsified something.
+fn falsified_line(r: &IterationRecord) -> Option<String> {
+    let text = crate::history::fact::entry_text(r).filter(|_| r.iteration > 0)?;
+    let axis = r
+        .axes
+        .first()
+        .map(|a| format!("{} {}", a.name, a.direction))
+        .unwrap_or_else(|| "no axis named".into());
+    Some(format!(
+        "- {} ({axis}): {}\n",
+        r.iteration,
+        text.replace('\n', " ")
+    ))
+}
+
+/// Brings `dir/falsified.md` up to `history`: the lines of the iterations
+/// after the last one it lists are appended when the runner holds them,
+/// and the file is written whole when it is missing, ends elsewhere than
+/// the archive says, or `whole` asks (the archive was read again from its
+/// files).
+pub fn sync_falsified(
+    dir: &std::path::Path,
+    brief: &str,
+    history: View,
+    whole: bool,
+) -> crate::error::Result<()> {
+    let path = dir.join(FALSIFIED_FILE);
+    let entries: Vec<u32> = history
+        .facts()
+        .iter()
+        .filter(|f| f.iteration > 0 && f.has(flag::ENTRY))
+        .map(|f| f.iteration)
+        .collect();
+    let tail = if whole { None } else { file_tail(&path) };
+    let listed = tail.as_deref().map(last_listed);
+    let append: Option<Vec<u32>> = match listed {
+        // Up to date.
+        Some(Listed::Iteration(l)) if entries.last() == Some(&l) => Some(Vec::new()),
+        Some(Listed::Nothing) if entries.is_empty() => Some(Vec::new()),
+        // Lines to add after the last listed, when it is still an entry.
+        Some(Listed::Iteration(l)) if entries.contains(&l) => Some(
+            entries
+                .iter()
+                .copied()
+                .filter(|&i| i > l)
+                .collect::<Vec<_>>(),
+        ),
+        _ => None,
+    };
+    if let Some(add) = append.filter(|a| a.iter().all(|&i| history.get(i as usize).is_some())) {
+        if add.is_empty() {
+            return Ok(());
         }
+        let text: String = add
+            .iter()
+            .filter_map(|&i| history.get(i as usize).and_then(falsified_line))
+            .collect();
+        use std::io::Write as _;
+        return std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| crate::error::Error::io(format!("appending to {}", path.display()), e));
     }
-    out
+    crate::atomic::write_atomic(&path, falsified_file(brief, history.all()?).as_bytes())
 }
 
-/// Patterns shown with their lessons.
+/// What the end of `falsified.md` says it lists last.
+enum Listed {
+    Iteration(u32),
+    Nothing,
+    Unknown,
+}
+
+fn last_listed(tail: &str) -> Listed {
+    if tail.ends_with(NONE_YET) {
+        return Listed::Nothing;
+    }
+    let Some(last) = tail.strip_suffix('\n').and_then(|t| t.rsplit('\n').next()) else {
+        return Listed::Unknown;
+    };
+    last.strip_prefix("- ")
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .map_or(Listed::Unknown, Listed::Iteration)
+}
+
+/// The last few kilobytes of a file (its last lines), if it can be read.
+fn file_tail(path: &std::path::Path) -> Option<String> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let from = len.saturating_sub(8 * 1024);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).ok()?;
+    // A cut inside a character at the start costs nothing: only the last
+    // line is read.
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+pub use crate::history::ledger::NamedPattern;
+
+/// Every named pattern of `history`, newest first, one entry per name
+/// (case-insensitive).
+pub fn pattern_entries(history: &[IterationRecord]) -> Vec<NamedPattern> {
+    let mut p = crate::history::ledger::Ledger::default();
+    for r in history {
+        p.fold(r);
+    }
+    p.entries()
+}
+
+/// Ledger shown with their lessons.
 const MAX_PATTERNS: usize = 40;
 
 fn patterns_text(patterns: &[NamedPattern], allot: usize) -> String {
@@ -625,8 +784,8 @@ fn patterns_text(patterns: &[NamedPattern], allot: usize) -> String {
         return "None yet.".into();
     }
     let entry = |p: &NamedPattern| {
-        let seen = if p.iterations.len() > 1 {
-            format!(", seen {}×", p.iterations.len())
+        let seen = if p.seen > 1 {
+            format!(", seen {}×", p.seen)
         } else {
             String::new()
         };
@@ -634,7 +793,7 @@ fn patterns_text(patterns: &[NamedPattern], allot: usize) -> String {
             "- **{}** — {} (iteration {}{seen})\n",
             p.name,
             clip(&p.lesson, 240),
-            p.iterations[0]
+            p.newest
         )
     };
     let names_line = |ps: &[NamedPattern], w: usize| -> String {
@@ -808,31 +967,26 @@ fn digest_line(r: &IterationRecord, falsified: bool) -> String {
 }
 
 /// The digest within `allot`; returns how many iterations were folded.
-fn digest_text(
-    recs: &[&IterationRecord],
-    falsified: &[Falsified],
-    allot: usize,
-) -> (String, usize) {
-    if recs.is_empty() {
+/// `recs` are the held iterations the digest may show (the newest of
+/// `facts`, the rows of every iteration it covers); what does not fit,
+/// and every row older than `recs`, is folded into one line of counts.
+fn digest_text(recs: &[&IterationRecord], facts: &[Fact], allot: usize) -> (String, usize) {
+    if facts.is_empty() {
         return (
             "Nothing beyond the iterations shown in full (iteration 0 is the baseline).".into(),
             0,
         );
     }
-    // A set: a scan of every entry per line is quadratic at 10,000.
-    let falsified_ids: std::collections::HashSet<u32> = falsified
-        .iter()
-        .flat_map(|f| f.ids.iter().copied())
-        .collect();
-    let in_falsified = |id: u32| falsified_ids.contains(&id);
+    let older = facts.len() - recs.len();
+    let in_falsified = |r: &IterationRecord| crate::history::fact::entry_text(r).is_some();
     let header = "Format: iteration verdict measured-effect [95% CI] predicted — hypothesis.\n";
     // Newest first, and only as many lines as could be shown: building
     // all 10,000 to fold nearly all of them was most of the prompt's cost.
     let mut newest: Vec<String> = Vec::new();
     let mut sum = chars(header);
-    let mut all_fit = true;
+    let mut all_fit = older == 0;
     for r in recs.iter().rev() {
-        let l = digest_line(r, in_falsified(r.iteration));
+        let l = digest_line(r, in_falsified(r));
         sum += chars(&l);
         newest.push(l);
         if sum > allot {
@@ -850,21 +1004,21 @@ fn digest_text(
         );
     }
     let fold_line = |n: usize| -> String {
-        let folded = &recs[..n];
-        let count = |f: &dyn Fn(Verdict) -> bool| folded.iter().filter(|r| f(r.verdict)).count();
+        let folded = &facts[..n];
+        let count = |f: &dyn Fn(&Fact) -> bool| folded.iter().filter(|r| f(r)).count();
         format!(
             "{}–{} folded: {} keep, {} discard, {} crash/invalid/blocked (their falsified hypotheses and patterns are listed in those sections).\n",
             folded.first().map(|r| r.iteration).unwrap_or(0),
             folded.last().map(|r| r.iteration).unwrap_or(0),
-            count(&|v| v == Verdict::Keep),
-            count(&|v| v == Verdict::Discard),
-            count(&|v| v.is_failure()),
+            count(&|r| r.is(Verdict::Keep)),
+            count(&|r| r.is(Verdict::Discard)),
+            count(&|r| r.verdict.is_some_and(Verdict::is_failure)),
         )
     };
     // Keep the newest lines that fit next to the fold line (never more
     // than were built: those alone passed the allotment).
     let mut kept = 0;
-    let mut used = chars(header) + chars(&fold_line(recs.len()));
+    let mut used = chars(header) + chars(&fold_line(facts.len()));
     for l in &newest {
         if used + chars(l) > allot {
             break;
@@ -872,7 +1026,7 @@ fn digest_text(
         used += chars(l);
         kept += 1;
     }
-    let folded = recs.len() - kept;
+    let folded = facts.len() - kept;
     let mut s = header.to_string() + &fold_line(folded);
     for l in newest[..kept].iter().rev() {
         s.push_str(l);
@@ -1188,14 +1342,14 @@ mod tests {
 
     fn view<'a>(
         b: &'a Brief,
-        h: &'a [IterationRecord],
+        h: &'a crate::history::History,
         max: usize,
         best: &'a Point,
     ) -> PlanView<'a> {
         PlanView {
             template: crate::scaffold::TEMPLATES[0].1,
             brief: b,
-            history: h,
+            history: h.view(),
             iteration: h.len() as u32,
             limits: Budget {
                 iterations: Some(2_000),
@@ -1207,7 +1361,7 @@ mod tests {
             now: Utc::now(),
             iterations_dir: "iterations/b",
             best_point: best,
-            orientation: Box::leak(Box::new(Orientation::of(h, 0.0, 0.05, 24))),
+            orientation: Box::leak(Box::new(Orientation::of_view(h.view(), 0.0, 0.05, 24))),
             retry: None,
             result_file: true,
             max_chars: max,
@@ -1260,8 +1414,9 @@ mod tests {
     fn small_history_is_shown_whole() {
         let b = brief();
         let h = synthetic_history(6, 3);
+        let held = crate::history::History::of(h.clone());
         let best = Point::new();
-        let (p, stats) = plan(&view(&b, &h, 24_000, &best));
+        let (p, stats) = plan(&view(&b, &held, 24_000, &best)).unwrap();
         assert_eq!(stats.digest_folded, 0);
         assert_eq!(stats.falsified_width, None);
         assert_eq!(stats.recent_k, 6);
@@ -1286,9 +1441,10 @@ mod tests {
     fn a_thousand_iterations_fit_the_budget_and_list_every_falsified_hypothesis() {
         let b = brief();
         let h = synthetic_history(1_000, 7);
+        let held = crate::history::History::of(h.clone());
         let best = Point::new();
         for budget in [24_000, 40_000] {
-            let (p, stats) = plan(&view(&b, &h, budget, &best));
+            let (p, stats) = plan(&view(&b, &held, budget, &best)).unwrap();
             assert!(chars(&p) <= budget, "{} > {budget}", chars(&p));
             assert_eq!(stats.recent_k, 2);
             assert!(stats.digest_folded > 0);
@@ -1311,7 +1467,8 @@ mod tests {
         let best = Point::new();
         for n in [10, 10_000] {
             let h = synthetic_history(n, 7);
-            let (p, stats) = plan(&view(&b, &h, 24_000, &best));
+            let held = crate::history::History::of(h.clone());
+            let (p, stats) = plan(&view(&b, &held, 24_000, &best)).unwrap();
             assert!(chars(&p) <= 24_000, "{n}: {} > 24000", chars(&p));
             // The builder fit it: nothing was cut blindly, so the answer
             // format at the end and the recent iterations are there.
@@ -1345,9 +1502,10 @@ mod tests {
     fn tiny_budgets_still_hold() {
         let b = brief();
         let h = synthetic_history(300, 1);
+        let held = crate::history::History::of(h.clone());
         let best = Point::new();
         for budget in [500, 3_000, 9_000] {
-            let (p, _) = plan(&view(&b, &h, budget, &best));
+            let (p, _) = plan(&view(&b, &held, budget, &best)).unwrap();
             assert!(chars(&p) <= budget, "{} > {budget}", chars(&p));
         }
     }
@@ -1356,8 +1514,9 @@ mod tests {
     fn falsified_iterations_are_not_repeated_in_the_digest() {
         let b = brief();
         let h = synthetic_history(40, 9);
+        let held = crate::history::History::of(h.clone());
         let best = Point::new();
-        let (p, _) = plan(&view(&b, &h, 24_000, &best));
+        let (p, _) = plan(&view(&b, &held, 24_000, &best)).unwrap();
         for r in h.iter().filter(|r| r.falsified.is_some()) {
             assert!(
                 !p.contains(&format!("— {}", clip(&r.hypothesis, 80))),
@@ -1371,10 +1530,11 @@ mod tests {
     fn retry_note_is_inside_the_budget() {
         let b = brief();
         let h = synthetic_history(200, 2);
+        let held = crate::history::History::of(h.clone());
         let best = Point::new();
-        let mut v = view(&b, &h, 24_000, &best);
+        let mut v = view(&b, &held, 24_000, &best);
         v.retry = Some("the plan cites iterations that do not exist: [999]");
-        let (p, _) = plan(&v);
+        let (p, _) = plan(&v).unwrap();
         assert!(chars(&p) <= 24_000);
         assert!(p.contains("[999]"));
         assert!(p.trim_end().ends_with("with the problem fixed."));

@@ -9,6 +9,8 @@
 //! legitimate work raises a false alarm at most ~5% of the time; see
 //! `examples/redlight_sim.rs`).
 
+use crate::history::View;
+use crate::history::fact::{Fact, flag};
 use crate::model::{Direction, IterationRecord, Verdict};
 use crate::stats;
 
@@ -67,6 +69,26 @@ pub fn identical_candidate<'a>(
     same.iter()
         .rev()
         .find(|r| r.falsifies())
+        .or_else(|| {
+            (same.len() >= MAX_INCONCLUSIVE)
+                .then(|| same.last())
+                .flatten()
+        })
+        .copied()
+}
+
+/// [`identical_candidate`] over the archive's rows (trees by hash).
+pub fn identical_candidate_in<'a>(facts: &'a [Fact], tree: &str) -> Option<&'a Fact> {
+    let h = crate::history::fact::hash(tree.as_bytes());
+    let same: Vec<&Fact> = facts
+        .iter()
+        .filter(|f| f.tree == h && f.is(Verdict::Discard))
+        // One screening run settles nothing.
+        .filter(|f| !f.screened())
+        .collect();
+    same.iter()
+        .rev()
+        .find(|f| f.falsifies())
         .or_else(|| {
             (same.len() >= MAX_INCONCLUSIVE)
                 .then(|| same.last())
@@ -364,6 +386,10 @@ pub fn scope(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
         .filter(|r| r.verdict == Verdict::Blocked)
         .map(|r| r.iteration)
         .collect();
+    scope_of(&blocked, th)
+}
+
+fn scope_of(blocked: &[u32], th: &Thresholds) -> Option<Alarm> {
     (blocked.len() >= th.scope_violations).then(|| {
         Alarm::red(
             AlarmKind::Scope,
@@ -404,6 +430,99 @@ pub fn red_alarms(history: &[IterationRecord], dir: Direction, th: &Thresholds) 
         model_mismatch(w, dir, th),
         failure_streak(w, th),
         scope(w, th),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The iterations the red lights judge in an archive held as a window
+/// (history/view.rs): those after the last acknowledgement among the
+/// newest [`crate::history::view::WINDOW`], all of them after the baseline
+/// in a short archive. Each detector looks at its last few changes
+/// (sixteen at most by default), which the window holds; what is counted
+/// over the whole window since the acknowledgement (blocked changes, the
+/// plateau, an exact cycle) is counted from the rows.
+pub fn window_in(v: View<'_>) -> &'_ [IterationRecord] {
+    let recent = v.recent();
+    if v.whole() {
+        return window(recent);
+    }
+    let since = recent
+        .iter()
+        .rposition(|r| r.acknowledged.is_some())
+        .unwrap_or(0);
+    &recent[since..]
+}
+
+/// The rows after the last acknowledgement (and after the baseline).
+fn rows_since_ack(facts: &[Fact]) -> &[Fact] {
+    let since = facts
+        .iter()
+        .rposition(|f| f.has(flag::ACKNOWLEDGED))
+        .unwrap_or(1)
+        .max(1);
+    facts.get(since..).unwrap_or(&[])
+}
+
+/// [`plateau_length`] of [`window`], from the rows, and how many of the
+/// iterations since the last keep were screened-out sweep points.
+pub fn plateau_in(facts: &[Fact]) -> (usize, usize) {
+    let since_keep = rows_since_ack(facts)
+        .iter()
+        .rev()
+        .take_while(|f| !f.is(Verdict::Keep) && !f.is(Verdict::Baseline));
+    since_keep.fold(
+        (0, 0),
+        |(n, s), f| {
+            if f.screened() { (n, s + 1) } else { (n + 1, s) }
+        },
+    )
+}
+
+/// [`exact_cycle`] from the rows (trees compared by hash).
+fn exact_cycle_in(facts: &[Fact], last: &IterationRecord) -> Option<Alarm> {
+    let (newest, earlier) = facts.split_last()?;
+    if !newest.is(Verdict::Keep) || newest.tree == 0 {
+        return None;
+    }
+    let at = earlier
+        .iter()
+        .rev()
+        .find(|f| (f.is(Verdict::Keep) || f.is(Verdict::Baseline)) && f.tree == newest.tree)?;
+    Some(Alarm::red(
+        AlarmKind::ExactCycle,
+        format!(
+            "iteration {} kept tree {} which iteration {} already had: the loop is going in a circle",
+            newest.iteration,
+            short(last.tree.as_deref().unwrap_or_default()),
+            at.iteration
+        ),
+    ))
+}
+
+/// [`red_alarms`] of the archive a runner holds.
+pub fn red_alarms_in(v: View<'_>, dir: Direction, th: &Thresholds) -> Vec<Alarm> {
+    let Some(last) = v.last() else {
+        return Vec::new();
+    };
+    let facts = v.facts();
+    let since = rows_since_ack(facts);
+    let cycle = exact_cycle_in(facts, last)
+        .filter(|_| since.last().is_some_and(|f| f.iteration == last.iteration));
+    let w = window_in(v);
+    let blocked: Vec<u32> = since
+        .iter()
+        .filter(|f| f.is(Verdict::Blocked))
+        .map(|f| f.iteration)
+        .collect();
+    [
+        cycle,
+        direction_flips(w, th),
+        regressions(w, th),
+        model_mismatch(w, dir, th),
+        failure_streak(w, th),
+        scope_of(&blocked, th),
     ]
     .into_iter()
     .flatten()

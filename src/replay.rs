@@ -206,7 +206,8 @@ pub fn run(
     }
     // And its complete falsified list, which the prompt may point to.
     crate::prompt::write_falsified(&dir, &brief.name, before)?;
-    let orientation = crate::phases::orientation_of(before, brief, &project.config);
+    let held = crate::history::History::of(before.to_vec());
+    let orientation = crate::phases::orientation_of(held.view(), brief, &project.config)?;
     let progress = Progress::new(&brief.name, false, print);
     let run_id = format!("replay-{id}");
     let root = Span::open(&dir, &run_id, vec![Arc::new(progress)])?;
@@ -232,7 +233,7 @@ pub fn run(
         dir: &dir,
         cand_dir: &cand,
         base_dir: &base_dir,
-        history: before,
+        history: held.view(),
         orientation: &orientation,
         iteration: n,
         seed,

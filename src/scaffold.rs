@@ -48,6 +48,10 @@ pub const GITIGNORE_LINES: &[&str] = &[
     "iterations/*/events/",
     // A cache of the iteration files (history/index.rs), rebuilt from them.
     "iterations/*/index.jsonl",
+    // Its facts table and the ledger of older iterations (history/view.rs),
+    // rebuilt from the files too.
+    "iterations/*/facts.bin",
+    "iterations/*/ledger.json",
     "iterations/*/artifacts/",
     "iterations/*/.lock",
     // A replay's record is worth keeping; its log, prompts and copies of

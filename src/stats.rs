@@ -296,6 +296,34 @@ pub fn min_detectable_effect(sd_d: f64, n: usize, alpha: f64, power: f64) -> f64
 
 /// Pooled variance of several samples' residuals: Σ SS_j / Σ (n_j − 1), and
 /// its degrees of freedom. Samples with fewer than two values add nothing.
+/// Clamps each value to median ± 3ŝ with ŝ = max(s_floor, 1.4826·MAD).
+pub fn winsorize_robust(d: &[f64], s_floor: f64) -> Vec<f64> {
+    if d.len() < 3 {
+        return d.to_vec();
+    }
+    let m = median(d);
+    let s = s_floor.max(1.4826 * mad(d));
+    if s == 0.0 || !s.is_finite() {
+        return d.to_vec();
+    }
+    winsorize(d, m, 3.0 * s)
+}
+
+/// One sample's share of the pooled noise: the sum of squared deviations
+/// of its values winsorized by [`winsorize_robust`], and their degrees of
+/// freedom; (0, 0) for a sample [`pooled_variance`] skips.
+pub fn noise_share(d: &[f64]) -> (f64, f64) {
+    let x = winsorize_robust(d, 0.0);
+    if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
+        return (0.0, 0.0);
+    }
+    let m = mean(&x);
+    (
+        x.iter().map(|v| (v - m).powi(2)).sum::<f64>(),
+        (x.len() - 1) as f64,
+    )
+}
+
 pub fn pooled_variance<'a>(samples: impl IntoIterator<Item = &'a [f64]>) -> Option<(f64, f64)> {
     let (mut ss, mut df) = (0.0, 0.0);
     for x in samples {

@@ -4,7 +4,6 @@
 //! every number in it can be traced to an `iter-NNN.md` file. It ends with
 //! the exact git command that shows what the run would merge.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -14,8 +13,9 @@ use crate::atomic::write_atomic;
 use crate::brief::{Brief, Budget, Direction};
 use crate::error::Result;
 use crate::eval::Orientation;
-use crate::history::{self, IterationRecord, Verdict, fmt_num};
-use crate::model::{AgentCall, CallOutcome, LoggedAnomaly as Logged, Phase, Usage};
+use crate::history::fact::{Fact, flag};
+use crate::history::{self, IterationRecord, Verdict, View, fmt_num};
+use crate::model::{LoggedAnomaly as Logged, Phase};
 use crate::state::State;
 
 pub use crate::history::{
@@ -32,25 +32,48 @@ pub fn status_line(state: &State) -> String {
     }
 }
 
+/// How many of the newest entries the lists of `summary.md` and
+/// `summary.json` that grow with the history (falsified statements,
+/// alarms, failures, review notes) show; each says how many older ones the
+/// iteration files (and `falsified.md`) hold.
+const LIST_NEWEST: usize = 200;
+
+/// The records of the newest `LIST_NEWEST` rows of `history` with `bit`
+/// set, oldest first, and how many older rows have it.
+fn newest_flagged(
+    history: View<'_>,
+    bit: u32,
+) -> Result<(Vec<std::borrow::Cow<'_, IterationRecord>>, usize)> {
+    let rows: Vec<u32> = history
+        .facts()
+        .iter()
+        .filter(|f| f.has(bit))
+        .map(|f| f.iteration)
+        .collect();
+    let older = rows.len().saturating_sub(LIST_NEWEST);
+    Ok((history.records(&rows[older..])?, older))
+}
+
 /// The morning report. `orientation` is what the next decision will use
 /// (the noise in force and θ₁), the same numbers the next PLAN is told.
 pub fn render(
     brief: &Brief,
     state: &State,
-    history: &[IterationRecord],
+    history: View,
     budget: &Budget,
     orientation: &Orientation,
     observed: &Observed,
-) -> String {
+) -> Result<String> {
     let mut s = String::new();
     let metric = &brief.metric.name;
+    let facts = history.facts();
     let _ = writeln!(s, "# {} — ooda summary\n", brief.name);
     let _ = writeln!(s, "**Status:** {}\n", status_line(state));
     let _ = writeln!(
         s,
         "_Regenerated {} after iteration {}._\n",
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
-        history.last().map(|r| r.iteration).unwrap_or(0)
+        facts.last().map(|r| r.iteration).unwrap_or(0)
     );
     let _ = writeln!(s, "## Goal\n\n{}\n", brief.goal.trim());
     let dir_word = match brief.metric.direction {
@@ -58,13 +81,10 @@ pub fn render(
         Direction::Maximize => "higher is better",
     };
     let _ = writeln!(s, "## Result\n");
-    match baseline_value(history) {
+    let keeps = facts.iter().filter(|r| r.is(Verdict::Keep)).count();
+    match history.baseline_value() {
         Some(base) => {
-            let (best_at, best) = crate::history::best_of(history, &state.best_commit);
-            let keeps: Vec<&IterationRecord> = history
-                .iter()
-                .filter(|r| r.verdict == Verdict::Keep)
-                .collect();
+            let (best_at, best) = history.best_of(&state.best_commit);
             let _ = writeln!(s, "| | {metric} ({dir_word}) |\n|---|---|");
             let _ = writeln!(s, "| baseline (iteration 0) | {} |", fmt_num(base));
             let _ = writeln!(
@@ -80,7 +100,7 @@ pub fn render(
                 "| improvement | {:+.1}% |",
                 improvement(brief.metric.direction, base, best) * 100.0
             );
-            match confirmation_of(history, &state.best_commit) {
+            match history.confirmation_of(&state.best_commit)? {
                 Some((it, c)) => {
                     let _ = writeln!(
                         s,
@@ -92,11 +112,11 @@ pub fn render(
                         c.pairs.len()
                     );
                 }
-                None if !keeps.is_empty() => {
+                None if keeps > 0 => {
                     let _ = writeln!(
                         s,
                         "| confirmed gain | {} |",
-                        unconfirmed_text(history, state)
+                        unconfirmed_text(history, state)?
                     );
                 }
                 None => {}
@@ -112,7 +132,7 @@ pub fn render(
             let _ = writeln!(
                 s,
                 "| keeps | {} of {} iterations |",
-                keeps.len(),
+                keeps,
                 history.len().saturating_sub(1)
             );
             let _ = writeln!(
@@ -133,7 +153,7 @@ pub fn render(
         "| # | verdict | hypothesis | effect (95% CI) | predicted |\n|---|---|---|---|---|"
     );
     let (folded, shown) = fold_point(history);
-    for row in folded_rows(&history[..folded]) {
+    for row in folded_rows(&facts[..folded]) {
         let _ = writeln!(s, "{row}");
     }
     for r in shown {
@@ -159,22 +179,19 @@ pub fn render(
         );
     }
     s.push('\n');
-    let falsified: Vec<&IterationRecord> = history
-        .iter()
-        .filter(|r| r.falsified_text().is_some())
-        .collect();
+    let (falsified, older) = newest_flagged(history, flag::FALSIFIED_TEXT)?;
     let _ = writeln!(s, "## Falsified directions\n");
     if falsified.is_empty() {
         let _ = writeln!(s, "None yet.\n");
     } else {
-        let older = falsified.len().saturating_sub(FULL_ROWS);
         if older > 0 {
             let _ = writeln!(
                 s,
-                "{older} earlier falsified hypotheses are listed in full in [falsified.md](falsified.md); the newest {FULL_ROWS}:\n"
+                "{older} earlier falsified hypotheses are listed in full in [falsified.md](falsified.md); the newest {}:\n",
+                falsified.len()
             );
         }
-        for r in &falsified[older..] {
+        for r in &falsified {
             let _ = writeln!(
                 s,
                 "- [{}]({}): {}",
@@ -185,59 +202,76 @@ pub fn render(
         }
         s.push('\n');
     }
-    s.push_str(&review_section(history));
-    let mut patterns: BTreeMap<String, (u32, String)> = BTreeMap::new();
-    for r in history {
-        for p in &r.patterns {
-            patterns.insert(p.name.clone(), (r.iteration, p.lesson.clone()));
-        }
-    }
+    s.push_str(&review_section(history)?);
+    let patterns = history.patterns()?;
     let _ = writeln!(s, "## Named patterns\n");
     if patterns.is_empty() {
         let _ = writeln!(s, "None yet.\n");
     } else {
-        for (name, (it, lesson)) in &patterns {
+        let mut by_name: Vec<&crate::history::ledger::NamedPattern> = patterns.iter().collect();
+        by_name.sort_by(|a, b| a.name.cmp(&b.name));
+        for p in by_name {
             let _ = writeln!(
                 s,
-                "- **{name}** — {lesson} ([{it}]({}))",
-                history::file_name(*it)
+                "- **{}** — {} ([{}]({}))",
+                p.name,
+                p.lesson,
+                p.newest,
+                history::file_name(p.newest)
             );
         }
         s.push('\n');
     }
-    let alarms: Vec<(u32, &crate::redlight::Alarm)> = history
-        .iter()
-        .flat_map(|r| r.alarms.iter().map(move |a| (r.iteration, a)))
-        .collect();
+    let (alarmed, older) = newest_flagged(history, flag::ALARMS)?;
     let _ = writeln!(s, "## Red lights and warnings\n");
     if let Some(w) = &state.unconfined {
         let _ = writeln!(s, "- **Unsandboxed** — {w}.");
     }
-    if alarms.is_empty() && state.unconfined.is_some() {
+    if alarmed.is_empty() && state.unconfined.is_some() {
         s.push('\n');
-    } else if alarms.is_empty() {
+    } else if alarmed.is_empty() {
         let _ = writeln!(s, "None.\n");
     } else {
-        for (it, a) in &alarms {
-            let level = match a.level {
-                crate::redlight::Level::Red => "RED",
-                crate::redlight::Level::Yellow => "YELLOW",
-            };
+        if older > 0 {
             let _ = writeln!(
                 s,
-                "- [{it}]({}) **{level} {}** — {}",
-                history::file_name(*it),
-                a.kind,
-                a.evidence
+                "{older} earlier iterations raised alarms too (their files say which); the newest {}:\n",
+                alarmed.len()
             );
+        }
+        for r in &alarmed {
+            for a in &r.alarms {
+                let level = match a.level {
+                    crate::model::Level::Red => "RED",
+                    crate::model::Level::Yellow => "YELLOW",
+                };
+                let _ = writeln!(
+                    s,
+                    "- [{}]({}) **{level} {}** — {}",
+                    r.iteration,
+                    history::file_name(r.iteration),
+                    a.kind,
+                    a.evidence
+                );
+            }
         }
         s.push('\n');
     }
-    let failures: Vec<&IterationRecord> =
-        history.iter().filter(|r| r.verdict.is_failure()).collect();
-    if !failures.is_empty() {
+    let failed: Vec<u32> = facts
+        .iter()
+        .filter(|r| r.verdict.is_some_and(Verdict::is_failure))
+        .map(|r| r.iteration)
+        .collect();
+    if !failed.is_empty() {
+        let older = failed.len().saturating_sub(LIST_NEWEST);
         let _ = writeln!(s, "## Failures\n");
-        for r in failures {
+        if older > 0 {
+            let _ = writeln!(
+                s,
+                "{older} earlier failures are in their iteration files; the newest {LIST_NEWEST}:\n"
+            );
+        }
+        for r in history.records(&failed[older..])? {
             let _ = writeln!(
                 s,
                 "- [{}]({}) {}: {}",
@@ -250,7 +284,7 @@ pub fn render(
         s.push('\n');
     }
     s.push_str(&observed.evaluation_section());
-    s.push_str(&usage_section(history));
+    s.push_str(&usage_section(history)?);
     s.push_str(&observed.section(&brief.name));
     s.push_str(&crate::metrics::section(&observed.metrics));
     let _ = writeln!(s, "## Budget\n");
@@ -274,8 +308,7 @@ pub fn render(
             .map(crate::brief::format_duration)
             .unwrap_or_else(|| "—".into())
     );
-    let tokens: u64 = history.iter().map(|r| r.tokens).sum();
-    let cost: f64 = history.iter().map(|r| r.cost_usd).sum();
+    let (tokens, cost) = history.spent();
     let _ = writeln!(
         s,
         "| tokens | {tokens} | {} |",
@@ -309,64 +342,60 @@ pub fn render(
         "Merge what you accept with `git merge {branch}` (or cherry-pick single commits). Discarded attempts are in `artifacts/` next to this file, linked from their iteration, for the latest `defaults.keep_artifacts` iterations (1000 unless set; `ooda gc` and each tick prune older ones, and the iteration file still says what was tried and why).\n\nIf your own branch moved while ooda ran, merge as usual (`git merge {branch}` brings the kept commits on top of your work), or, for a straight history, copy them onto your branch with `git cherry-pick {start}..{branch}` (never rebase `{branch}` itself: ooda's worktrees have it checked out). The knobs file (`{}`) is ooda's: in a conflict there, keep the `{branch}` side, which holds the setting that was measured. The measurements were made on `{start}`, not on your new commits: after merging, run `ooda check {} --measure 5` and compare its median with the best above.",
         brief.knobs_file, brief.name
     );
-    s
+    Ok(s)
 }
 
 /// The "Agent usage" section of `summary.md`: tokens, cost, failures and
 /// time per phase, empty when no agent ran.
-pub fn usage_section(history: &[IterationRecord]) -> String {
-    let calls: Vec<&AgentCall> = history.iter().flat_map(|r| r.agent_calls.iter()).collect();
-    if calls.is_empty() {
-        return String::new();
+pub fn usage_section(history: View) -> Result<String> {
+    let ledger = history.ledger()?;
+    let all = ledger.all_usage();
+    if all.calls == 0 {
+        return Ok(String::new());
     }
     let mut s = String::from(
         "## Agent usage\n\n| phase | calls | not ok | tokens in | tokens out | cost | seconds |\n|---|---|---|---|---|---|---|\n",
     );
-    let mut row = |name: &str, cs: &[&AgentCall]| {
-        let mut usage = Usage::default();
-        for c in cs {
-            usage.add(&c.usage);
-        }
+    let mut row = |name: &str, u: &crate::history::ledger::PhaseUsage| {
         let _ = writeln!(
             s,
             "| {name} | {} | {} | {} | {} | {} | {:.0} |",
-            cs.len(),
-            cs.iter().filter(|c| c.outcome != CallOutcome::Ok).count(),
-            usage.input,
-            usage.output,
-            usage
+            u.calls,
+            u.not_ok,
+            u.usage.input,
+            u.usage.output,
+            u.usage
                 .cost_usd
                 .map(crate::units::format_usd)
                 .unwrap_or_else(|| "not reported".into()),
-            cs.iter().map(|c| c.seconds).sum::<f64>()
+            u.seconds
         );
     };
     // Every phase that called an agent, subagents' phases included, so the
     // rows add up to "all".
     for phase in Phase::ALL {
-        let cs: Vec<&AgentCall> = calls.iter().copied().filter(|c| c.phase == phase).collect();
-        if !cs.is_empty() {
+        let u = ledger.phase_usage(phase);
+        if u.calls > 0 {
             let name = match phase {
                 Phase::Plan | Phase::Execute | Phase::Learn => phase.as_str().to_string(),
                 _ => format!("{} (subagents)", phase.as_str()),
             };
-            row(&name, &cs);
+            row(&name, &u);
         }
     }
-    row("all", &calls);
+    row("all", &all);
     s.push('\n');
-    let outages: Vec<&AgentCall> = calls
-        .iter()
-        .copied()
-        .filter(|c| c.outcome == CallOutcome::Unavailable)
-        .collect();
-    if !outages.is_empty() {
-        let waited: f64 = outages.iter().map(|c| c.waited).sum();
-        let cut = history.iter().filter(|r| r.cut_by_outage()).count();
+    let (outages, waited) = ledger.outages();
+    if outages > 0 {
+        let cut = history
+            .facts()
+            .iter()
+            .filter(|r| r.has(flag::CUT_BY_OUTAGE))
+            .count();
         let _ = writeln!(
             s,
             "The agent's API was unavailable {} time(s); ooda waited {} in all for it to come back{}. Iterations cut short by an outage do not count toward the failure streak.\n",
-            outages.len(),
+            outages,
             crate::brief::format_duration(std::time::Duration::from_secs_f64(waited.max(0.0))),
             if cut > 0 {
                 format!(", and gave up on {cut} iteration(s)")
@@ -375,7 +404,7 @@ pub fn usage_section(history: &[IterationRecord]) -> String {
             }
         );
     }
-    s
+    Ok(s)
 }
 
 /// What the event log adds to the archive: the run's metrics (and, from
@@ -394,11 +423,11 @@ impl Observed {
     /// the source of truth, the log an addition).
     pub fn of(
         dir: &Path,
-        history: &[IterationRecord],
+        history: View,
         budget: &Budget,
         stop: Option<&crate::model::Stop>,
         started: Option<chrono::DateTime<Utc>>,
-    ) -> Observed {
+    ) -> Result<Observed> {
         use crate::events::Event;
         // The live log: a tick reads what it appends to, never the sealed
         // segments of earlier months.
@@ -473,8 +502,23 @@ impl Observed {
                 _ => None,
             })
             .collect();
+        // Graded one by one: the baseline and the iterations held in full.
+        let mut graded: Vec<&IterationRecord> = Vec::new();
+        if !history.whole() {
+            graded.extend(history.baseline());
+        }
+        graded.extend(history.recent());
+        let attempt = history
+            .facts()
+            .iter()
+            .rev()
+            .find(|f| f.has(flag::CONFIRMATION) || f.has(flag::CONFIRMATION_FAILED))
+            .map(|f| history.record(f.iteration as usize))
+            .transpose()?;
         let mut evaluation = crate::evaluation::evaluate(&crate::evaluation::Inputs {
-            history,
+            graded,
+            facts: history.facts(),
+            attempt: attempt.as_deref(),
             run: runs.last(),
             anomalies: &anomalies,
             budget,
@@ -483,13 +527,13 @@ impl Observed {
         });
         evaluation.judge = judge;
         evaluation.judge_failed = judge_failed;
-        let mut metrics = crate::metrics::of(&runs, history);
+        let mut metrics = crate::metrics::of(&runs, history.facts());
         metrics.since = records.first().map(|r| r.ts).filter(|_| sealed);
-        Observed {
+        Ok(Observed {
             metrics,
             anomalies,
             evaluation: Some(evaluation),
-        }
+        })
     }
 
     /// The "Evaluation" section of `summary.md`: the run's grade, every
@@ -590,86 +634,134 @@ impl Observed {
 }
 
 /// Version of the `summary.json` document (docs/files.md describes it).
-pub const SUMMARY_SCHEMA: u32 = 1;
+pub const SUMMARY_SCHEMA: u32 = 2;
 
 /// `summary.json`: the facts of `summary.md` as data, for scripts and agents.
-/// One row of `summary.json`'s `iterations`: typed, so 10,000 of them are
-/// written straight out rather than built as a tree of JSON values first.
+/// One row of `summary.json`'s `iterations`.
 #[derive(serde::Serialize)]
-struct Row<'a> {
+struct Row {
     iteration: u32,
     verdict: &'static str,
     discard: Option<&'static str>,
-    reason: &'a str,
-    hypothesis: &'a str,
+    reason: String,
+    hypothesis: String,
     effect: Option<f64>,
     ci: Option<[f64; 2]>,
     pairs: Option<usize>,
     predicted: Option<f64>,
-    commit: &'a Option<String>,
+    commit: Option<String>,
     tokens: u64,
     cost_usd: f64,
     file: String,
 }
 
+/// A range of `summary.json`'s `folded`: what `summary.md` folds into one
+/// row, as data.
 #[derive(serde::Serialize)]
-struct FalsifiedRow<'a> {
-    iteration: u32,
-    text: &'a str,
+struct FoldedRow {
+    first: u32,
+    last: u32,
+    count: usize,
+    keep: usize,
+    discard: usize,
+    falsified: usize,
+    failed: usize,
+    keeps: Vec<u32>,
+    best_kept_effect: Option<f64>,
 }
 
-/// `summary.json`: the run's facts (small) and its per-iteration lists.
+#[derive(serde::Serialize)]
+struct FalsifiedRow {
+    iteration: u32,
+    text: String,
+}
+
+/// `summary.json`: the run's facts (small) and its per-iteration lists,
+/// bounded as `summary.md` bounds them.
 #[derive(serde::Serialize)]
 pub struct Doc<'a> {
     #[serde(flatten)]
     head: serde_json::Value,
-    iterations: Vec<Row<'a>>,
-    falsified: Vec<FalsifiedRow<'a>>,
+    iterations: Vec<Row>,
+    folded: Vec<FoldedRow>,
+    falsified: Vec<FalsifiedRow>,
+    falsified_older: usize,
     metrics: &'a crate::metrics::Metrics,
     anomalies: &'a [Logged],
     evaluation: &'a Option<crate::evaluation::Evaluation>,
 }
 
+fn folded_json(older: &[Fact]) -> Vec<FoldedRow> {
+    let older = older.get(1..).unwrap_or_default();
+    if older.is_empty() {
+        return Vec::new();
+    }
+    let width = older
+        .len()
+        .div_ceil(MAX_FOLDED_ROWS)
+        .next_multiple_of(10)
+        .max(10);
+    older
+        .chunks(width)
+        .map(|chunk| {
+            let count = |f: &dyn Fn(&Fact) -> bool| chunk.iter().filter(|r| f(r)).count();
+            let keeps: Vec<&Fact> = chunk.iter().filter(|r| r.is(Verdict::Keep)).collect();
+            FoldedRow {
+                first: chunk[0].iteration,
+                last: chunk[chunk.len() - 1].iteration,
+                count: chunk.len(),
+                keep: keeps.len(),
+                discard: count(&|r| r.is(Verdict::Discard)),
+                falsified: count(&|r| r.falsifies()),
+                failed: count(&|r| r.verdict.is_some_and(Verdict::is_failure)),
+                keeps: keeps.iter().map(|r| r.iteration).collect(),
+                best_kept_effect: keeps
+                    .iter()
+                    .filter_map(|r| r.measured().map(|m| m.effect))
+                    .max_by(f64::total_cmp),
+            }
+        })
+        .collect()
+}
+
 pub fn json<'a>(
     brief: &Brief,
     state: &State,
-    history: &'a [IterationRecord],
+    history: View,
     budget: &Budget,
     orientation: &Orientation,
     observed: &'a Observed,
-) -> Doc<'a> {
+) -> Result<Doc<'a>> {
     use serde_json::json;
-    let keeps: Vec<&IterationRecord> = history
-        .iter()
-        .filter(|r| r.verdict == Verdict::Keep)
-        .collect();
-    let base = baseline_value(history);
-    let (best_at, best_v) = crate::history::best_of(history, &state.best_commit);
+    let facts = history.facts();
+    let keeps = facts.iter().filter(|r| r.is(Verdict::Keep)).count();
+    let base = history.baseline_value();
+    let (best_at, best_v) = history.best_of(&state.best_commit);
     let best = base.map(|_| best_v);
-    let iterations: Vec<Row> = history
+    let (folded, shown) = fold_point(history);
+    let iterations: Vec<Row> = shown
         .iter()
         .map(|r| Row {
             iteration: r.iteration,
             verdict: r.verdict.as_str(),
             discard: r.discard_kind().map(|k| k.as_str()),
-            reason: &r.reason,
-            hypothesis: &r.hypothesis,
+            reason: r.reason.clone(),
+            hypothesis: r.hypothesis.clone(),
             effect: r.measured.as_ref().map(|m| m.effect),
             ci: r.measured.as_ref().map(|m| [m.ci.0, m.ci.1]),
             pairs: r.measured.as_ref().map(|m| m.pairs.len()),
             predicted: r.predicted.as_ref().map(|p| p.effect),
-            commit: &r.commit,
+            commit: r.commit.clone(),
             tokens: r.tokens,
             cost_usd: r.cost_usd,
             file: history::file_name(r.iteration),
         })
         .collect();
-    let mut patterns: BTreeMap<String, (u32, String)> = BTreeMap::new();
-    for r in history {
-        for p in &r.patterns {
-            patterns.insert(p.name.clone(), (r.iteration, p.lesson.clone()));
-        }
-    }
+    let mut patterns = history.patterns()?;
+    patterns.sort_by(|a, b| a.name.cmp(&b.name));
+    let (alarmed, alarms_older) = newest_flagged(history, flag::ALARMS)?;
+    let (falsified, falsified_older) = newest_flagged(history, flag::FALSIFIED_TEXT)?;
+    let (tokens, cost) = history.spent();
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
     let head = json!({
         "schema": SUMMARY_SCHEMA,
@@ -684,11 +776,11 @@ pub fn json<'a>(
             "iteration": best_at.unwrap_or(0),
         })),
         "improvement": base.zip(best).map(|(b, v)| improvement(brief.metric.direction, b, v)),
-        "confirmation_failed": confirmation_failure(history).map(|(it, why)| json!({
+        "confirmation_failed": confirmation_failure(history)?.map(|(it, why)| json!({
             "after_iteration": it,
             "why": why,
         })),
-        "confirmed": confirmation_of(history, &state.best_commit).map(|(it, c)| json!({
+        "confirmed": history.confirmation_of(&state.best_commit)?.map(|(it, c)| json!({
             "effect": c.effect,
             "ci": [c.ci.0, c.ci.1],
             "p": c.p,
@@ -698,12 +790,12 @@ pub fn json<'a>(
         "noise_per_pair": orientation.noise.map(|n| n.s_h),
         "theta1": orientation.theta1,
         "done": history.len().saturating_sub(1),
-        "keeps": keeps.len(),
+        "keeps": keeps,
         "patterns": patterns
-            .into_iter()
-            .map(|(name, (it, lesson))| json!({"name": name, "lesson": lesson, "iteration": it}))
+            .iter()
+            .map(|p| json!({"name": p.name, "lesson": p.lesson, "iteration": p.newest}))
             .collect::<Vec<_>>(),
-        "alarms": history
+        "alarms": alarmed
             .iter()
             .flat_map(|r| r.alarms.iter().map(move |a| json!({
                 "iteration": r.iteration,
@@ -712,11 +804,12 @@ pub fn json<'a>(
                 "evidence": a.evidence,
             })))
             .collect::<Vec<_>>(),
+        "alarms_older": alarms_older,
         "budget": {
             "iterations": {"used": history.len().saturating_sub(1), "limit": budget.iterations},
             "wall_seconds": {"used": elapsed.as_secs_f64(), "limit": budget.wall.map(|w| w.as_secs_f64())},
-            "tokens": {"used": history.iter().map(|r| r.tokens).sum::<u64>(), "limit": budget.tokens},
-            "cost_usd": {"used": history.iter().map(|r| r.cost_usd).sum::<f64>(), "limit": budget.cost_usd},
+            "tokens": {"used": tokens, "limit": budget.tokens},
+            "cost_usd": {"used": cost, "limit": budget.cost_usd},
         },
         "review": {
             "branch": format!("ooda/{}", brief.name),
@@ -725,29 +818,31 @@ pub fn json<'a>(
             "diff": format!("git diff {}...ooda/{}", history::short(&state.start_commit), brief.name),
         },
     });
-    Doc {
+    Ok(Doc {
         head,
         iterations,
-        falsified: history
+        folded: folded_json(&facts[..folded]),
+        falsified: falsified
             .iter()
             .filter_map(|r| {
                 r.falsified_text().map(|text| FalsifiedRow {
                     iteration: r.iteration,
-                    text,
+                    text: text.to_string(),
                 })
             })
             .collect(),
+        falsified_older,
         metrics: &observed.metrics,
         anomalies: &observed.anomalies,
         evaluation: &observed.evaluation,
-    }
+    })
 }
 
 pub fn write(
     dir: &Path,
     brief: &Brief,
     state: &State,
-    history: &[IterationRecord],
+    history: View,
     budget: &Budget,
     orientation: &Orientation,
 ) -> Result<()> {
@@ -757,26 +852,39 @@ pub fn write(
         budget,
         state.stop.as_ref(),
         Some(state.created_at),
-    );
+    )?;
     write_atomic(
         &dir.join("summary.md"),
-        render(brief, state, history, budget, orientation, &observed).as_bytes(),
+        render(brief, state, history, budget, orientation, &observed)?.as_bytes(),
     )?;
-    let data =
-        serde_json::to_string_pretty(&json(brief, state, history, budget, orientation, &observed))
-            .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
+    let data = serde_json::to_string_pretty(&json(
+        brief,
+        state,
+        history,
+        budget,
+        orientation,
+        &observed,
+    )?)
+    .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
     write_atomic(&dir.join("summary.json"), (data + "\n").as_bytes())?;
     write_atomic(
         &dir.join("progress.svg"),
-        crate::chart::progress_svg(brief, history, &state.best_commit).as_bytes(),
+        crate::chart::progress_svg_of(brief, history, &state.best_commit)?.as_bytes(),
     )
 }
 
 /// Keeps a reviewer blocked, and changes a reviewer flagged as gaming the
 /// benchmark (approved or not): what a morning reader must look at first.
-fn review_section(history: &[IterationRecord]) -> String {
+fn review_section(history: View) -> Result<String> {
     let mut lines = Vec::new();
-    for r in history {
+    let (reviewed, older) = newest_flagged(history, flag::REVIEWED)?;
+    if older > 0 {
+        lines.push(format!(
+            "- {older} earlier iterations have review notes too (their files hold them); the newest {}:",
+            reviewed.len()
+        ));
+    }
+    for r in &reviewed {
         let link = format!("[{}]({})", r.iteration, history::file_name(r.iteration));
         for rep in &r.subagents {
             let kept = r.verdict == Verdict::Keep;
@@ -812,9 +920,9 @@ fn review_section(history: &[IterationRecord]) -> String {
         }
     }
     if lines.is_empty() {
-        return String::new();
+        return Ok(String::new());
     }
-    format!("## Review\n\n{}\n\n", lines.join("\n"))
+    Ok(format!("## Review\n\n{}\n\n", lines.join("\n")))
 }
 
 /// How many iterations (and falsified hypotheses) `summary.md` shows in
@@ -828,20 +936,21 @@ const FULL_ROWS: usize = 200;
 const MAX_FOLDED_ROWS: usize = 50;
 
 /// Where the rows shown in full begin: the baseline, and the newest
-/// [`FULL_ROWS`] iterations.
-fn fold_point(history: &[IterationRecord]) -> (usize, Vec<&IterationRecord>) {
-    if history.len() <= FULL_ROWS + 1 {
-        return (0, history.iter().collect());
+/// [`FULL_ROWS`] (which the runner holds in full: history/view.rs).
+fn fold_point(history: View<'_>) -> (usize, Vec<&IterationRecord>) {
+    let recent = history.recent();
+    if history.len() <= FULL_ROWS + 1 && history.whole() {
+        return (0, recent.iter().collect());
     }
-    let from = history.len() - FULL_ROWS;
-    let mut shown: Vec<&IterationRecord> = history.first().into_iter().collect();
-    shown.extend(&history[from..]);
+    let from = history.len().saturating_sub(FULL_ROWS).max(1);
+    let mut shown: Vec<&IterationRecord> = history.baseline().into_iter().collect();
+    shown.extend(recent.iter().filter(|r| r.iteration as usize >= from));
     (from, shown)
 }
 
 /// Table rows for iterations `1..` of `older` (iteration 0 is shown in
 /// full), a range per row with its counts and its keeps.
-fn folded_rows(older: &[IterationRecord]) -> Vec<String> {
+fn folded_rows(older: &[Fact]) -> Vec<String> {
     let older = older.get(1..).unwrap_or_default();
     if older.is_empty() {
         return Vec::new();
@@ -855,9 +964,8 @@ fn folded_rows(older: &[IterationRecord]) -> Vec<String> {
         .chunks(width)
         .map(|chunk| {
             let (first, last) = (chunk[0].iteration, chunk[chunk.len() - 1].iteration);
-            let count = |f: &dyn Fn(&IterationRecord) -> bool| chunk.iter().filter(|r| f(r)).count();
-            let keeps: Vec<&IterationRecord> =
-                chunk.iter().filter(|r| r.verdict == Verdict::Keep).collect();
+            let count = |f: &dyn Fn(&Fact) -> bool| chunk.iter().filter(|r| f(r)).count();
+            let keeps: Vec<&Fact> = chunk.iter().filter(|r| r.is(Verdict::Keep)).collect();
             let mut kept = keeps
                 .iter()
                 .take(5)
@@ -869,7 +977,7 @@ fn folded_rows(older: &[IterationRecord]) -> Vec<String> {
             }
             let best = keeps
                 .iter()
-                .filter_map(|r| r.measured.as_ref().map(|m| m.effect))
+                .filter_map(|r| r.measured().map(|m| m.effect))
                 .max_by(f64::total_cmp)
                 .map(|e| format!("best kept {}", crate::model::gain_text(e)))
                 .unwrap_or_else(|| "—".into());
@@ -880,9 +988,9 @@ fn folded_rows(older: &[IterationRecord]) -> Vec<String> {
                 chunk.len(),
                 keeps.len(),
                 if kept.is_empty() { String::new() } else { format!(": {kept}") },
-                count(&|r| r.verdict == Verdict::Discard),
+                count(&|r| r.is(Verdict::Discard)),
                 count(&|r| r.falsifies()),
-                count(&|r| r.verdict.is_failure()),
+                count(&|r| r.verdict.is_some_and(Verdict::is_failure)),
             )
         })
         .collect()
@@ -898,17 +1006,17 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 /// Why no confirmed gain of the current best is shown.
-fn unconfirmed_text(history: &[IterationRecord], state: &State) -> String {
+fn unconfirmed_text(history: View, state: &State) -> Result<String> {
     if state.best_commit == state.start_commit {
-        return "none: the base was rolled back to the start of the run".into();
+        return Ok("none: the base was rolled back to the start of the run".into());
     }
-    if let Some((it, why)) = confirmation_failure(history) {
-        return format!(
+    if let Some((it, why)) = confirmation_failure(history)? {
+        return Ok(format!(
             "could not be measured after iteration {it}: {}",
             why.replace('|', "\\|")
-        );
+        ));
     }
-    match latest_confirmation(history) {
+    Ok(match history.latest_confirmation()? {
         Some((it, c)) => format!(
             "not yet measured for the current best (the test after iteration {it} measured an earlier best: {:+.1}% [{:+.1}, {:+.1}])",
             c.effect * 100.0,
@@ -916,17 +1024,25 @@ fn unconfirmed_text(history: &[IterationRecord], state: &State) -> String {
             c.ci.1 * 100.0
         ),
         None => "not yet measured (after every 10 keeps and when the run stops)".into(),
-    }
+    })
 }
 
 /// A confirmation test that failed after the last keep, with its reason.
-fn confirmation_failure(history: &[IterationRecord]) -> Option<(u32, &str)> {
-    let last_keep = history.iter().rposition(|r| r.verdict == Verdict::Keep)?;
-    history[last_keep..]
+fn confirmation_failure(history: View) -> Result<Option<(u32, String)>> {
+    let facts = history.facts();
+    let Some(last_keep) = facts.iter().rposition(|r| r.is(Verdict::Keep)) else {
+        return Ok(None);
+    };
+    let Some(f) = facts[last_keep..]
         .iter()
         .rev()
-        .take_while(|r| r.confirmation.is_none())
-        .find_map(|r| r.confirmation_failed.as_deref().map(|w| (r.iteration, w)))
+        .take_while(|r| !r.has(flag::CONFIRMATION))
+        .find(|r| r.has(flag::CONFIRMATION_FAILED))
+    else {
+        return Ok(None);
+    };
+    let r = history.record(f.iteration as usize)?;
+    Ok(r.confirmation_failed.clone().map(|w| (r.iteration, w)))
 }
 
 #[cfg(test)]
@@ -935,18 +1051,19 @@ mod tests {
 
     #[test]
     fn ten_thousand_iterations_fold_into_ranges_that_cover_every_one() {
-        let short = crate::prompt::synthetic_history(10, 7);
-        let (from, shown) = fold_point(&short);
+        let short = crate::history::History::of(crate::prompt::synthetic_history(10, 7));
+        let (from, shown) = fold_point(short.view());
         assert_eq!((from, shown.len()), (0, 11));
-        assert!(folded_rows(&short[..from]).is_empty());
+        assert!(folded_rows(&short.facts()[..from]).is_empty());
 
-        let h = crate::prompt::synthetic_history(10_000, 7);
-        let (from, shown) = fold_point(&h);
+        let records = crate::prompt::synthetic_history(10_000, 7);
+        let held = crate::history::History::of(records.clone());
+        let (from, shown) = fold_point(held.view());
         assert_eq!(shown.len(), 1 + FULL_ROWS);
         assert_eq!(shown[0].iteration, 0);
         assert_eq!(shown[1].iteration as usize, from);
         assert_eq!(shown.last().unwrap().iteration, 10_000);
-        let rows = folded_rows(&h[..from]);
+        let rows = folded_rows(&held.facts()[..from]);
         assert!(rows.len() <= MAX_FOLDED_ROWS, "{}", rows.len());
         // Contiguous ranges from 1 to the first row shown, whose counts add
         // up to what they fold.
@@ -964,7 +1081,7 @@ mod tests {
         }
         assert_eq!(next, from);
         assert_eq!(folded, from - 1);
-        let real_keeps = h[1..from]
+        let real_keeps = records[1..from]
             .iter()
             .filter(|r| r.verdict == Verdict::Keep)
             .count();
@@ -973,6 +1090,7 @@ mod tests {
 
     #[test]
     fn call_table_and_usage_section() {
+        use crate::model::{AgentCall, CallOutcome, Usage};
         let call = AgentCall {
             phase: Phase::Plan,
             attempt: 2,
@@ -997,11 +1115,14 @@ mod tests {
         let mut reviewer = call.clone();
         reviewer.phase = Phase::Review;
         rec.agent_calls = vec![call.clone(), call, reviewer];
-        let s = usage_section(&[rec]);
+        let held =
+            crate::history::History::of(vec![IterationRecord::new(0, Verdict::Baseline), rec]);
+        let s = usage_section(held.view()).unwrap();
         assert!(s.contains("| plan | 2 | 2 | 200 | 40 | $0.02 | 3 |"), "{s}");
         // A subagent's call has its row too: the rows add up to "all".
         assert!(s.contains("| review (subagents) | 1 | 1 | 100 |"), "{s}");
         assert!(s.contains("| all | 3 |"));
-        assert_eq!(usage_section(&[]), "");
+        let none = crate::history::History::of(Vec::new());
+        assert_eq!(usage_section(none.view()).unwrap(), "");
     }
 }

@@ -93,7 +93,11 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
     }
 
     if let Some(keep) = project.config.defaults.keep_artifacts {
-        let old = gc::old_artifacts(&dir, &history, keep, 0);
+        let facts: Vec<crate::history::fact::Fact> = history
+            .iter()
+            .map(|r| crate::history::fact::Fact::of(r, Default::default()))
+            .collect();
+        let old = gc::old_artifacts(&dir, &facts, keep, 0);
         if !old.is_empty() {
             let mut numbers: Vec<u32> = old
                 .iter()

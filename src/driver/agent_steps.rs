@@ -286,7 +286,7 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
             retry: retry.as_deref(),
             result_file: step.agent.profile.result_file,
             max_chars: t.config.defaults.prompt_budget,
-        });
+        })?;
         let (mut reply, outage) = step.call(Phase::Plan, attempt, &text)?;
         calls.extend(outage);
         if !reply.finished() {
@@ -362,7 +362,7 @@ type PlanError = (&'static str, String, Option<Box<Plan>>);
 /// agent, and the plan as proposed (when it parsed).
 fn read_plan(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
     let plan = read_plan_shape(t, reply, best)?;
-    if let Err(r) = plan::validate(&plan, t.history, t.iteration) {
+    if let Err(r) = plan::validate(&plan, t.history.facts(), t.iteration) {
         return Err((r.rule, r.message, Some(Box::new(plan))));
     }
     Ok(plan)
@@ -421,14 +421,17 @@ pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflig
         retry: None,
         result_file: agent.profile.result_file,
         max_chars: t.config.defaults.prompt_budget,
-    });
+    })?;
     let reply = step.call_once(Phase::Plan, 1, &text)?;
     // Judged as a night's first PLAN would be: iteration 0 exists by then.
-    let mut history = t.history.to_vec();
+    let mut history = t.history.facts().to_vec();
     if history.is_empty() {
         let mut baseline = IterationRecord::new(0, Verdict::Baseline);
         baseline.knobs = best.clone();
-        history.push(baseline);
+        history.push(crate::history::fact::Fact::of(
+            &baseline,
+            Default::default(),
+        ));
     }
     let plan = if reply.finished() {
         read_plan_shape(t, &reply, best)
@@ -544,7 +547,7 @@ fn execute(step: &mut Step, plan: &Plan) -> Result<Execution> {
 /// nothing usable (the iteration is archived anyway, with the runner's data).
 fn learn(step: &Step, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec<AgentCall>)> {
     let template = step.template("learn.md");
-    let known = prompt::pattern_entries(step.t.history);
+    let known = step.t.history.patterns()?;
     let text = prompt::learn(&prompt::LearnView {
         template: &template,
         brief: step.t.brief,

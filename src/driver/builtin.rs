@@ -114,9 +114,12 @@ impl Driver for Builtin {
     }
 
     fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
+        // The search fits its surrogate to the newest decisions and keeps
+        // every settled point out: it reads the whole archive.
+        let history = t.history.all()?;
         let proposal = plan(
             t.brief,
-            t.history,
+            history,
             best,
             t.seed,
             t.iteration,
@@ -138,7 +141,7 @@ impl Driver for Builtin {
                     ),
                 };
                 let allowance = t.config.defaults.sweep as usize;
-                let swept = if allowance > 0 && sweeps_left(t.history, allowance) == 0 {
+                let swept = if allowance > 0 && sweeps_left(history, allowance) == 0 {
                     format!(
                         ", and the {allowance} points its sweep proposed since the last keep were none of them kept"
                     )
@@ -148,15 +151,15 @@ impl Driver for Builtin {
                 return Ok(Proposal::Exhausted {
                     detail: format!(
                         "{what}{swept} ({} iterations); the best is iteration {}",
-                        t.history.len().saturating_sub(1),
-                        best_iteration(t.history)
+                        history.len().saturating_sub(1),
+                        best_iteration(history)
                     ),
                 });
             }
         };
         // The search never proposes what the validator refuses; if it ever
         // did, the iteration says so instead of measuring it.
-        let rejected = match crate::plan::validate(&plan, t.history, t.iteration) {
+        let rejected = match crate::plan::validate(&plan, t.history.facts(), t.iteration) {
             Ok(()) => None,
             Err(rej) => {
                 t.span.emit(Event::PlanRejected {
@@ -328,10 +331,11 @@ fn acquire(
     let knobs = &brief.knobs;
     // Settled points are never proposed again; an inconclusive one may be,
     // once (the validator's rule, so a builtin plan is never refused).
+    let facts = crate::history::fact::Fact::all_of(history);
     let evaluated: BTreeSet<String> = history
         .iter()
         .map(|r| knobs::key(&r.knobs))
-        .filter(|k| crate::plan::settled_point(history, k).is_some())
+        .filter(|k| crate::plan::settled_point(&facts, k).is_some())
         .chain(std::iter::once(knobs::key(best)))
         .collect();
     let mut rng = SplitMix64::new(seed ^ u64::from(iteration).wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -823,7 +827,8 @@ mod tests {
                 Err(why) => return (history, best, Some(why)),
             };
             assert!(
-                crate::plan::validate(&plan, &history, i).is_ok(),
+                crate::plan::validate(&plan, &crate::history::fact::Fact::all_of(&history), i)
+                    .is_ok(),
                 "{plan:?}"
             );
             let (vb, vc) = (f(&best), f(&plan.knobs));

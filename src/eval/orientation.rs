@@ -11,6 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::sequential::{self, NoiseHistory, Rule};
+use crate::history::View;
+use crate::history::fact::Fact;
 use crate::model::IterationRecord;
 
 /// The noise in force, when nothing was measured yet (the builtin search's
@@ -45,24 +47,33 @@ impl Orientation {
         alpha: f64,
         max_pairs: u32,
     ) -> Orientation {
-        let samples: Vec<Vec<f64>> = history
+        let facts: Vec<Fact> = history
             .iter()
-            .filter_map(|r| {
-                let pairs = r
-                    .calibration
-                    .as_ref()
-                    .map(|c| &c.pairs)
-                    .or(r.measured.as_ref().map(|m| &m.pairs))?;
-                Some(pairs.iter().map(|p| p.d).collect())
-            })
+            .map(|r| Fact::of(r, Default::default()))
             .collect();
-        let noise = NoiseHistory::pool(samples.iter().map(Vec::as_slice));
+        Self::from_facts(&facts, history.first(), noise_floor, alpha, max_pairs)
+    }
+
+    /// [`Orientation::of`] the archive a runner holds: the noise pooled
+    /// from the rows' shares, α′ from the baseline.
+    pub fn of_view(v: View, noise_floor: f64, alpha: f64, max_pairs: u32) -> Orientation {
+        Self::from_facts(v.facts(), v.baseline(), noise_floor, alpha, max_pairs)
+    }
+
+    fn from_facts(
+        facts: &[Fact],
+        first: Option<&IterationRecord>,
+        noise_floor: f64,
+        alpha: f64,
+        max_pairs: u32,
+    ) -> Orientation {
+        let noise = NoiseHistory::from_shares(facts.iter().map(|f| (f.noise_ss, f.noise_df)));
         // α′ was simulated once, at the baseline, for the whole run and the
         // looks then in force. Looks changed since (an archive from before
         // the extension, or `pairs` edited) would spend more α than it was
         // simulated for: then the smaller of it and the current design's.
         let in_force = || sequential::alphas_for(alpha, max_pairs)[0];
-        let alpha_look = match history.first().and_then(|r| r.calibration.as_ref()) {
+        let alpha_look = match first.and_then(|r| r.calibration.as_ref()) {
             Some(c) => match c.alpha_look {
                 Some(a)
                     if sequential::looks_for(c.pairs_per_decision)

@@ -73,6 +73,26 @@ impl NoiseHistory {
         })
     }
 
+    /// One sample's share of [`NoiseHistory::pool`]: the sum of squared
+    /// deviations of its winsorized values and their degrees of freedom
+    /// ((0, 0) for a sample the pool skips). Shares add up, so the archive
+    /// keeps one per iteration and pools them without the samples.
+    pub fn share(d: &[f64]) -> (f64, f64) {
+        stats::noise_share(d)
+    }
+
+    /// The pool of shares made by [`NoiseHistory::share`]: the same as
+    /// [`NoiseHistory::pool`] of their samples.
+    pub fn from_shares(shares: impl IntoIterator<Item = (f64, f64)>) -> Option<NoiseHistory> {
+        let (ss, df) = shares
+            .into_iter()
+            .fold((0.0, 0.0), |(a, b), (s, d)| (a + s, b + d));
+        (df > 0.0).then(|| NoiseHistory {
+            s_h: (ss / df).sqrt(),
+            nu_h: df,
+        })
+    }
+
     pub fn nu0(&self) -> f64 {
         self.nu_h.min(MAX_HISTORY_DF)
     }
@@ -119,18 +139,7 @@ pub fn noise_advice(noise: f64, noise_floor: f64) -> Option<String> {
     ))
 }
 
-/// Clamps each value to median ± 3ŝ with ŝ = max(s_floor, 1.4826·MAD).
-pub fn winsorize(d: &[f64], s_floor: f64) -> Vec<f64> {
-    if d.len() < 3 {
-        return d.to_vec();
-    }
-    let m = stats::median(d);
-    let s = s_floor.max(1.4826 * stats::mad(d));
-    if s == 0.0 || !s.is_finite() {
-        return d.to_vec();
-    }
-    stats::winsorize(d, m, 3.0 * s)
-}
+pub use crate::stats::winsorize_robust as winsorize;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Rule {

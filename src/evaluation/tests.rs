@@ -15,8 +15,15 @@ fn inputs<'a>(
     budget: &'a Budget,
     stop: Option<&'a Stop>,
 ) -> Inputs<'a> {
+    // The rows live as long as the test: leaked, as a test may.
+    let facts: &'a [Fact] = Box::leak(Fact::all_of(history).into_boxed_slice());
     Inputs {
-        history,
+        graded: history.iter().collect(),
+        facts,
+        attempt: history
+            .iter()
+            .rev()
+            .find(|r| r.confirmation.is_some() || r.confirmation_failed.is_some()),
         run: None,
         anomalies,
         budget,

@@ -31,6 +31,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use super::fact::Source;
 use crate::error::{Error, Result};
 use crate::model::IterationRecord;
 
@@ -76,6 +77,20 @@ struct Stamp {
     hash: String,
 }
 
+impl Stamp {
+    /// The facts table's source of a record with no line yet.
+    fn source(&self) -> Source {
+        Source {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            taken_ns: self.taken_ns,
+            hash: u64::from_str_radix(&self.hash, 16).unwrap_or(0),
+            line_at: u64::MAX,
+            line_len: 0,
+        }
+    }
+}
+
 /// What a load did, for tests and the overhead benchmark.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct LoadStats {
@@ -99,6 +114,15 @@ pub fn load(
     files: &[(u32, PathBuf)],
     repair: bool,
 ) -> Result<(Vec<IterationRecord>, LoadStats)> {
+    load_stamped(dir, files, repair).map(|(records, _, stats)| (records, stats))
+}
+
+/// [`load`], with where each record's file was when its line was taken.
+fn load_stamped(
+    dir: &Path,
+    files: &[(u32, PathBuf)],
+    repair: bool,
+) -> Result<(Vec<IterationRecord>, Vec<Stamp>, LoadStats)> {
     let index_path = dir.join(FILE);
     let limit = files.last().map_or(0, |(n, _)| *n as usize + 1);
     let (mut lines, total_lines) = read_lines(&index_path, limit);
@@ -167,7 +191,100 @@ pub fn load(
             stats.appended = lines;
         }
     }
-    Ok((out, stats))
+    Ok((out, stamps, stats))
+}
+
+/// Every record through the index, as [`load`] with repair, then the index
+/// written whole so each record's line is where the returned sources say:
+/// what the facts table (`facts.rs`) is rebuilt from. Returns the index's
+/// length.
+pub fn rebuild(
+    dir: &Path,
+    files: &[(u32, PathBuf)],
+) -> Result<(Vec<IterationRecord>, Vec<Source>, u64)> {
+    let (records, stamps, _) = load_stamped(dir, files, true)?;
+    let mut text = String::new();
+    let mut sources = Vec::with_capacity(records.len());
+    for (stamp, rec) in stamps.iter().zip(&records) {
+        let mut source = stamp.source();
+        if let Some(json) = line_text(stamp, rec) {
+            source.line_at = text.len() as u64;
+            source.line_len = json.len() as u32;
+            text.push_str(&json);
+            text.push('\n');
+        }
+        sources.push(source);
+    }
+    crate::atomic::write_atomic(&dir.join(FILE), text.as_bytes())?;
+    Ok((records, sources, text.len() as u64))
+}
+
+/// The record on the line `source` points to, if that line is intact and
+/// of `iteration`.
+pub fn read_at(dir: &Path, iteration: u32, source: &Source) -> Option<IterationRecord> {
+    if source.line_at == u64::MAX {
+        return None;
+    }
+    let mut f = std::fs::File::open(dir.join(FILE)).ok()?;
+    f.seek(SeekFrom::Start(source.line_at)).ok()?;
+    let mut raw = vec![0u8; source.line_len as usize];
+    f.read_exact(&mut raw).ok()?;
+    decode(&raw)
+        .filter(|l| {
+            l.iteration == iteration && l.size == source.size && l.mtime_ns == source.mtime_ns
+        })
+        .map(|l| l.record)
+}
+
+/// The records on the lines `wanted` points to, `None` for a line that is
+/// missing or not of its iteration. Lines close together are read with one
+/// read (the newest iterations' lines are at the index's end); lines far
+/// apart (the baseline's at the start) with one read each, so a window
+/// never reads the whole index.
+pub fn read_span(dir: &Path, wanted: &[(u32, Source)]) -> Vec<Option<IterationRecord>> {
+    /// A gap above this between two lines starts another read.
+    const GAP: u64 = 64 * 1024;
+    let mut order: Vec<usize> = (0..wanted.len())
+        .filter(|&i| wanted[i].1.line_at != u64::MAX)
+        .collect();
+    order.sort_by_key(|&i| wanted[i].1.line_at);
+    let mut out: Vec<Option<IterationRecord>> = wanted.iter().map(|_| None).collect();
+    let Ok(mut f) = std::fs::File::open(dir.join(FILE)) else {
+        return out;
+    };
+    // Runs of lines read together: (first offset, end, members).
+    let mut runs: Vec<(u64, u64, Vec<usize>)> = Vec::new();
+    for i in order {
+        let s = &wanted[i].1;
+        let end = s.line_at + u64::from(s.line_len);
+        match runs.last_mut() {
+            Some(run) if s.line_at <= run.1 + GAP => {
+                run.1 = run.1.max(end);
+                run.2.push(i);
+            }
+            _ => runs.push((s.line_at, end, vec![i])),
+        }
+    }
+    let mut raws: Vec<(usize, Vec<u8>)> = Vec::new();
+    for (lo, hi, members) in runs {
+        let mut buf = vec![0u8; (hi - lo) as usize];
+        if f.seek(SeekFrom::Start(lo)).is_err() || f.read_exact(&mut buf).is_err() {
+            continue;
+        }
+        for i in members {
+            let s = &wanted[i].1;
+            let at = (s.line_at - lo) as usize;
+            raws.push((i, buf[at..at + s.line_len as usize].to_vec()));
+        }
+    }
+    let decoded = decode_many(&raws.iter().map(|(_, r)| r.as_slice()).collect::<Vec<_>>());
+    for ((i, _), line) in raws.iter().zip(decoded) {
+        let (n, s) = &wanted[*i];
+        out[*i] = line
+            .filter(|l| l.iteration == *n && l.size == s.size && l.mtime_ns == s.mtime_ns)
+            .map(|l| l.record);
+    }
+    out
 }
 
 /// Records the file just written for `rec` from `bytes`, what was written
@@ -175,11 +292,20 @@ pub fn load(
 /// one line appended. Called by the archive's writer after the LEARN gate.
 /// A file whose size is no longer that of `bytes` gets no line (the next
 /// load parses it).
-pub fn append(dir: &Path, rec: &IterationRecord, path: &Path, bytes: &[u8]) -> Result<()> {
+///
+/// Returns where the file was and where its line is, with the index's new
+/// length, for the facts table; a file with no line (a JSON-unsafe record)
+/// has `line_at` `u64::MAX`.
+pub fn append(
+    dir: &Path,
+    rec: &IterationRecord,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Option<(Source, u64)>> {
     let meta =
         std::fs::metadata(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     if meta.len() != bytes.len() as u64 {
-        return Ok(());
+        return Ok(None);
     }
     let stamp = Stamp {
         size: meta.len(),
@@ -187,17 +313,24 @@ pub fn append(dir: &Path, rec: &IterationRecord, path: &Path, bytes: &[u8]) -> R
         taken_ns: now_ns(),
         hash: hash(bytes),
     };
-    let mut text = line_text(&stamp, rec)
-        .ok_or_else(|| Error::Internal("serializing an index line failed".into()))?;
+    let mut source = stamp.source();
+    let Some(mut text) = line_text(&stamp, rec) else {
+        let len = std::fs::metadata(dir.join(FILE)).map_or(0, |m| m.len());
+        return Ok(Some((source, len)));
+    };
+    source.line_len = text.len() as u32;
     text.push('\n');
-    append_text(&dir.join(FILE), &text)
+    let (at, len) = append_text(&dir.join(FILE), &text)?;
+    source.line_at = at;
+    Ok(Some((source, len)))
 }
 
 /// One `write` on a file opened for appending: lines of two processes may
 /// follow each other in any order but are not interleaved, and a torn
 /// last line (a kill mid-write) is skipped by the reader.
-fn append_text(path: &Path, text: &str) -> Result<()> {
-    let write = || -> std::io::Result<()> {
+/// Returns where `text` starts and the file's new length.
+fn append_text(path: &Path, text: &str) -> Result<(u64, u64)> {
+    let write = || -> std::io::Result<(u64, u64)> {
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
@@ -212,7 +345,9 @@ fn append_text(path: &Path, text: &str) -> Result<()> {
             f.read_exact(&mut last)?;
         }
         let lead = if last[0] == b'\n' { "" } else { "\n" };
-        f.write_all(format!("{lead}{text}").as_bytes())
+        f.write_all(format!("{lead}{text}").as_bytes())?;
+        let at = len + lead.len() as u64;
+        Ok((at, at + text.len() as u64))
     };
     write().map_err(|e| Error::io(format!("appending to {}", path.display()), e))
 }
@@ -335,6 +470,19 @@ fn decode_all(raws: &[&[u8]], wanted: &[(usize, usize)]) -> Vec<Option<Line>> {
     })
 }
 
+/// Lines decoded on the cores there are, in order.
+fn decode_many(raws: &[&[u8]]) -> Vec<Option<Line>> {
+    let wanted: Vec<(usize, usize)> = raws
+        .iter()
+        .enumerate()
+        .filter_map(|(i, raw)| leading_iteration(raw).map(|n| (n as usize, i)))
+        .collect();
+    if wanted.len() != raws.len() {
+        return raws.iter().map(|r| decode(r)).collect();
+    }
+    decode_all(raws, &wanted)
+}
+
 /// The iteration a line written by [`line_text`] starts with.
 fn leading_iteration(raw: &[u8]) -> Option<u32> {
     let rest = raw.strip_prefix(b"{\"iteration\":")?;
@@ -384,12 +532,30 @@ fn now_ns() -> u64 {
 /// FNV-1a, 64 bits: enough to tell an edited file from the one a line was
 /// taken from (this is a cache check, not a defence against forgery).
 fn hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", super::fact::hash(bytes))
+}
+
+/// The iterations among `rows` whose file is no longer the one their row
+/// was taken from: missing, of another size or time, or, when the time is
+/// racy, of other bytes. One `stat` per file (a hash only on doubt): what
+/// a tick runs over the newest files, and beside its first phases over the
+/// rest (`view.rs`).
+pub fn stale(dir: &Path, rows: &[super::fact::Fact]) -> Vec<u32> {
+    rows.iter()
+        .filter(|f| {
+            let path = super::path_of(dir, f.iteration);
+            let Ok(meta) = std::fs::metadata(&path) else {
+                return true;
+            };
+            let s = &f.source;
+            if meta.len() != s.size || mtime_of(&meta) != s.mtime_ns {
+                return true;
+            }
+            s.mtime_ns.saturating_add(RACY_NS) >= s.taken_ns
+                && std::fs::read(&path).map_or(true, |b| super::fact::hash(&b) != s.hash)
+        })
+        .map(|f| f.iteration)
+        .collect()
 }
 
 #[cfg(test)]

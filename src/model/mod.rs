@@ -76,3 +76,12 @@ pub use thresholds::Thresholds;
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use watch::{ANOMALY_RULES, STOPPING_RULES, Watch};
+
+/// A text as equality checks compare it: whitespace collapsed, lower case
+/// (a repeated hypothesis is the same idea however it is spaced).
+pub fn normalize_text(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}

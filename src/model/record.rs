@@ -293,6 +293,22 @@ impl IterationRecord {
         self.discard_kind().is_some_and(DiscardKind::falsifies)
     }
 
+    /// The pipeline-analyzer's report archived with this iteration. Archives
+    /// written before the report had its own field carry it in the plateau
+    /// alarm's evidence, after "N iterations without a keep; ".
+    pub fn analysis_report(&self) -> Option<String> {
+        if let Some(a) = &self.analysis {
+            return Some(a.clone());
+        }
+        self.alarms
+            .iter()
+            .find(|a| a.kind == super::AlarmKind::Plateau)
+            .map(|a| match a.evidence.split_once("; ") {
+                Some((_, report)) => report.to_string(),
+                None => a.evidence.clone(),
+            })
+    }
+
     /// One line for digests and summaries: signed effect in percent, if measured.
     pub fn effect_text(&self) -> String {
         match &self.measured {

@@ -81,7 +81,7 @@ pub(crate) fn run(
         }
         _ => None,
     };
-    let stats = crate::subagents::analyze(history, t.orientation.theta1);
+    let stats = crate::subagents::analyzer::analyze_in(history, t.orientation.theta1)?;
     let main = match agent {
         MainAgent::Command(c) => Some(c.as_ref()),
         MainAgent::Builtin => None,

@@ -8,11 +8,12 @@
 use chrono::Utc;
 
 use crate::brief::format_duration;
-use crate::model::{Budget, IterationRecord, Stop, StopReason, Usage};
+use crate::history::View;
+use crate::model::{Budget, Stop, StopReason, Usage};
 use crate::state::State;
 
 /// The first limit of `budget` that is used up, as a stop.
-pub(crate) fn stop(budget: &Budget, state: &State, history: &[IterationRecord]) -> Option<Stop> {
+pub(crate) fn stop(budget: &Budget, state: &State, history: View) -> Option<Stop> {
     let in_flight = state
         .current
         .as_ref()
@@ -20,7 +21,8 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: &[IterationRecord]) 
         .map(|c| Usage::sum(c.agent_calls.iter().map(|call| &call.usage)))
         .unwrap_or_default();
     let done = history.len().saturating_sub(1) as u32;
-    let last = history.last().map(|r| r.iteration).unwrap_or(0);
+    let last = history.facts().last().map(|r| r.iteration).unwrap_or(0);
+    let (tokens_done, cost_done) = history.spent();
     let mk = |reason, detail: String| {
         Some(Stop {
             reason,
@@ -50,7 +52,7 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: &[IterationRecord]) 
             );
         }
     }
-    let tokens: u64 = history.iter().map(|r| r.tokens).sum::<u64>() + in_flight.total();
+    let tokens: u64 = tokens_done + in_flight.total();
     // 0 is "no limit", as for cost: a Brief can lift a default limit.
     if let Some(t) = budget.tokens
         && t > 0
@@ -61,8 +63,7 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: &[IterationRecord]) 
             format!("{tokens} of {t} tokens used"),
         );
     }
-    let cost: f64 =
-        history.iter().map(|r| r.cost_usd).sum::<f64>() + in_flight.cost_usd.unwrap_or(0.0);
+    let cost: f64 = cost_done + in_flight.cost_usd.unwrap_or(0.0);
     if let Some(c) = budget.cost_usd
         && c > 0.0
         && cost >= c
@@ -105,11 +106,13 @@ mod tests {
         }
     }
 
-    fn spent(tokens: u64, cost: f64) -> Vec<IterationRecord> {
+    use crate::model::IterationRecord;
+
+    fn spent(tokens: u64, cost: f64) -> crate::history::History {
         let mut r = IterationRecord::new(1, Verdict::Discard);
         r.tokens = tokens;
         r.cost_usd = cost;
-        vec![IterationRecord::new(0, Verdict::Baseline), r]
+        crate::history::History::of(vec![IterationRecord::new(0, Verdict::Baseline), r])
     }
 
     #[test]
@@ -120,19 +123,19 @@ mod tests {
             cost_usd: Some(0.0),
             ..Budget::default()
         };
-        assert_eq!(stop(&zero, &state(), &history), None);
+        assert_eq!(stop(&zero, &state(), history.view()), None);
         let tight = Budget {
             tokens: Some(4_000),
             ..Budget::default()
         };
-        let s = stop(&tight, &state(), &history).unwrap();
+        let s = stop(&tight, &state(), history.view()).unwrap();
         assert_eq!(s.reason, StopReason::BudgetTokens);
         assert_eq!(s.detail, "5000 of 4000 tokens used");
         let cheap = Budget {
             cost_usd: Some(0.005),
             ..Budget::default()
         };
-        let s = stop(&cheap, &state(), &spent(0, 0.0072)).unwrap();
+        let s = stop(&cheap, &state(), spent(0, 0.0072).view()).unwrap();
         assert_eq!(s.detail, "$0.0072 of $0.0050 used");
     }
 }

@@ -12,10 +12,9 @@ use super::confirm;
 use crate::error::Result;
 use crate::eval::Orientation;
 use crate::events::Event;
+use crate::history::View;
 use crate::history::{fmt_num, short};
-use crate::model::{
-    Alarm, AlarmKind, Direction, IterationRecord, Level, Stop, StopReason, Verdict,
-};
+use crate::model::{Alarm, AlarmKind, Direction, Level, Stop, StopReason, Verdict};
 use crate::redlight;
 use crate::state::{CheckOutcome, InFlight, State};
 
@@ -26,7 +25,7 @@ const CONFIRM_EVERY: usize = 10;
 /// `budget` is the budget stop, if a budget is used up.
 pub(crate) fn decide(
     cx: &Cx,
-    history: &[IterationRecord],
+    history: View,
     state: &State,
     cur: &InFlight,
     budget: Option<Stop>,
@@ -38,7 +37,7 @@ pub(crate) fn decide(
         .map(|e| e.verdict)
         .unwrap_or(Verdict::Invalid);
     // The statistics as they stand after this iteration.
-    let orientation = Orientation::of(
+    let orientation = Orientation::of_view(
         history,
         cx.brief.metric.noise_floor,
         cx.config.defaults.alpha,
@@ -58,7 +57,7 @@ pub(crate) fn decide(
             cx.brief.uses_builtin()
                 && crate::driver::builtin::can_sweep(
                     cx.brief,
-                    history,
+                    history.all()?,
                     cx.config.defaults.sweep as usize,
                 ),
         ),
@@ -85,9 +84,9 @@ pub(crate) fn decide(
     if out.stop.is_none() {
         divergence(cx, history, state, cur.iteration, &orientation, &mut out)?;
     }
-    let plateau = redlight::plateau_length(redlight::window(history));
+    let (plateau, _) = redlight::plateau_in(history.facts());
     if out.stop.is_none() && plateau == th.plateau {
-        let report = crate::subagents::analyze(history, orientation.theta1);
+        let report = crate::subagents::analyzer::analyze_in(history, orientation.theta1)?;
         out.alarms.push(Alarm::yellow(
             AlarmKind::Plateau,
             format!("{plateau} iterations without a keep; {report}"),
@@ -114,18 +113,17 @@ pub(crate) fn decide(
     // the morning report states, and a reached goal, come from a fresh
     // comparison of the start of the run with the current best.
     let keeps = history
+        .facts()
         .iter()
-        .filter(|r| r.verdict == Verdict::Keep)
+        .filter(|f| f.is(Verdict::Keep))
         .count();
-    let target_hit = verdict == Verdict::Keep
-        && !stop_is_red
-        && meets_target(cx, crate::history::best_value(history));
+    let target_hit =
+        verdict == Verdict::Keep && !stop_is_red && meets_target(cx, history.best_value());
     let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
     // Every stop confirms, a RED one included (its morning needs the
     // number most) and one past the wall budget (bounded at 20 pairs),
     // unless the best was confirmed already and nothing was kept since.
-    let end_of_run = out.stop.is_some()
-        && crate::history::confirmation_of(history, &state.best_commit).is_none();
+    let end_of_run = out.stop.is_some() && history.confirmation_of(&state.best_commit)?.is_none();
     if keeps > 0
         && out.confirmation.is_none()
         && out.rollback.is_none()
@@ -173,7 +171,7 @@ fn meets_target(cx: &Cx, value: f64) -> bool {
 
 /// Stop conditions decided by the history alone: red lights and a stall.
 fn stop_condition(
-    history: &[IterationRecord],
+    history: View,
     dir: Direction,
     th: &redlight::Thresholds,
     stall_after: u32,
@@ -192,17 +190,14 @@ fn stop_condition(
     };
     // Every red detector's kind names its stop; a kind without one
     // (unknown to this version) stops nothing.
-    if let Some((reason, alarm)) = redlight::red_alarms(history, dir, th)
+    if let Some((reason, alarm)) = redlight::red_alarms_in(history, dir, th)
         .into_iter()
         .find_map(|a| a.stop_reason().map(|r| (r, a)))
     {
         return mk(reason, alarm.evidence);
     }
-    let non_keeps = redlight::plateau_length(redlight::window(history));
+    let (non_keeps, screened) = redlight::plateau_in(history.facts());
     if non_keeps >= stall_after as usize && !sweeping {
-        let screened = redlight::since_keep(redlight::window(history))
-            .filter(|r| r.screened())
-            .count();
         let also = if screened > 0 {
             format!(" (and {screened} sweep points screened out)")
         } else {
@@ -222,7 +217,7 @@ fn stop_condition(
 /// rolls back to the last confirmed commit).
 fn divergence(
     cx: &Cx,
-    history: &[IterationRecord],
+    history: View,
     state: &State,
     iteration: u32,
     orientation: &Orientation,
@@ -230,7 +225,7 @@ fn divergence(
 ) -> Result<()> {
     let th = cx.config.defaults.red_lights;
     let run_sd = orientation.noise_sd() / std::f64::consts::SQRT_2;
-    let window = redlight::window(history);
+    let window = redlight::window_in(history);
     let Some(trend) = redlight::base_trend(window, cx.brief.metric.direction, run_sd, &th) else {
         return Ok(());
     };
@@ -265,7 +260,8 @@ fn divergence(
         out.confirmation = conf;
         return Ok(());
     }
-    let target = crate::history::last_confirmed_commit(history)
+    let target = history
+        .last_confirmed_commit()?
         .unwrap_or_else(|| state.start_commit.clone());
     let old_tip = state.best_commit.clone();
     let anchor = match &conf {

@@ -11,15 +11,16 @@ use super::Cx;
 use crate::error::{Error, Result};
 use crate::eval::{self, Orientation, RunFailure, Side, sequential};
 use crate::events::Event;
+use crate::history::View;
 use crate::history::short;
-use crate::model::{Alarm, AlarmKind, EvalOutcome, IterationRecord, Verdict};
+use crate::model::{Alarm, AlarmKind, EvalOutcome, Verdict};
 use crate::redlight;
 use crate::state::InFlight;
 use crate::stats::SplitMix64;
 
 pub(crate) fn run(
     cx: &Cx,
-    history: &[IterationRecord],
+    history: View,
     cur: &InFlight,
     orientation: &Orientation,
     seed: u64,
@@ -37,7 +38,7 @@ pub(crate) fn run(
 
 fn candidate(
     cx: &Cx,
-    history: &[IterationRecord],
+    history: View,
     cur: &InFlight,
     orientation: &Orientation,
     seed: u64,
@@ -45,16 +46,17 @@ fn candidate(
     // An exact repeat of an earlier candidate: its verdict stands, and
     // measuring it again would only spend the night.
     if let Some(tree) = &cur.tree
-        && let Some(earlier) = redlight::identical_candidate(history, tree)
+        && let Some(earlier) = redlight::identical_candidate_in(history.facts(), tree)
     {
+        let verdict = earlier.verdict.unwrap_or(Verdict::Discard);
         let reason = format!(
             "identical to the candidate of iteration {} (tree {}): its verdict ({}) is reused without measuring",
             earlier.iteration,
             short(tree),
-            earlier.verdict.as_str()
+            verdict.as_str()
         );
-        let mut out = EvalOutcome::unmeasured(earlier.verdict, reason.clone());
-        out.discard = earlier.discard_kind();
+        let mut out = EvalOutcome::unmeasured(verdict, reason.clone());
+        out.discard = earlier.discard;
         out.alarms = vec![Alarm::yellow(AlarmKind::IdenticalCandidate, reason)];
         return Ok(out);
     }
@@ -163,7 +165,7 @@ fn candidate(
     // recent runs, the paired test (afresh) only past the bar.
     let mut screened = None;
     let reference = if cx.brief.uses_builtin() && cur.plan.as_ref().is_some_and(|p| p.screen) {
-        eval::screen::base_reference(history, &cur.base_commit, &cur.brief_hash)
+        eval::screen::base_reference(history.all()?, &cur.base_commit, &cur.brief_hash)
     } else {
         Vec::new()
     };

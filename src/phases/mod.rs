@@ -216,8 +216,9 @@ impl<'a> Machine<'a> {
             && cur.done != Phase::Observe
             && cur.orientation.is_none()
         {
-            let before = &archive.history[..archive.history.len().min(cur.iteration as usize)];
-            cur.orientation = Some(orient::run(before, &brief, &project.config));
+            archive.history.settle()?;
+            let before = archive.history.view().before(cur.iteration as usize);
+            cur.orientation = Some(orient::run(before, &brief, &project.config)?);
             archive.save_state()?;
         }
         let executor = crate::executor::for_brief(
@@ -547,10 +548,9 @@ impl<'a> Machine<'a> {
 
     fn turn<'s>(&'s self, span: &'s Span, orientation: &'s Orientation) -> Result<Turn<'s>> {
         let c = self.current()?;
-        let history = &self.archive.history;
         // The in-flight iteration is in the archive once LEARN wrote it;
         // a driver sees only the iterations before it.
-        let before = &history[..history.len().min(c.iteration as usize)];
+        let before = self.archive.history.view().before(c.iteration as usize);
         Ok(self.turn_at(span, orientation, before, c.iteration))
     }
 
@@ -559,7 +559,7 @@ impl<'a> Machine<'a> {
         &'s self,
         span: &'s Span,
         orientation: &'s Orientation,
-        history: &'s [crate::model::IterationRecord],
+        history: crate::history::View<'s>,
         iteration: u32,
     ) -> Turn<'s> {
         Turn {
@@ -586,14 +586,11 @@ impl<'a> Machine<'a> {
         let c = self.current()?;
         Ok(match &c.orientation {
             Some(o) => o.clone(),
-            None => {
-                let h = &self.archive.history;
-                orient::run(
-                    &h[..h.len().min(c.iteration as usize)],
-                    &self.brief,
-                    &self.project.config,
-                )
-            }
+            None => orient::run(
+                self.archive.history.view().before(c.iteration as usize),
+                &self.brief,
+                &self.project.config,
+            )?,
         })
     }
 
@@ -601,6 +598,15 @@ impl<'a> Machine<'a> {
     /// outcome when the phase ended the step (PLAN found nothing to try,
     /// CHECK finished the iteration).
     fn run(&mut self, phase: Phase, beside: Option<Beside>) -> Result<Option<StepOutcome>> {
+        // The check of the files older than the window runs beside the
+        // first phases (the agent's PLAN and EXECUTE calls hide it): from
+        // EVALUATE on, whatever reads the history has it (history/view.rs).
+        if !matches!(
+            phase,
+            Phase::Observe | Phase::Orient | Phase::Plan | Phase::Execute
+        ) {
+            self.archive.history.settle()?;
+        }
         match phase {
             Phase::Observe => {
                 let best = self.archive.state.best_commit.clone();
@@ -609,12 +615,11 @@ impl<'a> Machine<'a> {
             Phase::Orient => {
                 let o = self.in_phase(phase, |m, _| {
                     let c = m.current()?;
-                    let h = &m.archive.history;
-                    Ok(orient::run(
-                        &h[..h.len().min(c.iteration as usize)],
+                    orient::run(
+                        m.archive.history.view().before(c.iteration as usize),
                         &m.brief,
                         &m.project.config,
-                    ))
+                    )
                 })?;
                 self.current_mut()?.orientation = Some(o);
             }
@@ -929,7 +934,7 @@ impl<'a> Machine<'a> {
             None => {
                 let d = check::decide(
                     &self.cx(span),
-                    &self.archive.history,
+                    self.archive.history.view(),
                     &self.archive.state,
                     &cur,
                     self.budget_stop(),
@@ -1128,15 +1133,19 @@ impl<'a> Machine<'a> {
         if state.best_commit == state.start_commit {
             return false;
         }
-        let h = &self.archive.history;
-        let earlier = &h[..rec.map_or(h.len(), |r| (r.iteration as usize).min(h.len()))];
+        let h = self.archive.history.view();
+        let earlier = h.before(rec.map_or(h.len(), |r| r.iteration as usize));
         let in_rec = rec.is_some_and(|r| {
             r.confirmation_failed.is_some()
                 || r.confirmation
                     .as_ref()
                     .is_some_and(|c| c.best == state.best_commit)
         });
-        !in_rec && crate::history::confirmation_of(earlier, &state.best_commit).is_none()
+        // An unreadable archive cannot show a confirmation: ask for one.
+        !in_rec
+            && earlier
+                .confirmation_of(&state.best_commit)
+                .map_or(true, |c| c.is_none())
     }
 
     /// EVALUATE's decision, made by the eval-runner as the subagent it is:
@@ -1152,7 +1161,7 @@ impl<'a> Machine<'a> {
         Option<crate::model::SubagentReport>,
     )> {
         let cur = self.current()?;
-        let (seed, history) = (self.archive.state.seed, &self.archive.history);
+        let (seed, history) = (self.archive.state.seed, self.archive.history.view());
         let runner = self
             .roster
             .with_role(crate::model::Role::Evaluate)
@@ -1194,10 +1203,10 @@ impl<'a> Machine<'a> {
         if cur.cut.is_some() {
             return Vec::new();
         }
-        let h = &self.archive.history;
+        let h = self.archive.history.view();
         analyze::due(
             self.roster.with_role(crate::model::Role::Analyze),
-            &h[..h.len().min(cur.iteration as usize)],
+            h.before(cur.iteration as usize).recent(),
             cur.iteration,
             self.brief.analyze.is_some(),
         )
@@ -1231,16 +1240,15 @@ impl<'a> Machine<'a> {
             return Ok((Vec::new(), Vec::new()));
         }
         let i = (rec.iteration as usize).min(self.archive.history.len());
-        let mut history = self.archive.history[..i].to_vec();
-        history.push(rec.clone());
-        let o = orient::run(&history[..i], &self.brief, &self.project.config);
-        let turn = self.turn_at(span, &o, &history[..i], rec.iteration);
+        let before = self.archive.history.view().before(i);
+        let o = orient::run(before, &self.brief, &self.project.config)?;
+        let turn = self.turn_at(span, &o, before, rec.iteration);
         let done = synthesize::run(
             &turn,
             &defs,
             &self.agent,
             &self.archive.state,
-            &history,
+            rec,
             stop,
             fresh,
         )?;
@@ -1269,21 +1277,22 @@ impl<'a> Machine<'a> {
         if defs.is_empty() || refused {
             return Ok(None);
         }
-        let history = &self.archive.history;
+        let view = self.archive.history.view();
+        let history = view.all()?;
         let budget = self.project.config.budget_for(&self.brief);
         let observed = crate::summary::Observed::of(
             &self.archive.dir,
-            history,
+            view,
             &budget,
             Some(stop),
             Some(self.archive.state.created_at),
-        );
+        )?;
         let Some(evaluation) = observed.evaluation else {
             return Ok(None);
         };
-        let o = orient::run(history, &self.brief, &self.project.config);
+        let o = orient::run(view, &self.brief, &self.project.config)?;
         let iteration = history.last().map(|r| r.iteration).unwrap_or(0);
-        let turn = self.turn_at(span, &o, history, iteration);
+        let turn = self.turn_at(span, &o, view, iteration);
         let done = judge::run(&turn, &defs, &self.agent, history, stop, &evaluation)?;
         for b in &done.breaches {
             span.emit(Event::Anomaly {
@@ -1322,18 +1331,19 @@ impl<'a> Machine<'a> {
         logged.extend(crate::anomalies::logged(
             &crate::events::segments::sealed_anomalies(&self.archive.dir),
         ));
-        let history = &self.archive.history;
+        let history = self.archive.history.view();
+        let (tokens, cost_usd) = history.spent();
         let spent = crate::anomalies::Spent {
             iterations: history.len().saturating_sub(1) as u32,
             wall_seconds: (chrono::Utc::now() - self.archive.state.created_at)
                 .num_milliseconds()
                 .max(0) as f64
                 / 1000.0,
-            tokens: history.iter().map(|r| r.tokens).sum(),
-            cost_usd: history.iter().map(|r| r.cost_usd).sum(),
+            tokens,
+            cost_usd,
         };
         let budget = self.project.config.budget_for(&self.brief);
-        for f in crate::anomalies::detect(&runs, history, &budget, spent, w) {
+        for f in crate::anomalies::detect(&runs, history.facts(), &budget, spent, w) {
             let key = f.key();
             if logged.contains(&key) {
                 continue;
@@ -1368,7 +1378,7 @@ impl<'a> Machine<'a> {
         budget::stop(
             &self.project.config.budget_for(&self.brief),
             &self.archive.state,
-            &self.archive.history,
+            self.archive.history.view(),
         )
     }
 
@@ -1457,10 +1467,10 @@ fn attach(
 
 /// ORIENT's output for a Brief with this archive, as the next PLAN gets it.
 pub fn orientation_of(
-    history: &[crate::model::IterationRecord],
+    history: crate::history::View,
     brief: &Brief,
     config: &Config,
-) -> Orientation {
+) -> Result<Orientation> {
     orient::run(history, brief, config)
 }
 

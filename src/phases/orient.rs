@@ -6,17 +6,18 @@
 
 use crate::brief::Brief;
 use crate::config::Config;
+use crate::error::Result;
 use crate::eval::Orientation;
-use crate::model::IterationRecord;
+use crate::history::View;
 
 /// ORIENT over the archive as it stands before the iteration.
-pub(crate) fn run(history: &[IterationRecord], brief: &Brief, config: &Config) -> Orientation {
-    let mut o = Orientation::of(
+pub(crate) fn run(history: View, brief: &Brief, config: &Config) -> Result<Orientation> {
+    let mut o = Orientation::of_view(
         history,
         brief.metric.noise_floor,
         config.defaults.alpha,
         config.defaults.pairs,
     );
-    o.analysis = crate::subagents::notes_for_plan(history);
-    o
+    o.analysis = crate::subagents::notes_for_plan(history)?;
+    Ok(o)
 }

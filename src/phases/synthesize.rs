@@ -29,13 +29,13 @@ pub(crate) fn run(
     defs: &[&Definition],
     agent: &MainAgent,
     state: &State,
-    history: &[IterationRecord],
+    rec: &IterationRecord,
     stop: Option<&Stop>,
     narrate: bool,
 ) -> Result<Dispatched> {
-    let Some(rec) = history.last() else {
-        return Ok(Dispatched::default());
-    };
+    let history = t.history;
+    let gathered = synthesizer::gather(history, rec, &state.best_commit)?;
+    let gathered = &gathered;
     let main = match agent {
         MainAgent::Command(c) => Some(c.as_ref()),
         MainAgent::Builtin => None,
@@ -43,7 +43,7 @@ pub(crate) fn run(
     fn input<'a>(
         t: &'a Turn,
         state: &'a State,
-        history: &'a [IterationRecord],
+        gathered: &'a synthesizer::Gathered,
         stop: Option<&'a Stop>,
         narrative: Option<(u32, &'a str)>,
     ) -> synthesizer::Input<'a> {
@@ -55,7 +55,7 @@ pub(crate) fn run(
             started: state.created_at,
             start_commit: &state.start_commit,
             best_commit: &state.best_commit,
-            history,
+            gathered,
             stop,
             narrative,
         }
@@ -78,7 +78,7 @@ pub(crate) fn run(
                                 Some(format!("{why}; the notes were written without a narrative"));
                         }
                         Ok(agent) => {
-                            let parts = parts(def, rec, history, t.orientation.theta1);
+                            let parts = parts(def, rec, history, t.orientation.theta1)?;
                             let parts: Vec<(Sees, &str)> =
                                 parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
                             let prompt =
@@ -123,7 +123,7 @@ pub(crate) fn run(
                 let written = synthesizer::write(
                     t.root,
                     notes_dir,
-                    &input(t, state, history, stop, narrative_at),
+                    &input(t, state, gathered, stop, narrative_at),
                 )?;
                 a.body = json!({
                     "notes": written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
@@ -143,9 +143,9 @@ pub(crate) fn run(
 fn parts(
     def: &Definition,
     rec: &IterationRecord,
-    history: &[IterationRecord],
+    history: crate::history::View,
     theta1: f64,
-) -> Vec<(Sees, String)> {
+) -> Result<Vec<(Sees, String)>> {
     let mut out = Vec::new();
     for s in &def.sees {
         let text = match s {
@@ -168,10 +168,10 @@ fn parts(
                 }
                 t
             }
-            Sees::HistoryStats => crate::subagents::analyze(history, theta1),
+            Sees::HistoryStats => crate::subagents::analyzer::analyze_in(history, theta1)?,
             _ => continue,
         };
         out.push((*s, text));
     }
-    out
+    Ok(out)
 }

@@ -6,9 +6,8 @@
 //! `analysis`) and handed to the next PLAN through ORIENT. Being plain
 //! code, it states facts, not guesses.
 
-use std::collections::BTreeMap;
-
-use crate::history::{IterationRecord, Verdict};
+use crate::error::Result;
+use crate::history::{IterationRecord, Verdict, View};
 use crate::model::AlarmKind;
 
 /// The latest pipeline-analyzer report in the archive, with the iteration
@@ -21,25 +20,29 @@ pub fn latest_report(history: &[IterationRecord]) -> Option<(u32, String)> {
 }
 
 fn report_of(r: &IterationRecord) -> Option<String> {
-    if let Some(a) = &r.analysis {
-        return Some(a.clone());
-    }
-    // Archives written before the report had its own field carry it in the
-    // plateau alarm's evidence, after "N iterations without a keep; ".
-    r.alarms
+    r.analysis_report()
+}
+
+/// [`latest_report`] of the archive a runner holds: the newest row with a
+/// report is read in full.
+pub fn latest_report_in(history: View) -> Result<Option<(u32, String)>> {
+    let Some(f) = history
+        .facts()
         .iter()
-        .find(|a| a.kind == AlarmKind::Plateau)
-        .map(|a| match a.evidence.split_once("; ") {
-            Some((_, report)) => report.to_string(),
-            None => a.evidence.clone(),
-        })
+        .rev()
+        .find(|f| f.has(crate::history::fact::flag::ANALYSIS))
+    else {
+        return Ok(None);
+    };
+    let r = history.record(f.iteration as usize)?;
+    Ok(report_of(&r).map(|t| (r.iteration, t)))
 }
 
 /// What the runner's analysis says to the next PLAN: the latest analyzer
 /// report and the alarms raised after the last iteration.
-pub fn notes_for_plan(history: &[IterationRecord]) -> Option<String> {
+pub fn notes_for_plan(history: View) -> Result<Option<String>> {
     let mut parts = Vec::new();
-    if let Some((at, report)) = latest_report(history) {
+    if let Some((at, report)) = latest_report_in(history)? {
         parts.push(format!(
             "Pipeline-analyzer report (after iteration {at}): {report}"
         ));
@@ -52,7 +55,7 @@ pub fn notes_for_plan(history: &[IterationRecord]) -> Option<String> {
             ));
         }
     }
-    (!parts.is_empty()).then(|| parts.join("\n"))
+    Ok((!parts.is_empty()).then(|| parts.join("\n")))
 }
 
 /// What fires the analyzer for the iteration after `history`: iteration 1,
@@ -83,34 +86,34 @@ pub fn triggers(
 
 /// The builtin pipeline-analyzer's report: what each axis has yielded.
 pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
-    #[derive(Default)]
-    struct Axis {
-        tries: usize,
-        keeps: usize,
-        worse: usize,
-        effects: Vec<f64>,
+    let mut ledger = crate::history::ledger::Ledger::default();
+    for r in history {
+        ledger.fold(r);
     }
-    let mut axes: BTreeMap<String, Axis> = BTreeMap::new();
-    for r in history.iter().filter(|r| r.verdict != Verdict::Baseline) {
-        for a in &r.axes {
-            let e = axes
-                .entry(format!("{} {}", a.name, a.direction))
-                .or_default();
-            e.tries += 1;
-            e.keeps += usize::from(r.verdict == Verdict::Keep);
-            if let Some(m) = &r.measured {
-                e.effects.push(m.effect);
-                e.worse += usize::from(m.ci.1 < 0.0);
-            }
-        }
-    }
-    let mut lines: Vec<String> = axes
+    let failures = history.iter().filter(|r| r.verdict.is_failure()).count();
+    report(&ledger, failures, theta1)
+}
+
+/// [`analyze`] of the archive a runner holds: the directions from its
+/// ledger, the failures from its rows.
+pub fn analyze_in(history: View, theta1: f64) -> Result<String> {
+    let failures = history
+        .facts()
+        .iter()
+        .filter(|f| f.verdict.is_some_and(Verdict::is_failure))
+        .count();
+    Ok(report(&history.ledger()?, failures, theta1))
+}
+
+fn report(ledger: &crate::history::ledger::Ledger, failures: usize, theta1: f64) -> String {
+    let mut lines: Vec<String> = ledger
+        .axes()
         .iter()
         .map(|(name, a)| {
-            let mean = if a.effects.is_empty() {
+            let mean = if a.measured == 0 {
                 0.0
             } else {
-                a.effects.iter().sum::<f64>() / a.effects.len() as f64
+                a.effect_sum / a.measured as f64
             };
             format!(
                 "{name}: {} tried, {} kept, {} significantly worse, mean effect {:+.1}%",
@@ -124,7 +127,6 @@ pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
     if lines.is_empty() {
         lines.push("no axis has been declared yet".into());
     }
-    let failures = history.iter().filter(|r| r.verdict.is_failure()).count();
     format!(
         "pipeline-analyzer (builtin): gains below θ₁ = {:.1}% cannot be seen; {failures} failed iteration(s); by axis — {}. Directions whose tries were all discarded are exhausted at their current step size: try a new axis or a smaller step.",
         theta1 * 100.0,
@@ -179,7 +181,21 @@ mod tests {
     #[test]
     fn the_next_plan_gets_the_report_and_the_last_alarms() {
         use crate::model::Alarm;
-        assert_eq!(notes_for_plan(&[]), None);
+        // The archive holds iterations 0.. in order: the rest are discards.
+        let notes = |h: &[IterationRecord]| {
+            let last = h.last().map_or(0, |r| r.iteration);
+            let all: Vec<IterationRecord> = (0..=last)
+                .filter(|_| !h.is_empty())
+                .map(|i| {
+                    h.iter()
+                        .find(|r| r.iteration == i)
+                        .cloned()
+                        .unwrap_or_else(|| IterationRecord::new(i, Verdict::Discard))
+                })
+                .collect();
+            notes_for_plan(crate::history::History::of(all).view()).unwrap()
+        };
+        assert_eq!(notes(&[]), None);
         let mut a = IterationRecord::new(4, Verdict::Discard);
         a.alarms = vec![Alarm::yellow(
             AlarmKind::Plateau,
@@ -188,7 +204,7 @@ mod tests {
         a.analysis = Some("pipeline-analyzer (builtin): axis X up".into());
         let mut b = IterationRecord::new(5, Verdict::Discard);
         b.alarms = vec![Alarm::yellow(AlarmKind::NoiseChanged, "s²/s_h² = 9".into())];
-        let text = notes_for_plan(&[a.clone(), b.clone()]).unwrap();
+        let text = notes(&[a.clone(), b.clone()]).unwrap();
         assert!(
             text.contains("(after iteration 4): pipeline-analyzer (builtin): axis X up"),
             "{text}"

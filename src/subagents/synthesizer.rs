@@ -9,9 +9,13 @@
 //! one type in every note, so Obsidian's property view never has to guess.
 //! A link is written only to a note this module writes (a kept iteration of
 //! the run, an earlier run's note that exists), so every link resolves.
-//! The notes are regenerated whole at each trigger: a kill in the middle
-//! leaves notes the next trigger rewrites, and no note holds a number the
-//! archive does not.
+//! The run note and the notes of the kept iterations the runner holds in
+//! full are regenerated at each trigger (a kill in the middle leaves notes
+//! the next trigger rewrites, and no note holds a number the archive does
+//! not); an older keep's note stays as it was written when it was kept.
+//! The run note lists the newest hundred keeps, falsified directions and
+//! alarms with the count of older ones, so a trigger after 10,000
+//! iterations costs what one after a hundred does.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -19,6 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::history::View;
+use crate::history::fact::{Fact, flag};
 use crate::model::{Direction, IterationRecord, Level, Stop, Verdict};
 
 /// What the notes are made of.
@@ -30,12 +36,109 @@ pub struct Input<'a> {
     pub started: chrono::DateTime<chrono::Utc>,
     pub start_commit: &'a str,
     pub best_commit: &'a str,
-    /// The run's archive, iteration 0 first, the iteration in hand included.
-    pub history: &'a [IterationRecord],
+    /// What the notes are written from (see [`gather`]).
+    pub gathered: &'a Gathered,
     pub stop: Option<&'a Stop>,
     /// A narrative paragraph a command synthesizer wrote for the iteration
     /// note of `iteration` (never a number of the runner's).
     pub narrative: Option<(u32, &'a str)>,
+}
+
+/// How many of the newest keeps, falsified directions and alarmed
+/// iterations the run note lists.
+const NEWEST: usize = 100;
+
+/// The records the notes are written from and what the older iterations
+/// add up to: the baseline, the newest keeps, falsified and alarmed
+/// iterations (at most [`NEWEST`] each) and the iteration in hand, in order.
+pub struct Gathered {
+    pub records: Vec<IterationRecord>,
+    /// Iterations after the baseline, the one in hand included.
+    pub iterations: u32,
+    /// Every kept iteration (a note's `builds_on` links to any of them).
+    pub kept: std::collections::BTreeSet<u32>,
+    pub keeps_older: usize,
+    pub falsified_older: usize,
+    pub alarms_older: usize,
+    /// The keep that made the current best and its value (none: the baseline).
+    pub best: (Option<u32>, f64),
+    pub confirmed: Option<(u32, crate::model::Confirmation)>,
+    /// Iteration notes from this iteration on are rendered (the runner holds
+    /// their records); older keeps' notes stay as they were written.
+    pub notes_from: u32,
+}
+
+/// Gathers the notes' records for `rec`, the iteration in hand, from the
+/// archive before it.
+pub fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> Result<Gathered> {
+    let facts = before.facts();
+    let newest = |bit: &dyn Fn(&Fact) -> bool, in_hand: bool| -> (Vec<u32>, usize) {
+        let mut all: Vec<u32> = facts
+            .iter()
+            .filter(|f| bit(f))
+            .map(|f| f.iteration)
+            .collect();
+        if in_hand {
+            all.push(rec.iteration);
+        }
+        let older = all.len().saturating_sub(NEWEST);
+        (all.split_off(older), older)
+    };
+    let (keeps, keeps_older) = newest(&|f| f.is(Verdict::Keep), rec.verdict == Verdict::Keep);
+    let (falsified, falsified_older) = newest(&|f| f.falsifies(), rec.falsifies());
+    let (alarmed, alarms_older) = newest(&|f| f.has(flag::ALARMS), !rec.alarms.is_empty());
+    let mut ids: Vec<u32> = std::iter::once(0)
+        .chain(keeps)
+        .chain(falsified)
+        .chain(alarmed)
+        .filter(|&i| i != rec.iteration && (i as usize) < facts.len())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut records: Vec<IterationRecord> = before
+        .records(&ids)?
+        .into_iter()
+        .map(std::borrow::Cow::into_owned)
+        .collect();
+    records.push(rec.clone());
+    records.sort_by_key(|r| r.iteration);
+    let mut kept: std::collections::BTreeSet<u32> = facts
+        .iter()
+        .filter(|f| f.is(Verdict::Keep))
+        .map(|f| f.iteration)
+        .collect();
+    if rec.verdict == Verdict::Keep {
+        kept.insert(rec.iteration);
+    }
+    let best = match rec.measured.as_ref() {
+        Some(m) if rec.verdict == Verdict::Keep && rec.commit.as_deref() == Some(best_commit) => {
+            (Some(rec.iteration), m.cand_median)
+        }
+        _ => before.best_of(best_commit),
+    };
+    let confirmed = match rec.confirmation.as_ref().filter(|c| c.best == best_commit) {
+        Some(c) => Some((rec.iteration, c.clone())),
+        None => before.confirmation_of(best_commit)?,
+    };
+    let notes_from = if before.whole() {
+        0
+    } else {
+        before
+            .recent()
+            .first()
+            .map_or(rec.iteration, |r| r.iteration)
+    };
+    Ok(Gathered {
+        records,
+        iterations: rec.iteration,
+        kept,
+        keeps_older,
+        falsified_older,
+        alarms_older,
+        best,
+        confirmed,
+        notes_from,
+    })
 }
 
 /// `<brief>-<run id>`: the run note's name.
@@ -156,15 +259,20 @@ fn narrative_of<'a>(input: &'a Input, r: &'a IterationRecord) -> Option<&'a str>
 pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, String)>> {
     let b = input.brief;
     let run = run_note(b, input.run_id);
-    let keeps: Vec<&IterationRecord> = input
-        .history
+    let g = input.gathered;
+    let keeps: Vec<&IterationRecord> = g
+        .records
         .iter()
         .filter(|r| r.verdict == Verdict::Keep)
         .collect();
-    let noted = |i: u32| keeps.iter().any(|r| r.iteration == i);
+    let noted = |i: u32| g.kept.contains(&i);
     let mut out = Vec::new();
     let mut iteration_notes = Vec::new();
     for r in &keeps {
+        let name = iteration_note(b, input.run_id, r.iteration);
+        iteration_notes.push((r.iteration, name));
+    }
+    for r in keeps.iter().filter(|r| r.iteration >= g.notes_from) {
         let name = iteration_note(b, input.run_id, r.iteration);
         let m = r.measured.as_ref();
         let builds_on: Vec<String> = r
@@ -241,13 +349,12 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
                 .map(|c| format!("; commit `{}`", crate::history::short(c)))
                 .unwrap_or_default()
         );
-        iteration_notes.push((r.iteration, name.clone()));
         out.push((name, s));
     }
 
-    let base = crate::history::baseline_value(input.history);
-    let (best_at, best) = crate::history::best_of(input.history, input.best_commit);
-    let confirmed = crate::history::confirmation_of(input.history, input.best_commit);
+    let base = crate::history::baseline_value(&g.records);
+    let (best_at, best) = g.best;
+    let confirmed = g.confirmed.as_ref().map(|(it, c)| (*it, c));
     let earlier: Vec<String> = earlier_runs.iter().map(|n| link(n)).collect();
     let status = match input.stop {
         Some(st) => format!("stopped: {}", st.reason.as_str()),
@@ -264,8 +371,8 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
         run_id: input.run_id.to_string(),
         status: status.clone(),
         metric: input.metric.to_string(),
-        iterations: input.history.len().saturating_sub(1) as u32,
-        keeps: keeps.len() as u32,
+        iterations: g.iterations,
+        keeps: g.kept.len() as u32,
         baseline_median: base.map(round),
         best_median: best.is_finite().then(|| round(best)),
         improvement_pct: base
@@ -320,6 +427,14 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
     if iteration_notes.is_empty() {
         let _ = writeln!(s, "Nothing kept yet.\n");
     } else {
+        if g.keeps_older > 0 {
+            let _ = writeln!(
+                s,
+                "{} earlier keeps have their notes in this folder; the newest {}:\n",
+                g.keeps_older,
+                iteration_notes.len()
+            );
+        }
         for (i, name) in &iteration_notes {
             let r = keeps.iter().find(|r| r.iteration == *i).expect("a keep");
             let _ = writeln!(
@@ -332,9 +447,17 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
         }
         s.push('\n');
     }
-    let falsified: Vec<&IterationRecord> = input.history.iter().filter(|r| r.falsifies()).collect();
+    let falsified: Vec<&IterationRecord> = g.records.iter().filter(|r| r.falsifies()).collect();
     if !falsified.is_empty() {
         let _ = writeln!(s, "> [!failure] Falsified directions");
+        if g.falsified_older > 0 {
+            let _ = writeln!(
+                s,
+                "> - {} earlier ones are in `iterations/{b}/falsified.md`; the newest {}:",
+                g.falsified_older,
+                falsified.len()
+            );
+        }
         for r in &falsified {
             let what = r.falsified_text().unwrap_or(&r.hypothesis);
             let _ = writeln!(
@@ -347,13 +470,20 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
         }
         s.push('\n');
     }
-    let alarms: Vec<(u32, &crate::model::Alarm)> = input
-        .history
+    let alarms: Vec<(u32, &crate::model::Alarm)> = g
+        .records
         .iter()
         .flat_map(|r| r.alarms.iter().map(move |a| (r.iteration, a)))
         .collect();
     if !alarms.is_empty() {
         let _ = writeln!(s, "> [!warning] Red lights and warnings");
+        if g.alarms_older > 0 {
+            let _ = writeln!(
+                s,
+                "> - {} earlier iterations raised alarms too (their files say which); the newest:",
+                g.alarms_older
+            );
+        }
         for (i, a) in &alarms {
             let level = if a.level == Level::Red {
                 "RED"

@@ -358,7 +358,8 @@ fn report_json_is_the_summary_json_beside_summary_md() {
     let r = t.ooda(&["report", "r", "--json"]).expect(0);
     assert_eq!(r.stdout, t.read("iterations/r/summary.json"));
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(v["schema"], 1);
+    assert_eq!(v["schema"], 2);
+    assert_eq!(v["folded"], serde_json::json!([]));
     assert_eq!(v["brief"], "r");
     assert_eq!(v["status"], "GREEN");
     let its = v["iterations"].as_array().unwrap();

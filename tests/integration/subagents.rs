@@ -781,7 +781,10 @@ fn the_analyzer_profiles_the_best_after_the_pairs_and_reports_to_the_next_plan()
     );
     assert_eq!(it1[profile]["worktree"], "base");
     // The next PLAN is told.
-    let notes = ooda::subagents::notes_for_plan(&[n.t.record("b", 0), rec.clone()]).unwrap();
+    let held = ooda::history::History::of(vec![n.t.record("b", 0), rec.clone()]);
+    let notes = ooda::subagents::notes_for_plan(held.view())
+        .unwrap()
+        .unwrap();
     assert!(notes.contains("bottleneck: parse_line"), "{notes}");
 }
 
