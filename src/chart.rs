@@ -63,7 +63,7 @@ pub struct Series {
 
 /// Markers beyond which the chart thins (a 760-pixel plot cannot show
 /// more; a 10,000-iteration SVG would be megabytes of overlapping dots).
-pub const MAX_MARKERS: usize = 2_000;
+pub const MAX_MARKERS: usize = 600;
 
 impl Series {
     pub fn of(history: &[IterationRecord], dir: Direction, best_commit: &str) -> Series {

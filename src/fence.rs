@@ -59,6 +59,19 @@ struct GitWatch {
     others: Vec<String>,
 }
 
+impl Drop for Fence {
+    /// The archive's kernel watch is kept for the next step (dir_watch.rs).
+    fn drop(&mut self) {
+        let watch = std::mem::replace(
+            &mut self.archive_watch,
+            ArchiveWatch::Stamps(BTreeMap::new()),
+        );
+        if let ArchiveWatch::Kernel(w) = watch {
+            w.keep(&self.archive);
+        }
+    }
+}
+
 /// One watched work tree: where, what to skip, whether to walk untracked
 /// folders, and its dirty files when the agent started.
 struct Watched {
@@ -94,7 +107,7 @@ impl Fence {
         Ok(Fence {
             trees,
             archive: archive.to_path_buf(),
-            archive_watch: match sandboxed.then(|| DirWatch::new(archive)) {
+            archive_watch: match sandboxed.then(|| DirWatch::fresh(archive)) {
                 Some(Ok(w)) => ArchiveWatch::Kernel(w),
                 _ => ArchiveWatch::Stamps(archive_files(archive)),
             },

@@ -496,16 +496,38 @@ pub fn falsified_in(v: View, max_chars: usize) -> Result<FalsifiedList> {
             }
         }
     }
-    // Each line shown takes its ids, ": " and at least one character.
-    let least: usize = entries.iter().map(|e| chars(&ids_text(&e.ids)) + 4).sum();
+    // Each line shown takes its ids, ": " and at least one character (the
+    // ids' length by arithmetic: thousands of them are only counted).
+    let least: usize = entries.iter().map(|e| ids_len(&e.ids) + 4).sum();
     if least > max_chars {
         return Ok(FalsifiedList {
             entries,
             texts: false,
         });
     }
-    let firsts: Vec<u32> = entries.iter().map(|e| e.ids[0]).collect();
-    for (e, r) in entries.iter_mut().zip(v.records(&firsts)?) {
+    // The texts from `falsified.md`, whose lines the runner appends, when
+    // a line's text hashes to its row's (it is a derived file: a line that
+    // does not, or a text a newline was taken out of, is read from its
+    // record instead).
+    let listed = falsified_lines(&v.dir().join(FALSIFIED_FILE));
+    let facts = v.facts();
+    let mut unread = Vec::new();
+    for (k, e) in entries.iter_mut().enumerate() {
+        let first = e.ids[0];
+        match listed.get(&first) {
+            Some((axis, text))
+                if crate::history::fact::hash(text.to_lowercase().as_bytes())
+                    == facts[first as usize].entry =>
+            {
+                e.text.clone_from(text);
+                e.axis.clone_from(axis);
+            }
+            _ => unread.push(k),
+        }
+    }
+    let firsts: Vec<u32> = unread.iter().map(|&k| entries[k].ids[0]).collect();
+    for (&k, r) in unread.iter().zip(v.records(&firsts)?) {
+        let e = &mut entries[k];
         e.text = crate::history::fact::entry_text(&r).unwrap_or_default();
         if let Some(a) = r.axes.first() {
             e.axis = format!("{} {}", a.name, a.direction);
@@ -515,6 +537,19 @@ pub fn falsified_in(v: View, max_chars: usize) -> Result<FalsifiedList> {
         entries,
         texts: true,
     })
+}
+
+/// The lines of a `falsified.md` by iteration: (direction, text).
+fn falsified_lines(path: &std::path::Path) -> std::collections::HashMap<u32, (String, String)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("- ")?;
+            let (n, rest) = rest.split_once(" (")?;
+            let (axis, text) = rest.split_once("): ")?;
+            Some((n.parse().ok()?, (axis.to_string(), text.to_string())))
+        })
+        .collect()
 }
 
 /// Falsified entries, with their texts or (too many to list) without.
@@ -528,6 +563,12 @@ impl FalsifiedList {
     pub fn count(&self) -> usize {
         self.entries.len()
     }
+}
+
+/// The length of [`ids_text`] of `ids`.
+fn ids_len(ids: &[u32]) -> usize {
+    let digits = |n: u32| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    ids.iter().map(|&n| digits(n)).sum::<usize>() + 2 * ids.len().saturating_sub(1)
 }
 
 fn ids_text(ids: &[u32]) -> String {
@@ -1495,6 +1536,13 @@ mod tests {
             for f in &entries {
                 assert!(file.contains(&f.text), "{}", f.text);
             }
+        }
+    }
+
+    #[test]
+    fn ids_len_is_the_length_of_ids_text() {
+        for ids in [vec![], vec![0], vec![7, 10, 999, 1000, 4_294_967_295]] {
+            assert_eq!(ids_len(&ids), ids_text(&ids).len(), "{ids:?}");
         }
     }
 

@@ -928,8 +928,8 @@ fn review_section(history: View) -> Result<String> {
 /// How many iterations (and falsified hypotheses) `summary.md` shows in
 /// full; older ones are folded into ranges, so the morning report of a
 /// 10,000-iteration history stays a page a person can read (every
-/// iteration file is still linked from its range, and `summary.json` keeps
-/// every row for scripts).
+/// iteration file is still linked from its range, and `summary.json`'s
+/// `folded` holds the ranges as data).
 const FULL_ROWS: usize = 200;
 
 /// At most this many folded rows: the range width grows with the history.

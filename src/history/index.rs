@@ -449,7 +449,7 @@ fn decode_all(raws: &[&[u8]], wanted: &[(usize, usize)]) -> Vec<Option<Line>> {
             .collect()
     };
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
-    if workers < 2 || wanted.len() < 512 {
+    if workers < 2 || wanted.len() < 128 {
         return one(wanted);
     }
     let per = wanted.len().div_ceil(workers);

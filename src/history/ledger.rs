@@ -34,7 +34,6 @@ pub struct NamedPattern {
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 struct Entry {
-    key: String,
     name: String,
     lesson: String,
     newest: u32,
@@ -58,7 +57,8 @@ pub struct PhaseUsage {
 pub struct Ledger {
     covers: usize,
     digest: u64,
-    entries: Vec<Entry>,
+    /// By name, lower-cased: a fold looks one up per pattern.
+    entries: BTreeMap<String, Entry>,
     /// Agent calls by phase (`Phase::as_str`).
     #[serde(default)]
     usage: BTreeMap<String, PhaseUsage>,
@@ -128,16 +128,7 @@ impl Ledger {
             if key.is_empty() {
                 continue;
             }
-            let entry = match self.entries.iter_mut().find(|e| e.key == key) {
-                Some(e) => e,
-                None => {
-                    self.entries.push(Entry {
-                        key,
-                        ..Entry::default()
-                    });
-                    self.entries.last_mut().unwrap_or_else(|| unreachable!())
-                }
-            };
+            let entry = self.entries.entry(key).or_default();
             entry.name = crate::compress::clip(&pat.name, 80);
             entry.lesson.clone_from(&pat.lesson);
             entry.newest = r.iteration;
@@ -190,7 +181,7 @@ impl Ledger {
 
     /// Every pattern, newest first, one per name (case-insensitive).
     pub fn entries(&self) -> Vec<NamedPattern> {
-        let mut e: Vec<&Entry> = self.entries.iter().collect();
+        let mut e: Vec<&Entry> = self.entries.values().collect();
         e.sort_by(|a, b| b.newest.cmp(&a.newest).then(a.pos.cmp(&b.pos)));
         e.into_iter()
             .map(|e| NamedPattern {

@@ -32,6 +32,10 @@ use crate::model::IterationRecord;
 /// How many of the newest iterations are held in full.
 pub const WINDOW: usize = 256;
 
+/// `ledger.json` is written once it lags this many records behind the
+/// window (an open folds the few it lacks from the index).
+const LEDGER_LAG: usize = 32;
+
 /// How an open went, for tests and the overhead benchmark.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Opened {
@@ -54,6 +58,10 @@ pub struct History {
     /// The check of the files older than the window, running.
     check: Option<JoinHandle<Vec<u32>>>,
     all: OnceLock<Vec<IterationRecord>>,
+    /// The ledger with the window folded on, once asked for.
+    folded: OnceLock<Ledger>,
+    /// Records folded into the ledger since `ledger.json` was written.
+    ledger_lag: usize,
     pub opened: Opened,
 }
 
@@ -85,6 +93,8 @@ impl History {
             ledger,
             check: None,
             all: OnceLock::new(),
+            folded: OnceLock::new(),
+            ledger_lag: 0,
             opened: Opened::default(),
         };
         let _ = h.all.set(records);
@@ -132,6 +142,8 @@ impl History {
             ledger,
             check,
             all: OnceLock::new(),
+            folded: OnceLock::new(),
+            ledger_lag: 0,
             opened: Opened {
                 from_table: true,
                 rebuilt: false,
@@ -158,7 +170,11 @@ impl History {
             p.fold(&r?);
         }
         p.seal(rows);
-        p.write(dir);
+        // Written once it lags: folding a few records on open is cheaper
+        // than writing the file at every tick.
+        if wanted.len() >= LEDGER_LAG {
+            p.write(dir);
+        }
         Some(p)
     }
 
@@ -193,6 +209,8 @@ impl History {
             ledger,
             check: None,
             all,
+            folded: OnceLock::new(),
+            ledger_lag: 0,
             opened: Opened {
                 from_table: false,
                 rebuilt: true,
@@ -227,6 +245,7 @@ impl History {
     /// iteration `rec.iteration` and any after it.
     pub fn put(&mut self, rec: IterationRecord, source: Option<(super::fact::Source, u64)>) {
         let i = rec.iteration as usize;
+        self.folded = OnceLock::new();
         let fact = Fact::of(&rec, source.map(|(s, _)| s).unwrap_or_default());
         // Where the window starts, before this record moves it.
         let first = self.first();
@@ -248,8 +267,10 @@ impl History {
                 self.ledger.fold(&r);
             }
             self.ledger.seal(&self.facts);
-            if !self.dir.as_os_str().is_empty() {
+            self.ledger_lag += extra;
+            if self.ledger_lag >= LEDGER_LAG && !self.dir.as_os_str().is_empty() {
                 self.ledger.write(&self.dir);
+                self.ledger_lag = 0;
             }
         }
         // Without a line, or when the table cannot take the row, the next
@@ -311,6 +332,11 @@ impl<'a> View<'a> {
             h: self.h,
             upto: self.upto.min(i),
         }
+    }
+
+    /// `iterations/<brief>` (empty for records held in memory only).
+    pub fn dir(self) -> &'a Path {
+        &self.h.dir
     }
 
     /// How many iterations (the baseline included).
@@ -402,6 +428,18 @@ impl<'a> View<'a> {
     /// What every iteration adds up to (patterns, the agents' usage): the
     /// ledger of those before the window with the window folded on.
     pub fn ledger(self) -> Result<Ledger> {
+        if self.upto == self.h.len() {
+            if let Some(l) = self.h.folded.get() {
+                return Ok(l.clone());
+            }
+            let l = self.ledger_folded()?;
+            let _ = self.h.folded.set(l.clone());
+            return Ok(l);
+        }
+        self.ledger_folded()
+    }
+
+    fn ledger_folded(self) -> Result<Ledger> {
         let first = self.h.first();
         let mut p = if self.upto < first {
             Ledger::default()
@@ -699,6 +737,40 @@ mod tests {
         assert_eq!(h.view().recent().len(), 6);
         assert_eq!(h.last(), Some(&amended));
         assert_eq!(h.view().all().unwrap()[5], amended);
+    }
+
+    #[test]
+    fn the_falsified_texts_come_from_falsified_md_when_its_lines_hash_right() {
+        let (dir, records) = archive(300);
+        let h = History::open(dir.path()).unwrap();
+        crate::prompt::sync_falsified(dir.path(), "b", h.view(), true).unwrap();
+        let direct = crate::prompt::falsified_entries(&records);
+        let check = |h: &History| {
+            let listed = crate::prompt::falsified_in(h.view(), usize::MAX).unwrap();
+            assert_eq!(listed.entries.len(), direct.len());
+            for (a, b) in listed.entries.iter().zip(&direct) {
+                assert_eq!((&a.ids, &a.text, &a.axis), (&b.ids, &b.text, &b.axis));
+            }
+        };
+        check(&h);
+        // A line edited in the derived file is not believed.
+        let path = dir.path().join(crate::prompt::FALSIFIED_FILE);
+        let first = direct[0].ids[0];
+        let text = std::fs::read_to_string(&path).unwrap();
+        let forged: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("- {first} (")) {
+                    let (head, _) = l.split_once("): ").unwrap();
+                    format!("{head}): a forged text\n")
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        assert_ne!(forged, text);
+        std::fs::write(&path, forged).unwrap();
+        check(&h);
     }
 
     /// What the window and the rows answer is what the whole history says.
