@@ -218,8 +218,9 @@ impl Archive {
 
     fn write_projections(&mut self, brief: &Brief, config: &Config) -> Result<()> {
         self.history.settle()?;
-        // Read again from the files since the last sync: falsified.md too.
-        let whole = self.history.take_rebuilt();
+        // Read again from the files since the last sync: falsified.md too
+        // (until a sync succeeds).
+        let whole = self.history.opened.rebuilt;
         let view = self.history.view();
         let orientation = Orientation::of_view(
             view,
@@ -238,6 +239,7 @@ impl Archive {
         // The complete falsified list, which a PLAN prompt points to once
         // it is too long to show.
         crate::prompt::sync_falsified(&self.dir, &brief.name, view, whole)?;
+        self.history.opened.rebuilt = false;
         // Artifacts of the discarded iterations that just left
         // `defaults.keep_artifacts` (src/gc.rs), once the newest iteration is
         // archived, so a tick leaves what `ooda gc` would: housekeeping, a

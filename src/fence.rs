@@ -163,15 +163,18 @@ impl Fence {
         }
         let before_changed = changed.len();
         changed.extend(self.archive_changed());
-        // The index is a cache every later reader believes while its stamps
-        // match: one the agent touched is removed (the runner rebuilds it
-        // from the iteration files), as ooda's refs are put back.
-        let index = self.archive.join(crate::history::index::FILE);
-        if changed[before_changed..]
-            .iter()
-            .any(|c| Path::new(c) == index)
-        {
-            let _ = std::fs::remove_file(&index);
+        // The index, the facts table and the ledger are caches every later
+        // reader believes while their stamps match: one the agent touched
+        // is removed (the runner rebuilds them from the iteration files),
+        // as ooda's refs are put back.
+        for cache in CACHES {
+            let path = self.archive.join(cache);
+            if changed[before_changed..]
+                .iter()
+                .any(|c| Path::new(c) == path)
+            {
+                let _ = std::fs::remove_file(&path);
+            }
         }
         if let Some(g) = &self.git {
             changed.extend(g.changed()?);
@@ -227,14 +230,21 @@ impl Fence {
 }
 
 /// The archive's files an agent must not change: the iteration files, their
-/// index, the summary and the checkpoint.
+/// caches, the summary and the checkpoint.
 fn watched_in_archive(name: &str) -> bool {
     stamped_in_archive(name) || name == "summary.md" || name == "state.json"
 }
 
+/// The caches of the iteration files (history/index.rs, history/view.rs).
+const CACHES: [&str; 3] = [
+    crate::history::index::FILE,
+    crate::history::facts::FILE,
+    crate::history::ledger::FILE,
+];
+
 /// Those of them many and never written during a step, stamped rather than read.
 fn stamped_in_archive(name: &str) -> bool {
-    (name.starts_with("iter-") && name.ends_with(".md")) || name == crate::history::index::FILE
+    (name.starts_with("iter-") && name.ends_with(".md")) || CACHES.contains(&name)
 }
 
 impl GitWatch {

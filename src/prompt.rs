@@ -509,7 +509,11 @@ pub fn falsified_in(v: View, max_chars: usize) -> Result<FalsifiedList> {
     // a line's text hashes to its row's (it is a derived file: a line that
     // does not, or a text a newline was taken out of, is read from its
     // record instead).
-    let listed = falsified_lines(&v.dir().join(FALSIFIED_FILE));
+    let listed = if v.dir().as_os_str().is_empty() {
+        Default::default()
+    } else {
+        falsified_lines(&v.dir().join(FALSIFIED_FILE))
+    };
     let facts = v.facts();
     let mut unread = Vec::new();
     for (k, e) in entries.iter_mut().enumerate() {
@@ -738,7 +742,20 @@ pub fn sync_falsified(
         .map(|f| f.iteration)
         .collect();
     let tail = if whole { None } else { file_tail(&path) };
-    let listed = tail.as_deref().map(last_listed);
+    // The last line must be what its row says (a derived file may be
+    // edited, or left from before a rebuild): else it is written whole.
+    let listed = tail.as_deref().map(last_listed).map(|l| match l {
+        Listed::Iteration(i)
+            if !tail.as_deref().and_then(last_text).is_some_and(|t| {
+                history.facts().get(i as usize).is_some_and(|f| {
+                    crate::history::fact::hash(t.to_lowercase().as_bytes()) == f.entry
+                })
+            }) =>
+        {
+            Listed::Unknown
+        }
+        other => other,
+    });
     let append: Option<Vec<u32>> = match listed {
         // Up to date.
         Some(Listed::Iteration(l)) if entries.last() == Some(&l) => Some(Vec::new()),
@@ -789,6 +806,12 @@ fn last_listed(tail: &str) -> Listed {
         .and_then(|l| l.split(' ').next())
         .and_then(|n| n.parse().ok())
         .map_or(Listed::Unknown, Listed::Iteration)
+}
+
+/// The text of the last line of a `falsified.md` tail.
+fn last_text(tail: &str) -> Option<&str> {
+    let last = tail.strip_suffix('\n')?.rsplit('\n').next()?;
+    Some(last.split_once("): ")?.1)
 }
 
 /// The last few kilobytes of a file (its last lines), if it can be read.

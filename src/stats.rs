@@ -294,8 +294,6 @@ pub fn min_detectable_effect(sd_d: f64, n: usize, alpha: f64, power: f64) -> f64
     (t_quantile(1.0 - alpha, df) + t_quantile(power, df)) * sd_d / (n as f64).sqrt()
 }
 
-/// Pooled variance of several samples' residuals: Σ SS_j / Σ (n_j − 1), and
-/// its degrees of freedom. Samples with fewer than two values add nothing.
 /// Clamps each value to median ± 3ŝ with ŝ = max(s_floor, 1.4826·MAD).
 pub fn winsorize_robust(d: &[f64], s_floor: f64) -> Vec<f64> {
     if d.len() < 3 {
@@ -324,6 +322,8 @@ pub fn noise_share(d: &[f64]) -> (f64, f64) {
     )
 }
 
+/// Pooled variance of several samples' residuals: Σ SS_j / Σ (n_j − 1), and
+/// its degrees of freedom. Samples with fewer than two values add nothing.
 pub fn pooled_variance<'a>(samples: impl IntoIterator<Item = &'a [f64]>) -> Option<(f64, f64)> {
     let (mut ss, mut df) = (0.0, 0.0);
     for x in samples {

@@ -31,6 +31,16 @@ pub(crate) struct Changes {
 /// An inotify instance watching one directory; closed on drop.
 pub(crate) struct DirWatch {
     fd: libc::c_int,
+    /// The directory's device and inode when the watch was set: a watch
+    /// kept for a later step is reused only on that same directory.
+    id: (u64, u64),
+}
+
+/// A directory's (device, inode).
+fn id_of(dir: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir)?;
+    Ok((m.dev(), m.ino()))
 }
 
 const MASK: u32 = libc::IN_MODIFY
@@ -50,12 +60,13 @@ impl DirWatch {
     pub(crate) fn new(dir: &Path) -> std::io::Result<DirWatch> {
         let path = CString::new(dir.as_os_str().as_bytes())
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        let id = id_of(dir)?;
         // SAFETY: no pointers; close-on-exec so no agent inherits the queue.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let watch = DirWatch { fd };
+        let watch = DirWatch { fd, id };
         // SAFETY: `path` is a NUL-terminated string that outlives the call.
         if unsafe { libc::inotify_add_watch(fd, path.as_ptr(), MASK) } < 0 {
             return Err(std::io::Error::last_os_error());
@@ -104,7 +115,10 @@ impl DirWatch {
             let i = k.iter().position(|(d, _)| d == dir)?;
             Some(k.swap_remove(i).1)
         });
+        // The same directory still (not removed, recreated or moved away
+        // since: a watch on the old one would see nothing).
         if let Some(w) = kept
+            && id_of(dir).is_ok_and(|id| id == w.id)
             && w.changes().is_ok_and(|c| !c.gone)
         {
             return Ok(w);
@@ -179,6 +193,19 @@ mod tests {
         std::fs::write(d.join("next"), "x").unwrap();
         let c = again.changes().unwrap();
         assert_eq!(c.names, BTreeSet::from([OsString::from("next")]));
+        // A directory removed and made again is watched afresh.
+        again.keep(d);
+        std::fs::remove_dir_all(d).unwrap();
+        std::fs::create_dir(d).unwrap();
+        let renewed = DirWatch::fresh(d).unwrap();
+        std::fs::write(d.join("after"), "x").unwrap();
+        assert!(
+            renewed
+                .changes()
+                .unwrap()
+                .names
+                .contains(&OsString::from("after"))
+        );
     }
 
     #[test]

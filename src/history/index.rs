@@ -41,7 +41,7 @@ pub const FILE: &str = "index.jsonl";
 /// How close a file's modification time may come to the moment its line
 /// was taken before the bytes are hashed: longer than the coarsest clock
 /// of a file system ooda may run on (FAT's two seconds).
-const RACY_NS: u64 = 3_000_000_000;
+pub(crate) const RACY_NS: u64 = 3_000_000_000;
 
 /// One line of the index, as read. (Flat rather than a flattened stamp:
 /// serde's `flatten` buffers every line before decoding it.)
@@ -535,27 +535,46 @@ fn hash(bytes: &[u8]) -> String {
     format!("{:016x}", super::fact::hash(bytes))
 }
 
-/// The iterations among `rows` whose file is no longer the one their row
-/// was taken from: missing, of another size or time, or, when the time is
-/// racy, of other bytes. One `stat` per file (a hash only on doubt): what
-/// a tick runs over the newest files, and beside its first phases over the
-/// rest (`view.rs`).
-pub fn stale(dir: &Path, rows: &[super::fact::Fact]) -> Vec<u32> {
-    rows.iter()
-        .filter(|f| {
-            let path = super::path_of(dir, f.iteration);
-            let Ok(meta) = std::fs::metadata(&path) else {
-                return true;
-            };
-            let s = &f.source;
-            if meta.len() != s.size || mtime_of(&meta) != s.mtime_ns {
-                return true;
-            }
-            s.mtime_ns.saturating_add(RACY_NS) >= s.taken_ns
-                && std::fs::read(&path).map_or(true, |b| super::fact::hash(&b) != s.hash)
-        })
-        .map(|f| f.iteration)
-        .collect()
+/// What a check of the iteration files against their rows found.
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// Iterations whose file is no longer the one their row was taken
+    /// from: missing, of another size or time, or, when the time is racy,
+    /// of other bytes.
+    pub stale: Vec<u32>,
+    /// Rows whose time was racy and whose bytes matched, now old enough to
+    /// be trusted by size and time: (iteration, when they were checked).
+    /// Re-stamped (`facts::restamp`), they are not hashed again.
+    pub settled: Vec<(u32, u64)>,
+}
+
+/// Checks the files of `rows`: one `stat` per file (a hash only on doubt).
+/// What a tick runs over the newest files, and beside its first phases
+/// over the rest (`view.rs`).
+pub fn stale(dir: &Path, rows: &[super::fact::Fact]) -> Checked {
+    let mut out = Checked::default();
+    let now = now_ns();
+    for f in rows {
+        let path = super::path_of(dir, f.iteration);
+        let Ok(meta) = std::fs::metadata(&path) else {
+            out.stale.push(f.iteration);
+            continue;
+        };
+        let s = &f.source;
+        if meta.len() != s.size || mtime_of(&meta) != s.mtime_ns {
+            out.stale.push(f.iteration);
+            continue;
+        }
+        if s.mtime_ns.saturating_add(RACY_NS) < s.taken_ns {
+            continue;
+        }
+        if std::fs::read(&path).map_or(true, |b| super::fact::hash(&b) != s.hash) {
+            out.stale.push(f.iteration);
+        } else if s.mtime_ns.saturating_add(RACY_NS) < now {
+            out.settled.push((f.iteration, now));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -129,11 +129,15 @@ impl Ledger {
                 continue;
             }
             let entry = self.entries.entry(key).or_default();
+            entry.seen += 1;
+            // Named twice in one iteration: its first lesson there stands.
+            if entry.seen > 1 && entry.newest == r.iteration {
+                continue;
+            }
             entry.name = crate::compress::clip(&pat.name, 80);
             entry.lesson.clone_from(&pat.lesson);
             entry.newest = r.iteration;
             entry.pos = pos;
-            entry.seen += 1;
         }
         self.covers = r.iteration as usize + 1;
     }
@@ -235,7 +239,7 @@ mod tests {
             rec(0, &[]),
             rec(1, &[("Cache", "old"), ("Tile", "t1")]),
             rec(2, &[("cache ", "new"), ("", "skipped")]),
-            rec(3, &[("Vector", "v"), ("Tile", "t2")]),
+            rec(3, &[("Vector", "v"), ("Tile", "t2"), ("vector", "later")]),
         ];
         let facts: Vec<Fact> = records
             .iter()
@@ -250,12 +254,14 @@ mod tests {
         assert_eq!(
             names,
             [
-                ("Vector", "v", 3, 1),
+                ("Vector", "v", 3, 2),
                 ("Tile", "t2", 3, 2),
                 ("cache", "new", 2, 2)
             ]
         );
         assert!(p.matches(&facts));
         assert!(!p.matches(&facts[..3]));
+        // As the prompt's list over records says.
+        assert_eq!(e, crate::prompt::pattern_entries(&records));
     }
 }

@@ -56,7 +56,9 @@ pub struct History {
     /// What the iterations before the window add up to (ledger.rs).
     ledger: Ledger,
     /// The check of the files older than the window, running.
-    check: Option<JoinHandle<Vec<u32>>>,
+    check: Option<JoinHandle<index::Checked>>,
+    /// A check found stale rows and the rebuild has not succeeded yet.
+    must_rebuild: bool,
     all: OnceLock<Vec<IterationRecord>>,
     /// The ledger with the window folded on, once asked for.
     folded: OnceLock<Ledger>,
@@ -92,6 +94,7 @@ impl History {
             baseline: records.first().cloned(),
             ledger,
             check: None,
+            must_rebuild: false,
             all: OnceLock::new(),
             folded: OnceLock::new(),
             ledger_lag: 0,
@@ -110,15 +113,28 @@ impl History {
         if table.index_len != index_len || super::path_of(dir, n as u32).exists() {
             return None;
         }
+        // A row pointing past the index is a damaged table, not a read.
+        let inside = |s: &super::fact::Source| {
+            s.line_at == u64::MAX
+                || s.line_at
+                    .checked_add(u64::from(s.line_len))
+                    .is_some_and(|end| end <= index_len)
+        };
+        if !table.rows.iter().all(|f| inside(&f.source)) {
+            return None;
+        }
         let first = n.saturating_sub(WINDOW);
         let mut shown: Vec<&Fact> = table.rows[first..].iter().collect();
         if first > 0 {
             shown.insert(0, &table.rows[0]);
         }
         let shown: Vec<Fact> = shown.into_iter().cloned().collect();
-        if !index::stale(dir, &shown).is_empty() {
+        let checked = index::stale(dir, &shown);
+        if !checked.stale.is_empty() {
             return None;
         }
+        let mut table = table;
+        restamp(dir, &mut table.rows, &checked.settled);
         let wanted: Vec<(u32, super::fact::Source)> =
             shown.iter().map(|f| (f.iteration, f.source)).collect();
         let mut read: Vec<IterationRecord> = index::read_span(dir, &wanted)
@@ -141,6 +157,7 @@ impl History {
             baseline,
             ledger,
             check,
+            must_rebuild: false,
             all: OnceLock::new(),
             folded: OnceLock::new(),
             ledger_lag: 0,
@@ -208,6 +225,7 @@ impl History {
             baseline,
             ledger,
             check: None,
+            must_rebuild: false,
             all,
             folded: OnceLock::new(),
             ledger_lag: 0,
@@ -220,24 +238,29 @@ impl History {
 
     /// Waits for the check of the older files; when one was edited (or is
     /// gone), reads the archive again from the files. Call before a phase
-    /// reads the history; returns whether it was rebuilt.
+    /// reads the history; returns whether it was rebuilt. A rebuild that
+    /// fails is tried again by the next call (nothing trusts rows that were
+    /// found stale).
     pub fn settle(&mut self) -> Result<bool> {
+        if self.must_rebuild {
+            *self = Self::rebuild(&self.dir)?;
+            return Ok(true);
+        }
         let Some(check) = self.check.take() else {
             return Ok(false);
         };
         // A check that panicked proved nothing: rebuild.
-        let clean = check.join().is_ok_and(|stale| stale.is_empty());
-        if clean {
-            return Ok(false);
+        match check.join() {
+            Ok(c) if c.stale.is_empty() => {
+                restamp(&self.dir, &mut self.facts, &c.settled);
+                Ok(false)
+            }
+            _ => {
+                self.must_rebuild = true;
+                *self = Self::rebuild(&self.dir)?;
+                Ok(true)
+            }
         }
-        *self = Self::rebuild(&self.dir)?;
-        Ok(true)
-    }
-
-    /// Whether the history was read again from the iteration files since
-    /// the last call (what is derived from it should be written whole).
-    pub fn take_rebuilt(&mut self) -> bool {
-        std::mem::take(&mut self.opened.rebuilt)
     }
 
     /// Archives `rec`, just written to its file with the index line
@@ -318,6 +341,21 @@ impl History {
     }
 }
 
+/// Moves the rows whose racy files were hashed and found unchanged out of
+/// the racy window, in memory and in `facts.bin` (else every later open
+/// would hash them again).
+fn restamp(dir: &Path, rows: &mut [Fact], settled: &[(u32, u64)]) {
+    if settled.is_empty() {
+        return;
+    }
+    for &(i, taken) in settled {
+        if let Some(f) = rows.get_mut(i as usize) {
+            f.source.taken_ns = taken;
+        }
+    }
+    let _ = facts::restamp(dir, settled);
+}
+
 /// The archive up to an iteration: what a phase of that iteration sees.
 #[derive(Clone, Copy)]
 pub struct View<'a> {
@@ -394,6 +432,11 @@ impl<'a> View<'a> {
             return Ok(Cow::Borrowed(r));
         }
         let fact = &self.h.facts[i];
+        if self.h.dir.as_os_str().is_empty() {
+            return Err(crate::error::Error::Internal(format!(
+                "iteration {i} is not held in memory"
+            )));
+        }
         if let Some(r) = index::read_at(&self.h.dir, fact.iteration, &fact.source) {
             return Ok(Cow::Owned(r));
         }
@@ -408,7 +451,12 @@ impl<'a> View<'a> {
             .filter(|&&i| self.get(i as usize).is_none())
             .map(|&i| (i, self.h.facts[i as usize].source))
             .collect();
-        let mut read = index::read_span(&self.h.dir, &missing).into_iter();
+        // Records held in memory only (`History::of`) have no files to read.
+        let mut read = if self.h.dir.as_os_str().is_empty() {
+            Vec::new().into_iter()
+        } else {
+            index::read_span(&self.h.dir, &missing).into_iter()
+        };
         its.iter()
             .map(|&i| match self.get(i as usize) {
                 Some(r) => Ok(Cow::Borrowed(r)),
@@ -657,6 +705,36 @@ mod tests {
         assert!(again.opened.from_table);
         assert!(!again.settle().unwrap());
         assert_eq!(again.facts()[7].hypothesis, expected);
+    }
+
+    #[test]
+    fn racy_rows_whose_files_hash_right_are_stamped_once() {
+        let (dir, _) = archive(300);
+        // Files from an hour ago, rows taken right after each write (as
+        // `index::append` takes them): racy, so each open hashed them.
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for i in 0..=300 {
+            let f = std::fs::File::options()
+                .write(true)
+                .open(history::path_of(dir.path(), i))
+                .unwrap();
+            f.set_modified(hour_ago).unwrap();
+        }
+        let h = History::open(dir.path()).unwrap();
+        assert!(h.opened.rebuilt);
+        let racy: Vec<(u32, u64)> = h
+            .facts()
+            .iter()
+            .map(|f| (f.iteration, f.source.mtime_ns + 1_000_000_000))
+            .collect();
+        facts::restamp(dir.path(), &racy).unwrap();
+        let mut h = History::open(dir.path()).unwrap();
+        assert!(h.opened.from_table, "hashed and found unchanged");
+        assert!(!h.settle().unwrap());
+        let is_racy = |f: &Fact| f.source.mtime_ns + index::RACY_NS >= f.source.taken_ns;
+        assert!(!h.facts().iter().any(is_racy), "re-stamped in memory");
+        let t = facts::read(dir.path()).unwrap();
+        assert!(!t.rows.iter().any(is_racy), "and in facts.bin");
     }
 
     #[test]

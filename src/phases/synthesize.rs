@@ -168,7 +168,10 @@ fn parts(
                 }
                 t
             }
-            Sees::HistoryStats => crate::subagents::analyzer::analyze_in(history, theta1)?,
+            // The archive before this iteration, and this iteration.
+            Sees::HistoryStats => {
+                crate::subagents::analyzer::analyze_with(history, Some(rec), theta1)?
+            }
             _ => continue,
         };
         out.push((*s, text));

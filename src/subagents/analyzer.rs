@@ -97,12 +97,22 @@ pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
 /// [`analyze`] of the archive a runner holds: the directions from its
 /// ledger, the failures from its rows.
 pub fn analyze_in(history: View, theta1: f64) -> Result<String> {
-    let failures = history
+    analyze_with(history, None, theta1)
+}
+
+/// [`analyze_in`] with `also`, an iteration not archived yet, counted on.
+pub fn analyze_with(history: View, also: Option<&IterationRecord>, theta1: f64) -> Result<String> {
+    let mut ledger = history.ledger()?;
+    let mut failures = history
         .facts()
         .iter()
         .filter(|f| f.verdict.is_some_and(Verdict::is_failure))
         .count();
-    Ok(report(&history.ledger()?, failures, theta1))
+    if let Some(r) = also {
+        ledger.fold(r);
+        failures += usize::from(r.verdict.is_failure());
+    }
+    Ok(report(&ledger, failures, theta1))
 }
 
 fn report(ledger: &crate::history::ledger::Ledger, failures: usize, theta1: f64) -> String {
