@@ -38,6 +38,27 @@ pub fn status_line(state: &State) -> String {
 /// iteration files (and `falsified.md`) hold.
 const LIST_NEWEST: usize = 200;
 
+/// The lists `summary.md` and `summary.json` both show, read once per
+/// sync: each is the newest records with a flag and how many older ones
+/// have it, and the named patterns (newest first).
+pub struct Lists<'a> {
+    falsified: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
+    alarmed: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
+    patterns: Vec<crate::history::ledger::NamedPattern>,
+}
+
+impl<'a> Lists<'a> {
+    pub fn of(history: View<'a>) -> Result<Lists<'a>> {
+        let mut patterns = history.patterns()?;
+        patterns.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(Lists {
+            falsified: newest_flagged(history, flag::FALSIFIED_TEXT)?,
+            alarmed: newest_flagged(history, flag::ALARMS)?,
+            patterns,
+        })
+    }
+}
+
 /// The records of the newest `LIST_NEWEST` rows of `history` with `bit`
 /// set, oldest first, and how many older rows have it.
 fn newest_flagged(
@@ -63,6 +84,7 @@ pub fn render(
     budget: &Budget,
     orientation: &Orientation,
     observed: &Observed,
+    lists: &Lists,
 ) -> Result<String> {
     let mut s = String::new();
     let metric = &brief.metric.name;
@@ -179,7 +201,7 @@ pub fn render(
         );
     }
     s.push('\n');
-    let (falsified, older) = newest_flagged(history, flag::FALSIFIED_TEXT)?;
+    let (falsified, older) = (&lists.falsified.0, lists.falsified.1);
     let _ = writeln!(s, "## Falsified directions\n");
     if falsified.is_empty() {
         let _ = writeln!(s, "None yet.\n");
@@ -191,7 +213,7 @@ pub fn render(
                 falsified.len()
             );
         }
-        for r in &falsified {
+        for r in falsified {
             let _ = writeln!(
                 s,
                 "- [{}]({}): {}",
@@ -203,14 +225,11 @@ pub fn render(
         s.push('\n');
     }
     s.push_str(&review_section(history)?);
-    let patterns = history.patterns()?;
     let _ = writeln!(s, "## Named patterns\n");
-    if patterns.is_empty() {
+    if lists.patterns.is_empty() {
         let _ = writeln!(s, "None yet.\n");
     } else {
-        let mut by_name: Vec<&crate::history::ledger::NamedPattern> = patterns.iter().collect();
-        by_name.sort_by(|a, b| a.name.cmp(&b.name));
-        for p in by_name {
+        for p in &lists.patterns {
             let _ = writeln!(
                 s,
                 "- **{}** — {} ([{}]({}))",
@@ -222,7 +241,7 @@ pub fn render(
         }
         s.push('\n');
     }
-    let (alarmed, older) = newest_flagged(history, flag::ALARMS)?;
+    let (alarmed, older) = (&lists.alarmed.0, lists.alarmed.1);
     let _ = writeln!(s, "## Red lights and warnings\n");
     if let Some(w) = &state.unconfined {
         let _ = writeln!(s, "- **Unsandboxed** — {w}.");
@@ -239,7 +258,7 @@ pub fn render(
                 alarmed.len()
             );
         }
-        for r in &alarmed {
+        for r in alarmed {
             for a in &r.alarms {
                 let level = match a.level {
                     crate::model::Level::Red => "RED",
@@ -656,7 +675,7 @@ struct Row {
 }
 
 /// A range of `summary.json`'s `folded`: what `summary.md` folds into one
-/// row, as data.
+/// row ([`folded_rows`] renders it).
 #[derive(serde::Serialize)]
 struct FoldedRow {
     first: u32,
@@ -731,6 +750,7 @@ pub fn json<'a>(
     budget: &Budget,
     orientation: &Orientation,
     observed: &'a Observed,
+    lists: &Lists,
 ) -> Result<Doc<'a>> {
     use serde_json::json;
     let facts = history.facts();
@@ -757,10 +777,9 @@ pub fn json<'a>(
             file: history::file_name(r.iteration),
         })
         .collect();
-    let mut patterns = history.patterns()?;
-    patterns.sort_by(|a, b| a.name.cmp(&b.name));
-    let (alarmed, alarms_older) = newest_flagged(history, flag::ALARMS)?;
-    let (falsified, falsified_older) = newest_flagged(history, flag::FALSIFIED_TEXT)?;
+    let patterns = &lists.patterns;
+    let (alarmed, alarms_older) = (&lists.alarmed.0, lists.alarmed.1);
+    let (falsified, falsified_older) = (&lists.falsified.0, lists.falsified.1);
     let (tokens, cost) = history.spent();
     let elapsed = (Utc::now() - state.created_at).to_std().unwrap_or_default();
     let head = json!({
@@ -853,9 +872,19 @@ pub fn write(
         state.stop.as_ref(),
         Some(state.created_at),
     )?;
+    let lists = Lists::of(history)?;
     write_atomic(
         &dir.join("summary.md"),
-        render(brief, state, history, budget, orientation, &observed)?.as_bytes(),
+        render(
+            brief,
+            state,
+            history,
+            budget,
+            orientation,
+            &observed,
+            &lists,
+        )?
+        .as_bytes(),
     )?;
     let data = serde_json::to_string_pretty(&json(
         brief,
@@ -864,6 +893,7 @@ pub fn write(
         budget,
         orientation,
         &observed,
+        &lists,
     )?)
     .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
     write_atomic(&dir.join("summary.json"), (data + "\n").as_bytes())?;
@@ -949,48 +979,37 @@ fn fold_point(history: View<'_>) -> (usize, Vec<&IterationRecord>) {
 }
 
 /// Table rows for iterations `1..` of `older` (iteration 0 is shown in
-/// full), a range per row with its counts and its keeps.
+/// full): the ranges of [`folded_json`], a row each with its counts and
+/// its keeps.
 fn folded_rows(older: &[Fact]) -> Vec<String> {
-    let older = older.get(1..).unwrap_or_default();
-    if older.is_empty() {
-        return Vec::new();
-    }
-    let width = older
-        .len()
-        .div_ceil(MAX_FOLDED_ROWS)
-        .next_multiple_of(10)
-        .max(10);
-    older
-        .chunks(width)
-        .map(|chunk| {
-            let (first, last) = (chunk[0].iteration, chunk[chunk.len() - 1].iteration);
-            let count = |f: &dyn Fn(&Fact) -> bool| chunk.iter().filter(|r| f(r)).count();
-            let keeps: Vec<&Fact> = chunk.iter().filter(|r| r.is(Verdict::Keep)).collect();
-            let mut kept = keeps
+    folded_json(older)
+        .iter()
+        .map(|f| {
+            let link = |i: u32| format!("[{i}]({})", history::file_name(i));
+            let mut kept = f
+                .keeps
                 .iter()
                 .take(5)
-                .map(|r| format!("[{}]({})", r.iteration, history::file_name(r.iteration)))
+                .map(|&i| link(i))
                 .collect::<Vec<_>>()
                 .join(", ");
-            if keeps.len() > 5 {
-                let _ = write!(kept, " and {} more", keeps.len() - 5);
+            if f.keeps.len() > 5 {
+                let _ = write!(kept, " and {} more", f.keeps.len() - 5);
             }
-            let best = keeps
-                .iter()
-                .filter_map(|r| r.measured().map(|m| m.effect))
-                .max_by(f64::total_cmp)
+            let best = f
+                .best_kept_effect
                 .map(|e| format!("best kept {}", crate::model::gain_text(e)))
                 .unwrap_or_else(|| "—".into());
             format!(
-                "| [{first}]({})–[{last}]({}) | {} folded | {} keep{}, {} discard ({} falsified), {} invalid, crash or blocked | {best} | — |",
-                history::file_name(first),
-                history::file_name(last),
-                chunk.len(),
-                keeps.len(),
+                "| {}–{} | {} folded | {} keep{}, {} discard ({} falsified), {} invalid, crash or blocked | {best} | — |",
+                link(f.first),
+                link(f.last),
+                f.count,
+                f.keep,
                 if kept.is_empty() { String::new() } else { format!(": {kept}") },
-                count(&|r| r.is(Verdict::Discard)),
-                count(&|r| r.falsifies()),
-                count(&|r| r.verdict.is_some_and(Verdict::is_failure)),
+                f.discard,
+                f.falsified,
+                f.failed,
             )
         })
         .collect()
