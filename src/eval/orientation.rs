@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use super::sequential::{self, NoiseHistory, Rule};
 use crate::history::View;
-use crate::history::fact::Fact;
 use crate::model::IterationRecord;
 
 /// The noise in force, when nothing was measured yet (the builtin search's
@@ -47,27 +46,25 @@ impl Orientation {
         alpha: f64,
         max_pairs: u32,
     ) -> Orientation {
-        let facts: Vec<Fact> = history
-            .iter()
-            .map(|r| Fact::of(r, Default::default()))
-            .collect();
-        Self::from_facts(&facts, history.first(), noise_floor, alpha, max_pairs)
+        let shares = history.iter().map(IterationRecord::noise_share);
+        Self::from_shares(shares, history.first(), noise_floor, alpha, max_pairs)
     }
 
     /// [`Orientation::of`] the archive a runner holds: the noise pooled
     /// from the rows' shares, α′ from the baseline.
     pub fn of_view(v: View, noise_floor: f64, alpha: f64, max_pairs: u32) -> Orientation {
-        Self::from_facts(v.facts(), v.baseline(), noise_floor, alpha, max_pairs)
+        let shares = v.facts().iter().map(|f| (f.noise_ss, f.noise_df));
+        Self::from_shares(shares, v.baseline(), noise_floor, alpha, max_pairs)
     }
 
-    fn from_facts(
-        facts: &[Fact],
+    fn from_shares(
+        shares: impl Iterator<Item = (f64, f64)>,
         first: Option<&IterationRecord>,
         noise_floor: f64,
         alpha: f64,
         max_pairs: u32,
     ) -> Orientation {
-        let noise = NoiseHistory::from_shares(facts.iter().map(|f| (f.noise_ss, f.noise_df)));
+        let noise = NoiseHistory::from_shares(shares);
         // α′ was simulated once, at the baseline, for the whole run and the
         // looks then in force. Looks changed since (an archive from before
         // the extension, or `pairs` edited) would spend more α than it was

@@ -65,23 +65,11 @@ impl NoiseHistory {
     /// Pools the within-sample variance of each sample of log ratios, each
     /// winsorized around its own median so one wild run cannot inflate it.
     pub fn pool<'a>(samples: impl IntoIterator<Item = &'a [f64]>) -> Option<NoiseHistory> {
-        let cleaned: Vec<Vec<f64>> = samples.into_iter().map(|d| winsorize(d, 0.0)).collect();
-        let (var, df) = stats::pooled_variance(cleaned.iter().map(Vec::as_slice))?;
-        Some(NoiseHistory {
-            s_h: var.sqrt(),
-            nu_h: df,
-        })
+        Self::from_shares(samples.into_iter().map(stats::noise_share))
     }
 
-    /// One sample's share of [`NoiseHistory::pool`]: the sum of squared
-    /// deviations of its winsorized values and their degrees of freedom
-    /// ((0, 0) for a sample the pool skips). Shares add up, so the archive
-    /// keeps one per iteration and pools them without the samples.
-    pub fn share(d: &[f64]) -> (f64, f64) {
-        stats::noise_share(d)
-    }
-
-    /// The pool of shares made by [`NoiseHistory::share`]: the same as
+    /// The pool of shares made by [`crate::stats::noise_share`] (one per
+    /// sample, `IterationRecord::noise_share`): the same as
     /// [`NoiseHistory::pool`] of their samples.
     pub fn from_shares(shares: impl IntoIterator<Item = (f64, f64)>) -> Option<NoiseHistory> {
         let (ss, df) = shares

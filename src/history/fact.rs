@@ -6,8 +6,8 @@
 //! counts by verdict, spent tokens, the pooled noise, which hypotheses and
 //! knob points were falsified, the chart's points. Decoding 10,000 full
 //! records to learn that was most of a tick at 10,000 iterations; a row of
-//! numbers and hashes per iteration is read and scanned in well under a
-//! millisecond. The row is a pure function of the record ([`Fact::of`]), so
+//! numbers and hashes per iteration needs no parsing and no allocation
+//! but its label. The row is a pure function of the record ([`Fact::of`]), so
 //! it can always be recomputed from the iteration file, which stays the
 //! source of truth (`facts.rs` keeps the table in step with the files).
 //!
@@ -147,17 +147,7 @@ impl Fact {
         set(entry.is_some(), flag::ENTRY);
         let m = rec.measured.as_ref();
         let nan = f64::NAN;
-        let pairs: Option<&[crate::model::Pair]> = rec
-            .calibration
-            .as_ref()
-            .map(|c| c.pairs.as_slice())
-            .or(m.map(|m| m.pairs.as_slice()));
-        let (noise_ss, noise_df) = pairs
-            .map(|p| {
-                let d: Vec<f64> = p.iter().map(|p| p.d).collect();
-                crate::stats::noise_share(&d)
-            })
-            .unwrap_or((0.0, 0.0));
+        let (noise_ss, noise_df) = rec.noise_share();
         let text_hash = |s: &str| if s.is_empty() { 0 } else { hash(s.as_bytes()) };
         Fact {
             iteration: rec.iteration,

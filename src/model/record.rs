@@ -309,6 +309,20 @@ impl IterationRecord {
             })
     }
 
+    /// This iteration's share of the pooled noise (`NoiseHistory::pool`):
+    /// of its calibration pairs, else of its measured pairs.
+    pub fn noise_share(&self) -> (f64, f64) {
+        self.calibration
+            .as_ref()
+            .map(|c| c.pairs.as_slice())
+            .or(self.measured.as_ref().map(|m| m.pairs.as_slice()))
+            .map(|p| {
+                let d: Vec<f64> = p.iter().map(|p| p.d).collect();
+                crate::stats::noise_share(&d)
+            })
+            .unwrap_or((0.0, 0.0))
+    }
+
     /// One line for digests and summaries: signed effect in percent, if measured.
     pub fn effect_text(&self) -> String {
         match &self.measured {
