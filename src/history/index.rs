@@ -578,12 +578,13 @@ pub fn stale(dir: &Path, rows: &[super::fact::Fact]) -> Checked {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::history::{self, RenderContext};
     use std::time::Duration;
 
-    fn ctx() -> RenderContext<'static> {
+    /// The render context the archive tests write with.
+    pub(crate) fn ctx() -> RenderContext<'static> {
         RenderContext {
             goal: "Make it fast.",
             metric: "time_ms",

@@ -621,15 +621,8 @@ impl<'a> View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::{self, RenderContext, fact};
-
-    fn ctx() -> RenderContext<'static> {
-        RenderContext {
-            goal: "Make it fast.",
-            metric: "time_ms",
-            direction_word: "lower is better",
-        }
-    }
+    use crate::history::index::tests::ctx;
+    use crate::history::{self, fact};
 
     /// An archive of `n` synthetic iterations written by the archive's
     /// writer, and its records.
