@@ -142,7 +142,7 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     // the agent as with a real CLI; it proposes a new X each iteration.
     write(
         "ooda-agent.sh",
-        "#!/bin/sh\ncat > /dev/null\ncase \"$OODA_PHASE\" in\n  plan) x=$(( (OODA_ITERATION * 3) % 70 + 11 )); printf '{\"hypothesis\": \"X=%s\", \"change\": \"X\", \"cites\": [0], \"axes\": [{\"name\": \"X\", \"direction\": \"up\"}], \"predicted_effect\": 0.01, \"predicted_sd\": 0.02, \"knobs\": {\"X\": %s}}' $x $x > \"$OODA_OUTPUT_FILE\" ;;\n  execute) echo done ;;\n  learn) printf '{\"patterns\": []}' > \"$OODA_OUTPUT_FILE\" ;;\nesac\n",
+        "#!/bin/sh\ncat > /dev/null\ncase \"$OODA_PHASE\" in\n  plan) x=$(( (OODA_ITERATION * 3) % 70 + 11 )); printf '{\"hypothesis\": \"X=%s\", \"change\": \"X\", \"cites\": [0], \"axes\": [{\"name\": \"X\", \"direction\": \"up\"}], \"predicted_effect\": 0.01, \"predicted_sd\": 0.02, \"knobs\": {\"X\": %s}}' $x $x > \"$OODA_OUTPUT_FILE\" ;;\n  execute) echo done ;;\n  learn) printf '{\"narrative\": \"X=%s measured\"}' $OODA_ITERATION > \"$OODA_OUTPUT_FILE\" ;;\nesac\n",
     )?;
     run(std::process::Command::new("chmod").args(["+x", "bench.sh", "ooda-agent.sh"]))?;
     std::fs::create_dir_all(root.join("briefs")).map_err(|e| e.to_string())?;
@@ -249,6 +249,17 @@ fn main() -> std::process::ExitCode {
         .ok()
         .and_then(|p| p.parent()?.parent().map(|d| d.join("ooda")))
         .filter(|p| p.is_file());
+    // The ticks first: the status table deletes three histories of every
+    // length when it is done, and ext4 then spends a while skipping those
+    // inodes (recently deleted) whenever a tick creates a file.
+    let ticks = match ooda.as_deref().map(|o| tick_table(o, &tick_sizes)) {
+        Some(Ok(rows)) => Some(rows),
+        Some(Err(e)) => {
+            eprintln!("{e}");
+            return std::process::ExitCode::from(1);
+        }
+        None => None,
+    };
     println!(
         "| iterations per Brief | Briefs | status, every file parsed (old) | status, through the index | peak RSS of `ooda status` |"
     );
@@ -320,27 +331,52 @@ fn main() -> std::process::ExitCode {
             stats.total, stats.falsified_entries, stats.digest_folded
         );
     }
-    let Some(ooda) = ooda else {
+    let Some(rows) = ticks else {
         println!(
             "\n(no release binary beside the example: `cargo build --release` for the tick table)"
         );
         return std::process::ExitCode::SUCCESS;
     };
     println!(
-        "\n| iterations | one `ooda tick` (median) | its commands | runner overhead | more than at 10 |"
+        "\n| iterations | one `ooda tick` (median) | its commands | runner overhead | more than at 10 (median of rounds) | range over rounds |"
     );
-    println!("|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {:.1} ms | {:.1} ms | {:.1} ms | {:+.1} ms | {:+.1} .. {:+.1} ms |",
+            r.n, r.ms, r.commands, r.overhead, r.more, r.range.0, r.range.1
+        );
+    }
+    std::process::ExitCode::SUCCESS
+}
+
+/// One row of the tick table.
+struct TickRow {
+    n: u32,
+    ms: f64,
+    commands: f64,
+    overhead: f64,
+    /// The median over rounds of this length's overhead less the
+    /// shortest's in the same round, and the least and most of those.
+    more: f64,
+    range: (f64, f64),
+}
+
+/// Ticks of the release binary after each length of history (the first
+/// is the reference), in rounds.
+fn tick_table(ooda: &Path, tick_sizes: &[u32]) -> Result<Vec<TickRow>, String> {
     // Every project first, one untimed tick each (the runner builds its
     // index and facts table), then the timed ticks in turns: one tick of
     // each length per round, so the machine's state (its page cache, the
-    // file system's free inodes) is the same for every length.
+    // file system's free inodes) is the same for every length, and each
+    // length is compared with the reference within its round (paired, as
+    // the eval-runner compares a candidate with its base).
     let mut projects = Vec::new();
-    for &n in &tick_sizes {
-        let dir = tempfile::tempdir().expect("a scratch directory");
-        if let Err(e) = tick_project(&ooda, dir.path(), n).and_then(|()| tick(&ooda, dir.path())) {
-            eprintln!("a tick after {n} iterations failed: {e}");
-            return std::process::ExitCode::from(1);
-        }
+    for &n in tick_sizes {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        tick_project(ooda, dir.path(), n)
+            .and_then(|()| tick(ooda, dir.path()))
+            .map_err(|e| format!("a tick after {n} iterations failed: {e}"))?;
         projects.push((n, dir, Vec::new()));
     }
     // OVERHEAD_ROUNDS: more rounds for a steadier median on a noisy machine.
@@ -348,30 +384,35 @@ fn main() -> std::process::ExitCode {
         .ok()
         .and_then(|r| r.parse().ok())
         .filter(|&r| r > 0)
-        .unwrap_or(5);
+        .unwrap_or(9);
     for _ in 0..rounds {
         for (n, dir, times) in &mut projects {
-            match tick(&ooda, dir.path()) {
-                Ok(t) => times.push(t),
-                Err(e) => {
-                    eprintln!("a tick after {n} iterations failed: {e}");
-                    return std::process::ExitCode::from(1);
-                }
-            }
+            let t = tick(ooda, dir.path())
+                .map_err(|e| format!("a tick after {n} iterations failed: {e}"))?;
+            times.push(t);
         }
     }
-    let mut first = None;
+    let reference: Vec<f64> = projects[0].2.iter().map(|(ms, c)| ms - c).collect();
+    let mut rows = Vec::new();
     for (n, dir, times) in projects {
         if std::env::var_os("OVERHEAD_KEEP").is_some() {
             eprintln!("kept {}", dir.keep().display());
         }
+        let mut more: Vec<f64> = times
+            .iter()
+            .zip(&reference)
+            .map(|((ms, c), r)| ms - c - r)
+            .collect();
+        more.sort_by(f64::total_cmp);
         let (ms, commands) = median(times);
-        let overhead = ms - commands;
-        let base = *first.get_or_insert(overhead);
-        println!(
-            "| {n} | {ms:.1} ms | {commands:.1} ms | {overhead:.1} ms | {:+.1} ms |",
-            overhead - base
-        );
+        rows.push(TickRow {
+            n,
+            ms,
+            commands,
+            overhead: ms - commands,
+            more: more[more.len() / 2],
+            range: (more[0], more[more.len() - 1]),
+        });
     }
-    std::process::ExitCode::SUCCESS
+    Ok(rows)
 }

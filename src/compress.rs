@@ -1068,15 +1068,19 @@ fn clamp_chars(text: String, budget: usize) -> String {
 
 /// Redaction rules: (pattern, replacement). Specific token shapes come first so that a
 /// `KEY=sk-…` line reads `KEY=[REDACTED]`, not a half-replaced token.
+// ASCII word boundaries (`(?-u:\b)`): a Unicode one makes the regex crate
+// leave its DFA for a slow engine at the first non-ASCII byte, and every
+// prompt (θ₁, dashes) and many logs have one. A key's alphabet is ASCII;
+// a letter like `é` before it now counts as a boundary, which redacts more.
 static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
         // Anthropic and OpenAI API keys (sk-ant-…, sk-proj-…, sk-…).
-        (r"\bsk-[A-Za-z0-9_\-]{16,}", "[REDACTED]"),
+        (r"(?-u:\b)sk-[A-Za-z0-9_\-]{16,}", "[REDACTED]"),
         // GitHub tokens: classic (ghp_, gho_, ghu_, ghs_, ghr_) and fine-grained.
-        (r"\bgh[pousr]_[A-Za-z0-9]{20,}", "[REDACTED]"),
-        (r"\bgithub_pat_[A-Za-z0-9_]{20,}", "[REDACTED]"),
+        (r"(?-u:\b)gh[pousr]_[A-Za-z0-9]{20,}", "[REDACTED]"),
+        (r"(?-u:\b)github_pat_[A-Za-z0-9_]{20,}", "[REDACTED]"),
         // AWS access key ids.
-        (r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "[REDACTED]"),
+        (r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)", "[REDACTED]"),
         // Private key blocks (PEM, OpenSSH, PGP), also cut off before their end.
         (
             r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----|(?:\r?\n[A-Za-z0-9+/=:, -]*)*)",
@@ -1084,20 +1088,20 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         // JSON web tokens: header.payload.signature, the first two base64 JSON.
         (
-            r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+            r"(?-u:\b)eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
             "[REDACTED]",
         ),
         // Stripe secret and restricted keys.
-        (r"\b(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{20,}", "[REDACTED]"),
+        (r"(?-u:\b)(?:sk|rk)_(?:live|test|prod)_[A-Za-z0-9]{20,}", "[REDACTED]"),
         // Google API keys.
-        (r"\bAIza[0-9A-Za-z_-]{35}", "[REDACTED]"),
+        (r"(?-u:\b)AIza[0-9A-Za-z_-]{35}", "[REDACTED]"),
         // Slack tokens.
-        (r"\bxox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
+        (r"(?-u:\b)xox[baprs]-[A-Za-z0-9\-]{10,}", "[REDACTED]"),
         // Authorization headers and the like.
-        (r"(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", "${1}[REDACTED]"),
+        (r"(?i)(?-u:\b)(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*", "${1}[REDACTED]"),
         // Basic auth: only in the header, where "basic" is no English word.
         (
-            r"(?i)\b((?:proxy-)?authorization(?::[ \t]*|=)basic(?:[ \t]+|%20))[A-Za-z0-9+/]{8,}=*",
+            r"(?i)(?-u:\b)((?:proxy-)?authorization(?::[ \t]*|=)basic(?:[ \t]+|%20))[A-Za-z0-9+/]{8,}=*",
             "${1}[REDACTED]",
         ),
         // Credentials in URLs: scheme://user:password@host.
@@ -1106,7 +1110,7 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // "client_secret": "…", password=…. Keys must end in the secret word, so
         // max_tokens=100 and $PWD stay.
         (
-            r#"(?i)\b([A-Za-z0-9_.\-]*(?:api_?key|token|secret|password|passwd|access_key)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;&"']+)"#,
+            r#"(?i)(?-u:\b)([A-Za-z0-9_.\-]*(?:api_?key|token|secret|password|passwd|access_key)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;&"']+)"#,
             "${1}[REDACTED]",
         ),
     ]

@@ -20,6 +20,7 @@ use crate::model::{AgentCall, GuardResult};
 pub use crate::model::{IterationRecord, Prediction, Verdict};
 pub use index::LoadStats;
 
+pub mod axis;
 pub mod fact;
 pub mod facts;
 pub mod index;

@@ -34,27 +34,34 @@ pub fn status_line(state: &State) -> String {
 
 /// How many of the newest entries the lists of `summary.md` and
 /// `summary.json` that grow with the history (falsified statements,
-/// alarms, failures, review notes) show; each says how many older ones the
-/// iteration files (and `falsified.md`) hold.
-const LIST_NEWEST: usize = 200;
+/// alarms, failures, review notes, named patterns) show; each says how
+/// many older ones the iteration files (and `falsified.md`) hold. A
+/// hundred is a night's worth.
+const LIST_NEWEST: usize = 100;
 
 /// The lists `summary.md` and `summary.json` both show, read once per
 /// sync: each is the newest records with a flag and how many older ones
-/// have it, and the named patterns (newest first).
+/// have it, and the named patterns whose latest lessons are the newest (by
+/// name) and how many others there are.
 pub struct Lists<'a> {
     falsified: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     alarmed: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     patterns: Vec<crate::history::ledger::NamedPattern>,
+    patterns_older: usize,
 }
 
 impl<'a> Lists<'a> {
     pub fn of(history: View<'a>) -> Result<Lists<'a>> {
+        // Newest lesson first (the ledger's order).
         let mut patterns = history.patterns()?;
+        let patterns_older = patterns.len().saturating_sub(LIST_NEWEST);
+        patterns.truncate(LIST_NEWEST);
         patterns.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(Lists {
             falsified: newest_flagged(history, flag::FALSIFIED_TEXT)?,
             alarmed: newest_flagged(history, flag::ALARMS)?,
             patterns,
+            patterns_older,
         })
     }
 }
@@ -229,6 +236,14 @@ pub fn render(
     if lists.patterns.is_empty() {
         let _ = writeln!(s, "None yet.\n");
     } else {
+        if lists.patterns_older > 0 {
+            let _ = writeln!(
+                s,
+                "{} more patterns were last taught longer ago (each one's latest lesson is in the iteration file of that lesson); the {} taught most recently:\n",
+                lists.patterns_older,
+                lists.patterns.len()
+            );
+        }
         for p in &lists.patterns {
             let _ = writeln!(
                 s,
@@ -814,6 +829,7 @@ pub fn json<'a>(
             .iter()
             .map(|p| json!({"name": p.name, "lesson": p.lesson, "iteration": p.newest}))
             .collect::<Vec<_>>(),
+        "patterns_older": lists.patterns_older,
         "alarms": alarmed
             .iter()
             .flat_map(|r| r.alarms.iter().map(move |a| json!({
@@ -960,7 +976,7 @@ fn review_section(history: View) -> Result<String> {
 /// 10,000-iteration history stays a page a person can read (every
 /// iteration file is still linked from its range, and `summary.json`'s
 /// `folded` holds the ranges as data).
-const FULL_ROWS: usize = 200;
+const FULL_ROWS: usize = 100;
 
 /// At most this many folded rows: the range width grows with the history.
 const MAX_FOLDED_ROWS: usize = 50;

@@ -17,9 +17,7 @@
 
 use crate::model::{DiscardKind, IterationRecord, Verdict};
 
-/// Bytes of the first axis's label a row keeps (`TILE up`): the folded
-/// falsified list names directions, never more than a short label.
-pub const AXIS_BYTES: usize = 48;
+pub use super::axis::{AXIS_BYTES, Axis};
 
 /// Where an iteration file was when its row was taken, and where its record
 /// is in `index.jsonl`: what the table is checked against.
@@ -39,7 +37,7 @@ pub struct Source {
 }
 
 /// An iteration's facts.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Fact {
     pub iteration: u32,
     pub verdict: Option<Verdict>,
@@ -76,7 +74,7 @@ pub struct Fact {
     pub commit: u64,
     pub rollback_to: u64,
     /// The first axis's label, clipped to [`AXIS_BYTES`].
-    pub axis: String,
+    pub axis: Axis,
     /// Start and end, seconds since the epoch.
     pub started: i64,
     pub finished: i64,
@@ -180,12 +178,11 @@ impl Fact {
             tree: rec.tree.as_deref().map_or(0, |t| hash(t.as_bytes())),
             commit: rec.commit.as_deref().map_or(0, |t| hash(t.as_bytes())),
             rollback_to: rec.rollback_to.as_deref().map_or(0, |t| hash(t.as_bytes())),
-            axis: clip_bytes(
+            axis: Axis::new(
                 &rec.axes
                     .first()
                     .map(|a| format!("{} {}", a.name, a.direction))
                     .unwrap_or_else(|| "no axis named".into()),
-                AXIS_BYTES,
             ),
             started: rec.started.timestamp(),
             finished: rec.finished.timestamp(),
@@ -279,17 +276,6 @@ pub fn hash(bytes: &[u8]) -> u64 {
 }
 
 /// `s` cut to at most `max` bytes at a character boundary.
-fn clip_bytes(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,9 +299,4 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_long_axis_label_is_cut_at_a_character() {
-        assert_eq!(clip_bytes("ééé", 3), "é");
-        assert_eq!(clip_bytes("abc", 3), "abc");
-    }
 }

@@ -13,7 +13,7 @@
 use std::io::{Read as _, Seek as _, SeekFrom, Write as _};
 use std::path::{Path, PathBuf};
 
-use super::fact::{AXIS_BYTES, Fact, Source};
+use super::fact::{AXIS_BYTES, Axis, Fact, Source};
 use crate::error::{Error, Result};
 use crate::model::{DiscardKind, Verdict};
 
@@ -56,6 +56,7 @@ pub fn read(dir: &Path) -> Option<Table> {
         return None;
     }
     let mut rows = Vec::with_capacity(count);
+    prefault(&mut rows);
     let mut row = [0u8; ROW];
     for _ in 0..count {
         r.read_exact(&mut row).ok()?;
@@ -66,6 +67,34 @@ pub fn read(dir: &Path) -> Option<Table> {
         .enumerate()
         .all(|(i, f)| f.iteration as usize == i)
         .then_some(Table { index_len, rows })
+}
+
+/// Faults in the pages of `rows`' capacity with one system call. The rows
+/// of ten thousand iterations are megabytes of fresh memory, and taking
+/// its pages one fault at a time was most of the table's read.
+fn prefault(rows: &mut Vec<Fact>) {
+    #[cfg(target_os = "linux")]
+    {
+        const PAGE: usize = 4096;
+        let start = rows.as_mut_ptr() as usize;
+        let end = start + rows.capacity() * std::mem::size_of::<Fact>();
+        let (from, to) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
+        if to > from {
+            // SAFETY: [from, to) lies within the allocation `rows` owns
+            // and nothing else uses; MADV_POPULATE_WRITE only faults its
+            // pages in (as writing them would) and changes no byte. A
+            // kernel without it refuses, and the writes fault as before.
+            unsafe {
+                libc::madvise(
+                    from as *mut libc::c_void,
+                    to - from,
+                    libc::MADV_POPULATE_WRITE,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = rows;
 }
 
 /// Writes the whole table (atomically).
@@ -236,7 +265,7 @@ fn encode(f: &Fact) -> [u8; ROW] {
         put(&x.to_le_bytes());
     }
     put(&s.line_len.to_le_bytes());
-    let axis = &f.axis.as_bytes()[..f.axis.len().min(AXIS_BYTES)];
+    let axis = f.axis.as_str().as_bytes();
     put(&[axis.len() as u8]);
     put(axis);
     b
@@ -287,7 +316,7 @@ fn decode(b: &[u8]) -> Option<Fact> {
     if axis_len > AXIS_BYTES {
         return None;
     }
-    let axis = String::from_utf8(take(axis_len).to_vec()).ok()?;
+    let axis = Axis::from_bytes(take(axis_len))?;
     Some(Fact {
         iteration,
         verdict,

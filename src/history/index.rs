@@ -551,27 +551,26 @@ pub struct Checked {
 /// Checks the files of `rows`: one `stat` per file (a hash only on doubt).
 /// What a tick runs over the newest files, and beside its first phases
 /// over the rest (`view.rs`).
-pub fn stale(dir: &Path, rows: &[super::fact::Fact]) -> Checked {
+pub fn stale(dir: &Path, rows: &[(u32, super::fact::Source)]) -> Checked {
     let mut out = Checked::default();
     let now = now_ns();
-    for f in rows {
-        let path = super::path_of(dir, f.iteration);
+    for &(iteration, ref s) in rows {
+        let path = super::path_of(dir, iteration);
         let Ok(meta) = std::fs::metadata(&path) else {
-            out.stale.push(f.iteration);
+            out.stale.push(iteration);
             continue;
         };
-        let s = &f.source;
         if meta.len() != s.size || mtime_of(&meta) != s.mtime_ns {
-            out.stale.push(f.iteration);
+            out.stale.push(iteration);
             continue;
         }
         if s.mtime_ns.saturating_add(RACY_NS) < s.taken_ns {
             continue;
         }
         if std::fs::read(&path).map_or(true, |b| super::fact::hash(&b) != s.hash) {
-            out.stale.push(f.iteration);
+            out.stale.push(iteration);
         } else if s.mtime_ns.saturating_add(RACY_NS) < now {
-            out.settled.push((f.iteration, now));
+            out.settled.push((iteration, now));
         }
     }
     out

@@ -6,7 +6,7 @@
 //! it) was most of its own time. What a tick reads of old iterations is
 //! what they add up to, which the facts table (`facts.rs`) answers with a
 //! scan of fixed-width rows; what it shows in full is the newest
-//! [`WINDOW`] iterations (the PLAN prompt's few, `summary.md`'s two
+//! [`WINDOW`] iterations (the PLAN prompt's few, `summary.md`'s one
 //! hundred, the red lights' windows). Those are read from the index's end.
 //!
 //! The iteration files stay the source of truth. Opening checks the newest
@@ -30,7 +30,7 @@ use crate::error::Result;
 use crate::model::IterationRecord;
 
 /// How many of the newest iterations are held in full.
-pub const WINDOW: usize = 256;
+pub const WINDOW: usize = 128;
 
 /// `ledger.json` is written once it lags this many records behind the
 /// window (an open folds the few it lacks from the index).
@@ -60,8 +60,13 @@ pub struct History {
     /// A check found stale rows and the rebuild has not succeeded yet.
     must_rebuild: bool,
     all: OnceLock<Vec<IterationRecord>>,
-    /// The ledger with the window folded on, once asked for.
+    /// The ledger with the window folded on, once asked for (kept up to
+    /// date as records are appended).
     folded: OnceLock<Ledger>,
+    /// Tokens and cost of every iteration, once asked for (likewise): the
+    /// budgets ask before every phase, and a sum over ten thousand rows
+    /// is a walk through megabytes.
+    spent: OnceLock<(u64, f64)>,
     /// Records folded into the ledger since `ledger.json` was written.
     ledger_lag: usize,
     pub opened: Opened,
@@ -97,6 +102,7 @@ impl History {
             must_rebuild: false,
             all: OnceLock::new(),
             folded: OnceLock::new(),
+            spent: OnceLock::new(),
             ledger_lag: 0,
             opened: Opened::default(),
         };
@@ -124,19 +130,18 @@ impl History {
             return None;
         }
         let first = n.saturating_sub(WINDOW);
-        let mut shown: Vec<&Fact> = table.rows[first..].iter().collect();
-        if first > 0 {
-            shown.insert(0, &table.rows[0]);
-        }
-        let shown: Vec<Fact> = shown.into_iter().cloned().collect();
-        let checked = index::stale(dir, &shown);
+        let sourced = |f: &Fact| (f.iteration, f.source);
+        let wanted: Vec<(u32, super::fact::Source)> = table.rows[..first.min(1)]
+            .iter()
+            .chain(&table.rows[first..])
+            .map(sourced)
+            .collect();
+        let checked = index::stale(dir, &wanted);
         if !checked.stale.is_empty() {
             return None;
         }
         let mut table = table;
         restamp(dir, &mut table.rows, &checked.settled);
-        let wanted: Vec<(u32, super::fact::Source)> =
-            shown.iter().map(|f| (f.iteration, f.source)).collect();
         let mut read: Vec<IterationRecord> = index::read_span(dir, &wanted)
             .into_iter()
             .collect::<Option<Vec<_>>>()?;
@@ -146,7 +151,14 @@ impl History {
             read.first().cloned()
         };
         let ledger = Self::ledger_from(dir, &table.rows, first)?;
-        let older: Vec<Fact> = table.rows.get(1..first).unwrap_or_default().to_vec();
+        // The check needs where each file was, not the row.
+        let older: Vec<(u32, super::fact::Source)> = table
+            .rows
+            .get(1..first)
+            .unwrap_or_default()
+            .iter()
+            .map(sourced)
+            .collect();
         let check_dir = dir.to_path_buf();
         let check = (!older.is_empty())
             .then(|| std::thread::spawn(move || index::stale(&check_dir, &older)));
@@ -160,6 +172,7 @@ impl History {
             must_rebuild: false,
             all: OnceLock::new(),
             folded: OnceLock::new(),
+            spent: OnceLock::new(),
             ledger_lag: 0,
             opened: Opened {
                 from_table: true,
@@ -228,6 +241,7 @@ impl History {
             must_rebuild: false,
             all,
             folded: OnceLock::new(),
+            spent: OnceLock::new(),
             ledger_lag: 0,
             opened: Opened {
                 from_table: false,
@@ -268,12 +282,27 @@ impl History {
     /// iteration `rec.iteration` and any after it.
     pub fn put(&mut self, rec: IterationRecord, source: Option<(super::fact::Source, u64)>) {
         let i = rec.iteration as usize;
-        self.folded = OnceLock::new();
         let fact = Fact::of(&rec, source.map(|(s, _)| s).unwrap_or_default());
+        // An appended record adds to the sums; one that replaces others
+        // makes them be taken again.
+        let appended = i == self.facts.len();
+        let (folded, spent) = (
+            std::mem::take(&mut self.folded).into_inner(),
+            std::mem::take(&mut self.spent).into_inner(),
+        );
+        if appended {
+            if let Some(mut l) = folded {
+                l.fold(&rec);
+                let _ = self.folded.set(l);
+            }
+            if let Some((t, c)) = spent {
+                let _ = self.spent.set((t + fact.tokens, c + fact.cost_usd));
+            }
+        }
         // Where the window starts, before this record moves it.
         let first = self.first();
         self.facts.truncate(i);
-        self.facts.push(fact.clone());
+        self.facts.push(fact);
         self.recent
             .truncate(i.saturating_sub(first).min(self.recent.len()));
         if i == 0 {
@@ -475,16 +504,17 @@ impl<'a> View<'a> {
 
     /// What every iteration adds up to (patterns, the agents' usage): the
     /// ledger of those before the window with the window folded on.
-    pub fn ledger(self) -> Result<Ledger> {
+    pub fn ledger(self) -> Result<Cow<'a, Ledger>> {
         if self.upto == self.h.len() {
-            if let Some(l) = self.h.folded.get() {
-                return Ok(l.clone());
+            if self.h.folded.get().is_none() {
+                let l = self.ledger_folded()?;
+                let _ = self.h.folded.set(l);
             }
-            let l = self.ledger_folded()?;
-            let _ = self.h.folded.set(l.clone());
-            return Ok(l);
+            if let Some(l) = self.h.folded.get() {
+                return Ok(Cow::Borrowed(l));
+            }
         }
-        self.ledger_folded()
+        Ok(Cow::Owned(self.ledger_folded()?))
     }
 
     fn ledger_folded(self) -> Result<Ledger> {
@@ -612,9 +642,15 @@ impl<'a> View<'a> {
 
     /// Tokens and dollars spent by the archived iterations.
     pub fn spent(self) -> (u64, f64) {
-        self.facts()
-            .iter()
-            .fold((0, 0.0), |(t, c), f| (t + f.tokens, c + f.cost_usd))
+        let sum = |facts: &[Fact]| {
+            facts
+                .iter()
+                .fold((0, 0.0), |(t, c), f| (t + f.tokens, c + f.cost_usd))
+        };
+        if self.upto == self.h.len() {
+            return *self.h.spent.get_or_init(|| sum(self.facts()));
+        }
+        sum(self.facts())
     }
 }
 
@@ -808,6 +844,30 @@ mod tests {
         assert_eq!(h.view().recent().len(), 6);
         assert_eq!(h.last(), Some(&amended));
         assert_eq!(h.view().all().unwrap()[5], amended);
+    }
+
+    #[test]
+    fn the_sums_kept_on_put_are_the_sums_taken_whole() {
+        let records = crate::prompt::synthetic_history(300, 5);
+        let whole = |upto: usize| History::of(records[..upto].to_vec());
+        let sums = |h: &History| {
+            let v = h.view();
+            (v.spent(), v.patterns().unwrap(), v.ledger().unwrap().all_usage())
+        };
+        let mut h = whole(280);
+        // Asked for before the appends, so that the appends keep them.
+        let _ = sums(&h);
+        for r in &records[280..290] {
+            h.put(r.clone(), None);
+        }
+        assert_eq!(sums(&h), sums(&whole(290)));
+        // A rewrite of an earlier iteration takes them again.
+        let mut amended = records[285].clone();
+        amended.tokens += 1_000;
+        h.put(amended.clone(), None);
+        let mut expected = records[..285].to_vec();
+        expected.push(amended);
+        assert_eq!(sums(&h), sums(&History::of(expected)));
     }
 
     #[test]

@@ -109,7 +109,7 @@ pub fn analyze_with(history: View, also: Option<&IterationRecord>, theta1: f64) 
         .filter(|f| f.verdict.is_some_and(Verdict::is_failure))
         .count();
     if let Some(r) = also {
-        ledger.fold(r);
+        ledger.to_mut().fold(r);
         failures += usize::from(r.verdict.is_failure());
     }
     Ok(report(&ledger, failures, theta1))
