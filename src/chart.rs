@@ -361,17 +361,7 @@ where
         .axis_desc_style(("sans-serif", 15))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
-    // The base after each iteration, held until the next one.
-    let mut steps: Vec<(f64, f64)> = Vec::new();
-    for (k, &(i, v)) in s.base.iter().enumerate() {
-        let next = s
-            .base
-            .get(k + 1)
-            .map(|n| f64::from(n.0))
-            .unwrap_or(f64::from(i) + 0.5);
-        steps.push((f64::from(i), v));
-        steps.push((next, v));
-    }
+    let steps = steps(&s.base);
     chart.draw_series(LineSeries::new(steps, GREEN_.stroke_width(2)))?;
     // Each candidate's 95% interval, a bar with caps (plotters' ErrorBar
     // would add a second dot at the value).
@@ -417,10 +407,43 @@ where
     Ok(())
 }
 
+/// The step line of `base`: the base after each iteration, held until the
+/// next one. A base that holds extends its step: it changes only at keeps,
+/// and ten thousand collinear points were most of the chart's bytes.
+fn steps(base: &[(u32, f64)]) -> Vec<(f64, f64)> {
+    let mut steps: Vec<(f64, f64)> = Vec::new();
+    for (k, &(i, v)) in base.iter().enumerate() {
+        let next = base
+            .get(k + 1)
+            .map(|n| f64::from(n.0))
+            .unwrap_or(f64::from(i) + 0.5);
+        match steps.last_mut() {
+            Some(end) if end.1 == v => end.0 = next,
+            _ => {
+                steps.push((f64::from(i), v));
+                steps.push((next, v));
+            }
+        }
+    }
+    steps
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{Calibration, Comparison, Confirmation, Pair};
+
+    #[test]
+    fn the_step_line_has_a_corner_only_where_the_base_moves() {
+        let base: Vec<(u32, f64)> = (0..10_000)
+            .map(|i| (i, if i < 40 { 9.0 } else { 7.5 }))
+            .collect();
+        assert_eq!(
+            steps(&base),
+            [(0.0, 9.0), (40.0, 9.0), (40.0, 7.5), (9999.5, 7.5)]
+        );
+        assert!(steps(&[]).is_empty());
+    }
 
     /// The step line's value at iteration `i`.
     fn base_at(base: &[(u32, f64)], i: u32) -> Option<f64> {

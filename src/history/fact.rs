@@ -298,5 +298,4 @@ mod tests {
             assert_eq!(f.has(flag::ENTRY), entry_text(&rec).is_some());
         }
     }
-
 }

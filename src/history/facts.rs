@@ -56,7 +56,6 @@ pub fn read(dir: &Path) -> Option<Table> {
         return None;
     }
     let mut rows = Vec::with_capacity(count);
-    prefault(&mut rows);
     let mut row = [0u8; ROW];
     for _ in 0..count {
         r.read_exact(&mut row).ok()?;
@@ -67,34 +66,6 @@ pub fn read(dir: &Path) -> Option<Table> {
         .enumerate()
         .all(|(i, f)| f.iteration as usize == i)
         .then_some(Table { index_len, rows })
-}
-
-/// Faults in the pages of `rows`' capacity with one system call. The rows
-/// of ten thousand iterations are megabytes of fresh memory, and taking
-/// its pages one fault at a time was most of the table's read.
-fn prefault(rows: &mut Vec<Fact>) {
-    #[cfg(target_os = "linux")]
-    {
-        const PAGE: usize = 4096;
-        let start = rows.as_mut_ptr() as usize;
-        let end = start + rows.capacity() * std::mem::size_of::<Fact>();
-        let (from, to) = (start.next_multiple_of(PAGE), end / PAGE * PAGE);
-        if to > from {
-            // SAFETY: [from, to) lies within the allocation `rows` owns
-            // and nothing else uses; MADV_POPULATE_WRITE only faults its
-            // pages in (as writing them would) and changes no byte. A
-            // kernel without it refuses, and the writes fault as before.
-            unsafe {
-                libc::madvise(
-                    from as *mut libc::c_void,
-                    to - from,
-                    libc::MADV_POPULATE_WRITE,
-                );
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = rows;
 }
 
 /// Writes the whole table (atomically).

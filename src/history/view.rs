@@ -852,7 +852,11 @@ mod tests {
         let whole = |upto: usize| History::of(records[..upto].to_vec());
         let sums = |h: &History| {
             let v = h.view();
-            (v.spent(), v.patterns().unwrap(), v.ledger().unwrap().all_usage())
+            (
+                v.spent(),
+                v.patterns().unwrap(),
+                v.ledger().unwrap().all_usage(),
+            )
         };
         let mut h = whole(280);
         // Asked for before the appends, so that the appends keep them.
