@@ -15,7 +15,9 @@
 //! release binary after N iterations, with a command agent (so the prompt
 //! is built and the agent fenced as with a real CLI) and a metric of about
 //! a millisecond; the runner overhead is the wall time less the commands
-//! the event log records.
+//! the event log records, and each length's is compared with the tick at
+//! 10 of the same round (`OVERHEAD_ROUNDS`, default 9): the median of those
+//! paired differences and their range.
 //!
 //! The histories are synthetic (`prompt::synthetic_history`) but written by
 //! the archive's own writer and aged eight hours (the index hashes files
