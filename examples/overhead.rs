@@ -196,9 +196,10 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
 
 /// Wall time of one `ooda tick a` in `root`, and the time its metric
 /// runs took by the event log, in ms.
-fn tick(ooda: &Path, root: &Path) -> Result<(f64, f64), String> {
+fn tick(ooda: &Path, root: &Path) -> Result<Tick, String> {
     let events = root.join("iterations/a/events.jsonl");
     let from = std::fs::metadata(&events).map(|m| m.len()).unwrap_or(0);
+    let cpu = children_cpu_ms();
     let t = Instant::now();
     let out = std::process::Command::new(ooda)
         .args(["tick", "a"])
@@ -206,8 +207,13 @@ fn tick(ooda: &Path, root: &Path) -> Result<(f64, f64), String> {
         .output()
         .map_err(|e| e.to_string())?;
     let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let cpu = children_cpu_ms() - cpu;
     match out.status.code() {
-        Some(0) => Ok((ms, command_ms(&events, from))),
+        Some(0) => Ok(Tick {
+            ms,
+            commands: command_ms(&events, from),
+            cpu,
+        }),
         _ => Err(format!(
             "ooda tick a: {}",
             String::from_utf8_lossy(&out.stderr).trim()
@@ -215,10 +221,42 @@ fn tick(ooda: &Path, root: &Path) -> Result<(f64, f64), String> {
     }
 }
 
-/// The median by runner overhead (wall time less the commands).
-fn median(mut times: Vec<(f64, f64)>) -> (f64, f64) {
-    times.sort_by(|a, b| (a.0 - a.1).total_cmp(&(b.0 - b.1)));
-    times[times.len() / 2]
+/// A scratch directory under `OVERHEAD_DIR` (a tmpfs such as `/dev/shm`
+/// takes the file system's own costs out: ext4's inode allocation in a
+/// directory of 10,000 files, fsync), else the system's temporary one.
+fn scratch() -> std::io::Result<tempfile::TempDir> {
+    match std::env::var_os("OVERHEAD_DIR") {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+}
+
+/// One timed tick: its wall time, the commands' time by the event log,
+/// and the CPU time (user and system) of the tick's processes, in ms.
+#[derive(Clone, Copy)]
+struct Tick {
+    ms: f64,
+    commands: f64,
+    cpu: f64,
+}
+
+/// CPU time (user and system) of this process's children that were waited
+/// for, in ms: around one `ooda tick`, that process and everything it ran
+/// (its threads, the agent, the metric). Less noisy than wall time on a
+/// shared machine, and it counts the runner's background check, which a
+/// slow agent hides from the wall clock.
+fn children_cpu_ms() -> f64 {
+    // SAFETY: `rusage` is plain data; getrusage fills the one it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(u.ru_utime) + ms(u.ru_stime)
+}
+
+/// The median of `xs`.
+fn median_of(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
 }
 
 /// The seconds of every command (metric runs, guards) the event log
@@ -267,7 +305,7 @@ fn main() -> std::process::ExitCode {
     );
     println!("|---:|---:|---:|---:|---:|");
     for &n in &sizes {
-        let dir = tempfile::tempdir().expect("a scratch directory");
+        let dir = scratch().expect("a scratch directory");
         if let Err(e) = project(dir.path(), n) {
             eprintln!("writing a {n}-iteration history failed: {e}");
             return std::process::ExitCode::from(1);
@@ -340,13 +378,13 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     };
     println!(
-        "\n| iterations | one `ooda tick` (median) | its commands | runner overhead | more than at 10 (median of rounds) | range over rounds |"
+        "\n| iterations | one `ooda tick` (median) | its commands | runner overhead | more than at 10 (median of rounds) | range over rounds | CPU of the tick's processes | CPU more than at 10 |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| {} | {:.1} ms | {:.1} ms | {:.1} ms | {:+.1} ms | {:+.1} .. {:+.1} ms |",
-            r.n, r.ms, r.commands, r.overhead, r.more, r.range.0, r.range.1
+            "| {} | {:.1} ms | {:.1} ms | {:.1} ms | {:+.1} ms | {:+.1} .. {:+.1} ms | {:.1} ms | {:+.1} ms |",
+            r.n, r.ms, r.commands, r.overhead, r.more, r.range.0, r.range.1, r.cpu, r.cpu_more
         );
     }
     std::process::ExitCode::SUCCESS
@@ -362,6 +400,10 @@ struct TickRow {
     /// shortest's in the same round, and the least and most of those.
     more: f64,
     range: (f64, f64),
+    /// The CPU time of the tick's processes (median), and the median over
+    /// rounds of this length's less the shortest's.
+    cpu: f64,
+    cpu_more: f64,
 }
 
 /// Ticks of the release binary after each length of history (the first
@@ -375,7 +417,7 @@ fn tick_table(ooda: &Path, tick_sizes: &[u32]) -> Result<Vec<TickRow>, String> {
     // the eval-runner compares a candidate with its base).
     let mut projects = Vec::new();
     for &n in tick_sizes {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let dir = scratch().map_err(|e| e.to_string())?;
         tick_project(ooda, dir.path(), n)
             .and_then(|()| tick(ooda, dir.path()))
             .map_err(|e| format!("a tick after {n} iterations failed: {e}"))?;
@@ -394,7 +436,7 @@ fn tick_table(ooda: &Path, tick_sizes: &[u32]) -> Result<Vec<TickRow>, String> {
             times.push(t);
         }
     }
-    let reference: Vec<f64> = projects[0].2.iter().map(|(ms, c)| ms - c).collect();
+    let reference: Vec<Tick> = projects[0].2.clone();
     let mut rows = Vec::new();
     for (n, dir, times) in projects {
         if std::env::var_os("OVERHEAD_KEEP").is_some() {
@@ -403,17 +445,23 @@ fn tick_table(ooda: &Path, tick_sizes: &[u32]) -> Result<Vec<TickRow>, String> {
         let mut more: Vec<f64> = times
             .iter()
             .zip(&reference)
-            .map(|((ms, c), r)| ms - c - r)
+            .map(|(t, r)| (t.ms - t.commands) - (r.ms - r.commands))
             .collect();
         more.sort_by(f64::total_cmp);
-        let (ms, commands) = median(times);
+        let cpu_more: Vec<f64> = times
+            .iter()
+            .zip(&reference)
+            .map(|(t, r)| t.cpu - r.cpu)
+            .collect();
         rows.push(TickRow {
             n,
-            ms,
-            commands,
-            overhead: ms - commands,
+            ms: median_of(times.iter().map(|t| t.ms).collect()),
+            commands: median_of(times.iter().map(|t| t.commands).collect()),
+            overhead: median_of(times.iter().map(|t| t.ms - t.commands).collect()),
             more: more[more.len() / 2],
             range: (more[0], more[more.len() - 1]),
+            cpu: median_of(times.iter().map(|t| t.cpu).collect()),
+            cpu_more: median_of(cpu_more),
         });
     }
     Ok(rows)

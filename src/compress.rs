@@ -1444,6 +1444,17 @@ pub fn clip(s: &str, n: usize) -> String {
     }
 }
 
+/// The characters of `clip(s, usize::MAX)` (`s` on one line, its runs of
+/// whitespace as one space), counted without building it.
+pub fn collapsed_chars(s: &str) -> usize {
+    let (mut n, mut words) = (0usize, 0usize);
+    for w in s.split_whitespace() {
+        n += chars(w);
+        words += 1;
+    }
+    n + words.saturating_sub(1)
+}
+
 /// At most `n` characters of multi-line text, compressed
 /// rather than cut when it is longer.
 pub fn bound(s: &str, n: usize) -> String {
@@ -1458,6 +1469,13 @@ pub fn bound(s: &str, n: usize) -> String {
 mod tests {
     use super::*;
     use crate::stats::SplitMix64;
+
+    #[test]
+    fn collapsed_chars_counts_what_clip_builds() {
+        for s in ["", "  ", "one", " a  b\n\tc ", "héllo  wörld", "x\u{3000}y"] {
+            assert_eq!(collapsed_chars(s), chars(&clip(s, usize::MAX)), "{s:?}");
+        }
+    }
 
     #[test]
     fn strips_ansi_and_control() {

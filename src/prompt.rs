@@ -903,7 +903,7 @@ fn patterns_text(patterns: &[NamedPattern], allot: usize) -> String {
     // building the line for every candidate cut was quadratic at 10,000.
     let lens: Vec<usize> = patterns
         .iter()
-        .map(|p| chars(&clip(&p.name, usize::MAX)))
+        .map(|p| crate::compress::collapsed_chars(&p.name))
         .collect();
     let clipped = |len: usize, w: usize| if len <= w { len } else { w };
     let prefix = chars("Older patterns (names only): .");

@@ -10,7 +10,9 @@
 //! hundred, the red lights' windows). Those are read from the index's end.
 //!
 //! The iteration files stay the source of truth. Opening checks the newest
-//! files (one `stat` each) and starts a thread that checks every older one
+//! files (one `stat` each) and starts a thread that checks the older ones
+//! (all of them up to [`CHECKED_PER_OPEN`], else a slice that turns, so
+//! that each is checked within a few ticks)
 //! while the workspace is prepared; [`History::settle`] waits for it before
 //! the first phase reads the history, and a file edited by hand anywhere
 //! (or a table or index that does not match) rebuilds both from the files.
@@ -152,13 +154,10 @@ impl History {
         };
         let ledger = Self::ledger_from(dir, &table.rows, first)?;
         // The check needs where each file was, not the row.
-        let older: Vec<(u32, super::fact::Source)> = table
-            .rows
-            .get(1..first)
-            .unwrap_or_default()
-            .iter()
-            .map(sourced)
-            .collect();
+        let older: Vec<(u32, super::fact::Source)> =
+            checked_now(table.rows.get(1..first).unwrap_or_default(), n)
+                .map(sourced)
+                .collect();
         let check_dir = dir.to_path_buf();
         let check = (!older.is_empty())
             .then(|| std::thread::spawn(move || index::stale(&check_dir, &older)));
@@ -368,6 +367,25 @@ impl History {
     pub fn all(&self) -> Result<&[IterationRecord]> {
         self.view().all()
     }
+}
+
+/// At most this many files older than the window are checked per open.
+/// A `stat` of ten thousand files was the largest cost a tick had left at
+/// that length (about 12 ms of CPU, here); a hand edit of an old file is
+/// rare, and a bounded delay in seeing it keeps the tick flat.
+pub const CHECKED_PER_OPEN: usize = 1024;
+
+/// The rows of `older` whose files an open of an archive of `n` rows
+/// checks: all of them up to [`CHECKED_PER_OPEN`], else every k-th (k the
+/// fewest slices of at most that many), the slice turning with `n`, so
+/// that each file is checked within k opens that archive an iteration (10
+/// at 10,000 iterations).
+fn checked_now(older: &[Fact], n: usize) -> impl Iterator<Item = &Fact> {
+    let k = older.len().div_ceil(CHECKED_PER_OPEN).max(1);
+    let turn = n % k;
+    older
+        .iter()
+        .filter(move |f| f.iteration as usize % k == turn)
 }
 
 /// Moves the rows whose racy files were hashed and found unchanged out of
@@ -844,6 +862,35 @@ mod tests {
         assert_eq!(h.view().recent().len(), 6);
         assert_eq!(h.last(), Some(&amended));
         assert_eq!(h.view().all().unwrap()[5], amended);
+    }
+
+    #[test]
+    fn every_older_file_is_checked_within_a_few_opens_and_each_open_checks_few() {
+        let rows = |n: u32| -> Vec<Fact> {
+            (1..n)
+                .map(|i| Fact {
+                    iteration: i,
+                    ..Fact::default()
+                })
+                .collect()
+        };
+        // Few: all of them, at every open.
+        let few = rows(900);
+        assert_eq!(checked_now(&few, 1000).count(), few.len());
+        // Many: at most CHECKED_PER_OPEN at a time, and every one of them
+        // within k consecutive opens.
+        let many = rows(9_872);
+        let k = many.len().div_ceil(CHECKED_PER_OPEN);
+        assert_eq!(k, 10);
+        let mut seen = vec![0; 9_872];
+        for n in 10_000..10_000 + k {
+            let now: Vec<u32> = checked_now(&many, n).map(|f| f.iteration).collect();
+            assert!(now.len() <= CHECKED_PER_OPEN, "{}", now.len());
+            for i in now {
+                seen[i as usize] += 1;
+            }
+        }
+        assert!(seen[1..].iter().all(|&c| c == 1));
     }
 
     #[test]
