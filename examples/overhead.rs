@@ -429,13 +429,19 @@ fn tick_table(ooda: &Path, tick_sizes: &[u32]) -> Result<Vec<TickRow>, String> {
         .and_then(|r| r.parse().ok())
         .filter(|&r| r > 0)
         .unwrap_or(9);
-    for _ in 0..rounds {
+    let lengths = projects.len();
+    for round in 0..rounds {
+        // Each round starts at another length, so that no length always
+        // follows the same one.
+        projects.rotate_left(usize::from(round > 0));
         for (n, dir, times) in &mut projects {
             let t = tick(ooda, dir.path())
                 .map_err(|e| format!("a tick after {n} iterations failed: {e}"))?;
             times.push(t);
         }
     }
+    // Back in order of length (rounds % lengths rotations were made).
+    projects.rotate_right((rounds - 1) % lengths);
     let reference: Vec<Tick> = projects[0].2.clone();
     let mut rows = Vec::new();
     for (n, dir, times) in projects {

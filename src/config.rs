@@ -1069,10 +1069,27 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresh
             "flip_min" | "mismatch_window" => 3,
             _ => 1,
         };
-        if let Some(v) = fields
-            .get(name)
-            .and_then(|e| positive(ck, e, &key, min, example))
-        {
+        // The detectors that look at the last few changes read them among
+        // the newest iterations the runner holds in full: a longer window
+        // would never fill, and its light never fire.
+        let windowed = matches!(
+            name,
+            "flip_window" | "trend_window" | "mismatch_window" | "failure_streak" | "regressions"
+        );
+        let v = fields.get(name).and_then(|e| {
+            if windowed {
+                let max = crate::history::view::WINDOW as i64;
+                let expected = format!(
+                    "an integer from {min} to {max} (the runner holds the newest {max} iterations in full)"
+                );
+                ck.expect(&e.value, &key, &expected, example, |n| {
+                    parse_int(n.scalar()?).filter(|v| (min..=max).contains(v))
+                })
+            } else {
+                positive(ck, e, &key, min, example)
+            }
+        });
+        if let Some(v) = v {
             *slot = usize::try_from(v).unwrap_or(usize::MAX);
         }
     }
@@ -1695,6 +1712,16 @@ mod tests {
         let p = only("defaults:\n  red_lights:\n    flip_window: 10\n    flip_min: 12\n");
         assert_eq!(p.line, Some(4));
         assert!(p.to_string().contains("can never fire"), "{p}");
+        // A window longer than the iterations held in full would never fill.
+        let p = only("defaults:\n  red_lights:\n    trend_window: 200\n");
+        assert_eq!(p.key.as_deref(), Some("defaults.red_lights.trend_window"));
+        assert!(p.to_string().contains("from 8 to 128"), "{p}");
+        let ok = Config::parse(
+            Path::new("ooda.yaml"),
+            "defaults:\n  red_lights:\n    trend_window: 128\n    plateau: 500\n",
+        )
+        .expect("valid");
+        assert_eq!(ok.defaults.red_lights.plateau, 500);
     }
 
     #[test]

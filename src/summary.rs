@@ -1121,6 +1121,23 @@ mod tests {
             .filter(|r| r.verdict == Verdict::Keep)
             .count();
         assert_eq!(keeps, real_keeps);
+
+        // Named patterns: the hundred taught most recently, by name, and a
+        // count of the others.
+        let all = held.view().patterns().unwrap();
+        assert!(all.len() > LIST_NEWEST, "{}", all.len());
+        let lists = Lists::of(held.view()).unwrap();
+        assert_eq!(lists.patterns.len(), LIST_NEWEST);
+        assert_eq!(lists.patterns_older, all.len() - LIST_NEWEST);
+        let newest: std::collections::BTreeSet<&str> =
+            all[..LIST_NEWEST].iter().map(|p| p.name.as_str()).collect();
+        assert!(
+            lists
+                .patterns
+                .iter()
+                .all(|p| newest.contains(p.name.as_str()))
+        );
+        assert!(lists.patterns.windows(2).all(|w| w[0].name <= w[1].name));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! tick, in a fixed-width row.
 //!
 //! A tick needs the newest iterations in full (the PLAN prompt shows a few,
-//! `summary.md` two hundred) but of the older ones only what adds up:
+//! `summary.md` a hundred) but of the older ones only what adds up:
 //! counts by verdict, spent tokens, the pooled noise, which hypotheses and
 //! knob points were falsified, the chart's points. Decoding 10,000 full
 //! records to learn that was most of a tick at 10,000 iterations; a row of
@@ -275,7 +275,6 @@ pub fn hash(bytes: &[u8]) -> u64 {
     h
 }
 
-/// `s` cut to at most `max` bytes at a character boundary.
 #[cfg(test)]
 mod tests {
     use super::*;

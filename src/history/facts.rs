@@ -30,7 +30,13 @@ pub const ROW: usize = 280;
 pub struct Table {
     pub index_len: u64,
     pub rows: Vec<Fact>,
+    /// How many opens have checked a slice of the older files: which slice
+    /// the next one checks (`view.rs`). Kept in the header's last 8 bytes.
+    pub turn: u64,
 }
+
+/// Where the header keeps [`Table::turn`].
+const TURN_AT: usize = 24;
 
 pub fn path(dir: &Path) -> PathBuf {
     dir.join(FILE)
@@ -52,6 +58,7 @@ pub fn read(dir: &Path) -> Option<Table> {
     }
     let count = u32_at(&head, 12) as usize;
     let index_len = u64_at(&head, 16);
+    let turn = u64_at(&head, TURN_AT);
     if len < HEADER + count * ROW {
         return None;
     }
@@ -65,12 +72,16 @@ pub fn read(dir: &Path) -> Option<Table> {
     rows.iter()
         .enumerate()
         .all(|(i, f)| f.iteration as usize == i)
-        .then_some(Table { index_len, rows })
+        .then_some(Table {
+            index_len,
+            rows,
+            turn,
+        })
 }
 
 /// Writes the whole table (atomically).
 pub fn write_all(dir: &Path, table: &Table) -> Result<()> {
-    let mut bytes = header(table.rows.len(), table.index_len);
+    let mut bytes = header(table.rows.len(), table.index_len, table.turn);
     for f in &table.rows {
         bytes.extend_from_slice(&encode(f));
     }
@@ -104,7 +115,8 @@ pub fn put(dir: &Path, row: &Fact, index_len: u64) -> Result<()> {
         .map_err(io)?;
     f.write_all(&encode(row)).map_err(io)?;
     f.seek(SeekFrom::Start(0)).map_err(io)?;
-    f.write_all(&header(at + 1, index_len)).map_err(io)
+    f.write_all(&header(at + 1, index_len, u64_at(&head, TURN_AT)))
+        .map_err(io)
 }
 
 /// Where a row keeps its source's `taken_ns` (see [`encode`]).
@@ -131,14 +143,28 @@ pub fn restamp(dir: &Path, rows: &[(u32, u64)]) -> Result<()> {
     Ok(())
 }
 
-fn header(count: usize, index_len: u64) -> Vec<u8> {
+fn header(count: usize, index_len: u64, turn: u64) -> Vec<u8> {
     let mut h = Vec::with_capacity(HEADER);
     h.extend_from_slice(MAGIC);
     h.extend_from_slice(&(ROW as u32).to_le_bytes());
     h.extend_from_slice(&(count as u32).to_le_bytes());
     h.extend_from_slice(&index_len.to_le_bytes());
+    h.extend_from_slice(&turn.to_le_bytes());
     h.resize(HEADER, 0);
     h
+}
+
+/// Records [`Table::turn`] in place. A failure only repeats a slice.
+pub fn set_turn(dir: &Path, turn: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let p = path(dir);
+    let io = |e| Error::io(format!("writing {}", p.display()), e);
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .map_err(io)?;
+    f.write_all_at(&turn.to_le_bytes(), TURN_AT as u64)
+        .map_err(io)
 }
 
 fn verdict_code(v: Option<Verdict>) -> u8 {
@@ -369,6 +395,7 @@ mod tests {
         let table = Table {
             index_len: 4242,
             rows: rows(40),
+            turn: 0,
         };
         write_all(dir.path(), &table).unwrap();
         let back = read(dir.path()).unwrap();
@@ -387,6 +414,7 @@ mod tests {
             &Table {
                 index_len: 1,
                 rows: all[..5].to_vec(),
+                turn: 0,
             },
         )
         .unwrap();
@@ -411,6 +439,7 @@ mod tests {
             &Table {
                 index_len: 1,
                 rows: all.clone(),
+                turn: 0,
             },
         )
         .unwrap();
@@ -429,6 +458,7 @@ mod tests {
             &Table {
                 index_len: 1,
                 rows: rows(3),
+                turn: 0,
             },
         )
         .unwrap();

@@ -550,7 +550,7 @@ pub struct Checked {
 
 /// Checks the files of `rows`: one `stat` per file (a hash only on doubt).
 /// What a tick runs over the newest files, and beside its first phases
-/// over the rest (`view.rs`).
+/// over the rest, or a slice of them (`view.rs`).
 pub fn stale(dir: &Path, rows: &[(u32, super::fact::Source)]) -> Checked {
     let mut out = Checked::default();
     let now = now_ns();

@@ -154,10 +154,13 @@ impl History {
         };
         let ledger = Self::ledger_from(dir, &table.rows, first)?;
         // The check needs where each file was, not the row.
+        // The next open checks the next slice, whether or not this one
+        // archives an iteration.
         let older: Vec<(u32, super::fact::Source)> =
-            checked_now(table.rows.get(1..first).unwrap_or_default(), n)
+            checked_now(table.rows.get(1..first).unwrap_or_default(), table.turn)
                 .map(sourced)
                 .collect();
+        let _ = facts::set_turn(dir, table.turn.wrapping_add(1));
         let check_dir = dir.to_path_buf();
         let check = (!older.is_empty())
             .then(|| std::thread::spawn(move || index::stale(&check_dir, &older)));
@@ -221,6 +224,7 @@ impl History {
             &facts::Table {
                 index_len,
                 rows: facts.clone(),
+                turn: 0,
             },
         );
         let first = records.len().saturating_sub(WINDOW);
@@ -375,14 +379,15 @@ impl History {
 /// rare, and a bounded delay in seeing it keeps the tick flat.
 pub const CHECKED_PER_OPEN: usize = 1024;
 
-/// The rows of `older` whose files an open of an archive of `n` rows
-/// checks: all of them up to [`CHECKED_PER_OPEN`], else every k-th (k the
-/// fewest slices of at most that many), the slice turning with `n`, so
-/// that each file is checked within k opens that archive an iteration (10
-/// at 10,000 iterations).
-fn checked_now(older: &[Fact], n: usize) -> impl Iterator<Item = &Fact> {
+/// The rows of `older` whose files the open numbered `turn` checks: all of
+/// them up to [`CHECKED_PER_OPEN`], else every k-th (k the fewest slices
+/// of at most that many: 10 at 10,000 iterations), the slice turning with
+/// each open (`facts.bin` counts them), so that each file is checked
+/// within k opens (within about 2k when k grows by one, every 1,024
+/// iterations).
+fn checked_now(older: &[Fact], turn: u64) -> impl Iterator<Item = &Fact> {
     let k = older.len().div_ceil(CHECKED_PER_OPEN).max(1);
-    let turn = n % k;
+    let turn = (turn % k as u64) as usize;
     older
         .iter()
         .filter(move |f| f.iteration as usize % k == turn)
@@ -877,20 +882,41 @@ mod tests {
         // Few: all of them, at every open.
         let few = rows(900);
         assert_eq!(checked_now(&few, 1000).count(), few.len());
+        assert_eq!(checked_now(&few, 1001).count(), few.len());
         // Many: at most CHECKED_PER_OPEN at a time, and every one of them
         // within k consecutive opens.
         let many = rows(9_872);
         let k = many.len().div_ceil(CHECKED_PER_OPEN);
         assert_eq!(k, 10);
         let mut seen = vec![0; 9_872];
-        for n in 10_000..10_000 + k {
-            let now: Vec<u32> = checked_now(&many, n).map(|f| f.iteration).collect();
+        for turn in 10_000..10_000 + k as u64 {
+            let now: Vec<u32> = checked_now(&many, turn).map(|f| f.iteration).collect();
             assert!(now.len() <= CHECKED_PER_OPEN, "{}", now.len());
             for i in now {
                 seen[i as usize] += 1;
             }
         }
         assert!(seen[1..].iter().all(|&c| c == 1));
+    }
+
+    #[test]
+    fn each_open_turns_the_slice_and_an_append_keeps_the_count() {
+        let (dir, records) = archive(280);
+        let turn = || facts::read(dir.path()).unwrap().turn;
+        // The first open builds the table; the next ones are counted.
+        assert!(History::open(dir.path()).unwrap().opened.rebuilt);
+        let before = turn();
+        let mut h = History::open(dir.path()).unwrap();
+        assert!(h.opened.from_table);
+        assert_eq!(turn(), before + 1);
+        let mut next = records[280].clone();
+        next.iteration = 281;
+        let (written, source) = history::write_sourced(dir.path(), &next, &ctx()).unwrap();
+        h.put(written, source);
+        assert_eq!(turn(), before + 1);
+        let again = History::open(dir.path()).unwrap();
+        assert!(again.opened.from_table);
+        assert_eq!(turn(), before + 2);
     }
 
     #[test]
