@@ -126,6 +126,16 @@ const TAKEN_AT: usize = 200;
 /// (their files hashed and found unchanged): written in place, one field
 /// per row. A failure costs the next check the same hashes.
 pub fn restamp(dir: &Path, rows: &[(u32, u64)]) -> Result<()> {
+    write_at(
+        dir,
+        rows.iter()
+            .map(|&(i, taken)| ((HEADER + i as usize * ROW + TAKEN_AT) as u64, taken)),
+    )
+}
+
+/// Writes each `(offset, value)` of `values` in place, skipping offsets past
+/// the end of the table (a row it no longer has).
+fn write_at(dir: &Path, values: impl IntoIterator<Item = (u64, u64)>) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let p = path(dir);
     let io = |e| Error::io(format!("writing {}", p.display()), e);
@@ -134,10 +144,9 @@ pub fn restamp(dir: &Path, rows: &[(u32, u64)]) -> Result<()> {
         .open(&p)
         .map_err(io)?;
     let len = f.metadata().map_err(io)?.len();
-    for &(i, taken) in rows {
-        let at = (HEADER + i as usize * ROW + TAKEN_AT) as u64;
+    for (at, value) in values {
         if at + 8 <= len {
-            f.write_all_at(&taken.to_le_bytes(), at).map_err(io)?;
+            f.write_all_at(&value.to_le_bytes(), at).map_err(io)?;
         }
     }
     Ok(())
@@ -156,15 +165,7 @@ fn header(count: usize, index_len: u64, turn: u64) -> Vec<u8> {
 
 /// Records [`Table::turn`] in place. A failure only repeats a slice.
 pub fn set_turn(dir: &Path, turn: u64) -> Result<()> {
-    use std::os::unix::fs::FileExt;
-    let p = path(dir);
-    let io = |e| Error::io(format!("writing {}", p.display()), e);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&p)
-        .map_err(io)?;
-    f.write_all_at(&turn.to_le_bytes(), TURN_AT as u64)
-        .map_err(io)
+    write_at(dir, [(TURN_AT as u64, turn)])
 }
 
 fn verdict_code(v: Option<Verdict>) -> u8 {
