@@ -375,8 +375,8 @@ impl History {
 
 /// At most this many files older than the window are checked per open.
 /// A `stat` of ten thousand files was the largest cost a tick had left at
-/// that length (about 12 ms of CPU, here); a hand edit of an old file is
-/// rare, and a bounded delay in seeing it keeps the tick flat.
+/// that length; a hand edit of an old file is rare, and a bounded delay in
+/// seeing it keeps the tick flat.
 pub const CHECKED_PER_OPEN: usize = 1024;
 
 /// The rows of `older` whose files the open numbered `turn` checks: all of
