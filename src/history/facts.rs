@@ -385,6 +385,16 @@ mod tests {
             .collect()
     }
 
+    /// A table of `rows` written to `dir` (an index of one byte).
+    fn written(dir: &Path, rows: Vec<Fact>) {
+        let table = Table {
+            index_len: 1,
+            rows,
+            turn: 0,
+        };
+        write_all(dir, &table).unwrap();
+    }
+
     /// NaN is not equal to itself: compare rows by their bytes.
     fn same(a: &[Fact], b: &[Fact]) -> bool {
         a.len() == b.len() && a.iter().zip(b).all(|(x, y)| encode(x) == encode(y))
@@ -410,15 +420,7 @@ mod tests {
     fn put_appends_or_supersedes_and_moves_the_index_length() {
         let dir = tempfile::tempdir().unwrap();
         let all = rows(10);
-        write_all(
-            dir.path(),
-            &Table {
-                index_len: 1,
-                rows: all[..5].to_vec(),
-                turn: 0,
-            },
-        )
-        .unwrap();
+        written(dir.path(), all[..5].to_vec());
         put(dir.path(), &all[5], 2).unwrap();
         let t = read(dir.path()).unwrap();
         assert_eq!((t.index_len, t.rows.len()), (2, 6));
@@ -435,15 +437,7 @@ mod tests {
     fn restamp_moves_only_the_time_a_row_was_checked() {
         let dir = tempfile::tempdir().unwrap();
         let all = rows(5);
-        write_all(
-            dir.path(),
-            &Table {
-                index_len: 1,
-                rows: all.clone(),
-                turn: 0,
-            },
-        )
-        .unwrap();
+        written(dir.path(), all.clone());
         restamp(dir.path(), &[(2, 4242), (9, 1)]).unwrap();
         let t = read(dir.path()).unwrap();
         let mut want = all.clone();
@@ -454,15 +448,7 @@ mod tests {
     #[test]
     fn a_damaged_table_reads_as_none() {
         let dir = tempfile::tempdir().unwrap();
-        write_all(
-            dir.path(),
-            &Table {
-                index_len: 1,
-                rows: rows(3),
-                turn: 0,
-            },
-        )
-        .unwrap();
+        written(dir.path(), rows(3));
         let p = path(dir.path());
         let mut bytes = std::fs::read(&p).unwrap();
         bytes.truncate(bytes.len() - 10);
