@@ -22,7 +22,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::brief::Brief;
 use crate::history::fact::{Fact, flag};
 use crate::history::fmt_num;
-use crate::model::{Direction, IterationRecord, Verdict};
+use crate::model::{Direction, Verdict};
 
 /// A measured iteration.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +66,13 @@ pub struct Series {
 pub const MAX_MARKERS: usize = 600;
 
 impl Series {
-    pub fn of(history: &[IterationRecord], dir: Direction, best_commit: &str) -> Series {
+    /// [`Series::of_facts`] of records held in memory (the tests' way in).
+    #[cfg(test)]
+    pub fn of(
+        history: &[crate::model::IterationRecord],
+        dir: Direction,
+        best_commit: &str,
+    ) -> Series {
         let facts = crate::history::fact::Fact::all_of(history);
         let confirmed =
             crate::history::confirmation_of(history, best_commit).map(|(it, c)| (it, c.clone()));
@@ -252,8 +258,13 @@ pub fn progress_svg_of(
     Ok(svg_of(brief, series.thinned(MAX_MARKERS)))
 }
 
-/// The chart as SVG text.
-pub fn progress_svg(brief: &Brief, history: &[IterationRecord], best_commit: &str) -> String {
+/// [`progress_svg_of`] of records held in memory (the tests' way in).
+#[cfg(test)]
+pub fn progress_svg(
+    brief: &Brief,
+    history: &[crate::model::IterationRecord],
+    best_commit: &str,
+) -> String {
     let series = Series::of(history, brief.metric.direction, best_commit).thinned(MAX_MARKERS);
     svg_of(brief, series)
 }
@@ -431,6 +442,7 @@ fn steps(base: &[(u32, f64)]) -> Vec<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::IterationRecord;
     use crate::model::{Calibration, Comparison, Confirmation, Pair};
 
     #[test]

@@ -21,6 +21,6 @@ pub mod reviewer;
 pub mod roster;
 pub mod synthesizer;
 
-pub use analyzer::{analyze, latest_report, notes_for_plan};
+pub use analyzer::{analyze, notes_for_plan};
 pub use definition::Definition;
 pub use roster::Roster;

@@ -543,11 +543,8 @@ impl Observed {
         }
         graded.extend(history.recent());
         let attempt = history
-            .facts()
-            .iter()
-            .rev()
-            .find(|f| f.has(flag::CONFIRMATION) || f.has(flag::CONFIRMATION_FAILED))
-            .map(|f| history.record(f.iteration as usize))
+            .flagged(flag::CONFIRMATION | flag::CONFIRMATION_FAILED)
+            .next()
             .transpose()?;
         let mut evaluation = crate::evaluation::evaluate(&crate::evaluation::Inputs {
             graded,

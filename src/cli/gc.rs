@@ -93,10 +93,7 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
     }
 
     if let Some(keep) = project.config.defaults.keep_artifacts {
-        let facts: Vec<crate::history::fact::Fact> = history
-            .iter()
-            .map(|r| crate::history::fact::Fact::of(r, Default::default()))
-            .collect();
+        let facts = crate::history::fact::Fact::all_of(&history);
         let old = gc::old_artifacts(&dir, &facts, keep, 0);
         if !old.is_empty() {
             let mut numbers: Vec<u32> = old

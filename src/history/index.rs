@@ -194,15 +194,16 @@ fn load_stamped(
     Ok((out, stamps, stats))
 }
 
-/// Every record through the index, as [`load`] with repair, then the index
-/// written whole so each record's line is where the returned sources say:
+/// Every record through the index, as [`load`] (without its repair: the
+/// index is written whole next), then the index written whole so each
+/// record's line is where the returned sources say:
 /// what the facts table (`facts.rs`) is rebuilt from. Returns the index's
 /// length.
 pub fn rebuild(
     dir: &Path,
     files: &[(u32, PathBuf)],
 ) -> Result<(Vec<IterationRecord>, Vec<Source>, u64)> {
-    let (records, stamps, _) = load_stamped(dir, files, true)?;
+    let (records, stamps, _) = load_stamped(dir, files, false)?;
     let mut text = String::new();
     let mut sources = Vec::with_capacity(records.len());
     for (stamp, rec) in stamps.iter().zip(&records) {
@@ -217,23 +218,6 @@ pub fn rebuild(
     }
     crate::atomic::write_atomic(&dir.join(FILE), text.as_bytes())?;
     Ok((records, sources, text.len() as u64))
-}
-
-/// The record on the line `source` points to, if that line is intact and
-/// of `iteration`.
-pub fn read_at(dir: &Path, iteration: u32, source: &Source) -> Option<IterationRecord> {
-    if source.line_at == u64::MAX {
-        return None;
-    }
-    let mut f = std::fs::File::open(dir.join(FILE)).ok()?;
-    f.seek(SeekFrom::Start(source.line_at)).ok()?;
-    let mut raw = vec![0u8; source.line_len as usize];
-    f.read_exact(&mut raw).ok()?;
-    decode(&raw)
-        .filter(|l| {
-            l.iteration == iteration && l.size == source.size && l.mtime_ns == source.mtime_ns
-        })
-        .map(|l| l.record)
 }
 
 /// The records on the lines `wanted` points to, `None` for a line that is

@@ -91,7 +91,7 @@ impl Ledger {
         for r in records {
             p.fold(r);
         }
-        p.digest = digest(&facts[..p.covers.min(facts.len())]);
+        p.seal(facts);
         p
     }
 

@@ -88,10 +88,7 @@ impl History {
     /// Records held in memory, for tests of the window: `records` as if
     /// read from an archive (no files behind them).
     pub fn of(records: Vec<IterationRecord>) -> History {
-        let facts: Vec<Fact> = records
-            .iter()
-            .map(|r| Fact::of(r, super::fact::Source::default()))
-            .collect();
+        let facts = Fact::all_of(&records);
         let first = records.len().saturating_sub(WINDOW);
         let ledger = Ledger::of(&records[..first], &facts);
         let h = History {
@@ -187,11 +184,11 @@ impl History {
     /// them (with the few iterations since folded on), else from the
     /// records; `None` when those cannot be read (the caller rebuilds).
     fn ledger_from(dir: &Path, rows: &[Fact], first: usize) -> Option<Ledger> {
-        let before = &rows[..first];
         let mut p = Ledger::read(dir)
             .filter(|p| p.covers() <= first && p.matches(&rows[..p.covers()]))
             .unwrap_or_default();
-        if p.matches(before) {
+        // A ledger read from the file covers rows the filter checked.
+        if p.covers() == first && first > 0 {
             return Some(p);
         }
         let wanted: Vec<(u32, super::fact::Source)> = rows[p.covers()..first]
@@ -489,7 +486,8 @@ impl<'a> View<'a> {
                 "iteration {i} is not held in memory"
             )));
         }
-        if let Some(r) = index::read_at(&self.h.dir, fact.iteration, &fact.source) {
+        if let Some(Some(r)) = index::read_span(&self.h.dir, &[(fact.iteration, fact.source)]).pop()
+        {
             return Ok(Cow::Owned(r));
         }
         super::read(&super::path_of(&self.h.dir, fact.iteration)).map(Cow::Owned)

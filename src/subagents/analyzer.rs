@@ -11,31 +11,16 @@ use crate::history::{IterationRecord, Verdict, View};
 use crate::model::AlarmKind;
 
 /// The latest pipeline-analyzer report in the archive, with the iteration
-/// whose CHECK wrote it.
-pub fn latest_report(history: &[IterationRecord]) -> Option<(u32, String)> {
-    history
-        .iter()
-        .rev()
-        .find_map(|r| report_of(r).map(|t| (r.iteration, t)))
-}
-
-fn report_of(r: &IterationRecord) -> Option<String> {
-    r.analysis_report()
-}
-
-/// [`latest_report`] of the archive a runner holds: the newest row with a
-/// report is read in full.
+/// whose CHECK wrote it: the newest row with a report is read in full.
 pub fn latest_report_in(history: View) -> Result<Option<(u32, String)>> {
-    let Some(f) = history
-        .facts()
-        .iter()
-        .rev()
-        .find(|f| f.has(crate::history::fact::flag::ANALYSIS))
+    let Some(r) = history
+        .flagged(crate::history::fact::flag::ANALYSIS)
+        .next()
+        .transpose()?
     else {
         return Ok(None);
     };
-    let r = history.record(f.iteration as usize)?;
-    Ok(report_of(&r).map(|t| (r.iteration, t)))
+    Ok(r.analysis_report().map(|t| (r.iteration, t)))
 }
 
 /// What the runner's analysis says to the next PLAN: the latest analyzer
@@ -222,8 +207,12 @@ mod tests {
         assert!(text.contains("Alarm after iteration 5: noise_changed — s²/s_h² = 9"));
         // An archive from before `analysis` existed: read from the alarm.
         a.analysis = None;
+        let held: Vec<IterationRecord> = (0..4)
+            .map(|i| IterationRecord::new(i, Verdict::Discard))
+            .chain([a, b])
+            .collect();
         assert_eq!(
-            latest_report(&[a, b]),
+            latest_report_in(crate::history::History::of(held).view()).unwrap(),
             Some((4, "pipeline-analyzer (builtin): axis X up".into()))
         );
     }
