@@ -129,10 +129,34 @@ impl KnownIds {
 /// is open once more; a point whose base failed was never tried.
 pub fn settled_point(history: &[Fact], key: &str) -> Option<(u32, &'static str)> {
     let key = fact::hash(key.as_bytes());
-    let at: Vec<&Fact> = history
-        .iter()
-        .filter(|r| r.knobs != 0 && !r.has(flag::BASE_FAILED) && r.knobs == key)
-        .collect();
+    let at: Vec<&Fact> = history.iter().filter(|r| tried(r) == Some(key)).collect();
+    settled_among(&at)
+}
+
+/// The hashes of every knob point [`settled_point`] finds settled, from one
+/// pass over the rows (a search that asked for each row's point in turn
+/// scanned them all once per row).
+pub fn settled_points(history: &[Fact]) -> std::collections::HashSet<u64> {
+    let mut by: std::collections::HashMap<u64, Vec<&Fact>> = std::collections::HashMap::new();
+    for r in history {
+        if let Some(k) = tried(r) {
+            by.entry(k).or_default().push(r);
+        }
+    }
+    by.into_iter()
+        .filter(|(_, at)| settled_among(at).is_some())
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The knob point a row tried (its hash): none without knobs, or when its
+/// base failed and nothing was tried.
+fn tried(r: &Fact) -> Option<u64> {
+    (r.knobs != 0 && !r.has(flag::BASE_FAILED)).then_some(r.knobs)
+}
+
+/// [`settled_point`] among the rows of one point, oldest first.
+fn settled_among(at: &[&Fact]) -> Option<(u32, &'static str)> {
     let settled = at.iter().rev().find_map(|r| {
         let why = match r.verdict? {
             Verdict::Baseline => "the baseline",
@@ -250,6 +274,38 @@ mod tests {
             knobs,
             ..Plan::default()
         }
+    }
+
+    #[test]
+    fn the_settled_points_of_one_pass_are_those_settled_point_finds() {
+        // Every verdict at the even tiles; the odd ones only blocked,
+        // which settles nothing.
+        let verdicts = [
+            Verdict::Keep,
+            Verdict::Discard,
+            Verdict::Crash,
+            Verdict::Invalid,
+            Verdict::Blocked,
+        ];
+        let mut h = vec![rec(0, Verdict::Baseline, "baseline", Some(16))];
+        for i in 1..40u32 {
+            let v = if i % 2 == 0 {
+                verdicts[i as usize / 2 % verdicts.len()]
+            } else {
+                Verdict::Blocked
+            };
+            h.push(rec(i, v, "try", Some(i64::from(i % 8) * 8)));
+        }
+        let facts = Fact::all_of(&h);
+        let settled = settled_points(&facts);
+        let mut found = 0;
+        for r in &h {
+            let key = crate::knobs::key(&r.knobs);
+            let one = settled_point(&facts, &key).is_some();
+            assert_eq!(settled.contains(&fact::hash(key.as_bytes())), one, "{key}");
+            found += usize::from(one);
+        }
+        assert!(found > 0 && found < h.len(), "{found}");
     }
 
     #[test]

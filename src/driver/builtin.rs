@@ -331,17 +331,15 @@ fn acquire(
     let knobs = &brief.knobs;
     // Settled points are never proposed again; an inconclusive one may be,
     // once (the validator's rule, so a builtin plan is never refused).
-    let facts = crate::history::fact::Fact::all_of(history);
-    let evaluated: BTreeSet<String> = history
-        .iter()
-        .map(|r| knobs::key(&r.knobs))
-        .filter(|k| crate::plan::settled_point(&facts, k).is_some())
-        .chain(std::iter::once(knobs::key(best)))
-        .collect();
+    let settled = crate::plan::settled_points(&crate::history::fact::Fact::all_of(history));
+    let best_key = knobs::key(best);
     let mut rng = SplitMix64::new(seed ^ u64::from(iteration).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let untried: Vec<Point> = candidates(knobs, best, &mut rng)
         .into_iter()
-        .filter(|p| !evaluated.contains(&knobs::key(p)))
+        .filter(|p| {
+            let k = knobs::key(p);
+            k != best_key && !settled.contains(&crate::history::fact::hash(k.as_bytes()))
+        })
         .collect();
     if untried.is_empty() {
         return Err(Exhausted::Settled);
