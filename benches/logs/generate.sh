@@ -100,8 +100,13 @@ case_ rust-error-cascade "$work/r4/calc" "$clean" "cargo build" -- cargo build
 # pytest: a suite with failures, and the 5 MB verbose run of a huge one.
 cp -r "$here/projects/pyproj" "$work/pyproj"
 pyclean='rm -rf .pytest_cache tests/__pycache__'
+# RTK reads a `-v` before its `--` as its own verbosity: pytest's flags go
+# after it. RTK adds `-q --tb=short` to every run; with `-v` the two cancel
+# and pytest prints its default report, the one RTK's filter parses (it does
+# not parse pytest 9's `-q` summary line: pytest-fail is that case).
 case_ pytest-fail "$work/pyproj" "$pyclean" "pytest tests/test_calc.py" -- pytest tests/test_calc.py
-case_ pytest-huge "$work/pyproj" "$pyclean" "pytest -v tests/test_huge.py" -- pytest -v tests/test_huge.py
+case_ pytest-fail-verbose "$work/pyproj" "$pyclean" "pytest -v tests/test_calc.py" -- pytest -- -v tests/test_calc.py
+case_ pytest-huge "$work/pyproj" "$pyclean" "pytest -v tests/test_huge.py" -- pytest -- -v tests/test_huge.py
 
 # node's test runner through npm.
 cp -r "$here/projects/jsproj" "$work/jsproj"
