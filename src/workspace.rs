@@ -208,12 +208,15 @@ impl Workspace {
     pub fn scratch(&self, which: &str, commit: Oid) -> Result<PathBuf> {
         let path = self.dir.join(which);
         crate::atomic::create_dir_all(&self.dir)?;
-        if !(path.join(".git").exists() && Repository::open(&path).is_ok()) {
-            let name = self.worktree_name(which);
-            self.forget_worktree(&name, &path)?;
-            self.add_detached(&name, &path, commit)?;
-        }
-        let repo = Repository::open(&path).ctx(|| format!("opening {}", path.display()))?;
+        self.heal_link(which, &path)?;
+        let repo = match self.open_worktree(which, &path) {
+            Ok(repo) if path.join(".git").is_file() => repo,
+            _ => {
+                self.forget_worktree(which, &path)?;
+                self.add_detached(which, &path, commit)?;
+                self.open_worktree(which, &path)?
+            }
+        };
         reset_detached(&repo, &path, commit)?;
         Ok(path)
     }
@@ -235,7 +238,7 @@ impl Workspace {
         let commit =
             self.commit_tree(base, tree, "ooda: a scratch copy of a measured candidate")?;
         if fresh {
-            self.forget_worktree(&self.worktree_name(which), &self.dir.join(which))?;
+            self.forget_worktree(which, &self.dir.join(which))?;
         }
         self.scratch(which, commit)
     }
@@ -248,14 +251,15 @@ impl Workspace {
     /// the same checks a candidate's change gets (a new or grown file above
     /// `max_new` bytes is recorded unread, and then not written).
     pub fn tree_of_scratch(&self, dir: &Path, max_new: u64) -> Result<(Oid, Vec<ChangedPath>)> {
-        let repo = Repository::open(dir).ctx(|| format!("opening {}", dir.display()))?;
+        let repo = self.open_scratch(dir)?;
         let c = self.read_worktree(&repo, dir, max_new)?;
         Ok((c.contents.write_tree(&repo, dir)?, c.changed))
     }
 
     /// Adds a worktree detached at `commit`. libgit2 checks a worktree out on a
     /// branch, so a temporary branch carries it there and is deleted after.
-    fn add_detached(&self, name: &str, path: &Path, commit: Oid) -> Result<()> {
+    fn add_detached(&self, which: &str, path: &Path, commit: Oid) -> Result<()> {
+        let name = self.worktree_name(which);
         let tmp_branch = format!("ooda-tmp/{name}");
         let c = self
             .repo
@@ -268,9 +272,8 @@ impl Workspace {
         let r = b.into_reference();
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(&r));
-        self.add_worktree(name, path, &opts)?;
-        let wt_repo = Repository::open(path).ctx(|| format!("opening {}", path.display()))?;
-        wt_repo
+        self.add_worktree(&name, path, &opts)?;
+        self.open_worktree(which, path)?
             .set_head_detached(commit)
             .ctx(|| "detaching the worktree".into())?;
         if let Ok(mut b) = self.repo.find_branch(&tmp_branch, BranchType::Local) {
@@ -292,13 +295,16 @@ impl Workspace {
         Ok(())
     }
 
-    /// A half-created or deleted worktree: prune git's record of it and
-    /// remove what is left of its folder, so it can be created afresh.
-    fn forget_worktree(&self, name: &str, path: &Path) -> Result<()> {
-        if let Ok(wt) = self.repo.find_worktree(name) {
-            let mut opts = git2::WorktreePruneOptions::new();
-            opts.valid(true).working_tree(false);
-            let _ = wt.prune(Some(&mut opts));
+    /// A half-created or deleted worktree: remove git's record of it and
+    /// what is left of its folder, so it can be created afresh. The record
+    /// is removed by its place in this repository, not by libgit2's prune,
+    /// which goes by the repository the record names: in a copied or moved
+    /// project that is the original, whose record it would delete.
+    fn forget_worktree(&self, which: &str, path: &Path) -> Result<()> {
+        let record = self.worktree_record(which);
+        if fs::symlink_metadata(&record).is_ok() {
+            fs::remove_dir_all(&record)
+                .ctx(|| format!("removing git's record {}", record.display()))?;
         }
         if path.exists() {
             fs::remove_dir_all(path)
@@ -317,7 +323,7 @@ impl Workspace {
         if path.join(".git").exists() && self.open_worktree(which, path).is_ok() {
             return Ok(());
         }
-        self.forget_worktree(&name, path)?;
+        self.forget_worktree(which, path)?;
         if on_branch {
             let reference = self
                 .repo
@@ -330,7 +336,7 @@ impl Workspace {
             let tip = self
                 .branch_tip()?
                 .ok_or_else(|| Error::Internal("the ooda branch vanished".into()))?;
-            self.add_detached(&name, path, tip)?;
+            self.add_detached(which, path, tip)?;
         }
         Ok(())
     }
@@ -430,6 +436,19 @@ impl Workspace {
     fn open_worktree(&self, which: &str, dir: &Path) -> Result<Repository> {
         let record = self.worktree_record(which);
         let repo = Repository::open(&record).ctx(|| format!("opening {}", dir.display()))?;
+        // A record copied from another project names that project's
+        // repository: opened, ooda would commit and reset there.
+        let ours = self.repo.commondir().canonicalize().ok();
+        if ours.is_none() || repo.commondir().canonicalize().ok() != ours {
+            return Err(Error::Corrupt {
+                path: record.clone(),
+                message: format!(
+                    "git's record of this worktree names the repository {}, not this one: remove {} and run `ooda tick` again to re-create it, or `ooda reset` for a fresh start",
+                    repo.commondir().display(),
+                    record.display()
+                ),
+            });
+        }
         let expected = dir.canonicalize().ok();
         let actual = repo.workdir().and_then(|w| w.canonicalize().ok());
         if expected.is_none() || actual != expected {
@@ -519,8 +538,26 @@ impl Workspace {
 
     /// What changed in a scratch worktree against its HEAD (a replay's).
     pub fn scratch_changes(&self, dir: &Path, max_new: u64) -> Result<Candidate> {
-        let repo = Repository::open(dir).ctx(|| format!("opening {}", dir.display()))?;
-        self.read_worktree(&repo, dir, max_new)
+        self.read_worktree(&self.open_scratch(dir)?, dir, max_new)
+    }
+
+    /// A scratch worktree (`scratch`'s folder), opened through git's record
+    /// of it like the loop's own: an agent worked there, and its `.git`
+    /// entry may now name any repository.
+    fn open_scratch(&self, dir: &Path) -> Result<Repository> {
+        let which = dir
+            .strip_prefix(&self.dir)
+            .ok()
+            .and_then(|r| r.to_str())
+            .filter(|w| !w.is_empty() && !w.contains('/'))
+            .ok_or_else(|| {
+                Error::Internal(format!(
+                    "{} is not a worktree of {}",
+                    dir.display(),
+                    self.dir.display()
+                ))
+            })?;
+        self.open_worktree(which, dir)
     }
 
     /// A worktree's files read from disk against its HEAD (see `candidate`).
@@ -1162,6 +1199,93 @@ mod tests {
         assert_eq!(
             fs::read_to_string(ws.base_dir.join("a.txt")).unwrap(),
             "three\n"
+        );
+    }
+
+    /// A project copied (or moved) with its `.ooda/` and `.git/` carries
+    /// git's records of the original's worktrees, which name the original's
+    /// folders: the copy makes its own, and the original's keep working.
+    #[test]
+    fn a_copied_project_makes_its_own_worktrees() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::create_dir(&a).unwrap();
+        let start = repo_with_commit(&a);
+        let ws = Workspace::open(&a, &a.join(".ooda/worktrees/q"), "q").unwrap();
+        ws.ensure(start).unwrap();
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&a)
+            .arg(&b)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        let copy = Workspace::open(&b, &b.join(".ooda/worktrees/q"), "q").unwrap();
+        copy.ensure(start).unwrap();
+        for (w, root) in [(&copy, &b), (&ws, &a)] {
+            for (repo, which) in [
+                (w.cand_repo().unwrap(), "cand"),
+                (w.base_repo().unwrap(), "base"),
+            ] {
+                assert_eq!(
+                    repo.workdir().unwrap().canonicalize().unwrap(),
+                    root.join(".ooda/worktrees/q")
+                        .join(which)
+                        .canonicalize()
+                        .unwrap()
+                );
+            }
+        }
+        fs::write(copy.cand_dir.join("a.txt"), "copy\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(ws.cand_dir.join("a.txt")).unwrap(),
+            "one\n"
+        );
+        assert!(copy.diff().unwrap().contains("+copy"));
+        assert!(!ws.diff().unwrap().contains("+copy"));
+    }
+
+    /// An agent that worked in a scratch worktree may leave its `.git`
+    /// naming the user's repository: the next use of that scratch goes by
+    /// git's record, never moving the user's HEAD or index.
+    #[test]
+    fn a_scratch_whose_git_link_names_the_users_repository_is_healed() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = repo_with_commit(dir.path());
+        let ws = Workspace::open(dir.path(), &dir.path().join(".ooda/worktrees/q"), "q").unwrap();
+        ws.ensure(start).unwrap();
+        fs::write(ws.cand_dir.join("a.txt"), "two\n").unwrap();
+        let tree = ws
+            .write_tree(&ws.candidate(u64::MAX).unwrap().contents)
+            .unwrap();
+        let two = ws.commit_tree(start, tree, "two").unwrap();
+        let scratch = ws.scratch("s", start).unwrap();
+        let user_git = dir.path().join(".git");
+        fs::write(
+            scratch.join(".git"),
+            format!("gitdir: {}\n", user_git.display()),
+        )
+        .unwrap();
+        assert_eq!(
+            ws.tree_of_scratch(&scratch, u64::MAX).unwrap().0,
+            ws.repo.find_commit(start).unwrap().tree_id()
+        );
+        let again = ws.scratch("s", two).unwrap();
+        assert_eq!(fs::read_to_string(again.join("a.txt")).unwrap(), "two\n");
+        let user = Repository::open(dir.path()).unwrap();
+        assert!(!user.head_detached().unwrap());
+        assert_eq!(user.head().unwrap().target(), Some(start));
+        assert!(user.state() == git2::RepositoryState::Clean);
+        assert!(
+            user.statuses(None)
+                .unwrap()
+                .iter()
+                .all(|s| s.path() != Ok("a.txt"))
+        );
+        let link = fs::read_to_string(again.join(".git")).unwrap();
+        assert!(
+            !link.contains(&format!("{}\n", user_git.display())),
+            "{link}"
         );
     }
 

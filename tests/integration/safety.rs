@@ -47,6 +47,47 @@ fn deleting_the_worktrees_after_a_keep_never_moves_the_branch_back() {
     assert_eq!(Some(tip.as_str()), kept[0].commit.as_deref());
 }
 
+/// git's records of the worktrees (`.git/worktrees/*/{gitdir,commondir}`).
+fn worktree_records(t: &Test) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(t.path().join(".git/worktrees")).unwrap() {
+        let dir = e.unwrap().path();
+        for f in ["gitdir", "commondir"] {
+            let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            out.push(format!("{name}/{f}: {}", text.trim()));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A copied project carries git's records of the original's worktrees,
+/// which name the original's folders and repository: the copy makes its
+/// own, and the original is not touched (libgit2's prune would have
+/// deleted its records, by the repository they name).
+#[test]
+fn a_copied_project_ticks_on_its_own_and_leaves_the_original_alone() {
+    let t = Test::new();
+    t.brief("cp", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "cp"]).expect(0);
+    t.ooda(&["tick", "cp"]).expect(0);
+    let (snapshot, refs, records) = (t.snapshot(), t.ooda_refs(), worktree_records(&t));
+    let copy = t.copy();
+    copy.ooda(&["tick", "cp"]).expect(0);
+    assert_eq!(copy.iterations("cp"), vec![0, 1, 2]);
+    t.snapshot().assert_same(&snapshot, "a tick in a copy");
+    assert_eq!(t.ooda_refs(), refs);
+    assert_eq!(worktree_records(&t), records);
+    let own = copy.path().canonicalize().unwrap();
+    for r in worktree_records(&copy) {
+        assert!(r.contains(&own.display().to_string()), "{r}");
+    }
+    t.ooda(&["tick", "cp"]).expect(0);
+    assert_eq!(t.iterations("cp"), vec![0, 1, 2]);
+}
+
 #[test]
 fn a_recreated_base_worktree_is_set_up_again() {
     let t = Test::new();

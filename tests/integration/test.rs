@@ -114,6 +114,23 @@ impl Test {
         self.dir.path()
     }
 
+    /// A copy of the project (`cp -a`, `.git/` and `.ooda/` with it), as a
+    /// user copying or moving a project folder makes one.
+    pub fn copy(&self) -> Test {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(self.path().join("."))
+            .arg(dir.path())
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        Test {
+            dir,
+            pinned: self.pinned,
+        }
+    }
+
     pub fn write(&self, rel: &str, content: &str) -> PathBuf {
         let p = self.path().join(rel);
         if let Some(parent) = p.parent() {
