@@ -1,6 +1,10 @@
 //! ooda's output compressor beside RTK on the same real command outputs.
 //!
-//! `cargo run --release --example compress_bench -- [--rtk PATH] [--corpus DIR]`
+//! `cargo run --release --example compress_bench -- [--rtk PATH] [--corpus DIR] [--show CASE] [--save]`
+//!
+//! `--show CASE` prints both outputs of one case; `--save` keeps what RTK
+//! printed in each case's `rtk-out.txt`, where the corpus test holds ooda
+//! to it without RTK at hand.
 //!
 //! The corpus (`benches/logs/`, made by `benches/logs/generate.sh`) holds, per
 //! case, what a real command printed (`raw.log`), the lines that must survive
@@ -32,7 +36,9 @@ use ooda::compress;
 struct Side {
     chars: usize,
     kept: usize,
-    /// The characters of the must-survive lines it dropped (a newline each).
+    /// The characters of the must-survive lines it dropped, each as the
+    /// kept check reads it (runs of blanks as one) with a newline: the least
+    /// an output holding it must spend.
     missing: usize,
     micros: u128,
     output: String,
@@ -43,14 +49,16 @@ fn main() -> std::process::ExitCode {
     let mut rtk: Option<PathBuf> = None;
     let mut corpus = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/logs"));
     let mut show = None;
+    let mut save = false;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--rtk" => rtk = args.next().map(PathBuf::from),
             "--corpus" => corpus = args.next().map(PathBuf::from).unwrap_or(corpus),
             "--show" => show = args.next(),
+            "--save" => save = true,
             _ => {
                 eprintln!(
-                    "usage: compress_bench [--rtk PATH] [--corpus DIR] [--show CASE]\n(unknown argument {a})"
+                    "usage: compress_bench [--rtk PATH] [--corpus DIR] [--show CASE] [--save]\n(unknown argument {a})"
                 );
                 return std::process::ExitCode::from(2);
             }
@@ -88,7 +96,8 @@ fn main() -> std::process::ExitCode {
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut worse = Vec::new();
-    // Cases whose tool RTK ran with other flags: ooda on RTK's own input.
+    // Cases whose tool printed other bytes when RTK ran it (other flags,
+    // other timings): ooda on RTK's own input.
     let mut other_input = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
@@ -112,6 +121,9 @@ fn main() -> std::process::ExitCode {
             .unwrap_or_else(|_| must.clone());
         let theirs = rtk.as_ref().map(|r| {
             let (output, micros) = run_rtk(r, &corpus, case);
+            if save {
+                std::fs::write(case.join("rtk-out.txt"), &output).expect("writing rtk-out.txt");
+            }
             side(output, micros, &rtk_must)
         });
         // The same lines in another order (stdout and stderr recorded
@@ -172,9 +184,9 @@ fn main() -> std::process::ExitCode {
         // tool printed other bytes (other flags), sizes of different inputs
         // say nothing of the compressors: that case is judged below, on the
         // bytes RTK was given; ooda must still keep every line of its own.
-        let same_input = other_input.last().is_some_and(|o| o.0 == name);
+        let judged_on_rtk_input = other_input.last().is_some_and(|o| o.0 == name);
         if ours.kept < must.len()
-            || (!same_input
+            || (!judged_on_rtk_input
                 && theirs
                     .as_ref()
                     .is_some_and(|t| t.chars + t.missing < ours.chars))
@@ -224,16 +236,8 @@ fn main() -> std::process::ExitCode {
 }
 
 fn side(output: String, micros: u128, must: &[String]) -> Side {
-    let lines: Vec<String> = output.lines().map(normal).collect();
-    let (mut kept, mut missing) = (0, 0);
-    for m in must {
-        let n = normal(m);
-        if lines.iter().any(|l| l.contains(&n)) {
-            kept += 1;
-        } else {
-            missing += m.chars().count() + 1;
-        }
-    }
+    let must: Vec<&str> = must.iter().map(String::as_str).collect();
+    let (kept, missing) = compress::survival(&output, &must);
     Side {
         chars: output.chars().count(),
         kept,

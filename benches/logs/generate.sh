@@ -9,6 +9,8 @@
 #              the benchmark can run RTK, as the proxy it is, on the same bytes
 #   must.txt   the lines that must survive compression (./must_survive.py)
 #   rtk-must.txt  the same, of what RTK was given (its tools' recorded output)
+#   rtk-out.txt   what RTK printed (`compress_bench --rtk PATH --save` writes
+#              it; the corpus test holds ooda to it without RTK at hand)
 #
 # Needs: cargo, git, python3 with pytest (PYTEST, default `pytest`), node and
 # npm, wget, and RTK=path/to/rtk. Run from anywhere; takes a few minutes
@@ -100,13 +102,15 @@ case_ rust-error-cascade "$work/r4/calc" "$clean" "cargo build" -- cargo build
 # pytest: a suite with failures, and the 5 MB verbose run of a huge one.
 cp -r "$here/projects/pyproj" "$work/pyproj"
 pyclean='rm -rf .pytest_cache tests/__pycache__'
-# RTK reads a `-v` before its `--` as its own verbosity: pytest's flags go
-# after it. RTK adds `-q --tb=short` to every run; with `-v` the two cancel
-# and pytest prints its default report, the one RTK's filter parses (it does
-# not parse pytest 9's `-q` summary line: pytest-fail is that case).
+# RTK adds `-q --tb=short` to every pytest run, and its filter does not
+# parse the `-q` report (whose summary line has no `===` around it).
+# RTK reads a `-v` before `--` as its own verbosity, as its hook rewrites
+# `pytest -v …` to: pytest-huge is that deployed form. After `--` pytest
+# gets it, `-v` and `-q` cancel, and pytest prints the default report RTK's
+# filter parses: pytest-fail-verbose shows RTK's filter at work.
 case_ pytest-fail "$work/pyproj" "$pyclean" "pytest tests/test_calc.py" -- pytest tests/test_calc.py
 case_ pytest-fail-verbose "$work/pyproj" "$pyclean" "pytest -v tests/test_calc.py" -- pytest -- -v tests/test_calc.py
-case_ pytest-huge "$work/pyproj" "$pyclean" "pytest -v tests/test_huge.py" -- pytest -- -v tests/test_huge.py
+case_ pytest-huge "$work/pyproj" "$pyclean" "pytest -v tests/test_huge.py" -- pytest -v tests/test_huge.py
 
 # node's test runner through npm.
 cp -r "$here/projects/jsproj" "$work/jsproj"
