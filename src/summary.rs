@@ -39,19 +39,26 @@ pub fn status_line(state: &State) -> String {
 /// hundred is a night's worth.
 const LIST_NEWEST: usize = 100;
 
-/// The lists `summary.md` and `summary.json` both show, read once per
-/// sync: each is the newest records with a flag and how many older ones
-/// have it, and the named patterns whose latest lessons are the newest (by
-/// name) and how many others there are.
+/// What `summary.md` and `summary.json` both show that is read from
+/// iteration files, read once per sync: the lists (each the newest records
+/// with a flag and how many older ones have it; the named patterns whose
+/// latest lessons are the newest, by name, and how many others there are)
+/// and the confirmation tests of the best (which may read every
+/// confirmation of a long history).
 pub struct Lists<'a> {
     falsified: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     alarmed: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     patterns: Vec<crate::history::ledger::NamedPattern>,
     patterns_older: usize,
+    /// The latest confirmation of the current best, and after which
+    /// iteration.
+    confirmed: Option<(u32, crate::model::Confirmation)>,
+    /// A confirmation test that failed after the last keep, and why.
+    confirmation_failed: Option<(u32, String)>,
 }
 
 impl<'a> Lists<'a> {
-    pub fn of(history: View<'a>) -> Result<Lists<'a>> {
+    pub fn of(history: View<'a>, best_commit: &str) -> Result<Lists<'a>> {
         // Newest lesson first (the ledger's order).
         let mut patterns = history.patterns()?;
         let patterns_older = patterns.len().saturating_sub(LIST_NEWEST);
@@ -62,6 +69,8 @@ impl<'a> Lists<'a> {
             alarmed: newest_flagged(history, flag::ALARMS)?,
             patterns,
             patterns_older,
+            confirmed: history.confirmation_of(best_commit)?,
+            confirmation_failed: confirmation_failure(history)?,
         })
     }
 }
@@ -129,7 +138,7 @@ pub fn render(
                 "| improvement | {:+.1}% |",
                 improvement(brief.metric.direction, base, best) * 100.0
             );
-            match history.confirmation_of(&state.best_commit)? {
+            match &lists.confirmed {
                 Some((it, c)) => {
                     let _ = writeln!(
                         s,
@@ -145,7 +154,7 @@ pub fn render(
                     let _ = writeln!(
                         s,
                         "| confirmed gain | {} |",
-                        unconfirmed_text(history, state)?
+                        unconfirmed_text(history, state, lists)?
                     );
                 }
                 None => {}
@@ -807,11 +816,11 @@ pub fn json<'a>(
             "iteration": best_at.unwrap_or(0),
         })),
         "improvement": base.zip(best).map(|(b, v)| improvement(brief.metric.direction, b, v)),
-        "confirmation_failed": confirmation_failure(history)?.map(|(it, why)| json!({
+        "confirmation_failed": lists.confirmation_failed.as_ref().map(|(it, why)| json!({
             "after_iteration": it,
             "why": why,
         })),
-        "confirmed": history.confirmation_of(&state.best_commit)?.map(|(it, c)| json!({
+        "confirmed": lists.confirmed.as_ref().map(|(it, c)| json!({
             "effect": c.effect,
             "ci": [c.ci.0, c.ci.1],
             "p": c.p,
@@ -885,7 +894,7 @@ pub fn write(
         state.stop.as_ref(),
         Some(state.created_at),
     )?;
-    let lists = Lists::of(history)?;
+    let lists = Lists::of(history, &state.best_commit)?;
     write_atomic(
         &dir.join("summary.md"),
         render(
@@ -1038,11 +1047,11 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 /// Why no confirmed gain of the current best is shown.
-fn unconfirmed_text(history: View, state: &State) -> Result<String> {
+fn unconfirmed_text(history: View, state: &State, lists: &Lists) -> Result<String> {
     if state.best_commit == state.start_commit {
         return Ok("none: the base was rolled back to the start of the run".into());
     }
-    if let Some((it, why)) = confirmation_failure(history)? {
+    if let Some((it, why)) = &lists.confirmation_failed {
         return Ok(format!(
             "could not be measured after iteration {it}: {}",
             why.replace('|', "\\|")
@@ -1123,7 +1132,7 @@ mod tests {
         // count of the others.
         let all = held.view().patterns().unwrap();
         assert!(all.len() > LIST_NEWEST, "{}", all.len());
-        let lists = Lists::of(held.view()).unwrap();
+        let lists = Lists::of(held.view(), "").unwrap();
         assert_eq!(lists.patterns.len(), LIST_NEWEST);
         assert_eq!(lists.patterns_older, all.len() - LIST_NEWEST);
         let newest: std::collections::BTreeSet<&str> =
