@@ -443,15 +443,9 @@ pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
     let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for r in history.iter().filter(|r| r.iteration > 0) {
         // Only a worse or futile discard is falsified, whatever its LEARN said.
-        if !r.falsifies() {
+        let Some(text) = crate::history::fact::entry_text(r) else {
             continue;
-        }
-        let text = match (&r.falsified, r.falsifies()) {
-            (Some(f), _) if !f.trim().is_empty() => f.clone(),
-            (_, true) if !r.hypothesis.trim().is_empty() => r.hypothesis.clone(),
-            _ => continue,
         };
-        let text = clip(&text, 400);
         let key = text.to_lowercase();
         match index.get(&key) {
             Some(&i) => out[i].ids.push(r.iteration),
@@ -460,11 +454,7 @@ pub fn falsified_entries(history: &[IterationRecord]) -> Vec<Falsified> {
                 out.push(Falsified {
                     ids: vec![r.iteration],
                     text,
-                    axis: r
-                        .axes
-                        .first()
-                        .map(|a| format!("{} {}", a.name, a.direction))
-                        .unwrap_or_else(|| "no axis named".into()),
+                    axis: r.axis_label(),
                 });
             }
         }
@@ -534,8 +524,8 @@ pub fn falsified_in(v: View, max_chars: usize) -> Result<FalsifiedList> {
     for (&k, r) in unread.iter().zip(v.records(&firsts)?) {
         let e = &mut entries[k];
         e.text = crate::history::fact::entry_text(&r).unwrap_or_default();
-        if let Some(a) = r.axes.first() {
-            e.axis = format!("{} {}", a.name, a.direction);
+        if !r.axes.is_empty() {
+            e.axis = r.axis_label();
         }
     }
     Ok(FalsifiedList {
@@ -742,11 +732,7 @@ fn falsified_header(brief: &str) -> String {
 /// `falsified.md`'s line for `r`, when it falsified something.
 fn falsified_line(r: &IterationRecord) -> Option<String> {
     let text = crate::history::fact::entry_text(r).filter(|_| r.iteration > 0)?;
-    let axis = r
-        .axes
-        .first()
-        .map(|a| format!("{} {}", a.name, a.direction))
-        .unwrap_or_else(|| "no axis named".into());
+    let axis = r.axis_label();
     Some(format!(
         "- {} ({axis}): {}\n",
         r.iteration,
@@ -972,11 +958,7 @@ fn full_iteration(r: &IterationRecord) -> String {
         facts.push(format!("cites {}", ids_text(&r.cites)));
     }
     if !r.axes.is_empty() {
-        let axes: Vec<String> = r
-            .axes
-            .iter()
-            .map(|a| format!("{} {}", a.name, a.direction))
-            .collect();
+        let axes: Vec<String> = r.axes.iter().map(ToString::to_string).collect();
         facts.push(format!("axes {}", axes.join(", ")));
     }
     if !r.knobs.is_empty() {
@@ -1144,11 +1126,7 @@ pub fn plan_text(plan: &Plan) -> String {
     let _ = writeln!(s, "- Hypothesis: {}", clip(&plan.hypothesis, 1_000));
     let _ = writeln!(s, "- Change: {}", bound(&plan.change, 4_000));
     if !plan.axes.is_empty() {
-        let axes: Vec<String> = plan
-            .axes
-            .iter()
-            .map(|a| format!("{} {}", a.name, a.direction))
-            .collect();
+        let axes: Vec<String> = plan.axes.iter().map(ToString::to_string).collect();
         let _ = writeln!(s, "- Axes: {}", axes.join(", "));
     }
     if !plan.knobs.is_empty() {

@@ -311,30 +311,30 @@ pub fn winsorize_robust(d: &[f64], s_floor: f64) -> Vec<f64> {
 /// of its values winsorized by [`winsorize_robust`], and their degrees of
 /// freedom; (0, 0) for a sample [`pooled_variance`] skips.
 pub fn noise_share(d: &[f64]) -> (f64, f64) {
-    let x = winsorize_robust(d, 0.0);
-    if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
-        return (0.0, 0.0);
-    }
-    let m = mean(&x);
-    (
-        x.iter().map(|v| (v - m).powi(2)).sum::<f64>(),
-        (x.len() - 1) as f64,
-    )
+    squares(&winsorize_robust(d, 0.0)).unwrap_or((0.0, 0.0))
 }
 
 /// Pooled variance of several samples' residuals: Σ SS_j / Σ (n_j − 1), and
 /// its degrees of freedom. Samples with fewer than two values add nothing.
 pub fn pooled_variance<'a>(samples: impl IntoIterator<Item = &'a [f64]>) -> Option<(f64, f64)> {
-    let (mut ss, mut df) = (0.0, 0.0);
-    for x in samples {
-        if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
-            continue;
-        }
-        let m = mean(x);
-        ss += x.iter().map(|v| (v - m).powi(2)).sum::<f64>();
-        df += (x.len() - 1) as f64;
-    }
+    let (ss, df) = samples
+        .into_iter()
+        .filter_map(squares)
+        .fold((0.0, 0.0), |(ss, df), (s, d)| (ss + s, df + d));
     (df > 0.0).then(|| (ss / df, df))
+}
+
+/// A sample's sum of squared deviations from its mean and its degrees of
+/// freedom; none for fewer than two values or a non-finite one.
+fn squares(x: &[f64]) -> Option<(f64, f64)> {
+    if x.len() < 2 || x.iter().any(|v| !v.is_finite()) {
+        return None;
+    }
+    let m = mean(x);
+    Some((
+        x.iter().map(|v| (v - m).powi(2)).sum::<f64>(),
+        (x.len() - 1) as f64,
+    ))
 }
 
 /// Upper quantile of the F distribution, for "did the noise change?".

@@ -178,12 +178,7 @@ impl Fact {
             tree: rec.tree.as_deref().map_or(0, |t| hash(t.as_bytes())),
             commit: rec.commit.as_deref().map_or(0, |t| hash(t.as_bytes())),
             rollback_to: rec.rollback_to.as_deref().map_or(0, |t| hash(t.as_bytes())),
-            axis: Axis::new(
-                &rec.axes
-                    .first()
-                    .map(|a| format!("{} {}", a.name, a.direction))
-                    .unwrap_or_else(|| "no axis named".into()),
-            ),
+            axis: Axis::new(&rec.axis_label()),
             started: rec.started.timestamp(),
             finished: rec.finished.timestamp(),
             source,

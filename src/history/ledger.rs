@@ -99,10 +99,7 @@ impl Ledger {
     pub fn fold(&mut self, r: &IterationRecord) {
         if r.verdict != crate::model::Verdict::Baseline {
             for a in &r.axes {
-                let e = self
-                    .axes
-                    .entry(format!("{} {}", a.name, a.direction))
-                    .or_default();
+                let e = self.axes.entry(a.to_string()).or_default();
                 e.tries += 1;
                 e.keeps += usize::from(r.verdict == crate::model::Verdict::Keep);
                 if let Some(m) = &r.measured {

@@ -13,6 +13,13 @@ pub struct Axis {
     pub step: Option<f64>,
 }
 
+/// `TILE up`: how the archive, the prompts and the ledger name a direction.
+impl std::fmt::Display for Axis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.name, self.direction)
+    }
+}
+
 /// The PLAN result: one change, with a falsifiable prediction.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Plan {

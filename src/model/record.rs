@@ -126,6 +126,14 @@ pub struct IterationRecord {
 }
 
 impl IterationRecord {
+    /// The direction it tried, from its first axis (`TILE up`), or "no axis
+    /// named": what the falsified list groups and shows.
+    pub fn axis_label(&self) -> String {
+        self.axes
+            .first()
+            .map_or_else(|| "no axis named".into(), ToString::to_string)
+    }
+
     /// A record of `iteration` with nothing in it yet: placeholder names, a
     /// fixed timestamp, no data. The baseline and tests fill in the rest.
     pub fn new(iteration: u32, verdict: Verdict) -> IterationRecord {
