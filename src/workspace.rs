@@ -89,6 +89,15 @@ impl Workspace {
                     .unwrap_or_default()
             )));
         }
+        // Records an earlier release wrote name the repository by its
+        // absolute path: after the project moved, git itself fails on them.
+        if let Ok(records) = fs::read_dir(repo.commondir().join("worktrees")) {
+            for r in records.flatten() {
+                if r.file_name().to_string_lossy().starts_with("ooda-") {
+                    relative_commondir(&r.path())?;
+                }
+            }
+        }
         Ok(Workspace {
             brief: brief.to_string(),
             branch: format!("ooda/{brief}"),
@@ -292,7 +301,7 @@ impl Workspace {
         self.repo
             .worktree(name, path, Some(opts))
             .ctx(|| format!("creating worktree {}", path.display()))?;
-        Ok(())
+        relative_commondir(&records.join(name))
     }
 
     /// A half-created or deleted worktree: remove git's record of it and
@@ -979,6 +988,24 @@ impl Workspace {
 }
 
 /// Makes a detached worktree exactly `commit`: HEAD, index, files.
+/// Points a worktree record's `commondir` at the repository relatively
+/// (`../..`, as `git worktree add` writes it). libgit2 writes the absolute
+/// path: once the project folder is moved, that names a folder that is
+/// gone, and `git worktree list`, `git gc` and `git fsck` in the user's
+/// repository fail on it; in a copy it names the original's repository.
+/// The record lives at `<commondir>/worktrees/<name>`, so `../..` is right
+/// wherever the folder goes.
+fn relative_commondir(record: &Path) -> Result<()> {
+    let file = record.join("commondir");
+    let Ok(text) = fs::read_to_string(&file) else {
+        return Ok(());
+    };
+    if Path::new(text.trim()).is_absolute() {
+        crate::atomic::write_atomic(&file, b"../..\n")?;
+    }
+    Ok(())
+}
+
 fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
     repo.set_head_detached(commit)
         .ctx(|| format!("moving {}", root.display()))?;
