@@ -29,6 +29,7 @@ impl Project {
                 find_root(&cwd)?
             }
         };
+        at_git_top(&root)?;
         let config = Config::load(&root)?;
         Ok(Project { root, config })
     }
@@ -133,6 +134,37 @@ pub fn brief_paths_in(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Refuses a project root below the top of its git work tree. The
+/// worktrees ooda measures in are checkouts of the whole repository, and
+/// every command, glob and knobs file is relative to their top: a root
+/// deeper in the tree would run the Brief's commands in the wrong folder
+/// and leave ooda's files where the `.gitignore` lines `init` wrote do not
+/// cover them. A root outside any repository is left to the commands that
+/// need git, which say so.
+pub fn at_git_top(root: &Path) -> Result<()> {
+    let Ok(repo) = git2::Repository::discover(root) else {
+        return Ok(());
+    };
+    let top = repo.workdir().and_then(|w| w.canonicalize().ok());
+    let here = root.canonicalize().ok();
+    match (top, here) {
+        (Some(top), Some(here)) if top != here => {
+            let rel = here
+                .strip_prefix(&top)
+                .unwrap_or(&here)
+                .display()
+                .to_string();
+            Err(Error::Input(format!(
+                "the project root {} is not the top of its git work tree ({}): ooda measures in checkouts of the whole repository, so ooda.yaml, briefs/ and the Brief's commands belong at its top. Run `ooda init` in {} and write the commands from there (e.g. `cd {rel} && ./bench.sh`), globs too (`{rel}/src/**`)",
+                here.display(),
+                top.display(),
+                top.display(),
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn find_root(start: &Path) -> Result<PathBuf> {

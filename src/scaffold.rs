@@ -79,6 +79,7 @@ pub fn init(dir: &Path) -> Result<InitReport> {
             dir.display()
         )));
     }
+    crate::project::at_git_top(dir)?;
     let mut report = InitReport::default();
     let mut put = |rel: &str, content: &str| -> Result<()> {
         let path = dir.join(rel);

@@ -75,20 +75,7 @@ impl Workspace {
     pub fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
         let repo = Repository::discover(repo_dir)
             .ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
-        // Worktrees are checkouts of the whole repository and every command,
-        // glob and knobs file is relative to its top: a project root deeper
-        // in the tree would silently measure the wrong place.
-        let top = repo.workdir().and_then(|w| w.canonicalize().ok());
-        if top.is_some() && top != repo_dir.canonicalize().ok() {
-            return Err(Error::Input(format!(
-                "the project root {} is not the top of its git work tree ({}): put ooda.yaml and briefs/ at the top of the repository, or pass --root {}",
-                repo_dir.display(),
-                top.map(|t| t.display().to_string()).unwrap_or_default(),
-                repo.workdir()
-                    .map(|w| w.display().to_string())
-                    .unwrap_or_default()
-            )));
-        }
+        crate::project::at_git_top(repo_dir)?;
         // Records an earlier release wrote name the repository by its
         // absolute path: after the project moved, git itself fails on them.
         if let Ok(records) = fs::read_dir(repo.commondir().join("worktrees")) {

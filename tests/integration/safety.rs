@@ -154,13 +154,23 @@ fn a_project_below_the_git_top_is_refused_clearly() {
     t.write("proj/ooda.yaml", "");
     t.write("proj/briefs/p.md", &knob_brief(""));
     t.commit("nested");
-    let out = t
-        .command(&["tick", "p"])
-        .current_dir(t.path().join("proj"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not the top of its git work tree"));
+    // Every command says so first, `init` included (its .gitignore lines
+    // would not cover the top), never a misleading "not committed".
+    for args in [&["tick", "p"][..], &["check", "p"], &["init"], &["status"]] {
+        let out = t
+            .command(args)
+            .current_dir(t.path().join("proj"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("not the top of its git work tree"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("cd proj && ./bench.sh"), "{args:?}: {err}");
+    }
+    assert!(!t.exists("proj/.gitignore"));
 }
 
 #[test]
