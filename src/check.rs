@@ -187,6 +187,7 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
             }
         }
     }
+    out.extend(knob_problems(brief, project));
     if let Err(e) = project
         .config
         .sandbox
@@ -196,6 +197,31 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
         out.push(format!("{}: {e}", crate::config::FILE_NAME));
     }
     out
+}
+
+/// A knobs file the Brief's knobs no longer admit: the run's best's (where
+/// a run goes on), else your HEAD's (where one starts), e.g. after a range
+/// was narrowed mid-run. Every tick would fail on it.
+fn knob_problems(brief: &Brief, project: &Project) -> Vec<String> {
+    if brief.knobs.is_empty() {
+        return Vec::new();
+    }
+    let Ok(repo) = git2::Repository::open(&project.root) else {
+        return Vec::new();
+    };
+    // A run goes on from its best; a new one starts from your HEAD.
+    let branch = format!("refs/heads/ooda/{}", brief.name);
+    let (what, commit) = match repo.refname_to_id(&branch) {
+        Ok(c) => ("the run's best", c),
+        Err(_) => match repo.refname_to_id("HEAD") {
+            Ok(c) => ("your HEAD", c),
+            Err(_) => return Vec::new(),
+        },
+    };
+    match knobs::point_at(&repo, commit, brief) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![format!("{what}: {e}. {}", knobs::unreadable_advice(brief))],
+    }
 }
 
 fn agent_name(brief: &Brief, project: &Project) -> Option<String> {

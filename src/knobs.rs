@@ -16,8 +16,49 @@ pub use crate::model::Point;
 /// The knob point of a worktree: its knobs file, the Brief's defaults
 /// filling the gaps.
 pub fn point_in(dir: &Path, brief: &crate::brief::Brief) -> Result<Point> {
-    let file = read_env(&dir.join(&brief.knobs_file), &brief.knobs)?;
+    let file = read_env(&dir.join(&brief.knobs_file), &brief.knobs).map_err(|e| match e {
+        Error::Input(m) => Error::Input(format!("{m}. {}", unreadable_advice(brief))),
+        e => e,
+    })?;
     Ok(initial_point(&file, &brief.knobs))
+}
+
+/// What to do about a knobs file the Brief's knobs do not admit: the file
+/// is committed with the tree ooda measures, so it is the Brief (a range
+/// narrowed mid-run) or a hand edit that changed.
+pub fn unreadable_advice(brief: &crate::brief::Brief) -> String {
+    format!(
+        "That file is committed with the tree ooda measures (your HEAD's at the start of a run, the run's best on the branch ooda/{b} after it): make the knobs in briefs/{b}.md admit it again (widen the range), or run `ooda reset {b}` to start over from your HEAD",
+        b = brief.name
+    )
+}
+
+/// The knob point committed in `commit`'s knobs file (none when it has
+/// none), read as [`read_env`] reads a worktree's: what a run starting or
+/// going on from that commit would measure.
+pub fn point_at(
+    repo: &git2::Repository,
+    commit: git2::Oid,
+    brief: &crate::brief::Brief,
+) -> Result<Point> {
+    let blob = repo
+        .find_commit(commit)
+        .and_then(|c| c.tree())
+        .ok()
+        .and_then(|t| t.get_path(Path::new(&brief.knobs_file)).ok())
+        .and_then(|e| repo.find_blob(e.id()).ok());
+    match blob {
+        Some(b) => parse_env(
+            &String::from_utf8_lossy(b.content()),
+            &format!("{}:{}", short(commit), brief.knobs_file),
+            &brief.knobs,
+        ),
+        None => Ok(Point::new()),
+    }
+}
+
+fn short(oid: git2::Oid) -> String {
+    oid.to_string().chars().take(7).collect()
 }
 
 /// A stable text key for "has this point been evaluated before?".
@@ -45,6 +86,12 @@ pub fn read_env(path: &Path, knobs: &[Knob]) -> Result<Point> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Point::new()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
+    parse_env(&text, &path.display().to_string(), knobs)
+}
+
+/// A knobs file's text; `origin` names it in errors (a path, or
+/// `commit:path`).
+fn parse_env(text: &str, origin: &str, knobs: &[Knob]) -> Result<Point> {
     let mut point = Point::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -53,8 +100,7 @@ pub fn read_env(path: &Path, knobs: &[Knob]) -> Result<Point> {
         }
         let Some((k, v)) = line.split_once('=') else {
             return Err(Error::Input(format!(
-                "{}:{}: expected `NAME=value`, found `{line}`",
-                path.display(),
+                "{origin}:{}: expected `NAME=value`, found `{line}`",
                 i + 1
             )));
         };
@@ -64,8 +110,7 @@ pub fn read_env(path: &Path, knobs: &[Knob]) -> Result<Point> {
         };
         let value = knob.spec.parse_value(v).ok_or_else(|| {
             Error::Input(format!(
-                "{}:{}: `{v}` is not a valid value for knob {k} ({})",
-                path.display(),
+                "{origin}:{}: `{v}` is not a valid value for knob {k} ({})",
                 i + 1,
                 describe(&knob.spec)
             ))

@@ -113,6 +113,52 @@ fn git_works_in_a_moved_project() {
     assert_eq!(moved.iterations("mv"), vec![0, 1]);
 }
 
+/// A knob range narrowed mid-run so that it no longer holds the run's
+/// best: `check` names it as a problem and every tick says what to do
+/// (widen the range back, or reset), not just which internal file failed.
+#[test]
+fn a_range_narrowed_past_the_best_says_what_to_do() {
+    let t = Test::new();
+    t.script("bench.sh", &crate::test::gain_bench());
+    t.brief("nr", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "nr"]).expect(0);
+    t.ooda(&["tick", "nr"]).expect(0);
+    assert!(!keeps(&t, "nr").is_empty(), "iteration 1 should be a keep");
+    let env = t.git(&["show", "ooda/nr:ooda.knobs.env"]);
+    let v: i64 = env
+        .lines()
+        .find_map(|l| l.strip_prefix("X="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let range = if v < 80 {
+        format!("[{}, 80], default: {}", v + 1, v + 1)
+    } else {
+        "[10, 79], default: 10".into()
+    };
+    t.brief(
+        "nr",
+        &knob_brief("").replace("[10, 80], default: 10", &range),
+    );
+    t.commit("narrowed");
+    let r = t.ooda(&["check", "nr"]).expect(2);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(all.contains("the run's best"), "{all}");
+    assert!(
+        all.contains(&format!("`{v}` is not a valid value for knob X")),
+        "{all}"
+    );
+    assert!(all.contains("ooda reset nr"), "{all}");
+    let r = t.ooda(&["tick", "nr"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("widen the range") && r.stderr.contains("ooda reset nr"),
+        "{}",
+        r.stderr
+    );
+}
+
 #[test]
 fn a_recreated_base_worktree_is_set_up_again() {
     let t = Test::new();
