@@ -283,29 +283,56 @@ fn archived_by(s: &State) -> usize {
     s.next_iteration as usize + usize::from(s.current.as_ref().is_some_and(|c| c.done.archived()))
 }
 
+/// [`leftover_branch`] read without opening a workspace (for `status` and
+/// `check`, which change nothing): what a tick would refuse to start over,
+/// when `dir` has no run yet.
+pub fn leftover_branch_at(root: &Path, dir: &Path, brief: &str) -> Option<Error> {
+    let repo = git2::Repository::open(root).ok()?;
+    let tip = repo
+        .refname_to_id(&format!("refs/heads/ooda/{brief}"))
+        .ok()?;
+    let head = repo.refname_to_id("HEAD").ok()?;
+    let started = dir.join("iter-000.md").is_file()
+        || state::peek(dir).is_ok_and(|l| matches!(l, state::Loaded::Ok(_)));
+    if tip == head || started {
+        return None;
+    }
+    let in_head = repo.graph_descendant_of(head, tip).unwrap_or(false);
+    Some(leftover_branch(dir, brief, tip, in_head))
+}
+
+/// A branch `ooda/<brief>` at `tip`, not your `HEAD`, while `dir` has no
+/// history: left from an earlier run, so no run starts over it. With
+/// commits your checkout does not have (`!in_head`), they are the kept
+/// commits of a run whose archive is missing: never baseline over them
+/// (exit 1, like a damaged file ooda owns).
+pub fn leftover_branch(dir: &Path, brief: &str, tip: git2::Oid, in_head: bool) -> Error {
+    let tip_full = tip.to_string();
+    let tip_text = history::short(&tip_full);
+    if !in_head {
+        return Error::Corrupt {
+            path: dir.to_path_buf(),
+            message: format!(
+                "no iteration files, but branch ooda/{brief} already exists (at {tip_text}) with commits your checkout does not have: the kept commits of an earlier run whose archive is missing. Restore the earlier iterations/{brief}/ folder (from git or a backup), or review the branch and start over with `ooda reset {brief}`."
+            ),
+        };
+    }
+    Error::Input(format!(
+        "branch ooda/{brief} already exists (at {tip_text}) but {brief} has no history: it is left from an earlier run. Review it, then start over with `ooda reset {brief}`, or restore the earlier iterations/ folder."
+    ))
+}
+
 fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<State> {
     let head = ws.user_head()?;
     if let Some(tip) = ws.branch_tip()?
         && tip != head
     {
-        let tip_full = tip.to_string();
-        let tip_text = history::short(&tip_full);
-        // Commits the user's history does not have: kept commits of an
-        // earlier run whose archive was deleted or lost. Never baseline
-        // over them (exit 1, like a damaged file ooda owns).
-        if !ws.is_ancestor(tip, head)? {
-            return Err(Error::Corrupt {
-                path: dir.to_path_buf(),
-                message: format!(
-                    "no iteration files, but branch {} already exists (at {tip_text}) with commits your checkout does not have: the kept commits of an earlier run whose archive is missing. Restore the earlier iterations/{}/ folder (from git or a backup), or review the branch and start over with `ooda reset {}`.",
-                    ws.branch, brief.name, brief.name
-                ),
-            });
-        }
-        return Err(Error::Input(format!(
-            "branch {} already exists (at {tip_text}) but {} has no history: it is left from an earlier run. Review it, then start over with `ooda reset {}`, or restore the earlier iterations/ folder.",
-            ws.branch, brief.name, brief.name
-        )));
+        return Err(leftover_branch(
+            dir,
+            &brief.name,
+            tip,
+            ws.is_ancestor(tip, head)?,
+        ));
     }
     let now = Utc::now();
     let seed = brief.seed.unwrap_or_else(|| {

@@ -520,17 +520,22 @@ pub(crate) fn check_slurm(
     s
 }
 
+/// Whether `name` may name a Brief: lowercase letters, digits, `-` and
+/// `_`, starting with a letter or digit (it names a branch and a folder).
+pub fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
 fn check_file_name(ck: &mut Checker, path: &Path) -> String {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut chars = stem.chars();
-    let ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
-    if !ok {
+    if !is_name(&stem) {
         let fixed: String = stem
             .to_lowercase()
             .chars()

@@ -188,6 +188,13 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
         }
     }
     out.extend(knob_problems(brief, project));
+    if let Some(e) = crate::archive::leftover_branch_at(
+        &project.root,
+        &project.iterations_dir(&brief.name),
+        &brief.name,
+    ) {
+        out.push(e.to_string());
+    }
     if let Err(e) = project
         .config
         .sandbox

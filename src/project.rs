@@ -102,6 +102,35 @@ impl Project {
             })
     }
 
+    /// The name of the run `arg` names, for the commands that need only
+    /// the run (`report`, `trace`, `reset`): the Brief file's name (the
+    /// file need not be valid: a run is reset or read as it was), or, when
+    /// the file is gone (renamed or deleted mid-run), a name whose archive
+    /// or branch `ooda/<name>` is still there.
+    pub fn run_name(&self, arg: &str) -> Result<String> {
+        let missing = match self.brief_path(arg) {
+            Ok(path) => {
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if crate::brief::is_name(&stem) {
+                    return Ok(stem);
+                }
+                return Ok(self.load_brief(arg)?.name);
+            }
+            Err(e) => e,
+        };
+        let has_branch = || {
+            git2::Repository::open(&self.root)
+                .is_ok_and(|r| r.find_reference(&format!("refs/heads/ooda/{arg}")).is_ok())
+        };
+        if crate::brief::is_name(arg) && (self.iterations_dir(arg).is_dir() || has_branch()) {
+            return Ok(arg.to_string());
+        }
+        Err(missing)
+    }
+
     pub fn load_brief(&self, arg: &str) -> Result<Brief> {
         Ok(Brief::load_in(&self.brief_path(arg)?, &self.agent_names())?)
     }

@@ -53,10 +53,65 @@ pub fn collect_with(
     load: Loader,
 ) -> Result<Vec<BriefStatus>> {
     let paths = match only {
-        Some(b) => vec![project.brief_path(b)?],
+        Some(b) => match project.brief_path(b) {
+            Ok(p) => vec![p],
+            Err(e) => match project.run_name(b) {
+                Ok(name) => return Ok(vec![orphan(project, &name)]),
+                Err(_) => return Err(e),
+            },
+        },
         None => project.brief_paths()?,
     };
-    Ok(paths.iter().map(|p| one(project, p, load)).collect())
+    let mut rows: Vec<BriefStatus> = paths.iter().map(|p| one(project, p, load)).collect();
+    if only.is_none() {
+        rows.extend(orphans(project, &rows));
+    }
+    Ok(rows)
+}
+
+/// Runs whose Brief file is gone (renamed or deleted mid-run): their
+/// archive and branch stay, and nothing else would show them.
+fn orphans(project: &Project, rows: &[BriefStatus]) -> Vec<BriefStatus> {
+    let Ok(entries) = std::fs::read_dir(project.root.join("iterations")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().join("iter-000.md").is_file() || e.path().join("state.json").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        // `<name>.reset-<time>` folders are set aside, not runs.
+        .filter(|n| crate::brief::is_name(n) && !rows.iter().any(|r| &r.brief == n))
+        .collect();
+    names.sort();
+    names.iter().map(|n| orphan(project, n)).collect()
+}
+
+fn orphan(project: &Project, name: &str) -> BriefStatus {
+    let dir = project.iterations_dir(name);
+    BriefStatus {
+        brief: name.to_string(),
+        status: "NO BRIEF".into(),
+        stop_reason: None,
+        detail: None,
+        warning: None,
+        iterations: history::load(&dir)
+            .map(|h| h.len().saturating_sub(1))
+            .unwrap_or(0),
+        keeps: 0,
+        in_flight: None,
+        metric: String::new(),
+        baseline: None,
+        best: None,
+        improvement: None,
+        confirmed_gain: None,
+        budget_iterations: None,
+        last_event: crate::events::last_timestamp(&dir),
+        archive_bytes: crate::gc::disk_bytes(&dir),
+        worktree_bytes: crate::gc::disk_bytes(&project.worktrees_dir(name)),
+        error: Some(format!(
+            "briefs/{name}.md is gone (renamed or deleted mid-run); its run stays in iterations/{name}/ and on the branch ooda/{name}: put the Brief back under that name to go on, `ooda report {name}` to read it, or `ooda reset {name}` to set it aside"
+        )),
+    }
 }
 
 fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
@@ -107,6 +162,15 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
             return out;
         }
     };
+    // Ticks that fail before a run exists leave no state to say so: the
+    // commonest, a branch left from an earlier run, is read here.
+    if history.is_empty()
+        && let Some(e) = crate::archive::leftover_branch_at(&project.root, &dir, &name)
+    {
+        out.status = "ERROR".into();
+        out.error = Some(e.to_string());
+        return out;
+    }
     let state: Option<State> = match state::peek(&dir) {
         Ok(Loaded::Ok(s)) => Some(*s),
         Ok(_) => State::rebuild(&name, "", &history, |_| true),

@@ -19,15 +19,15 @@ use crate::workspace::Workspace;
 
 pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
-    let b = project.load_brief(brief)?;
-    let dir = project.iterations_dir(&b.name);
-    let ws = Workspace::open(&project.root, &project.worktrees_dir(&b.name), &b.name)?;
+    let name = project.run_name(brief)?;
+    let dir = project.iterations_dir(&name);
+    let ws = Workspace::open(&project.root, &project.worktrees_dir(&name), &name)?;
     let stamp = format!("reset-{}", Utc::now().format("%Y%m%dT%H%M%S"));
-    let aside = dir.with_file_name(format!("{}.{stamp}", b.name));
+    let aside = dir.with_file_name(format!("{}.{stamp}", name));
     if !yes {
         let plan = format!(
             "This starts {} over: it removes its worktrees in {}, deletes branch {}{}, and {} {}.\n",
-            b.name,
+            name,
             ws.dir.display(),
             ws.branch,
             ws.branch_tip()?
@@ -45,14 +45,14 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
                 "{plan}Nothing was done: pass --yes to reset without asking."
             )));
         }
-        eprint!("{plan}Type the Brief's name ({}) to go on: ", b.name);
+        eprint!("{plan}Type the Brief's name ({}) to go on: ", name);
         let _ = std::io::stderr().flush();
         let mut answer = String::new();
         std::io::stdin()
             .lock()
             .read_line(&mut answer)
             .map_err(|e| Error::io("reading the confirmation", e))?;
-        if answer.trim() != b.name {
+        if answer.trim() != name {
             return Err(Error::Input("not confirmed: nothing was done".into()));
         }
     }
@@ -60,7 +60,7 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
     let lock = dir.exists().then(|| BriefLock::acquire(&dir)).transpose()?;
     let tip = ws.branch_tip()?;
     let mut done = ws.remove(&stamp)?;
-    let _ = std::fs::remove_dir_all(project.root.join(".ooda/preflight").join(&b.name));
+    let _ = std::fs::remove_dir_all(project.root.join(".ooda/preflight").join(&name));
     if dir.exists() {
         if discard {
             std::fs::remove_dir_all(&dir)
@@ -94,11 +94,11 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
     }
     if !g.quiet {
         for line in &done {
-            out(&format!("{}: {line}\n", b.name))?;
+            out(&format!("{}: {line}\n", name))?;
         }
         out(&format!(
             "{}: reset; the next tick starts a new run at iteration 0\n",
-            b.name
+            name
         ))?;
     }
     Ok(Exit::Ok)

@@ -13,8 +13,8 @@ use crate::trace::{self, Kind, Node, Style};
 /// an error naming the file when there is no log yet.
 pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Node>)> {
     let project = Project::discover(g.root.as_deref())?;
-    let b = project.load_brief(brief)?;
-    let dir = project.iterations_dir(&b.name);
+    let name = project.run_name(brief)?;
+    let dir = project.iterations_dir(&name);
     let log = dir.join("events.jsonl");
     let (records, skipped) = crate::events::read_counted(&dir)?;
     if skipped > 0 && !g.quiet {
@@ -28,7 +28,7 @@ pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Nod
         let why = match (log.exists(), archived) {
             (_, 0) => format!(
                 "no events yet (no run of {} here? start one with `ooda tick {}`)",
-                b.name, b.name
+                name, name
             ),
             (false, n) => format!(
                 "the log is missing although {n} iteration file(s) are archived beside it; the trace is built from the log alone, so it cannot be drawn (the iteration files still hold each verdict)"
@@ -39,7 +39,7 @@ pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Nod
         };
         return Err(Error::Input(format!("{}: {why}", log.display())));
     }
-    Ok((b.name, dir, trace::build(&records)))
+    Ok((name, dir, trace::build(&records)))
 }
 
 pub(crate) fn run(g: &Globals, brief: &str, spec: Option<&str>) -> Result<Exit> {

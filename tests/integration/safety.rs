@@ -159,6 +159,89 @@ fn a_range_narrowed_past_the_best_says_what_to_do() {
     );
 }
 
+/// A Brief renamed mid-run leaves its run behind under the old name:
+/// `status` shows it and says what to do, and `report`, `trace` and `reset`
+/// reach it by that name although its file is gone.
+#[test]
+fn a_run_whose_brief_was_renamed_is_still_reachable() {
+    let t = Test::new();
+    t.brief("old", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "old"]).expect(0);
+    t.ooda(&["tick", "old"]).expect(0);
+    t.git(&["mv", "briefs/old.md", "briefs/new.md"]);
+    t.commit("renamed");
+    let r = t.ooda(&["status"]).expect(0);
+    let line = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("old "))
+        .unwrap_or_default();
+    assert!(
+        line.contains("NO BRIEF") && line.contains("ooda reset old"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with("new ") && l.contains("NEW")),
+        "{}",
+        r.stdout
+    );
+    let one = t.ooda(&["status", "old", "--json"]).expect(0);
+    assert!(one.stdout.contains("\"NO BRIEF\""), "{}", one.stdout);
+    assert!(
+        t.ooda(&["report", "old"])
+            .expect(0)
+            .stdout
+            .contains("# old")
+    );
+    t.ooda(&["trace", "old"]).expect(0);
+    t.ooda(&["reset", "old", "--yes"]).expect(0);
+    assert!(!t.ooda(&["status"]).expect(0).stdout.contains("old "));
+    assert!(t.git(&["branch", "--list", "ooda/old"]).is_empty());
+    // A name with neither a Brief nor a run is still an error.
+    let r = t.ooda(&["report", "nothing"]).expect(2);
+    assert!(
+        r.stderr.contains("no Brief named `nothing`"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A branch `ooda/<brief>` left from an earlier run stops every tick
+/// before a run exists; `status` says so instead of a quiet NEW.
+#[test]
+fn status_names_a_leftover_branch_that_stops_every_tick() {
+    let t = Test::new();
+    t.brief("lb", &knob_brief(""));
+    t.commit("brief");
+    t.git(&["branch", "ooda/lb", "HEAD~1"]);
+    let r = t.ooda(&["tick", "lb"]);
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("branch ooda/lb already exists"),
+        "{}",
+        r.stderr
+    );
+    let s = t.ooda(&["status"]).expect(0).stdout;
+    let line = s.lines().find(|l| l.starts_with("lb ")).unwrap_or_default();
+    assert!(
+        line.contains("ERROR") && line.contains("branch ooda/lb already exists"),
+        "{s}"
+    );
+    assert!(line.contains("ooda reset lb"), "{s}");
+    let c = t.ooda(&["check", "lb"]).expect(2);
+    assert!(
+        c.stdout.contains("branch ooda/lb already exists")
+            || c.stderr.contains("branch ooda/lb already exists"),
+        "{}{}",
+        c.stdout,
+        c.stderr
+    );
+}
+
 #[test]
 fn a_recreated_base_worktree_is_set_up_again() {
     let t = Test::new();
