@@ -1297,7 +1297,7 @@ pub(crate) fn check_budget(ck: &mut Checker, node: &Node, path: &str) -> Budget 
             ck.expect(
                 &e.value,
                 &key("wall"),
-                "a duration like `8h` or `1h30m`",
+                "a duration above zero, like `8h` or `1h30m`",
                 "wall: 8h",
                 |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
             )

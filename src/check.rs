@@ -187,6 +187,12 @@ pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
             }
         }
     }
+    if git2::Repository::open(&project.root).is_ok_and(|r| {
+        r.head()
+            .is_err_and(|e| e.code() == git2::ErrorCode::UnbornBranch)
+    }) {
+        out.push(crate::workspace::no_commit_yet());
+    }
     out.extend(knob_problems(brief, project));
     if let Some(e) = crate::archive::leftover_branch_at(
         &project.root,

@@ -116,9 +116,30 @@ pub fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
     let have: Vec<&str> = existing.lines().map(str::trim).collect();
+    // A line whose path the project's ignore rules cover already (a broader
+    // `/iterations/*`, say) is not added: thirteen lines that change
+    // nothing are noise in the user's file.
+    let repo = path.parent().and_then(|d| git2::Repository::open(d).ok());
+    let ignored = |pattern: &str| {
+        let mut sample = pattern.replace('*', "x");
+        if sample.ends_with('/') {
+            sample.push('x');
+        }
+        repo.as_ref()
+            .is_some_and(|r| r.is_path_ignored(Path::new(&sample)).unwrap_or(false))
+    };
+    let absent = |l: &&&str| !have.contains(l) && !have.contains(&format!("/{l}").as_str());
+    let positive: Vec<&str> = GITIGNORE_LINES
+        .iter()
+        .filter(absent)
+        .filter(|l| !l.starts_with('!') && !ignored(l))
+        .copied()
+        .collect();
+    // A re-inclusion matters only beside a line this adds.
     let missing: Vec<String> = GITIGNORE_LINES
         .iter()
-        .filter(|l| !have.contains(l) && !have.contains(&format!("/{l}").as_str()))
+        .filter(absent)
+        .filter(|l| positive.contains(l) || (l.starts_with('!') && !positive.is_empty()))
         .map(|l| l.to_string())
         .collect();
     if missing.is_empty() {
@@ -150,15 +171,7 @@ pub fn template(root: &Path, name: &str) -> Option<String> {
 }
 
 pub fn new_brief(root: &Path, name: &str) -> Result<PathBuf> {
-    let valid = !name.is_empty()
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-    if !valid {
+    if !crate::brief::is_name(name) {
         return Err(Error::Input(format!(
             "`{name}` is not a valid Brief name: use lowercase letters, digits, `-` and `_`, starting with a letter or digit (e.g. `parse-latency`)"
         )));
@@ -189,6 +202,20 @@ mod tests {
         assert!(ensure_gitignore(&p).unwrap().is_empty());
         let text = fs::read_to_string(&p).unwrap();
         assert!(text.starts_with("target\n"));
+    }
+
+    #[test]
+    fn lines_the_projects_rules_cover_already_are_not_added() {
+        let dir = tempfile::tempdir().unwrap();
+        git2::Repository::init(dir.path()).unwrap();
+        let p = dir.path().join(".gitignore");
+        fs::write(&p, "/iterations/*\n.ooda\n.aider*\n").unwrap();
+        assert_eq!(ensure_gitignore(&p).unwrap(), Vec::<String>::new());
+        fs::write(&p, "/iterations/*\n").unwrap();
+        assert_eq!(
+            ensure_gitignore(&p).unwrap(),
+            vec![".ooda/", "!iterations/*/replays/*/replay.json", ".aider*"]
+        );
     }
 
     #[test]

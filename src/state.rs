@@ -267,11 +267,22 @@ impl Failing {
                 self.since.format("%Y-%m-%d %H:%M UTC")
             )
         };
+        // Lines joined as sentences, not run together: a line that ends
+        // without punctuation gets a semicolon.
         let one_line = self
             .message
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|l| !l.is_empty())
+            .reduce(|mut acc, l| {
+                if !acc.ends_with(['.', ':', ';', '!', '?', ',']) {
+                    acc.push(';');
+                }
+                acc.push(' ');
+                acc.push_str(&l);
+                acc
+            })
+            .unwrap_or_default();
         format!("{when}: {}", crate::compress::clip(&one_line, 360))
     }
 }
@@ -470,6 +481,23 @@ mod tests {
             tick_mark: None,
             failing: None,
         }
+    }
+
+    #[test]
+    fn a_failing_ticks_lines_read_as_sentences() {
+        let t = chrono::Utc::now();
+        let f = Failing::after(
+            None,
+            "metric command `./b.sh` exited with code 1\nbroken\n\n  ooda measures the committed HEAD: commit it.".into(),
+            t,
+        );
+        assert!(
+            f.describe().ends_with(
+                "exited with code 1; broken; ooda measures the committed HEAD: commit it."
+            ),
+            "{}",
+            f.describe()
+        );
     }
 
     #[test]

@@ -137,10 +137,11 @@ impl Workspace {
 
     /// The commit the user's checkout is on: where a new run starts.
     pub fn user_head(&self) -> Result<Oid> {
-        let head = self.repo.head().map_err(|e| {
-            Error::Input(format!(
+        let head = self.repo.head().map_err(|e| match e.code() {
+            git2::ErrorCode::UnbornBranch => Error::Input(no_commit_yet()),
+            _ => Error::Input(format!(
                 "the repository has no commit to start from ({e}): commit your work first"
-            ))
+            )),
         })?;
         head.peel_to_commit()
             .map(|c| c.id())
@@ -975,6 +976,12 @@ impl Workspace {
 }
 
 /// Makes a detached worktree exactly `commit`: HEAD, index, files.
+/// What to do in a repository without a commit: ooda measures and
+/// branches from the committed `HEAD`.
+pub fn no_commit_yet() -> String {
+    "the repository has no commit yet: ooda measures the committed HEAD and branches from it; commit your project first (`git add -A && git commit -m start`)".into()
+}
+
 /// Points a worktree record's `commondir` at the repository relatively
 /// (`../..`, as `git worktree add` writes it). libgit2 writes the absolute
 /// path: once the project folder is moved, that names a folder that is

@@ -149,11 +149,14 @@ impl Progress {
                 half_width,
                 ..
             } => one(format!(
-                "\rpair {pair} (of at most {max_pairs}): base {} cand {}; running effect {:+.1}%{}",
+                "\rpair {pair} (of at most {max_pairs}): base {} cand {}; running effect {}{}",
                 crate::history::fmt_num(*base),
                 crate::history::fmt_num(*cand),
-                running_effect * 100.0,
+                // As the verdict will say it: `6.50× worse`, not `-549.8%`
+                // (a ± in percent beside a factor would read as nothing).
+                crate::model::gain_text(*running_effect),
                 half_width
+                    .filter(|_| *running_effect > -1.0)
                     .map(|h| format!(" ± {:.1}%", h * 100.0))
                     .unwrap_or_default()
             )),
@@ -283,6 +286,17 @@ mod tests {
             })
             .unwrap();
         phase
+            .emit(Event::PairMeasured {
+                pair: 3,
+                max_pairs: 12,
+                base: 100.0,
+                cand: 650.0,
+                d: -1.87,
+                running_effect: -5.5,
+                half_width: Some(1.2),
+            })
+            .unwrap();
+        phase
             .emit(Event::ModelCall {
                 phase: crate::model::Phase::Plan,
                 profile: "claude".into(),
@@ -297,6 +311,7 @@ mod tests {
             vec![
                 "[k] iteration 2: EVALUATE",
                 "2/12 [k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% ± 2.0%",
+                "3/12 [k] pair 3 (of at most 12): base 100 cand 650; running effect 6.50× worse",
                 "[k] plan: running agent `claude` (attempt 2 of 3)",
             ]
         );
