@@ -619,12 +619,12 @@ fn undecorated(line: &str) -> String {
         None => line.to_string(),
     };
     let body = line.trim_start();
-    // Cargo right-aligns its status word (`    Finished`): a column, not a
-    // block's indentation.
-    if CARGO_STATUS.is_match(&line) {
-        return body.to_string();
-    }
+    // Cargo right-aligns its status word in a column of twelve
+    // (`    Finished`): a column, not a block's indentation.
     let indent = &line[..line.len() - body.len()];
+    if CARGO_STATUS.is_match(body) && indent.len() + body.find(' ').unwrap_or(body.len()) == 12 {
+        return PADDING.replace_all(body, " ").into_owned();
+    }
     if body.contains("   ") {
         format!("{indent}{}", PADDING.replace_all(body, " "))
     } else {
@@ -632,10 +632,10 @@ fn undecorated(line: &str) -> String {
     }
 }
 
-/// Cargo's status line, its verb right-aligned in a column of twelve.
+/// Cargo's status verbs (right-aligned in a column of twelve).
 static CARGO_STATUS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"^ {1,11}(Adding|Archiving|Blocking|Building|Checking|Compiling|Doc-tests|Documenting",
+        r"^(Adding|Archiving|Blocking|Building|Checking|Compiling|Doc-tests|Documenting",
         r"|Downloaded|Downloading|Executable|Finished|Fresh|Generated|Installed|Installing",
         r"|Locking|Packaging|Removed|Replacing|Running|Summary|Updating|Uploading|Verifying|Waiting) \S",
     ))
@@ -1634,15 +1634,16 @@ mod tests {
             ),
             "test result: ok. 2 passed\n[… 2 routine lines dropped]"
         );
-        // Cargo's right-aligned status column goes; an indented line that
-        // is no status keeps its indentation.
+        // Cargo's right-aligned status column goes (and stays gone when
+        // compressed again); an indented line that is no status, or whose
+        // verb does not end the column, keeps its indentation.
+        let text = "    Finished `test` profile\n     Summary [   0.012s] 3 tests run\n  Building blocks\n  note: x\n";
+        let once = compress(text, 1000);
         assert_eq!(
-            compress(
-                "    Finished `test` profile\n    Finished reading\n  note: x\n",
-                1000
-            ),
-            "Finished `test` profile\nFinished reading\n  note: x"
+            once,
+            "Finished `test` profile\nSummary [ 0.012s] 3 tests run\n  Building blocks\n  note: x"
         );
+        assert_eq!(compress(&once, 1000), once);
     }
 
     #[test]

@@ -66,7 +66,14 @@ pub struct Worktree {
 impl Worktree {
     /// A worktree with the environment its own knobs file implies.
     pub fn new(side: Side, dir: std::path::PathBuf, brief: &Brief) -> Result<Worktree> {
-        let env = crate::knobs::point_in(&dir, brief)?
+        // The candidate's knobs file is the plan's (or what the agent made
+        // of it): the advice about a committed best's file is not its fix.
+        let read = if side == Side::Cand {
+            crate::knobs::point_in_candidate
+        } else {
+            crate::knobs::point_in
+        };
+        let env = read(&dir, brief)?
             .into_iter()
             .map(|(k, v)| (k, v.to_string()))
             .collect();

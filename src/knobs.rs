@@ -23,6 +23,13 @@ pub fn point_in(dir: &Path, brief: &crate::brief::Brief) -> Result<Point> {
     Ok(initial_point(&file, &brief.knobs))
 }
 
+/// [`point_in`] for a candidate's worktree, whose knobs file the plan
+/// wrote (and an agent may have edited): its error names the file only.
+pub fn point_in_candidate(dir: &Path, brief: &crate::brief::Brief) -> Result<Point> {
+    let file = read_env(&dir.join(&brief.knobs_file), &brief.knobs)?;
+    Ok(initial_point(&file, &brief.knobs))
+}
+
 /// What to do about a knobs file the Brief's knobs do not admit: the file
 /// is committed with the tree ooda measures, so it is the Brief (a range
 /// narrowed mid-run) or a hand edit that changed.
@@ -45,7 +52,11 @@ pub fn point_at(
         .find_commit(commit)
         .and_then(|c| c.tree())
         .ok()
-        .and_then(|t| t.get_path(Path::new(&brief.knobs_file)).ok())
+        // The Brief accepts `./ooda.knobs.env`; a tree path has no `./`.
+        .and_then(|t| {
+            t.get_path(Path::new(brief.knobs_file.trim_start_matches("./")))
+                .ok()
+        })
         .and_then(|e| repo.find_blob(e.id()).ok());
     match blob {
         Some(b) => parse_env(

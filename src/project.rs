@@ -114,7 +114,10 @@ impl Project {
                     .file_stem()
                     .map(|s| s.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                if crate::brief::is_name(&stem) {
+                // A Brief by its place or its kind, not any file of that
+                // name (`ooda reset bench.sh` must not reset a run `bench`).
+                let md = path.extension().is_some_and(|e| e == "md");
+                if md && crate::brief::is_name(&stem) {
                     return Ok(stem);
                 }
                 return Ok(self.load_brief(arg)?.name);

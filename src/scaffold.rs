@@ -115,31 +115,41 @@ pub fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
-    let have: Vec<&str> = existing.lines().map(str::trim).collect();
-    // A line whose path the project's ignore rules cover already (a broader
-    // `/iterations/*`, say) is not added: thirteen lines that change
-    // nothing are noise in the user's file.
-    let repo = path.parent().and_then(|d| git2::Repository::open(d).ok());
-    let ignored = |pattern: &str| {
-        let mut sample = pattern.replace('*', "x");
-        if sample.ends_with('/') {
-            sample.push('x');
-        }
-        repo.as_ref()
-            .is_some_and(|r| r.is_path_ignored(Path::new(&sample)).unwrap_or(false))
+    // Each rule as written, without its anchoring `/`.
+    let have: Vec<&str> = existing
+        .lines()
+        .map(|l| l.trim().trim_start_matches('/'))
+        .collect();
+    // A line the file covers already (itself, or a rule ignoring its whole
+    // top folder, as `/iterations/*` does) is not added: lines that change
+    // nothing are noise in the user's file. Only this file is read: rules
+    // kept elsewhere (`.git/info/exclude`, a global excludes file) are
+    // personal, and other clones would not have them.
+    let covered = |l: &str| {
+        let top = l.split('/').next().unwrap_or(l);
+        have.contains(&l)
+            || (l.contains('/')
+                && [
+                    top.to_string(),
+                    format!("{top}/"),
+                    format!("{top}/*"),
+                    format!("{top}/**"),
+                ]
+                .iter()
+                .any(|w| have.contains(&w.as_str())))
     };
-    let absent = |l: &&&str| !have.contains(l) && !have.contains(&format!("/{l}").as_str());
     let positive: Vec<&str> = GITIGNORE_LINES
         .iter()
-        .filter(absent)
-        .filter(|l| !l.starts_with('!') && !ignored(l))
         .copied()
+        .filter(|l| !l.starts_with('!') && !covered(l))
         .collect();
     // A re-inclusion matters only beside a line this adds.
     let missing: Vec<String> = GITIGNORE_LINES
         .iter()
-        .filter(absent)
-        .filter(|l| positive.contains(l) || (l.starts_with('!') && !positive.is_empty()))
+        .filter(|l| {
+            positive.contains(l)
+                || (l.starts_with('!') && !have.contains(l) && !positive.is_empty())
+        })
         .map(|l| l.to_string())
         .collect();
     if missing.is_empty() {
@@ -207,7 +217,6 @@ mod tests {
     #[test]
     fn lines_the_projects_rules_cover_already_are_not_added() {
         let dir = tempfile::tempdir().unwrap();
-        git2::Repository::init(dir.path()).unwrap();
         let p = dir.path().join(".gitignore");
         fs::write(&p, "/iterations/*\n.ooda\n.aider*\n").unwrap();
         assert_eq!(ensure_gitignore(&p).unwrap(), Vec::<String>::new());

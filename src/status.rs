@@ -72,17 +72,32 @@ pub fn collect_with(
 /// Runs whose Brief file is gone (renamed or deleted mid-run): their
 /// archive and branch stay, and nothing else would show them.
 fn orphans(project: &Project, rows: &[BriefStatus]) -> Vec<BriefStatus> {
-    let Ok(entries) = std::fs::read_dir(project.root.join("iterations")) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter(|e| e.path().join("iter-000.md").is_file() || e.path().join("state.json").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        // `<name>.reset-<time>` folders are set aside, not runs.
-        .filter(|n| crate::brief::is_name(n) && !rows.iter().any(|r| &r.brief == n))
-        .collect();
+    let mut names: Vec<String> = std::fs::read_dir(project.root.join("iterations"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| {
+                    e.path().join("iter-000.md").is_file() || e.path().join("state.json").is_file()
+                })
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    // A run's branch outlives an archive deleted by hand.
+    if let Ok(repo) = git2::Repository::open(&project.root)
+        && let Ok(branches) = repo.branches(Some(git2::BranchType::Local))
+    {
+        names.extend(branches.flatten().filter_map(|(b, _)| {
+            b.name()
+                .ok()
+                .flatten()?
+                .strip_prefix("ooda/")
+                .map(str::to_string)
+        }));
+    }
+    // `<name>.reset-<time>` folders are set aside, not runs.
+    names.retain(|n| crate::brief::is_name(n) && !rows.iter().any(|r| &r.brief == n));
     names.sort();
+    names.dedup();
     names.iter().map(|n| orphan(project, n)).collect()
 }
 
@@ -109,7 +124,17 @@ fn orphan(project: &Project, name: &str) -> BriefStatus {
         archive_bytes: crate::gc::disk_bytes(&dir),
         worktree_bytes: crate::gc::disk_bytes(&project.worktrees_dir(name)),
         error: Some(format!(
-            "briefs/{name}.md is gone (renamed or deleted mid-run); its run stays in iterations/{name}/ and on the branch ooda/{name}: put the Brief back under that name to go on, `ooda report {name}` to read it, or `ooda reset {name}` to set it aside"
+            "briefs/{name}.md is gone (renamed or deleted mid-run); its run stays {}: put the Brief back under that name to go on,{} or `ooda reset {name}` to set it aside",
+            if dir.is_dir() {
+                format!("in iterations/{name}/ and on the branch ooda/{name}")
+            } else {
+                format!("on the branch ooda/{name} (its archive iterations/{name}/ is gone)")
+            },
+            if dir.join("summary.md").is_file() {
+                format!(" `ooda report {name}` to read it,")
+            } else {
+                String::new()
+            }
         )),
     }
 }

@@ -76,16 +76,7 @@ impl Workspace {
         let repo = Repository::discover(repo_dir)
             .ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
         crate::project::at_git_top(repo_dir)?;
-        // Records an earlier release wrote name the repository by its
-        // absolute path: after the project moved, git itself fails on them.
-        if let Ok(records) = fs::read_dir(repo.commondir().join("worktrees")) {
-            for r in records.flatten() {
-                if r.file_name().to_string_lossy().starts_with("ooda-") {
-                    relative_commondir(&r.path())?;
-                }
-            }
-        }
-        Ok(Workspace {
+        let ws = Workspace {
             brief: brief.to_string(),
             branch: format!("ooda/{brief}"),
             dir: worktrees_dir.to_path_buf(),
@@ -93,7 +84,16 @@ impl Workspace {
             cand_dir: worktrees_dir.join("cand"),
             owned: Vec::new(),
             repo,
-        })
+        };
+        // Records an earlier release wrote name the repository by its
+        // absolute path: after the project moved, git itself fails on them.
+        // This Brief's only (the daemon opens Briefs at once, each adding
+        // and removing its own records), and best effort: a record that
+        // cannot be rewritten is re-made when it is next used.
+        for which in WORKTREES {
+            let _ = relative_commondir(&ws.worktree_record(which));
+        }
+        Ok(ws)
     }
 
     pub fn with_owned_file(mut self, rel: &str) -> Workspace {
@@ -888,15 +888,12 @@ impl Workspace {
         for which in WORKTREES {
             let path = self.dir.join(which);
             let name = self.worktree_name(which);
-            if let Ok(wt) = self.repo.find_worktree(&name) {
-                let mut opts = git2::WorktreePruneOptions::new();
-                opts.valid(true).locked(true).working_tree(true);
-                wt.prune(Some(&mut opts))
-                    .ctx(|| format!("removing the worktree {}", path.display()))?;
+            // By this repository's record and this Brief's folder, never by
+            // the folder a record names (libgit2's prune): in a copied
+            // project that is the original's.
+            if self.worktree_record(which).exists() || path.exists() {
+                self.forget_worktree(which, &path)?;
                 done.push(format!("removed the worktree {}", path.display()));
-            }
-            if path.exists() {
-                fs::remove_dir_all(&path).ctx(|| format!("removing {}", path.display()))?;
             }
             if let Ok(mut b) = self
                 .repo

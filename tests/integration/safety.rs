@@ -92,6 +92,27 @@ fn a_copied_project_ticks_on_its_own_and_leaves_the_original_alone() {
     assert_eq!(t.iterations("cp"), vec![0, 1, 2]);
 }
 
+/// `ooda reset` in a copy removes the copy's worktrees, never the
+/// original's (git's records in the copy name the original's folders).
+#[test]
+fn a_reset_in_a_copy_leaves_the_originals_worktrees() {
+    let t = Test::new();
+    t.brief("rc", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "rc"]).expect(0);
+    let copy = t.copy();
+    copy.ooda(&["reset", "rc", "--yes"]).expect(0);
+    assert!(!copy.exists(".ooda/worktrees/rc/cand"));
+    for which in ["cand", "base"] {
+        assert!(
+            t.exists(&format!(".ooda/worktrees/rc/{which}/bench.sh")),
+            "{which}"
+        );
+    }
+    t.ooda(&["tick", "rc"]).expect(0);
+    assert_eq!(t.iterations("rc"), vec![0, 1]);
+}
+
 /// A moved project folder (here: a copy whose original is then deleted):
 /// git itself works in it at once, before any tick (git's records of
 /// ooda's worktrees name the repository relatively, as `git worktree add`
