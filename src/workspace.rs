@@ -298,6 +298,26 @@ impl Workspace {
     /// which goes by the repository the record names: in a copied or moved
     /// project that is the original, whose record it would delete.
     fn forget_worktree(&self, which: &str, path: &Path) -> Result<()> {
+        // The record an earlier release named `ooda-<brief>-replay-base`,
+        // when it is this folder's (that name may be another Brief's base).
+        if which.contains('-') {
+            let legacy = self
+                .repo
+                .commondir()
+                .join("worktrees")
+                .join(format!("ooda-{}-{which}", self.brief));
+            let names_ours = fs::read_to_string(legacy.join("gitdir")).is_ok_and(|g| {
+                let named = Path::new(g.trim()).parent().map(Path::to_path_buf);
+                named.as_deref() == Some(path)
+                    || (named.as_ref().and_then(|n| n.canonicalize().ok())
+                        == path.canonicalize().ok()
+                        && path.exists())
+            });
+            if names_ours {
+                fs::remove_dir_all(&legacy)
+                    .ctx(|| format!("removing git's record {}", legacy.display()))?;
+            }
+        }
         let record = self.worktree_record(which);
         if fs::symlink_metadata(&record).is_ok() {
             fs::remove_dir_all(&record)
@@ -310,8 +330,11 @@ impl Workspace {
         Ok(())
     }
 
+    /// git's name for a worktree: `ooda-<brief>-<which>`, a `-` inside
+    /// `which` written `.` (no Brief name holds one), so that Brief `q`'s
+    /// `replay-base` and Brief `q-replay`'s `base` are two names.
     fn worktree_name(&self, which: &str) -> String {
-        format!("ooda-{}-{which}", self.brief)
+        format!("ooda-{}-{}", self.brief, which.replace('-', "."))
     }
 
     fn ensure_worktree(&self, which: &str, path: &Path, on_branch: bool) -> Result<()> {
@@ -1305,6 +1328,52 @@ mod tests {
             !link.contains(&format!("{}\n", user_git.display())),
             "{link}"
         );
+    }
+
+    /// Brief `q`'s `replay-base` and Brief `q-replay`'s `base` are two
+    /// worktrees; a record an earlier release named `ooda-q-replay-base`
+    /// for the first goes when it is re-made, never the second's.
+    #[test]
+    fn worktree_names_of_two_briefs_never_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = repo_with_commit(dir.path());
+        let wt = dir.path().join(".ooda/worktrees");
+        let other = Workspace::open(dir.path(), &wt.join("q-replay"), "q-replay").unwrap();
+        other.ensure(start).unwrap();
+        let q = Workspace::open(dir.path(), &wt.join("q"), "q").unwrap();
+        q.scratch("replay-base", start).unwrap();
+        assert_eq!(
+            other
+                .base_repo()
+                .unwrap()
+                .workdir()
+                .unwrap()
+                .canonicalize()
+                .unwrap(),
+            wt.join("q-replay/base").canonicalize().unwrap()
+        );
+        // An earlier release's record of q's replay-base, by the old name,
+        // beside (in a second repository) the other Brief's base.
+        let dir2 = tempfile::tempdir().unwrap();
+        let start2 = repo_with_commit(dir2.path());
+        let q2 = Workspace::open(dir2.path(), &dir2.path().join(".ooda/worktrees/q"), "q").unwrap();
+        let legacy_path = q2.dir.join("replay-base");
+        fs::create_dir_all(&q2.dir).unwrap();
+        let tip = q2.repo.find_commit(start2).unwrap();
+        let b = q2
+            .repo
+            .branch("legacy", &tip, true)
+            .unwrap()
+            .into_reference();
+        let mut opts = WorktreeAddOptions::new();
+        opts.reference(Some(&b));
+        q2.repo
+            .worktree("ooda-q-replay-base", &legacy_path, Some(&opts))
+            .unwrap();
+        q2.scratch("replay-base", start2).unwrap();
+        let records = dir2.path().join(".git/worktrees");
+        assert!(!records.join("ooda-q-replay-base").exists());
+        assert!(records.join("ooda-q-replay.base").exists());
     }
 
     #[test]
