@@ -319,6 +319,23 @@ impl Workspace {
             }
         }
         let record = self.worktree_record(which);
+        // A record naming another folder that links back to it is a live
+        // worktree of this repository in another checkout (a linked git
+        // worktree running a Brief of the same name): not ours to remove.
+        if let Some(other) = fs::read_to_string(record.join("gitdir"))
+            .ok()
+            .and_then(|g| Path::new(g.trim()).parent().map(Path::to_path_buf))
+            .filter(|f| f.canonicalize().ok() != path.canonicalize().ok() && f != path)
+            .filter(|f| links_to(f, &record))
+        {
+            return Err(Error::Input(format!(
+                "git's record {} is the worktree {} of another checkout of this repository, which runs a Brief named `{}` too: one repository holds one run per Brief name (the branch {} is shared by all its checkouts); rename one of the two Briefs",
+                record.display(),
+                other.display(),
+                self.brief,
+                self.branch
+            )));
+        }
         if fs::symlink_metadata(&record).is_ok() {
             fs::remove_dir_all(&record)
                 .ctx(|| format!("removing git's record {}", record.display()))?;
@@ -996,6 +1013,17 @@ impl Workspace {
 }
 
 /// Makes a detached worktree exactly `commit`: HEAD, index, files.
+/// Whether the worktree folder `dir`'s `.git` file names `record`.
+fn links_to(dir: &Path, record: &Path) -> bool {
+    fs::read_to_string(dir.join(".git")).is_ok_and(|t| {
+        t.trim()
+            .strip_prefix("gitdir:")
+            .map(|g| dir.join(g.trim()))
+            .and_then(|g| g.canonicalize().ok())
+            == record.canonicalize().ok()
+    })
+}
+
 /// What to do in a repository without a commit: ooda measures and
 /// branches from the committed `HEAD`.
 pub fn no_commit_yet() -> String {

@@ -113,6 +113,37 @@ fn a_reset_in_a_copy_leaves_the_originals_worktrees() {
     assert_eq!(t.iterations("rc"), vec![0, 1]);
 }
 
+/// Two checkouts of one repository (a linked git worktree) running a Brief
+/// of the same name share its branch and git's records: the second is
+/// refused with what to do, and the first is left running.
+#[test]
+fn one_brief_name_in_two_checkouts_of_a_repository_is_refused() {
+    let t = Test::new();
+    t.brief("same", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "same"]).expect(0);
+    let other = tempfile::tempdir().unwrap();
+    let linked = other.path().join("wt");
+    t.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "other",
+        linked.to_str().unwrap(),
+    ]);
+    let out = t
+        .command(&["tick", "same"])
+        .current_dir(&linked)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("rename one of the two Briefs"), "{err}");
+    t.ooda(&["tick", "same"]).expect(0);
+    assert_eq!(t.iterations("same"), vec![0, 1]);
+}
+
 /// A moved project folder (here: a copy whose original is then deleted):
 /// git itself works in it at once, before any tick (git's records of
 /// ooda's worktrees name the repository relatively, as `git worktree add`
