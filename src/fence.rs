@@ -57,6 +57,10 @@ struct GitWatch {
     /// The other Briefs: the daemon runs them at the same time, and their
     /// refs move while this agent works; they are theirs to guard.
     others: Vec<String>,
+    /// `refs/heads/ooda/<brief>`, checked out in the candidate worktree: an
+    /// agent's `git commit` there moves it, which is a commit to undo
+    /// (edits kept), not tampering.
+    branch: String,
 }
 
 impl Drop for Fence {
@@ -137,12 +141,21 @@ impl Fence {
             before,
             ours,
             others,
+            branch: format!("refs/heads/ooda/{brief}"),
         });
         Ok(self)
     }
 
-    /// Paths that changed since the snapshot, or `None`.
+    /// Paths that changed since the snapshot, or `None`. A commit the
+    /// agent made on the candidate's branch is undone here, its edits left
+    /// in the worktree: see [`Checked::committed`].
     pub fn breached(&self) -> Result<Option<String>> {
+        Ok(self.check()?.breach)
+    }
+
+    /// [`Fence::breached`], and a commit the agent made on the candidate's
+    /// branch, undone.
+    pub fn check(&self) -> Result<Checked> {
         let mut changed = Vec::new();
         for Watched {
             dir,
@@ -176,17 +189,31 @@ impl Fence {
                 let _ = std::fs::remove_file(&path);
             }
         }
+        let mut committed = None;
         if let Some(g) = &self.git {
-            changed.extend(g.changed()?);
+            let (c, commit) = g.changed()?;
+            changed.extend(c);
+            committed = commit;
         }
-        Ok((!changed.is_empty()).then(|| {
+        let breach = (!changed.is_empty()).then(|| {
             changed.sort();
             format!(
                 "the agent changed files outside the candidate worktree: {}",
                 clip(&changed.join(", "), 600)
             )
-        }))
+        });
+        Ok(Checked { breach, committed })
     }
+}
+
+/// What [`Fence::check`] found.
+pub struct Checked {
+    /// Paths that changed outside the candidate worktree.
+    pub breach: Option<String>,
+    /// The agent committed on the candidate's branch (the sandbox off): the
+    /// branch is put back, the edits stay in the worktree as uncommitted
+    /// changes, and this says what was undone.
+    pub committed: Option<String>,
 }
 
 impl Fence {
@@ -248,8 +275,10 @@ fn stamped_in_archive(name: &str) -> bool {
 }
 
 impl GitWatch {
-    /// What changed, by path; ooda's own refs are restored (and named).
-    fn changed(&self) -> Result<Vec<String>> {
+    /// What changed, by path; ooda's own refs are restored (and named),
+    /// but for commits on top of the candidate's branch, which are undone
+    /// and returned apart.
+    fn changed(&self) -> Result<(Vec<String>, Option<String>)> {
         let mut out = Vec::new();
         // What was there (it may be gone) and what is there now.
         let mut files: Vec<PathBuf> = self.before.keys().cloned().collect();
@@ -265,11 +294,25 @@ impl GitWatch {
         let repo = git2::Repository::open(&self.repo)
             .ctx(|| format!("opening the repository at {}", self.repo.display()))?;
         let now = ooda_refs_of(&repo, &self.others);
+        let mut committed = None;
         for (name, oid) in &self.ours {
             if now.get(name) != Some(oid) {
                 repo.reference(name, *oid, true, "ooda: restored after an agent step")
                     .ctx(|| format!("restoring {name}"))?;
-                out.push(format!("{name} (restored)"));
+                let on_top = *name == self.branch
+                    && now
+                        .get(name)
+                        .is_some_and(|n| repo.graph_descendant_of(*n, *oid).unwrap_or(false));
+                if on_top {
+                    committed = Some(format!(
+                        "the agent committed on {} ({} on top of {}); the runner put the branch back, keeping the agent's edits uncommitted",
+                        name.trim_start_matches("refs/heads/"),
+                        crate::history::short(&now[name].to_string()),
+                        crate::history::short(&oid.to_string())
+                    ));
+                } else {
+                    out.push(format!("{name} (restored)"));
+                }
             }
         }
         for name in now.keys().filter(|n| !self.ours.contains_key(*n)) {
@@ -278,7 +321,7 @@ impl GitWatch {
             }
             out.push(format!("{name} (deleted: not ooda's)"));
         }
-        Ok(out)
+        Ok((out, committed))
     }
 }
 

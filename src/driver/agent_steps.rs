@@ -132,7 +132,14 @@ impl CommandAgent {
             fence = fence.with_git(t.root, &t.brief.name)?;
         }
         let out = step();
-        let breach = fence.breached()?.map(|message| Breach {
+        let checked = fence.check()?;
+        if let Some(note) = checked.committed {
+            t.span.emit(crate::events::Event::Anomaly {
+                kind: crate::model::AnomalyKind::AgentCommit,
+                message: note,
+            })?;
+        }
+        let breach = checked.breach.map(|message| Breach {
             message,
             unconfined: !self.sandboxed,
         });

@@ -527,6 +527,43 @@ fn with_the_sandbox_off_tampering_is_blocked_named_and_oodas_refs_restored() {
     assert_eq!(a.t.iterations("b"), vec![0, 1, 2]);
 }
 
+/// Agent CLIs commit their work. With the sandbox off a `git commit` in the
+/// candidate moves ooda's branch: that is a commit to undo (an
+/// `agent_commit` anomaly, the edits kept and measured), not tampering.
+#[test]
+fn with_the_sandbox_off_an_agents_commit_is_undone_and_its_edits_kept() {
+    let mut a = Attack::new(
+        r#"    git add -A && git -c user.name=agent -c user.email=agent@example.com commit -qm "agent commit"
+    echo committed"#,
+    );
+    a.unsandboxed();
+    let rec = a.run();
+    assert!(a.log().contains("committed"), "{}", a.log());
+    assert!(
+        matches!(rec.verdict, Verdict::Keep | Verdict::Discard),
+        "{} {}",
+        rec.verdict.as_str(),
+        rec.reason
+    );
+    assert!(
+        rec.changed_paths.contains(&"src/lib.txt".to_string()),
+        "{:?}",
+        rec.changed_paths
+    );
+    assert!(
+        a.t.events("b")
+            .iter()
+            .any(|e| e["type"] == "anomaly" && e["kind"] == "agent_commit"),
+        "no agent_commit anomaly"
+    );
+    assert!(a.t.state("b")["stop"].is_null(), "{}", a.t.state("b"));
+    // The branch holds ooda's commits only.
+    assert!(
+        !a.t.git(&["log", "--format=%s", "ooda/b"])
+            .contains("agent commit")
+    );
+}
+
 #[test]
 fn with_the_sandbox_off_killing_the_helper_frees_nothing() {
     // Without Landlock an agent can kill its helper; what it started in
