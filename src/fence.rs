@@ -83,6 +83,10 @@ struct Watched {
     skip: Vec<PathBuf>,
     recurse: bool,
     before: BTreeMap<PathBuf, String>,
+    /// The tree of its HEAD when the agent started: a file that reads
+    /// dirty afterwards only because HEAD moved (which the git watch
+    /// names) is not one the agent changed.
+    head_tree: Option<git2::Oid>,
 }
 
 impl Fence {
@@ -106,6 +110,7 @@ impl Fence {
                 skip,
                 recurse,
                 before,
+                head_tree: head_tree(dir),
             });
         }
         Ok(Fence {
@@ -162,11 +167,16 @@ impl Fence {
             skip,
             recurse,
             before,
+            head_tree: tree,
         } in &self.trees
         {
             let after = dirty(dir, skip, *recurse)?;
+            let moved = *tree != head_tree(dir);
             for (path, state) in &after {
-                if before.get(path) != Some(state) {
+                let was_clean = !before.contains_key(path);
+                if before.get(path) != Some(state)
+                    && !(moved && was_clean && as_in_tree(dir, path, *tree))
+                {
                     changed.push(path.display().to_string());
                 }
             }
@@ -506,6 +516,41 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
         out.insert(path, format!("{}:{hash}", st.status().bits()));
     }
     Ok(out)
+}
+
+/// The tree of the HEAD of the repository holding `dir`.
+fn head_tree(dir: &Path) -> Option<git2::Oid> {
+    let repo = git2::Repository::discover(dir).ok()?;
+    let tree = repo.head().ok()?.peel_to_tree().ok()?.id();
+    Some(tree)
+}
+
+/// Whether `path` is, on disk and in the index, what `tree` holds: a file
+/// clean against that tree, which reads dirty now only because HEAD moved.
+fn as_in_tree(dir: &Path, path: &Path, tree: Option<git2::Oid>) -> bool {
+    let Some(tree) = tree else { return false };
+    let Ok(repo) = git2::Repository::discover(dir) else {
+        return false;
+    };
+    let Some(rel) = repo.workdir().and_then(|w| path.strip_prefix(w).ok()) else {
+        return false;
+    };
+    let Some((blob, mode)) = repo
+        .find_tree(tree)
+        .ok()
+        .and_then(|t| t.get_path(rel).ok())
+        .map(|e| (e.id(), e.filemode() as u32))
+    else {
+        return false;
+    };
+    let indexed = repo
+        .index()
+        .ok()
+        .and_then(|i| i.get_path(rel, 0).map(|e| (e.id, e.mode)));
+    let on_disk = git2::Oid::hash_file(git2::ObjectType::Blob, path).ok();
+    let executable = std::fs::symlink_metadata(path)
+        .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0);
+    indexed == Some((blob, mode)) && on_disk == Some(blob) && executable == (mode == 0o100755)
 }
 
 /// The top-level names of the work tree, on disk or in git's index, those

@@ -564,6 +564,23 @@ fn with_the_sandbox_off_an_agents_commit_is_undone_and_its_edits_kept() {
     );
 }
 
+/// With the sandbox off, moving the user's branch is named, and only that:
+/// the files that read dirty only because HEAD moved (here `ooda.yaml`,
+/// which the last commit changed) are not blamed on the agent, whose
+/// advice would have the user revert their own file.
+#[test]
+fn with_the_sandbox_off_a_moved_branch_is_named_not_the_files_it_moved() {
+    let mut a = Attack::new(
+        r#"    git update-ref refs/heads/main "$(git rev-parse refs/heads/main)~1"
+    echo moved"#,
+    );
+    a.unsandboxed();
+    let rec = a.run();
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(rec.reason.contains("refs/heads/main"), "{}", rec.reason);
+    assert!(!rec.reason.contains("ooda.yaml"), "{}", rec.reason);
+}
+
 #[test]
 fn with_the_sandbox_off_killing_the_helper_frees_nothing() {
     // Without Landlock an agent can kill its helper; what it started in
