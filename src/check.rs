@@ -775,6 +775,7 @@ pub fn measure(
         brief,
         output_cap: project.config.defaults.output_cap as usize,
         cancel,
+        stop: None,
         span: &span,
         lease: lease.as_ref(),
         exclusive: project.config.defaults.measure_exclusive,

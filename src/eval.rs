@@ -91,6 +91,10 @@ pub struct Evaluator<'a> {
     pub brief: &'a Brief,
     pub output_cap: usize,
     pub cancel: &'a AtomicBool,
+    /// A long-running loop's "stop at the next checkpoint" (a daemon's
+    /// first SIGTERM): a wait for the measurement lock ends on it, since
+    /// the measurement has not begun.
+    pub stop: Option<&'a AtomicBool>,
     /// Where the commands are logged (the phase, or the confirmation test);
     /// its iteration is the one commands see as `OODA_ITERATION`.
     pub span: &'a Span,
@@ -254,7 +258,7 @@ impl Evaluator<'_> {
             Ok(d) => format!("brief {} in {}", self.brief.name, d.display()),
             Err(_) => format!("brief {}", self.brief.name),
         };
-        let lock = MeasureLock::acquire(&path, &who, self.cancel, |holder| {
+        let lock = MeasureLock::acquire(&path, &who, self.cancel, self.stop, |holder| {
             self.span
                 .emit(Event::MeasureLockWaiting {
                     path: path.display().to_string(),

@@ -94,6 +94,11 @@ impl Interrupt {
         &self.cancel
     }
 
+    /// The flag of the first level: "stop at the next checkpoint".
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.stop
+    }
+
     /// Stop at the next checkpoint (set by either level).
     pub fn is_set(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst)

@@ -508,6 +508,7 @@ fn evaluate(
         brief,
         output_cap: project.config.defaults.output_cap as usize,
         cancel: plan_turn.cancel,
+        stop: None,
         span: phase,
         lease: lease.as_ref(),
         exclusive: project.config.defaults.measure_exclusive,

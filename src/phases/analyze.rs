@@ -177,6 +177,7 @@ fn take_profile(t: &Turn, command: &str, timeout: std::time::Duration) -> Result
         brief: t.brief,
         output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
         cancel: t.cancel,
+        stop: None,
         span: t.span,
         lease: lease.as_ref(),
         exclusive: t.config.defaults.measure_exclusive,

@@ -92,6 +92,8 @@ pub(crate) struct Cx<'a> {
     /// The phase's span.
     pub span: &'a Span,
     pub cancel: &'a AtomicBool,
+    /// See [`Evaluator::stop`].
+    pub stop: &'a AtomicBool,
     pub executor: &'a dyn Executor,
 }
 
@@ -103,6 +105,7 @@ impl Cx<'_> {
             brief: self.brief,
             output_cap: self.config.defaults.output_cap as usize,
             cancel: self.cancel,
+            stop: Some(self.stop),
             span: self.span,
             lease,
             exclusive: self.config.defaults.measure_exclusive,
@@ -542,6 +545,7 @@ impl<'a> Machine<'a> {
             ws: &self.ws,
             span,
             cancel: self.interrupt.flag(),
+            stop: self.interrupt.stop_flag(),
             executor: self.executor.as_ref(),
         }
     }

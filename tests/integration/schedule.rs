@@ -319,6 +319,45 @@ fn a_signal_while_waiting_for_the_next_fire_time_exits_130_at_once() {
     assert!(t.iterations("k").is_empty());
 }
 
+/// A loop waiting for the host's measurement lock when it is asked to
+/// stop has no measurement in flight: it stops at once (exit 130), and
+/// starts none after the signal (it used to wait for the lock, then run a
+/// whole decision).
+#[test]
+fn a_stop_while_waiting_for_the_measurement_lock_measures_nothing() {
+    let t = Test::new();
+    t.brief("k", &knob_brief(""));
+    t.commit("brief");
+    t.ooda(&["tick", "k"]).expect(0);
+    // Held here, as another ooda would hold it: the lock this test's ooda
+    // uses (OODA_MEASURE_LOCK).
+    let holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(t.path().join(".git/ooda-measure.lock"))
+        .unwrap();
+    holder.lock().unwrap();
+    let bg = Bg::start(&t, &["run", "k", "--every", "1h"]);
+    bg.wait_until("a wait for the measurement lock", || {
+        !events_of(&t, "k", "measure_lock_waiting").is_empty()
+    });
+    bg.signal(libc::SIGTERM);
+    let (code, log) = bg.exit_code();
+    drop(holder);
+    assert_eq!(code, 130, "{log}");
+    assert!(
+        events_of(&t, "k", "pair_measured")
+            .iter()
+            .all(|e| e["iteration"] == 0),
+        "{log}"
+    );
+    // The next tick goes on from the checkpoint.
+    t.ooda(&["tick", "k"]).expect(0);
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+}
+
 // ---------------------------------------------------------------- crontab bursts
 
 /// The metric command of iteration ≥ 1 on the candidate side announces
