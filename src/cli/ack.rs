@@ -16,12 +16,32 @@ use crate::workspace::Workspace;
 
 pub(crate) fn run(g: &Globals, brief: &str, note: Option<&str>) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
-    out(&format!("{}\n", ack(&project, brief, note)?))?;
+    let done = ack(&project, brief, note)?;
+    if g.json {
+        out(&format!(
+            "{}\n",
+            serde_json::json!({
+                "brief": done.brief,
+                "acknowledged": done.acknowledged,
+                "message": done.message,
+            })
+        ))?;
+    } else {
+        out(&format!("{}\n", done.message))?;
+    }
     Ok(Exit::Ok)
 }
 
+/// What `ack` did.
+pub struct Acked {
+    pub brief: String,
+    /// Whether there was a RED stop to clear.
+    pub acknowledged: bool,
+    pub message: String,
+}
+
 /// Clears a RED stop so the loop may run again; says what was done.
-pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<String> {
+pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Acked> {
     let brief = project.load_brief(brief_arg)?;
     let ws = Workspace::open(
         &project.root,
@@ -38,7 +58,11 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Str
         project.config.defaults.events_segment,
     )?;
     let Some(stop) = archive.state.stop.clone().filter(|s| s.reason.is_red()) else {
-        return Ok(format!("{} is not RED: nothing to acknowledge", brief.name));
+        return Ok(Acked {
+            message: format!("{} is not RED: nothing to acknowledge", brief.name),
+            brief: brief.name,
+            acknowledged: false,
+        });
     };
     let who = who_acknowledges(&project.root);
     let text = format!(
@@ -56,7 +80,11 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Str
         note: note.map(str::to_string),
     })?;
     archive.sync(None, &brief, &project.config)?;
-    Ok(format!("{}: {text}. The next tick continues.", brief.name))
+    Ok(Acked {
+        message: format!("{}: {text}. The next tick continues.", brief.name),
+        brief: brief.name,
+        acknowledged: true,
+    })
 }
 
 /// Who is acknowledging: `$USER`, else git's `user.name`, else the name of

@@ -105,7 +105,14 @@ fn flip_flopping_a_knob_is_red_oscillation_within_sixteen_iterations() {
         "{}",
         refused.stderr
     );
-    t.ooda(&["ack", "r", "--note", "looked at it"]).expect(0);
+    let acked = t
+        .ooda(&["ack", "r", "--note", "looked at it", "--json"])
+        .expect(0);
+    let doc: serde_json::Value = serde_json::from_str(&acked.stdout).unwrap();
+    assert_eq!(doc["acknowledged"], true, "{doc}");
+    let again = t.ooda(&["ack", "r", "--json"]).expect(0);
+    let doc: serde_json::Value = serde_json::from_str(&again.stdout).unwrap();
+    assert_eq!(doc["acknowledged"], false, "{doc}");
     let env = [
         ("PLAN_X", "100 + i"),
         ("PLAN_DIR", "\"up\""),
