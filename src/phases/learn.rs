@@ -78,19 +78,17 @@ pub(crate) fn run(
     let rec = archive::record_of(&view, state)
         .ok_or_else(|| Error::Internal("LEARN could not project its record".into()))?;
     let plan = cur.plan.clone().unwrap_or_default();
+    // What the worktree holds as LEARN starts, so that only LEARN's own
+    // edits are blamed on it (a reviewer's, named in REVIEW, are still on
+    // disk, since the commit is built from the measured tree).
+    let before = match driver.edits_files() {
+        true => Some(ws.write_tree(&ws.candidate(u64::MAX)?.contents)?),
+        false => None,
+    };
     let lesson = driver.learn(t, &plan, &rec, cur.cut.is_none())?;
-    // What the candidate worktree holds: the kept tree, also when a
-    // simplified one (in its scratch worktree) replaced it.
-    let on_disk = cur
-        .review
-        .as_ref()
-        .and_then(|r| r.simplified.as_ref())
-        .filter(|s| s.accepted)
-        .map(|s| &s.kept_tree)
-        .or(cur.tree.as_ref());
     if !lesson.calls.is_empty()
-        && let Some(measured) = on_disk
-        && !ws.still_is(super::oid(measured)?)?
+        && let Some(before) = before
+        && !ws.still_is(before)?
     {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentEditInLearn,

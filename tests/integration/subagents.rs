@@ -406,6 +406,37 @@ fn a_hanging_reviewer_is_cut_at_its_timeout_and_on_error_decides() {
     );
 }
 
+/// A reviewer that edits the candidate is named in REVIEW; the main
+/// agent's LEARN, which edited nothing, is not blamed for those edits.
+#[test]
+fn a_reviewers_edit_is_not_blamed_on_the_agents_learn() {
+    let n = Night::new("echo tuned >> src/lib.txt");
+    let cfg = n.t.read("ooda.yaml");
+    n.t.write(
+        "ooda.yaml",
+        &format!(
+            "sandbox: off\n{}",
+            cfg.replace(", sandbox: {writable: [$AGENT_DIR]}}", "}")
+        ),
+    );
+    n.reviewer("editor", "on_error: pass\n", r#"{"verdict": "approve"}"#);
+    std::fs::write(
+        n.dir.path().join("editor.sh"),
+        "echo edited >> src/lib.txt\n",
+    )
+    .unwrap();
+    n.t.commit("a reviewer that edits");
+    let rec = n.first(&[]);
+    let edits: Vec<String> =
+        n.t.events("b")
+            .iter()
+            .filter(|e| e["type"] == "anomaly" && e["kind"] == "agent_edit_in_learn")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+            .collect();
+    assert_eq!(edits.len(), 1, "{edits:?} {}", rec.reason);
+    assert!(edits[0].contains("a reviewer edited"), "{edits:?}");
+}
+
 #[test]
 fn an_answer_that_is_not_a_review_blocks_by_default() {
     let n = Night::new("echo tuned >> src/lib.txt");
