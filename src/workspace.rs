@@ -747,6 +747,30 @@ impl Workspace {
         Ok(removed)
     }
 
+    /// Whether a file git does not ignore was written, created or removed
+    /// in the candidate since `before` ([`Workspace::file_stats`]). Reads
+    /// metadata only and stores nothing: what a step changed may be a
+    /// blocked file that must never reach the object store.
+    pub fn edited_since(&self, before: &BTreeMap<PathBuf, FileStat>) -> Result<bool> {
+        let repo = self.cand_repo()?;
+        let after = self.file_stats()?;
+        let differs = after
+            .iter()
+            .filter(|(p, stat)| before.get(*p) != Some(*stat))
+            .map(|(p, _)| p)
+            .chain(before.keys().filter(|p| !after.contains_key(*p)));
+        for p in differs {
+            let Some(rel) = p.strip_prefix(&self.cand_dir).ok() else {
+                continue;
+            };
+            let tracked = repo.index().is_ok_and(|i| i.get_path(rel, 0).is_some());
+            if tracked || !repo.is_path_ignored(rel).unwrap_or(false) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Stores a checked candidate's blobs and tree; returns the tree.
     pub fn write_tree(&self, contents: &Contents) -> Result<Oid> {
         contents.write_tree(&self.cand_repo()?, &self.cand_dir)

@@ -81,14 +81,11 @@ pub(crate) fn run(
     // What the worktree holds as LEARN starts, so that only LEARN's own
     // edits are blamed on it (a reviewer's, named in REVIEW, are still on
     // disk, since the commit is built from the measured tree).
-    let before = match driver.edits_files() {
-        true => Some(ws.write_tree(&ws.candidate(u64::MAX)?.contents)?),
-        false => None,
-    };
+    let before = driver.edits_files().then(|| ws.file_stats()).transpose()?;
     let lesson = driver.learn(t, &plan, &rec, cur.cut.is_none())?;
     if !lesson.calls.is_empty()
         && let Some(before) = before
-        && !ws.still_is(before)?
+        && ws.edited_since(&before)?
     {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentEditInLearn,
