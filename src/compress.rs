@@ -333,9 +333,8 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
         } else if !under {
             state = In::Plain;
         }
-        if drop && routine {
-            dropped.routine += 1;
-        } else if drop && state == In::Warning {
+        if drop && !routine && state == In::Warning {
+            // A warning's snippet; a passing TAP test's details are routine.
             dropped.source += 1;
         } else if drop {
             dropped.routine += 1;
@@ -821,13 +820,7 @@ pub fn survival(output: &str, must: &[&str]) -> (usize, usize) {
         if lines.iter().any(|l| l.contains(&wanted)) {
             kept += 1;
         } else {
-            missing += m
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-                .chars()
-                .count()
-                + 1;
+            missing += collapsed_chars(&m) + 1;
         }
     }
     (kept, missing)

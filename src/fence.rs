@@ -151,15 +151,16 @@ impl Fence {
         Ok(self)
     }
 
-    /// Paths that changed since the snapshot, or `None`. A commit the
-    /// agent made on the candidate's branch is undone here, its edits left
-    /// in the worktree: see [`Checked::committed`].
+    /// Paths that changed since the snapshot, or `None` (the tests'
+    /// shorthand for [`Fence::check`]).
+    #[cfg(test)]
     pub fn breached(&self) -> Result<Option<String>> {
         Ok(self.check()?.breach)
     }
 
-    /// [`Fence::breached`], and a commit the agent made on the candidate's
-    /// branch, undone.
+    /// Paths that changed since the snapshot, and a commit the agent made
+    /// on the candidate's branch, undone (its edits left in the worktree:
+    /// see [`Checked::committed`]).
     pub fn check(&self) -> Result<Checked> {
         let mut changed = Vec::new();
         for Watched {

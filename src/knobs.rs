@@ -16,11 +16,10 @@ pub use crate::model::Point;
 /// The knob point of a worktree: its knobs file, the Brief's defaults
 /// filling the gaps.
 pub fn point_in(dir: &Path, brief: &crate::brief::Brief) -> Result<Point> {
-    let file = read_env(&dir.join(&brief.knobs_file), &brief.knobs).map_err(|e| match e {
+    point_in_candidate(dir, brief).map_err(|e| match e {
         Error::Input(m) => Error::Input(format!("{m}. {}", unreadable_advice(brief))),
         e => e,
-    })?;
-    Ok(initial_point(&file, &brief.knobs))
+    })
 }
 
 /// [`point_in`] for a candidate's worktree, whose knobs file the plan
@@ -61,15 +60,13 @@ pub fn point_at(
     match blob {
         Some(b) => parse_env(
             &String::from_utf8_lossy(b.content()),
-            &format!("{}:{}", short(commit), brief.knobs_file),
+            // The commit as the archive shortens it (history::short, which
+            // this module must not import: history imports knobs).
+            &format!("{}:{}", &commit.to_string()[..10], brief.knobs_file),
             &brief.knobs,
         ),
         None => Ok(Point::new()),
     }
-}
-
-fn short(oid: git2::Oid) -> String {
-    oid.to_string().chars().take(7).collect()
 }
 
 /// A stable text key for "has this point been evaluated before?".

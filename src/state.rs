@@ -272,7 +272,7 @@ impl Failing {
         let one_line = self
             .message
             .lines()
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .map(|l| crate::compress::clip(l, usize::MAX))
             .filter(|l| !l.is_empty())
             .reduce(|mut acc, l| {
                 if !acc.ends_with(['.', ':', ';', '!', '?', ',']) {

@@ -13,7 +13,7 @@ use crate::project::Project;
 use crate::state::{self, Loaded, State};
 use crate::summary;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct BriefStatus {
     pub brief: String,
     pub status: String,
@@ -106,20 +106,9 @@ fn orphan(project: &Project, name: &str) -> BriefStatus {
     BriefStatus {
         brief: name.to_string(),
         status: "NO BRIEF".into(),
-        stop_reason: None,
-        detail: None,
-        warning: None,
         iterations: history::load(&dir)
             .map(|h| h.len().saturating_sub(1))
             .unwrap_or(0),
-        keeps: 0,
-        in_flight: None,
-        metric: String::new(),
-        baseline: None,
-        best: None,
-        improvement: None,
-        confirmed_gain: None,
-        budget_iterations: None,
         last_event: crate::events::last_timestamp(&dir),
         archive_bytes: crate::gc::disk_bytes(&dir),
         worktree_bytes: crate::gc::disk_bytes(&project.worktrees_dir(name)),
@@ -136,6 +125,7 @@ fn orphan(project: &Project, name: &str) -> BriefStatus {
                 String::new()
             }
         )),
+        ..BriefStatus::default()
     }
 }
 
@@ -147,22 +137,7 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
     let mut out = BriefStatus {
         brief: name.clone(),
         status: "NEW".into(),
-        stop_reason: None,
-        detail: None,
-        warning: None,
-        iterations: 0,
-        keeps: 0,
-        in_flight: None,
-        metric: String::new(),
-        baseline: None,
-        best: None,
-        improvement: None,
-        confirmed_gain: None,
-        budget_iterations: None,
-        last_event: None,
-        archive_bytes: 0,
-        worktree_bytes: 0,
-        error: None,
+        ..BriefStatus::default()
     };
     let brief = match Brief::load_in(path, &project.agent_names()) {
         Ok(b) => b,

@@ -75,7 +75,6 @@ impl Workspace {
     pub fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
         let repo = Repository::discover(repo_dir)
             .ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
-        crate::project::at_git_top(repo_dir)?;
         let ws = Workspace {
             brief: brief.to_string(),
             branch: format!("ooda/{brief}"),
@@ -306,14 +305,7 @@ impl Workspace {
                 .commondir()
                 .join("worktrees")
                 .join(format!("ooda-{}-{which}", self.brief));
-            let names_ours = fs::read_to_string(legacy.join("gitdir")).is_ok_and(|g| {
-                let named = Path::new(g.trim()).parent().map(Path::to_path_buf);
-                named.as_deref() == Some(path)
-                    || (named.as_ref().and_then(|n| n.canonicalize().ok())
-                        == path.canonicalize().ok()
-                        && path.exists())
-            });
-            if names_ours {
+            if record_folder(&legacy).is_some_and(|f| same_folder(&f, path)) {
                 fs::remove_dir_all(&legacy)
                     .ctx(|| format!("removing git's record {}", legacy.display()))?;
             }
@@ -322,11 +314,8 @@ impl Workspace {
         // A record naming another folder that links back to it is a live
         // worktree of this repository in another checkout (a linked git
         // worktree running a Brief of the same name): not ours to remove.
-        if let Some(other) = fs::read_to_string(record.join("gitdir"))
-            .ok()
-            .and_then(|g| Path::new(g.trim()).parent().map(Path::to_path_buf))
-            .filter(|f| f.canonicalize().ok() != path.canonicalize().ok() && f != path)
-            .filter(|f| links_to(f, &record))
+        if let Some(other) =
+            record_folder(&record).filter(|f| !same_folder(f, path) && links_to(f, &record))
         {
             return Err(Error::Input(format!(
                 "git's record {} is the worktree {} of another checkout of this repository, which runs a Brief named `{}` too: one repository holds one run per Brief name (the branch {} is shared by all its checkouts); rename one of the two Briefs",
@@ -715,13 +704,21 @@ impl Workspace {
 
     /// Removes the git-ignored files a step created or changed since
     /// `before` (not ooda's own files): they would be measured but never
-    /// committed. Returns them, relative to the worktree.
-    pub fn remove_new_ignored(&self, before: &BTreeMap<PathBuf, FileStat>) -> Result<Vec<String>> {
+    /// committed. Returns them, relative to the worktree, and whether the
+    /// step wrote, created or removed any other file. Reads metadata only
+    /// and stores nothing: what a step wrote may be a blocked file that
+    /// must never reach the object store.
+    pub fn remove_new_ignored(
+        &self,
+        before: &BTreeMap<PathBuf, FileStat>,
+    ) -> Result<(Vec<String>, bool)> {
         let repo = self.cand_repo()?;
         let head = repo.head().and_then(|h| h.peel_to_tree()).ok();
+        let after = self.file_stats()?;
         let mut removed = Vec::new();
-        for (p, stat) in self.file_stats()? {
-            if before.get(&p) == Some(&stat) {
+        let mut edited = before.keys().any(|p| !after.contains_key(p));
+        for (p, stat) in &after {
+            if before.get(p) == Some(stat) {
                 continue;
             }
             let Some(rel) = p
@@ -730,45 +727,22 @@ impl Workspace {
                 .and_then(|r| r.to_str())
                 .map(str::to_string)
             else {
+                // A name that is not UTF-8 is never git-ignored here.
+                edited = true;
                 continue;
             };
             let tracked = head
                 .as_ref()
                 .is_some_and(|t| t.get_path(Path::new(&rel)).is_ok());
-            if tracked || self.owned.contains(&rel) || is_tool_file(&rel) {
-                continue;
-            }
-            if repo.is_path_ignored(&rel).unwrap_or(false) {
-                fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
+            if tracked || !repo.is_path_ignored(&rel).unwrap_or(false) {
+                edited = true;
+            } else if !self.owned.contains(&rel) && !is_tool_file(&rel) {
+                fs::remove_file(p).ctx(|| format!("removing {}", p.display()))?;
                 removed.push(rel);
             }
         }
         removed.sort();
-        Ok(removed)
-    }
-
-    /// Whether a file git does not ignore was written, created or removed
-    /// in the candidate since `before` ([`Workspace::file_stats`]). Reads
-    /// metadata only and stores nothing: what a step changed may be a
-    /// blocked file that must never reach the object store.
-    pub fn edited_since(&self, before: &BTreeMap<PathBuf, FileStat>) -> Result<bool> {
-        let repo = self.cand_repo()?;
-        let after = self.file_stats()?;
-        let differs = after
-            .iter()
-            .filter(|(p, stat)| before.get(*p) != Some(*stat))
-            .map(|(p, _)| p)
-            .chain(before.keys().filter(|p| !after.contains_key(*p)));
-        for p in differs {
-            let Some(rel) = p.strip_prefix(&self.cand_dir).ok() else {
-                continue;
-            };
-            let tracked = repo.index().is_ok_and(|i| i.get_path(rel, 0).is_some());
-            if tracked || !repo.is_path_ignored(rel).unwrap_or(false) {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        Ok((removed, edited))
     }
 
     /// Stores a checked candidate's blobs and tree; returns the tree.
@@ -1036,7 +1010,21 @@ impl Workspace {
     }
 }
 
-/// Makes a detached worktree exactly `commit`: HEAD, index, files.
+/// The worktree folder git's record names (its `gitdir` file names the
+/// folder's `.git`).
+fn record_folder(record: &Path) -> Option<PathBuf> {
+    let gitdir = fs::read_to_string(record.join("gitdir")).ok()?;
+    Path::new(gitdir.trim()).parent().map(Path::to_path_buf)
+}
+
+/// Whether two paths are one folder: the same path, or the same existing
+/// folder by another way.
+fn same_folder(a: &Path, b: &Path) -> bool {
+    a == b
+        || a.canonicalize()
+            .is_ok_and(|c| Some(c) == b.canonicalize().ok())
+}
+
 /// Whether the worktree folder `dir`'s `.git` file names `record`.
 fn links_to(dir: &Path, record: &Path) -> bool {
     fs::read_to_string(dir.join(".git")).is_ok_and(|t| {
@@ -1072,6 +1060,7 @@ fn relative_commondir(record: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Makes a detached worktree exactly `commit`: HEAD, index, files.
 fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
     repo.set_head_detached(commit)
         .ctx(|| format!("moving {}", root.display()))?;

@@ -63,7 +63,7 @@ pub(crate) fn run(
     let base = oid(&cur.base_commit)?;
     ws.sync(base)?;
     let mut plan = cur.plan.clone().unwrap_or_default();
-    let out = dropping_ignored(t, ws, driver, || driver.execute(t, &plan))?;
+    let (out, _) = dropping_ignored(t, ws, driver, || driver.execute(t, &plan))?;
     if let Some(b) = &out.breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
@@ -138,19 +138,20 @@ pub(crate) fn run(
 /// committed (a prebuilt library the benchmark loads). Every step of a
 /// driver that edits files goes through here, PLAN and LEARN too (a file
 /// planted then would be measured by the next EVALUATE); one that does not
-/// costs no walk of the worktree.
+/// costs no walk of the worktree. Also says whether the step wrote any
+/// other file (for LEARN, which must not).
 pub(crate) fn dropping_ignored<T>(
     t: &Turn,
     ws: &Workspace,
     driver: &dyn Driver,
     step: impl FnOnce() -> Result<T>,
-) -> Result<T> {
+) -> Result<(T, bool)> {
     if !driver.edits_files() {
-        return step();
+        return Ok((step()?, false));
     }
     let before = ws.file_stats()?;
     let out = step()?;
-    let removed = ws.remove_new_ignored(&before)?;
+    let (removed, edited) = ws.remove_new_ignored(&before)?;
     if !removed.is_empty() {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentIgnoredFiles,
@@ -160,7 +161,7 @@ pub(crate) fn dropping_ignored<T>(
             ),
         })?;
     }
-    Ok(out)
+    Ok((out, edited))
 }
 
 /// Why a change cannot be measured: a path outside the scope or protected,

@@ -78,15 +78,13 @@ pub(crate) fn run(
     let rec = archive::record_of(&view, state)
         .ok_or_else(|| Error::Internal("LEARN could not project its record".into()))?;
     let plan = cur.plan.clone().unwrap_or_default();
-    // What the worktree holds as LEARN starts, so that only LEARN's own
-    // edits are blamed on it (a reviewer's, named in REVIEW, are still on
-    // disk, since the commit is built from the measured tree).
-    let before = driver.edits_files().then(|| ws.file_stats()).transpose()?;
-    let lesson = driver.learn(t, &plan, &rec, cur.cut.is_none())?;
-    if !lesson.calls.is_empty()
-        && let Some(before) = before
-        && ws.edited_since(&before)?
-    {
+    // Only what changed during the agent's step is blamed on it (a
+    // reviewer's edit, named in REVIEW, is still on disk, since the commit
+    // is built from the measured tree).
+    let (lesson, edited) = super::execute::dropping_ignored(t, ws, driver, || {
+        driver.learn(t, &plan, &rec, cur.cut.is_none())
+    })?;
+    if !lesson.calls.is_empty() && edited {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentEditInLearn,
             message: "the agent edited files during LEARN; the edits are not part of this iteration and are discarded".into(),

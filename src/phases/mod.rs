@@ -633,6 +633,7 @@ impl<'a> Machine<'a> {
                     let turn = m.turn(span, &o)?;
                     let driver = m.agent.driver();
                     execute::dropping_ignored(&turn, &m.ws, driver, || plan::run(&turn, driver))
+                        .map(|(proposal, _)| proposal)
                 })?;
                 match proposal {
                     Proposal::Plan {
@@ -826,9 +827,7 @@ impl<'a> Machine<'a> {
                     let o = m.orientation()?;
                     let turn = m.turn(span, &o)?;
                     let driver = m.agent.driver();
-                    execute::dropping_ignored(&turn, &m.ws, driver, || {
-                        learn::run(&turn, driver, &m.ws, &m.archive.state, m.current()?)
-                    })
+                    learn::run(&turn, driver, &m.ws, &m.archive.state, m.current()?)
                 })?;
                 let c = self.current_mut()?;
                 c.learned = Some(out.learned);
