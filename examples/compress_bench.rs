@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use ooda::compress;
+use ooda::text::compress;
 
 struct Side {
     chars: usize,

@@ -14,7 +14,7 @@
 //!   gives p ≤ 0.05.
 //! - **ooda, 12 pairs** and **ooda, 24 (extended)**: the series goes through
 //!   [`ooda::eval::decide_series`], the code path the runner uses, with a
-//!   [`Rule`] built as the runner builds it (`eval::Orientation::rule`): the noise history pooled from a
+//!   [`Rule`] built as the runner builds it (`model::Orientation::rule`): the noise history pooled from a
 //!   10-pair A/A calibration drawn from the same noise model (in a night, plus
 //!   every later iteration's pairs), θ₁ = [`sequential::theta1`]`(0, s_h)`,
 //!   α′ = [`sequential::alphas_for`]`(0.05, max_pairs)` (simulated for each
@@ -71,8 +71,9 @@ use std::time::Instant;
 mod parallel;
 
 use ooda::brief::Direction;
-use ooda::eval::sequential::{self, NoiseHistory, Rule};
+use ooda::eval::sequential::{self, Rule};
 use ooda::eval::{self, Pair};
+use ooda::model::NoiseHistory;
 use ooda::stats::{self, SplitMix64};
 
 const CELL_SEED: u64 = 0x0DA5_EED0_CE11_0001;
@@ -279,7 +280,7 @@ fn ooda_rule(p: &[Pair], rule: &Rule, max_pairs: usize) -> Verdict {
     }
 }
 
-/// The rule as the runner builds it (`eval::Orientation::rule`) from a noise history.
+/// The rule as the runner builds it (`model::Orientation::rule`) from a noise history.
 fn rule_from(noise: Option<NoiseHistory>, alphas: [f64; sequential::N_LOOKS]) -> Rule {
     let theta1 = sequential::theta1(0.0, noise.map(|h| h.s_h).unwrap_or(0.0));
     Rule {

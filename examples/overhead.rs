@@ -29,8 +29,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use ooda::archive::history;
 use ooda::brief::Brief;
-use ooda::history;
 use ooda::project::Project;
 
 fn brief_text() -> &'static str {
@@ -64,7 +64,7 @@ fn project(root: &Path, n: u32) -> Result<(), String> {
         let dir = root.join("iterations").join(b);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let ctx = ooda::archive::render_context(&brief);
-        for mut rec in ooda::prompt::synthetic_history(n, 7) {
+        for mut rec in ooda::driver::command::prompt::synthetic_history(n, 7) {
             rec.brief = b.to_string();
             history::write(&dir, &rec, &ctx).map_err(|e| e.to_string())?;
         }
@@ -167,7 +167,10 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     let brief =
         Brief::parse(&root.join("briefs/a.md"), &tick_brief()).map_err(|e| e.to_string())?;
     let ctx = ooda::archive::render_context(&brief);
-    for mut rec in ooda::prompt::synthetic_history(n, 7).into_iter().skip(1) {
+    for mut rec in ooda::driver::command::prompt::synthetic_history(n, 7)
+        .into_iter()
+        .skip(1)
+    {
         // Nothing kept (the base stays the start commit the checkpoint
         // has) and nothing blocked (a scope violation is a red light).
         match rec.verdict {
@@ -317,11 +320,11 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(1);
             }
         };
-        let median = |load: ooda::status::Loader| {
+        let median = |load: ooda::cli::status::table::Loader| {
             let mut times = Vec::new();
             for _ in 0..5 {
                 let t = Instant::now();
-                let rows = ooda::status::collect_with(&project, None, load)
+                let rows = ooda::cli::status::table::collect_with(&project, None, load)
                     .expect("status reads the archive");
                 times.push(t.elapsed().as_secs_f64() * 1000.0);
                 assert_eq!(rows.len(), 3);
@@ -346,12 +349,12 @@ fn main() -> std::process::ExitCode {
     for &n in &tick_sizes {
         let brief =
             Brief::parse(Path::new("briefs/a.md"), &tick_brief()).expect("the benchmark's Brief");
-        let history = ooda::prompt::synthetic_history(n, 7);
+        let history = ooda::driver::command::prompt::synthetic_history(n, 7);
         let best = ooda::model::Point::new();
-        let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05, 24);
-        let held = ooda::history::History::of(history.clone());
-        let view = ooda::prompt::PlanView {
-            template: ooda::scaffold::TEMPLATES[0].1,
+        let orientation = ooda::model::Orientation::of(&history, 0.0, 0.05, 24);
+        let held = ooda::archive::history::History::of(history.clone());
+        let view = ooda::driver::command::prompt::PlanView {
+            template: ooda::project::TEMPLATES[0].1,
             brief: &brief,
             history: held.view(),
             iteration: history.len() as u32,
@@ -365,7 +368,7 @@ fn main() -> std::process::ExitCode {
             result_file: true,
             max_chars: 24_000,
         };
-        let (_, stats) = ooda::prompt::plan(&view).expect("a prompt from memory");
+        let (_, stats) = ooda::driver::command::prompt::plan(&view).expect("a prompt from memory");
         println!(
             "| {n} | {} | 24000 | {} | {} |",
             stats.total, stats.falsified_entries, stats.digest_folded

@@ -13,9 +13,9 @@
 
 use ooda::brief::Brief;
 use ooda::brief::Direction;
+use ooda::brief::points::{self, Point};
 use ooda::driver::builtin;
 use ooda::eval::screen;
-use ooda::knobs::{self, Point};
 use ooda::model::{IterationRecord, Verdict};
 use ooda::stats::SplitMix64;
 use std::path::Path;
@@ -25,7 +25,7 @@ fn main() {
     // The same night for every n: seeded points, a small noise.
     let text = "---\nmetric:\n  name: m\n  command: ./bench\n  direction: minimize\nknobs:\n  X: { int: [0, 100], default: 50 }\n  Y: { int: [0, 100], default: 50 }\n  MODE: { choice: [off, on], default: off }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
     let b = Brief::parse(Path::new("briefs/x.md"), text).expect("the benchmark's Brief parses");
-    let start = knobs::initial_point(&Point::new(), &b.knobs);
+    let start = points::initial_point(&Point::new(), &b.knobs);
     let mut sizes: Vec<u32> = std::env::args()
         .skip(1)
         .map(|a| a.parse().expect("history lengths are whole numbers"))

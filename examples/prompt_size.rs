@@ -13,9 +13,11 @@
 use std::time::Instant;
 
 use chrono::Utc;
+use ooda::archive::falsified;
+use ooda::brief::points::Point;
 use ooda::brief::{Brief, Budget};
-use ooda::knobs::Point;
-use ooda::prompt::{self, PlanView};
+use ooda::driver::command::prompt::{self, PlanView};
+use ooda::text::clip;
 
 const BRIEF: &str = "---\nmetric:\n  name: p95_ms\n  command: ./bench.sh\n  direction: minimize\n  noise_floor: 1%\nguards: [\"cargo test --quiet\"]\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\", \"tests/**\"]\nagent: claude\n---\n# Goal\nMake p95 parse latency lower for the 1 MB corpus.\n\n# Success\np95_ms drops by 20% with the tests green.\n\n# Must not break\nThe public API and the output format.\n\n# Context\nThe tokenizer and the allocator dominate the profile.\n";
 
@@ -34,13 +36,13 @@ fn main() {
     };
     let history = prompt::synthetic_history(n, 42);
     let best = Point::new();
-    let template = ooda::scaffold::TEMPLATES
+    let template = ooda::project::TEMPLATES
         .iter()
         .find(|(name, _)| *name == "plan.md")
         .map(|(_, t)| *t)
         .unwrap_or_default();
-    let orientation = ooda::eval::Orientation::of(&history, 0.0, 0.05, 24);
-    let held = ooda::history::History::of(history.clone());
+    let orientation = ooda::model::Orientation::of(&history, 0.0, 0.05, 24);
+    let held = ooda::archive::history::History::of(history.clone());
     let view = PlanView {
         template,
         brief: &brief,
@@ -71,7 +73,7 @@ fn main() {
     };
     let elapsed = t.elapsed();
 
-    let falsified = prompt::falsified_entries(&history);
+    let falsified = falsified::falsified_entries(&history);
     let width = stats.falsified_width.unwrap_or(usize::MAX);
     let missing: Vec<u32> = falsified
         .iter()
@@ -82,7 +84,7 @@ fn main() {
                 .map(ToString::to_string)
                 .collect::<Vec<_>>()
                 .join(", ");
-            !text.contains(&format!("{ids}: {}", prompt::clip(&f.text, width)))
+            !text.contains(&format!("{ids}: {}", clip::clip(&f.text, width)))
         })
         .flat_map(|f| f.ids.clone())
         .collect();

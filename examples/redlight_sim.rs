@@ -128,12 +128,13 @@ use std::time::Instant;
 #[path = "common/parallel.rs"]
 mod parallel;
 
+use ooda::archive::history::{IterationRecord, Prediction, Verdict};
 use ooda::brief::Direction;
-use ooda::eval::sequential::{self, NoiseHistory, Rule};
+use ooda::driver::command::answers::Axis;
+use ooda::eval::redlight::{self, Thresholds};
+use ooda::eval::sequential::{self, Rule};
 use ooda::eval::{self, Pair};
-use ooda::history::{IterationRecord, Prediction, Verdict};
-use ooda::plan::Axis;
-use ooda::redlight::{self, Thresholds};
+use ooda::model::NoiseHistory;
 use ooda::stats::{self, SplitMix64};
 
 const NIGHT_SEED: u64 = 0x0DA5_2ED1_1647_0001;
@@ -905,7 +906,7 @@ impl Pool {
     }
 }
 
-/// The rule as the runner builds it (`eval::Orientation::rule`).
+/// The rule as the runner builds it (`model::Orientation::rule`).
 fn rule(noise: Option<NoiseHistory>, alpha_look: f64) -> Rule {
     let theta1 = sequential::theta1(0.0, noise.map(|h| h.s_h).unwrap_or(0.0));
     Rule {

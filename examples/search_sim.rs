@@ -43,12 +43,13 @@ use std::time::Instant;
 #[path = "common/parallel.rs"]
 mod parallel;
 
+use ooda::brief::points::{self, Point};
 use ooda::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
 use ooda::driver::builtin;
-use ooda::eval::{self, Orientation, Pair};
-use ooda::knobs::{self, Point};
+use ooda::eval::redlight;
+use ooda::eval::{self, Pair};
+use ooda::model::Orientation;
 use ooda::model::{DiscardKind, GuardResult, IterationRecord, Prediction, Verdict};
-use ooda::redlight;
 use ooda::stats::{self, SplitMix64};
 
 const SEEDS: usize = 20;
@@ -129,7 +130,7 @@ fn text<'a>(p: &'a Point, k: &str) -> &'a str {
 fn unit(brief: &Brief, p: &Point, k: &str) -> f64 {
     let knob = brief.knobs.iter().find(|x| x.name == k).expect("a knob");
     p.get(k)
-        .and_then(|v| knobs::to_unit(&knob.spec, v))
+        .and_then(|v| points::to_unit(&knob.spec, v))
         .unwrap_or(f64::NAN)
 }
 
@@ -191,7 +192,7 @@ fn synthetic(kind: &str, noise: f64) -> Objective {
             (b, Box::new(f), 65.0)
         }
     };
-    let start = knobs::initial_point(&Point::new(), &brief.knobs);
+    let start = points::initial_point(&Point::new(), &brief.knobs);
     Objective {
         name: format!("{kind}, {:.0}% noise", noise * 100.0),
         brief,
@@ -203,7 +204,7 @@ fn synthetic(kind: &str, noise: f64) -> Objective {
 }
 
 /// A grid measured on this machine: `{"knobs": [...], "values": {key: [runs]}}`
-/// with keys as `knobs::key` writes them, and `"invalid"` keys whose guard fails.
+/// with keys as `points::key` writes them, and `"invalid"` keys whose guard fails.
 #[derive(serde::Deserialize)]
 struct Grid {
     direction: String,
@@ -255,7 +256,7 @@ fn measured(name: &str, path: &Path) -> Objective {
         .expect("a valid point");
     let along = grid.interpolate.clone();
     let truth = move |p: &Point| {
-        let k = knobs::key(p);
+        let k = points::key(p);
         if invalid.contains(&k) {
             return None;
         }
@@ -270,7 +271,7 @@ fn measured(name: &str, path: &Path) -> Objective {
         let at = |v: i64| {
             let mut q = p.clone();
             q.insert(name.to_string(), KnobValue::Int(v));
-            medians.get(&knobs::key(&q)).map(|m| (v as f64, *m))
+            medians.get(&points::key(&q)).map(|m| (v as f64, *m))
         };
         let below = (1..=x as i64).rev().find_map(at);
         let above = (x as i64..=x as i64 * 4).find_map(at);
@@ -282,7 +283,7 @@ fn measured(name: &str, path: &Path) -> Objective {
             _ => panic!("{k} is outside the measured grid"),
         }
     };
-    let start = knobs::initial_point(&Point::new(), &brief.knobs);
+    let start = points::initial_point(&Point::new(), &brief.knobs);
     Objective {
         name: format!("{name} (measured, {:.1}% noise)", var.sqrt() * 100.0),
         brief,
@@ -327,9 +328,9 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
     let cal = pairs(o, &o.start, &o.start, CALIBRATION_PAIRS, &mut rng);
     runs += 2 * cal.len() as u64;
     let mut base = IterationRecord::new(0, Verdict::Baseline);
-    base.base = knobs::key(&o.start);
+    base.base = points::key(&o.start);
     base.knobs = o.start.clone();
-    base.tree = Some(knobs::key(&o.start));
+    base.tree = Some(points::key(&o.start));
     base.calibration = Some(eval::calibrate(cal, MAX_PAIRS, ALPHA, 0.0));
     let mut history = vec![base];
     let mut best = o.start.clone();
@@ -359,13 +360,13 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             }
         };
         let mut r = IterationRecord::new(it, Verdict::Discard);
-        r.base = knobs::key(&best);
+        r.base = points::key(&best);
         r.driver = "builtin".into();
         r.knobs = plan.knobs.clone();
         r.screen = plan.screen;
         r.axes = plan.axes.clone();
         r.hypothesis = plan.hypothesis.clone();
-        r.tree = Some(knobs::key(&plan.knobs));
+        r.tree = Some(points::key(&plan.knobs));
         r.predicted = Some(Prediction {
             effect: plan.predicted_effect,
             sd: plan.predicted_sd,
@@ -402,7 +403,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             eprintln!(
                 "{} seed {seed} it {it}: {} -> {:?} {:?} pred {:+.3}±{:.3} runs {runs}",
                 o.name,
-                knobs::key(&r.knobs),
+                points::key(&r.knobs),
                 r.verdict,
                 r.discard,
                 plan.predicted_effect,
@@ -411,7 +412,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
         }
         if r.verdict == Verdict::Keep {
             best = r.knobs.clone();
-            r.commit = Some(knobs::key(&best));
+            r.commit = Some(points::key(&best));
         }
         history.push(r);
         if let Some(a) = redlight::red_alarms(&history, dir, &th)
@@ -462,12 +463,12 @@ fn screen(
     o: &Objective,
     history: &[IterationRecord],
     best: &Point,
-    plan: &ooda::plan::Plan,
+    plan: &ooda::driver::command::answers::Plan,
     orient: &Orientation,
     rng: &mut SplitMix64,
 ) -> Option<eval::screen::Screened> {
     let reference =
-        eval::screen::base_reference(history, &knobs::key(best), &history[0].brief_hash);
+        eval::screen::base_reference(history, &points::key(best), &history[0].brief_hash);
     if !plan.screen || reference.len() < eval::screen::SCREEN_MIN_REFERENCE {
         return None;
     }

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use crate::problem::BriefError;
+use crate::validate::problem::BriefError;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -215,3 +215,49 @@ fn find_root(start: &Path) -> Result<PathBuf> {
         ))),
     }
 }
+
+/// The default subagent definitions, compiled in from this repository's
+/// own `subagents/`: what `init` copies is exactly what ooda falls back to
+/// when a user deletes one.
+pub const SUBAGENTS: &[(&str, &str)] = &[
+    (
+        "eval-runner.md",
+        include_str!("../subagents/eval-runner.md"),
+    ),
+    (
+        "pipeline-analyzer.md",
+        include_str!("../subagents/pipeline-analyzer.md"),
+    ),
+    (
+        "code-reviewer.md",
+        include_str!("../subagents/code-reviewer.md"),
+    ),
+    (
+        "code-simplifier.md",
+        include_str!("../subagents/code-simplifier.md"),
+    ),
+    (
+        "obsidian-synthesizer.md",
+        include_str!("../subagents/obsidian-synthesizer.md"),
+    ),
+];
+
+/// The default templates (`templates/`), compiled in like the subagents.
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("plan.md", include_str!("../templates/plan.md")),
+    ("execute.md", include_str!("../templates/execute.md")),
+    ("learn.md", include_str!("../templates/learn.md")),
+    ("brief.md", include_str!("../templates/brief.md")),
+];
+
+/// The project's template `name`, else its built-in default.
+pub fn template(root: &Path, name: &str) -> Option<String> {
+    std::fs::read_to_string(root.join("templates").join(name))
+        .ok()
+        .or_else(|| {
+            TEMPLATES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, t)| t.to_string())
+        })
+}

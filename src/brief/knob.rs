@@ -6,7 +6,7 @@
 //! ([`KnobSpec::parse_value`]); [`KnobValue`]'s `Display` is the exact text written.
 
 use crate::model::KnobValue;
-use crate::yaml::{Checker, Entry, Node, join, parse_float, parse_int};
+use crate::validate::yaml::{Checker, Entry, Node, join, parse_float, parse_int};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Knob {

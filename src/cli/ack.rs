@@ -79,7 +79,7 @@ pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Ack
         by: who,
         note: note.map(str::to_string),
     })?;
-    archive.sync(None, &brief, &project.config)?;
+    crate::report::summary::sync(&mut archive, None, &brief, &project.config)?;
     Ok(Acked {
         message: format!("{}: {text}. The next tick continues.", brief.name),
         brief: brief.name,

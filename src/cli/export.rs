@@ -15,7 +15,7 @@ pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Resu
     let mut spans = 0;
     for run in &runs {
         spans += run.walk().len();
-        for line in crate::otlp::lines(run, one_line) {
+        for line in crate::report::otlp::lines(run, one_line) {
             text.push_str(&line);
             text.push('\n');
         }

@@ -4,10 +4,10 @@
 use serde::Serialize;
 
 use super::{Globals, out};
+use crate::archive::gc::{self, Freed};
+use crate::archive::lock::BriefLock;
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::gc::{self, Freed};
-use crate::lock::BriefLock;
 use crate::project::Project;
 use crate::workspace::Workspace;
 
@@ -33,7 +33,7 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
     // No tick may measure in a worktree, or archive, while it is pruned.
     let _lock = dir.exists().then(|| BriefLock::acquire(&dir)).transpose()?;
     let history = if dir.exists() {
-        crate::history::load(&dir)?
+        crate::archive::history::load(&dir)?
     } else {
         Vec::new()
     };
@@ -49,8 +49,7 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
 
     let ws = Workspace::open(&project.root, &worktrees, &b.name)?.with_owned_file(&b.knobs_file);
     // An iteration interrupted after EXECUTE has its candidate in `cand`.
-    let in_flight =
-        matches!(crate::state::peek(&dir), Ok(crate::state::Loaded::Ok(s)) if s.current.is_some());
+    let in_flight = matches!(crate::archive::state::peek(&dir), Ok(crate::archive::state::Loaded::Ok(s)) if s.current.is_some());
     if in_flight {
         notes.push(
             "an iteration is in flight: the candidate worktree (cand) was left as it is"
@@ -93,7 +92,7 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
     }
 
     if let Some(keep) = project.config.defaults.keep_artifacts {
-        let facts = crate::history::fact::Fact::all_of(&history);
+        let facts = crate::archive::history::fact::Fact::all_of(&history);
         let old = gc::old_artifacts(&dir, &facts, keep, 0);
         if !old.is_empty() {
             let mut numbers: Vec<u32> = old

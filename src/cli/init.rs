@@ -10,7 +10,7 @@ use crate::exit::Exit;
 
 pub(crate) fn run(g: &Globals, dir: Option<PathBuf>) -> Result<Exit> {
     let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-    let report = crate::scaffold::init(&dir)?;
+    let report = crate::cli::scaffold::init(&dir)?;
     if g.json {
         out(&format!(
             "{}\n",

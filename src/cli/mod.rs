@@ -8,7 +8,7 @@
 //! is doing.
 
 mod ack;
-mod check;
+pub(crate) mod check;
 mod compare;
 mod daemon;
 mod export;
@@ -20,7 +20,8 @@ mod replay;
 mod report;
 mod reset;
 mod run;
-mod status;
+pub mod scaffold;
+pub mod status;
 mod submit;
 mod tick;
 mod trace;

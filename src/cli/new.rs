@@ -7,7 +7,7 @@ use crate::project::Project;
 
 pub(crate) fn run(g: &Globals, name: &str) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
-    let path = crate::scaffold::new_brief(&project.root, name)?;
+    let path = crate::cli::scaffold::new_brief(&project.root, name)?;
     out(&format!(
         "created {}: edit it, then `ooda check {name} --measure 5`\n",
         path.display()

@@ -9,13 +9,13 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::events::Shown;
+use crate::events::log::Log;
 use crate::exit::Exit;
-use crate::interrupt::Interrupt;
-use crate::log::Log;
 use crate::model::Verdict;
 use crate::phases::{Machine, Print, StepOutcome};
 use crate::project::Project;
-use crate::schedule::Zone;
+use crate::run::interrupt::Interrupt;
+use crate::validate::cron::Zone;
 
 use super::Globals;
 

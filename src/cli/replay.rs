@@ -6,15 +6,15 @@ use super::output::progress_printer;
 use super::{Globals, out};
 use crate::error::Result;
 use crate::exit::Exit;
-use crate::interrupt::Interrupt;
+use crate::phases::replay::{Outcome, PlanSummary};
 use crate::project::Project;
-use crate::replay::{Outcome, PlanSummary};
+use crate::run::interrupt::Interrupt;
 
 pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
     let b = project.load_brief(brief)?;
     let interrupt = Interrupt::install();
-    let (dir, rec) = crate::replay::run(
+    let (dir, rec) = crate::phases::replay::run(
         &project,
         &b,
         iteration,
@@ -45,7 +45,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
         rec.iteration,
         rec.brief,
         rec.id,
-        crate::history::short(&rec.base),
+        crate::text::clip::short(&rec.base),
         rec.driver
     );
     if rec.driver == "builtin" {
@@ -82,7 +82,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
             rec.usage.output,
             rec.usage
                 .cost_usd
-                .map(|c| format!(", {}", crate::units::format_usd(c)))
+                .map(|c| format!(", {}", crate::validate::units::format_usd(c)))
                 .unwrap_or_default()
         );
     }
@@ -103,7 +103,7 @@ fn plan_line(p: Option<&PlanSummary>) -> String {
         None => "no plan".into(),
         Some(p) => format!(
             "{}{}",
-            crate::prompt::clip(&p.hypothesis, 100),
+            crate::text::clip::clip(&p.hypothesis, 100),
             match (p.predicted_effect, p.predicted_sd) {
                 (Some(e), Some(sd)) =>
                     format!(" (predicted {:+.1}% ± {:.1}%)", e * 100.0, sd * 100.0),
@@ -114,5 +114,5 @@ fn plan_line(p: Option<&PlanSummary>) -> String {
 }
 
 pub(super) fn outcome_line(o: &Outcome) -> String {
-    format!("{}: {}", o.verdict, crate::prompt::clip(&o.reason, 140))
+    format!("{}: {}", o.verdict, crate::text::clip::clip(&o.reason, 140))
 }

@@ -11,9 +11,9 @@ use std::io::{BufRead, IsTerminal, Write};
 use chrono::Utc;
 
 use super::{Globals, out};
+use crate::archive::lock::BriefLock;
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::lock::BriefLock;
 use crate::project::Project;
 use crate::workspace::Workspace;
 
@@ -31,7 +31,7 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
             ws.dir.display(),
             ws.branch,
             ws.branch_tip()?
-                .map(|t| format!(" (at {})", crate::history::short(&t.to_string())))
+                .map(|t| format!(" (at {})", crate::text::clip::short(&t.to_string())))
                 .unwrap_or_default(),
             if discard { "deletes" } else { "moves aside" },
             if discard {

@@ -3,12 +3,12 @@
 use super::Globals;
 use super::output::{err_line, open_machine, report_step};
 use crate::error::{Error, Result};
+use crate::events::log::Log;
 use crate::exit::Exit;
-use crate::interrupt::Interrupt;
-use crate::log::Log;
 use crate::phases::StepOutcome;
 use crate::project::Project;
-use crate::schedule::{Schedule, Zone};
+use crate::run::interrupt::Interrupt;
+use crate::validate::cron::{Schedule, Zone};
 
 pub(crate) fn run(
     g: &Globals,
@@ -28,7 +28,7 @@ pub(crate) fn run(
     if let Some(schedule) = schedule {
         let log = Log::new(Zone::from_env(), g.quiet);
         let report = |name: &str, o: &StepOutcome| report_step(name, o, g.json, g.quiet);
-        return crate::ticker::run(
+        return crate::schedule::ticker::run(
             project,
             brief,
             schedule,
@@ -65,15 +65,15 @@ pub(crate) fn run(
             // its own jobs is recorded as failed sooner or later (EVALUATE
             // counts them in the checkpoint, across ticks).
             Err(e)
-                if lost < crate::state::LOST_JOBS_MAX
-                    && crate::executor::job_ended(&e).is_some_and(|j| j.retry) =>
+                if lost < crate::archive::state::LOST_JOBS_MAX
+                    && crate::run::executor::job_ended(&e).is_some_and(|j| j.retry) =>
             {
                 lost += 1;
                 Log::new(Zone::from_env(), g.quiet).info(
                     Some(&machine.brief().name),
                     &format!(
                         "{e}\nmeasuring again in a new allocation (retry {lost} of {})",
-                        crate::state::LOST_JOBS_MAX
+                        crate::archive::state::LOST_JOBS_MAX
                     ),
                 );
                 drop(machine);

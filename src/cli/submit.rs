@@ -9,18 +9,18 @@
 //! submit while one is queued is answered with that job, never a second one.
 
 use super::{Globals, out};
+use crate::archive::state::{self, Loaded};
 use crate::error::{Error, Result};
-use crate::executor::{Submitted, submit_tick};
 use crate::exit::Exit;
 use crate::project::Project;
-use crate::state::{self, Loaded};
+use crate::run::executor::{Submitted, submit_tick};
 
 pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
     let b = project.load_brief(brief)?;
     let interval = every
         .as_deref()
-        .map(crate::schedule::interval)
+        .map(crate::validate::cron::interval)
         .transpose()
         .map_err(|e| Error::Input(format!("--every: {e}")))?;
     if chained && interval.is_none() {

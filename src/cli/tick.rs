@@ -4,8 +4,8 @@ use super::Globals;
 use super::output::{open_machine, report_step};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::interrupt::Interrupt;
 use crate::project::Project;
+use crate::run::interrupt::Interrupt;
 
 pub(crate) fn run(g: &Globals, brief: &str) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;

@@ -1,13 +1,14 @@
 //! `ooda trace BRIEF [ITER] [--json]`: the call tree of the run, from
 //! `events.jsonl`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::{Globals, out};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
+use crate::phases::replay::{Outcome, PlanSummary};
 use crate::project::Project;
-use crate::trace::{self, Kind, Node, Style};
+use crate::report::trace::{self, Kind, Node, Style};
 
 /// The Brief's name, its iterations folder and the runs its log holds;
 /// an error naming the file when there is no log yet.
@@ -24,7 +25,9 @@ pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Nod
         );
     }
     if records.is_empty() {
-        let archived = crate::history::load(&dir).map(|h| h.len()).unwrap_or(0);
+        let archived = crate::archive::history::load(&dir)
+            .map(|h| h.len())
+            .unwrap_or(0);
         let why = match (log.exists(), archived) {
             (_, 0) => format!(
                 "no events yet (no run of {} here? start one with `ooda tick {}`)",
@@ -49,8 +52,8 @@ pub(crate) fn run(g: &Globals, brief: &str, spec: Option<&str>) -> Result<Exit> 
         Some(Ok(n)) => Some(n),
         Some(Err(_)) => {
             let spec = spec.unwrap_or_default();
-            let history = crate::history::load(&dir)?;
-            let case = super::compare::resolve(spec, &name, &dir, &runs, &history)?;
+            let history = crate::archive::history::load(&dir)?;
+            let case = resolve(spec, &name, &dir, &runs, &history)?;
             if !g.json {
                 out(&format!("{}\n", case.label))?;
             }
@@ -129,5 +132,144 @@ fn present(runs: &[Node]) -> String {
         (Some(a), Some(b)) if a == b => format!("it has iteration {a}"),
         (Some(a), Some(b)) => format!("it has iterations {a}–{b}"),
         _ => "it has no iterations yet".into(),
+    }
+}
+
+/// One side: its tree and what it planned and measured.
+pub(super) struct Case {
+    pub(super) label: String,
+    pub(super) node: Node,
+    pub(super) plan: Option<PlanSummary>,
+    pub(super) outcome: Option<Outcome>,
+    /// A replay (of some phases only).
+    pub(super) replay: bool,
+}
+
+/// `7` (iteration 7 of the run), `7r` (its latest replay), `7r2` (its
+/// second replay) or a replay's folder name (`iter-007-…`).
+pub(super) fn resolve(
+    spec: &str,
+    brief: &str,
+    dir: &Path,
+    runs: &[Node],
+    history: &[crate::model::IterationRecord],
+) -> Result<Case> {
+    let spec = spec.trim();
+    let replays = crate::phases::replay::list(dir);
+    let bad = || {
+        Error::Input(format!(
+            "`{spec}` names no iteration or replay of {brief}: use an iteration number (`7`), its latest replay (`7r`), its k-th replay (`7r2`) or a replay folder under {} ({})",
+            crate::phases::replay::replays_dir(dir).display(),
+            if replays.is_empty() {
+                "there are none yet: `ooda replay BRIEF ITER` makes one".to_string()
+            } else {
+                replays
+                    .iter()
+                    .map(|(_, r)| r.id.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ))
+    };
+    if let Ok(n) = spec.parse::<u32>() {
+        let node = runs
+            .iter()
+            .rev()
+            .find_map(|r| trace::iteration(r, n))
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "iteration {n} is not in {}; `ooda trace {brief}` lists the iterations",
+                    dir.join("events.jsonl").display()
+                ))
+            })?
+            .clone();
+        let rec = history.iter().find(|r| r.iteration == n);
+        return Ok(Case {
+            label: format!("iteration {n} of the run"),
+            node,
+            plan: rec.map(PlanSummary::of),
+            outcome: rec.map(Outcome::of),
+            replay: false,
+        });
+    }
+    // A folder name first: `iter-002-…` holds an `r` too.
+    let picked = match replays.iter().find(|(_, r)| r.id == spec) {
+        Some(p) => p,
+        None => {
+            let (n, k) = replay_number(spec).ok_or_else(bad)?;
+            let of: Vec<_> = replays.iter().filter(|(_, r)| r.iteration == n).collect();
+            let found = match k {
+                None => of.last().copied(),
+                Some(k) => k.checked_sub(1).and_then(|i| of.get(i).copied()),
+            };
+            found.ok_or_else(|| {
+                Error::Input(match (of.len(), k) {
+                    (0, _) if n == 0 => format!(
+                        "`{spec}`: iteration 0 of {brief} is the baseline; it planned nothing, so it has no replay"
+                    ),
+                    (0, _) => format!(
+                        "`{spec}`: iteration {n} of {brief} has not been replayed; `ooda replay {brief} {n}` replays it"
+                    ),
+                    (have, _) => format!(
+                        "`{spec}`: iteration {n} of {brief} has {have} replay(s), `{n}r1`–`{n}r{have}`"
+                    ),
+                })
+            })?
+        }
+    };
+    let (rdir, rec) = picked;
+    let records = crate::events::read_all(rdir)?;
+    let node = trace::build(&records)
+        .iter()
+        .find_map(|r| trace::iteration(r, rec.iteration))
+        .cloned()
+        .ok_or_else(|| {
+            Error::Input(if rdir.join("events.jsonl").exists() {
+                format!(
+                    "{}: the replay's events.jsonl holds no iteration",
+                    rdir.display()
+                )
+            } else {
+                format!(
+                    "{}: only its replay.json is left (`ooda gc` keeps the rest of an iteration's latest replay only): compare with the latest replay, or replay the iteration again",
+                    rdir.display()
+                )
+            })
+        })?;
+    Ok(Case {
+        label: format!(
+            "replay {} ({}, {})",
+            rec.id,
+            rec.driver,
+            if rec.full { "full" } else { "PLAN only" }
+        ),
+        node,
+        plan: rec.plan.clone(),
+        outcome: rec.outcome.clone(),
+        replay: true,
+    })
+}
+
+/// `7r` → (7, None), `7r2` → (7, Some(2)); anything else → None.
+fn replay_number(spec: &str) -> Option<(u32, Option<usize>)> {
+    let (n, k) = spec.split_once('r')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(n) || !(k.is_empty() || digits(k)) {
+        return None;
+    }
+    Some((n.parse().ok()?, k.parse().ok()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_specs() {
+        assert_eq!(replay_number("7r"), Some((7, None)));
+        assert_eq!(replay_number("7r2"), Some((7, Some(2))));
+        assert_eq!(replay_number("iter-002-20261201T000000.000"), None);
+        assert_eq!(replay_number("r2"), None);
+        assert_eq!(replay_number("7rx"), None);
     }
 }

@@ -8,32 +8,13 @@
 //! calibration while decisions used the pooled history, and after a few
 //! noisy iterations the two differed by a factor of two.)
 
-use serde::{Deserialize, Serialize};
-
-use super::sequential::{self, NoiseHistory, Rule};
-use crate::history::View;
-use crate::model::IterationRecord;
+use super::sequential::{self, Rule};
+use crate::archive::history::View;
+use crate::model::{IterationRecord, NoiseHistory, Orientation};
 
 /// The noise in force, when nothing was measured yet (the builtin search's
 /// prior and the divergence light need some number).
 const UNMEASURED_NOISE: f64 = 0.02;
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Orientation {
-    /// The pooled noise of the archive: the A/A calibration plus every
-    /// iteration's within-iteration spread (`None` before any measurement).
-    pub noise: Option<NoiseHistory>,
-    /// The minimum detectable gain in force, as a relative gain.
-    pub theta1: f64,
-    /// The per-look level α′ of the sequential test.
-    pub alpha_look: f64,
-    /// δ₀ = ln(1 + noise floor), the practical minimum effect.
-    pub delta0: f64,
-    /// What the runner's analysis has to say to the next PLAN: the
-    /// pipeline-analyzer's latest report and the last iteration's alarms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<String>,
-}
 
 impl Orientation {
     /// The statistics of `history` for a Brief with this noise floor, under

@@ -28,6 +28,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::NoiseHistory;
 use crate::stats::{self, SplitMix64};
 
 /// Pair counts at which the evidence is examined: the ordinary design up
@@ -51,15 +52,6 @@ pub const MAX_HISTORY_DF: f64 = 30.0;
 /// gain of exactly θ₁ less often than that (about 6 times in 10, 1.5·θ₁
 /// about 9 in 10: `examples/decision_sim.rs`, docs/statistics.md).
 pub const THETA1_FACTOR: f64 = 0.72;
-
-/// The pooled, winsorized noise of log ratios over the archive.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-pub struct NoiseHistory {
-    /// Standard deviation of one pair's log ratio.
-    pub s_h: f64,
-    /// Degrees of freedom behind `s_h`.
-    pub nu_h: f64,
-}
 
 impl NoiseHistory {
     /// Pools the within-sample variance of each sample of log ratios, each

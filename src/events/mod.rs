@@ -13,6 +13,7 @@
 //! [`Sink`]s (`sink.rs`): the file, and the progress display (`progress.rs`)
 //! that turns the same events into the lines a human watches.
 
+pub mod log;
 mod progress;
 pub mod segments;
 mod sink;
@@ -29,7 +30,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::exec::Outcome;
+use crate::model::CommandOutcome;
 use crate::model::{
     AnomalyKind, CallOutcome, Phase, ReviewVerdict, Role, SubagentOutcome, TaskState, Verdict,
 };
@@ -140,7 +141,7 @@ pub enum Event {
     },
     CommandFinished {
         role: String,
-        outcome: Outcome,
+        outcome: CommandOutcome,
         exit_code: Option<i32>,
         seconds: f64,
         truncated_bytes: u64,
@@ -287,7 +288,7 @@ pub enum Event {
         kind: AnomalyKind,
         message: String,
     },
-    /// A rule of `anomalies.rs` fired on the trace; `node` is the event
+    /// A rule of `report/anomalies.rs` fired on the trace; `node` is the event
     /// id of the trace node it points to, when there is one; `fingerprint` is what
     /// makes it the same anomaly again (it is logged once).
     AnomalyFound {

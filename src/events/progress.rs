@@ -7,9 +7,9 @@
 //! Lines starting with `\r` are live updates a terminal redraws in place.
 
 use super::{Event, Record, Sink};
-use crate::compress::clip;
 use crate::error::Result;
 use crate::model::{AnomalyKind, ReviewVerdict, Verdict};
+use crate::text::clip::clip;
 
 /// What the display is asked to show.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -150,8 +150,8 @@ impl Progress {
                 ..
             } => one(format!(
                 "\rpair {pair} (of at most {max_pairs}): base {} cand {}; running effect {}{}",
-                crate::history::fmt_num(*base),
-                crate::history::fmt_num(*cand),
+                crate::text::clip::fmt_num(*base),
+                crate::text::clip::fmt_num(*cand),
                 // As the verdict will say it: `6.50× worse`, not `-549.8%`
                 // (a ± in percent beside a factor would read as nothing).
                 crate::model::gain_text(*running_effect),
@@ -211,7 +211,7 @@ impl Progress {
 }
 
 fn secs(s: f64) -> String {
-    crate::units::format_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
+    crate::validate::units::format_duration(std::time::Duration::from_secs_f64(s.max(0.0)))
 }
 
 impl Sink for Progress {

@@ -58,7 +58,7 @@ impl Sink for EventFile {
         // (commands, hypotheses, agent messages), whatever its field.
         let mut value = serde_json::to_value(record)
             .map_err(|e| Error::Internal(format!("serializing an event: {e}")))?;
-        crate::compress::redact_json(&mut value);
+        crate::text::redact::redact_json(&mut value);
         let mut line = value.to_string();
         line.push('\n');
         // One write call per line: O_APPEND keeps concurrent writers' lines

@@ -25,7 +25,7 @@ impl Level {
 /// one does not know, which is kept as written and stops nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AlarmKind {
-    // Red-light detectors (see `redlight.rs`).
+    // Red-light detectors (see `eval/redlight.rs`).
     ExactCycle,
     DirectionFlips,
     Divergence,

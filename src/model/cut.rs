@@ -82,7 +82,7 @@ impl Cut {
             } => format!(
                 "agent unavailable in {} (waited {} for it): {message}",
                 phase.as_str().to_uppercase(),
-                crate::units::format_duration(std::time::Duration::from_secs_f64(
+                crate::validate::units::format_duration(std::time::Duration::from_secs_f64(
                     waited_seconds.max(0.0)
                 ))
             ),

@@ -3,13 +3,18 @@
 //! Every phase produces and consumes values of these types, and the archive
 //! (`iter-NNN.md`, `state.json`) is their serialized form. They live apart
 //! from the code that computes them so that any module may name them without
-//! importing that code: `brief`, `config`, `eval`, `redlight`, `history` and
-//! the phases all depend on `model`, and `model` depends on nothing of ours
-//! but `compress` (the redaction its records need). A test in
-//! `src/module_graph.rs` fails on any import cycle, so none can start here.
+//! importing that code: every folder above it depends on `model`, and
+//! `model` depends only on the ground floor: `text` (the redaction its
+//! records need), `stats` and `validate`. The layout test
+//! (`tests/integration/layout.rs`) fails on an import up a layer or in a
+//! loop, so none can start here.
 //!
 //! One type per file, named after it; the few helpers beside a type are the
-//! ones that only read it.
+//! ones that only read it. Where a type is computed by a folder above
+//! (`Orientation` and `NoiseHistory` by `eval/`, the sandbox settings'
+//! meaning by `run/sandbox/`), its constructors are that folder's `impl`
+//! block: the data is here so the checkpoint can hold it, the computation
+//! stays with the rule it implements.
 
 mod agent_call;
 mod alarm;
@@ -18,6 +23,7 @@ mod budget;
 mod calibration;
 mod change;
 mod cluster_job;
+mod command_outcome;
 mod comparison;
 mod confirmation;
 mod cut;
@@ -30,12 +36,15 @@ mod guard;
 mod judgement;
 mod knob_value;
 mod logged_anomaly;
+mod noise_history;
+mod orientation;
 mod phase;
 mod placement;
 mod plan;
 mod record;
 mod review;
 mod role;
+mod sandbox;
 mod stop;
 mod subagent_report;
 mod task_state;
@@ -51,6 +60,7 @@ pub use budget::Budget;
 pub use calibration::Calibration;
 pub use change::{Change, FileChange, FileStatus};
 pub use cluster_job::ClusterJob;
+pub use command_outcome::CommandOutcome;
 pub use comparison::{Comparison, Pair};
 pub use confirmation::Confirmation;
 pub use cut::Cut;
@@ -63,16 +73,19 @@ pub use guard::GuardResult;
 pub use judgement::{JudgedIteration, Judgement};
 pub use knob_value::{KnobValue, Point};
 pub use logged_anomaly::LoggedAnomaly;
+pub use noise_history::NoiseHistory;
+pub use orientation::Orientation;
 pub use phase::Phase;
 pub use placement::{Placement, SlurmSettings};
 pub use plan::{Axis, LearnResult, Pattern, Plan};
 pub use record::{IterationRecord, Prediction};
 pub use review::{NonInferiority, Review, Simplified};
 pub use role::Role;
+pub use sandbox::{SandboxMode, SandboxSettings};
 pub use stop::{Status, Stop, StopReason};
 pub use subagent_report::{Finding, ReviewVerdict, SubagentOutcome, SubagentReport};
 pub use task_state::TaskState;
-pub use thresholds::Thresholds;
+pub use thresholds::{Thresholds, WINDOW};
 pub use usage::Usage;
 pub use verdict::Verdict;
 pub use watch::{ANOMALY_RULES, STOPPING_RULES, Watch};

@@ -5,7 +5,8 @@ use super::{
     AgentCall, Alarm, Axis, Calibration, Comparison, Confirmation, DiscardKind, GuardResult,
     Pattern, Point, Stop, SubagentReport, Verdict,
 };
-use crate::compress;
+use crate::text::compress;
+use crate::text::redact;
 
 /// A plan's predicted effect and its stated uncertainty.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -191,8 +192,8 @@ impl IterationRecord {
     /// Redaction works on fields, never on the rendered file, so the YAML
     /// front matter stays well-formed whatever a secret pattern matches.
     pub fn redacted(&self) -> IterationRecord {
-        let r = |s: &str| compress::redact(s);
-        let ro = |s: &Option<String>| s.as_deref().map(compress::redact);
+        let r = |s: &str| redact::redact(s);
+        let ro = |s: &Option<String>| s.as_deref().map(redact::redact);
         let mut out = self.clone();
         // A reason is read by people: a tool's colour codes are not kept.
         out.reason = r(&compress::strip_ansi(&self.reason));

@@ -1,4 +1,10 @@
-/// Thresholds of the red-light detectors (`redlight.rs`, configurable under
+/// How many of the newest iterations the runner holds in full
+/// (`archive/history/view.rs`): the PLAN prompt's recent iterations and the
+/// red lights that look at the last few changes read them, so no such
+/// window may be longer.
+pub const WINDOW: usize = 128;
+
+/// Thresholds of the red-light detectors (`eval/redlight.rs`, configurable under
 /// `defaults.red_lights` in `ooda.yaml`). The defaults keep a 100-iteration night
 /// of legitimate work under ~5% false alarms (see `examples/redlight_sim.rs`).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -107,7 +107,7 @@ pub(crate) fn run(
                                 .as_ref()
                                 .map(|a| a.command.as_str())
                                 .unwrap_or(""),
-                            crate::compress::clip(p, 1500)
+                            crate::text::clip::clip(p, 1500)
                         ));
                     }
                     Ok(Answer {
@@ -132,7 +132,7 @@ pub(crate) fn run(
                     {
                         parts.push((Sees::ProfileOutput, p));
                     }
-                    let prompt = crate::subagents::context::prompt(def, &parts, ANSWER);
+                    let prompt = crate::subagents::sees::prompt(def, &parts, ANSWER);
                     dispatch::run_command(
                         t,
                         &agent,
@@ -167,12 +167,12 @@ pub(crate) fn run(
 
 /// Runs the profiler in the base worktree and compresses what it printed.
 fn take_profile(t: &Turn, command: &str, timeout: std::time::Duration) -> Result<String> {
-    let lease = t
-        .executor
-        .lease(crate::executor::Purpose::Measure(crate::executor::Job {
+    let lease = t.executor.lease(crate::run::executor::Purpose::Measure(
+        crate::run::executor::Job {
             iteration: t.iteration,
             phase: "analyze",
-        }))?;
+        },
+    ))?;
     let mut ev = Evaluator {
         brief: t.brief,
         output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
@@ -184,7 +184,7 @@ fn take_profile(t: &Turn, command: &str, timeout: std::time::Duration) -> Result
     };
     let base = Worktree::new(Side::Base, t.base_dir.to_path_buf(), t.brief)?;
     let (output, failure) = ev.profile(&base, command, timeout)?;
-    let text = crate::compress::excerpt(&output, PROFILE_CHARS);
+    let text = crate::text::compress::excerpt(&output, PROFILE_CHARS);
     Ok(match failure {
         Some(crate::eval::RunFailure::Failed { reason, .. }) => {
             format!("[the analyze command failed: {reason}]\n{text}")
@@ -198,7 +198,7 @@ fn read_report(v: &Value, a: &mut Answer) -> std::result::Result<(), String> {
     let s = |k: &str| {
         v.get(k)
             .and_then(Value::as_str)
-            .map(|s| crate::compress::clip(&crate::compress::redact(s), 600))
+            .map(|s| crate::text::clip::clip(&crate::text::redact::redact(s), 600))
             .filter(|s| !s.is_empty())
     };
     let bottleneck = s("bottleneck").ok_or("the answer has no `bottleneck`")?;
@@ -212,7 +212,7 @@ fn read_report(v: &Value, a: &mut Answer) -> std::result::Result<(), String> {
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
-        .map(|h| crate::compress::clip(&crate::compress::redact(h), 300))
+        .map(|h| crate::text::clip::clip(&crate::text::redact::redact(h), 300))
         .collect();
     if !hypotheses.is_empty() {
         text.push_str(&format!("; hypotheses to test: {}", hypotheses.join("; ")));

@@ -9,12 +9,12 @@
 use chrono::Utc;
 
 use super::{Cx, oid};
+use crate::archive::state::State;
 use crate::error::{Error, Result};
 use crate::eval::{self, RunFailure, Side};
-use crate::history::fmt_num;
 use crate::model::{IterationRecord, Verdict};
-use crate::state::State;
 use crate::stats::SplitMix64;
+use crate::text::clip::fmt_num;
 
 pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationRecord> {
     let brief = cx.brief;
@@ -23,7 +23,7 @@ pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationR
     let started = Utc::now();
     cx.ws.ensure(start)?;
     let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
-    let point = crate::knobs::point_in(&base.dir, brief)?;
+    let point = crate::brief::points::point_in(&base.dir, brief)?;
     let mut rng = SplitMix64::new(state.seed);
     let lease = cx.measuring(0, "baseline")?;
     let mut ev = cx.evaluator(lease.as_ref());

@@ -7,10 +7,10 @@
 
 use chrono::Utc;
 
+use crate::archive::history::View;
+use crate::archive::state::State;
 use crate::brief::format_duration;
-use crate::history::View;
 use crate::model::{Budget, Stop, StopReason, Usage};
-use crate::state::State;
 
 /// The first limit of `budget` that is used up, as a stop.
 pub(crate) fn stop(budget: &Budget, state: &State, history: View) -> Option<Stop> {
@@ -72,8 +72,8 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: View) -> Option<Stop
             StopReason::BudgetCost,
             format!(
                 "{} of {} used",
-                crate::units::format_usd(cost),
-                crate::units::format_usd(c)
+                crate::validate::units::format_usd(cost),
+                crate::validate::units::format_usd(c)
             ),
         );
     }
@@ -87,7 +87,7 @@ mod tests {
 
     fn state() -> State {
         State {
-            version: crate::state::STATE_VERSION,
+            version: crate::archive::state::STATE_VERSION,
             brief: "b".into(),
             run_id: "r".into(),
             seed: 0,
@@ -108,11 +108,11 @@ mod tests {
 
     use crate::model::IterationRecord;
 
-    fn spent(tokens: u64, cost: f64) -> crate::history::History {
+    fn spent(tokens: u64, cost: f64) -> crate::archive::history::History {
         let mut r = IterationRecord::new(1, Verdict::Discard);
         r.tokens = tokens;
         r.cost_usd = cost;
-        crate::history::History::of(vec![IterationRecord::new(0, Verdict::Baseline), r])
+        crate::archive::history::History::of(vec![IterationRecord::new(0, Verdict::Baseline), r])
     }
 
     #[test]

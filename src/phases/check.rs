@@ -3,20 +3,21 @@
 //! This file decides only (it may measure, for the confirmation and anchor
 //! tests); the machine saves the decision in the state and then applies it
 //! (`mod.rs`), so a CHECK killed halfway re-applies the same decision. The
-//! detectors themselves are pure functions of the archive (`redlight.rs`).
+//! detectors themselves are pure functions of the archive (`eval/redlight.rs`).
 
 use chrono::Utc;
 
 use super::Cx;
 use super::confirm;
+use crate::archive::history::View;
+use crate::archive::state::{CheckOutcome, InFlight, State};
 use crate::error::Result;
-use crate::eval::Orientation;
+use crate::eval::redlight;
 use crate::events::Event;
-use crate::history::View;
-use crate::history::{fmt_num, short};
+use crate::model::Orientation;
 use crate::model::{Alarm, AlarmKind, Direction, Level, Stop, StopReason, Verdict};
-use crate::redlight;
-use crate::state::{CheckOutcome, InFlight, State};
+use crate::text::clip::fmt_num;
+use crate::text::clip::short;
 
 /// A confirmation test runs after every this many keeps (and at the end).
 const CONFIRM_EVERY: usize = 10;

@@ -11,10 +11,10 @@
 //! names the commit, so a resumed run finds the keep either way.
 
 use super::oid;
+use crate::archive::state::InFlight;
 use crate::brief::Brief;
 use crate::error::Result;
 use crate::model::Verdict;
-use crate::state::InFlight;
 use crate::workspace::Workspace;
 
 /// The kept candidate's commit object, parented on the iteration's base.
@@ -23,7 +23,7 @@ pub(crate) fn prepare(ws: &Workspace, brief: &Brief, cur: &InFlight) -> Result<S
     let reason = cur.eval.as_ref().map(|e| e.reason.as_str()).unwrap_or("");
     // The hypothesis is the agent's text: redacted like everything archived,
     // since a commit message is on disk (and pushed) for good.
-    let msg = crate::compress::redact(&format!(
+    let msg = crate::text::redact::redact(&format!(
         "ooda {} iteration {}: {}\n\n{reason}\n",
         brief.name,
         cur.iteration,

@@ -8,11 +8,11 @@
 //! already decided.
 
 use super::{Cx, oid};
+use crate::archive::state::State;
 use crate::error::Result;
 use crate::eval::{self, RunFailure, Side, Worktree};
 use crate::events::Event;
 use crate::model::Confirmation;
-use crate::state::State;
 use crate::stats::SplitMix64;
 
 /// What a confirmation test came to.

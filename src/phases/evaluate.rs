@@ -1,6 +1,6 @@
 //! EVALUATE: guards, then interleaved pairs and the sequential decision.
 //!
-//! The eval-runner's mechanics (commands, pairs, looks) are `eval.rs`; this
+//! The eval-runner's mechanics (commands, pairs, looks) are `eval/mod.rs`; this
 //! phase decides what to measure: nothing for a cut iteration (its cut is
 //! its verdict), nothing for an exact repeat of a discarded candidate (that
 //! verdict stands), otherwise setup, guards, a last scope check, and the
@@ -8,15 +8,16 @@
 //! before every run.
 
 use super::Cx;
+use crate::archive::history::View;
+use crate::archive::state::InFlight;
 use crate::error::{Error, Result};
-use crate::eval::{self, Orientation, RunFailure, Side, sequential};
+use crate::eval::redlight;
+use crate::eval::{self, RunFailure, Side, sequential};
 use crate::events::Event;
-use crate::history::View;
-use crate::history::short;
+use crate::model::Orientation;
 use crate::model::{Alarm, AlarmKind, EvalOutcome, Verdict};
-use crate::redlight;
-use crate::state::InFlight;
 use crate::stats::SplitMix64;
+use crate::text::clip::short;
 
 pub(crate) fn run(
     cx: &Cx,
@@ -60,7 +61,7 @@ fn candidate(
         out.alarms = vec![Alarm::yellow(AlarmKind::IdenticalCandidate, reason)];
         return Ok(out);
     }
-    if cur.lost_jobs.len() >= crate::state::LOST_JOBS_MAX {
+    if cur.lost_jobs.len() >= crate::archive::state::LOST_JOBS_MAX {
         return Ok(EvalOutcome {
             verdict: Verdict::Crash,
             discard: None,
@@ -383,7 +384,7 @@ pub(crate) fn simplified(
         reason,
     };
     // A simplified version can end its own job as a candidate can.
-    if cur.lost_jobs.len() >= crate::state::LOST_JOBS_MAX {
+    if cur.lost_jobs.len() >= crate::archive::state::LOST_JOBS_MAX {
         return Ok(not(format!(
             "not measured: its measurements lost their Slurm job {} times in a row (last: {})",
             cur.lost_jobs.len(),

@@ -10,12 +10,12 @@
 //! red light), `invalid` for an agent that failed or changed nothing.
 
 use super::oid;
+use crate::archive::state::InFlight;
 use crate::brief::Brief;
 use crate::driver::{Driver, Turn};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{AgentCall, Cut, Plan};
-use crate::state::InFlight;
 use crate::workspace::{ChangedPath, Workspace};
 
 /// EXECUTE's output.
@@ -81,7 +81,10 @@ pub(crate) fn run(
     }
     if !plan.knobs.is_empty() {
         let path = ws.cand_dir.join(&t.brief.knobs_file);
-        crate::atomic::write_atomic(&path, crate::knobs::render_env(&plan.knobs).as_bytes())?;
+        crate::atomic::write_atomic(
+            &path,
+            crate::brief::points::render_env(&plan.knobs).as_bytes(),
+        )?;
     }
     let candidate = ws.candidate(t.brief.scope.max_file_size)?;
     let changed = candidate.changed;
@@ -91,7 +94,7 @@ pub(crate) fn run(
     } else {
         Some(format!(
             "path(s) whose name is not UTF-8 changed, which ooda cannot check against the scope: {} (shown lossily); rename them to UTF-8 names",
-            crate::compress::clip(&odd.join(", "), 600)
+            crate::text::clip::clip(&odd.join(", "), 600)
         ))
     };
     if violation.is_none() {
@@ -99,7 +102,7 @@ pub(crate) fn run(
         if !secrets.is_empty() {
             violation = Some(format!(
                 "the change adds what looks like a secret (masked here): {}; secrets must not be committed: read them from the environment instead",
-                crate::compress::clip(&secrets.join("; "), 600)
+                crate::text::clip::clip(&secrets.join("; "), 600)
             ));
         }
     }
@@ -157,7 +160,7 @@ pub(crate) fn dropping_ignored<T>(
             kind: crate::model::AnomalyKind::AgentIgnoredFiles,
             message: format!(
                 "removed before measuring, because git ignores them and they would never be committed: {}",
-                crate::compress::clip(&removed.join(", "), 600)
+                crate::text::clip::clip(&removed.join(", "), 600)
             ),
         })?;
     }
@@ -172,12 +175,18 @@ pub(crate) fn content_violation(brief: &Brief, changed: &[ChangedPath]) -> Optio
     let big: Vec<String> = changed
         .iter()
         .filter(|c| c.unread)
-        .map(|c| format!("{} ({})", c.path, crate::units::format_bytes(c.size)))
+        .map(|c| {
+            format!(
+                "{} ({})",
+                c.path,
+                crate::validate::units::format_bytes(c.size)
+            )
+        })
         .collect();
     if !big.is_empty() {
         return Some(format!(
             "new or grown file(s) above scope.max_file_size ({}): {}; such files are not read, stored or measured (raise scope.max_file_size in the Brief if they belong)",
-            crate::units::format_bytes(scope.max_file_size),
+            crate::validate::units::format_bytes(scope.max_file_size),
             big.join(", ")
         ));
     }

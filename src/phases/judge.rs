@@ -1,7 +1,7 @@
 //! The judge: a subagent (`role: judge`, `driver: command` or `llm`) that
 //! reads the finished run and gives it a qualitative verdict.
 //!
-//! ooda's own checks (`evaluation.rs`) grade what can be counted; whether a
+//! ooda's own checks (`report/grade/`) grade what can be counted; whether a
 //! night's keeps make sense together, or its hypotheses went in circles, is
 //! a judgement. It runs once, at the end of a run, after the summary is
 //! written (it is shown what the morning reader will be), and what it says
@@ -12,9 +12,9 @@ use std::fmt::Write as _;
 
 use crate::driver::{MainAgent, Turn};
 use crate::error::Result;
-use crate::evaluation::Evaluation;
 use crate::events::Event;
 use crate::model::{IterationRecord, Phase, Stop};
+use crate::report::grade::Evaluation;
 use crate::subagents::Definition;
 use crate::subagents::definition::Sees;
 use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
@@ -54,7 +54,7 @@ pub(crate) fn run(
                 let parts = parts(def, t, history, stop, evaluation);
                 let parts: Vec<(Sees, &str)> =
                     parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let prompt = crate::subagents::context::prompt(def, &parts, JUDGE_ANSWER);
+                let prompt = crate::subagents::sees::prompt(def, &parts, JUDGE_ANSWER);
                 let a = dispatch::run_command(
                     t,
                     &agent,
@@ -64,7 +64,7 @@ pub(crate) fn run(
                     t.cand_dir,
                     span,
                     |v, a| {
-                        let mut j = crate::evaluation::judgement_of(&def.name, v)?;
+                        let mut j = crate::report::grade::judgement_of(&def.name, v)?;
                         // Words on an iteration the run does not have would
                         // link to no file.
                         j.iterations
@@ -115,7 +115,7 @@ fn parts(
                 let _ = writeln!(
                     x,
                     "Confirmed gain (start of run against the best, in fresh pairs): {}\n",
-                    match crate::history::latest_confirmation(history) {
+                    match crate::archive::history::latest_confirmation(history) {
                         Some((it, c)) => format!(
                             "{:+.1}% [{:+.1}, {:+.1}], p={:.3}, after iteration {it}",
                             c.effect * 100.0,
@@ -138,8 +138,8 @@ fn parts(
                         "- Iteration {}: {} — {}\n  hypothesis: {}\n  effect: {}\n  checks: {}",
                         r.iteration,
                         r.verdict_text(),
-                        crate::prompt::clip(&r.reason, 300),
-                        crate::prompt::clip(&r.hypothesis, 300),
+                        crate::text::clip::clip(&r.reason, 300),
+                        crate::text::clip::clip(&r.hypothesis, 300),
                         r.effect_text(),
                         grade
                     );
@@ -152,7 +152,7 @@ fn parts(
                     x,
                     "\nThe run stopped: {} — {}\nooda's checks grade the run: {}",
                     stop.reason.as_str(),
-                    crate::prompt::clip(&stop.detail, 300),
+                    crate::text::clip::clip(&stop.detail, 300),
                     evaluation.run.text()
                 );
                 x

@@ -11,11 +11,11 @@ use chrono::Utc;
 use super::failpoint::{self, Step};
 use super::{commit, oid};
 use crate::archive;
+use crate::archive::state::{InFlight, Learned, State};
 use crate::driver::{Driver, Turn};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{AgentCall, Verdict};
-use crate::state::{InFlight, Learned, State};
 use crate::workspace::Workspace;
 
 /// LEARN's output.
@@ -51,7 +51,7 @@ pub(crate) fn run(
             Some(tree) => ws.diff_to_tree(base, oid(tree)?)?,
             None => ws.diff()?,
         };
-        let diff = crate::compress::redact(&diff);
+        let diff = crate::text::redact::redact(&diff);
         let name = format!("iter-{:03}.diff", cur.iteration);
         let rel = format!("artifacts/{name}");
         crate::atomic::create_dir_all(&t.dir.join("artifacts"))?;

@@ -20,6 +20,8 @@
 //! is written, read back, and `summary.md` regenerated. `failpoint.rs` names
 //! every point where the tests kill the process to prove it.
 
+pub mod replay;
+
 mod analyze;
 mod baseline;
 mod budget;
@@ -45,18 +47,20 @@ use std::time::Instant;
 
 use chrono::Utc;
 
+use crate::archive::state::InFlight;
 use crate::archive::{self, Archive};
 use crate::brief::Brief;
 use crate::config::Config;
 use crate::driver::{MainAgent, Proposal, Turn};
 use crate::error::{Error, Result};
-use crate::eval::{Evaluator, Orientation, Side, Worktree};
+use crate::eval::{Evaluator, Side, Worktree};
 use crate::events::{Event, Progress, Sink, Span};
-use crate::executor::{Executor, Lease, Local, Purpose};
-use crate::interrupt::Interrupt;
+use crate::model::Orientation;
 use crate::model::{Cut, Stop, StopReason, TaskState, Verdict};
 use crate::project::Project;
-use crate::state::InFlight;
+use crate::report::summary;
+use crate::run::executor::{Executor, Lease, Local, Purpose};
+use crate::run::interrupt::Interrupt;
 use crate::workspace::Workspace;
 
 pub use crate::model::Phase;
@@ -115,7 +119,10 @@ impl Cx<'_> {
     /// A lease for the measurements of `phase` in `iteration`.
     pub fn measuring(&self, iteration: u32, phase: &'static str) -> Result<Box<dyn Lease + '_>> {
         self.executor
-            .lease(Purpose::Measure(crate::executor::Job { iteration, phase }))
+            .lease(Purpose::Measure(crate::run::executor::Job {
+                iteration,
+                phase,
+            }))
     }
 
     pub fn worktree(&self, side: Side) -> Result<Worktree> {
@@ -134,7 +141,10 @@ impl Cx<'_> {
         Ok(format!(
             "{}|{}|{}",
             base_commit,
-            crate::knobs::key(&crate::knobs::point_in(&self.ws.base_dir, self.brief)?),
+            crate::brief::points::key(&crate::brief::points::point_in(
+                &self.ws.base_dir,
+                self.brief
+            )?),
             self.brief.metric.setup.clone().unwrap_or_default()
         ))
     }
@@ -175,12 +185,7 @@ impl<'a> Machine<'a> {
             MainAgent::Command(c) => Some(c.name.clone()),
             MainAgent::Builtin => None,
         };
-        let sandbox = project
-            .config
-            .sandbox
-            .in_force(agent_name.as_deref())
-            .and_then(|s| s.refuse_wide(&project.root).map(|()| s))
-            .map_err(|e| Error::Input(format!("{}: {e}", crate::config::FILE_NAME)))?;
+        let sandbox = crate::run::sandbox::for_project(project, agent_name.as_deref())?;
         let hash = brief_hash(&brief.path)?;
         let ws = Workspace::open(
             &project.root,
@@ -192,7 +197,9 @@ impl<'a> Machine<'a> {
         let mut watchers = vec![progress];
         // With OTEL_EXPORTER_OTLP_ENDPOINT set, each iteration goes to the
         // collector as it ends.
-        if let Some(live) = crate::otlp::Live::from_env(&project.iterations_dir(&brief.name)) {
+        if let Some(live) =
+            crate::report::otlp::Live::from_env(&project.iterations_dir(&brief.name))
+        {
             watchers.push(Arc::new(live));
         }
         let mut archive = Archive::open(
@@ -207,9 +214,9 @@ impl<'a> Machine<'a> {
         // now, before anything of this tick starts (the Brief's lock makes
         // the earlier tick a dead one).
         if let Some(old) = archive.state.tick_mark.take() {
-            crate::sandbox::kill_marked(&old);
+            crate::run::sandbox::kill_marked(&old);
         }
-        let mark = crate::sandbox::new_mark();
+        let mark = crate::run::sandbox::new_mark();
         archive.state.tick_mark = Some(mark.clone());
         archive.state.unconfined = sandbox.warning.clone();
         archive.save_state()?;
@@ -224,7 +231,7 @@ impl<'a> Machine<'a> {
             cur.orientation = Some(orient::run(before, &brief, &project.config)?);
             archive.save_state()?;
         }
-        let executor = crate::executor::for_brief(
+        let executor = crate::run::executor::for_brief(
             Local::sandboxed(&sandbox).marked(mark),
             &project.root,
             &project.config,
@@ -282,7 +289,7 @@ impl<'a> Machine<'a> {
                 TaskState::Pending,
                 Some(format!(
                     "stopped ({}); it resumes from its last checkpoint",
-                    crate::prompt::clip(&e.to_string(), 200)
+                    crate::text::clip::clip(&e.to_string(), 200)
                 )),
             );
         }
@@ -302,7 +309,7 @@ impl<'a> Machine<'a> {
                 // Status names the Brief already: its path goes.
                 let text = e.to_string();
                 let prefix = format!("{}: ", self.brief.path.display());
-                let failing = crate::state::Failing::after(
+                let failing = crate::archive::state::Failing::after(
                     self.archive.state.failing.as_ref(),
                     text.strip_prefix(&prefix).unwrap_or(&text).to_string(),
                     chrono::Utc::now(),
@@ -311,7 +318,9 @@ impl<'a> Machine<'a> {
                 // Into the last checkpoint, not this tick's state: a phase
                 // that failed may have changed it halfway.
                 let dir = &self.archive.dir;
-                if let Ok(crate::state::Loaded::Ok(mut saved)) = crate::state::peek(dir) {
+                if let Ok(crate::archive::state::Loaded::Ok(mut saved)) =
+                    crate::archive::state::peek(dir)
+                {
                     saved.failing = Some(failing);
                     let _ = saved.save(dir);
                 }
@@ -378,7 +387,7 @@ impl<'a> Machine<'a> {
                     // The iteration file lists the lost job, so the morning
                     // shows the cluster got in the way.
                     if let Err(e) = &ran
-                        && let Some(lost) = crate::executor::job_ended(e)
+                        && let Some(lost) = crate::run::executor::job_ended(e)
                         && let Some(c) = self.archive.state.current.as_mut()
                     {
                         c.jobs.push(lost.job.clone());
@@ -563,7 +572,7 @@ impl<'a> Machine<'a> {
         &'s self,
         span: &'s Span,
         orientation: &'s Orientation,
-        history: crate::history::View<'s>,
+        history: crate::archive::history::View<'s>,
         iteration: u32,
     ) -> Turn<'s> {
         Turn {
@@ -839,7 +848,8 @@ impl<'a> Machine<'a> {
                 self.archive.state.pending_ack = None;
                 self.archive_current()?;
                 failpoint::after(failpoint::Step::LearnArchived);
-                let path = crate::history::path_of(&self.archive.dir, self.current()?.iteration);
+                let path =
+                    crate::archive::history::path_of(&self.archive.dir, self.current()?.iteration);
                 self.iteration_span()?.emit(Event::LearnArchived {
                     path: path.display().to_string(),
                 })?;
@@ -861,7 +871,7 @@ impl<'a> Machine<'a> {
     }
 
     /// Writes the iteration file of the iteration in flight (the
-    /// projections follow at CHECK: archive.rs).
+    /// projections follow at CHECK: `report::summary::sync`).
     fn archive_current(&mut self) -> Result<()> {
         let rec = archive::record_of(self.current()?, &self.archive.state);
         self.archive.write_record(rec, &self.brief)
@@ -913,7 +923,7 @@ impl<'a> Machine<'a> {
             // LEARN and COMMIT archive the iteration file only; a run
             // interrupted there still leaves a summary that lists it.
             if matches!(phase, Phase::Learn | Phase::Commit) {
-                self.archive.sync(None, &self.brief, &self.project.config)?;
+                summary::sync(&mut self.archive, None, &self.brief, &self.project.config)?;
             }
             span.emit(Event::Interrupted { phase: Some(phase) })?;
             return Err(Error::Interrupted);
@@ -1001,12 +1011,12 @@ impl<'a> Machine<'a> {
                 (Some(c), _) => format!(
                     "{}: {}",
                     verdict.as_str(),
-                    crate::prompt::clip(&c.reason(), 160)
+                    crate::text::clip::clip(&c.reason(), 160)
                 ),
                 (None, Some(e)) => format!(
                     "{}: {}",
                     verdict.as_str(),
-                    crate::prompt::clip(&e.reason, 160)
+                    crate::text::clip::clip(&e.reason, 160)
                 ),
                 (None, None) => verdict.as_str().to_string(),
             }),
@@ -1019,7 +1029,7 @@ impl<'a> Machine<'a> {
                 Ok(StepOutcome::Stopped(stop, Some((cur.iteration, verdict))))
             }
             None => {
-                self.archive.sync(rec, &self.brief, &self.project.config)?;
+                summary::sync(&mut self.archive, rec, &self.brief, &self.project.config)?;
                 failpoint::after(failpoint::Step::CheckArchived);
                 self.archive.save_state()?;
                 Ok(StepOutcome::Iteration {
@@ -1055,10 +1065,10 @@ impl<'a> Machine<'a> {
             // A kept commit can end its own job as a candidate can: the
             // confirmation then says so rather than being tried forever.
             let conf = match confirm::run(&self.cx(&span), &self.archive.state, iteration) {
-                Err(e) if crate::executor::job_ended(&e).is_some_and(|j| j.by_command) => {
+                Err(e) if crate::run::executor::job_ended(&e).is_some_and(|j| j.by_command) => {
                     confirm::Confirmed::Failed(format!(
                         "its Slurm job ended under it: {}",
-                        crate::executor::job_ended(&e).map_or("", |j| j.message.as_str())
+                        crate::run::executor::job_ended(&e).map_or("", |j| j.message.as_str())
                     ))
                 }
                 r => r?,
@@ -1085,7 +1095,7 @@ impl<'a> Machine<'a> {
             }
         }
         self.archive.state.stop = Some(stop.clone());
-        self.archive.sync(rec, &self.brief, &self.project.config)?;
+        summary::sync(&mut self.archive, rec, &self.brief, &self.project.config)?;
         failpoint::after(failpoint::Step::StopArchived);
         self.archive.save_state()?;
         let run = self.archive.run.with_iteration(Some(stop.iteration));
@@ -1101,7 +1111,7 @@ impl<'a> Machine<'a> {
         })?;
         if let Some(cmd) = &self.project.config.watch.notify {
             // A failing notify is the run's trouble, not the last iteration's.
-            crate::notify::send(
+            crate::report::notify::send(
                 cmd,
                 &self.brief.name,
                 &stop,
@@ -1124,7 +1134,7 @@ impl<'a> Machine<'a> {
                 None
             }
         };
-        self.archive.sync(judged, &self.brief, &self.project.config)
+        summary::sync(&mut self.archive, judged, &self.brief, &self.project.config)
     }
 
     /// Whether the current best still lacks a confirmation test: none in
@@ -1283,7 +1293,7 @@ impl<'a> Machine<'a> {
         let view = self.archive.history.view();
         let history = view.all()?;
         let budget = self.project.config.budget_for(&self.brief);
-        let observed = crate::summary::Observed::of(
+        let observed = crate::report::summary::Observed::of(
             &self.archive.dir,
             view,
             &budget,
@@ -1320,23 +1330,23 @@ impl<'a> Machine<'a> {
         &self,
         span: &Span,
         iteration: u32,
-        mut d: crate::state::CheckOutcome,
-    ) -> Result<crate::state::CheckOutcome> {
+        mut d: crate::archive::state::CheckOutcome,
+    ) -> Result<crate::archive::state::CheckOutcome> {
         let w = &self.project.config.watch;
         // The live log only (bounded by its seal, `events/segments.rs`): a
         // finding about a node in a sealed segment is not found again, since
         // the node is not read either.
         let records = crate::events::read_live(&self.archive.dir)?;
-        let runs = crate::trace::build(&records);
+        let runs = crate::report::trace::build(&records);
         // What the rules found before a seal stays found: they look at
         // the whole history, and an acknowledged finding must not return.
-        let mut logged = crate::anomalies::logged(&records);
-        logged.extend(crate::anomalies::logged(
+        let mut logged = crate::report::anomalies::logged(&records);
+        logged.extend(crate::report::anomalies::logged(
             &crate::events::segments::sealed_anomalies(&self.archive.dir),
         ));
         let history = self.archive.history.view();
         let (tokens, cost_usd) = history.spent();
-        let spent = crate::anomalies::Spent {
+        let spent = crate::report::anomalies::Spent {
             iterations: history.len().saturating_sub(1) as u32,
             wall_seconds: (chrono::Utc::now() - self.archive.state.created_at)
                 .num_milliseconds()
@@ -1346,7 +1356,7 @@ impl<'a> Machine<'a> {
             cost_usd,
         };
         let budget = self.project.config.budget_for(&self.brief);
-        for f in crate::anomalies::detect(&runs, history.facts(), &budget, spent, w) {
+        for f in crate::report::anomalies::detect(&runs, history.facts(), &budget, spent, w) {
             let key = f.key();
             if logged.contains(&key) {
                 continue;
@@ -1407,7 +1417,7 @@ impl<'a> Machine<'a> {
                     Error::Interrupted => TaskState::Cancelled,
                     _ => TaskState::Failed,
                 };
-                let _ = span.task_state(state, Some(crate::prompt::clip(&e.to_string(), 200)));
+                let _ = span.task_state(state, Some(crate::text::clip::clip(&e.to_string(), 200)));
                 return Err(e);
             }
         };
@@ -1415,10 +1425,14 @@ impl<'a> Machine<'a> {
             verdict: Verdict::Baseline,
             reason: rec.reason.clone(),
         })?;
-        self.archive
-            .sync(Some(rec), &self.brief, &self.project.config)?;
+        summary::sync(
+            &mut self.archive,
+            Some(rec),
+            &self.brief,
+            &self.project.config,
+        )?;
         failpoint::after(failpoint::Step::BaselineArchived);
-        let path = crate::history::path_of(&self.archive.dir, 0);
+        let path = crate::archive::history::path_of(&self.archive.dir, 0);
         span.emit(Event::LearnArchived {
             path: path.display().to_string(),
         })?;
@@ -1426,7 +1440,7 @@ impl<'a> Machine<'a> {
         self.archive.state.next_iteration = 1;
         self.archive.save_state()?;
         // The summary was written before the state knew of iteration 0.
-        self.archive.sync(None, &self.brief, &self.project.config)?;
+        summary::sync(&mut self.archive, None, &self.brief, &self.project.config)?;
         span.emit(Event::Checkpoint {
             phase: Phase::Check,
         })?;
@@ -1470,7 +1484,7 @@ fn attach(
 
 /// ORIENT's output for a Brief with this archive, as the next PLAN gets it.
 pub fn orientation_of(
-    history: crate::history::View,
+    history: crate::archive::history::View,
     brief: &Brief,
     config: &Config,
 ) -> Result<Orientation> {

@@ -2,8 +2,8 @@
 //! facts about the world, so every edge of the iteration (and every rewind
 //! after a kill) is a row of a table test rather than a comment.
 
+use crate::archive::state::InFlight;
 use crate::model::{Phase, Simplified, StopReason};
-use crate::state::InFlight;
 
 /// What the machine knows besides the checkpoint, read fresh each time.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

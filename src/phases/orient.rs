@@ -4,11 +4,11 @@
 //! the analysis notes for PLAN. It is checkpointed, so EVALUATE decides with
 //! exactly what PLAN was told, and `summary.md` computes it the same way.
 
+use crate::archive::history::View;
 use crate::brief::Brief;
 use crate::config::Config;
 use crate::error::Result;
-use crate::eval::Orientation;
-use crate::history::View;
+use crate::model::Orientation;
 
 /// ORIENT over the archive as it stands before the iteration.
 pub(crate) fn run(history: View, brief: &Brief, config: &Config) -> Result<Orientation> {

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::events::Event;
 
 pub(crate) fn run(t: &Turn, driver: &dyn Driver) -> Result<Proposal> {
-    let best = crate::knobs::point_in(t.base_dir, t.brief)?;
+    let best = crate::brief::points::point_in(t.base_dir, t.brief)?;
     let mut proposal = driver.plan(t, &best)?;
     // An agent that changed what it must not touch while planning has its
     // plan blocked, like a change made in EXECUTE.

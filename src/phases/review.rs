@@ -14,13 +14,13 @@
 use std::collections::BTreeSet;
 
 use super::oid;
+use crate::archive::state::InFlight;
 use crate::driver::{MainAgent, Turn};
 use crate::error::{Error, Result};
 use crate::model::{Review, ReviewVerdict, Role, SubagentOutcome, Verdict};
-use crate::state::InFlight;
-use crate::subagents::context::{self, Parts};
 use crate::subagents::definition::{OnError, Sees, SubDriver};
 use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
+use crate::subagents::sees::{self, Parts};
 use crate::subagents::{Roster, reviewer};
 use crate::workspace::Workspace;
 
@@ -89,15 +89,12 @@ pub(crate) fn run(
     let start = oid(start_commit)?;
     let budget = t.config.defaults.prompt_budget;
     let mut parts = Parts::default();
-    parts.add(
-        Sees::Diff,
-        context::clip_patch(&change.patch, budget * 2 / 3),
-    );
+    parts.add(Sees::Diff, sees::clip_patch(&change.patch, budget * 2 / 3));
     if defs
         .iter()
         .any(|d| d.driver != SubDriver::Builtin && d.sees.contains(&Sees::Rules))
     {
-        let rules = context::rules(
+        let rules = sees::rules(
             ws,
             start,
             &t.config.review.rules,
@@ -158,7 +155,7 @@ pub(crate) fn run(
                     Box::new(move |span| match agent {
                         Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
                         Ok(agent) => {
-                            let prompt = context::prompt(
+                            let prompt = sees::prompt(
                                 def,
                                 &parts.for_definition(def),
                                 dispatch::REVIEW_ANSWER,
@@ -186,7 +183,7 @@ pub(crate) fn run(
         let work: dispatch::Work = Box::new(move |span| match agent {
             Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
             Ok(agent) => {
-                let prompt = context::prompt(def, &parts.for_definition(def), SIMPLIFY_ANSWER);
+                let prompt = sees::prompt(def, &parts.for_definition(def), SIMPLIFY_ANSWER);
                 dispatch::run_command(
                     t,
                     &agent,

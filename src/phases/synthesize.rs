@@ -12,10 +12,10 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::archive::state::State;
 use crate::driver::{MainAgent, Turn};
 use crate::error::Result;
 use crate::model::{IterationRecord, Phase, Stop, SubagentOutcome, Verdict};
-use crate::state::State;
 use crate::subagents::Definition;
 use crate::subagents::definition::{Sees, SubDriver};
 use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
@@ -82,7 +82,7 @@ pub(crate) fn run(
                             let parts: Vec<(Sees, &str)> =
                                 parts.iter().map(|(k, v)| (*k, v.as_str())).collect();
                             let prompt =
-                                crate::subagents::context::prompt(def, &parts, NARRATIVE_ANSWER);
+                                crate::subagents::sees::prompt(def, &parts, NARRATIVE_ANSWER);
                             let mut reply = dispatch::run_command(
                                 t,
                                 agent,
@@ -106,11 +106,17 @@ pub(crate) fn run(
                                     }
                                 },
                             )?;
-                            narrative = reply
-                                .body
-                                .get("narrative")
-                                .and_then(Value::as_str)
-                                .map(|s| crate::compress::clip(&crate::compress::redact(s), 2000));
+                            narrative =
+                                reply
+                                    .body
+                                    .get("narrative")
+                                    .and_then(Value::as_str)
+                                    .map(|s| {
+                                        crate::text::clip::clip(
+                                            &crate::text::redact::redact(s),
+                                            2000,
+                                        )
+                                    });
                             a.calls.append(&mut reply.calls);
                             a.outcome = reply.outcome;
                             a.problem = reply.problem;
@@ -143,7 +149,7 @@ pub(crate) fn run(
 fn parts(
     def: &Definition,
     rec: &IterationRecord,
-    history: crate::history::View,
+    history: crate::archive::history::View,
     theta1: f64,
 ) -> Result<Vec<(Sees, String)>> {
     let mut out = Vec::new();

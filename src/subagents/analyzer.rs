@@ -6,15 +6,15 @@
 //! `analysis`) and handed to the next PLAN through ORIENT. Being plain
 //! code, it states facts, not guesses.
 
+use crate::archive::history::{IterationRecord, Verdict, View};
 use crate::error::Result;
-use crate::history::{IterationRecord, Verdict, View};
 use crate::model::AlarmKind;
 
 /// The latest pipeline-analyzer report in the archive, with the iteration
 /// whose CHECK wrote it: the newest row with a report is read in full.
 pub fn latest_report_in(history: View) -> Result<Option<(u32, String)>> {
     let Some(r) = history
-        .flagged(crate::history::fact::flag::ANALYSIS)
+        .flagged(crate::archive::history::fact::flag::ANALYSIS)
         .next()
         .transpose()?
     else {
@@ -71,7 +71,7 @@ pub fn triggers(
 
 /// The builtin pipeline-analyzer's report: what each axis has yielded.
 pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
-    let mut ledger = crate::history::ledger::Ledger::default();
+    let mut ledger = crate::archive::history::ledger::Ledger::default();
     for r in history {
         ledger.fold(r);
     }
@@ -100,7 +100,11 @@ pub fn analyze_with(history: View, also: Option<&IterationRecord>, theta1: f64) 
     Ok(report(&ledger, failures, theta1))
 }
 
-fn report(ledger: &crate::history::ledger::Ledger, failures: usize, theta1: f64) -> String {
+fn report(
+    ledger: &crate::archive::history::ledger::Ledger,
+    failures: usize,
+    theta1: f64,
+) -> String {
     let mut lines: Vec<String> = ledger
         .axes()
         .iter()
@@ -132,7 +136,7 @@ fn report(ledger: &crate::history::ledger::Ledger, failures: usize, theta1: f64)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Axis;
+    use crate::driver::command::answers::Axis;
 
     #[test]
     fn the_analyzer_fires_on_iteration_1_a_plateau_an_anomaly_and_changed_noise() {
@@ -188,7 +192,7 @@ mod tests {
                         .unwrap_or_else(|| IterationRecord::new(i, Verdict::Discard))
                 })
                 .collect();
-            notes_for_plan(crate::history::History::of(all).view()).unwrap()
+            notes_for_plan(crate::archive::history::History::of(all).view()).unwrap()
         };
         assert_eq!(notes(&[]), None);
         let mut a = IterationRecord::new(4, Verdict::Discard);
@@ -212,7 +216,7 @@ mod tests {
             .chain([a, b])
             .collect();
         assert_eq!(
-            latest_report_in(crate::history::History::of(held).view()).unwrap(),
+            latest_report_in(crate::archive::history::History::of(held).view()).unwrap(),
             Some((4, "pipeline-analyzer (builtin): axis X up".into()))
         );
     }

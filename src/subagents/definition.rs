@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::model::Role;
-use crate::problem::{BriefError, Problem};
-use crate::yaml::{self, Checker, Node};
+use crate::validate::problem::{BriefError, Problem};
+use crate::validate::yaml::{self, Checker, Node};
 
 /// Keys of the front matter, Claude Code's first.
 const KEYS: &[&str] = &[
@@ -555,7 +555,7 @@ impl Definition {
                 "timeout",
                 "a duration such as `10m`",
                 "timeout: 10m",
-                |n| crate::units::parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
+                |n| crate::validate::units::parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
             )
         {
             d.timeout = t;
@@ -765,7 +765,7 @@ mod tests {
 
     #[test]
     fn every_shipped_default_is_valid() {
-        for (file, text) in crate::scaffold::SUBAGENTS {
+        for (file, text) in crate::project::SUBAGENTS {
             let stem = file.trim_end_matches(".md");
             let (d, warnings) = parse(stem, text).unwrap_or_else(|e| panic!("{file}: {e}"));
             assert!(warnings.is_empty(), "{file}: {warnings:?}");

@@ -14,8 +14,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::definition::{Definition, OnError};
+use crate::driver::command::named_files::NamedFiles;
 use crate::driver::command::{Invocation, Reply};
-use crate::driver::named_files::NamedFiles;
 use crate::driver::{Breach, CommandAgent, Turn};
 use crate::error::{Error, Result};
 use crate::events::{Event, Span};
@@ -281,7 +281,7 @@ pub fn end(
         delegation: id.clone(),
         outcome,
         seconds,
-        problem: a.problem.map(|p| crate::compress::redact(&p)),
+        problem: a.problem.map(|p| crate::text::redact::redact(&p)),
         verdict: a.verdict,
         findings: a.findings,
         suspicious: a.suspicious,
@@ -303,7 +303,7 @@ pub fn end(
     if let Some(parent) = path.parent() {
         crate::atomic::create_dir_all(parent)?;
     }
-    crate::atomic::write_atomic(&path, crate::compress::redact(&text).as_bytes())?;
+    crate::atomic::write_atomic(&path, crate::text::redact::redact(&text).as_bytes())?;
     me.emit(Event::SubagentFinished {
         name: report.name.clone(),
         role,
@@ -321,7 +321,7 @@ pub fn end(
     me.task_state(
         ended,
         Some(match &report.problem {
-            Some(p) => format!("{}: {}", outcome.as_str(), crate::prompt::clip(p, 160)),
+            Some(p) => format!("{}: {}", outcome.as_str(), crate::text::clip::clip(p, 160)),
             None => outcome.as_str().to_string(),
         }),
     )?;
@@ -368,7 +368,7 @@ pub fn run_command(
         attempt: 1,
         attempts: 1,
         command: agent.command_line_for(like, &files),
-        prompt_chars: crate::prompt::chars(prompt),
+        prompt_chars: crate::text::clip::chars(prompt),
     })?;
     // Beside the main agent's files, never in place of them (a subagent
     // named `plan` must not overwrite PLAN's prompt).
@@ -390,13 +390,13 @@ pub fn run_command(
     };
     // An outage of the provider is waited out as for the main agent (up to
     // `defaults.agent_outage`): it says nothing about the change.
-    let mut outage = crate::driver::outage::Outage::new(t.config.defaults.agent_outage);
+    let mut outage = crate::driver::command::outage::Outage::new(t.config.defaults.agent_outage);
     let mut earlier = Vec::new();
     let (reply, breach) = loop {
         let (reply, breach) = agent.fenced(
             t,
             || {
-                let lease = t.executor.lease(crate::executor::Purpose::Agent)?;
+                let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;
                 agent.run(&inv, lease.as_ref(), t.cancel).map(Ok)
             },
             |e| Err(e.to_string()),
@@ -413,7 +413,7 @@ pub fn run_command(
         call.waited = (this.as_secs_f64() * 10.0).round() / 10.0;
         call_span.emit(Event::model_result(&call))?;
         earlier.push(call);
-        crate::interrupt::sleep_unless(this, t.cancel)?;
+        crate::run::interrupt::sleep_unless(this, t.cancel)?;
     };
     let mut a = Answer {
         breach,
@@ -526,7 +526,7 @@ pub fn read_review(v: &Value, a: &mut Answer) -> std::result::Result<(), String>
 /// A reviewer's text as the archive keeps it: one line, redacted (a
 /// reviewer may quote the secret it found), clipped.
 fn clean(s: &str, max: usize) -> String {
-    crate::compress::clip(&crate::compress::redact(s), max)
+    crate::text::clip::clip(&crate::text::redact::redact(s), max)
 }
 
 /// The answer a reviewer is asked for.

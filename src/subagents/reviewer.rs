@@ -325,7 +325,7 @@ fn added_line_rules(f: &FileChange, out: &mut Vec<Finding>) {
             d.advisory = true;
             out.push(d);
         }
-        if !secret_reported && crate::compress::adds_secret(text) {
+        if !secret_reported && crate::text::redact::adds_secret(text) {
             secret_reported = true;
             out.push(finding(
                 &f.path,

@@ -12,7 +12,7 @@ use std::path::Path;
 use super::definition::{Definition, SubDriver};
 use crate::config::Config;
 use crate::model::Role;
-use crate::problem::{BriefError, Problem};
+use crate::validate::problem::{BriefError, Problem};
 
 /// Every loaded definition, sorted by name, and the warnings about them.
 #[derive(Debug, Clone, Default)]
@@ -55,7 +55,7 @@ impl Roster {
                 Err(e) => problems.extend(e.problems),
             }
         }
-        for (file, text) in crate::scaffold::SUBAGENTS {
+        for (file, text) in crate::project::SUBAGENTS {
             let stem = file.trim_end_matches(".md");
             if roster.definitions.iter().any(|d| d.name == stem)
                 || files
@@ -104,7 +104,7 @@ impl Roster {
     /// user's Claude Code `code-reviewer.md` replaces the default file, not
     /// the floor of rules every keep must pass).
     pub fn builtin_rules() -> Option<Definition> {
-        let text = crate::scaffold::SUBAGENTS
+        let text = crate::project::SUBAGENTS
             .iter()
             .find(|(f, _)| *f == "code-reviewer.md")
             .map(|(_, t)| *t)

@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::archive::history::View;
+use crate::archive::history::fact::{Fact, flag};
 use crate::error::{Error, Result};
-use crate::history::View;
-use crate::history::fact::{Fact, flag};
 use crate::model::{Direction, IterationRecord, Level, Stop, Verdict};
 
 /// What the notes are made of.
@@ -235,7 +235,10 @@ fn front(props: &impl Serialize) -> Result<String> {
 /// redacted, clipped, and unable to open a wikilink (`[[x]]` in a
 /// hypothesis would be a link to a note nobody wrote).
 fn one_line(s: &str) -> String {
-    escape_links(&crate::compress::clip(&crate::compress::redact(s), 300))
+    escape_links(&crate::text::clip::clip(
+        &crate::text::redact::redact(s),
+        300,
+    ))
 }
 
 fn escape_links(s: &str) -> String {
@@ -315,8 +318,8 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
                 m.pairs.len(),
                 m.p,
                 input.metric,
-                crate::history::fmt_num(m.base_median),
-                crate::history::fmt_num(m.cand_median)
+                crate::text::clip::fmt_num(m.base_median),
+                crate::text::clip::fmt_num(m.cand_median)
             );
         }
         let _ = writeln!(s, "**Hypothesis.** {}\n", one_line(&r.hypothesis));
@@ -333,7 +336,7 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
             let _ = writeln!(
                 s,
                 "## Narrative (synthesizer)\n\n{}\n",
-                escape_links(&crate::compress::redact(text.trim()))
+                escape_links(&crate::text::redact::redact(text.trim()))
             );
         }
         let _ = write!(s, "Part of {}.", link(&run));
@@ -343,16 +346,16 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
         let _ = writeln!(
             s,
             "\n\nArchived as `iterations/{b}/{}`{}.",
-            crate::history::file_name(r.iteration),
+            crate::archive::history::file_name(r.iteration),
             r.commit
                 .as_deref()
-                .map(|c| format!("; commit `{}`", crate::history::short(c)))
+                .map(|c| format!("; commit `{}`", crate::text::clip::short(c)))
                 .unwrap_or_default()
         );
         out.push((name, s));
     }
 
-    let base = crate::history::baseline_value(&g.records);
+    let base = crate::archive::history::baseline_value(&g.records);
     let (best_at, best) = g.best;
     let confirmed = g.confirmed.as_ref().map(|(it, c)| (*it, c));
     let earlier: Vec<String> = earlier_runs.iter().map(|n| link(n)).collect();
@@ -375,9 +378,13 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
         keeps: g.kept.len() as u32,
         baseline_median: base.map(round),
         best_median: best.is_finite().then(|| round(best)),
-        improvement_pct: base
-            .filter(|_| best.is_finite())
-            .map(|base| pct(crate::history::improvement(input.direction, base, best))),
+        improvement_pct: base.filter(|_| best.is_finite()).map(|base| {
+            pct(crate::archive::history::improvement(
+                input.direction,
+                base,
+                best,
+            ))
+        }),
         confirmed_gain_pct: confirmed.map(|(_, c)| pct(c.effect)),
         confirmed_ci_low_pct: confirmed.map(|(_, c)| pct(c.ci.0)),
         confirmed_ci_high_pct: confirmed.map(|(_, c)| pct(c.ci.1)),
@@ -416,8 +423,8 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
             s,
             "{} baseline {} → best {} ({}).\n",
             input.metric,
-            crate::history::fmt_num(base),
-            crate::history::fmt_num(best),
+            crate::text::clip::fmt_num(base),
+            crate::text::clip::fmt_num(best),
             best_at
                 .map(|i| format!("iteration {i}"))
                 .unwrap_or_else(|| "the baseline".into())
@@ -548,7 +555,7 @@ pub fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<PathBuf>
     for (name, text) in render(input, &earlier)? {
         let path = dir.join(format!("{name}.md"));
         // Everything a note holds is on disk for good: redacted as a whole.
-        let text = crate::compress::redact(&text);
+        let text = crate::text::redact::redact(&text);
         if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
             crate::atomic::write_atomic(&path, text.as_bytes())?;
         }

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use ooda::history::{IterationRecord, Verdict};
+use ooda::archive::history::{IterationRecord, Verdict};
 use serde_json::Value;
 
 use crate::test::{QUIET_CONFIG, Run, Test, knob_brief};
@@ -166,7 +166,7 @@ fn a_working_agent(format: &str) -> (Fake, IterationRecord) {
     assert_eq!(rec.hypothesis, "X=40 sits at the bottom of the cost curve");
     assert_eq!(rec.change, "set X to 40 and noted it in src/lib.txt");
     assert_eq!(rec.cites, vec![0]);
-    assert_eq!(ooda::knobs::key(&rec.knobs), "X=40");
+    assert_eq!(ooda::brief::points::key(&rec.knobs), "X=40");
     assert_eq!(
         rec.changed_paths,
         vec!["ooda.knobs.env".to_string(), "src/lib.txt".to_string()]

@@ -218,7 +218,7 @@ fn gc_never_takes_the_candidate_of_an_iteration_in_flight_nor_ooda_s_own_files()
     assert!(
         matches!(
             verdict,
-            ooda::history::Verdict::Keep | ooda::history::Verdict::Discard
+            ooda::archive::history::Verdict::Keep | ooda::archive::history::Verdict::Discard
         ),
         "{verdict:?}"
     );
@@ -249,7 +249,7 @@ fn each_tick_keeps_the_artifacts_of_exactly_the_last_keep_artifacts_iterations()
         .filter(|n| {
             !matches!(
                 t.record("z", *n).verdict,
-                ooda::history::Verdict::Keep | ooda::history::Verdict::Baseline
+                ooda::archive::history::Verdict::Keep | ooda::archive::history::Verdict::Baseline
             )
         })
         .collect();

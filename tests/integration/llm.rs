@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ooda::history::Verdict;
+use ooda::archive::history::Verdict;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 

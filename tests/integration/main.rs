@@ -6,6 +6,7 @@ mod commands;
 mod decisions;
 mod errors;
 mod growth;
+mod layout;
 mod llm;
 mod loop_runs;
 mod migration;

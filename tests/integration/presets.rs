@@ -9,7 +9,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use ooda::history::Verdict;
+use ooda::archive::history::Verdict;
 use serde_json::Value;
 
 use crate::test::{Test, knob_brief};
@@ -288,7 +288,7 @@ fn night_with(tool: &str) {
             rec.change,
             format!("set X to {x} and noted it in src/lib.txt")
         );
-        assert_eq!(ooda::knobs::key(&rec.knobs), format!("X={x}"));
+        assert_eq!(ooda::brief::points::key(&rec.knobs), format!("X={x}"));
         assert_eq!(rec.patterns[0].name, format!("x-{x}"));
         let phases: Vec<&str> = rec.agent_calls.iter().map(|c| c.phase.as_str()).collect();
         assert_eq!(phases, ["plan", "execute", "learn"], "{tool} {n}");

@@ -4,7 +4,7 @@
 //! restarts the loop.
 
 use crate::test::{Test, bench, knob_brief};
-use ooda::history::Verdict;
+use ooda::archive::history::Verdict;
 
 /// Fast decisions (3 pairs), and no stall: only the red light under test may stop.
 const CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 1000\n";

@@ -2,12 +2,12 @@
 
 use crate::test::{Test, knob_brief};
 
-fn keeps(t: &Test, brief: &str) -> Vec<ooda::history::IterationRecord> {
+fn keeps(t: &Test, brief: &str) -> Vec<ooda::archive::history::IterationRecord> {
     t.iterations(brief)
         .into_iter()
         .skip(1)
         .map(|i| t.record(brief, i))
-        .filter(|r| r.verdict == ooda::history::Verdict::Keep)
+        .filter(|r| r.verdict == ooda::archive::history::Verdict::Keep)
         .collect()
 }
 
@@ -311,7 +311,12 @@ fn a_recreated_base_worktree_is_set_up_again() {
     t.git(&["worktree", "prune"]);
     t.ooda(&["tick", "su"]).expect(0);
     let r = t.record("su", 2);
-    assert_ne!(r.verdict, ooda::history::Verdict::Crash, "{}", r.reason);
+    assert_ne!(
+        r.verdict,
+        ooda::archive::history::Verdict::Crash,
+        "{}",
+        r.reason
+    );
 }
 
 #[test]
@@ -323,7 +328,7 @@ fn a_dot_slash_knobs_file_is_ooda_s_own() {
     t.ooda(&["tick", "ds"]).expect(0);
     assert_ne!(
         t.record("ds", 1).verdict,
-        ooda::history::Verdict::Blocked,
+        ooda::archive::history::Verdict::Blocked,
         "{}",
         t.record("ds", 1).reason
     );
@@ -448,7 +453,12 @@ fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
     t.ooda_env(&["tick", "v"], &[("MARKS", marks_dir)])
         .expect(0);
     let r = t.record("v", 1);
-    assert_eq!(r.verdict, ooda::history::Verdict::Keep, "{}", r.reason);
+    assert_eq!(
+        r.verdict,
+        ooda::archive::history::Verdict::Keep,
+        "{}",
+        r.reason
+    );
     let files = t.git(&["show", "--name-only", "--format=", &r.commit.unwrap()]);
     assert_eq!(
         files.trim(),
@@ -504,11 +514,19 @@ esac
     t.ooda(&["tick", "h"]).expect(3);
     assert_eq!(t.state("h")["stop"]["reason"], "red_tamper");
     let r = t.record("h", 1);
-    assert_eq!(r.verdict, ooda::history::Verdict::Blocked, "{}", r.reason);
+    assert_eq!(
+        r.verdict,
+        ooda::archive::history::Verdict::Blocked,
+        "{}",
+        r.reason
+    );
     assert!(r.reason.contains(named), "{}", r.reason);
     // Nothing forged is believed afterwards.
-    assert_eq!(t.record("h", 0).verdict, ooda::history::Verdict::Baseline);
+    assert_eq!(
+        t.record("h", 0).verdict,
+        ooda::archive::history::Verdict::Baseline
+    );
     let dir = t.path().join("iterations/h");
-    let h = ooda::history::load(&dir).unwrap();
-    assert_eq!(h[0].verdict, ooda::history::Verdict::Baseline);
+    let h = ooda::archive::history::load(&dir).unwrap();
+    assert_eq!(h[0].verdict, ooda::archive::history::Verdict::Baseline);
 }

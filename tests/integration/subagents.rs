@@ -3,7 +3,7 @@
 //! block, hang and run at the same time, and definitions a user adds or
 //! breaks in `subagents/`.
 
-use ooda::history::{IterationRecord, Verdict};
+use ooda::archive::history::{IterationRecord, Verdict};
 use ooda::model::{DiscardKind, ReviewVerdict, SubagentOutcome};
 
 use crate::test::{QUIET_CONFIG, Run, Test, knob_brief};
@@ -812,7 +812,7 @@ fn the_analyzer_profiles_the_best_after_the_pairs_and_reports_to_the_next_plan()
     );
     assert_eq!(it1[profile]["worktree"], "base");
     // The next PLAN is told.
-    let held = ooda::history::History::of(vec![n.t.record("b", 0), rec.clone()]);
+    let held = ooda::archive::history::History::of(vec![n.t.record("b", 0), rec.clone()]);
     let notes = ooda::subagents::notes_for_plan(held.view())
         .unwrap()
         .unwrap();

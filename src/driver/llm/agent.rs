@@ -19,14 +19,14 @@ use super::retry::ApiError;
 use super::store::Store;
 use super::tools::{self, Bench, Done};
 use super::wire::{Completion, Message, Request, ToolCall};
-use crate::agent_output::Source;
 use crate::brief::Brief;
 use crate::config::{Config, ModelTier, TIERS};
+use crate::driver::command::formats::Source;
 use crate::driver::command::{AgentCall, CallOutcome, Invocation, Reply, relative};
 use crate::error::Result;
 use crate::events::{Event, Span};
-use crate::executor::Lease;
 use crate::model::{AnomalyKind, Phase, Usage};
+use crate::run::executor::Lease;
 
 /// Requests one step may make (L2's included).
 pub const MAX_REQUESTS: u32 = 40;
@@ -69,7 +69,7 @@ impl LlmSetup {
         // `hevy` is a typo, not a model id.
         if !TIERS.contains(&choice.as_str())
             && choice.chars().all(|c| c.is_ascii_lowercase())
-            && let Some(tier) = crate::yaml::suggest(&choice, TIERS)
+            && let Some(tier) = crate::validate::yaml::suggest(&choice, TIERS)
         {
             return Err(format!(
                 "model `{choice}` is neither a tier nor a model id ooda can tell apart from one: did you mean `{tier}`? (a tier is light, medium or heavy; a model id is sent to the first tier's endpoint)"
@@ -362,7 +362,9 @@ impl<'a> Loop<'a> {
             self.memory.transcript.push(Turn::plain(reply));
             self.memory.depends.clear();
             if answer.calls.is_empty() {
-                if let Ok((v, _)) = crate::agent_output::result_json(None, Some(&answer.text)) {
+                if let Ok((v, _)) =
+                    crate::driver::command::formats::result_json(None, Some(&answer.text))
+                {
                     break Ok(v);
                 }
                 if nudges == NUDGES {
@@ -395,7 +397,10 @@ impl<'a> Loop<'a> {
                 self.span.emit(Event::ToolCall {
                     tool_call_id: call.id.clone(),
                     tool: call.name.clone(),
-                    arguments: crate::prompt::clip(&self.scrub(&call.arguments.to_string()), 2_000),
+                    arguments: crate::text::clip::clip(
+                        &self.scrub(&call.arguments.to_string()),
+                        2_000,
+                    ),
                 })?;
                 let turn = if finished.is_some() {
                     // Nothing after finish is read, or run.
@@ -433,7 +438,7 @@ impl<'a> Loop<'a> {
                     error: turn
                         .msg
                         .is_error
-                        .then(|| crate::prompt::clip(&self.scrub(&turn.msg.text), 300)),
+                        .then(|| crate::text::clip::clip(&self.scrub(&turn.msg.text), 300)),
                 })?;
                 self.log(&turn.msg)?;
                 self.memory.transcript.push(turn);
@@ -678,7 +683,7 @@ impl<'a> Loop<'a> {
         Ok(match out {
             Ok(c) if !c.text.trim().is_empty() => {
                 self.count(&c, light);
-                self.scrub(&crate::prompt::clip(c.text.trim(), l.condense_max))
+                self.scrub(&crate::text::clip::clip(c.text.trim(), l.condense_max))
             }
             _ => fallback(),
         })
@@ -699,7 +704,7 @@ impl<'a> Loop<'a> {
     fn log(&mut self, m: &Message) -> Result<()> {
         use std::io::Write;
         let mut v = serde_json::to_value(m).unwrap_or_default();
-        crate::compress::redact_json(&mut v);
+        crate::text::redact::redact_json(&mut v);
         let line = self.scrub(&v.to_string());
         let mut f = std::fs::OpenOptions::new()
             .append(true)
@@ -718,7 +723,7 @@ impl<'a> Loop<'a> {
         let (outcome, problem, result) = match end {
             Ok(v) => {
                 let mut clean = v.clone();
-                crate::compress::redact_json(&mut clean);
+                crate::text::redact::redact_json(&mut clean);
                 crate::atomic::write_atomic(
                     &self
                         .inv
@@ -730,7 +735,7 @@ impl<'a> Loop<'a> {
             }
             Err((o, p)) => {
                 let p = self.scrub(&p);
-                (o, Some(crate::compress::redact(&p)), Err(p))
+                (o, Some(crate::text::redact::redact(&p)), Err(p))
             }
         };
         let call = AgentCall {
@@ -750,7 +755,7 @@ impl<'a> Loop<'a> {
             call,
             result,
             tool_error: None,
-            excerpt: crate::prompt::clip(&scrub(&self.secrets, last_text), 4_000),
+            excerpt: crate::text::clip::clip(&scrub(&self.secrets, last_text), 4_000),
         })
     }
 }
@@ -777,7 +782,7 @@ fn too_long(e: &ApiError) -> bool {
 
 /// `text` redacted, with every secret value replaced.
 fn scrub(secrets: &[String], text: &str) -> String {
-    let mut t = crate::compress::redact(text);
+    let mut t = crate::text::redact::redact(text);
     for s in secrets {
         if t.contains(s.as_str()) {
             t = t.replace(s.as_str(), "[REDACTED]");

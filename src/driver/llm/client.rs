@@ -124,7 +124,7 @@ impl Client {
                 }));
             }
             waiting(&error, wait);
-            crate::interrupt::sleep_unless(wait, cancel)?;
+            crate::run::interrupt::sleep_unless(wait, cancel)?;
         }
     }
 
@@ -184,7 +184,7 @@ impl Client {
                     status,
                     format!(
                         "the body is not JSON ({e}): {}",
-                        crate::prompt::clip(text.trim(), 120)
+                        crate::text::clip::clip(text.trim(), 120)
                     ),
                 )
             })?;

@@ -81,9 +81,9 @@ impl Default for Layers {
 /// (15 UUIDs become one line `×15`), which is exactly the loss the store
 /// exists to prevent, so the exact output stays one fetch away.
 pub fn triage(tool: &str, text: &str, l: &Layers) -> (String, bool) {
-    let exact = crate::compress::redact(&clean(text));
+    let exact = crate::text::redact::redact(&clean(text));
     let shown = if tool == super::tools::RUN {
-        crate::compress::excerpt(text, super::tools::RUN_CHARS)
+        crate::text::compress::excerpt(text, super::tools::RUN_CHARS)
     } else {
         exact.clone()
     };
@@ -102,7 +102,7 @@ pub fn triage(tool: &str, text: &str, l: &Layers) -> (String, bool) {
 /// output compressor would see, so a coloured output is not "lossy" and a
 /// secret split by colour codes is joined before it is redacted.
 pub fn clean(text: &str) -> String {
-    crate::compress::strip_ansi(text)
+    crate::text::compress::strip_ansi(text)
         .chars()
         .filter(|c| matches!(c, '\n' | '\t') || !c.is_control())
         .collect()
@@ -121,7 +121,7 @@ pub fn plain_summary(tool: &str, text: &str, shown: &str, l: &Layers) -> Option<
     if shown.chars().count() > l.condense_chars {
         return Some(fallback(shown, l));
     }
-    (tool == super::tools::RUN).then(|| crate::compress::excerpt(text, l.condense_max))
+    (tool == super::tools::RUN).then(|| crate::text::compress::excerpt(text, l.condense_max))
 }
 
 /// L2's structured truncation: the first chars of what the compressor
@@ -339,7 +339,7 @@ impl Memory {
 
     /// Keeps one insight, newest first, within the bounds (oldest dropped).
     pub fn add_insight(&mut self, text: &str, l: &Layers) {
-        let text = crate::prompt::clip(text.trim(), 400);
+        let text = crate::text::clip::clip(text.trim(), 400);
         if text.is_empty() || self.insights.contains(&text) {
             return;
         }
@@ -398,7 +398,7 @@ impl Memory {
                 let did = format!(
                     "{} {}",
                     c.name,
-                    crate::prompt::clip(&c.arguments.to_string(), 300)
+                    crate::text::clip::clip(&c.arguments.to_string(), 300)
                 );
                 match results.remove(&c.id) {
                     Some((true, why)) => self.abandoned.push(format!("{did} → failed: {why}")),
@@ -625,7 +625,7 @@ impl Memory {
                             r.id,
                             r.tool,
                             r.chars,
-                            crate::prompt::clip(&r.summary.replace('\n', " / "), 300)
+                            crate::text::clip::clip(&r.summary.replace('\n', " / "), 300)
                         ));
                         shows.push((r.id.clone(), Form::Summary));
                     }
@@ -738,7 +738,7 @@ fn stage(tool: &str) -> &'static str {
 
 fn one_line(s: &str, max: usize) -> String {
     let joined: Vec<&str> = s.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    crate::prompt::clip(&joined.join(" / "), max)
+    crate::text::clip::clip(&joined.join(" / "), max)
 }
 
 #[cfg(test)]

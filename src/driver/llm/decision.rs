@@ -38,11 +38,11 @@ pub fn attribute(text: &str, call: Option<&ToolCall>) -> Decision {
                 format!(
                     "{} {}",
                     c.name,
-                    crate::prompt::clip(&c.arguments.to_string(), 200)
+                    crate::text::clip::clip(&c.arguments.to_string(), 200)
                 )
             })
             .unwrap_or_default(),
-        why: crate::prompt::clip(before, FIELD_CHARS),
+        why: crate::text::clip::clip(before, FIELD_CHARS),
         expected: String::new(),
         source: "fallback".into(),
     }
@@ -64,7 +64,7 @@ fn parse(text: &str) -> Option<Decision> {
         let Some((k, v)) = part.split_once(':') else {
             continue;
         };
-        let v = crate::prompt::clip(v.trim(), FIELD_CHARS);
+        let v = crate::text::clip::clip(v.trim(), FIELD_CHARS);
         match k.trim().to_ascii_lowercase().as_str() {
             "goal" => d.goal = v,
             "options" | "options considered" => {

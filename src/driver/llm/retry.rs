@@ -91,7 +91,7 @@ impl ApiError {
             } else {
                 kind
             },
-            message: crate::prompt::clip(&message, 300),
+            message: crate::text::clip::clip(&message, 300),
             retryable,
             retry_after,
             tries: 1,

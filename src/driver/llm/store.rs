@@ -63,7 +63,7 @@ impl Store {
     pub fn put(&mut self, tool: &str, text: &str) -> Result<&Stored> {
         crate::atomic::create_dir_all(&self.dir)?;
         let id = format!("{}{}", self.prefix, self.refs.len() + 1);
-        let clean = crate::compress::redact(text);
+        let clean = crate::text::redact::redact(text);
         let path = self.dir.join(format!("{id}.txt"));
         crate::atomic::write_atomic(&path, clean.as_bytes())?;
         let preview: String = clean.chars().take(PREVIEW_CHARS).collect();
@@ -126,7 +126,7 @@ impl Stored {
         // The summary takes at most a third: the rest quotes the contents.
         let mut out = format!(
             "{} ({} chars; fetch_stored `{}` for the rest)\n",
-            crate::prompt::clip(&self.summary, max / 3),
+            crate::text::clip::clip(&self.summary, max / 3),
             self.chars,
             self.id
         );
@@ -202,8 +202,8 @@ fn summary(tool: &str, text: &str, items: Option<usize>) -> String {
             .iter()
             .take(3)
             .map(|v| match v {
-                Value::String(s) => crate::prompt::clip(s, 60),
-                v => crate::prompt::clip(&v.to_string(), 60),
+                Value::String(s) => crate::text::clip::clip(s, 60),
+                v => crate::text::clip::clip(&v.to_string(), 60),
             })
             .collect();
         let nested = if n > a.len() {
@@ -230,7 +230,7 @@ fn summary(tool: &str, text: &str, items: Option<usize>) -> String {
         .unwrap_or_default();
     format!(
         "{tool}: {lines} lines; first: {}",
-        crate::prompt::clip(head.trim(), 120)
+        crate::text::clip::clip(head.trim(), 120)
     )
 }
 

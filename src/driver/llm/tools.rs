@@ -10,6 +10,7 @@
 //! command. A tool that fails returns its error to the model as data, with
 //! the rule it broke and what to do instead; it never ends the step.
 
+use crate::model::CommandOutcome;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -17,8 +18,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::wire::ToolSpec;
-use crate::exec::{CommandSpec, Outcome};
-use crate::executor::Lease;
+use crate::run::exec::CommandSpec;
+use crate::run::executor::Lease;
 
 /// Lines one `read_file` returns at most.
 const READ_LINES: usize = 2_000;
@@ -167,7 +168,7 @@ impl Bench<'_> {
         let Value::Object(_) = args else {
             return Ok(Done::Error(format!(
                 "the arguments of {name} are not a JSON object ({}); send an object with the fields of its schema",
-                crate::prompt::clip(&args.to_string(), 80)
+                crate::text::clip::clip(&args.to_string(), 80)
             )));
         };
         let s = |k: &str| args.get(k).and_then(Value::as_str);
@@ -361,7 +362,7 @@ impl Bench<'_> {
                     hits.push(format!(
                         "{rel}:{}: {}",
                         i + 1,
-                        crate::prompt::clip(line.trim_end(), 300)
+                        crate::text::clip::clip(line.trim_end(), 300)
                     ));
                 }
             }
@@ -450,12 +451,12 @@ impl Bench<'_> {
             Err(e) => return Ok(Done::Error(format!("the command could not start: {e}"))),
         };
         let head = match out.status {
-            Outcome::Success => "exit 0".to_string(),
-            Outcome::TimedOut => format!(
+            CommandOutcome::Success => "exit 0".to_string(),
+            CommandOutcome::TimedOut => format!(
                 "timed out after {}",
                 crate::brief::format_duration(self.command_timeout)
             ),
-            Outcome::Interrupted => return Err(crate::error::Error::Interrupted),
+            CommandOutcome::Interrupted => return Err(crate::error::Error::Interrupted),
             _ => match out.exit_code {
                 Some(c) => format!("exit {c}"),
                 None => "killed by a signal".into(),
@@ -495,7 +496,7 @@ pub fn allowed(line: &str, allowed: &[String]) -> Result<(), String> {
     };
     Err(format!(
         "`{}` is not one of the commands this Brief allows{why} (rule: its guards, its metric command and `tools.allow`, exactly as listed); allowed: {list}. To run another, the Brief's author adds it to `tools: {{allow: [...]}}`",
-        crate::prompt::clip(line, 120)
+        crate::text::clip::clip(line, 120)
     ))
 }
 
@@ -639,9 +640,10 @@ mod tests {
         std::fs::write(d.path().join("secret"), "TOKEN=outside\n").unwrap();
         std::os::unix::fs::symlink(d.path().join("secret"), root.join("link")).unwrap();
         git2::Repository::init(&root).unwrap();
-        let local = crate::executor::Local::default();
+        let local = crate::run::executor::Local::default();
         let lease =
-            crate::executor::Executor::lease(&local, crate::executor::Purpose::Agent).unwrap();
+            crate::run::executor::Executor::lease(&local, crate::run::executor::Purpose::Agent)
+                .unwrap();
         let cancel = AtomicBool::new(false);
         let b = Bench {
             root: &root,

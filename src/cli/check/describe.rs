@@ -1,0 +1,881 @@
+//! `ooda check`: validate a Brief and, with `--measure N`, try its commands.
+//!
+//! Measuring happens in a scratch worktree at the current HEAD
+//! (`.ooda/worktrees/<brief>/check`), never in the user's checkout, and tells
+//! the user before the night whether the metric is usable: its values, their
+//! spread, and the smallest gain the decision rule could detect. It runs the
+//! commands exactly as a tick would (the eval-runner, the executor), so what
+//! works here works at night.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use crate::brief::points;
+use crate::brief::{Brief, Parse};
+use crate::driver::MainAgent;
+use crate::error::{Error, Result};
+use crate::eval::{Evaluator, RunFailure, Side, Worktree};
+use crate::events::{Progress, Shown, Span};
+use crate::phases::Print;
+use crate::project::Project;
+use crate::run::executor::{Local, Purpose};
+use crate::stats;
+use crate::text::clip::fmt_num;
+
+pub fn describe(brief: &Brief, project: &Project) -> String {
+    let mut s = String::new();
+    let m = &brief.metric;
+    let _ = writeln!(s, "{}: valid", brief.path.display());
+    let _ = writeln!(
+        s,
+        "  metric      {} ({}) from `{}`",
+        m.name, m.direction, m.command
+    );
+    if let Some(setup) = &m.setup {
+        let _ = writeln!(s, "  setup       `{setup}`");
+    }
+    let parse = match &m.parse {
+        Parse::MetricLine => "metric-line".to_string(),
+        Parse::Regex(r) => format!("regex:{}", r.as_str()),
+        Parse::Json(p) => format!("json:{p}"),
+    };
+    let _ = writeln!(
+        s,
+        "  parse       {parse}; timeout {}; noise floor {:.1}%",
+        crate::brief::format_duration(m.timeout),
+        m.noise_floor * 100.0
+    );
+    if let Some(t) = m.target {
+        let _ = writeln!(s, "  target      {}", fmt_num(t));
+    }
+    for g in &brief.guards {
+        let _ = writeln!(s, "  guard       `{g}`");
+    }
+    let _ = writeln!(
+        s,
+        "  scope       allow {:?}, protect {:?}",
+        brief.scope.allow, brief.scope.protect
+    );
+    for k in &brief.knobs {
+        let _ = writeln!(
+            s,
+            "  knob        {} = {}{}",
+            k.name,
+            points::describe(&k.spec),
+            k.default
+                .as_ref()
+                .map(|d| format!(", default {d}"))
+                .unwrap_or_default()
+        );
+    }
+    match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => describe_agent(&mut s, &a),
+        Ok(a) => {
+            let _ = writeln!(s, "  agent       {}", a.name());
+        }
+        Err(e) => {
+            let _ = writeln!(s, "  agent       NOT RUNNABLE: {e}");
+        }
+    }
+    let _ = writeln!(s, "  sandbox     {}", sandbox_line(brief, project));
+    let b = project.config.budget_for(brief);
+    let _ = writeln!(
+        s,
+        "  budget      iterations {}, wall {}, tokens {}, cost {}",
+        b.iterations
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "none".into()),
+        b.wall
+            .map(crate::brief::format_duration)
+            .unwrap_or_else(|| "none".into()),
+        b.tokens
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| "none".into()),
+        b.cost_usd
+            .map(crate::validate::units::format_usd)
+            .unwrap_or_else(|| "none".into())
+    );
+    if let Some(sch) = &brief.schedule {
+        let zone = crate::validate::cron::Zone::from_env();
+        match crate::validate::cron::describe(sch, chrono::Utc::now(), &zone) {
+            Ok(text) => s.push_str(&text),
+            Err(e) => {
+                let _ = writeln!(s, "  schedule    {sch}: {e}");
+            }
+        }
+    }
+    if let Ok(roster) = crate::subagents::Roster::load(&project.root, &project.config) {
+        let main = agent_name(brief, project);
+        for d in &roster.definitions {
+            let model = match d.driver {
+                crate::subagents::definition::SubDriver::Builtin => String::new(),
+                _ => format!(", model {}", d.model.describe(&project.config)),
+            };
+            let _ = writeln!(
+                s,
+                "  subagent    {} ({}): {}, {}{model}, on {}, sees {}",
+                d.name,
+                if d.built_in {
+                    "built-in".to_string()
+                } else {
+                    d.path.display().to_string()
+                },
+                d.role
+                    .map(|r| r.as_str())
+                    .unwrap_or("no role, never dispatched"),
+                d.driver_name(main.as_deref()),
+                d.triggers_text(),
+                d.sees_text(),
+            );
+        }
+    }
+    if project.config.placement_for(brief) == crate::model::Placement::Slurm {
+        let args = project.config.slurm_for(brief).sbatch_args();
+        let _ = writeln!(
+            s,
+            "  executor    slurm: each phase's measurements in one allocation (sbatch {})",
+            if args.is_empty() {
+                "with the cluster's defaults".to_string()
+            } else {
+                args.join(" ")
+            }
+        );
+    }
+    for w in warnings(brief, project) {
+        let _ = writeln!(s, "  warning     {w}");
+    }
+    for p in problems(brief, project) {
+        let _ = writeln!(s, "  PROBLEM     {p}");
+    }
+    s
+}
+
+/// What stops a night before its first measurement: a program named by a
+/// path that is missing, not executable or not committed (the worktrees are
+/// checkouts of the committed history), an agent program that cannot start.
+/// `ooda check` exits 2 when there is any.
+pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
+    let m = &brief.metric;
+    // A metric or guard program may be what `setup` builds (the quickstart's
+    // is): with a setup, one that does not exist yet is left to `--measure`
+    // (which runs the setup first); one that exists is checked as ever
+    // (committed, executable).
+    let built = m.setup.is_some();
+    let mut out: Vec<String> = std::iter::once(("the metric command", &m.command))
+        .chain(m.setup.iter().map(|c| ("setup", c)))
+        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+        .filter(|(what, cmd)| !(built && *what != "setup" && not_there(&project.root, cmd)))
+        .filter_map(|(what, cmd)| command_problem(&project.root, cmd, what))
+        .collect();
+    match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => out.extend(a.program_problem(&project.root)),
+        Ok(_) => {}
+        Err(e) => out.push(e.to_string()),
+    }
+    match crate::subagents::Roster::load(&project.root, &project.config) {
+        Err(e) => out.extend(e.problems.iter().map(|p| p.to_string())),
+        Ok(roster) => {
+            let main = agent_name(brief, project);
+            for d in unrunnable_reviewers(&roster, main.as_deref())
+                .filter(|d| d.on_error == crate::subagents::definition::OnError::Block)
+            {
+                out.push(format!(
+                    "{}: a `driver: command` reviewer with the Brief's builtin agent has no command to run, and being `on_error: block` it would block every keep: set `agent: <profile>` in it",
+                    d.path.display()
+                ));
+            }
+        }
+    }
+    if git2::Repository::open(&project.root).is_ok_and(|r| {
+        r.head()
+            .is_err_and(|e| e.code() == git2::ErrorCode::UnbornBranch)
+    }) {
+        out.push(crate::workspace::no_commit_yet());
+    }
+    out.extend(knob_problems(brief, project));
+    if let Some(e) = crate::archive::leftover_branch_at(
+        &project.root,
+        &project.iterations_dir(&brief.name),
+        &brief.name,
+    ) {
+        out.push(e.to_string());
+    }
+    if let Err(e) = project
+        .config
+        .sandbox
+        .in_force(agent_name(brief, project).as_deref())
+        .and_then(|s| s.refuse_wide(&project.root))
+    {
+        out.push(format!("{}: {e}", crate::config::FILE_NAME));
+    }
+    out
+}
+
+/// A knobs file the Brief's knobs no longer admit: the run's best's (where
+/// a run goes on), else your HEAD's (where one starts), e.g. after a range
+/// was narrowed mid-run. Every tick would fail on it.
+fn knob_problems(brief: &Brief, project: &Project) -> Vec<String> {
+    if brief.knobs.is_empty() {
+        return Vec::new();
+    }
+    let Ok(repo) = git2::Repository::open(&project.root) else {
+        return Vec::new();
+    };
+    // A run goes on from its best; a new one starts from your HEAD.
+    let branch = format!("refs/heads/ooda/{}", brief.name);
+    let (what, commit) = match repo.refname_to_id(&branch) {
+        Ok(c) => ("the run's best", c),
+        Err(_) => match repo.refname_to_id("HEAD") {
+            Ok(c) => ("your HEAD", c),
+            Err(_) => return Vec::new(),
+        },
+    };
+    match points::point_at(&repo, commit, brief) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![format!("{what}: {e}. {}", points::unreadable_advice(brief))],
+    }
+}
+
+fn agent_name(brief: &Brief, project: &Project) -> Option<String> {
+    match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => Some(a.name),
+        _ => None,
+    }
+}
+
+/// The sandbox a tick of this Brief would run its commands in, and the
+/// Landlock ABI this kernel offers.
+fn sandbox_line(brief: &Brief, project: &Project) -> String {
+    let found = match crate::run::sandbox::landlock_abi() {
+        Some(abi) => format!("Landlock ABI {abi} found"),
+        None => "no Landlock on this kernel".to_string(),
+    };
+    let settings = &project.config.sandbox;
+    match settings.in_force(agent_name(brief, project).as_deref()) {
+        Ok(f) => match f.abi {
+            Some(abi) => {
+                let mut line = format!(
+                    "Landlock ABI {abi}: commands write only their worktree, a private TMPDIR{}{}",
+                    if settings.writable.is_empty() {
+                        ""
+                    } else {
+                        " and "
+                    },
+                    settings.writable.join(", ")
+                );
+                for gap in crate::run::sandbox::abi_gaps(abi) {
+                    line.push_str(&format!("\n              not contained at this ABI: {gap}"));
+                }
+                line
+            }
+            None => match f.warning {
+                Some(w) => format!("none ({found}): {w}"),
+                None => format!(
+                    "contained, not confined ({found}): the builtin driver runs your own code; `sandbox: on` in ooda.yaml confines it too"
+                ),
+            },
+        },
+        Err(e) => format!("REFUSED: {e}"),
+    }
+}
+
+/// What may go wrong but does not stop the night: a project template from an
+/// older release that offers `OODA_OUTPUT_FILE` to a tool that cannot write
+/// it (the fenced block still works; the wasted attempts do not).
+pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
+    let mut out = subagent_warnings(brief, project);
+    out.extend(unignored_state(brief, project));
+    if project.config.placement_for(brief) == crate::model::Placement::Slurm {
+        let missing: Vec<&str> = ["sbatch", "srun", "squeue", "scancel", "scontrol"]
+            .into_iter()
+            .filter(|p| !crate::run::exec::on_path(p))
+            .collect();
+        if !missing.is_empty() {
+            out.push(format!(
+                "`executor: slurm` needs the Slurm client commands, and {} not on PATH: install Slurm's client (Debian: slurm-client) on this machine, or set `executor: local`",
+                match missing.as_slice() {
+                    [one] => format!("`{one}` is"),
+                    many => format!("{} are", many.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")),
+                }
+            ));
+        }
+    }
+    let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config) else {
+        return out;
+    };
+    if a.profile.result_file {
+        return out;
+    }
+    out.extend(["plan.md", "learn.md"]
+        .iter()
+        .filter(|name| {
+            std::fs::read_to_string(project.root.join("templates").join(name))
+                .is_ok_and(|t| t.contains("OODA_OUTPUT_FILE"))
+        })
+        .map(|name| {
+            format!(
+                "templates/{name} offers OODA_OUTPUT_FILE, which `{}` cannot write (its sandbox keeps writes in the worktree): replace that sentence with {{{{result_file}}}}, or delete the file and run `ooda init` for the current one",
+                a.name
+            )
+        }));
+    out
+}
+
+/// The machine state ooda keeps beside the archive that git would not
+/// ignore (a `.gitignore` older than it, e.g. before sealed event logs went
+/// to `events/`): it would show in `git status` and could be committed.
+fn unignored_state(brief: &Brief, project: &Project) -> Option<String> {
+    let dir = project.iterations_dir(&brief.name);
+    let state = [
+        dir.join("state.json"),
+        dir.join("events.jsonl"),
+        dir.join("events").join("events-000001.jsonl"),
+        dir.join("index.jsonl"),
+        dir.join("artifacts").join("iter-001.diff"),
+        dir.join(".lock"),
+        project.worktrees_dir(&brief.name),
+    ];
+    let missing = project.unignored(&state);
+    if missing.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = missing
+        .iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(&project.root)
+                .unwrap_or(p)
+                .display()
+                .to_string();
+            // A folder's name for what is kept in it.
+            match p.file_name().and_then(|n| n.to_str()) {
+                Some(n) if n.starts_with("events-") || n.starts_with("iter-") => {
+                    format!(
+                        "{}/",
+                        std::path::Path::new(&rel)
+                            .parent()
+                            .map_or(rel.clone(), |d| d.display().to_string())
+                    )
+                }
+                _ => rel,
+            }
+        })
+        .collect();
+    Some(format!(
+        "git does not ignore {} (ooda's machine state, not for commits): run `ooda init`, which adds the missing lines to .gitignore (it leaves existing files as they are)",
+        names.join(", ")
+    ))
+}
+
+/// Command reviewers that have no command for this Brief: no profile of
+/// their own, and a builtin main agent.
+fn unrunnable_reviewers<'r>(
+    roster: &'r crate::subagents::Roster,
+    main: Option<&str>,
+) -> impl Iterator<Item = &'r crate::subagents::Definition> {
+    let no_main = main.is_none();
+    roster
+        .with_role(crate::model::Role::Review)
+        .filter(move |d| {
+            d.driver == crate::subagents::definition::SubDriver::Command
+                && d.agent.is_none()
+                && no_main
+        })
+}
+
+/// Keys of subagent files ooda ignores, and advisory command reviewers
+/// that cannot run for this Brief.
+fn subagent_warnings(brief: &Brief, project: &Project) -> Vec<String> {
+    let Ok(roster) = crate::subagents::Roster::load(&project.root, &project.config) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = roster.warnings.iter().map(|w| w.to_string()).collect();
+    let main = agent_name(brief, project);
+    for d in unrunnable_reviewers(&roster, main.as_deref())
+        .filter(|d| d.on_error == crate::subagents::definition::OnError::Pass)
+    {
+        out.push(format!(
+            "{}: a `driver: command` reviewer with the Brief's builtin agent has no command to run, so it is skipped; set `agent: <profile>` in it",
+            d.path.display()
+        ));
+    }
+    let main_llm =
+        (brief.agent.as_deref() == Some("llm")).then(|| brief.model.as_deref().unwrap_or("heavy"));
+    for d in roster
+        .definitions
+        .iter()
+        .filter(|d| d.role.is_some() && d.driver == crate::subagents::definition::SubDriver::Llm)
+    {
+        if let Err(why) = crate::driver::llm::LlmSetup::resolve(
+            &project.config,
+            brief,
+            d.model.for_llm(main_llm).as_deref(),
+        ) {
+            out.push(format!(
+                "{}: driver: llm: {why}; the subagent is skipped until then",
+                d.path.display()
+            ));
+        }
+    }
+    out
+}
+
+/// What `describe` says, as data (`ooda check --json`).
+pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
+    use serde_json::json;
+    let m = &brief.metric;
+    let problems = problems(brief, project);
+    let agent = match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => {
+            json!({
+                "name": a.name,
+                "driver": if a.llm.is_some() { "llm" } else { "command" },
+                "command_line": a.command_line(),
+                "format": a.profile.format.as_str(),
+                "timeout_seconds": a.timeout().as_secs(),
+            })
+        }
+        Ok(a) => json!({"name": a.name(), "driver": "builtin"}),
+        Err(e) => json!({"error": e.to_string()}),
+    };
+    let b = project.config.budget_for(brief);
+    let zone = crate::validate::cron::Zone::from_env();
+    let schedule = brief
+        .schedule
+        .as_ref()
+        .map(|sch| match crate::validate::cron::Schedule::parse(sch) {
+            Ok(parsed) => {
+                let mut next = Vec::new();
+                let mut at = chrono::Utc::now();
+                for _ in 0..5 {
+                    match parsed.next_after(at, &zone) {
+                        Some(t) => {
+                            next.push(t.to_rfc3339());
+                            at = t;
+                        }
+                        None => break,
+                    }
+                }
+                json!({"text": sch, "next": next})
+            }
+            Err(e) => json!({"text": sch, "error": e}),
+        });
+    json!({
+        "brief": brief.name,
+        "path": brief.path.display().to_string(),
+        "valid": true,
+        "metric": {
+            "name": m.name,
+            "command": m.command,
+            "setup": m.setup,
+            "parse": m.parse.to_string(),
+            "direction": m.direction,
+            "target": m.target,
+            "noise_floor": m.noise_floor,
+            "timeout_seconds": m.timeout.as_secs_f64(),
+        },
+        "guards": brief.guards,
+        "scope": {"allow": brief.scope.allow, "protect": brief.scope.protect},
+        "knobs": brief.knobs.iter().map(|k| json!({
+            "name": k.name,
+            "spec": points::describe(&k.spec),
+            "default": k.default.as_ref().map(|d| d.to_string()),
+        })).collect::<Vec<_>>(),
+        "agent": agent,
+        "budget": {
+            "iterations": b.iterations,
+            "wall_seconds": b.wall.map(|w| w.as_secs_f64()),
+            "tokens": b.tokens,
+            "cost_usd": b.cost_usd,
+        },
+        "schedule": schedule,
+        "sandbox": {
+            "mode": project.config.sandbox.mode.as_str(),
+            "landlock_abi": crate::run::sandbox::landlock_abi(),
+            "in_force": project
+                .config
+                .sandbox
+                .in_force(agent_name(brief, project).as_deref())
+                .ok()
+                .and_then(|f| f.abi),
+            "writable": project.config.sandbox.writable,
+        },
+        "subagents": crate::subagents::Roster::load(&project.root, &project.config)
+            .map(|r| r.definitions.iter().map(|d| json!({
+                "name": d.name,
+                "path": d.path.display().to_string(),
+                "built_in_copy": d.built_in,
+                "role": d.role.map(|r| r.as_str()),
+                "driver": d.driver_name(agent_name(brief, project).as_deref()),
+                "model": d.model.describe(&project.config),
+                "trigger": d.triggers.iter().map(|t| t.text()).collect::<Vec<_>>(),
+                "sees": d.sees.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                "timeout_seconds": d.timeout.as_secs_f64(),
+                "on_error": d.on_error.as_str(),
+            })).collect::<Vec<_>>())
+            .unwrap_or_default(),
+        "runnable": problems.is_empty(),
+        "problems": problems,
+        "warnings": warnings(brief, project),
+    })
+}
+
+/// `ooda check --preflight`: one real PLAN call with the Brief's agent, in
+/// a scratch worktree at HEAD, nothing archived (the prompt and the output
+/// stay in `.ooda/preflight/<brief>/` for reading). Says whether the agent
+/// starts, answers, and answers in a form ooda reads; `Ok(false)` when not.
+pub fn preflight(
+    project: &Project,
+    brief: &Brief,
+    cancel: &AtomicBool,
+    print: Print,
+) -> Result<(String, bool, serde_json::Value)> {
+    let agent = match MainAgent::for_brief(brief, &project.config)? {
+        MainAgent::Builtin => {
+            return Ok((
+                "preflight: the builtin driver runs no agent process (no network, no key): nothing to try\n".into(),
+                true,
+                serde_json::json!({"ok": true, "driver": "builtin"}),
+            ));
+        }
+        MainAgent::Command(a) => a,
+    };
+    let executor = Local::sandboxed(&crate::run::sandbox::for_project(
+        project,
+        Some(&agent.name),
+    )?);
+    let ws = crate::workspace::Workspace::open(
+        &project.root,
+        &project.worktrees_dir(&brief.name),
+        &brief.name,
+    )?;
+    let cand = ws.scratch("check", ws.user_head()?)?;
+    let files = project
+        .root
+        .join(".ooda")
+        .join("preflight")
+        .join(&brief.name);
+    crate::atomic::create_dir_all(&files)?;
+    // The archive, if there is one, makes the prompt the next PLAN's.
+    let history = crate::archive::history::History::of(
+        crate::archive::history::load(&project.iterations_dir(&brief.name)).unwrap_or_default(),
+    );
+    let orientation = crate::phases::orientation_of(history.view(), brief, &project.config)?;
+    let progress = Progress::new(&brief.name, false, print);
+    let span = Span::new("preflight", vec![Arc::new(progress)]);
+    let turn = crate::driver::Turn {
+        brief,
+        config: &project.config,
+        root: &project.root,
+        dir: &files,
+        cand_dir: &cand,
+        base_dir: &cand,
+        history: history.view(),
+        orientation: &orientation,
+        iteration: history.len().max(1) as u32,
+        seed: brief.seed.unwrap_or(0),
+        run_started: chrono::Utc::now(),
+        span: &span,
+        cancel,
+        executor: &executor,
+    };
+    let best = points::point_in(&cand, brief)?;
+    let report = crate::driver::command::steps::preflight(&agent, &turn, &best)?;
+    let c = &report.call;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "preflight: ran `{}` for PLAN: {} after {:.1}s{}",
+        agent.command_line_for(
+            crate::model::Phase::Plan,
+            &crate::driver::command::named_files::NamedFiles::default()
+        ),
+        c.outcome.as_str(),
+        c.seconds,
+        c.model
+            .as_deref()
+            .map(|m| format!(" (model {m})"))
+            .unwrap_or_default()
+    );
+    if !c.usage.is_empty() {
+        let _ = writeln!(
+            s,
+            "  usage       {} tokens in ({} cached), {} out{}",
+            c.usage.input,
+            c.usage.cached,
+            c.usage.output,
+            c.usage
+                .cost_usd
+                .map(|x| format!(", {}", crate::validate::units::format_usd(x)))
+                .unwrap_or_default()
+        );
+    }
+    for w in &c.warnings {
+        let _ = writeln!(s, "  warning     {w}");
+    }
+    let ok = match &report.plan {
+        Ok(plan) => {
+            let _ = writeln!(
+                s,
+                "  plan        {} (predicted {:+.1}% ± {:.1}%)",
+                crate::text::clip::clip(&plan.hypothesis, 100),
+                plan.predicted_effect * 100.0,
+                plan.predicted_sd * 100.0
+            );
+            true
+        }
+        Err(why) => {
+            let _ = writeln!(s, "  problem     {why}");
+            false
+        }
+    };
+    let _ = writeln!(
+        s,
+        "  files       {} (the prompt, the output, the answer)",
+        files.display()
+    );
+    let _ = writeln!(
+        s,
+        "{}",
+        if ok {
+            "preflight OK: the agent answered with a plan a night would accept"
+        } else {
+            "preflight FAILED: a night would not get a usable plan from this agent (above)"
+        }
+    );
+    let data = serde_json::json!({
+        "ok": ok,
+        "call": c,
+        "plan": report.plan.as_ref().ok(),
+        "problem": report.plan.as_ref().err(),
+        "files": files.display().to_string(),
+    });
+    Ok((s, ok, data))
+}
+
+/// A problem with the program a shell line starts, when that program is
+/// named by a path (`./bench.sh`, `tools/run`): a bare word may be a shell
+/// builtin or on the worktree's own `PATH`, so it is not judged.
+/// The program a command runs by path (`./bench.sh`, `tools/x`), past any
+/// leading `VAR=value` assignments; None for a name looked up on PATH.
+fn program_path(command: &str) -> Option<&str> {
+    command
+        .split_whitespace()
+        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))
+        .filter(|p| p.contains('/'))
+}
+
+/// Whether the program a command runs by path is absent from the checkout.
+fn not_there(root: &std::path::Path, command: &str) -> bool {
+    program_path(command).is_some_and(|p| !root.join(p).exists())
+}
+
+fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<String> {
+    crate::driver::command::program_problem(root, program_path(command)?, what)
+}
+
+/// A command agent as it will run: its profile and the exact shell line.
+fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
+    if let Some(llm) = &a.llm {
+        let t = &llm.tier;
+        let _ = writeln!(
+            s,
+            "  agent       llm driver: {} (model `{}`, {} tokens of context, {} out, {} retries, key {}, timeout {})",
+            llm.describe(),
+            llm.choice,
+            t.context_window,
+            t.max_output,
+            t.max_retries,
+            t.api_key_env
+                .as_deref()
+                .map(|v| format!("from ${v}"))
+                .unwrap_or_else(|| "none sent".into()),
+            crate::brief::format_duration(a.timeout())
+        );
+        let allowed: Vec<String> = llm.allowed.iter().map(|c| format!("`{c}`")).collect();
+        let _ = writeln!(s, "  commands    the agent may run: {}", allowed.join(", "));
+        return;
+    }
+    let p = &a.profile;
+    let _ = writeln!(
+        s,
+        "  agent       {} (command driver: format {}, prompt on {}, timeout {})",
+        a.name,
+        p.format.as_str(),
+        match p.prompt {
+            crate::config::PromptMode::Stdin => "stdin",
+            crate::config::PromptMode::Arg => "the command line",
+            crate::config::PromptMode::File => "the command line as a file path",
+        },
+        crate::brief::format_duration(a.timeout())
+    );
+    let per_step = !p.args_by_phase.is_empty() || p.file_arg.is_some() || p.read_arg.is_some();
+    if per_step {
+        use crate::driver::command::named_files::NamedFiles;
+        use crate::model::Phase;
+        // What EXECUTE adds depends on the plan: show the shape.
+        let example = NamedFiles {
+            edit: vec!["<file the plan names>".into()],
+            read: vec!["<other file the prompt names>".into()],
+        };
+        for (label, phase) in [
+            ("plan", Phase::Plan),
+            ("execute", Phase::Execute),
+            ("learn", Phase::Learn),
+        ] {
+            let _ = writeln!(s, "  {label:<11} {}", a.command_line_for(phase, &example));
+        }
+    } else {
+        let _ = writeln!(s, "  command     {}", a.command_line());
+    }
+    let _ = writeln!(
+        s,
+        "              in the candidate worktree, with OODA_PHASE, OODA_BRIEF, OODA_BRIEF_FILE, OODA_ITERATION, OODA_ATTEMPT,\n              OODA_PROMPT_FILE, OODA_OUTPUT_FILE and OODA_ITERATIONS_DIR set (docs/agents.md)"
+    );
+    for (k, v) in &p.env {
+        let _ = writeln!(s, "  agent env   {k}={}", crate::text::redact::redact(v));
+    }
+}
+
+/// Runs setup and guards once, then the metric `n` times, in a scratch
+/// worktree, through the same eval-runner and executor as a tick.
+pub fn measure(
+    project: &Project,
+    brief: &Brief,
+    n: u32,
+    cancel: &AtomicBool,
+    print: Print,
+) -> Result<(String, serde_json::Value)> {
+    let ws = crate::workspace::Workspace::open(
+        &project.root,
+        &project.worktrees_dir(&brief.name),
+        &brief.name,
+    )?;
+    let head = ws.user_head()?;
+    let wt = Worktree::new(Side::Check, ws.scratch("check", head)?, brief)?;
+    let print: Arc<dyn Fn(&Shown) + Send + Sync> = Arc::from(print);
+    let shown = print.clone();
+    let progress = Progress::new(&brief.name, false, Box::new(move |s: &Shown| shown(s)));
+    // Nothing is archived: the events go to the display only.
+    let span = Span::new("check", vec![Arc::new(progress)]);
+    // The Brief's own sandbox: a setup that needs a grant fails here as it
+    // would in a tick.
+    let agent = agent_name(brief, project);
+    let executor = crate::run::executor::for_brief(
+        Local::sandboxed(&crate::run::sandbox::for_project(
+            project,
+            agent.as_deref(),
+        )?),
+        &project.root,
+        &project.config,
+        brief,
+        ws.dir.join("slurm"),
+        // Ctrl-C while the job waits in the queue cancels it.
+        &crate::run::interrupt::Interrupt::install(),
+        // check takes no Brief lock: a tick may hold jobs of this Brief.
+        false,
+    );
+    let lease = executor.lease(Purpose::Check)?;
+    let mut ev = Evaluator {
+        brief,
+        output_cap: project.config.defaults.output_cap as usize,
+        cancel,
+        stop: None,
+        span: &span,
+        lease: lease.as_ref(),
+        exclusive: project.config.defaults.measure_exclusive,
+    };
+    let fail = |f: RunFailure| {
+        let RunFailure::Failed { reason, output } = f;
+        Error::Input(format!("{reason}:\n{output}"))
+    };
+    if let Some(f) = ev.setup(&wt)? {
+        return Err(fail(f));
+    }
+    if let (_, Some(f)) = ev.guards(&wt)? {
+        return Err(fail(f));
+    }
+    let _lock = ev.hold_measurements()?;
+    let mut values = Vec::new();
+    for i in 1..=n {
+        let (v, _) = ev.metric(&wt)?.map_err(fail)?;
+        print(&Shown::Line(&format!(
+            "[{}] run {i}/{n}: {} = {}",
+            brief.name,
+            brief.metric.name,
+            fmt_num(v)
+        )));
+        values.push(v);
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} over {n} run(s) at committed HEAD {}: {}",
+        brief.metric.name,
+        crate::text::clip::short(&head.to_string()),
+        values
+            .iter()
+            .map(|v| fmt_num(*v))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if values.iter().any(|v| *v <= 0.0) {
+        let _ = writeln!(
+            s,
+            "warning: the metric must be positive: ooda compares ratios"
+        );
+        let data = serde_json::json!({"head": head.to_string(), "values": values, "error": "the metric must be positive: ooda compares ratios"});
+        return Ok((s, data));
+    }
+    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
+    let _ = writeln!(
+        s,
+        "median {}, min {}, max {}",
+        fmt_num(stats::median(&values)),
+        fmt_num(values.iter().copied().fold(f64::INFINITY, f64::min)),
+        fmt_num(values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+    );
+    let mut data = serde_json::json!({
+        "head": head.to_string(),
+        "values": values,
+        "median": stats::median(&values),
+    });
+    if n >= 2 {
+        let sd = stats::sd(&logs);
+        // A pair's log ratio has √2 times one run's spread; θ₁ is then what
+        // the runner computes from its A/A calibration, floor included.
+        let noise = sd * std::f64::consts::SQRT_2;
+        let theta1 = crate::eval::sequential::theta1(brief.metric.noise_floor, noise);
+        let by_noise = crate::eval::sequential::theta1(0.0, noise);
+        data["run_sd"] = sd.into();
+        data["noise_per_pair"] = noise.into();
+        data["theta1"] = theta1.into();
+        let _ = writeln!(
+            s,
+            "spread: {:.2}% run to run (sd of log values), {:.2}% per pair",
+            sd * 100.0,
+            noise * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "minimum detectable gain θ₁: {:.2}%{}; smaller gains will be discarded as noise",
+            theta1 * 100.0,
+            if theta1 > by_noise {
+                format!(
+                    " (the Brief's noise floor; the noise alone allows {:.2}%)",
+                    by_noise * 100.0
+                )
+            } else {
+                String::new()
+            }
+        );
+        if let Some(a) = crate::eval::sequential::noise_advice(noise, brief.metric.noise_floor) {
+            let _ = writeln!(s, "advice: {a}");
+            data["advice"] = a.into();
+        }
+    } else {
+        let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
+    }
+    Ok((s, data))
+}

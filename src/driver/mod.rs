@@ -1,0 +1,206 @@
+//! Who plays the main agent: the [`Driver`] seam.
+//!
+//! PLAN, EXECUTE and LEARN ask a driver for their part and get typed values
+//! back; the phases never ask which driver it is. The builtin driver is
+//! deterministic Rust and needs no network (a knob search); the command
+//! driver runs any agent CLI or script through a profile of `ooda.yaml` (or
+//! a built-in preset). The llm driver is one more implementation.
+//!
+//! A Brief names its agent; [`MainAgent::for_brief`] resolves it before
+//! anything runs, so a Brief naming an unknown profile is refused up front
+//! with a message, never half-run.
+
+pub mod builtin;
+pub mod command;
+pub mod llm;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use chrono::{DateTime, Utc};
+
+use crate::brief::Brief;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::events::Span;
+use crate::model::Orientation;
+use crate::model::{AgentCall, Cut, IterationRecord, LearnResult, Plan, Point};
+use crate::run::executor::Executor;
+
+pub use command::CommandAgent;
+
+/// What a driver sees of the runner for one step: read-only, and nothing
+/// about other drivers.
+pub struct Turn<'a> {
+    pub brief: &'a Brief,
+    pub config: &'a Config,
+    /// The project root (templates are looked up there).
+    pub root: &'a Path,
+    /// `iterations/<brief>`.
+    pub dir: &'a Path,
+    /// The candidate worktree: where an agent works.
+    pub cand_dir: &'a Path,
+    /// The base worktree: what an agent must leave alone.
+    pub base_dir: &'a Path,
+    /// The archive before this iteration (history/view.rs).
+    pub history: crate::archive::history::View<'a>,
+    /// ORIENT's output for this iteration.
+    pub orientation: &'a Orientation,
+    pub iteration: u32,
+    pub seed: u64,
+    pub run_started: DateTime<Utc>,
+    /// The phase's span: a driver logs its calls under it.
+    pub span: &'a Span,
+    pub cancel: &'a AtomicBool,
+    /// Where agent processes run.
+    pub executor: &'a dyn Executor,
+}
+
+/// PLAN's answer.
+// One per iteration, moved once: the size of the plan variant costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum Proposal {
+    /// A plan, validated; `rejected` says why none was accepted (then `plan`
+    /// is the last one proposed, for the record).
+    Plan {
+        plan: Plan,
+        rejected: Option<Cut>,
+        calls: Vec<AgentCall>,
+        /// What the agent changed, while it planned, outside the candidate.
+        breach: Option<Breach>,
+    },
+    /// Nothing is left to try: the run is done (`stalled`).
+    Exhausted { detail: String },
+}
+
+/// EXECUTE's answer. The change itself is in the candidate worktree.
+#[derive(Debug, Default)]
+pub struct Execution {
+    /// The agent's own description of what it changed, if it gave one.
+    pub change: Option<String>,
+    /// Set when the step failed: the iteration is `invalid`.
+    pub failure: Option<String>,
+    /// Set when files outside the candidate worktree changed: `blocked`.
+    pub breach: Option<Breach>,
+    /// Set when the agent's API stayed unavailable: `invalid`, not the
+    /// agent's failure.
+    pub unavailable: Option<Cut>,
+    pub calls: Vec<AgentCall>,
+}
+
+/// LEARN's answer: lessons in words, beside the runner's data.
+#[derive(Debug, Default)]
+pub struct Lesson {
+    pub learned: LearnResult,
+    pub calls: Vec<AgentCall>,
+    /// What the agent changed, while it learned, outside the candidate.
+    pub breach: Option<Breach>,
+}
+
+/// What an agent step changed that it must not touch (see `run/fence/`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Breach {
+    /// The paths that differ, named.
+    pub message: String,
+    /// The step ran without the sandbox: the run stops RED (`red_tamper`)
+    /// until a human has looked, since nothing kept it from weakening a
+    /// Brief or planting a hook.
+    pub unconfined: bool,
+}
+
+impl Breach {
+    /// The same breach, said to have happened `while <doing>`.
+    pub fn during(self, doing: &str) -> Breach {
+        Breach {
+            message: format!("while {doing}, {}", self.message),
+            ..self
+        }
+    }
+
+    /// What stops the night `red_tamper`: the message, for a breach made
+    /// without the sandbox.
+    pub fn tamper(&self) -> Option<String> {
+        self.unconfined.then(|| self.message.clone())
+    }
+}
+
+/// The main agent.
+pub trait Driver {
+    /// How iteration files and reports name it: `builtin` or `command:<profile>`.
+    fn name(&self) -> String;
+
+    /// Proposes the iteration's one change, starting from the best point.
+    fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal>;
+
+    /// Applies `plan` in the candidate worktree (knob values are written by
+    /// the runner afterwards, whoever the driver is).
+    fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution>;
+
+    /// Says what the outcome teaches. `measured` is false for an iteration
+    /// cut short before EVALUATE (its reason is the whole lesson then).
+    fn learn(&self, t: &Turn, plan: &Plan, rec: &IterationRecord, measured: bool)
+    -> Result<Lesson>;
+
+    /// Whether EXECUTE is asked to edit files, so that changing nothing is a
+    /// failure (a knob search changes only the knobs file, which the runner
+    /// writes).
+    fn edits_files(&self) -> bool;
+}
+
+/// A Brief's `agent:` resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MainAgent {
+    Builtin,
+    Command(Box<CommandAgent>),
+}
+
+impl MainAgent {
+    pub fn for_brief(brief: &Brief, config: &Config) -> Result<MainAgent> {
+        if brief.uses_builtin() {
+            return Ok(MainAgent::Builtin);
+        }
+        let name = brief.agent.as_deref().unwrap_or_default();
+        if name == "llm" {
+            let setup =
+                crate::driver::llm::LlmSetup::resolve(config, brief, brief.model.as_deref())
+                    .map_err(|why| {
+                        Error::Input(format!("{}: agent: llm: {why}", brief.path.display()))
+                    })?;
+            return Ok(MainAgent::Command(Box::new(CommandAgent::llm(
+                setup, config,
+            ))));
+        }
+        match config.agents.get(name) {
+            Some(profile) => Ok(MainAgent::Command(Box::new(CommandAgent {
+                name: name.to_string(),
+                profile: profile.clone(),
+                sandboxed: config.sandbox.abi().is_some(),
+                llm: None,
+            }))),
+            None => {
+                let known: Vec<&str> = std::iter::once("builtin")
+                    .chain(config.agents.keys().map(String::as_str))
+                    .collect();
+                Err(Error::Input(format!(
+                    "{}: agent `{name}` is not a profile; known: {}. Define it in ooda.yaml, e.g. `agents: {{{name}: {{command: [./agent.sh], prompt: stdin, format: text}}}}`.",
+                    brief.path.display(),
+                    known.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// How iteration files and reports name the driver.
+    pub fn name(&self) -> String {
+        self.driver().name()
+    }
+
+    /// The driver that plays this agent.
+    pub fn driver(&self) -> &dyn Driver {
+        match self {
+            MainAgent::Builtin => &builtin::Builtin,
+            MainAgent::Command(a) => a.as_ref(),
+        }
+    }
+}

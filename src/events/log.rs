@@ -1,0 +1,70 @@
+//! The log of long-running modes (`run --every/--cron`, `daemon`).
+//!
+//! A daemon's stderr ends up in a journal or a file that someone reads the
+//! next morning, interleaving several Briefs. So every line carries the time
+//! (in the schedule's zone, with its UTC offset, so lines around a DST change
+//! stay in order for a reader) and the Brief's name, and is written with one
+//! call so concurrent loops never split each other's lines. Events in
+//! `events.jsonl` remain the machine-readable record; this is the human one.
+
+use std::io::Write;
+
+use chrono::Utc;
+
+use crate::validate::cron::Zone;
+
+#[derive(Clone, Debug)]
+pub struct Log {
+    zone: Zone,
+    quiet: bool,
+}
+
+impl Log {
+    pub fn new(zone: Zone, quiet: bool) -> Log {
+        Log { zone, quiet }
+    }
+
+    pub fn zone(&self) -> &Zone {
+        &self.zone
+    }
+
+    /// `2024-03-10 03:00:00 -04:00 [latency] msg`; suppressed by `-q`.
+    pub fn info(&self, brief: Option<&str>, msg: &str) {
+        if !self.quiet {
+            self.write(brief, msg);
+        }
+    }
+
+    /// Problems a person must act on are shown even with `-q`.
+    pub fn error(&self, brief: Option<&str>, msg: &str) {
+        self.write(brief, msg);
+    }
+
+    /// For the phase machine's progress, whose lines already start with
+    /// `[brief]`; a measurement's live state is logged as a line too.
+    pub fn progress(&self) -> crate::events::Print {
+        let log = self.clone();
+        Box::new(move |s: &crate::events::Shown| log.line(s.text()))
+    }
+
+    /// One line that already names its Brief; suppressed by `-q`.
+    pub fn line(&self, msg: &str) {
+        if !self.quiet {
+            self.write(None, msg);
+        }
+    }
+
+    fn write(&self, brief: Option<&str>, msg: &str) {
+        let mut line = self.zone.format(Utc::now());
+        if let Some(b) = brief {
+            line.push_str(&format!(" [{b}]"));
+        }
+        // Continuation lines (a list of Brief problems) are indented under the first.
+        for (i, part) in msg.lines().enumerate() {
+            line.push_str(if i == 0 { " " } else { "\n    " });
+            line.push_str(part);
+        }
+        line.push('\n');
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}

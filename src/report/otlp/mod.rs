@@ -1,0 +1,366 @@
+//! A run as OpenTelemetry spans, in the OTLP/JSON encoding.
+//!
+//! The tools people already read agent runs with (Jaeger, Langfuse, Phoenix)
+//! read OpenTelemetry traces, so `ooda export --otlp` turns the trace tree
+//! (`report/trace/`) into spans rather than inventing a format. The names and
+//! attributes follow the GenAI semantic conventions — `invoke_workflow`,
+//! `invoke_agent`, `chat`, `execute_tool`, `gen_ai.*` — so those tools show
+//! model calls as model calls; what only ooda knows (verdicts, effects,
+//! commands) is under `ooda.*`.
+//!
+//! The file is what the OTLP File Exporter writes: JSON lines, each one
+//! `ExportTraceServiceRequest` (`{"resourceSpans": …}`). One trace per run;
+//! one line per iteration keeps a line's size bounded however long the
+//! night, and the run's own span is on the first line. Ids are derived from
+//! the run id and the event ids, so exporting the same log twice gives the
+//! same spans and a collector that sees both keeps one.
+
+mod data;
+mod json;
+mod live;
+mod proto;
+
+pub use data::{Attr, Batch, KeyValue, Span, SpanEvent, SpanKind};
+pub use live::Live;
+
+use serde_json::Value;
+
+use crate::report::trace::{Kind, Node, Status};
+
+/// The export of one run as OTLP/JSON lines: one batch per line.
+pub fn lines(run: &Node, one_line: bool) -> Vec<String> {
+    batches(run, one_line).iter().map(json::encode).collect()
+}
+
+/// The same batches in the protobuf encoding, for OTLP/HTTP.
+pub fn protobuf(batch: &Batch) -> Vec<u8> {
+    proto::encode(batch)
+}
+
+/// The run's span and what is not in an iteration first, then one batch
+/// per iteration; with `one_line`, everything in one batch (what older
+/// Jaeger UIs can upload: they read a file as a single JSON document).
+pub fn batches(run: &Node, one_line: bool) -> Vec<Batch> {
+    let mut out = vec![run_batch(run)];
+    for it in run.children.iter().filter(|c| c.kind == Kind::Iteration) {
+        let b = iteration_batch(run, it);
+        match one_line {
+            true => out[0].spans.extend(b.spans),
+            false => out.push(b),
+        }
+    }
+    out
+}
+
+/// The trace id of the run `run` is the root of.
+fn trace_of(run: &Node) -> [u8; 16] {
+    trace_id(run.attribute("run_id").unwrap_or(&run.id))
+}
+
+/// One iteration's spans (and everything below), parented to the run.
+pub fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
+    let mut spans = Vec::new();
+    collect(iteration, trace_of(run), span_id(&run.id), &mut spans);
+    batch(run, spans)
+}
+
+/// The run's own span, with what it holds outside any iteration (the
+/// synthesizer's notes at the stop, a confirmation after a resume).
+pub fn run_batch(run: &Node) -> Batch {
+    let trace = trace_of(run);
+    let mut spans = vec![span(run, trace, None)];
+    for c in run.children.iter().filter(|c| c.kind != Kind::Iteration) {
+        collect(c, trace, span_id(&run.id), &mut spans);
+    }
+    batch(run, spans)
+}
+
+fn collect(n: &Node, trace: [u8; 16], parent: [u8; 8], out: &mut Vec<Span>) {
+    out.push(span(n, trace, Some(parent)));
+    let me = span_id(&n.id);
+    for c in &n.children {
+        collect(c, trace, me, out);
+    }
+}
+
+fn batch(run: &Node, spans: Vec<Span>) -> Batch {
+    let mut resource = vec![
+        ("service.name".to_string(), Attr::Str("ooda".into())),
+        (
+            "service.version".to_string(),
+            Attr::Str(env!("CARGO_PKG_VERSION").into()),
+        ),
+    ];
+    if let Some(b) = run.attribute("brief") {
+        resource.push(("ooda.brief".to_string(), Attr::Str(b.into())));
+    }
+    Batch {
+        resource,
+        scope_name: "ooda".into(),
+        scope_version: env!("CARGO_PKG_VERSION").into(),
+        spans,
+    }
+}
+
+fn nanos(t: chrono::DateTime<chrono::Utc>) -> u64 {
+    t.timestamp_nanos_opt().unwrap_or_default().max(0) as u64
+}
+
+/// The provider a command agent's profile talks to, when its name says.
+fn provider_of(profile: &str) -> Option<&'static str> {
+    match profile {
+        "claude" => Some("anthropic"),
+        "codex" => Some("openai"),
+        "gemini" => Some("gcp.gemini"),
+        _ => None,
+    }
+}
+
+fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
+    let mut attrs: Vec<KeyValue> = Vec::new();
+    let mut put = |k: &str, v: Value| {
+        if let Some(a) = Attr::from_json(&v) {
+            attrs.push((k.to_string(), a));
+        }
+    };
+    let a = |k: &str| n.attributes.get(k).cloned().unwrap_or(Value::Null);
+    let (name, kind) = match n.kind {
+        Kind::Run => {
+            put("gen_ai.operation.name", "invoke_workflow".into());
+            put("ooda.run_id", a("run_id"));
+            put("ooda.start_commit", a("start_commit"));
+            put("ooda.seed", a("seed"));
+            put("ooda.stop_reason", n.verdict.clone().into());
+            ("invoke_workflow ooda".to_string(), SpanKind::Internal)
+        }
+        Kind::Iteration => {
+            put("ooda.iteration", n.iteration.into());
+            put("ooda.verdict", n.verdict.clone().into());
+            put("ooda.hypothesis", a("hypothesis"));
+            put("ooda.change", a("change"));
+            put("ooda.predicted_effect", a("predicted_effect"));
+            put("ooda.reason", a("reason"));
+            (n.name.clone(), SpanKind::Internal)
+        }
+        Kind::Phase => {
+            put("ooda.phase", n.name.clone().into());
+            (n.name.clone(), SpanKind::Internal)
+        }
+        Kind::Subagent => {
+            put("gen_ai.operation.name", "invoke_agent".into());
+            put("gen_ai.agent.name", n.name.clone().into());
+            put("ooda.subagent.role", a("role"));
+            put("ooda.subagent.driver", a("driver"));
+            put("ooda.subagent.delegation", a("delegation"));
+            put("ooda.verdict", n.verdict.clone().into());
+            put("ooda.findings", a("findings"));
+            (format!("invoke_agent {}", n.name), SpanKind::Internal)
+        }
+        Kind::AgentCall => {
+            let provider = n
+                .children
+                .iter()
+                .find_map(|c| c.attribute("provider"))
+                .or_else(|| provider_of(&n.name));
+            put("gen_ai.operation.name", "invoke_agent".into());
+            put("gen_ai.agent.name", n.name.clone().into());
+            put("gen_ai.provider.name", provider.into());
+            put("gen_ai.request.model", a("model"));
+            put("ooda.phase", a("phase"));
+            put("ooda.attempt", a("attempt"));
+            put("ooda.command", a("command"));
+            put("ooda.outcome", n.verdict.clone().into());
+            (format!("invoke_agent {}", n.name), SpanKind::Internal)
+        }
+        Kind::ModelRequest => {
+            put("gen_ai.operation.name", "chat".into());
+            put("gen_ai.provider.name", a("provider"));
+            put("gen_ai.request.model", a("model"));
+            put("gen_ai.response.model", a("response_model"));
+            if let Some(f) = n.attribute("finish_reason").filter(|f| !f.is_empty()) {
+                put("gen_ai.response.finish_reasons", serde_json::json!([f]));
+            }
+            put("ooda.request", a("request"));
+            put("ooda.tries", a("tries"));
+            (n.name.clone(), SpanKind::Client)
+        }
+        Kind::ToolCall => {
+            put("gen_ai.operation.name", "execute_tool".into());
+            put("gen_ai.tool.name", n.name.clone().into());
+            put("gen_ai.tool.call.id", a("tool_call_id"));
+            put("gen_ai.tool.type", "function".into());
+            put("gen_ai.tool.call.arguments", a("arguments"));
+            put("ooda.stored", a("stored"));
+            (format!("execute_tool {}", n.name), SpanKind::Internal)
+        }
+        Kind::Command => {
+            put("ooda.command.role", n.name.clone().into());
+            put("ooda.command", a("command"));
+            put("ooda.worktree", a("worktree"));
+            put("ooda.outcome", n.verdict.clone().into());
+            put("process.exit.code", a("exit_code"));
+            (format!("command {}", n.name), SpanKind::Internal)
+        }
+        Kind::Confirmation => {
+            put("ooda.effect", a("effect"));
+            put("ooda.ci", a("ci"));
+            put("ooda.pairs", a("pairs"));
+            (n.name.clone(), SpanKind::Internal)
+        }
+    };
+    // `gen_ai.usage.*` only where the tokens were spent — a model request,
+    // or an agent call ooda saw no requests of (a CLI) — so a backend that
+    // sums them over a trace counts each token once; what a phase or an
+    // iteration spent in all is under `ooda.usage.*`.
+    let spent_here = match n.kind {
+        Kind::ModelRequest => true,
+        Kind::AgentCall => !n.children.iter().any(|c| c.kind == Kind::ModelRequest),
+        _ => false,
+    };
+    if spent_here {
+        put("gen_ai.usage.input_tokens", n.usage.input.into());
+        put("gen_ai.usage.output_tokens", n.usage.output.into());
+        put(
+            "gen_ai.usage.cache_read.input_tokens",
+            n.usage.cached.into(),
+        );
+        put("ooda.cost_usd", n.usage.cost_usd.into());
+    } else if n.kind == Kind::AgentCall || !n.usage.is_empty() {
+        put("ooda.usage.input_tokens", n.usage.input.into());
+        put("ooda.usage.output_tokens", n.usage.output.into());
+        put("ooda.usage.cache_read.input_tokens", n.usage.cached.into());
+        put("ooda.usage.cost_usd", n.usage.cost_usd.into());
+    }
+    let error = match n.status {
+        Status::Failed => {
+            put(
+                "error.type",
+                n.verdict.clone().unwrap_or_else(|| "failed".into()).into(),
+            );
+            Some(n.error.clone().unwrap_or_default())
+        }
+        Status::Cancelled => {
+            put("error.type", "cancelled".into());
+            Some("interrupted".to_string())
+        }
+        Status::Ok | Status::Unfinished => None,
+    };
+    if n.status == Status::Unfinished {
+        put("ooda.unfinished", true.into());
+    }
+    let start = nanos(n.start);
+    Span {
+        trace_id,
+        span_id: span_id(&n.id),
+        parent_span_id: parent,
+        name,
+        kind,
+        start_time_unix_nano: start,
+        end_time_unix_nano: nanos(n.end.unwrap_or(n.start)).max(start),
+        attributes: attrs,
+        events: n
+            .notes
+            .iter()
+            .map(|note| SpanEvent {
+                time_unix_nano: nanos(note.at),
+                name: note.kind.clone(),
+                attributes: vec![("ooda.text".to_string(), Attr::Str(note.text.clone()))],
+            })
+            .collect(),
+        error,
+    }
+}
+
+/// FNV-1a, 64 bits: stable across releases and platforms, unlike std's hasher.
+fn fnv(bytes: &[u8], seed: u64) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    // An all-zero id is invalid in OTLP.
+    h.max(1)
+}
+
+/// The run's trace id: 16 bytes derived from its run id.
+pub fn trace_id(run_id: &str) -> [u8; 16] {
+    let mut id = [0; 16];
+    id[..8].copy_from_slice(&fnv(run_id.as_bytes(), 0x7472_6163).to_be_bytes());
+    id[8..].copy_from_slice(&fnv(run_id.as_bytes(), 0x6f6f_6461).to_be_bytes());
+    id
+}
+
+/// A span id: 8 bytes derived from the event id that opened the node.
+pub fn span_id(event_id: &str) -> [u8; 8] {
+    fnv(event_id.as_bytes(), 0).to_be_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_stable_distinct_and_never_zero() {
+        let t = trace_id("20261202T072408-00000007");
+        assert_eq!(t, trace_id("20261202T072408-00000007"));
+        assert_ne!(t, trace_id("20261202T072408-00000008"));
+        assert_ne!(span_id("a-1"), span_id("a-2"));
+        assert_ne!(span_id("a-1"), [0; 8]);
+        // Fixed values: a release that changed them would split a run's
+        // spans across two traces in a collector that saw both exports.
+        assert_eq!(span_id(""), 0xcbf2_9ce4_8422_2325_u64.to_be_bytes());
+    }
+
+    /// Hex pairs read by hand, not by the library under test.
+    fn bytes(hex: &str) -> Vec<u8> {
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn ids_follow_the_otlp_json_hex_encoding_of_the_spec_example() {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::trace::v1::Span as ProtoSpan;
+        // The ids of the span in opentelemetry-proto's examples/trace.json:
+        // hex, not base64 as protobuf's generic JSON mapping would have it.
+        let spec: ProtoSpan = serde_json::from_str(
+            r#"{"traceId": "5B8EFFF798038103D269B633813FC60C", "spanId": "EEE19B7EC3C1B174",
+                "parentSpanId": "EEE19B7EC3C1B173", "name": "I'm a server span",
+                "startTimeUnixNano": "1544712660000000000", "endTimeUnixNano": "1544712661000000000",
+                "kind": 2}"#,
+        )
+        .unwrap();
+        assert_eq!(spec.trace_id, bytes("5B8EFFF798038103D269B633813FC60C"));
+        assert_eq!(spec.trace_id.len(), 16);
+        assert_eq!(spec.span_id, bytes("EEE19B7EC3C1B174"));
+        assert_eq!(spec.start_time_unix_nano, 1_544_712_660_000_000_000);
+        // Ours, written the same way, read back as the bytes we meant.
+        let b = Batch {
+            resource: vec![],
+            scope_name: "ooda".into(),
+            scope_version: "1".into(),
+            spans: vec![Span {
+                trace_id: trace_id("run"),
+                span_id: span_id("e-1"),
+                parent_span_id: Some(span_id("e-0")),
+                name: "x".into(),
+                kind: SpanKind::Internal,
+                start_time_unix_nano: 1,
+                end_time_unix_nano: 2,
+                attributes: vec![("n".into(), Attr::Int(1 << 40))],
+                events: vec![],
+                error: None,
+            }],
+        };
+        let line = json::encode(&b);
+        let req: ExportTraceServiceRequest = serde_json::from_str(&line).unwrap();
+        let s = &req.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(s.trace_id, trace_id("run"));
+        assert_eq!(s.span_id, span_id("e-1"));
+        assert_eq!(s.parent_span_id, span_id("e-0"));
+        let hex: String = trace_id("run").iter().map(|b| format!("{b:02x}")).collect();
+        assert!(line.contains(&format!("\"traceId\":\"{hex}\"")), "{line}");
+    }
+}

@@ -1,0 +1,15 @@
+//! Running commands: a process with a timeout, an interrupt and a capped
+//! output (`exec`), the places a command can run (`executor`), what it may
+//! write (`sandbox`), what an agent must not have touched (`fence`), and the
+//! host's one-measurement-at-a-time lock.
+//!
+//! Everything that starts a child process goes through here, so the sandbox,
+//! the signals and the limits are the same for a benchmark, a guard, an
+//! agent CLI and a subagent.
+
+pub mod exec;
+pub mod executor;
+pub mod fence;
+pub mod interrupt;
+pub mod measure_lock;
+pub mod sandbox;

@@ -1,0 +1,26 @@
+//! Subagents: work split off the main agent by depth of reasoning, each with
+//! a context of its own that never reaches the main agent's.
+//!
+//! Definitions are `subagents/*.md` files in Claude Code's agent format
+//! ([`definition`]), loaded with the built-in copies of the defaults the
+//! project has no file for ([`roster`]). A phase decides which definitions
+//! its moment triggers (by `role` and `trigger`, never by name), builds each
+//! one's context from its `sees` only ([`context`]), and dispatches them in
+//! parallel ([`dispatch`]): builtin ones are plain Rust (the reviewer's rules
+//! in [`reviewer`], the pipeline-analyzer in [`analyzer`]), command ones run
+//! an agent CLI or script under the main agent's invocation contract with
+//! `OODA_PHASE` set to their role. Every report is archived as JSON under
+//! `artifacts/` and linked from the iteration file; a subagent that fails
+//! or times out is data, and its `on_error` says what that means.
+
+pub mod analyzer;
+pub mod definition;
+pub mod dispatch;
+pub mod reviewer;
+pub mod roster;
+pub mod sees;
+pub mod synthesizer;
+
+pub use analyzer::{analyze, notes_for_plan};
+pub use definition::Definition;
+pub use roster::Roster;
