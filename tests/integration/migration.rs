@@ -269,3 +269,148 @@ fn a_state_written_after_learn_by_the_earlier_release_keeps_the_learn_call() {
     assert_eq!(t.read("iterations/k/iter-001.md"), archived);
     assert_eq!(t.state("k")["next_iteration"], 2);
 }
+
+/// `tests/fixtures/state-v2-simplify/project.tar.gz`: a whole project (its
+/// git repository, worktrees and archive) as the release whose `state.json`
+/// has version 2 (commit 94d2945) left it, killed right after EVALUATE
+/// measured a simplifier's version of a keep: the simplification in flight
+/// was three booleans then (measured, not reviewed, not accepted).
+const FIXTURE_V2: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/state-v2-simplify"
+);
+
+/// The edit the fixture's simplifier made (the tests' answers are
+/// written again into each test's own agent folder).
+const SIMPLIFY: &str = "sed -i '/^pad /d' src/lib.txt\n";
+
+/// Writes the fixture with an earlier `ooda` binary:
+/// `OODA_V2_BIN=/path/to/old/ooda cargo test --test integration make_state_v2_simplify_fixture -- --ignored`.
+#[test]
+#[ignore = "writes tests/fixtures/state-v2-simplify with an earlier release's binary (OODA_V2_BIN)"]
+fn make_state_v2_simplify_fixture() {
+    let bin = std::env::var("OODA_V2_BIN").expect("OODA_V2_BIN names the earlier release's binary");
+    let n = crate::subagents::padded_keep_and_a_simplifier(SIMPLIFY);
+    n.t.commit("a simplifier");
+    let run = |failpoint: Option<&str>| {
+        let mut c = n.t.command_of(Path::new(&bin), &["tick", "b"]);
+        c.env("AGENT_DIR", n.dir.path());
+        if let Some(f) = failpoint {
+            c.env("OODA_FAILPOINT", f);
+        }
+        c.output().expect("running the earlier ooda")
+    };
+    assert!(run(None).status.success(), "baseline");
+    // The first REVIEW proposes the simplification; the second EVALUATE
+    // measures it, and the tick dies there.
+    assert_eq!(
+        run(Some("after:review")).status.code(),
+        None,
+        "killed after REVIEW"
+    );
+    assert_eq!(
+        run(Some("after:evaluate")).status.code(),
+        None,
+        "killed after EVALUATE"
+    );
+    let state: serde_json::Value =
+        serde_json::from_str(&n.t.read("iterations/b/state.json")).unwrap();
+    let s = &state["current"]["review"]["simplified"];
+    assert_eq!(
+        (s["measured"].as_bool(), s["reviewed"].as_bool()),
+        (Some(true), Some(false)),
+        "{state}"
+    );
+    std::fs::create_dir_all(FIXTURE_V2).unwrap();
+    let out = Path::new(FIXTURE_V2).join("project.tar.gz");
+    let ok = std::process::Command::new("tar")
+        .args([
+            "-czf",
+            out.to_str().unwrap(),
+            "-C",
+            n.t.path().to_str().unwrap(),
+            ".",
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    // Git's worktree links are absolute: the test puts them back in place.
+    std::fs::write(
+        Path::new(FIXTURE_V2).join("origin.txt"),
+        n.t.path().to_str().unwrap(),
+    )
+    .unwrap();
+}
+
+/// The earlier release's project, killed mid-simplification, in place of
+/// `n`'s project: its repository, worktrees, archive and state.
+fn unpack_v2(n: &crate::subagents::Night) {
+    for e in std::fs::read_dir(n.t.path()).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p).unwrap();
+        } else {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    let archive = Path::new(FIXTURE_V2).join("project.tar.gz");
+    let ok = std::process::Command::new("tar")
+        .args([
+            "-xzf",
+            archive.to_str().unwrap(),
+            "-C",
+            n.t.path().to_str().unwrap(),
+        ])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "unpacking {}", archive.display());
+    // Git's links between the repository and its worktrees name the folder
+    // the project was made in: they name this one now.
+    let origin = std::fs::read_to_string(Path::new(FIXTURE_V2).join("origin.txt")).unwrap();
+    let here = n.t.path().to_str().unwrap();
+    let worktrees = n.t.path().join(".ooda/worktrees/b");
+    for e in std::fs::read_dir(&worktrees).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        for link in [
+            e.path().join(".git"),
+            n.t.path()
+                .join(format!(".git/worktrees/ooda-b-{name}/gitdir")),
+        ] {
+            let text = std::fs::read_to_string(&link).unwrap();
+            std::fs::write(&link, text.replace(origin.trim(), here)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_simplification_in_flight_in_the_previous_releases_state_resumes() {
+    let n = crate::subagents::padded_keep_and_a_simplifier(SIMPLIFY);
+    unpack_v2(&n);
+    let old: serde_json::Value =
+        serde_json::from_str(&n.t.read("iterations/b/state.json")).unwrap();
+    assert_eq!(old["version"], 2);
+    assert_eq!(old["current"]["done"], "evaluate");
+    let simplified = &old["current"]["review"]["simplified"];
+    assert_eq!(simplified["measured"], true);
+    assert_eq!(simplified["reviewed"], false);
+    // The resumed tick reviews the simplified diff, commits it and ends the
+    // iteration: nothing measured again, nothing lost.
+    let r = n.ooda(&["tick", "b"], &[]).expect(0);
+    assert!(
+        r.stdout.contains("iteration 1 keep"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let rec = ooda::archive::history::read(&n.t.path().join("iterations/b/iter-001.md")).unwrap();
+    let s = rec.simplification.as_ref().expect("a simplification");
+    assert!(s.accepted, "{}", s.reason);
+    assert_eq!(rec.tree.as_deref(), Some(s.tree.as_str()));
+    let commit = rec.commit.clone().unwrap();
+    let lib = n.t.git(&["show", &format!("{commit}:src/lib.txt")]);
+    assert!(!lib.contains("pad "), "{lib}");
+    assert!(
+        n.t.read("iterations/b/iter-001.md")
+            .contains("**committed** — simplified from 52 to 2 changed lines; non-inferior")
+    );
+}

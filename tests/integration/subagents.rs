@@ -45,9 +45,9 @@ fi
 cat "$AGENT_DIR/$OODA_SUBAGENT.out" > "$OODA_OUTPUT_FILE"
 "#;
 
-struct Night {
-    t: Test,
-    dir: tempfile::TempDir,
+pub(crate) struct Night {
+    pub(crate) t: Test,
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Night {
@@ -100,7 +100,7 @@ impl Night {
             .unwrap_or_else(|e| panic!("{name}.{what}: {e}"))
     }
 
-    fn ooda(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(crate) fn ooda(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut all = vec![("AGENT_DIR", self.dir.path().to_str().unwrap())];
         all.extend_from_slice(env);
         self.t.ooda_env(args, &all)
@@ -849,7 +849,7 @@ fn the_builtin_analyzer_adds_the_profile_to_its_report() {
 
 /// A keep padded with 50 lines nobody needs, and a simplifier (a command
 /// subagent) that runs `edit` in its scratch copy.
-fn padded_keep_and_a_simplifier(edit: &str) -> Night {
+pub(crate) fn padded_keep_and_a_simplifier(edit: &str) -> Night {
     let n = Night::new("for i in $(seq 1 50); do echo \"pad $i\" >> src/lib.txt; done");
     n.t.write(
         "subagents/code-simplifier.md",
