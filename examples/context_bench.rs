@@ -140,7 +140,7 @@ fn main() {
         "cargo test --quiet".into(),
         "./query.sh orders".into(),
     ];
-    let system = ooda::driver::llm::agent::instructions(
+    let system = ooda::driver::llm::tool_loop::instructions(
         "the main agent, in the EXECUTE phase",
         true,
         &allowed,

@@ -64,7 +64,7 @@ fn project(root: &Path, n: u32) -> Result<(), String> {
         let dir = root.join("iterations").join(b);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let ctx = ooda::archive::render_context(&brief);
-        for mut rec in ooda::driver::command::prompt::synthetic_history(n, 7) {
+        for mut rec in ooda::driver::agent::prompt::synthetic_history(n, 7) {
             rec.brief = b.to_string();
             history::write(&dir, &rec, &ctx).map_err(|e| e.to_string())?;
         }
@@ -167,7 +167,7 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     let brief =
         Brief::parse(&root.join("briefs/a.md"), &tick_brief()).map_err(|e| e.to_string())?;
     let ctx = ooda::archive::render_context(&brief);
-    for mut rec in ooda::driver::command::prompt::synthetic_history(n, 7)
+    for mut rec in ooda::driver::agent::prompt::synthetic_history(n, 7)
         .into_iter()
         .skip(1)
     {
@@ -349,11 +349,11 @@ fn main() -> std::process::ExitCode {
     for &n in &tick_sizes {
         let brief =
             Brief::parse(Path::new("briefs/a.md"), &tick_brief()).expect("the benchmark's Brief");
-        let history = ooda::driver::command::prompt::synthetic_history(n, 7);
+        let history = ooda::driver::agent::prompt::synthetic_history(n, 7);
         let best = ooda::model::Point::new();
         let orientation = ooda::model::Orientation::of(&history, 0.0, 0.05, 24);
         let held = ooda::archive::history::History::of(history.clone());
-        let view = ooda::driver::command::prompt::PlanView {
+        let view = ooda::driver::agent::prompt::PlanView {
             template: ooda::project::TEMPLATES[0].1,
             brief: &brief,
             history: held.view(),
@@ -368,7 +368,7 @@ fn main() -> std::process::ExitCode {
             result_file: true,
             max_chars: 24_000,
         };
-        let (_, stats) = ooda::driver::command::prompt::plan(&view).expect("a prompt from memory");
+        let (_, stats) = ooda::driver::agent::prompt::plan(&view).expect("a prompt from memory");
         println!(
             "| {n} | {} | 24000 | {} | {} |",
             stats.total, stats.falsified_entries, stats.digest_folded

@@ -16,7 +16,7 @@ use chrono::Utc;
 use ooda::archive::falsified;
 use ooda::brief::points::Point;
 use ooda::brief::{Brief, Budget};
-use ooda::driver::command::prompt::{self, PlanView};
+use ooda::driver::agent::prompt::{self, PlanView};
 use ooda::text::clip;
 
 const BRIEF: &str = "---\nmetric:\n  name: p95_ms\n  command: ./bench.sh\n  direction: minimize\n  noise_floor: 1%\nguards: [\"cargo test --quiet\"]\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\", \"tests/**\"]\nagent: claude\n---\n# Goal\nMake p95 parse latency lower for the 1 MB corpus.\n\n# Success\np95_ms drops by 20% with the tests green.\n\n# Must not break\nThe public API and the output format.\n\n# Context\nThe tokenizer and the allocator dominate the profile.\n";

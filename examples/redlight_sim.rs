@@ -130,7 +130,7 @@ mod parallel;
 
 use ooda::archive::history::{IterationRecord, Prediction, Verdict};
 use ooda::brief::Direction;
-use ooda::driver::command::answers::Axis;
+use ooda::driver::agent::answers::Axis;
 use ooda::eval::redlight::{self, Thresholds};
 use ooda::eval::sequential::{self, Rule};
 use ooda::eval::{self, Pair};

@@ -463,7 +463,7 @@ fn screen(
     o: &Objective,
     history: &[IterationRecord],
     best: &Point,
-    plan: &ooda::driver::command::answers::Plan,
+    plan: &ooda::driver::agent::answers::Plan,
     orient: &Orientation,
     rng: &mut SplitMix64,
 ) -> Option<eval::screen::Screened> {

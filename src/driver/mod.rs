@@ -1,15 +1,19 @@
 //! Who plays the main agent: the [`Driver`] seam.
 //!
 //! PLAN, EXECUTE and LEARN ask a driver for their part and get typed values
-//! back; the phases never ask which driver it is. The builtin driver is
-//! deterministic Rust and needs no network (a knob search); the command
-//! driver runs any agent CLI or script through a profile of `ooda.yaml` (or
-//! a built-in preset). The llm driver is one more implementation.
+//! back; the phases never ask which driver it is. One driver per kind:
+//! the builtin driver is deterministic Rust and needs no network (a knob
+//! search, `builtin/`); the command driver runs any agent CLI or script
+//! through a profile of `ooda.yaml` or a built-in preset (`command/`); the
+//! llm driver is ooda's own tool loop over HTTP (`llm/`). The last two
+//! answer in text and share their steps (`agent/`): each implements the
+//! [`Caller`] seam, how one call is made, and is a [`Driver`] through it.
 //!
 //! A Brief names its agent; [`MainAgent::for_brief`] resolves it before
 //! anything runs, so a Brief naming an unknown profile is refused up front
 //! with a message, never half-run.
 
+pub mod agent;
 pub mod builtin;
 pub mod command;
 pub mod llm;
@@ -27,7 +31,9 @@ use crate::model::Orientation;
 use crate::model::{AgentCall, Cut, IterationRecord, LearnResult, Plan, Point};
 use crate::run::executor::Executor;
 
+pub use agent::Caller;
 pub use command::CommandAgent;
+pub use llm::LlmAgent;
 
 /// What a driver sees of the runner for one step: read-only, and nothing
 /// about other drivers.
@@ -153,6 +159,7 @@ pub trait Driver {
 pub enum MainAgent {
     Builtin,
     Command(Box<CommandAgent>),
+    Llm(Box<LlmAgent>),
 }
 
 impl MainAgent {
@@ -167,16 +174,13 @@ impl MainAgent {
                     .map_err(|why| {
                         Error::Input(format!("{}: agent: llm: {why}", brief.path.display()))
                     })?;
-            return Ok(MainAgent::Command(Box::new(CommandAgent::llm(
-                setup, config,
-            ))));
+            return Ok(MainAgent::Llm(Box::new(LlmAgent::new(setup, config))));
         }
         match config.agents.get(name) {
             Some(profile) => Ok(MainAgent::Command(Box::new(CommandAgent {
                 name: name.to_string(),
                 profile: profile.clone(),
                 sandboxed: config.sandbox.abi().is_some(),
-                llm: None,
             }))),
             None => {
                 let known: Vec<&str> = std::iter::once("builtin")
@@ -201,6 +205,23 @@ impl MainAgent {
         match self {
             MainAgent::Builtin => &builtin::Builtin,
             MainAgent::Command(a) => a.as_ref(),
+            MainAgent::Llm(a) => a.as_ref(),
         }
+    }
+
+    /// How one call is made, for an agent that answers in text (not the
+    /// builtin driver): subagents that run the main agent's way use it.
+    pub fn caller(&self) -> Option<&dyn Caller> {
+        match self {
+            MainAgent::Builtin => None,
+            MainAgent::Command(a) => Some(a.as_ref()),
+            MainAgent::Llm(a) => Some(a.as_ref()),
+        }
+    }
+
+    /// The agent's name for the sandbox and `ooda check` (none for the
+    /// builtin driver): its profile, or `llm:<model>`.
+    pub fn agent_name(&self) -> Option<String> {
+        self.caller().map(|c| c.who())
     }
 }

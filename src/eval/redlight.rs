@@ -537,7 +537,7 @@ fn short(s: &str) -> &str {
 mod tests {
     use super::*;
     use crate::archive::history::Prediction;
-    use crate::driver::command::answers::Axis;
+    use crate::driver::agent::answers::Axis;
     use crate::eval::{Comparison, Pair};
     use crate::model::StopReason;
     use crate::stats::SplitMix64;

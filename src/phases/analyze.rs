@@ -82,17 +82,14 @@ pub(crate) fn run(
         _ => None,
     };
     let stats = crate::subagents::analyzer::analyze_in(history, t.orientation.theta1)?;
-    let main = match agent {
-        MainAgent::Command(c) => Some(c.as_ref()),
-        MainAgent::Builtin => None,
-    };
+    let main_name = agent.agent_name();
     let (stats, profile) = (&stats, &profile);
     let jobs: Vec<Job> = defs
         .iter()
         .map(|def| {
             let def = *def;
-            let driver = def.driver_name(main.map(|c| c.name.as_str()));
-            let command = super::review::command_agent(t, def, main);
+            let driver = def.driver_name(main_name.as_deref());
+            let command = super::review::command_agent(t, def, agent);
             let work: dispatch::Work = match def.driver {
                 SubDriver::Builtin => Box::new(move |_| {
                     let mut text = stats.clone();
@@ -135,7 +132,7 @@ pub(crate) fn run(
                     let prompt = crate::subagents::sees::prompt(def, &parts, ANSWER);
                     dispatch::run_command(
                         t,
-                        &agent,
+                        agent.as_ref(),
                         def,
                         Phase::Evaluate,
                         &prompt,

@@ -30,17 +30,14 @@ pub(crate) fn run(
     stop: &Stop,
     evaluation: &Evaluation,
 ) -> Result<Dispatched> {
-    let main = match agent {
-        MainAgent::Command(c) => Some(c.as_ref()),
-        MainAgent::Builtin => None,
-    };
+    let main_name = agent.agent_name();
     let iteration = history.last().map(|r| r.iteration).unwrap_or(0);
     let jobs: Vec<Job> = defs
         .iter()
         .map(|def| {
             let def = *def;
-            let driver = def.driver_name(main.map(|c| c.name.as_str()));
-            let agent = super::review::command_agent(t, def, main);
+            let driver = def.driver_name(main_name.as_deref());
+            let agent = super::review::command_agent(t, def, agent);
             let work: dispatch::Work = Box::new(move |span| {
                 let agent = match agent {
                     Ok(a) => a,
@@ -57,7 +54,7 @@ pub(crate) fn run(
                 let prompt = crate::subagents::sees::prompt(def, &parts, JUDGE_ANSWER);
                 let a = dispatch::run_command(
                     t,
-                    &agent,
+                    agent.as_ref(),
                     def,
                     Phase::Check,
                     &prompt,

@@ -181,10 +181,7 @@ impl<'a> Machine<'a> {
         let brief = project.load_brief(brief_arg)?;
         let agent = MainAgent::for_brief(&brief, &project.config)?;
         let roster = crate::subagents::Roster::load(&project.root, &project.config)?;
-        let agent_name = match &agent {
-            MainAgent::Command(c) => Some(c.name.clone()),
-            MainAgent::Builtin => None,
-        };
+        let agent_name = agent.agent_name();
         let sandbox = crate::run::sandbox::for_project(project, agent_name.as_deref())?;
         let hash = brief_hash(&brief.path)?;
         let ws = Workspace::open(

@@ -175,10 +175,7 @@ pub fn run(
     })?;
     let agent = MainAgent::for_brief(brief, &project.config)?;
     let driver = agent.driver();
-    let agent_name = match &agent {
-        MainAgent::Builtin => None,
-        MainAgent::Command(a) => Some(a.name.clone()),
-    };
+    let agent_name = agent.agent_name();
     let sandbox = crate::run::sandbox::for_project(project, agent_name.as_deref())?;
     let executor = Local::sandboxed(&sandbox);
     let ws = crate::workspace::Workspace::open(

@@ -104,10 +104,7 @@ pub(crate) fn run(
         parts.add(Sees::Rules, rules);
     }
     let measuring = measurement_files(ws, start, t)?;
-    let main_profile = match agent {
-        MainAgent::Command(c) => Some(c.as_ref()),
-        MainAgent::Builtin => None,
-    };
+    let main_name = agent.agent_name();
     let rules_cx = reviewer::Context {
         brief: t.brief,
         guards: &eval.guards,
@@ -129,7 +126,7 @@ pub(crate) fn run(
         .iter()
         .map(|def| {
             let def = *def;
-            let driver = def.driver_name(main_profile.map(|c| c.name.as_str()));
+            let driver = def.driver_name(main_name.as_deref());
             let work: dispatch::Work = match def.driver {
                 SubDriver::Builtin => Box::new(move |_| {
                     let (findings, suspicious) = reviewer::review(change, rules_cx);
@@ -151,7 +148,7 @@ pub(crate) fn run(
                     })
                 }),
                 SubDriver::Command | SubDriver::Llm => {
-                    let agent = command_agent(t, def, main_profile);
+                    let agent = command_agent(t, def, agent);
                     Box::new(move |span| match agent {
                         Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
                         Ok(agent) => {
@@ -162,7 +159,7 @@ pub(crate) fn run(
                             );
                             dispatch::run_command(
                                 t,
-                                &agent,
+                                agent.as_ref(),
                                 def,
                                 crate::model::Phase::Review,
                                 &prompt,
@@ -178,15 +175,15 @@ pub(crate) fn run(
         })
         .collect();
     if let (Some(def), Some(dir)) = (simplifier, scratch.as_deref()) {
-        let agent = command_agent(t, def, main_profile);
-        let driver = def.driver_name(main_profile.map(|c| c.name.as_str()));
+        let agent = command_agent(t, def, agent);
+        let driver = def.driver_name(main_name.as_deref());
         let work: dispatch::Work = Box::new(move |span| match agent {
             Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
             Ok(agent) => {
                 let prompt = sees::prompt(def, &parts.for_definition(def), SIMPLIFY_ANSWER);
                 dispatch::run_command(
                     t,
-                    &agent,
+                    agent.as_ref(),
                     def,
                     crate::model::Phase::Review,
                     &prompt,
@@ -343,18 +340,24 @@ fn simplified(
 
 /// The agent a subagent runs: for `driver: llm`, ooda's own loop on the
 /// definition's model; for `driver: command`, its own `agent` profile, else
-/// the Brief's. `Err` says why it cannot run (the subagent is skipped).
+/// the Brief's agent. `Err` says why it cannot run (the subagent is skipped).
 pub(crate) fn command_agent(
     t: &Turn,
     def: &crate::subagents::Definition,
-    main: Option<&crate::driver::CommandAgent>,
-) -> std::result::Result<crate::driver::CommandAgent, String> {
+    main: &MainAgent,
+) -> std::result::Result<Box<dyn crate::driver::Caller>, String> {
     use crate::subagents::definition::SubDriver;
     if def.driver == SubDriver::Llm {
-        let main_choice = main.and_then(|m| m.llm.as_ref()).map(|l| l.choice.as_str());
+        let main_choice = match main {
+            MainAgent::Llm(l) => Some(l.setup.choice.as_str()),
+            _ => None,
+        };
         let model = def.model.for_llm(main_choice);
         return crate::driver::llm::LlmSetup::resolve(t.config, t.brief, model.as_deref())
-            .map(|setup| crate::driver::CommandAgent::llm(setup, t.config))
+            .map(|setup| {
+                Box::new(crate::driver::LlmAgent::new(setup, t.config))
+                    as Box<dyn crate::driver::Caller>
+            })
             .map_err(|why| format!("{}: driver: llm: {why}", def.path.display()));
     }
     let no_profile = || Answer::no_profile(def).problem.unwrap_or_default();
@@ -363,14 +366,15 @@ pub(crate) fn command_agent(
             .config
             .agents
             .get(a)
-            .map(|p| crate::driver::CommandAgent {
-                name: a.to_string(),
-                profile: p.clone(),
-                sandboxed: t.config.sandbox.abi().is_some(),
-                llm: None,
+            .map(|p| {
+                Box::new(crate::driver::CommandAgent {
+                    name: a.to_string(),
+                    profile: p.clone(),
+                    sandboxed: t.config.sandbox.abi().is_some(),
+                }) as Box<dyn crate::driver::Caller>
             })
             .ok_or_else(no_profile),
-        None => main.cloned().ok_or_else(no_profile),
+        None => main.caller().map(|c| c.clone_box()).ok_or_else(no_profile),
     }
 }
 

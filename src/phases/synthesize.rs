@@ -36,10 +36,7 @@ pub(crate) fn run(
     let history = t.history;
     let gathered = synthesizer::gather(history, rec, &state.best_commit)?;
     let gathered = &gathered;
-    let main = match agent {
-        MainAgent::Command(c) => Some(c.as_ref()),
-        MainAgent::Builtin => None,
-    };
+    let main_name = agent.agent_name();
     fn input<'a>(
         t: &'a Turn,
         state: &'a State,
@@ -65,8 +62,8 @@ pub(crate) fn run(
         .iter()
         .map(|def| {
             let def = *def;
-            let driver = def.driver_name(main.map(|c| c.name.as_str()));
-            let agent = super::review::command_agent(t, def, main);
+            let driver = def.driver_name(main_name.as_deref());
+            let agent = super::review::command_agent(t, def, agent);
             let work: dispatch::Work = Box::new(move |span| {
                 let mut a = Answer::default();
                 let mut narrative = None;
@@ -85,7 +82,7 @@ pub(crate) fn run(
                                 crate::subagents::sees::prompt(def, &parts, NARRATIVE_ANSWER);
                             let mut reply = dispatch::run_command(
                                 t,
-                                agent,
+                                agent.as_ref(),
                                 def,
                                 Phase::Check,
                                 &prompt,

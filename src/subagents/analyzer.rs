@@ -136,7 +136,7 @@ fn report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::command::answers::Axis;
+    use crate::driver::agent::answers::Axis;
 
     #[test]
     fn the_analyzer_fires_on_iteration_1_a_plateau_an_anomaly_and_changed_noise() {

@@ -14,9 +14,9 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::definition::{Definition, OnError};
-use crate::driver::command::named_files::NamedFiles;
-use crate::driver::command::{Invocation, Reply};
-use crate::driver::{Breach, CommandAgent, Turn};
+use crate::driver::agent::named_files::NamedFiles;
+use crate::driver::agent::{Invocation, Reply};
+use crate::driver::{Breach, Caller, Turn};
 use crate::error::{Error, Result};
 use crate::events::{Event, Span};
 use crate::model::{
@@ -339,7 +339,7 @@ pub fn end(
 #[allow(clippy::too_many_arguments)]
 pub fn run_command(
     t: &Turn,
-    agent: &CommandAgent,
+    agent: &dyn Caller,
     def: &Definition,
     phase: Phase,
     prompt: &str,
@@ -348,11 +348,7 @@ pub fn run_command(
     read: impl FnOnce(&Value, &mut Answer) -> std::result::Result<(), String>,
 ) -> Result<Answer> {
     let role = def.role.unwrap_or(Role::Review);
-    let mut agent = agent.clone();
-    agent.profile.timeout = Some(def.timeout);
-    if let Some(model) = def.model.resolve(t.config) {
-        agent.profile.env.insert("OODA_MODEL".into(), model);
-    }
+    let agent = agent.for_subagent(def.timeout, def.model.resolve(t.config));
     // A subagent reads (review, analyze, synthesize) or edits a scratch
     // copy (simplify): it gets the profile's arguments for the step that
     // does the same, so an `ask` mode keeps a reviewer from editing.
@@ -364,7 +360,7 @@ pub fn run_command(
     let files = NamedFiles::default();
     let call_span = span.child(Event::ModelCall {
         phase,
-        profile: agent.name.clone(),
+        profile: agent.who(),
         attempt: 1,
         attempts: 1,
         command: agent.command_line_for(like, &files),
@@ -390,14 +386,15 @@ pub fn run_command(
     };
     // An outage of the provider is waited out as for the main agent (up to
     // `defaults.agent_outage`): it says nothing about the change.
-    let mut outage = crate::driver::command::outage::Outage::new(t.config.defaults.agent_outage);
+    let mut outage = crate::driver::agent::outage::Outage::new(t.config.defaults.agent_outage);
     let mut earlier = Vec::new();
     let (reply, breach) = loop {
-        let (reply, breach) = agent.fenced(
+        let (reply, breach) = crate::driver::agent::steps::fenced(
+            agent.sandboxed(),
             t,
             || {
                 let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;
-                agent.run(&inv, lease.as_ref(), t.cancel).map(Ok)
+                agent.call(&inv, lease.as_ref(), t.cancel).map(Ok)
             },
             |e| Err(e.to_string()),
         )?;

@@ -176,7 +176,7 @@ fn a_working_agent(format: &str) -> (Fake, IterationRecord) {
     assert!(
         rec.agent_calls
             .iter()
-            .all(|c| c.outcome == ooda::driver::command::CallOutcome::Ok)
+            .all(|c| c.outcome == ooda::model::CallOutcome::Ok)
     );
     assert_eq!(rec.patterns[0].name, "x-near-40");
     assert_eq!(rec.next.as_deref(), Some("refine around 40"));
@@ -302,7 +302,7 @@ sleep 300
     assert_eq!(rec.agent_calls.len(), 1, "a timeout is not retried");
     assert_eq!(
         rec.agent_calls[0].outcome,
-        ooda::driver::command::CallOutcome::TimedOut
+        ooda::model::CallOutcome::TimedOut
     );
     assert_eq!(rec.predicted, None);
     let pid: i32 = std::fs::read_to_string(f.dir.path().join("child.pid"))

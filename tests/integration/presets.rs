@@ -295,7 +295,7 @@ fn night_with(tool: &str) {
         for call in &rec.agent_calls {
             assert_eq!(
                 call.outcome,
-                ooda::driver::command::CallOutcome::Ok,
+                ooda::model::CallOutcome::Ok,
                 "{tool} {n}: {call:?}"
             );
             assert!(call.usage.input > 0, "{tool} {n}: {call:?}");
@@ -415,10 +415,7 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     assert_eq!(rec.verdict, Verdict::Invalid);
     assert_eq!(rec.agent_calls.len(), 1, "{:?}", rec.agent_calls);
     let call = &rec.agent_calls[0];
-    assert_eq!(
-        call.outcome,
-        ooda::driver::command::CallOutcome::Unavailable
-    );
+    assert_eq!(call.outcome, ooda::model::CallOutcome::Unavailable);
     assert_eq!(call.exit_code, Some(0));
     assert_eq!(
         call.problem.as_deref(),

@@ -366,7 +366,7 @@ mod tests {
     use super::*;
 
     fn rows(n: u32) -> Vec<Fact> {
-        crate::driver::command::prompt::synthetic_history(n, 3)
+        crate::driver::agent::prompt::synthetic_history(n, 3)
             .iter()
             .enumerate()
             .map(|(i, r)| {

@@ -579,7 +579,7 @@ pub(crate) mod tests {
     /// are by the next night: outside the racy window.
     fn archive(n: u32) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        for rec in crate::driver::command::prompt::synthetic_history(n, 3) {
+        for rec in crate::driver::agent::prompt::synthetic_history(n, 3) {
             history::write(dir.path(), &rec, &ctx()).unwrap();
         }
         age_files(dir.path());
@@ -638,7 +638,7 @@ pub(crate) mod tests {
     #[test]
     fn an_edit_that_keeps_size_and_time_is_caught_by_the_hash() {
         let dir = tempfile::tempdir().unwrap();
-        for rec in crate::driver::command::prompt::synthetic_history(3, 3) {
+        for rec in crate::driver::agent::prompt::synthetic_history(3, 3) {
             history::write(dir.path(), &rec, &ctx()).unwrap();
         }
         // Just written: inside the racy window, so the hash decides.

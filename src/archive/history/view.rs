@@ -684,7 +684,7 @@ mod tests {
     /// writer, and its records.
     fn archive(n: u32) -> (tempfile::TempDir, Vec<IterationRecord>) {
         let dir = tempfile::tempdir().unwrap();
-        let records: Vec<IterationRecord> = crate::driver::command::prompt::synthetic_history(n, 5)
+        let records: Vec<IterationRecord> = crate::driver::agent::prompt::synthetic_history(n, 5)
             .iter()
             .map(|r| history::write(dir.path(), r, &ctx()).unwrap())
             .collect();
@@ -853,7 +853,7 @@ mod tests {
 
     #[test]
     fn put_appends_and_a_rewrite_replaces_the_last_record() {
-        let records = crate::driver::command::prompt::synthetic_history(5, 3);
+        let records = crate::driver::agent::prompt::synthetic_history(5, 3);
         let mut h = History::of(records[..5].to_vec());
         h.put(records[5].clone(), None);
         assert_eq!(h.view().recent(), &records[..]);
@@ -918,7 +918,7 @@ mod tests {
 
     #[test]
     fn the_sums_kept_on_put_are_the_sums_taken_whole() {
-        let records = crate::driver::command::prompt::synthetic_history(300, 5);
+        let records = crate::driver::agent::prompt::synthetic_history(300, 5);
         let whole = |upto: usize| History::of(records[..upto].to_vec());
         let sums = |h: &History| {
             let v = h.view();
@@ -981,13 +981,13 @@ mod tests {
     /// What the window and the rows answer is what the whole history says.
     #[test]
     fn the_window_answers_as_the_whole_history() {
-        let records = crate::driver::command::prompt::synthetic_history(700, 11);
+        let records = crate::driver::agent::prompt::synthetic_history(700, 11);
         let h = History::of(records.clone());
         let v = h.view();
         assert!(!v.whole());
         assert_eq!(
             v.patterns().unwrap(),
-            crate::driver::command::prompt::pattern_entries(&records)
+            crate::driver::agent::prompt::pattern_entries(&records)
         );
         let tokens: u64 = records.iter().map(|r| r.tokens).sum();
         assert_eq!(v.spent().0, tokens);

@@ -71,6 +71,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
     }
     match MainAgent::for_brief(brief, &project.config) {
         Ok(MainAgent::Command(a)) => describe_agent(&mut s, &a),
+        Ok(MainAgent::Llm(a)) => describe_llm(&mut s, &a),
         Ok(a) => {
             let _ = writeln!(s, "  agent       {}", a.name());
         }
@@ -238,10 +239,9 @@ fn knob_problems(brief: &Brief, project: &Project) -> Vec<String> {
 }
 
 fn agent_name(brief: &Brief, project: &Project) -> Option<String> {
-    match MainAgent::for_brief(brief, &project.config) {
-        Ok(MainAgent::Command(a)) => Some(a.name),
-        _ => None,
-    }
+    MainAgent::for_brief(brief, &project.config)
+        .ok()
+        .and_then(|a| a.agent_name())
 }
 
 /// The sandbox a tick of this Brief would run its commands in, and the
@@ -301,10 +301,13 @@ pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
             ));
         }
     }
-    let Ok(MainAgent::Command(a)) = MainAgent::for_brief(brief, &project.config) else {
+    let Ok(main) = MainAgent::for_brief(brief, &project.config) else {
         return out;
     };
-    if a.profile.result_file {
+    let Some(a) = main.caller() else {
+        return out;
+    };
+    if a.result_file() {
         return out;
     }
     out.extend(["plan.md", "learn.md"]
@@ -316,7 +319,7 @@ pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
         .map(|name| {
             format!(
                 "templates/{name} offers OODA_OUTPUT_FILE, which `{}` cannot write (its sandbox keeps writes in the worktree): replace that sentence with {{{{result_file}}}}, or delete the file and run `ooda init` for the current one",
-                a.name
+                a.who()
             )
         }));
     out
@@ -430,10 +433,21 @@ pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
         Ok(MainAgent::Command(a)) => {
             json!({
                 "name": a.name,
-                "driver": if a.llm.is_some() { "llm" } else { "command" },
+                "driver": "command",
                 "command_line": a.command_line(),
                 "format": a.profile.format.as_str(),
                 "timeout_seconds": a.timeout().as_secs(),
+            })
+        }
+        // Its answer is the finish tool's argument: text, as the command
+        // driver's `text` format reads it.
+        Ok(MainAgent::Llm(a)) => {
+            json!({
+                "name": a.setup.name(),
+                "driver": "llm",
+                "command_line": a.command_line(),
+                "format": crate::config::AgentFormat::Text.as_str(),
+                "timeout_seconds": a.timeout.as_secs(),
             })
         }
         Ok(a) => json!({"name": a.name(), "driver": "builtin"}),
@@ -531,19 +545,17 @@ pub fn preflight(
     cancel: &AtomicBool,
     print: Print,
 ) -> Result<(String, bool, serde_json::Value)> {
-    let agent = match MainAgent::for_brief(brief, &project.config)? {
-        MainAgent::Builtin => {
-            return Ok((
-                "preflight: the builtin driver runs no agent process (no network, no key): nothing to try\n".into(),
-                true,
-                serde_json::json!({"ok": true, "driver": "builtin"}),
-            ));
-        }
-        MainAgent::Command(a) => a,
+    let main = MainAgent::for_brief(brief, &project.config)?;
+    let Some(agent) = main.caller() else {
+        return Ok((
+            "preflight: the builtin driver runs no agent process (no network, no key): nothing to try\n".into(),
+            true,
+            serde_json::json!({"ok": true, "driver": "builtin"}),
+        ));
     };
     let executor = Local::sandboxed(&crate::run::sandbox::for_project(
         project,
-        Some(&agent.name),
+        Some(&agent.who()),
     )?);
     let ws = crate::workspace::Workspace::open(
         &project.root,
@@ -581,7 +593,7 @@ pub fn preflight(
         executor: &executor,
     };
     let best = points::point_in(&cand, brief)?;
-    let report = crate::driver::command::steps::preflight(&agent, &turn, &best)?;
+    let report = crate::driver::agent::steps::preflight(agent, &turn, &best)?;
     let c = &report.call;
     let mut s = String::new();
     let _ = writeln!(
@@ -589,7 +601,7 @@ pub fn preflight(
         "preflight: ran `{}` for PLAN: {} after {:.1}s{}",
         agent.command_line_for(
             crate::model::Phase::Plan,
-            &crate::driver::command::named_files::NamedFiles::default()
+            &crate::driver::agent::named_files::NamedFiles::default()
         ),
         c.outcome.as_str(),
         c.seconds,
@@ -675,28 +687,31 @@ fn command_problem(root: &std::path::Path, command: &str, what: &str) -> Option<
     crate::driver::command::program_problem(root, program_path(command)?, what)
 }
 
+/// The llm driver as it will run: the endpoint, the model's numbers, the
+/// commands it may run.
+fn describe_llm(s: &mut String, a: &crate::driver::LlmAgent) {
+    let llm = &a.setup;
+    let t = &llm.tier;
+    let _ = writeln!(
+        s,
+        "  agent       llm driver: {} (model `{}`, {} tokens of context, {} out, {} retries, key {}, timeout {})",
+        llm.describe(),
+        llm.choice,
+        t.context_window,
+        t.max_output,
+        t.max_retries,
+        t.api_key_env
+            .as_deref()
+            .map(|v| format!("from ${v}"))
+            .unwrap_or_else(|| "none sent".into()),
+        crate::brief::format_duration(a.timeout)
+    );
+    let allowed: Vec<String> = llm.allowed.iter().map(|c| format!("`{c}`")).collect();
+    let _ = writeln!(s, "  commands    the agent may run: {}", allowed.join(", "));
+}
+
 /// A command agent as it will run: its profile and the exact shell line.
 fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
-    if let Some(llm) = &a.llm {
-        let t = &llm.tier;
-        let _ = writeln!(
-            s,
-            "  agent       llm driver: {} (model `{}`, {} tokens of context, {} out, {} retries, key {}, timeout {})",
-            llm.describe(),
-            llm.choice,
-            t.context_window,
-            t.max_output,
-            t.max_retries,
-            t.api_key_env
-                .as_deref()
-                .map(|v| format!("from ${v}"))
-                .unwrap_or_else(|| "none sent".into()),
-            crate::brief::format_duration(a.timeout())
-        );
-        let allowed: Vec<String> = llm.allowed.iter().map(|c| format!("`{c}`")).collect();
-        let _ = writeln!(s, "  commands    the agent may run: {}", allowed.join(", "));
-        return;
-    }
     let p = &a.profile;
     let _ = writeln!(
         s,
@@ -712,7 +727,7 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
     );
     let per_step = !p.args_by_phase.is_empty() || p.file_arg.is_some() || p.read_arg.is_some();
     if per_step {
-        use crate::driver::command::named_files::NamedFiles;
+        use crate::driver::agent::named_files::NamedFiles;
         use crate::model::Phase;
         // What EXECUTE adds depends on the plan: show the shape.
         let example = NamedFiles {

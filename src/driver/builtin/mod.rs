@@ -28,8 +28,8 @@ use std::collections::BTreeSet;
 use crate::archive::history::{IterationRecord, Verdict};
 use crate::brief::points::{self, Point};
 use crate::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
+use crate::driver::agent::answers::{Axis, LearnResult, Pattern, Plan};
 use crate::driver::builtin::surrogate::Surrogate;
-use crate::driver::command::answers::{Axis, LearnResult, Pattern, Plan};
 use crate::driver::{Driver, Execution, Lesson, Proposal, Turn};
 use crate::error::Result;
 use crate::eval::gain;
@@ -161,24 +161,21 @@ impl Driver for Builtin {
         };
         // The search never proposes what the validator refuses; if it ever
         // did, the iteration says so instead of measuring it.
-        let rejected = match crate::driver::command::answers::validate(
-            &plan,
-            t.history.facts(),
-            t.iteration,
-        ) {
-            Ok(()) => None,
-            Err(rej) => {
-                t.span.emit(Event::PlanRejected {
-                    rule: rej.rule.into(),
-                    message: rej.message.clone(),
-                })?;
-                Some(Cut::PlanRejected {
-                    rule: rej.rule.into(),
-                    message: rej.message,
-                    attempts: None,
-                })
-            }
-        };
+        let rejected =
+            match crate::driver::agent::answers::validate(&plan, t.history.facts(), t.iteration) {
+                Ok(()) => None,
+                Err(rej) => {
+                    t.span.emit(Event::PlanRejected {
+                        rule: rej.rule.into(),
+                        message: rej.message.clone(),
+                    })?;
+                    Some(Cut::PlanRejected {
+                        rule: rej.rule.into(),
+                        message: rej.message,
+                        attempts: None,
+                    })
+                }
+            };
         Ok(Proposal::Plan {
             plan,
             rejected,
@@ -337,7 +334,7 @@ fn acquire(
     let knobs = &brief.knobs;
     // Settled points are never proposed again; an inconclusive one may be,
     // once (the validator's rule, so a builtin plan is never refused).
-    let settled = crate::driver::command::answers::settled_points(
+    let settled = crate::driver::agent::answers::settled_points(
         &crate::archive::history::fact::Fact::all_of(history),
     );
     let best_key = points::key(best);
@@ -835,7 +832,7 @@ mod tests {
                 Err(why) => return (history, best, Some(why)),
             };
             assert!(
-                crate::driver::command::answers::validate(
+                crate::driver::agent::answers::validate(
                     &plan,
                     &crate::archive::history::fact::Fact::all_of(&history),
                     i

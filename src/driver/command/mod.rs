@@ -20,31 +20,22 @@
 //!   Only what the runner itself cannot do (start a process in a missing
 //!   directory, write a file, honour Ctrl-C) is an `Err`.
 
-pub mod answers;
 pub mod formats;
-pub mod named_files;
-pub mod outage;
-pub mod prompt;
-pub mod steps;
 
 use crate::model::CommandOutcome;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use crate::config::{AgentProfile, DEFAULT_AGENT_TIMEOUT, PromptMode};
-use crate::driver::command::formats::Source;
+use crate::driver::agent::reply::relative;
+use crate::driver::agent::{Caller, Invocation, NamedFiles, Reply};
 use crate::error::{Error, IoContext, Result};
-use crate::model::Phase;
+use crate::model::{AgentCall, CallOutcome, Phase};
 use crate::run::exec::CommandSpec;
 use crate::run::executor::Lease;
 use crate::text::compress;
 use crate::text::redact;
-use named_files::NamedFiles;
-
-pub use crate::model::{AgentCall, CallOutcome};
 
 /// Characters of an agent's combined output kept in its artifact file.
 const OUTPUT_ARTIFACT_CHARS: usize = 16_000;
@@ -57,49 +48,14 @@ pub struct CommandAgent {
     /// Whether ooda's sandbox is in force for its steps (which of the
     /// profile's `sandbox.args_*` it gets).
     pub sandboxed: bool,
-    /// Set for `agent: llm` (or `driver: llm`): each step is ooda's own
-    /// tool loop over HTTP instead of a process; everything around the
-    /// step (prompts, validation, the fence) is the same.
-    pub llm: Option<Box<crate::driver::llm::LlmSetup>>,
 }
 
 pub use crate::run::exec::shell_quote;
 
 impl CommandAgent {
-    /// The llm driver in a command agent's place: the same steps, with
-    /// ooda's tool loop where a process would run.
-    pub fn llm(
-        setup: crate::driver::llm::LlmSetup,
-        config: &crate::config::Config,
-    ) -> CommandAgent {
-        CommandAgent {
-            name: setup.name(),
-            profile: AgentProfile {
-                command: vec!["llm".into()],
-                prompt: PromptMode::Stdin,
-                format: crate::config::AgentFormat::Text,
-                timeout: None,
-                env: Default::default(),
-                // Its answer is the finish tool's argument.
-                result_file: false,
-                args_by_phase: Default::default(),
-                file_arg: None,
-                read_arg: None,
-                change_note: true,
-                sandbox_writable: Vec::new(),
-                sandbox_args: Default::default(),
-            },
-            sandboxed: config.sandbox.abi().is_some(),
-            llm: Some(Box::new(setup)),
-        }
-    }
-
     /// The exact shell line that runs for every step (with the `OODA_*`
     /// variables set), e.g. `claude -p --output-format json … < "$OODA_PROMPT_FILE"`.
     pub fn command_line(&self) -> String {
-        if let Some(llm) = &self.llm {
-            return format!("llm: {}", llm.describe());
-        }
         self.line_with(self.sandbox_args())
     }
 
@@ -115,9 +71,6 @@ impl CommandAgent {
     /// The line of one step: the profile's arguments for `phase`, and in
     /// EXECUTE the files the plan names (`file_arg`, `read_arg`).
     pub fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
-        if self.llm.is_some() {
-            return self.command_line();
-        }
         let p = &self.profile;
         let mut extra: Vec<String> = self.sandbox_args().to_vec();
         extra.extend(p.args_by_phase.of(phase).iter().cloned());
@@ -199,17 +152,11 @@ impl CommandAgent {
 
     /// A warning when the program cannot be found, for `ooda check`.
     pub fn program_problem(&self, root: &Path) -> Option<String> {
-        if self.llm.is_some() {
-            return None;
-        }
         program_problem(root, self.profile.command.first()?, "the agent")
     }
 
     /// Runs one step. See the module documentation for the contract.
-    pub fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
-        if let Some(llm) = &self.llm {
-            return llm.run(inv, lease, cancel, self.timeout());
-        }
+    fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
         crate::atomic::create_dir_all(inv.files_dir)?;
         // A subagent's files are named after it; OODA_PHASE says its role.
         let (step, step_name) = match inv.subagent {
@@ -334,7 +281,8 @@ impl CommandAgent {
             ),
             _ => (outcome, problem),
         };
-        let result = formats::result_json(written.as_deref(), parsed.text.as_deref());
+        let result =
+            crate::driver::agent::reply::result_json(written.as_deref(), parsed.text.as_deref());
         let problem = problem.or_else(|| match (&result, &parsed.problem) {
             // The tool's own complaint explains a missing result best.
             (Err(_), Some(p)) => Some(p.clone()),
@@ -363,6 +311,57 @@ impl CommandAgent {
                 .flatten(),
             excerpt,
         })
+    }
+}
+
+impl Caller for CommandAgent {
+    fn driver_name(&self) -> String {
+        format!("command:{}", self.name)
+    }
+
+    fn who(&self) -> String {
+        self.name.clone()
+    }
+
+    fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
+        CommandAgent::command_line_for(self, phase, files)
+    }
+
+    fn sandboxed(&self) -> bool {
+        self.sandboxed
+    }
+
+    fn result_file(&self) -> bool {
+        self.profile.result_file
+    }
+
+    fn change_note(&self) -> bool {
+        self.profile.change_note
+    }
+
+    fn passes_files(&self) -> bool {
+        self.profile.file_arg.is_some() || self.profile.read_arg.is_some()
+    }
+
+    fn timeout(&self) -> Duration {
+        CommandAgent::timeout(self)
+    }
+
+    fn for_subagent(&self, timeout: Duration, model: Option<String>) -> Box<dyn Caller> {
+        let mut agent = self.clone();
+        agent.profile.timeout = Some(timeout);
+        if let Some(model) = model {
+            agent.profile.env.insert("OODA_MODEL".into(), model);
+        }
+        Box::new(agent)
+    }
+
+    fn clone_box(&self) -> Box<dyn Caller> {
+        Box::new(self.clone())
+    }
+
+    fn call(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
+        self.run(inv, lease, cancel)
     }
 }
 
@@ -455,52 +454,6 @@ fn last_words(output: &str) -> String {
     }
 }
 
-/// `p` relative to `base` (call records name their files this way).
-pub(crate) fn relative(base: &Path, p: &Path) -> String {
-    p.strip_prefix(base)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|_| p.to_path_buf())
-        .display()
-        .to_string()
-}
-
-/// One step to run.
-pub struct Invocation<'a> {
-    /// PLAN, EXECUTE or LEARN.
-    pub phase: Phase,
-    /// 1 for the first try of a step, 2 and 3 for PLAN retries.
-    pub attempt: u32,
-    pub brief_path: &'a Path,
-    pub brief_name: &'a str,
-    pub iteration: u32,
-    /// The candidate worktree.
-    pub cwd: &'a Path,
-    /// `iterations/<brief>`: call records name their files relative to it.
-    pub iterations_dir: &'a Path,
-    /// Where the prompt, result and output files go (outside the worktree).
-    pub files_dir: &'a Path,
-    pub prompt: &'a str,
-    /// Bytes of the agent's stdout (and combined output) kept in memory.
-    pub output_cap: usize,
-    /// The files this step is about, for profiles that pass them.
-    pub files: &'a NamedFiles,
-    /// A subagent's name and role, when this step runs one: it names the
-    /// step's files and is what `OODA_PHASE` says.
-    pub subagent: Option<(&'a str, crate::model::Role)>,
-    /// The call's span: the llm driver logs its requests and tool calls
-    /// under it.
-    pub span: &'a crate::events::Span,
-}
-
-impl Invocation<'_> {
-    /// `iterations/<brief>/artifacts/iter-NNN`.
-    pub fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
-        iterations_dir
-            .join("artifacts")
-            .join(format!("iter-{iteration:03}"))
-    }
-}
-
 /// Redacts what the agent wrote into its private directory and moves it
 /// to its archived place; returns what it held. A symlink or a directory
 /// there is not a result: it is not followed.
@@ -515,38 +468,17 @@ fn deliver(written: &Path, archived: &Path) -> Result<Option<String>> {
     Ok(text)
 }
 
-/// What one step returned.
-#[derive(Debug)]
-pub struct Reply {
-    /// The record kept in the iteration file; phases refine its outcome.
-    pub call: AgentCall,
-    /// The result JSON and where it came from, or why there is none (worded for the agent).
-    pub result: std::result::Result<(Value, Source), String>,
-    /// An error the tool itself reported (claude `is_error`, codex
-    /// `turn.failed`, gemini `error`), even when it exited 0.
-    pub tool_error: Option<String>,
-    /// The combined output, compressed and redacted.
-    pub excerpt: String,
-}
-
-impl Reply {
-    /// Whether the process ended well (exit 0, in time).
-    pub fn finished(&self) -> bool {
-        self.call.outcome == CallOutcome::Ok
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::presets;
+    use crate::driver::agent::reply::Source;
 
     fn agent(name: &str) -> CommandAgent {
         CommandAgent {
             name: name.into(),
             profile: presets()[name].clone(),
             sandboxed: false,
-            llm: None,
         }
     }
 
@@ -642,7 +574,6 @@ mod tests {
                 ..crate::config::presets()["script"].clone()
             },
             sandboxed: false,
-            llm: None,
         };
         let files = Invocation::files_dir_for(&dir, 3);
         let inv = Invocation {

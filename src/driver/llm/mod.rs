@@ -22,7 +22,6 @@
 //! environment variable the tier names, at the moment a request is sent, and
 //! is never written anywhere.
 
-pub mod agent;
 pub mod anthropic;
 pub mod client;
 pub mod context;
@@ -30,7 +29,93 @@ pub mod decision;
 pub mod openai;
 pub mod retry;
 pub mod store;
+pub mod tool_loop;
 pub mod tools;
 pub mod wire;
 
-pub use agent::LlmSetup;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::config::{Config, DEFAULT_AGENT_TIMEOUT};
+use crate::driver::agent::{Caller, Invocation, NamedFiles, Reply};
+use crate::error::Result;
+use crate::model::Phase;
+use crate::run::executor::Lease;
+
+pub use tool_loop::LlmSetup;
+
+/// `agent: llm` (or a subagent's `driver: llm`), resolved: which model and
+/// tools, and how long one step may take.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmAgent {
+    pub setup: LlmSetup,
+    pub timeout: Duration,
+    /// Whether ooda's sandbox confines the commands the model runs.
+    pub sandboxed: bool,
+}
+
+impl LlmAgent {
+    pub fn new(setup: LlmSetup, config: &Config) -> LlmAgent {
+        LlmAgent {
+            setup,
+            timeout: DEFAULT_AGENT_TIMEOUT,
+            sandboxed: config.sandbox.abi().is_some(),
+        }
+    }
+
+    /// What `ooda check` prints and the events record as what runs.
+    pub fn command_line(&self) -> String {
+        format!("llm: {}", self.setup.describe())
+    }
+}
+
+impl Caller for LlmAgent {
+    fn driver_name(&self) -> String {
+        self.setup.name()
+    }
+
+    fn who(&self) -> String {
+        self.setup.name()
+    }
+
+    fn command_line_for(&self, _: Phase, _: &NamedFiles) -> String {
+        self.command_line()
+    }
+
+    fn sandboxed(&self) -> bool {
+        self.sandboxed
+    }
+
+    /// Its answer is the `finish` tool's argument.
+    fn result_file(&self) -> bool {
+        false
+    }
+
+    fn change_note(&self) -> bool {
+        true
+    }
+
+    fn passes_files(&self) -> bool {
+        false
+    }
+
+    fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// The definition's model was resolved into the setup already.
+    fn for_subagent(&self, timeout: Duration, _: Option<String>) -> Box<dyn Caller> {
+        Box::new(LlmAgent {
+            timeout,
+            ..self.clone()
+        })
+    }
+
+    fn clone_box(&self) -> Box<dyn Caller> {
+        Box::new(self.clone())
+    }
+
+    fn call(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
+        self.setup.run(inv, lease, cancel, self.timeout)
+    }
+}

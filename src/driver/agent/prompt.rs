@@ -40,7 +40,7 @@ use crate::archive::falsified::{falsified_in, falsified_text, ids_text};
 use crate::archive::history::fact::Fact;
 use crate::archive::history::{IterationRecord, Verdict, View};
 use crate::brief::points::{self, Point};
-use crate::driver::command::answers::Plan;
+use crate::driver::agent::answers::Plan;
 use crate::error::Result;
 use crate::text::compress::bound;
 
@@ -881,7 +881,7 @@ pub fn learn(v: &LearnView) -> String {
 #[doc(hidden)]
 pub fn synthetic_history(n: u32, seed: u64) -> Vec<IterationRecord> {
     use crate::archive::history::Prediction;
-    use crate::driver::command::answers::{Axis, Pattern};
+    use crate::driver::agent::answers::{Axis, Pattern};
     use crate::eval::{Calibration, Comparison};
     let mut rng = crate::stats::SplitMix64::new(seed);
     let mut base = IterationRecord::new(0, Verdict::Baseline);

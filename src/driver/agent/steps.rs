@@ -1,6 +1,7 @@
-//! PLAN, EXECUTE and LEARN played by a command agent.
+//! PLAN, EXECUTE and LEARN played by an agent that answers in text, a
+//! process or ooda's tool loop alike (the [`Caller`]).
 //!
-//! This is the command driver's side of the [`Driver`] seam. The phase
+//! This is the text-answering drivers' side of the [`Driver`](crate::driver::Driver) seam. The phase
 //! machine (`phases/`) owns checkpoints and verdicts; this module owns the
 //! conversation with the agent inside one phase: which prompt it gets, how
 //! its answer is read and validated, when it gets another try, and how what
@@ -20,143 +21,142 @@
 
 use serde_json::Value;
 
+use super::answers::{self, Axis, LearnResult, Pattern, Plan};
+use super::named_files::{NamedFiles, named_files};
+use super::prompt::{self, PlanView};
+use super::{Caller, Invocation, Reply};
 use crate::archive::history::{IterationRecord, Verdict};
 use crate::brief::points::Point;
-use crate::driver::command::named_files::{NamedFiles, named_files};
-use crate::driver::command::{AgentCall, CallOutcome, CommandAgent, Invocation, Reply};
-use crate::driver::{Breach, Driver, Execution, Lesson, Proposal, Turn};
+use crate::driver::{Breach, Execution, Lesson, Proposal, Turn};
 use crate::error::Result;
 use crate::events::Event;
-use crate::model::{Cut, Phase};
+use crate::model::{AgentCall, CallOutcome, Cut, Phase};
 use crate::run::fence::Fence;
 use crate::text::clip;
 use crate::text::clip::clip;
 use crate::text::compress::bound;
 
-use crate::driver::command::answers::{self, Axis, LearnResult, Pattern, Plan};
-use crate::driver::command::prompt::{self, PlanView};
-
 /// One try plus two retries for an invalid plan.
 pub const PLAN_ATTEMPTS: u32 = 3;
 
-impl Driver for CommandAgent {
-    fn name(&self) -> String {
-        match &self.llm {
-            Some(_) => self.name.clone(),
-            None => format!("command:{}", self.name),
-        }
+/// PLAN: a plan, validated (see [`plan_once`]'s retries), with whatever the
+/// agent changed outside the candidate while it planned.
+pub(crate) fn plan(agent: &dyn Caller, t: &Turn, best: &Point) -> Result<Proposal> {
+    let (mut proposal, found) = fenced(
+        agent.sandboxed(),
+        t,
+        || plan_once(&Talk::new(agent, t), best),
+        |e| Proposal::Plan {
+            plan: Plan::default(),
+            rejected: Some(Cut::PlanRejected {
+                rule: "agent".into(),
+                message: e.to_string(),
+                attempts: None,
+            }),
+            calls: Vec::new(),
+            breach: None,
+        },
+    )?;
+    // An agent never runs out of ideas (only the builtin driver says
+    // `Exhausted`): its answer is always a plan, which carries the breach.
+    if let Proposal::Plan { breach, .. } = &mut proposal {
+        *breach = found;
     }
-
-    fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
-        let (mut proposal, found) = self.fenced(
-            t,
-            || plan(&Step::new(self, t), best),
-            |e| Proposal::Plan {
-                plan: Plan::default(),
-                rejected: Some(Cut::PlanRejected {
-                    rule: "agent".into(),
-                    message: e.to_string(),
-                    attempts: None,
-                }),
-                calls: Vec::new(),
-                breach: None,
-            },
-        )?;
-        // An agent never runs out of ideas (only the builtin driver says
-        // `Exhausted`): its answer is always a plan, which carries the breach.
-        if let Proposal::Plan { breach, .. } = &mut proposal {
-            *breach = found;
-        }
-        Ok(proposal)
-    }
-
-    fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {
-        let (mut out, breach) = self.fenced(
-            t,
-            || execute(&mut Step::new(self, t), plan),
-            |e| Execution {
-                failure: Some(e.to_string()),
-                ..Execution::default()
-            },
-        )?;
-        out.breach = breach;
-        Ok(out)
-    }
-
-    fn learn(&self, t: &Turn, _: &Plan, rec: &IterationRecord, measured: bool) -> Result<Lesson> {
-        // A candidate that never reached EVALUATE (plan rejected, EXECUTE
-        // failed, scope broken) has no outcome to learn from: the runner's
-        // reason is the whole lesson, and an agent call would only cost.
-        if !measured {
-            return Ok(Lesson {
-                learned: runner_learn(rec),
-                calls: Vec::new(),
-                breach: None,
-            });
-        }
-        let ((said, calls), breach) = self.fenced(
-            t,
-            || learn(&Step::new(self, t), rec),
-            |_| (None, Vec::new()),
-        )?;
-        Ok(Lesson {
-            learned: merge_learn(runner_learn(rec), said, rec),
-            calls,
-            breach,
-        })
-    }
-
-    fn edits_files(&self) -> bool {
-        true
-    }
+    Ok(proposal)
 }
 
-impl CommandAgent {
-    /// Runs one agent step inside the fence. A script can write anywhere the
-    /// user can, and every step (PLAN and LEARN too) runs the agent: what it
-    /// changed outside the candidate worktree is found by content afterwards.
-    ///
-    /// A step that fails (an I/O error, an interruption the agent itself may
-    /// have caused) is still checked: a breach must not vanish with the
-    /// error, since the next tick's fence would take the changed files as
-    /// its starting point. With a breach, the failure becomes the step's
-    /// outcome (`failed` builds it) so the breach is archived; without one,
-    /// the error goes on as it was.
-    pub(crate) fn fenced<T>(
-        &self,
-        t: &Turn,
-        step: impl FnOnce() -> Result<T>,
-        failed: impl FnOnce(&crate::error::Error) -> T,
-    ) -> Result<(T, Option<Breach>)> {
-        let mut fence = Fence::new(t.root, t.base_dir, t.dir, self.sandboxed)?;
-        if !self.sandboxed {
-            // Nothing kept the git directory, the Briefs or ooda.yaml
-            // read-only: what changed there is found afterwards.
-            fence = fence.with_git(t.root, &t.brief.name)?;
-        }
-        let out = step();
-        let checked = fence.check()?;
-        if let Some(note) = checked.committed {
-            t.span.emit(crate::events::Event::Anomaly {
-                kind: crate::model::AnomalyKind::AgentCommit,
-                message: note,
-            })?;
-        }
-        let breach = checked.breach.map(|message| Breach {
-            message,
-            unconfined: !self.sandboxed,
+/// EXECUTE: the agent applies `plan` in the candidate worktree.
+pub(crate) fn execute(agent: &dyn Caller, t: &Turn, plan: &Plan) -> Result<Execution> {
+    let (mut out, breach) = fenced(
+        agent.sandboxed(),
+        t,
+        || execute_once(&mut Talk::new(agent, t), plan),
+        |e| Execution {
+            failure: Some(e.to_string()),
+            ..Execution::default()
+        },
+    )?;
+    out.breach = breach;
+    Ok(out)
+}
+
+/// LEARN: what the outcome teaches, the agent's words merged with the
+/// runner's own lessons.
+pub(crate) fn learn(
+    agent: &dyn Caller,
+    t: &Turn,
+    rec: &IterationRecord,
+    measured: bool,
+) -> Result<Lesson> {
+    // A candidate that never reached EVALUATE (plan rejected, EXECUTE
+    // failed, scope broken) has no outcome to learn from: the runner's
+    // reason is the whole lesson, and an agent call would only cost.
+    if !measured {
+        return Ok(Lesson {
+            learned: runner_learn(rec),
+            calls: Vec::new(),
+            breach: None,
         });
-        match (out, breach) {
-            (Ok(out), breach) => Ok((out, breach)),
-            (Err(e), None) => Err(e),
-            (Err(e), Some(b)) => Ok((failed(&e), Some(b))),
-        }
+    }
+    let ((said, calls), breach) = fenced(
+        agent.sandboxed(),
+        t,
+        || learn_once(&Talk::new(agent, t), rec),
+        |_| (None, Vec::new()),
+    )?;
+    Ok(Lesson {
+        learned: merge_learn(runner_learn(rec), said, rec),
+        calls,
+        breach,
+    })
+}
+
+/// Runs one agent step inside the fence. A script can write anywhere the
+/// user can, and every step (PLAN and LEARN too) runs the agent: what it
+/// changed outside the candidate worktree is found by content afterwards.
+/// `sandboxed`: ooda's sandbox confined the step; otherwise the git
+/// directory, the Briefs and `ooda.yaml` are watched too.
+///
+/// A step that fails (an I/O error, an interruption the agent itself may
+/// have caused) is still checked: a breach must not vanish with the
+/// error, since the next tick's fence would take the changed files as
+/// its starting point. With a breach, the failure becomes the step's
+/// outcome (`failed` builds it) so the breach is archived; without one,
+/// the error goes on as it was.
+pub(crate) fn fenced<T>(
+    sandboxed: bool,
+    t: &Turn,
+    step: impl FnOnce() -> Result<T>,
+    failed: impl FnOnce(&crate::error::Error) -> T,
+) -> Result<(T, Option<Breach>)> {
+    let mut fence = Fence::new(t.root, t.base_dir, t.dir, sandboxed)?;
+    if !sandboxed {
+        // Nothing kept the git directory, the Briefs or ooda.yaml
+        // read-only: what changed there is found afterwards.
+        fence = fence.with_git(t.root, &t.brief.name)?;
+    }
+    let out = step();
+    let checked = fence.check()?;
+    if let Some(note) = checked.committed {
+        t.span.emit(crate::events::Event::Anomaly {
+            kind: crate::model::AnomalyKind::AgentCommit,
+            message: note,
+        })?;
+    }
+    let breach = checked.breach.map(|message| Breach {
+        message,
+        unconfined: !sandboxed,
+    });
+    match (out, breach) {
+        (Ok(out), breach) => Ok((out, breach)),
+        (Err(e), None) => Err(e),
+        (Err(e), Some(b)) => Ok((failed(&e), Some(b))),
     }
 }
 
 /// One step of the conversation: the agent and what it may see.
-struct Step<'a> {
-    agent: &'a CommandAgent,
+struct Talk<'a> {
+    agent: &'a dyn Caller,
     t: &'a Turn<'a>,
     /// The files this step is about (EXECUTE), for profiles that pass them.
     files: NamedFiles,
@@ -165,9 +165,9 @@ struct Step<'a> {
     last_call: std::cell::RefCell<Option<crate::events::Span>>,
 }
 
-impl<'a> Step<'a> {
-    fn new(agent: &'a CommandAgent, t: &'a Turn<'a>) -> Step<'a> {
-        Step {
+impl<'a> Talk<'a> {
+    fn new(agent: &'a dyn Caller, t: &'a Turn<'a>) -> Talk<'a> {
+        Talk {
             agent,
             t,
             files: NamedFiles::default(),
@@ -217,7 +217,7 @@ impl<'a> Step<'a> {
         let files = Invocation::files_dir_for(t.dir, t.iteration);
         let span = t.span.child(Event::ModelCall {
             phase,
-            profile: self.agent.name.clone(),
+            profile: self.agent.who(),
             attempt,
             attempts: if phase == Phase::Plan {
                 PLAN_ATTEMPTS
@@ -243,7 +243,7 @@ impl<'a> Step<'a> {
             span: &span,
         };
         let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;
-        let reply = self.agent.run(&inv, lease.as_ref(), t.cancel);
+        let reply = self.agent.call(&inv, lease.as_ref(), t.cancel);
         *self.last_call.borrow_mut() = Some(span);
         reply
     }
@@ -272,7 +272,7 @@ impl<'a> Step<'a> {
 
 /// Asks the agent for a plan, validating each answer and sending the
 /// validator's message back for up to two more tries.
-fn plan(step: &Step, best: &Point) -> Result<Proposal> {
+fn plan_once(step: &Talk, best: &Point) -> Result<Proposal> {
     let t = step.t;
     let template = step.template("plan.md");
     let iterations_dir = t.dir.display().to_string();
@@ -294,7 +294,7 @@ fn plan(step: &Step, best: &Point) -> Result<Proposal> {
             best_point: best,
             orientation: t.orientation,
             retry: retry.as_deref(),
-            result_file: step.agent.profile.result_file,
+            result_file: step.agent.result_file(),
             max_chars: t.config.defaults.prompt_budget,
         })?;
         let (mut reply, outage) = step.call(Phase::Plan, attempt, &text)?;
@@ -415,8 +415,8 @@ pub struct Preflight {
 /// and no wait for an unavailable API: does the agent start, answer, and
 /// answer with a plan the validator accepts? Before a first run the plan is
 /// judged against the baseline iteration 0 that run will have.
-pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflight> {
-    let step = Step::new(agent, t);
+pub fn preflight(agent: &dyn Caller, t: &Turn, best: &Point) -> Result<Preflight> {
+    let step = Talk::new(agent, t);
     let (text, _) = prompt::plan(&PlanView {
         template: &step.template("plan.md"),
         brief: t.brief,
@@ -429,7 +429,7 @@ pub fn preflight(agent: &CommandAgent, t: &Turn, best: &Point) -> Result<Preflig
         best_point: best,
         orientation: t.orientation,
         retry: None,
-        result_file: agent.profile.result_file,
+        result_file: agent.result_file(),
         max_chars: t.config.defaults.prompt_budget,
     })?;
     let reply = step.call_once(Phase::Plan, 1, &text)?;
@@ -505,18 +505,17 @@ fn escape_line(l: &str) -> String {
 }
 
 /// Asks the agent to apply `plan` in the candidate worktree.
-fn execute(step: &mut Step, plan: &Plan) -> Result<Execution> {
+fn execute_once(step: &mut Talk, plan: &Plan) -> Result<Execution> {
     let template = step.template("execute.md");
     let text = prompt::execute(&prompt::ExecuteView {
         template: &template,
         brief: step.t.brief,
         iteration: step.t.iteration,
         plan,
-        change_note: step.agent.profile.change_note,
+        change_note: step.agent.change_note(),
         max_chars: step.t.config.defaults.prompt_budget,
     });
-    let p = &step.agent.profile;
-    if p.file_arg.is_some() || p.read_arg.is_some() {
+    if step.agent.passes_files() {
         let plan_text = format!("{}\n{}", plan.hypothesis, plan.change);
         step.files = named_files(step.t.brief, step.t.cand_dir, &plan_text, &text)?;
     }
@@ -557,7 +556,7 @@ fn execute(step: &mut Step, plan: &Plan) -> Result<Execution> {
 
 /// Asks the agent what the measured outcome teaches. `None` when it gave
 /// nothing usable (the iteration is archived anyway, with the runner's data).
-fn learn(step: &Step, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec<AgentCall>)> {
+fn learn_once(step: &Talk, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec<AgentCall>)> {
     let template = step.template("learn.md");
     let known = step.t.history.patterns()?;
     let text = prompt::learn(&prompt::LearnView {
@@ -565,7 +564,7 @@ fn learn(step: &Step, rec: &IterationRecord) -> Result<(Option<LearnResult>, Vec
         brief: step.t.brief,
         record: rec,
         known_patterns: &known,
-        result_file: step.agent.profile.result_file,
+        result_file: step.agent.result_file(),
         max_chars: step.t.config.defaults.prompt_budget,
     });
     let (mut reply, mut calls) = step.call(Phase::Learn, 1, &text)?;

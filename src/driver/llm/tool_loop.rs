@@ -21,10 +21,11 @@ use super::tools::{self, Bench, Done};
 use super::wire::{Completion, Message, Request, ToolCall};
 use crate::brief::Brief;
 use crate::config::{Config, ModelTier, TIERS};
-use crate::driver::command::formats::Source;
-use crate::driver::command::{AgentCall, CallOutcome, Invocation, Reply, relative};
+use crate::driver::agent::reply::{Source, relative};
+use crate::driver::agent::{Invocation, Reply};
 use crate::error::Result;
 use crate::events::{Event, Span};
+use crate::model::{AgentCall, CallOutcome};
 use crate::model::{AnomalyKind, Phase, Usage};
 use crate::run::executor::Lease;
 
@@ -363,7 +364,7 @@ impl<'a> Loop<'a> {
             self.memory.depends.clear();
             if answer.calls.is_empty() {
                 if let Ok((v, _)) =
-                    crate::driver::command::formats::result_json(None, Some(&answer.text))
+                    crate::driver::agent::reply::result_json(None, Some(&answer.text))
                 {
                     break Ok(v);
                 }

@@ -1,0 +1,251 @@
+//! One call of an agent that answers in text, as every such agent makes
+//! it: what it is asked ([`Invocation`]), what comes back ([`Reply`]), and
+//! where in what it said the answer's JSON is.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::named_files::NamedFiles;
+use crate::model::{AgentCall, CallOutcome, Phase};
+
+/// One step to run.
+pub struct Invocation<'a> {
+    /// PLAN, EXECUTE or LEARN.
+    pub phase: Phase,
+    /// 1 for the first try of a step, 2 and 3 for PLAN retries.
+    pub attempt: u32,
+    pub brief_path: &'a Path,
+    pub brief_name: &'a str,
+    pub iteration: u32,
+    /// The candidate worktree.
+    pub cwd: &'a Path,
+    /// `iterations/<brief>`: call records name their files relative to it.
+    pub iterations_dir: &'a Path,
+    /// Where the prompt, result and output files go (outside the worktree).
+    pub files_dir: &'a Path,
+    pub prompt: &'a str,
+    /// Bytes of the agent's stdout (and combined output) kept in memory.
+    pub output_cap: usize,
+    /// The files this step is about, for profiles that pass them.
+    pub files: &'a NamedFiles,
+    /// A subagent's name and role, when this step runs one: it names the
+    /// step's files and is what `OODA_PHASE` says.
+    pub subagent: Option<(&'a str, crate::model::Role)>,
+    /// The call's span: the llm driver logs its requests and tool calls
+    /// under it.
+    pub span: &'a crate::events::Span,
+}
+
+impl Invocation<'_> {
+    /// `iterations/<brief>/artifacts/iter-NNN`.
+    pub fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
+        iterations_dir
+            .join("artifacts")
+            .join(format!("iter-{iteration:03}"))
+    }
+}
+
+/// What one step returned.
+#[derive(Debug)]
+pub struct Reply {
+    /// The record kept in the iteration file; phases refine its outcome.
+    pub call: AgentCall,
+    /// The result JSON and where it came from, or why there is none (worded for the agent).
+    pub result: std::result::Result<(Value, Source), String>,
+    /// An error the tool itself reported (claude `is_error`, codex
+    /// `turn.failed`, gemini `error`), even when it exited 0.
+    pub tool_error: Option<String>,
+    /// The combined output, compressed and redacted.
+    pub excerpt: String,
+}
+
+impl Reply {
+    /// Whether the process ended well (exit 0, in time).
+    pub fn finished(&self) -> bool {
+        self.call.outcome == CallOutcome::Ok
+    }
+}
+
+/// `p` relative to `base` (call records name their files this way).
+pub(crate) fn relative(base: &Path, p: &Path) -> String {
+    p.strip_prefix(base)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The body of the last fenced code block tagged `ooda` (```` ```ooda ```` or
+/// `~~~ooda`, any fence length), or `None`. An unclosed last block counts
+/// up to the end of the text: an answer cut off after its JSON is still read.
+pub fn last_ooda_block(text: &str) -> Option<String> {
+    struct Open<'a> {
+        fence: char,
+        len: usize,
+        /// Blocks in other languages are skipped whole, so an `ooda` fence
+        /// quoted inside one is not taken for the answer.
+        ours: bool,
+        body: Vec<&'a str>,
+    }
+    let fence_len = |line: &str, ch: char| line.chars().take_while(|c| *c == ch).count();
+    let mut last = None;
+    let mut open: Option<Open> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if let Some(o) = open.as_mut() {
+            let n = fence_len(trimmed, o.fence);
+            if n >= o.len && trimmed[n..].trim().is_empty() {
+                if o.ours {
+                    last = Some(o.body.join("\n"));
+                }
+                open = None;
+            } else {
+                o.body.push(line);
+            }
+            continue;
+        }
+        for fence in ['`', '~'] {
+            let n = fence_len(trimmed, fence);
+            if n >= 3 {
+                let tag = trimmed[n..].split_whitespace().next().unwrap_or("");
+                open = Some(Open {
+                    fence,
+                    len: n,
+                    ours: tag.eq_ignore_ascii_case("ooda"),
+                    body: Vec::new(),
+                });
+                break;
+            }
+        }
+    }
+    if let Some(o) = open
+        && o.ours
+        && !o.body.is_empty()
+    {
+        last = Some(o.body.join("\n"));
+    }
+    last
+}
+
+/// Where an agent's result JSON came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    OutputFile,
+    FencedBlock,
+    /// The whole final text was one JSON object (no fence).
+    BareJson,
+    /// The llm driver's `finish` tool.
+    FinishTool,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::OutputFile => "OODA_OUTPUT_FILE",
+            Source::FencedBlock => "```ooda block",
+            Source::BareJson => "bare JSON",
+            Source::FinishTool => "finish tool call",
+        }
+    }
+}
+
+/// The result JSON: `OODA_OUTPUT_FILE` if the agent wrote it, else the last
+/// `ooda` block of the final text. The message of an `Err` is written for the
+/// agent, which may get another try.
+pub fn result_json(
+    output_file: Option<&str>,
+    final_text: Option<&str>,
+) -> Result<(Value, Source), String> {
+    if let Some(file) = output_file.map(str::trim).filter(|t| !t.is_empty()) {
+        // A file holding a fenced block (a copy of the final text) is accepted too.
+        let body = last_ooda_block(file).unwrap_or_else(|| file.to_string());
+        return object(&body)
+            .map(|v| (v, Source::OutputFile))
+            .map_err(|e| format!("OODA_OUTPUT_FILE does not hold a JSON object: {e}"));
+    }
+    let Some(text) = final_text.filter(|t| !t.trim().is_empty()) else {
+        return Err("the agent gave no final text and did not write OODA_OUTPUT_FILE".into());
+    };
+    if let Some(body) = last_ooda_block(text) {
+        return object(&body)
+            .map(|v| (v, Source::FencedBlock))
+            .map_err(|e| format!("the last ```ooda block is not a JSON object: {e}"));
+    }
+    if let Ok(v) = object(text) {
+        return Ok((v, Source::BareJson));
+    }
+    Err("the final text has no fenced code block tagged `ooda`: end your answer with ```ooda, the JSON, and ```".into())
+}
+
+fn object(text: &str) -> Result<Value, String> {
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => Err("expected a JSON object `{...}`".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fenced_blocks() {
+        let text = "Shape:\n```ooda\n{\"hypothesis\": \"...\"}\n```\nAnswer:\n```ooda\n{\"hypothesis\": \"real\"}\n```\n";
+        assert_eq!(
+            last_ooda_block(text).as_deref(),
+            Some("{\"hypothesis\": \"real\"}")
+        );
+        // Other blocks are not taken, even when they quote an ooda fence.
+        let text = "```ooda\n{\"a\":1}\n```\n````markdown\n```ooda\n{\"a\":2}\n```\n````\nafter\n";
+        assert_eq!(last_ooda_block(text).as_deref(), Some("{\"a\":1}"));
+        assert_eq!(last_ooda_block("```json\n{}\n```"), None);
+        // Tildes, a longer fence, indentation, an unclosed last block.
+        assert_eq!(
+            last_ooda_block("  ~~~~ooda\n{\"b\":1}\n  ~~~~\n").as_deref(),
+            Some("{\"b\":1}")
+        );
+        assert_eq!(
+            last_ooda_block("x\n```ooda\n{\"c\":1}").as_deref(),
+            Some("{\"c\":1}")
+        );
+    }
+
+    #[test]
+    fn result_sources_in_order() {
+        let text = Some("```ooda\n{\"from\":\"text\"}\n```");
+        let (v, src) = result_json(Some("{\"from\":\"file\"}\n"), text).unwrap();
+        assert_eq!(
+            (v["from"].as_str(), src),
+            (Some("file"), Source::OutputFile)
+        );
+        let (v, src) = result_json(Some("  "), text).unwrap();
+        assert_eq!(
+            (v["from"].as_str(), src),
+            (Some("text"), Source::FencedBlock)
+        );
+        let (_, src) = result_json(None, Some(" {\"a\": 1} ")).unwrap();
+        assert_eq!(src, Source::BareJson);
+        assert!(
+            result_json(None, Some("no block here"))
+                .unwrap_err()
+                .contains("tagged `ooda`")
+        );
+        assert!(
+            result_json(None, None)
+                .unwrap_err()
+                .contains("no final text")
+        );
+        assert!(
+            result_json(None, Some("```ooda\n{oops\n```"))
+                .unwrap_err()
+                .contains("not a JSON object")
+        );
+        assert!(
+            result_json(Some("[1]"), None)
+                .unwrap_err()
+                .contains("OODA_OUTPUT_FILE")
+        );
+    }
+}
