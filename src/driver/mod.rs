@@ -17,50 +17,17 @@ pub mod agent;
 pub mod builtin;
 pub mod command;
 pub mod llm;
-
-use std::path::Path;
-use std::sync::atomic::AtomicBool;
-
-use chrono::{DateTime, Utc};
+pub mod step;
 
 use crate::brief::Brief;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::events::Span;
-use crate::model::Orientation;
 use crate::model::{AgentCall, Cut, IterationRecord, LearnResult, Plan, Point};
-use crate::run::executor::Executor;
 
 pub use agent::Caller;
 pub use command::CommandAgent;
 pub use llm::LlmAgent;
-
-/// What a driver sees of the runner for one step: read-only, and nothing
-/// about other drivers.
-pub struct Turn<'a> {
-    pub brief: &'a Brief,
-    pub config: &'a Config,
-    /// The project root (templates are looked up there).
-    pub root: &'a Path,
-    /// `iterations/<brief>`.
-    pub dir: &'a Path,
-    /// The candidate worktree: where an agent works.
-    pub cand_dir: &'a Path,
-    /// The base worktree: what an agent must leave alone.
-    pub base_dir: &'a Path,
-    /// The archive before this iteration (history/view.rs).
-    pub history: crate::archive::history::View<'a>,
-    /// ORIENT's output for this iteration.
-    pub orientation: &'a Orientation,
-    pub iteration: u32,
-    pub seed: u64,
-    pub run_started: DateTime<Utc>,
-    /// The phase's span: a driver logs its calls under it.
-    pub span: &'a Span,
-    pub cancel: &'a AtomicBool,
-    /// Where agent processes run.
-    pub executor: &'a dyn Executor,
-}
+pub use step::Step;
 
 /// PLAN's answer.
 // One per iteration, moved once: the size of the plan variant costs nothing.
@@ -137,15 +104,15 @@ pub trait Driver {
     fn name(&self) -> String;
 
     /// Proposes the iteration's one change, starting from the best point.
-    fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal>;
+    fn plan(&self, t: &Step, best: &Point) -> Result<Proposal>;
 
     /// Applies `plan` in the candidate worktree (knob values are written by
     /// the runner afterwards, whoever the driver is).
-    fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution>;
+    fn execute(&self, t: &Step, plan: &Plan) -> Result<Execution>;
 
     /// Says what the outcome teaches. `measured` is false for an iteration
     /// cut short before EVALUATE (its reason is the whole lesson then).
-    fn learn(&self, t: &Turn, plan: &Plan, rec: &IterationRecord, measured: bool)
+    fn learn(&self, t: &Step, plan: &Plan, rec: &IterationRecord, measured: bool)
     -> Result<Lesson>;
 
     /// Whether EXECUTE is asked to edit files, so that changing nothing is a

@@ -318,6 +318,36 @@ impl IterationRecord {
             })
     }
 
+    /// Adds subagents' reports and model calls to a record about to be
+    /// archived: their spend counts, and a newer report replaces the older
+    /// one of the same subagent (a stop archived after the iteration's own
+    /// CHECK synthesized again), keeping the narrative it was asked for once.
+    pub fn attach(&mut self, reports: Vec<super::SubagentReport>, calls: Vec<super::AgentCall>) {
+        self.tokens += calls.iter().map(|c| c.usage.total()).sum::<u64>();
+        self.cost_usd += calls.iter().filter_map(|c| c.usage.cost_usd).sum::<f64>();
+        // A stop archived after the iteration's own CHECK synthesized again:
+        // the newer report replaces the older one of the same subagent.
+        let mut reports = reports;
+        for n in &mut reports {
+            if let Some(old) = self
+                .subagents
+                .iter()
+                .find(|o| o.name == n.name && o.role == n.role)
+                && n.narrative.is_none()
+            {
+                // The narrative was asked for once, when the iteration was kept.
+                n.narrative.clone_from(&old.narrative);
+            }
+        }
+        self.subagents.retain(|old| {
+            !reports
+                .iter()
+                .any(|n| n.name == old.name && n.role == old.role)
+        });
+        self.subagents.extend(reports);
+        self.agent_calls.extend(calls);
+    }
+
     /// This iteration's share of the pooled noise (`NoiseHistory::pool`):
     /// of its calibration pairs, else of its measured pairs.
     pub fn noise_share(&self) -> (f64, f64) {

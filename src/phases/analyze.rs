@@ -17,7 +17,7 @@ use std::sync::mpsc::Receiver;
 
 use serde_json::{Value, json};
 
-use crate::driver::{MainAgent, Turn};
+use crate::driver::{MainAgent, Step};
 use crate::error::Result;
 use crate::eval::{Evaluator, Side, Worktree};
 use crate::model::{IterationRecord, Phase};
@@ -29,6 +29,25 @@ use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
 const PROFILE_CHARS: usize = 6_000;
 
 const ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"bottleneck\": \"where the time goes\", \"evidence\": \"what in the data shows it\", \"hypotheses\": [\"a change worth measuring\"]}\n```\n\nName hypotheses to test, not decisions: the next PLAN chooses, and the eval-runner measures.";
+
+/// The analyzers of the roster that the iteration in flight triggers (none
+/// when it was cut: a cut iteration measures nothing).
+pub(crate) fn due_for<'r>(
+    roster: &'r crate::subagents::Roster,
+    history: crate::archive::history::View,
+    cur: &crate::archive::state::InFlight,
+    brief: &crate::brief::Brief,
+) -> Vec<&'r Definition> {
+    if cur.cut.is_some() {
+        return Vec::new();
+    }
+    due(
+        roster.with_role(crate::model::Role::Analyze),
+        history.before(cur.iteration as usize).recent(),
+        cur.iteration,
+        brief.analyze.is_some(),
+    )
+}
 
 /// The analyzers `defs` whose triggers fire for this iteration. The builtin
 /// one answers the first iteration and a plateau only when there is a
@@ -55,7 +74,7 @@ pub(crate) fn due<'r>(
 /// unsent when EVALUATE failed: then no profile is taken). Returns the
 /// combined report for the next PLAN and the dispatch.
 pub(crate) fn run(
-    t: &Turn,
+    t: &Step,
     defs: &[&Definition],
     agent: &MainAgent,
     measured: Receiver<()>,
@@ -163,7 +182,7 @@ pub(crate) fn run(
 }
 
 /// Runs the profiler in the base worktree and compresses what it printed.
-fn take_profile(t: &Turn, command: &str, timeout: std::time::Duration) -> Result<String> {
+fn take_profile(t: &Step, command: &str, timeout: std::time::Duration) -> Result<String> {
     let lease = t.executor.lease(crate::run::executor::Purpose::Measure(
         crate::run::executor::Job {
             iteration: t.iteration,

@@ -8,25 +8,34 @@
 
 use chrono::Utc;
 
-use super::{Cx, oid};
+use super::{Machine, Step, failpoint, oid};
 use crate::archive::state::State;
 use crate::error::{Error, Result};
 use crate::eval::{self, RunFailure, Side};
+use crate::events::Event;
 use crate::model::{IterationRecord, Verdict};
+use crate::model::{Phase, TaskState};
+use crate::report::summary;
 use crate::stats::SplitMix64;
 use crate::text::clip::fmt_num;
+use crate::workspace::Workspace;
 
-pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationRecord> {
-    let brief = cx.brief;
-    let defaults = &cx.config.defaults;
+pub(crate) fn run(
+    step: &Step,
+    ws: &Workspace,
+    state: &State,
+    brief_hash: &str,
+) -> Result<IterationRecord> {
+    let brief = step.brief;
+    let defaults = &step.config.defaults;
     let start = oid(&state.start_commit)?;
     let started = Utc::now();
-    cx.ws.ensure(start)?;
-    let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
+    ws.ensure(start)?;
+    let (base, cand) = (step.worktree(Side::Base)?, step.worktree(Side::Cand)?);
     let point = crate::brief::points::point_in(&base.dir, brief)?;
     let mut rng = SplitMix64::new(state.seed);
-    let lease = cx.measuring(0, "baseline")?;
-    let mut ev = cx.evaluator(lease.as_ref());
+    let lease = step.measuring(0, "baseline")?;
+    let mut ev = step.evaluator(lease.as_ref());
     let fail = |what: &str, reason: String, output: String| {
         Error::Input(format!(
             "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nooda measures the committed HEAD in a fresh worktree (uncommitted edits are not there). Fix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",
@@ -88,11 +97,70 @@ pub(crate) fn run(cx: &Cx, state: &State, brief_hash: &str) -> Result<IterationR
     rec.calibration = Some(cal);
     rec.guards = guards;
     rec.base = state.start_commit.clone();
-    rec.tree = Some(cx.ws.tree_of(start)?.to_string());
+    rec.tree = Some(ws.tree_of(start)?.to_string());
     rec.next = Some(if brief.knobs.is_empty() {
         "Start proposing changes.".into()
     } else {
         "Start the knob search around the baseline point.".into()
     });
     Ok(rec)
+}
+
+impl Machine<'_> {
+    /// Iteration 0: measure the starting commit and calibrate the noise.
+    pub(super) fn baseline(&mut self) -> Result<()> {
+        let span = self.archive.run.with_iteration(Some(0));
+        let id = span.new_id();
+        let span = span.child_with_id(
+            &id,
+            Event::IterationStarted {
+                brief_hash: self.brief_hash.clone(),
+            },
+        )?;
+        span.task_state(TaskState::Running, Some("measuring the start".into()))?;
+        let o = self.orientation_now();
+        let step = self.step_at(&span, &o, self.archive.history.view(), 0);
+        let rec = match run(&step, &self.ws, &self.archive.state, &self.brief_hash) {
+            Ok(mut rec) => {
+                rec.jobs = self.executor.take_jobs();
+                rec
+            }
+            Err(e) => {
+                // The next tick measures the start again, as a new task.
+                let state = match e {
+                    Error::Interrupted => TaskState::Cancelled,
+                    _ => TaskState::Failed,
+                };
+                let _ = span.task_state(state, Some(crate::text::clip::clip(&e.to_string(), 200)));
+                return Err(e);
+            }
+        };
+        span.emit(Event::Decision {
+            verdict: Verdict::Baseline,
+            reason: rec.reason.clone(),
+        })?;
+        summary::sync(
+            &mut self.archive,
+            Some(rec),
+            &self.brief,
+            &self.project.config,
+        )?;
+        failpoint::after(failpoint::Step::BaselineArchived);
+        let path = crate::archive::history::path_of(&self.archive.dir, 0);
+        span.emit(Event::LearnArchived {
+            path: path.display().to_string(),
+        })?;
+        span.task_state(TaskState::Succeeded, Some("baseline measured".into()))?;
+        self.archive.state.next_iteration = 1;
+        self.archive.save_state()?;
+        // The summary was written before the state knew of iteration 0.
+        summary::sync(&mut self.archive, None, &self.brief, &self.project.config)?;
+        span.emit(Event::Checkpoint {
+            phase: Phase::Check,
+        })?;
+        if self.interrupt.is_set() {
+            return Err(Error::Interrupted);
+        }
+        Ok(())
+    }
 }

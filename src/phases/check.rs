@@ -1,49 +1,52 @@
 //! CHECK's decision: red lights, stops, a divergence rollback, confirmation.
 //!
-//! This file decides only (it may measure, for the confirmation and anchor
-//! tests); the machine saves the decision in the state and then applies it
-//! (`mod.rs`), so a CHECK killed halfway re-applies the same decision. The
+//! CHECK decides first and acts second. The decision ([`decide`], then the
+//! anomaly rules of [`watch`]) may measure, for the confirmation and anchor
+//! tests, so the machine saves it in the state before any of it is applied
+//! (`Machine::check`, below); a CHECK killed halfway re-applies the same
+//! decision instead of deciding again on a half-changed world. The
 //! detectors themselves are pure functions of the archive (`eval/redlight.rs`).
 
 use chrono::Utc;
 
-use super::Cx;
 use super::confirm;
+use super::{Machine, Step, StepOutcome, failpoint, oid};
+use crate::archive;
 use crate::archive::history::View;
 use crate::archive::state::{CheckOutcome, InFlight, State};
 use crate::error::Result;
 use crate::eval::redlight;
 use crate::events::Event;
+use crate::events::Span;
 use crate::model::Orientation;
 use crate::model::{Alarm, AlarmKind, Direction, Level, Stop, StopReason, Verdict};
+use crate::model::{Cut, TaskState};
+use crate::report::summary;
 use crate::text::clip::fmt_num;
 use crate::text::clip::short;
+use crate::workspace::Workspace;
 
 /// A confirmation test runs after every this many keeps (and at the end).
 const CONFIRM_EVERY: usize = 10;
 
 /// What CHECK decides after `cur`, whose record is the last of `history`.
 /// `budget` is the budget stop, if a budget is used up.
+/// The step's history and orientation are the archive's as they stand
+/// after this iteration.
 pub(crate) fn decide(
-    cx: &Cx,
-    history: View,
+    step: &Step,
+    ws: &Workspace,
     state: &State,
     cur: &InFlight,
     budget: Option<Stop>,
 ) -> Result<CheckOutcome> {
-    let th = cx.config.defaults.red_lights;
+    let th = step.config.defaults.red_lights;
     let verdict = cur
         .eval
         .as_ref()
         .map(|e| e.verdict)
         .unwrap_or(Verdict::Invalid);
-    // The statistics as they stand after this iteration.
-    let orientation = Orientation::of_view(
-        history,
-        cx.brief.metric.noise_floor,
-        cx.config.defaults.alpha,
-        cx.config.defaults.pairs,
-    );
+    let (history, orientation) = (step.history, step.orientation);
     let mut out = CheckOutcome {
         alarms: cur
             .eval
@@ -52,14 +55,14 @@ pub(crate) fn decide(
             .unwrap_or_default(),
         stop: stop_condition(
             history,
-            cx.brief.metric.direction,
+            step.brief.metric.direction,
             &th,
-            cx.config.defaults.stall_after,
-            cx.brief.uses_builtin()
+            step.config.defaults.stall_after,
+            step.brief.uses_builtin()
                 && crate::driver::builtin::can_sweep(
-                    cx.brief,
+                    step.brief,
                     history.all()?,
-                    cx.config.defaults.sweep as usize,
+                    step.config.defaults.sweep as usize,
                 ),
         ),
         ..CheckOutcome::default()
@@ -83,7 +86,15 @@ pub(crate) fn decide(
         out.alarms.push(Alarm::red(kind, s.detail.clone()));
     }
     if out.stop.is_none() {
-        divergence(cx, history, state, cur.iteration, &orientation, &mut out)?;
+        divergence(
+            step,
+            ws,
+            history,
+            state,
+            cur.iteration,
+            orientation,
+            &mut out,
+        )?;
     }
     let (plateau, _) = redlight::plateau_in(history.facts());
     if out.stop.is_none() && plateau == th.plateau {
@@ -95,7 +106,7 @@ pub(crate) fn decide(
         out.analysis = Some(report);
     }
     for a in &out.alarms {
-        cx.span.emit(match a.level {
+        step.span.emit(match a.level {
             Level::Red => Event::RedLight {
                 reason: a.kind.to_string(),
                 evidence: a.evidence.clone(),
@@ -119,7 +130,7 @@ pub(crate) fn decide(
         .filter(|f| f.is(Verdict::Keep))
         .count();
     let target_hit =
-        verdict == Verdict::Keep && !stop_is_red && meets_target(cx, history.best_value());
+        verdict == Verdict::Keep && !stop_is_red && meets_target(step, history.best_value());
     let every_ten = verdict == Verdict::Keep && keeps % CONFIRM_EVERY == 0;
     // Every stop confirms, a RED one included (its morning needs the
     // number most) and one past the wall budget (bounded at 20 pairs),
@@ -130,26 +141,26 @@ pub(crate) fn decide(
         && out.rollback.is_none()
         && (target_hit || every_ten || end_of_run)
         && let Some(conf) = {
-            let (conf, failed) = confirm::run(cx, state, cur.iteration)?.into_parts();
+            let (conf, failed) = confirm::run(step, ws, state, cur.iteration)?.into_parts();
             out.confirmation_failed = failed;
             conf
         }
     {
-        if target_hit && meets_target(cx, conf.best_median) {
+        if target_hit && meets_target(step, conf.best_median) {
             out.stop = Some(Stop {
                 reason: StopReason::GoalReached,
                 detail: format!(
                     "{} = {} meets the target {} in the confirmation test ({})",
-                    cx.brief.metric.name,
+                    step.brief.metric.name,
                     fmt_num(conf.best_median),
-                    fmt_num(cx.brief.metric.target.unwrap_or_default()),
+                    fmt_num(step.brief.metric.target.unwrap_or_default()),
                     conf.why
                 ),
                 at: Utc::now(),
                 iteration: cur.iteration,
             });
         } else if target_hit {
-            cx.span.emit(Event::Anomaly {
+            step.span.emit(Event::Anomaly {
                 kind: crate::model::AnomalyKind::TargetNotConfirmed,
                 message: format!(
                     "the kept candidate met the target, but the confirmation measured {}",
@@ -162,8 +173,8 @@ pub(crate) fn decide(
     Ok(out)
 }
 
-fn meets_target(cx: &Cx, value: f64) -> bool {
-    match (cx.brief.metric.target, cx.brief.metric.direction) {
+fn meets_target(step: &Step, value: f64) -> bool {
+    match (step.brief.metric.target, step.brief.metric.direction) {
         (Some(t), Direction::Minimize) => value <= t,
         (Some(t), Direction::Maximize) => value >= t,
         (None, _) => false,
@@ -217,17 +228,18 @@ fn stop_condition(
 /// (YELLOW) from kept changes that made things worse (RED, and the base
 /// rolls back to the last confirmed commit).
 fn divergence(
-    cx: &Cx,
+    step: &Step,
+    ws: &Workspace,
     history: View,
     state: &State,
     iteration: u32,
     orientation: &Orientation,
     out: &mut CheckOutcome,
 ) -> Result<()> {
-    let th = cx.config.defaults.red_lights;
+    let th = step.config.defaults.red_lights;
     let run_sd = orientation.noise_sd() / std::f64::consts::SQRT_2;
     let window = redlight::window_in(history);
-    let Some(trend) = redlight::base_trend(window, cx.brief.metric.direction, run_sd, &th) else {
+    let Some(trend) = redlight::base_trend(window, step.brief.metric.direction, run_sd, &th) else {
         return Ok(());
     };
     // One anchor test per episode: not again while the last one is recent
@@ -250,7 +262,7 @@ fn divergence(
         ));
         return Ok(());
     }
-    let (conf, failed) = confirm::run(cx, state, iteration)?.into_parts();
+    let (conf, failed) = confirm::run(step, ws, state, iteration)?.into_parts();
     if let Some(c) = &conf
         && c.ci.0 > 0.0
     {
@@ -276,7 +288,7 @@ fn divergence(
         "{trend}; {anchor}. The base was rolled back from {} to {} (the old tip is kept as refs/ooda/{}/diverged-{iteration})",
         short(&old_tip),
         short(&target),
-        cx.brief.name
+        step.brief.name
     );
     if target != old_tip {
         out.rollback = Some((old_tip, target));
@@ -292,4 +304,180 @@ fn divergence(
         iteration,
     });
     Ok(())
+}
+
+impl Machine<'_> {
+    /// CHECK decides first and acts second. The decision (alarms, stop,
+    /// rollback, confirmation) may measure, so it is saved in the state
+    /// before any of it is applied; a CHECK killed while applying re-applies
+    /// the same decision instead of deciding again on a half-changed world.
+    pub(super) fn check(&mut self, span: &Span) -> Result<StepOutcome> {
+        let cur = self.current()?.clone();
+        let verdict = cur
+            .eval
+            .as_ref()
+            .map(|e| e.verdict)
+            .unwrap_or(Verdict::Invalid);
+        let decision = match cur.check.clone() {
+            Some(d) => d,
+            None => {
+                let d = {
+                    let view = self.archive.history.view();
+                    let o = self.orientation_now();
+                    let step = self.step_at(span, &o, view, cur.iteration);
+                    let d = decide(
+                        &step,
+                        &self.ws,
+                        &self.archive.state,
+                        &cur,
+                        self.budget_stop(),
+                    )?;
+                    watch(&step, d)?
+                };
+                // The confirmation's job, in the record written below.
+                let jobs = self.executor.take_jobs();
+                let c = self.current_mut()?;
+                c.check = Some(d.clone());
+                for j in jobs {
+                    if !c.jobs.contains(&j) {
+                        c.jobs.push(j);
+                    }
+                }
+                self.archive.save_state()?;
+                failpoint::after(failpoint::Step::CheckDecided);
+                d
+            }
+        };
+        if let Some((old_tip, target)) = &decision.rollback {
+            self.ws.keep_ref(
+                &format!("refs/ooda/{}/diverged-{}", self.brief.name, cur.iteration),
+                oid(old_tip)?,
+            )?;
+            self.ws.ensure(oid(target)?)?;
+            self.archive.state.best_commit = target.clone();
+        }
+        self.archive.state.yellow = decision
+            .alarms
+            .iter()
+            .rev()
+            .find(|a| a.level == crate::model::Level::Yellow)
+            .cloned();
+        // The verdict marks the iteration's end. Its id is the iteration's,
+        // so a CHECK run again after a kill does not record a second one.
+        self.iteration_span()?.emit_once(
+            &format!("{}-verdict", cur.event_id),
+            Event::Verdict { verdict },
+        )?;
+        let mut done = self.current()?.clone();
+        done.check = Some(decision.clone());
+        let mut rec = archive::record_of(&done, &self.archive.state);
+        if decision.stop.is_none()
+            && let Some(r) = rec.as_mut()
+            && r.verdict == Verdict::Keep
+        {
+            let (reports, calls) = self.synthesize(span, r, None, true)?;
+            r.attach(reports, calls);
+        }
+        // After the keep's synthesizers, which the iteration waits for:
+        // nothing moves it out of its final state.
+        let ended = match (verdict, &cur.cut) {
+            // The budget ended it before it could be measured.
+            (_, Some(Cut::Budget { .. })) => TaskState::Cancelled,
+            (Verdict::Crash | Verdict::Invalid, _) => TaskState::Failed,
+            _ => TaskState::Succeeded,
+        };
+        self.iteration_span()?.task_state(
+            ended,
+            Some(match (&cur.cut, cur.eval.as_ref()) {
+                (Some(c), _) => format!(
+                    "{}: {}",
+                    verdict.as_str(),
+                    crate::text::clip::clip(&c.reason(), 160)
+                ),
+                (None, Some(e)) => format!(
+                    "{}: {}",
+                    verdict.as_str(),
+                    crate::text::clip::clip(&e.reason, 160)
+                ),
+                (None, None) => verdict.as_str().to_string(),
+            }),
+        )?;
+        self.archive.state.current = None;
+        self.archive.state.next_iteration = cur.iteration + 1;
+        match decision.stop {
+            Some(stop) => {
+                self.finish(stop.clone(), rec, true)?;
+                Ok(StepOutcome::Stopped(stop, Some((cur.iteration, verdict))))
+            }
+            None => {
+                summary::sync(&mut self.archive, rec, &self.brief, &self.project.config)?;
+                failpoint::after(failpoint::Step::CheckArchived);
+                self.archive.save_state()?;
+                Ok(StepOutcome::Iteration {
+                    iteration: cur.iteration,
+                    verdict,
+                })
+            }
+        }
+    }
+}
+
+/// The anomaly rules over the trace as it stands after this iteration:
+/// what is new is logged (once per rule and node), and a rule
+/// `anomalies.stop_on` names stops the run RED.
+fn watch(step: &Step, mut d: CheckOutcome) -> Result<CheckOutcome> {
+    let (span, iteration) = (step.span, step.iteration);
+    let w = &step.config.watch;
+    // The live log only (bounded by its seal, `events/segments.rs`): a
+    // finding about a node in a sealed segment is not found again, since
+    // the node is not read either.
+    let records = crate::events::read_live(step.dir)?;
+    let runs = crate::report::trace::build(&records);
+    // What the rules found before a seal stays found: they look at
+    // the whole history, and an acknowledged finding must not return.
+    let mut logged = crate::report::anomalies::logged(&records);
+    logged.extend(crate::report::anomalies::logged(
+        &crate::events::segments::sealed_anomalies(step.dir),
+    ));
+    let history = step.history;
+    let (tokens, cost_usd) = history.spent();
+    let spent = crate::report::anomalies::Spent {
+        iterations: history.len().saturating_sub(1) as u32,
+        wall_seconds: (chrono::Utc::now() - step.run_started)
+            .num_milliseconds()
+            .max(0) as f64
+            / 1000.0,
+        tokens,
+        cost_usd,
+    };
+    let budget = step.config.budget_for(step.brief);
+    for f in crate::report::anomalies::detect(&runs, history.facts(), &budget, spent, w) {
+        let key = f.key();
+        if logged.contains(&key) {
+            continue;
+        }
+        // Tagged with the iteration it is about (a spike seen later, a
+        // run-wide rate: none), logged where it was found.
+        span.with_iteration(f.iteration).emit(Event::AnomalyFound {
+            rule: f.rule.to_string(),
+            severity: f.severity.to_string(),
+            evidence: f.evidence.clone(),
+            node: f.node.clone(),
+            fingerprint: key,
+        })?;
+        if w.stop_on.iter().any(|r| r == f.rule)
+            && d.stop.as_ref().is_none_or(|s| !s.reason.is_red())
+        {
+            d.stop = Some(Stop {
+                reason: crate::model::StopReason::RedAnomaly,
+                detail: format!(
+                    "{}: {} (ooda.yaml's anomalies.stop_on names `{}`: look at it with `ooda trace {}`, then raise the threshold or `ooda ack`)",
+                    f.rule, f.evidence, f.rule, step.brief.name
+                ),
+                at: chrono::Utc::now(),
+                iteration,
+            });
+        }
+    }
+    Ok(d)
 }

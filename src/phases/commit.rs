@@ -10,8 +10,9 @@
 //! where the archive says the best is, and after it the archive already
 //! names the commit, so a resumed run finds the keep either way.
 
+use super::failpoint;
 use super::oid;
-use crate::archive::state::InFlight;
+use crate::archive::state::{InFlight, State};
 use crate::brief::Brief;
 use crate::error::Result;
 use crate::model::Verdict;
@@ -46,16 +47,29 @@ pub(crate) fn advance(ws: &Workspace, commit: &str) -> Result<()> {
 
 /// COMMIT: a keep advances the branch (the new best is returned); anything
 /// else resets the candidate to the base.
-pub(crate) fn run(ws: &Workspace, cur: &InFlight) -> Result<Option<String>> {
+/// COMMIT's output: the new best commit, for a keep.
+pub(crate) struct Committed(Option<String>);
+
+impl Committed {
+    /// The branch has moved: the state's best follows it.
+    pub fn apply(self, state: &mut State) {
+        if let Some(best) = self.0 {
+            state.best_commit = best;
+            failpoint::after(failpoint::Step::BranchAdvanced);
+        }
+    }
+}
+
+pub(crate) fn run(ws: &Workspace, cur: &InFlight) -> Result<Committed> {
     let keep = cur.eval.as_ref().map(|e| e.verdict) == Some(Verdict::Keep);
     match (&cur.commit, keep) {
         (Some(c), true) => {
             advance(ws, c)?;
-            Ok(Some(c.clone()))
+            Ok(Committed(Some(c.clone())))
         }
         _ => {
             ws.sync(oid(&cur.base_commit)?)?;
-            Ok(None)
+            Ok(Committed(None))
         }
     }
 }

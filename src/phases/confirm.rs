@@ -7,13 +7,14 @@
 //! measure is recorded as an anomaly, not a verdict: the iteration itself is
 //! already decided.
 
-use super::{Cx, oid};
+use super::{Step, oid};
 use crate::archive::state::State;
 use crate::error::Result;
 use crate::eval::{self, RunFailure, Side, Worktree};
 use crate::events::Event;
 use crate::model::Confirmation;
 use crate::stats::SplitMix64;
+use crate::workspace::Workspace;
 
 /// What a confirmation test came to.
 #[derive(Debug)]
@@ -38,24 +39,27 @@ impl Confirmed {
 
 /// A signal while it measures is an `Err(Interrupted)`: the stop is not
 /// recorded, so the next tick decides it again and confirms then.
-pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {
+pub(crate) fn run(step: &Step, ws: &Workspace, state: &State, iteration: u32) -> Result<Confirmed> {
     if state.best_commit == state.start_commit {
         return Ok(Confirmed::Nothing);
     }
-    let span = cx.span.child(Event::ConfirmationStarted {
+    let span = step.span.child(Event::ConfirmationStarted {
         start: state.start_commit.clone(),
         best: state.best_commit.clone(),
     })?;
-    let cx = Cx { span: &span, ..*cx };
-    let anchor_dir = cx.ws.scratch("anchor", oid(&state.start_commit)?)?;
-    let anchor = Worktree::new(Side::Anchor, anchor_dir, cx.brief)?;
-    let best = cx.worktree(Side::Base)?;
-    let setup_key = cx.base_setup_key(&state.best_commit)?;
-    let skip_base_setup = cx.ws.base_setup_done(&setup_key);
+    let step = Step {
+        span: &span,
+        ..*step
+    };
+    let anchor_dir = ws.scratch("anchor", oid(&state.start_commit)?)?;
+    let anchor = Worktree::new(Side::Anchor, anchor_dir, step.brief)?;
+    let best = step.worktree(Side::Base)?;
+    let setup_key = step.base_setup_key(&state.best_commit)?;
+    let skip_base_setup = ws.base_setup_done(&setup_key);
     let mut rng =
         SplitMix64::new(state.seed ^ u64::from(iteration).wrapping_mul(0xA076_1D64_78BD_642F));
-    let lease = cx.measuring(iteration, "confirm")?;
-    let mut ev = cx.evaluator(lease.as_ref());
+    let lease = step.measuring(iteration, "confirm")?;
+    let mut ev = step.evaluator(lease.as_ref());
     let mut failure = ev.setup(&anchor)?;
     if failure.is_none() && !skip_base_setup {
         failure = ev.setup(&best)?;
@@ -77,10 +81,10 @@ pub(crate) fn run(cx: &Cx, state: &State, iteration: u32) -> Result<Confirmed> {
     match measured {
         Ok(pairs) => {
             if !skip_base_setup {
-                cx.ws.record_base_setup(&setup_key)?;
+                ws.record_base_setup(&setup_key)?;
             }
             let conf = eval::confirm(
-                cx.brief.metric.direction,
+                step.brief.metric.direction,
                 &state.start_commit,
                 &state.best_commit,
                 pairs,

@@ -7,43 +7,165 @@
 //! pairs under the rule ORIENT fixed, with the protected files re-hashed
 //! before every run.
 
-use super::Cx;
-use crate::archive::history::View;
+use super::{Beside, Step};
 use crate::archive::state::InFlight;
+use crate::driver::MainAgent;
 use crate::error::{Error, Result};
 use crate::eval::redlight;
 use crate::eval::{self, RunFailure, Side, sequential};
 use crate::events::Event;
-use crate::model::Orientation;
-use crate::model::{Alarm, AlarmKind, EvalOutcome, Verdict};
+use crate::model::{Alarm, AlarmKind, EvalOutcome, NonInferiority, Role, SubagentReport, Verdict};
 use crate::stats::SplitMix64;
+use crate::subagents::dispatch::Dispatched;
+use crate::subagents::{Roster, eval_runner};
 use crate::text::clip::short;
+use crate::workspace::Workspace;
 
-pub(crate) fn run(
-    cx: &Cx,
-    history: View,
+/// EVALUATE's output.
+// One per phase, moved once: the size of the candidate's variant costs
+// nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Evaluated {
+    /// The second EVALUATE of a keep: the simplifier's version against it.
+    /// The keep's own decision stands either way.
+    Simplified(NonInferiority),
+    /// The candidate's decision, the eval-runner's report, and what the
+    /// analyzers that ran beside it found and cost.
+    Candidate {
+        eval: EvalOutcome,
+        runner: Option<SubagentReport>,
+        analyzed: Option<(Option<String>, Dispatched)>,
+    },
+}
+
+impl Evaluated {
+    pub fn apply(self, c: &mut InFlight) {
+        match self {
+            Evaluated::Simplified(test) => {
+                if let Some(s) = c.review.as_mut().and_then(|r| r.simplified.as_mut()) {
+                    s.measured = true;
+                    s.reason = format!("{}; {}", s.reason, test.reason);
+                    if !test.non_inferior {
+                        // Nothing left to review: the kept change stands.
+                        s.reviewed = true;
+                    }
+                    s.test = Some(test);
+                }
+            }
+            Evaluated::Candidate {
+                eval,
+                runner,
+                analyzed,
+            } => {
+                c.eval = Some(eval);
+                // The simplified version's jobs are counted on their own.
+                c.lost_jobs.clear();
+                c.subagents = runner.into_iter().collect();
+                if let Some((analysis, done)) = analyzed {
+                    if analysis.is_some() {
+                        c.analysis = analysis;
+                    }
+                    c.agent_calls.extend(done.calls);
+                    if let Some(b) = done.breaches.iter().find(|b| b.unconfined)
+                        && c.tamper.is_none()
+                    {
+                        c.tamper = Some(format!("while analyzing, {}", b.message));
+                    }
+                    c.subagents.extend(done.reports);
+                }
+            }
+        }
+    }
+}
+
+/// EVALUATE: a simplifier's version waiting for its test is measured
+/// against the keep; otherwise the candidate, by the eval-runner, with the
+/// analyzers beside it when `beside` says so (they run in their own threads
+/// while EVALUATE measures: a profiler waits for the pairs, and their report
+/// is archived with the iteration for the next PLAN).
+pub(crate) fn phase(
+    step: &Step,
+    ws: &Workspace,
+    roster: &Roster,
+    agent: &MainAgent,
     cur: &InFlight,
-    orientation: &Orientation,
-    seed: u64,
-) -> Result<EvalOutcome> {
+    beside: Option<Beside>,
+) -> Result<Evaluated> {
+    let runner = roster.with_role(Role::Evaluate).next();
+    if let Some(s) = cur
+        .review
+        .as_ref()
+        .and_then(|r| r.simplified.as_ref())
+        .filter(|s| !s.measured)
+    {
+        let (test, _) = eval_runner::measure(
+            step,
+            runner,
+            Some("simplified"),
+            |step| simplified(step, ws, cur, s),
+            |test| serde_json::json!({ "non_inferiority": test }),
+        )?;
+        return Ok(Evaluated::Simplified(test));
+    }
+    // A cut iteration measures nothing: the runner is not dispatched.
+    let runner = runner.filter(|_| cur.cut.is_none());
+    let measure = || {
+        eval_runner::measure(
+            step,
+            runner,
+            None,
+            |step| run(step, ws, cur),
+            |o| {
+                serde_json::json!({
+                    "verdict": o.verdict,
+                    "discard": o.discard,
+                    "reason": o.reason,
+                    "guards": o.guards,
+                    "comparison": o.comparison,
+                })
+            },
+        )
+    };
+    let ((eval, runner), analyzed) = match beside {
+        None => (measure()?, None),
+        Some(Beside::Analyzer) => {
+            let defs = super::analyze::due_for(roster, step.history, cur, step.brief);
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::scope(|s| {
+                let analyzer = s.spawn(|| super::analyze::run(step, &defs, agent, rx));
+                let outcome = measure();
+                if outcome.is_ok() {
+                    let _ = tx.send(());
+                }
+                drop(tx);
+                let analysis = analyzer
+                    .join()
+                    .map_err(|_| Error::Internal("the pipeline-analyzer panicked".into()))?;
+                Ok::<_, Error>((outcome?, Some(analysis?)))
+            })?
+        }
+    };
+    Ok(Evaluated::Candidate {
+        eval,
+        runner,
+        analyzed,
+    })
+}
+
+pub(crate) fn run(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome> {
     let outcome = match &cur.cut {
         Some(cut) => EvalOutcome::cut(cut),
-        None => candidate(cx, history, cur, orientation, seed)?,
+        None => candidate(step, ws, cur)?,
     };
-    cx.span.emit(Event::Decision {
+    step.span.emit(Event::Decision {
         verdict: outcome.verdict,
         reason: outcome.reason.clone(),
     })?;
     Ok(outcome)
 }
 
-fn candidate(
-    cx: &Cx,
-    history: View,
-    cur: &InFlight,
-    orientation: &Orientation,
-    seed: u64,
-) -> Result<EvalOutcome> {
+fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome> {
+    let (history, orientation, seed) = (step.history, step.orientation, step.seed);
     // An exact repeat of an earlier candidate: its verdict stands, and
     // measuring it again would only spend the night.
     if let Some(tree) = &cur.tree
@@ -77,15 +199,15 @@ fn candidate(
             alarms: Vec::new(),
         });
     }
-    let (base, cand) = (cx.worktree(Side::Base)?, cx.worktree(Side::Cand)?);
-    let setup_key = cx.base_setup_key(&cur.base_commit)?;
-    let skip_base_setup = cx.ws.base_setup_done(&setup_key);
+    let (base, cand) = (step.worktree(Side::Base)?, step.worktree(Side::Cand)?);
+    let setup_key = step.base_setup_key(&cur.base_commit)?;
+    let skip_base_setup = ws.base_setup_done(&setup_key);
     let rule = orientation.rule();
-    let looks = sequential::looks_for(cx.config.defaults.pairs);
+    let looks = sequential::looks_for(step.config.defaults.pairs);
     let mut rng =
         SplitMix64::new(seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03));
-    let lease = cx.measuring(cur.iteration, "evaluate")?;
-    let mut ev = cx.evaluator(lease.as_ref());
+    let lease = step.measuring(cur.iteration, "evaluate")?;
+    let mut ev = step.evaluator(lease.as_ref());
     let crash = |reason: String, output: String, guards| EvalOutcome {
         verdict: Verdict::Crash,
         discard: None,
@@ -127,13 +249,13 @@ fn candidate(
     }
     // Protected files are checked again after setup and guards, right
     // before measuring: a build step must not rewrite the evaluator either.
-    let now = cx.ws.candidate(cx.brief.scope.max_file_size)?;
+    let now = ws.candidate(step.brief.scope.max_file_size)?;
     let protected = Protected::hash(
         &[&base.dir, &cand.dir],
         now.contents
             .files
             .keys()
-            .filter(|p| cx.brief.scope.protects(p)),
+            .filter(|p| step.brief.scope.protects(p)),
     );
     let changed = now.changed;
     let blocked = |reason: String| {
@@ -147,11 +269,11 @@ fn candidate(
     // honest one kept.
     let drifted = || -> Result<bool> {
         Ok(match &cur.tree {
-            Some(tree) => !cx.ws.still_is(super::oid(tree)?)?,
+            Some(tree) => !ws.still_is(super::oid(tree)?)?,
             None => false,
         })
     };
-    if let Some(v) = super::execute::content_violation(cx.brief, &changed) {
+    if let Some(v) = super::execute::content_violation(step.brief, &changed) {
         return Ok(blocked(format!("after setup and guards: {v}")));
     }
     if drifted()? {
@@ -160,12 +282,12 @@ fn candidate(
         ));
     }
     if base_setup_done {
-        cx.ws.record_base_setup(&setup_key)?;
+        ws.record_base_setup(&setup_key)?;
     }
     // An exploratory point is screened first: one run against the base's
     // recent runs, the paired test (afresh) only past the bar.
     let mut screened = None;
-    let reference = if cx.brief.uses_builtin() && cur.plan.as_ref().is_some_and(|p| p.screen) {
+    let reference = if step.brief.uses_builtin() && cur.plan.as_ref().is_some_and(|p| p.screen) {
         eval::screen::base_reference(history.all()?, &cur.base_commit, &cur.brief_hash)
     } else {
         Vec::new()
@@ -201,12 +323,12 @@ fn candidate(
             }
         };
         let s = eval::screen::screen(
-            cx.brief.metric.direction,
+            step.brief.metric.direction,
             &reference,
             value,
             orientation.noise_sd(),
             orientation.theta1,
-            cx.config.defaults.alpha,
+            step.config.defaults.alpha,
         );
         if !s.passed {
             return Ok(EvalOutcome {
@@ -272,7 +394,7 @@ fn candidate(
     let last = last_look
         .ok_or_else(|| Error::Internal("the sequential test ended without a look".into()))?;
     if last.noise_changed {
-        cx.span.emit(Event::Anomaly {
+        step.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::NoiseChanged,
             message: format!(
                 "pair spread at {} pairs is far above the noise history",
@@ -281,11 +403,11 @@ fn candidate(
         })?;
     }
     let d = eval::report(
-        cx.brief.metric.direction,
+        step.brief.metric.direction,
         pairs,
         &last,
         &rule,
-        cx.config.defaults.alpha,
+        step.config.defaults.alpha,
         &looks,
     );
     Ok(EvalOutcome {
@@ -352,13 +474,12 @@ fn content(path: &std::path::Path) -> Option<git2::Oid> {
 /// max(θ₁, noise floor), never more than half the kept change's measured
 /// gain: a user keeps a +10% change expecting to keep most of it.
 pub(crate) fn simplified(
-    cx: &Cx,
+    step: &Step,
+    ws: &Workspace,
     cur: &InFlight,
     s: &crate::model::Simplified,
-    orientation: &Orientation,
-    seed: u64,
 ) -> Result<crate::model::NonInferiority> {
-    use crate::model::NonInferiority;
+    let (orientation, seed) = (step.orientation, step.seed);
     let kept_gain = cur
         .eval
         .as_ref()
@@ -366,10 +487,10 @@ pub(crate) fn simplified(
         .map_or(0.0, |c| c.effect);
     let margin = orientation
         .theta1
-        .max(cx.brief.metric.noise_floor)
+        .max(step.brief.metric.noise_floor)
         .min(kept_gain / 2.0)
         .max(0.0);
-    let dir = cx.brief.metric.direction;
+    let dir = step.brief.metric.direction;
     let margin_log = match dir {
         crate::model::Direction::Minimize => margin.ln_1p(),
         crate::model::Direction::Maximize => -(-margin).ln_1p(),
@@ -395,20 +516,18 @@ pub(crate) fn simplified(
     // tree (nothing the simplifier left that git ignores), also on resume.
     let base = super::oid(&cur.base_commit)?;
     let tree = super::oid(&s.tree)?;
-    let scratch = cx
-        .ws
-        .scratch_of_tree(super::SIMPLIFY_DIR, base, tree, true)?;
-    let (kept, simple) = (cx.worktree(Side::Cand)?, cx.worktree(Side::Simplified)?);
+    let scratch = ws.scratch_of_tree(crate::driver::step::SIMPLIFY_DIR, base, tree, true)?;
+    let (kept, simple) = (step.worktree(Side::Cand)?, step.worktree(Side::Simplified)?);
     let protected = Protected::hash(
         &[&kept.dir, &simple.dir],
         s.changed_paths
             .iter()
-            .chain(cx.brief.scope.protect.iter())
-            .filter(|p| cx.brief.scope.protects(p)),
+            .chain(step.brief.scope.protect.iter())
+            .filter(|p| step.brief.scope.protects(p)),
     );
-    let drifted = || -> Result<bool> { Ok(cx.ws.tree_of_scratch(&scratch, u64::MAX)?.0 != tree) };
-    let lease = cx.measuring(cur.iteration, "simplify")?;
-    let mut ev = cx.evaluator(lease.as_ref());
+    let drifted = || -> Result<bool> { Ok(ws.tree_of_scratch(&scratch, u64::MAX)?.0 != tree) };
+    let lease = step.measuring(cur.iteration, "simplify")?;
+    let mut ev = step.evaluator(lease.as_ref());
     for wt in [&kept, &simple] {
         if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {
             return Ok(not(format!(
@@ -431,10 +550,10 @@ pub(crate) fn simplified(
     let rule = sequential::non_inferiority(
         &orientation.rule(),
         margin_log,
-        cx.config.defaults.alpha,
-        cx.config.defaults.pairs,
+        step.config.defaults.alpha,
+        step.config.defaults.pairs,
     );
-    let looks = sequential::looks_for(cx.config.defaults.pairs);
+    let looks = sequential::looks_for(step.config.defaults.pairs);
     let mut rng = SplitMix64::new(
         seed ^ u64::from(cur.iteration).wrapping_mul(0xA24B_AED4_963E_E407) ^ 0x5117_1F1E,
     );

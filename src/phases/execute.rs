@@ -12,7 +12,7 @@
 use super::oid;
 use crate::archive::state::InFlight;
 use crate::brief::Brief;
-use crate::driver::{Driver, Turn};
+use crate::driver::{Driver, Step};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{AgentCall, Cut, Plan};
@@ -52,7 +52,7 @@ impl Executed {
 
 /// `None` when the iteration was already cut short: nothing is changed.
 pub(crate) fn run(
-    t: &Turn,
+    t: &Step,
     driver: &dyn Driver,
     ws: &Workspace,
     cur: &InFlight,
@@ -144,7 +144,7 @@ pub(crate) fn run(
 /// costs no walk of the worktree. Also says whether the step wrote any
 /// other file (for LEARN, which must not).
 pub(crate) fn dropping_ignored<T>(
-    t: &Turn,
+    t: &Step,
     ws: &Workspace,
     driver: &dyn Driver,
     step: impl FnOnce() -> Result<T>,

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::driver::{MainAgent, Turn};
+use crate::driver::{MainAgent, Step};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{IterationRecord, Phase, Stop};
@@ -21,9 +21,67 @@ use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
 
 const JUDGE_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"verdict\": \"pass|warn|fail\", \"why\": \"two or three sentences on whether the night did what the Brief asked\", \"iterations\": [{\"iteration\": 3, \"verdict\": \"warn\", \"why\": \"…\"}]}\n```\n\nList only the iterations you have something to say about. Judge the work, not the numbers: ooda's statistics already decided each keep.";
 
+/// The judges of the roster that judge this run's end: none past a
+/// spending limit the user set, or after an agent broke out of its fence
+/// (no further agent is run then).
+pub(crate) fn due<'r>(roster: &'r crate::subagents::Roster, stop: &Stop) -> Vec<&'r Definition> {
+    use crate::model::StopReason;
+    use crate::subagents::definition::Trigger;
+    let refused = matches!(
+        stop.reason,
+        StopReason::BudgetCost
+            | StopReason::BudgetTokens
+            | StopReason::RedTamper
+            | StopReason::RedScope
+            | StopReason::RedAnomaly
+    );
+    if refused {
+        return Vec::new();
+    }
+    roster
+        .with_role(crate::model::Role::Judge)
+        .filter(|d| d.triggers.contains(&Trigger::RunEnd))
+        .collect()
+}
+
+/// The judges `defs` over the finished run that `t` sees whole: the last
+/// iteration's record with their reports on it. Their spend stays out of
+/// that iteration's tokens (the judge ran after it, and the spike rule and
+/// the grades read them): it is in Metrics, per subagent, and in its report.
+pub(crate) fn judged(
+    t: &Step,
+    defs: &[&Definition],
+    agent: &MainAgent,
+    stop: &Stop,
+) -> Result<Option<IterationRecord>> {
+    let history = t.history.all()?;
+    let budget = t.config.budget_for(t.brief);
+    let observed = crate::report::summary::Observed::of(
+        t.dir,
+        t.history,
+        &budget,
+        Some(stop),
+        Some(t.run_started),
+    )?;
+    let Some(evaluation) = observed.evaluation else {
+        return Ok(None);
+    };
+    let done = run(t, defs, agent, history, stop, &evaluation)?;
+    for b in &done.breaches {
+        t.span.emit(Event::Anomaly {
+            kind: crate::model::AnomalyKind::JudgeFailed,
+            message: format!("the judge changed files it must not touch: {}", b.message),
+        })?;
+    }
+    Ok(t.history.last().cloned().map(|mut r| {
+        r.attach(done.reports, Vec::new());
+        r
+    }))
+}
+
 /// Runs the judges `defs` over the finished run.
 pub(crate) fn run(
-    t: &Turn,
+    t: &Step,
     defs: &[&Definition],
     agent: &MainAgent,
     history: &[IterationRecord],
@@ -88,7 +146,7 @@ pub(crate) fn run(
 /// verdict and grade, and the run's statistics with its stop and grade.
 fn parts(
     def: &Definition,
-    t: &Turn,
+    t: &Step,
     history: &[IterationRecord],
     stop: &Stop,
     evaluation: &Evaluation,

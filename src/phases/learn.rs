@@ -8,11 +8,11 @@
 
 use chrono::Utc;
 
-use super::failpoint::{self, Step};
+use super::failpoint;
 use super::{commit, oid};
 use crate::archive;
 use crate::archive::state::{InFlight, Learned, State};
-use crate::driver::{Driver, Turn};
+use crate::driver::{Driver, Step};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::model::{AgentCall, Verdict};
@@ -29,8 +29,19 @@ pub(crate) struct Learnt {
     pub tamper: Option<String>,
 }
 
+impl Learnt {
+    pub fn apply(self, c: &mut InFlight) {
+        c.learned = Some(self.learned);
+        c.commit = self.commit;
+        if c.tamper.is_none() {
+            c.tamper = self.tamper;
+        }
+        c.agent_calls.extend(self.calls);
+    }
+}
+
 pub(crate) fn run(
-    t: &Turn,
+    t: &Step,
     driver: &dyn Driver,
     ws: &Workspace,
     state: &State,
@@ -44,7 +55,7 @@ pub(crate) fn run(
     let mut artifact = None;
     if outcome.verdict == Verdict::Keep {
         commit = Some(commit::prepare(ws, t.brief, cur)?);
-        failpoint::after(Step::CommitPrepared);
+        failpoint::after(failpoint::Step::CommitPrepared);
     } else if !cur.changed_paths.is_empty() {
         let base = oid(&cur.base_commit)?;
         let diff = match &cur.tree {
@@ -62,7 +73,7 @@ pub(crate) fn run(
             bytes: diff.len() as u64,
         })?;
         artifact = Some(rel);
-        failpoint::after(Step::DiffSaved);
+        failpoint::after(failpoint::Step::DiffSaved);
     }
     let mut learned = Learned {
         lessons: Default::default(),

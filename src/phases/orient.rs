@@ -5,6 +5,7 @@
 //! exactly what PLAN was told, and `summary.md` computes it the same way.
 
 use crate::archive::history::View;
+use crate::archive::state::InFlight;
 use crate::brief::Brief;
 use crate::config::Config;
 use crate::error::Result;
@@ -20,4 +21,13 @@ pub(crate) fn run(history: View, brief: &Brief, config: &Config) -> Result<Orien
     );
     o.analysis = crate::subagents::notes_for_plan(history)?;
     Ok(o)
+}
+
+/// ORIENT's output, for the iteration in flight.
+pub(crate) struct Oriented(pub Orientation);
+
+impl Oriented {
+    pub fn apply(self, c: &mut InFlight) {
+        c.orientation = Some(self.0);
+    }
 }

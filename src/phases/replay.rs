@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::brief::Brief;
-use crate::driver::{MainAgent, Proposal, Turn};
+use crate::driver::{MainAgent, Proposal, Step};
 use crate::error::{Error, Result};
 use crate::eval::{self, Evaluator, RunFailure, Side, Worktree, sequential};
 use crate::events::{Event, Print, Progress, Span};
@@ -224,11 +224,12 @@ pub fn run(
     // PLAN.
     let started = std::time::Instant::now();
     let phase = it.child(Event::PhaseStarted { phase: Phase::Plan })?;
-    let t = Turn {
+    let t = Step {
         brief,
         config: &project.config,
         root: &project.root,
         dir: &dir,
+        worktrees: &ws.dir,
         cand_dir: &cand,
         base_dir: &base_dir,
         history: held.view(),
@@ -238,6 +239,7 @@ pub fn run(
         run_started: as_then(rec, before),
         span: &phase,
         cancel,
+        stop: None,
         executor: &executor,
     };
     let proposal = driver.plan(&t, &best)?;
@@ -366,7 +368,7 @@ fn measure(
     cand: &Path,
     plan: &crate::model::Plan,
     it: &Span,
-    plan_turn: &Turn,
+    plan_turn: &Step,
     driver: &dyn crate::driver::Driver,
     orientation: &model::Orientation,
     seed: u64,
@@ -377,7 +379,7 @@ fn measure(
     let phase = it.child(Event::PhaseStarted {
         phase: Phase::Execute,
     })?;
-    let t = Turn {
+    let t = Step {
         span: &phase,
         ..*plan_turn
     };
@@ -487,7 +489,7 @@ fn evaluate(
     brief: &Brief,
     cand: &Path,
     phase: &Span,
-    plan_turn: &Turn,
+    plan_turn: &Step,
     orientation: &model::Orientation,
     seed: u64,
     n: u32,

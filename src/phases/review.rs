@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 
 use super::oid;
 use crate::archive::state::InFlight;
-use crate::driver::{MainAgent, Turn};
+use crate::driver::{MainAgent, Step};
 use crate::error::{Error, Result};
 use crate::model::{Review, ReviewVerdict, Role, SubagentOutcome, Verdict};
 use crate::subagents::definition::{OnError, Sees, SubDriver};
@@ -24,10 +24,69 @@ use crate::subagents::sees::{self, Parts};
 use crate::subagents::{Roster, reviewer};
 use crate::workspace::Workspace;
 
-/// REVIEW's output: the review (none for an iteration that is not a keep)
-/// and what the reviewers' runs cost and touched.
+/// REVIEW's output: the review and what the reviewers' runs cost and
+/// touched.
+pub(crate) struct Reviewed {
+    review: Review,
+    done: Dispatched,
+}
+
+impl Reviewed {
+    /// A block turns the keep into a discard (`blocked_by_review`), its
+    /// measurement kept in the reason; a simplification that passed its test
+    /// and its review replaces the kept tree.
+    pub fn apply(self, c: &mut InFlight) {
+        let Reviewed { review, done } = self;
+        c.agent_calls.extend(done.calls);
+        if let Some(b) = done.breaches.iter().find(|b| b.unconfined)
+            && c.tamper.is_none()
+        {
+            c.tamper = Some(format!("while reviewing, {}", b.message));
+        }
+        if let Some(findings) = review.blocked()
+            && let Some(e) = c.eval.as_mut()
+        {
+            e.verdict = Verdict::Discard;
+            e.discard = Some(crate::model::DiscardKind::BlockedByReview);
+            e.reason = format!("blocked by review: {findings} (measured: {})", e.reason);
+        }
+        if let Some(s) = review.simplified.as_ref().filter(|s| s.accepted)
+            && c.tree.as_deref() != Some(s.tree.as_str())
+        {
+            c.tree = Some(s.tree.clone());
+            c.changed_paths = s.changed_paths.clone();
+            if let Some(e) = c.eval.as_mut() {
+                e.reason = format!("{}; {}", e.reason, s.reason);
+            }
+        }
+        c.review = Some(review);
+    }
+}
+
+/// REVIEW: none for an iteration that is not a keep. A block is the
+/// decision's last word, and is logged as one.
 pub(crate) fn run(
-    t: &Turn,
+    t: &Step,
+    ws: &Workspace,
+    roster: &Roster,
+    agent: &MainAgent,
+    cur: &InFlight,
+    start_commit: &str,
+) -> Result<Option<Reviewed>> {
+    let out = review(t, ws, roster, agent, cur, start_commit)?;
+    if let Some((r, _)) = &out
+        && let Some(findings) = r.blocked()
+    {
+        t.span.emit(crate::events::Event::Decision {
+            verdict: Verdict::Discard,
+            reason: format!("blocked by review: {findings}"),
+        })?;
+    }
+    Ok(out.map(|(review, done)| Reviewed { review, done }))
+}
+
+fn review(
+    t: &Step,
     ws: &Workspace,
     roster: &Roster,
     agent: &MainAgent,
@@ -77,7 +136,7 @@ pub(crate) fn run(
     // A reviewer reads the files of what it reviews: the simplified
     // candidate is in its scratch worktree.
     let review_dir = match pending {
-        Some(_) => ws.dir.join(super::SIMPLIFY_DIR),
+        Some(_) => ws.dir.join(crate::driver::step::SIMPLIFY_DIR),
         None => t.cand_dir.to_path_buf(),
     };
     let review_dir = review_dir.as_path();
@@ -119,7 +178,9 @@ pub(crate) fn run(
         .find(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
         .filter(|_| pending.is_none());
     let scratch = match simplifier {
-        Some(_) => Some(ws.scratch_of_tree(super::SIMPLIFY_DIR, base, kept, false)?),
+        Some(_) => {
+            Some(ws.scratch_of_tree(crate::driver::step::SIMPLIFY_DIR, base, kept, false)?)
+        }
         None => None,
     };
     let mut jobs: Vec<Job> = defs
@@ -272,7 +333,7 @@ const SIMPLIFY_ANSWER: &str = "Edit the files in the working directory (a copy o
 /// different point would be a different experiment, not a simpler change).
 fn simplified(
     ws: &Workspace,
-    t: &Turn,
+    t: &Step,
     base: git2::Oid,
     kept: git2::Oid,
     dir: &std::path::Path,
@@ -342,7 +403,7 @@ fn simplified(
 /// definition's model; for `driver: command`, its own `agent` profile, else
 /// the Brief's agent. `Err` says why it cannot run (the subagent is skipped).
 pub(crate) fn command_agent(
-    t: &Turn,
+    t: &Step,
     def: &crate::subagents::Definition,
     main: &MainAgent,
 ) -> std::result::Result<Box<dyn crate::driver::Caller>, String> {
@@ -380,7 +441,7 @@ pub(crate) fn command_agent(
 
 /// The files the Brief's commands run or read, as the run's start commit
 /// has them.
-fn measurement_files(ws: &Workspace, start: git2::Oid, t: &Turn) -> Result<BTreeSet<String>> {
+fn measurement_files(ws: &Workspace, start: git2::Oid, t: &Step) -> Result<BTreeSet<String>> {
     let repo = ws.base_repo()?;
     let tree = repo
         .find_commit(start)

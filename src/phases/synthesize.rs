@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::archive::state::State;
-use crate::driver::{MainAgent, Turn};
+use crate::driver::{MainAgent, Step};
 use crate::error::Result;
 use crate::model::{IterationRecord, Phase, Stop, SubagentOutcome, Verdict};
 use crate::subagents::Definition;
@@ -23,9 +23,27 @@ use crate::subagents::synthesizer;
 
 const NARRATIVE_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"narrative\": \"one paragraph for the note\"}\n```\n\nWrite prose only: the note already states every number from ooda's data.";
 
+/// The synthesizers the moment triggers: a keep, the end of a run.
+pub(crate) fn due<'r>(
+    roster: &'r crate::subagents::Roster,
+    rec: &IterationRecord,
+    stop: Option<&Stop>,
+) -> Vec<&'r Definition> {
+    use crate::subagents::definition::Trigger;
+    let keep = rec.verdict == Verdict::Keep;
+    roster
+        .with_role(crate::model::Role::Synthesize)
+        .filter(|d| {
+            d.triggers
+                .iter()
+                .any(|t| (keep && *t == Trigger::Keep) || (stop.is_some() && *t == Trigger::RunEnd))
+        })
+        .collect()
+}
+
 /// Runs `defs` for the iteration `history.last()`; `stop` at the end of a run.
 pub(crate) fn run(
-    t: &Turn,
+    t: &Step,
     defs: &[&Definition],
     agent: &MainAgent,
     state: &State,
@@ -38,7 +56,7 @@ pub(crate) fn run(
     let gathered = &gathered;
     let main_name = agent.agent_name();
     fn input<'a>(
-        t: &'a Turn,
+        t: &'a Step,
         state: &'a State,
         gathered: &'a synthesizer::Gathered,
         stop: Option<&'a Stop>,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::definition::{Definition, OnError};
 use crate::driver::agent::named_files::NamedFiles;
 use crate::driver::agent::{Invocation, Reply};
-use crate::driver::{Breach, Caller, Turn};
+use crate::driver::{Breach, Caller, Step};
 use crate::error::{Error, Result};
 use crate::events::{Event, Span};
 use crate::model::{
@@ -338,7 +338,7 @@ pub fn end(
 /// The answer's JSON (or why there is none) goes to `read`.
 #[allow(clippy::too_many_arguments)]
 pub fn run_command(
-    t: &Turn,
+    t: &Step,
     agent: &dyn Caller,
     def: &Definition,
     phase: Phase,

@@ -16,6 +16,7 @@
 pub mod analyzer;
 pub mod definition;
 pub mod dispatch;
+pub mod eval_runner;
 pub mod reviewer;
 pub mod roster;
 pub mod sees;

@@ -576,11 +576,12 @@ pub fn preflight(
     let orientation = crate::phases::orientation_of(history.view(), brief, &project.config)?;
     let progress = Progress::new(&brief.name, false, print);
     let span = Span::new("preflight", vec![Arc::new(progress)]);
-    let turn = crate::driver::Turn {
+    let turn = crate::driver::Step {
         brief,
         config: &project.config,
         root: &project.root,
         dir: &files,
+        worktrees: &ws.dir,
         cand_dir: &cand,
         base_dir: &cand,
         history: history.view(),
@@ -590,6 +591,7 @@ pub fn preflight(
         run_started: chrono::Utc::now(),
         span: &span,
         cancel,
+        stop: None,
         executor: &executor,
     };
     let best = points::point_in(&cand, brief)?;

@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::model::{IterationRecord, Phase, Plan, Point};
 use crate::run::executor::Lease;
 
-use super::{Driver, Execution, Lesson, Proposal, Turn};
+use super::{Driver, Execution, Lesson, Proposal, Step};
 pub use named_files::NamedFiles;
 pub use reply::{Invocation, Reply};
 
@@ -77,15 +77,15 @@ impl<C: Caller> Driver for C {
         self.driver_name()
     }
 
-    fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
+    fn plan(&self, t: &Step, best: &Point) -> Result<Proposal> {
         steps::plan(self, t, best)
     }
 
-    fn execute(&self, t: &Turn, plan: &Plan) -> Result<Execution> {
+    fn execute(&self, t: &Step, plan: &Plan) -> Result<Execution> {
         steps::execute(self, t, plan)
     }
 
-    fn learn(&self, t: &Turn, _: &Plan, rec: &IterationRecord, measured: bool) -> Result<Lesson> {
+    fn learn(&self, t: &Step, _: &Plan, rec: &IterationRecord, measured: bool) -> Result<Lesson> {
         steps::learn(self, t, rec, measured)
     }
 

@@ -27,7 +27,7 @@ use super::prompt::{self, PlanView};
 use super::{Caller, Invocation, Reply};
 use crate::archive::history::{IterationRecord, Verdict};
 use crate::brief::points::Point;
-use crate::driver::{Breach, Execution, Lesson, Proposal, Turn};
+use crate::driver::{Breach, Execution, Lesson, Proposal, Step};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{AgentCall, CallOutcome, Cut, Phase};
@@ -41,7 +41,7 @@ pub const PLAN_ATTEMPTS: u32 = 3;
 
 /// PLAN: a plan, validated (see [`plan_once`]'s retries), with whatever the
 /// agent changed outside the candidate while it planned.
-pub(crate) fn plan(agent: &dyn Caller, t: &Turn, best: &Point) -> Result<Proposal> {
+pub(crate) fn plan(agent: &dyn Caller, t: &Step, best: &Point) -> Result<Proposal> {
     let (mut proposal, found) = fenced(
         agent.sandboxed(),
         t,
@@ -66,7 +66,7 @@ pub(crate) fn plan(agent: &dyn Caller, t: &Turn, best: &Point) -> Result<Proposa
 }
 
 /// EXECUTE: the agent applies `plan` in the candidate worktree.
-pub(crate) fn execute(agent: &dyn Caller, t: &Turn, plan: &Plan) -> Result<Execution> {
+pub(crate) fn execute(agent: &dyn Caller, t: &Step, plan: &Plan) -> Result<Execution> {
     let (mut out, breach) = fenced(
         agent.sandboxed(),
         t,
@@ -84,7 +84,7 @@ pub(crate) fn execute(agent: &dyn Caller, t: &Turn, plan: &Plan) -> Result<Execu
 /// runner's own lessons.
 pub(crate) fn learn(
     agent: &dyn Caller,
-    t: &Turn,
+    t: &Step,
     rec: &IterationRecord,
     measured: bool,
 ) -> Result<Lesson> {
@@ -125,7 +125,7 @@ pub(crate) fn learn(
 /// the error goes on as it was.
 pub(crate) fn fenced<T>(
     sandboxed: bool,
-    t: &Turn,
+    t: &Step,
     step: impl FnOnce() -> Result<T>,
     failed: impl FnOnce(&crate::error::Error) -> T,
 ) -> Result<(T, Option<Breach>)> {
@@ -157,7 +157,7 @@ pub(crate) fn fenced<T>(
 /// One step of the conversation: the agent and what it may see.
 struct Talk<'a> {
     agent: &'a dyn Caller,
-    t: &'a Turn<'a>,
+    t: &'a Step<'a>,
     /// The files this step is about (EXECUTE), for profiles that pass them.
     files: NamedFiles,
     /// The span of the latest call: its `model_result` goes under it, so a
@@ -166,7 +166,7 @@ struct Talk<'a> {
 }
 
 impl<'a> Talk<'a> {
-    fn new(agent: &'a dyn Caller, t: &'a Turn<'a>) -> Talk<'a> {
+    fn new(agent: &'a dyn Caller, t: &'a Step<'a>) -> Talk<'a> {
         Talk {
             agent,
             t,
@@ -370,7 +370,7 @@ type PlanError = (&'static str, String, Option<Box<Plan>>);
 
 /// The reply as a validated plan, or the rule it broke, the message for the
 /// agent, and the plan as proposed (when it parsed).
-fn read_plan(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
+fn read_plan(t: &Step, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
     let plan = read_plan_shape(t, reply, best)?;
     if let Err(r) = answers::validate(&plan, t.history.facts(), t.iteration) {
         return Err((r.rule, r.message, Some(Box::new(plan))));
@@ -379,7 +379,7 @@ fn read_plan(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
 }
 
 /// The reply as a plan with valid knobs, before the rules about history.
-fn read_plan_shape(t: &Turn, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
+fn read_plan_shape(t: &Step, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
     let (value, source) = match &reply.result {
         Ok((v, source)) => (v.clone(), *source),
         Err(e) => {
@@ -415,7 +415,7 @@ pub struct Preflight {
 /// and no wait for an unavailable API: does the agent start, answer, and
 /// answer with a plan the validator accepts? Before a first run the plan is
 /// judged against the baseline iteration 0 that run will have.
-pub fn preflight(agent: &dyn Caller, t: &Turn, best: &Point) -> Result<Preflight> {
+pub fn preflight(agent: &dyn Caller, t: &Step, best: &Point) -> Result<Preflight> {
     let step = Talk::new(agent, t);
     let (text, _) = prompt::plan(&PlanView {
         template: &step.template("plan.md"),

@@ -30,7 +30,7 @@ use crate::brief::points::{self, Point};
 use crate::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
 use crate::driver::agent::answers::{Axis, LearnResult, Pattern, Plan};
 use crate::driver::builtin::surrogate::Surrogate;
-use crate::driver::{Driver, Execution, Lesson, Proposal, Turn};
+use crate::driver::{Driver, Execution, Lesson, Proposal, Step};
 use crate::error::Result;
 use crate::eval::gain;
 use crate::events::Event;
@@ -115,7 +115,7 @@ impl Driver for Builtin {
         "builtin".into()
     }
 
-    fn plan(&self, t: &Turn, best: &Point) -> Result<Proposal> {
+    fn plan(&self, t: &Step, best: &Point) -> Result<Proposal> {
         // The search fits its surrogate to the newest decisions and keeps
         // every settled point out: it reads the whole archive.
         let history = t.history.all()?;
@@ -184,11 +184,11 @@ impl Driver for Builtin {
         })
     }
 
-    fn execute(&self, _: &Turn, _: &Plan) -> Result<Execution> {
+    fn execute(&self, _: &Step, _: &Plan) -> Result<Execution> {
         Ok(Execution::default())
     }
 
-    fn learn(&self, _: &Turn, plan: &Plan, rec: &IterationRecord, _: bool) -> Result<Lesson> {
+    fn learn(&self, _: &Step, plan: &Plan, rec: &IterationRecord, _: bool) -> Result<Lesson> {
         Ok(Lesson {
             learned: learn(plan, rec),
             calls: Vec::new(),

@@ -1,0 +1,113 @@
+//! One step of the machine, as everything that works in it sees it.
+//!
+//! A phase, the driver it asks and the subagents it dispatches read the
+//! same things: the Brief and the project, the worktrees, the archive as it
+//! was before the iteration, ORIENT's statistics, the span to log under,
+//! the flags that stop the work, and where commands run. They get one
+//! read-only [`Step`] and never the machine, so none of them can move a
+//! checkpoint or write the archive: the machine stores what they return.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use chrono::{DateTime, Utc};
+
+use crate::archive::history::View;
+use crate::brief::Brief;
+use crate::config::Config;
+use crate::error::Result;
+use crate::eval::{Evaluator, Side, Worktree};
+use crate::events::Span;
+use crate::model::Orientation;
+use crate::run::executor::{Executor, Job, Lease, Purpose};
+
+/// The scratch worktree where the simplifier edits a copy of a keep.
+pub const SIMPLIFY_DIR: &str = "simplify";
+
+/// What one step may read.
+#[derive(Clone, Copy)]
+pub struct Step<'a> {
+    pub brief: &'a Brief,
+    pub config: &'a Config,
+    /// The project root (templates are looked up there).
+    pub root: &'a Path,
+    /// `iterations/<brief>`.
+    pub dir: &'a Path,
+    /// `.ooda/worktrees/<brief>`: the candidate, the base and the scratch
+    /// worktrees (anchor, check, simplify). Git work on them is the
+    /// workspace's, which a phase that needs it is given beside the step
+    /// (a repository handle is not shared between the threads that
+    /// subagents run in).
+    pub worktrees: &'a Path,
+    /// Where an agent works: the candidate worktree (a scratch checkout for
+    /// `ooda check --preflight` and a replay).
+    pub cand_dir: &'a Path,
+    /// What an agent must leave alone: the base worktree.
+    pub base_dir: &'a Path,
+    /// The archive before this iteration (`archive/history/view.rs`).
+    pub history: View<'a>,
+    /// ORIENT's output for this iteration.
+    pub orientation: &'a Orientation,
+    pub iteration: u32,
+    pub seed: u64,
+    pub run_started: DateTime<Utc>,
+    /// The phase's span: whatever works in the step logs under it.
+    pub span: &'a Span,
+    pub cancel: &'a AtomicBool,
+    /// A long-running loop's "stop at the next checkpoint" (see
+    /// [`Evaluator::stop`]); none outside a tick.
+    pub stop: Option<&'a AtomicBool>,
+    /// Where commands and agent processes run.
+    pub executor: &'a dyn Executor,
+}
+
+impl<'a> Step<'a> {
+    /// The same step, logging under `span`.
+    pub fn under<'b>(&self, span: &'b Span) -> Step<'b>
+    where
+        'a: 'b,
+    {
+        Step { span, ..*self }
+    }
+
+    /// The eval-runner, logging under this step's span and running its
+    /// commands under `lease`.
+    pub fn evaluator<'l>(&'l self, lease: &'l dyn Lease) -> Evaluator<'l> {
+        Evaluator {
+            brief: self.brief,
+            output_cap: self.config.defaults.output_cap as usize,
+            cancel: self.cancel,
+            stop: self.stop,
+            span: self.span,
+            lease,
+            exclusive: self.config.defaults.measure_exclusive,
+        }
+    }
+
+    /// A lease for the measurements of `phase` in `iteration`.
+    pub fn measuring(&self, iteration: u32, phase: &'static str) -> Result<Box<dyn Lease + 'a>> {
+        self.executor
+            .lease(Purpose::Measure(Job { iteration, phase }))
+    }
+
+    pub fn worktree(&self, side: Side) -> Result<Worktree> {
+        let dir = match side {
+            Side::Base => self.base_dir.to_path_buf(),
+            Side::Cand => self.cand_dir.to_path_buf(),
+            Side::Anchor => self.worktrees.join("anchor"),
+            Side::Check => self.worktrees.join("check"),
+            Side::Simplified => self.worktrees.join(SIMPLIFY_DIR),
+        };
+        Worktree::new(side, dir, self.brief)
+    }
+
+    /// Identifies a base worktree's setup: its commit, knobs and command.
+    pub fn base_setup_key(&self, base_commit: &str) -> Result<String> {
+        Ok(format!(
+            "{}|{}|{}",
+            base_commit,
+            crate::brief::points::key(&crate::brief::points::point_in(self.base_dir, self.brief)?),
+            self.brief.metric.setup.clone().unwrap_or_default()
+        ))
+    }
+}
