@@ -129,10 +129,10 @@ pub(crate) fn phase(
     let ((eval, runner), analyzed) = match beside {
         None => (measure()?, None),
         Some(Beside::Analyzer) => {
-            let defs = super::analyze::due_for(roster, step.history, cur, step.brief);
+            let defs = crate::subagents::analyzer::due_for(roster, step.history, cur, step.brief);
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::scope(|s| {
-                let analyzer = s.spawn(|| super::analyze::run(step, &defs, agent, rx));
+                let analyzer = s.spawn(|| crate::subagents::analyzer::run(step, &defs, agent, rx));
                 let outcome = measure();
                 if outcome.is_ok() {
                     let _ = tx.send(());
@@ -273,7 +273,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             None => false,
         })
     };
-    if let Some(v) = super::execute::content_violation(step.brief, &changed) {
+    if let Some(v) = crate::workspace::content_violation(step.brief, &changed) {
         return Ok(blocked(format!("after setup and guards: {v}")));
     }
     if drifted()? {

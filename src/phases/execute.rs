@@ -11,12 +11,11 @@
 
 use super::oid;
 use crate::archive::state::InFlight;
-use crate::brief::Brief;
 use crate::driver::{Driver, Step};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{AgentCall, Cut, Plan};
-use crate::workspace::{ChangedPath, Workspace};
+use crate::workspace::Workspace;
 
 /// EXECUTE's output.
 pub(crate) struct Executed {
@@ -90,7 +89,7 @@ pub(crate) fn run(
     let changed = candidate.changed;
     let odd = &candidate.contents.odd_changed;
     let mut violation = if odd.is_empty() {
-        content_violation(t.brief, &changed)
+        crate::workspace::content_violation(t.brief, &changed)
     } else {
         Some(format!(
             "path(s) whose name is not UTF-8 changed, which ooda cannot check against the scope: {} (shown lossily); rename them to UTF-8 names",
@@ -165,69 +164,4 @@ pub(crate) fn dropping_ignored<T>(
         })?;
     }
     Ok((out, edited))
-}
-
-/// Why a change cannot be measured: a path outside the scope or protected,
-/// a file above `scope.max_file_size`, or a symlink that leads out of the
-/// worktree or to a protected path (writing through it would bypass both).
-pub(crate) fn content_violation(brief: &Brief, changed: &[ChangedPath]) -> Option<String> {
-    let scope = &brief.scope;
-    let big: Vec<String> = changed
-        .iter()
-        .filter(|c| c.unread)
-        .map(|c| {
-            format!(
-                "{} ({})",
-                c.path,
-                crate::validate::units::format_bytes(c.size)
-            )
-        })
-        .collect();
-    if !big.is_empty() {
-        return Some(format!(
-            "new or grown file(s) above scope.max_file_size ({}): {}; such files are not read, stored or measured (raise scope.max_file_size in the Brief if they belong)",
-            crate::validate::units::format_bytes(scope.max_file_size),
-            big.join(", ")
-        ));
-    }
-    let links: Vec<String> = changed
-        .iter()
-        .filter_map(|c| {
-            let target = c.link.as_deref()?;
-            match link_destination(&c.path, target) {
-                None => Some(format!("{} -> {target} (outside the worktree)", c.path)),
-                Some(dest) if scope.protects(&dest) => {
-                    Some(format!("{} -> {target} (the protected {dest})", c.path))
-                }
-                Some(_) => None,
-            }
-        })
-        .collect();
-    if !links.is_empty() {
-        return Some(format!(
-            "symlink(s) leading out of the worktree or to a protected path: {}",
-            links.join(", ")
-        ));
-    }
-    brief.scope_violation(changed.iter().map(|c| c.path.as_str()))
-}
-
-/// Where a symlink at `path` (relative to the worktree) points, relative to
-/// the worktree; `None` when that is outside it.
-fn link_destination(path: &str, target: &str) -> Option<String> {
-    if target.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<&str> = path.split('/').collect();
-    parts.pop();
-    for seg in target.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            s => parts.push(s),
-        }
-    }
-    Some(parts.join("/"))
 }

@@ -24,7 +24,6 @@
 
 pub mod replay;
 
-mod analyze;
 mod baseline;
 mod budget;
 mod check;
@@ -34,14 +33,12 @@ mod evaluate;
 mod execute;
 pub mod failpoint;
 mod finish;
-mod judge;
 mod learn;
 mod next;
 mod observe;
 mod orient;
 mod plan;
 mod review;
-mod synthesize;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -63,7 +60,6 @@ use crate::run::interrupt::Interrupt;
 use crate::workspace::Workspace;
 
 pub use crate::model::Phase;
-pub(crate) use execute::content_violation;
 pub use next::{Beside, Facts, Next, next};
 
 /// What one step of the machine did.
@@ -691,9 +687,12 @@ impl<'a> Machine<'a> {
     /// one, or when it was cut: a cut iteration measures nothing).
     fn analyzers_due(&self) -> Vec<&crate::subagents::Definition> {
         match &self.archive.state.current {
-            Some(cur) => {
-                analyze::due_for(&self.roster, self.archive.history.view(), cur, &self.brief)
-            }
+            Some(cur) => crate::subagents::analyzer::due_for(
+                &self.roster,
+                self.archive.history.view(),
+                cur,
+                &self.brief,
+            ),
             None => Vec::new(),
         }
     }
@@ -722,7 +721,7 @@ impl<'a> Machine<'a> {
         Vec<crate::model::SubagentReport>,
         Vec<crate::model::AgentCall>,
     )> {
-        let defs = synthesize::due(&self.roster, rec, stop);
+        let defs = crate::subagents::synthesizer::due(&self.roster, rec, stop);
         if defs.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
@@ -731,7 +730,8 @@ impl<'a> Machine<'a> {
         let o = orient::run(before, &self.brief, &self.project.config)?;
         let step = self.step_at(span, &o, before, rec.iteration);
         let state = &self.archive.state;
-        let done = synthesize::run(&step, &defs, &self.agent, state, rec, stop, fresh)?;
+        let done =
+            crate::subagents::synthesizer::run(&step, &defs, &self.agent, state, rec, stop, fresh)?;
         Ok((done.reports, done.calls))
     }
 
@@ -739,14 +739,14 @@ impl<'a> Machine<'a> {
     /// whole: the last iteration's record with their reports, for the
     /// summary written after them.
     fn judge(&self, span: &Span, stop: &Stop) -> Result<Option<crate::model::IterationRecord>> {
-        let defs = judge::due(&self.roster, stop);
+        let defs = crate::subagents::judge::due(&self.roster, stop);
         if defs.is_empty() {
             return Ok(None);
         }
         let view = self.archive.history.view();
         let o = orient::run(view, &self.brief, &self.project.config)?;
         let iteration = view.last().map_or(0, |r| r.iteration);
-        judge::judged(
+        crate::subagents::judge::judged(
             &self.step_at(span, &o, view, iteration),
             &defs,
             &self.agent,

@@ -413,7 +413,7 @@ fn measure(
             "the agent changed nothing, so there is nothing to measure".into(),
         ));
     }
-    if let Some(v) = crate::phases::content_violation(brief, &changed) {
+    if let Some(v) = crate::workspace::content_violation(brief, &changed) {
         return Ok(Err(format!("the change breaks the Brief's scope: {v}")));
     }
 

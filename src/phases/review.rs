@@ -11,17 +11,14 @@
 //! turns the keep into a discard of kind `blocked_by_review`. A reviewer's
 //! `suspicious` flag is shown in `summary.md` even when it approved.
 
-use std::collections::BTreeSet;
-
 use super::oid;
 use crate::archive::state::InFlight;
 use crate::driver::{MainAgent, Step};
 use crate::error::{Error, Result};
 use crate::model::{Review, ReviewVerdict, Role, SubagentOutcome, Verdict};
-use crate::subagents::definition::{OnError, Sees, SubDriver};
-use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
-use crate::subagents::sees::{self, Parts};
-use crate::subagents::{Roster, reviewer};
+use crate::subagents::definition::OnError;
+use crate::subagents::dispatch::{self, Dispatched, Job};
+use crate::subagents::{Roster, reviewer, simplifier};
 use crate::workspace::Workspace;
 
 /// REVIEW's output: the review and what the reviewers' runs cost and
@@ -129,10 +126,7 @@ fn review(
     // The same reviewers judge the simplified diff as judged the kept one.
     let trigger_lines = pending.map_or(lines, |s| s.lines_before);
     let floor = Roster::builtin_rules();
-    let mut defs: Vec<_> = roster
-        .with_role(Role::Review)
-        .filter(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(trigger_lines)))
-        .collect();
+    let defs = reviewer::due(roster, floor.as_ref(), trigger_lines);
     // A reviewer reads the files of what it reviews: the simplified
     // candidate is in its scratch worktree.
     let review_dir = match pending {
@@ -140,30 +134,9 @@ fn review(
         None => t.cand_dir.to_path_buf(),
     };
     let review_dir = review_dir.as_path();
-    if !defs.iter().any(|d| d.driver == SubDriver::Builtin)
-        && let Some(f) = floor.as_ref()
-    {
-        defs.push(f);
-    }
     let start = oid(start_commit)?;
-    let budget = t.config.defaults.prompt_budget;
-    let mut parts = Parts::default();
-    parts.add(Sees::Diff, sees::clip_patch(&change.patch, budget * 2 / 3));
-    if defs
-        .iter()
-        .any(|d| d.driver != SubDriver::Builtin && d.sees.contains(&Sees::Rules))
-    {
-        let rules = sees::rules(
-            ws,
-            start,
-            &t.config.review.rules,
-            &t.brief.must_not_break,
-            budget / 3,
-        )?;
-        parts.add(Sees::Rules, rules);
-    }
-    let measuring = measurement_files(ws, start, t)?;
-    let main_name = agent.agent_name();
+    let parts = reviewer::context(t, ws, start, &defs, &change)?;
+    let measuring = reviewer::measurement_files_at(ws, start, t.brief)?;
     let rules_cx = reviewer::Context {
         brief: t.brief,
         guards: &eval.guards,
@@ -173,10 +146,7 @@ fn review(
     let (change, parts, rules_cx) = (&change, &parts, &rules_cx);
     // The simplifier, on the first pass of a big enough keep: one (the
     // first by name), in a scratch copy of the kept candidate.
-    let simplifier = roster
-        .with_role(Role::Simplify)
-        .find(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
-        .filter(|_| pending.is_none());
+    let simplifier = simplifier::due(roster, lines).filter(|_| pending.is_none());
     let scratch = match simplifier {
         Some(_) => {
             Some(ws.scratch_of_tree(crate::driver::step::SIMPLIFY_DIR, base, kept, false)?)
@@ -185,79 +155,10 @@ fn review(
     };
     let mut jobs: Vec<Job> = defs
         .iter()
-        .map(|def| {
-            let def = *def;
-            let driver = def.driver_name(main_name.as_deref());
-            let work: dispatch::Work = match def.driver {
-                SubDriver::Builtin => Box::new(move |_| {
-                    let (findings, suspicious) = reviewer::review(change, rules_cx);
-                    let blocks = findings.iter().any(|f| !f.advisory);
-                    Ok(Answer {
-                        verdict: Some(if blocks {
-                            ReviewVerdict::Block
-                        } else {
-                            ReviewVerdict::Approve
-                        }),
-                        body: serde_json::json!({
-                            "changed_lines": change.changed_lines(),
-                            "files": change.files.iter().map(|f| &f.path).collect::<Vec<_>>(),
-                            "findings": &findings,
-                        }),
-                        findings,
-                        suspicious,
-                        ..Answer::default()
-                    })
-                }),
-                SubDriver::Command | SubDriver::Llm => {
-                    let agent = command_agent(t, def, agent);
-                    Box::new(move |span| match agent {
-                        Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
-                        Ok(agent) => {
-                            let prompt = sees::prompt(
-                                def,
-                                &parts.for_definition(def),
-                                dispatch::REVIEW_ANSWER,
-                            );
-                            dispatch::run_command(
-                                t,
-                                agent.as_ref(),
-                                def,
-                                crate::model::Phase::Review,
-                                &prompt,
-                                review_dir,
-                                span,
-                                dispatch::read_review,
-                            )
-                        }
-                    })
-                }
-            };
-            Job { def, driver, work }
-        })
+        .map(|def| reviewer::job(def, t, agent, change, rules_cx, parts, review_dir))
         .collect();
     if let (Some(def), Some(dir)) = (simplifier, scratch.as_deref()) {
-        let agent = command_agent(t, def, agent);
-        let driver = def.driver_name(main_name.as_deref());
-        let work: dispatch::Work = Box::new(move |span| match agent {
-            Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
-            Ok(agent) => {
-                let prompt = sees::prompt(def, &parts.for_definition(def), SIMPLIFY_ANSWER);
-                dispatch::run_command(
-                    t,
-                    agent.as_ref(),
-                    def,
-                    crate::model::Phase::Review,
-                    &prompt,
-                    dir,
-                    span,
-                    |v, a| {
-                        a.body = v.clone();
-                        Ok(())
-                    },
-                )
-            }
-        });
-        jobs.push(Job { def, driver, work });
+        jobs.push(simplifier::job(def, t, agent, parts, dir));
     }
     let before = ws.file_stats()?;
     let tag = pending.is_some().then_some("simplified");
@@ -293,23 +194,7 @@ fn review(
     }
     let mut review = cur.review.clone().unwrap_or_default();
     match pending {
-        Some(s) => {
-            // The second pass: approved, the simplified tree is the keep.
-            let mut s = s.clone();
-            s.reviewed = true;
-            s.reports = done.reports.clone();
-            let blocked = done.reports.iter().any(|r| r.blocks());
-            s.accepted = !blocked;
-            s.reason = if blocked {
-                format!(
-                    "{}; a reviewer blocked the simplified diff, so the kept change stands",
-                    s.reason
-                )
-            } else {
-                format!("{}; approved: the simplified change is committed", s.reason)
-            };
-            review.simplified = Some(s);
-        }
+        Some(s) => review.simplified = Some(simplifier::reviewed(s, &done.reports)),
         None => {
             review.reports = done.reports.clone();
             let simplifier_ran = done.reports.iter().find(|r| r.role == Role::Simplify);
@@ -317,140 +202,11 @@ fn review(
                 (Some(r), Some(dir))
                     if r.outcome == SubagentOutcome::Done && review.blocked().is_none() =>
                 {
-                    simplified(ws, t, base, kept, dir, lines)?
+                    simplifier::proposal(ws, t, base, kept, dir, lines)?
                 }
                 _ => None,
             };
         }
     }
     Ok(Some((review, done)))
-}
-
-const SIMPLIFY_ANSWER: &str = "Edit the files in the working directory (a copy of the kept candidate) into the simplest change with the same effect. Then answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"change\": \"what you simplified, in one sentence\"}\n```";
-
-/// The simplifier's version, if it is one worth measuring: a different
-/// tree that changes fewer lines and leaves the knob point alone (a
-/// different point would be a different experiment, not a simpler change).
-fn simplified(
-    ws: &Workspace,
-    t: &Step,
-    base: git2::Oid,
-    kept: git2::Oid,
-    dir: &std::path::Path,
-    lines_before: usize,
-) -> Result<Option<crate::model::Simplified>> {
-    let (tree, changed) = ws.tree_of_scratch(dir, t.brief.scope.max_file_size)?;
-    if tree == kept {
-        return Ok(None);
-    }
-    let mut s = crate::model::Simplified {
-        tree: tree.to_string(),
-        kept_tree: kept.to_string(),
-        lines_before,
-        ..Default::default()
-    };
-    let change = ws.change(base, tree)?;
-    s.lines_after = change.changed_lines();
-    s.changed_paths = change
-        .files
-        .iter()
-        .flat_map(|f| f.paths().map(str::to_string))
-        .collect();
-    s.changed_paths.sort();
-    s.changed_paths.dedup();
-    // The checks a candidate's change gets, on what the simplifier changed
-    // (against the kept candidate): scope, protected paths, file sizes,
-    // symlinks out of the worktree; and the knob point stays the kept one's.
-    let knobs = t.brief.knobs_file.trim_start_matches("./");
-    let touched_knobs = ws
-        .change(
-            ws.commit_tree(base, kept, "ooda: the kept candidate")?,
-            tree,
-        )?
-        .files
-        .iter()
-        .any(|f| f.paths().any(|p| p == knobs));
-    let refused = if let Some(v) = super::execute::content_violation(t.brief, &changed) {
-        Some(v)
-    } else if touched_knobs {
-        Some("it changed the knobs file: a different point is a different experiment, not a simpler change".into())
-    } else if s.lines_after >= s.lines_before {
-        Some(format!(
-            "it changes {} lines, not fewer than the kept change's {}",
-            s.lines_after, s.lines_before
-        ))
-    } else {
-        None
-    };
-    match refused {
-        Some(why) => {
-            // Settled without a test: the kept change stands.
-            s.measured = true;
-            s.reviewed = true;
-            s.reason = format!("the simplifier's version was not measured: {why}");
-        }
-        None => {
-            s.reason = format!(
-                "simplified from {} to {} changed lines",
-                s.lines_before, s.lines_after
-            );
-        }
-    }
-    Ok(Some(s))
-}
-
-/// The agent a subagent runs: for `driver: llm`, ooda's own loop on the
-/// definition's model; for `driver: command`, its own `agent` profile, else
-/// the Brief's agent. `Err` says why it cannot run (the subagent is skipped).
-pub(crate) fn command_agent(
-    t: &Step,
-    def: &crate::subagents::Definition,
-    main: &MainAgent,
-) -> std::result::Result<Box<dyn crate::driver::Caller>, String> {
-    use crate::subagents::definition::SubDriver;
-    if def.driver == SubDriver::Llm {
-        let main_choice = match main {
-            MainAgent::Llm(l) => Some(l.setup.choice.as_str()),
-            _ => None,
-        };
-        let model = def.model.for_llm(main_choice);
-        return crate::driver::llm::LlmSetup::resolve(t.config, t.brief, model.as_deref())
-            .map(|setup| {
-                Box::new(crate::driver::LlmAgent::new(setup, t.config))
-                    as Box<dyn crate::driver::Caller>
-            })
-            .map_err(|why| format!("{}: driver: llm: {why}", def.path.display()));
-    }
-    let no_profile = || Answer::no_profile(def).problem.unwrap_or_default();
-    match def.agent.as_deref() {
-        Some(a) => t
-            .config
-            .agents
-            .get(a)
-            .map(|p| {
-                Box::new(crate::driver::CommandAgent {
-                    name: a.to_string(),
-                    profile: p.clone(),
-                    sandboxed: t.config.sandbox.abi().is_some(),
-                }) as Box<dyn crate::driver::Caller>
-            })
-            .ok_or_else(no_profile),
-        None => main.caller().map(|c| c.clone_box()).ok_or_else(no_profile),
-    }
-}
-
-/// The files the Brief's commands run or read, as the run's start commit
-/// has them.
-fn measurement_files(ws: &Workspace, start: git2::Oid, t: &Step) -> Result<BTreeSet<String>> {
-    let repo = ws.base_repo()?;
-    let tree = repo
-        .find_commit(start)
-        .and_then(|c| c.tree())
-        .map_err(|e| Error::git("reading the run's start commit", e))?;
-    let read = |p: &str| -> Option<String> {
-        let entry = tree.get_path(std::path::Path::new(p)).ok()?;
-        let blob = repo.find_blob(entry.id()).ok()?;
-        String::from_utf8(blob.content().to_vec()).ok()
-    };
-    Ok(reviewer::measurement_files(t.brief, &read))
 }

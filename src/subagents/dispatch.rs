@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::definition::{Definition, OnError};
 use crate::driver::agent::named_files::NamedFiles;
 use crate::driver::agent::{Invocation, Reply};
-use crate::driver::{Breach, Caller, Step};
+use crate::driver::{Breach, Caller, MainAgent, Step};
 use crate::error::{Error, Result};
 use crate::events::{Event, Span};
 use crate::model::{
@@ -330,6 +330,73 @@ pub fn end(
         phase.done_waiting()?;
     }
     Ok((report, a.calls, a.breach, a.body))
+}
+
+/// The agent a subagent runs: for `driver: llm`, ooda's own loop on the
+/// definition's model; for `driver: command`, its own `agent` profile, else
+/// the Brief's agent. `Err` says why it cannot run (the subagent is skipped).
+pub fn caller(
+    t: &Step,
+    def: &Definition,
+    main: &MainAgent,
+) -> std::result::Result<Box<dyn crate::driver::Caller>, String> {
+    use crate::subagents::definition::SubDriver;
+    if def.driver == SubDriver::Llm {
+        let main_choice = match main {
+            MainAgent::Llm(l) => Some(l.setup.choice.as_str()),
+            _ => None,
+        };
+        let model = def.model.for_llm(main_choice);
+        return crate::driver::llm::LlmSetup::resolve(t.config, t.brief, model.as_deref())
+            .map(|setup| {
+                Box::new(crate::driver::LlmAgent::new(setup, t.config))
+                    as Box<dyn crate::driver::Caller>
+            })
+            .map_err(|why| format!("{}: driver: llm: {why}", def.path.display()));
+    }
+    let no_profile = || Answer::no_profile(def).problem.unwrap_or_default();
+    match def.agent.as_deref() {
+        Some(a) => t
+            .config
+            .agents
+            .get(a)
+            .map(|p| {
+                Box::new(crate::driver::CommandAgent {
+                    name: a.to_string(),
+                    profile: p.clone(),
+                    sandboxed: t.config.sandbox.abi().is_some(),
+                }) as Box<dyn crate::driver::Caller>
+            })
+            .ok_or_else(no_profile),
+        None => main.caller().map(|c| c.clone_box()).ok_or_else(no_profile),
+    }
+}
+
+/// A command or llm subagent's work in REVIEW: `prompt` run by its agent
+/// in `dir` (the candidate, or the simplifier's copy), its answer's JSON
+/// given to `read`; skipped, saying why, when it has no agent to run.
+pub fn agent_work<'a>(
+    t: &'a Step,
+    def: &'a Definition,
+    main: &MainAgent,
+    prompt: String,
+    dir: &'a Path,
+    read: impl FnOnce(&Value, &mut Answer) -> std::result::Result<(), String> + Send + 'a,
+) -> Work<'a> {
+    let agent = caller(t, def, main);
+    Box::new(move |span| match agent {
+        Err(why) => Ok(Answer::failed(SubagentOutcome::Skipped, why)),
+        Ok(agent) => run_command(
+            t,
+            agent.as_ref(),
+            def,
+            Phase::Review,
+            &prompt,
+            dir,
+            span,
+            read,
+        ),
+    })
 }
 
 /// Runs a command subagent once: the main agent's invocation contract, in

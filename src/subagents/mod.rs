@@ -17,9 +17,11 @@ pub mod analyzer;
 pub mod definition;
 pub mod dispatch;
 pub mod eval_runner;
+pub mod judge;
 pub mod reviewer;
 pub mod roster;
 pub mod sees;
+pub mod simplifier;
 pub mod synthesizer;
 
 pub use analyzer::{analyze, notes_for_plan};

@@ -1,6 +1,11 @@
-//! The builtin code-reviewer: rules over the change, no model.
+//! The code-reviewer: an independent look at a kept change before it is
+//! committed (REVIEW dispatches every reviewer the keep triggers, in
+//! parallel; `phases/review.rs`).
 //!
-//! Each rule reads the typed change (base to the candidate as measured) and
+//! A command or llm reviewer gets only the diff and the rule files under its
+//! definition's prompt, never the plan, the hypothesis or the agent's
+//! output, and answers approve or block with findings. The builtin
+//! reviewer is rules over the change, no model. Each rule reads the typed change (base to the candidate as measured) and
 //! what the Brief says; each finding names its file, line and rule. The
 //! rules are the ways a keep can win the benchmark without improving the
 //! program that need no judgement to see: a weakened or skipped test, an
@@ -13,8 +18,124 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::Definition;
+use super::definition::SubDriver;
+use super::dispatch::{self, Answer, Job};
+use super::sees::{self, Parts};
 use crate::brief::Brief;
-use crate::model::{Change, FileChange, FileStatus, Finding, GuardResult};
+use crate::driver::{MainAgent, Step};
+use crate::error::{Error, Result};
+use crate::model::{Change, FileChange, FileStatus, Finding, GuardResult, ReviewVerdict};
+use crate::workspace::Workspace;
+
+/// The reviewers a keep of `lines` changed lines triggers, and the builtin
+/// rules (`floor`) when none of them is builtin: they run on every keep.
+pub fn due<'r>(
+    roster: &'r super::Roster,
+    floor: Option<&'r Definition>,
+    lines: usize,
+) -> Vec<&'r Definition> {
+    let mut defs: Vec<_> = roster
+        .with_role(crate::model::Role::Review)
+        .filter(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
+        .collect();
+    if !defs.iter().any(|d| d.driver == SubDriver::Builtin)
+        && let Some(f) = floor
+    {
+        defs.push(f);
+    }
+    defs
+}
+
+/// What the reviewers `defs` may be shown: the diff, and the rule files as
+/// the run's start commit has them when an agent reviewer sees `rules`.
+pub fn context(
+    t: &Step,
+    ws: &Workspace,
+    start: git2::Oid,
+    defs: &[&Definition],
+    change: &Change,
+) -> Result<Parts> {
+    use super::definition::Sees;
+    let budget = t.config.defaults.prompt_budget;
+    let mut parts = Parts::default();
+    parts.add(Sees::Diff, sees::clip_patch(&change.patch, budget * 2 / 3));
+    if defs
+        .iter()
+        .any(|d| d.driver != SubDriver::Builtin && d.sees.contains(&Sees::Rules))
+    {
+        let rules = sees::rules(
+            ws,
+            start,
+            &t.config.review.rules,
+            &t.brief.must_not_break,
+            budget / 3,
+        )?;
+        parts.add(Sees::Rules, rules);
+    }
+    Ok(parts)
+}
+
+/// The reviewer `def` as a job of REVIEW: the builtin rules over `change`,
+/// or an agent reading `dir` (the candidate, or the simplifier's copy) with
+/// what its `sees` names of `parts`.
+pub fn job<'a>(
+    def: &'a Definition,
+    t: &'a Step,
+    main: &MainAgent,
+    change: &'a Change,
+    rules: &'a Context,
+    parts: &'a Parts,
+    dir: &'a Path,
+) -> Job<'a> {
+    let driver = def.driver_name(main.agent_name().as_deref());
+    let work: dispatch::Work = match def.driver {
+        SubDriver::Builtin => Box::new(move |_| {
+            let (findings, suspicious) = review(change, rules);
+            let blocks = findings.iter().any(|f| !f.advisory);
+            Ok(Answer {
+                verdict: Some(if blocks {
+                    ReviewVerdict::Block
+                } else {
+                    ReviewVerdict::Approve
+                }),
+                body: serde_json::json!({
+                    "changed_lines": change.changed_lines(),
+                    "files": change.files.iter().map(|f| &f.path).collect::<Vec<_>>(),
+                    "findings": &findings,
+                }),
+                findings,
+                suspicious,
+                ..Answer::default()
+            })
+        }),
+        SubDriver::Command | SubDriver::Llm => {
+            let prompt = sees::prompt(def, &parts.for_definition(def), dispatch::REVIEW_ANSWER);
+            dispatch::agent_work(t, def, main, prompt, dir, dispatch::read_review)
+        }
+    };
+    Job { def, driver, work }
+}
+
+/// The files the Brief's commands run or read ([`measurement_files`]), as
+/// the run's start commit has them.
+pub fn measurement_files_at(
+    ws: &Workspace,
+    start: git2::Oid,
+    brief: &Brief,
+) -> Result<BTreeSet<String>> {
+    let repo = ws.base_repo()?;
+    let tree = repo
+        .find_commit(start)
+        .and_then(|c| c.tree())
+        .map_err(|e| Error::git("reading the run's start commit", e))?;
+    let read = |p: &str| -> Option<String> {
+        let entry = tree.get_path(Path::new(p)).ok()?;
+        let blob = repo.find_blob(entry.id()).ok()?;
+        String::from_utf8(blob.content().to_vec()).ok()
+    };
+    Ok(measurement_files(brief, &read))
+}
 
 /// What the builtin rules read besides the change.
 pub struct Context<'a> {

@@ -22,6 +22,8 @@ use std::path::Path;
 
 use git2::{ObjectType, Oid, Repository, Tree};
 
+use super::ChangedPath;
+use crate::brief::Brief;
 use crate::error::{IoContext, Result};
 
 const BLOB: i32 = 0o100644;
@@ -401,4 +403,69 @@ impl Contents {
             .write_tree_to(repo)
             .ctx(|| "writing the candidate's tree".into())
     }
+}
+
+/// Why a change cannot be measured: a path outside the scope or protected,
+/// a file above `scope.max_file_size`, or a symlink that leads out of the
+/// worktree or to a protected path (writing through it would bypass both).
+pub fn content_violation(brief: &Brief, changed: &[ChangedPath]) -> Option<String> {
+    let scope = &brief.scope;
+    let big: Vec<String> = changed
+        .iter()
+        .filter(|c| c.unread)
+        .map(|c| {
+            format!(
+                "{} ({})",
+                c.path,
+                crate::validate::units::format_bytes(c.size)
+            )
+        })
+        .collect();
+    if !big.is_empty() {
+        return Some(format!(
+            "new or grown file(s) above scope.max_file_size ({}): {}; such files are not read, stored or measured (raise scope.max_file_size in the Brief if they belong)",
+            crate::validate::units::format_bytes(scope.max_file_size),
+            big.join(", ")
+        ));
+    }
+    let links: Vec<String> = changed
+        .iter()
+        .filter_map(|c| {
+            let target = c.link.as_deref()?;
+            match link_destination(&c.path, target) {
+                None => Some(format!("{} -> {target} (outside the worktree)", c.path)),
+                Some(dest) if scope.protects(&dest) => {
+                    Some(format!("{} -> {target} (the protected {dest})", c.path))
+                }
+                Some(_) => None,
+            }
+        })
+        .collect();
+    if !links.is_empty() {
+        return Some(format!(
+            "symlink(s) leading out of the worktree or to a protected path: {}",
+            links.join(", ")
+        ));
+    }
+    brief.scope_violation(changed.iter().map(|c| c.path.as_str()))
+}
+
+/// Where a symlink at `path` (relative to the worktree) points, relative to
+/// the worktree; `None` when that is outside it.
+fn link_destination(path: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = path.split('/').collect();
+    parts.pop();
+    for seg in target.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
 }

@@ -20,7 +20,7 @@ use crate::error::{Error, IoContext, Result};
 
 mod contents;
 
-pub use contents::Contents;
+pub use contents::{Contents, content_violation};
 
 /// Every worktree ooda makes for a Brief: the loop's own, and the scratch
 /// copies of confirmation, check, the simplifier and replay.

@@ -95,7 +95,7 @@ pub(crate) fn run(
         .map(|def| {
             let def = *def;
             let driver = def.driver_name(main_name.as_deref());
-            let agent = super::review::command_agent(t, def, agent);
+            let agent = dispatch::caller(t, def, agent);
             let work: dispatch::Work = Box::new(move |span| {
                 let agent = match agent {
                     Ok(a) => a,
