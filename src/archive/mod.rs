@@ -404,8 +404,15 @@ pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
         confirmation: check.confirmation,
         confirmation_failed: check.confirmation_failed,
         alarms: check.alarms,
-        analysis: check.analysis.or_else(|| cur.analysis.clone()),
-        simplification: cur.review.as_ref().and_then(|r| r.simplified.clone()),
+        analysis: check
+            .analysis
+            .or_else(|| cur.analysis.clone())
+            .map(|a| a.to_string()),
+        simplification: cur
+            .review
+            .as_ref()
+            .and_then(|r| r.simplified.as_ref())
+            .map(crate::model::Simplification::archived),
         subagents: cur
             .subagents
             .iter()
@@ -555,7 +562,7 @@ mod tests {
         assert!(r.alarms.is_empty() && r.stop.is_none());
         c.check = Some(CheckOutcome {
             alarms: vec![Alarm::yellow(AlarmKind::Plateau, "4; report".into())],
-            analysis: Some("report".into()),
+            analysis: Some(crate::model::Analysis::builtin("report".into())),
             ..CheckOutcome::default()
         });
         let r = record_of(&c, &a.state).unwrap();

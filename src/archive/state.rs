@@ -21,15 +21,16 @@ use crate::atomic::write_atomic;
 use crate::error::{Error, Result};
 use crate::model::Orientation;
 use crate::model::{
-    AgentCall, Alarm, Confirmation, Cut, EvalOutcome, IterationRecord, LearnResult, Phase, Plan,
-    Review, Verdict,
+    AgentCall, Alarm, Analysis, Confirmation, Cut, EvalOutcome, IterationRecord, LearnResult,
+    NonInferiority, Phase, Plan, Review, SimplifyStage, Tamper, Verdict,
 };
 
 pub use crate::model::{Status, Stop, StopReason};
 
-/// Version 2: typed cuts (`cut` instead of the `blocked` reason text), and
-/// the outputs of ORIENT, REVIEW and LEARN.
-pub const STATE_VERSION: u32 = 2;
+/// Version 3: a simplification's stage instead of three flags, and typed
+/// tamper and analysis records. Version 2: typed cuts (`cut` instead of the
+/// `blocked` reason text), and the outputs of ORIENT, REVIEW and LEARN.
+pub const STATE_VERSION: u32 = 3;
 
 /// The iteration in progress and the outputs of its completed phases.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -40,10 +41,10 @@ pub struct InFlight {
     pub brief_hash: String,
     /// The last phase whose checkpoint was written.
     pub done: Phase,
-    /// EXECUTE, without the sandbox: what the agent changed that it must
-    /// not touch. CHECK stops the run `red_tamper` on it.
+    /// What an agent changed without the sandbox that it must not touch, in
+    /// any step so far: CHECK stops the run `red_tamper` on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tamper: Option<String>,
+    pub tamper: Option<Tamper>,
     #[serde(default)]
     pub base_commit: String,
     /// ORIENT: the statistics PLAN, EVALUATE and the reports use.
@@ -61,16 +62,17 @@ pub struct InFlight {
     pub tree: Option<String>,
     #[serde(default)]
     pub eval: Option<EvalOutcome>,
-    /// REVIEW's decision on a keep (none yet: REVIEW passes keeps through).
+    /// REVIEW's reports on a keep and the simplification in flight (a
+    /// block has already turned `eval` into a discard).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<Review>,
     /// LEARN: the lessons and what else the iteration file needs from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub learned: Option<Learned>,
-    /// A pipeline-analyzer report made beside EVALUATE, archived with the
-    /// iteration (CHECK's plateau report takes precedence).
+    /// The pipeline-analyzers' reports made beside EVALUATE, archived with
+    /// the iteration (CHECK's plateau report takes precedence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<String>,
+    pub analysis: Option<Analysis>,
     /// Reports of the subagents other than the reviewers (the analyzer
     /// beside EVALUATE).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -79,7 +81,7 @@ pub struct InFlight {
     #[serde(default)]
     pub commit: Option<String>,
     /// CHECK's decision, saved before it is applied (`Machine::check` in
-    /// `phases/mod.rs`).
+    /// `phases/check.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckOutcome>,
     /// Every agent call of the iteration so far (PLAN, EXECUTE, LEARN), kept
@@ -183,7 +185,7 @@ pub struct CheckOutcome {
     pub confirmation_failed: Option<String>,
     /// The pipeline-analyzer's report, when a plateau called it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub analysis: Option<String>,
+    pub analysis: Option<Analysis>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -438,6 +440,11 @@ fn parse(text: &[u8]) -> std::result::Result<State, String> {
 /// what version 1 wrote), and the YELLOW warning, kept as `kind: evidence`,
 /// becomes an alarm. The outputs version 2 adds (ORIENT's, LEARN's) are
 /// absent and filled in from the archive when the Brief is opened.
+///
+/// 2 → 3: a simplification's `measured`, `reviewed` and `accepted` flags
+/// (and its test) become its [`SimplifyStage`]; a tamper's line becomes a
+/// [`Tamper`] (its step read back from the words that name it), an
+/// analysis's text one builtin report, which reads the same.
 pub fn migrate(mut value: serde_json::Value) -> std::result::Result<serde_json::Value, String> {
     let version = version_of(&value).ok_or("no `version` number")?;
     if version == 1 {
@@ -455,7 +462,68 @@ pub fn migrate(mut value: serde_json::Value) -> std::result::Result<serde_json::
         }
         value["version"] = serde_json::json!(2);
     }
+    if version_of(&value) == Some(2) {
+        if let Some(cur) = value.get_mut("current").and_then(|c| c.as_object_mut()) {
+            if let Some(text) = cur.get("tamper").and_then(|t| t.as_str()) {
+                let tamper =
+                    serde_json::to_value(Tamper::from_text(text)).map_err(|e| e.to_string())?;
+                cur.insert("tamper".into(), tamper);
+            }
+            analysis_from_text(cur.get_mut("analysis"))?;
+            if let Some(check) = cur.get_mut("check").and_then(|c| c.as_object_mut()) {
+                analysis_from_text(check.get_mut("analysis"))?;
+            }
+            if let Some(s) = cur
+                .get_mut("review")
+                .and_then(|r| r.get_mut("simplified"))
+                .and_then(|s| s.as_object_mut())
+            {
+                let flag = |k: &str| {
+                    s.get(k)
+                        .and_then(serde_json::Value::as_bool)
+                        .unwrap_or(false)
+                };
+                let (measured, reviewed, accepted) =
+                    (flag("measured"), flag("reviewed"), flag("accepted"));
+                let test: Option<NonInferiority> = match s.get("test") {
+                    Some(t) if !t.is_null() => {
+                        Some(serde_json::from_value(t.clone()).map_err(|e| e.to_string())?)
+                    }
+                    _ => None,
+                };
+                let stage = match (measured, reviewed, test) {
+                    (false, _, _) => SimplifyStage::Proposed,
+                    (true, true, Some(t)) if accepted => SimplifyStage::Accepted(t),
+                    (true, true, test) => SimplifyStage::Rejected(test),
+                    (true, false, Some(t)) => SimplifyStage::Measured(t),
+                    // Measured with no test and not reviewed: no release
+                    // wrote it; nothing of it can be committed.
+                    (true, false, None) => SimplifyStage::Rejected(None),
+                };
+                for k in ["measured", "reviewed", "accepted", "test"] {
+                    s.remove(k);
+                }
+                s.insert(
+                    "stage".into(),
+                    serde_json::to_value(stage).map_err(|e| e.to_string())?,
+                );
+            }
+        }
+        value["version"] = serde_json::json!(3);
+    }
     Ok(value)
+}
+
+/// An analysis kept as text (version 2) as the one builtin report it reads
+/// as.
+fn analysis_from_text(v: Option<&mut serde_json::Value>) -> std::result::Result<(), String> {
+    if let Some(v) = v
+        && let Some(text) = v.as_str()
+    {
+        *v =
+            serde_json::to_value(Analysis::builtin(text.to_string())).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -559,6 +627,105 @@ mod tests {
         assert!(
             State::path(dir.path()).exists(),
             "a newer state is left alone"
+        );
+    }
+
+    /// A version-2 state: the simplification in flight as three flags, a
+    /// tamper and an analysis as text.
+    fn version_two(simplified: serde_json::Value) -> serde_json::Value {
+        let mut v = serde_json::to_value(state()).unwrap();
+        v["version"] = serde_json::json!(2);
+        v["current"] = serde_json::json!({
+            "iteration": 3,
+            "started_at": "2026-01-01T00:00:00Z",
+            "event_id": "e",
+            "brief_hash": "h",
+            "done": "evaluate",
+            "base_commit": "a",
+            "tamper": "while reviewing, the agent changed ooda.yaml",
+            "analysis": "code-analyzer (command:x): bottleneck: parse\nthe builtin report",
+            "check": {"alarms": [], "analysis": "4 iterations without a keep"},
+            "review": {"simplified": simplified},
+            "changed_paths": [],
+            "tree": null,
+            "eval": null,
+            "commit": null
+        });
+        v
+    }
+
+    fn loaded(v: &serde_json::Value) -> State {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(State::path(dir.path()), v.to_string()).unwrap();
+        match load(dir.path()).unwrap() {
+            Loaded::Ok(s) => *s,
+            _ => panic!("expected the migrated state"),
+        }
+    }
+
+    #[test]
+    fn a_version_two_simplification_becomes_its_stage() {
+        let test = serde_json::json!({
+            "margin": 0.02, "non_inferior": true, "effect": 0.0, "ci": [-0.01, 0.01],
+            "p": 0.01, "pairs": 8, "reason": "non-inferior"
+        });
+        let flags = |measured: bool, reviewed: bool, accepted: bool, test: &serde_json::Value| {
+            serde_json::json!({
+                "tree": "t", "measured": measured, "kept_tree": "k", "lines_before": 52,
+                "lines_after": 2, "changed_paths": ["src/lib.txt"], "test": test,
+                "reviewed": reviewed, "reports": [], "accepted": accepted,
+                "reason": "simplified from 52 to 2 changed lines"
+            })
+        };
+        let stage = |s: serde_json::Value| {
+            let st = loaded(&version_two(s));
+            assert_eq!(st.version, STATE_VERSION);
+            st.current.unwrap().review.unwrap().simplified.unwrap()
+        };
+        let none = serde_json::Value::Null;
+        assert_eq!(
+            stage(flags(false, false, false, &none)).stage,
+            SimplifyStage::Proposed
+        );
+        let t: NonInferiority = serde_json::from_value(test.clone()).unwrap();
+        let measured = stage(flags(true, false, false, &test));
+        assert_eq!(measured.stage, SimplifyStage::Measured(t.clone()));
+        assert_eq!((measured.lines_before, measured.lines_after), (52, 2));
+        assert_eq!(
+            stage(flags(true, true, true, &test)).stage,
+            SimplifyStage::Accepted(t.clone())
+        );
+        assert_eq!(
+            stage(flags(true, true, false, &test)).stage,
+            SimplifyStage::Rejected(Some(t))
+        );
+        assert_eq!(
+            stage(flags(true, true, false, &none)).stage,
+            SimplifyStage::Rejected(None)
+        );
+        // Each reads in the iteration file as the flags it was written as.
+        let archived = stage(flags(true, false, false, &test)).archived();
+        assert!(archived.measured && !archived.reviewed && !archived.accepted);
+        assert!(archived.test.is_some());
+    }
+
+    #[test]
+    fn a_version_two_tamper_and_analysis_read_as_they_did() {
+        let st = loaded(&version_two(serde_json::Value::Null));
+        let cur = st.current.unwrap();
+        let tamper = cur.tamper.unwrap();
+        assert_eq!(tamper.phase, Phase::Review);
+        assert_eq!(
+            tamper.to_string(),
+            "while reviewing, the agent changed ooda.yaml"
+        );
+        assert_eq!(
+            cur.analysis.unwrap().to_string(),
+            "code-analyzer (command:x): bottleneck: parse\nthe builtin report"
+        );
+        assert_eq!(
+            cur.check.unwrap().analysis.unwrap().to_string(),
+            "4 iterations without a keep"
         );
     }
 

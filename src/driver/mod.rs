@@ -22,7 +22,7 @@ pub mod step;
 use crate::brief::Brief;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::model::{AgentCall, Cut, IterationRecord, LearnResult, Plan, Point};
+use crate::model::{AgentCall, Cut, IterationRecord, LearnResult, Phase, Plan, Point, Tamper};
 
 pub use agent::Caller;
 pub use command::CommandAgent;
@@ -83,18 +83,28 @@ pub struct Breach {
 }
 
 impl Breach {
-    /// The same breach, said to have happened `while <doing>`.
-    pub fn during(self, doing: &str) -> Breach {
-        Breach {
-            message: format!("while {doing}, {}", self.message),
-            ..self
+    /// The same breach, said to have happened while the agent was doing
+    /// what `phase` asks of it (`while planning, …`).
+    pub fn during(self, phase: Phase) -> Breach {
+        match Tamper::doing(phase) {
+            Some(doing) => Breach {
+                message: format!("while {doing}, {}", self.message),
+                ..self
+            },
+            None => self,
         }
     }
 
-    /// What stops the night `red_tamper`: the message, for a breach made
-    /// without the sandbox.
-    pub fn tamper(&self) -> Option<String> {
-        self.unconfined.then(|| self.message.clone())
+    /// What stops the night `red_tamper`: a breach made without the sandbox
+    /// in `phase` (its message said [`Breach::during`] it or not).
+    pub fn tamper(&self, phase: Phase) -> Option<Tamper> {
+        let what = Tamper::doing(phase)
+            .and_then(|d| self.message.strip_prefix(&format!("while {d}, ")))
+            .unwrap_or(&self.message);
+        self.unconfined.then(|| Tamper {
+            phase,
+            what: what.to_string(),
+        })
     }
 }
 

@@ -18,6 +18,7 @@
 
 mod agent_call;
 mod alarm;
+mod analysis;
 mod anomaly;
 mod budget;
 mod calibration;
@@ -47,6 +48,7 @@ mod role;
 mod sandbox;
 mod stop;
 mod subagent_report;
+mod tamper;
 mod task_state;
 mod thresholds;
 mod usage;
@@ -55,6 +57,7 @@ mod watch;
 
 pub use agent_call::{AgentCall, CallOutcome};
 pub use alarm::{Alarm, AlarmKind, Level};
+pub use analysis::{Analysis, AnalyzerReport};
 pub use anomaly::AnomalyKind;
 pub use budget::Budget;
 pub use calibration::Calibration;
@@ -79,11 +82,12 @@ pub use phase::Phase;
 pub use placement::{Placement, SlurmSettings};
 pub use plan::{Axis, LearnResult, Pattern, Plan};
 pub use record::{IterationRecord, Prediction};
-pub use review::{NonInferiority, Review, Simplified};
+pub use review::{NonInferiority, Review, Simplification, Simplified, SimplifyStage};
 pub use role::Role;
 pub use sandbox::{SandboxMode, SandboxSettings};
 pub use stop::{Status, Stop, StopReason};
 pub use subagent_report::{Finding, ReviewVerdict, SubagentOutcome, SubagentReport};
+pub use tamper::Tamper;
 pub use task_state::TaskState;
 pub use thresholds::{Thresholds, WINDOW};
 pub use usage::Usage;

@@ -103,7 +103,7 @@ pub(crate) fn decide(
             AlarmKind::Plateau,
             format!("{plateau} iterations without a keep; {report}"),
         ));
-        out.analysis = Some(report);
+        out.analysis = Some(crate::model::Analysis::builtin(report));
     }
     for a in &out.alarms {
         step.span.emit(match a.level {

@@ -14,7 +14,10 @@ use crate::error::{Error, Result};
 use crate::eval::redlight;
 use crate::eval::{self, RunFailure, Side, sequential};
 use crate::events::Event;
-use crate::model::{Alarm, AlarmKind, EvalOutcome, NonInferiority, Role, SubagentReport, Verdict};
+use crate::model::{
+    Alarm, AlarmKind, Analysis, EvalOutcome, NonInferiority, Role, SimplifyStage, SubagentReport,
+    Tamper, Verdict,
+};
 use crate::stats::SplitMix64;
 use crate::subagents::dispatch::Dispatched;
 use crate::subagents::{Roster, eval_runner};
@@ -34,7 +37,7 @@ pub(crate) enum Evaluated {
     Candidate {
         eval: EvalOutcome,
         runner: Option<SubagentReport>,
-        analyzed: Option<(Option<String>, Dispatched)>,
+        analyzed: Option<(Option<Analysis>, Dispatched)>,
     },
 }
 
@@ -43,13 +46,13 @@ impl Evaluated {
         match self {
             Evaluated::Simplified(test) => {
                 if let Some(s) = c.review.as_mut().and_then(|r| r.simplified.as_mut()) {
-                    s.measured = true;
                     s.reason = format!("{}; {}", s.reason, test.reason);
-                    if !test.non_inferior {
+                    s.stage = if test.non_inferior {
+                        SimplifyStage::Measured(test)
+                    } else {
                         // Nothing left to review: the kept change stands.
-                        s.reviewed = true;
-                    }
-                    s.test = Some(test);
+                        SimplifyStage::Rejected(Some(test))
+                    };
                 }
             }
             Evaluated::Candidate {
@@ -69,7 +72,10 @@ impl Evaluated {
                     if let Some(b) = done.breaches.iter().find(|b| b.unconfined)
                         && c.tamper.is_none()
                     {
-                        c.tamper = Some(format!("while analyzing, {}", b.message));
+                        c.tamper = Some(Tamper {
+                            phase: crate::model::Phase::Evaluate,
+                            what: b.message.clone(),
+                        });
                     }
                     c.subagents.extend(done.reports);
                 }
@@ -96,7 +102,7 @@ pub(crate) fn phase(
         .review
         .as_ref()
         .and_then(|r| r.simplified.as_ref())
-        .filter(|s| !s.measured)
+        .filter(|s| s.stage == SimplifyStage::Proposed)
     {
         let (test, _) = eval_runner::measure(
             step,
@@ -477,7 +483,7 @@ pub(crate) fn simplified(
     step: &Step,
     ws: &Workspace,
     cur: &InFlight,
-    s: &crate::model::Simplified,
+    s: &crate::model::Simplification,
 ) -> Result<crate::model::NonInferiority> {
     let (orientation, seed) = (step.orientation, step.seed);
     let kept_gain = cur

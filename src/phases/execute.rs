@@ -24,7 +24,7 @@ pub(crate) struct Executed {
     changed_paths: Vec<String>,
     /// `None` when the change was blocked before its tree was written.
     tree: Option<String>,
-    tamper: Option<String>,
+    tamper: Option<crate::model::Tamper>,
     calls: Vec<AgentCall>,
 }
 
@@ -110,7 +110,10 @@ pub(crate) fn run(
     {
         failure = Some("the agent changed nothing, so there is nothing to measure".into());
     }
-    let tamper = out.breach.as_ref().and_then(|b| b.tamper());
+    let tamper = out
+        .breach
+        .as_ref()
+        .and_then(|b| b.tamper(crate::model::Phase::Execute));
     // A scope violation outweighs an agent failure: it counts toward the red light.
     let cut = out
         .breach

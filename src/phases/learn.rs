@@ -26,7 +26,7 @@ pub(crate) struct Learnt {
     pub calls: Vec<AgentCall>,
     /// What the agent changed without the sandbox that it must not touch:
     /// the run stops `red_tamper` after this iteration.
-    pub tamper: Option<String>,
+    pub tamper: Option<crate::model::Tamper>,
 }
 
 impl Learnt {
@@ -103,7 +103,7 @@ pub(crate) fn run(
     }
     // The verdict was measured before LEARN and stands; what the agent
     // touched is named, and without the sandbox it stops the night.
-    let breach = lesson.breach.map(|b| b.during("learning"));
+    let breach = lesson.breach.map(|b| b.during(crate::model::Phase::Learn));
     if let Some(b) = &breach {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
@@ -115,6 +115,6 @@ pub(crate) fn run(
         learned,
         commit,
         calls: lesson.calls,
-        tamper: breach.and_then(|b| b.tamper()),
+        tamper: breach.and_then(|b| b.tamper(crate::model::Phase::Learn)),
     })
 }

@@ -3,7 +3,7 @@
 //! after a kill) is a row of a table test rather than a comment.
 
 use crate::archive::state::InFlight;
-use crate::model::{Phase, Simplified, StopReason};
+use crate::model::{Phase, Simplification, SimplifyStage, StopReason};
 
 /// What the machine knows besides the checkpoint, read fresh each time.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -117,15 +117,14 @@ pub fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
             n => n,
         },
         Phase::Evaluate => Next::run(Phase::Review),
-        // A simplified candidate is measured against the kept one before
-        // the iteration may be archived.
         // A simplified candidate is measured against the kept one, then
         // reviewed, before the iteration may be archived. Out of budget,
         // the kept change stands untested against it: the keep is never
         // cut for a simplification.
         Phase::Review => match cur.review.as_ref().and_then(|r| r.simplified.as_ref()) {
-            Some(Simplified {
-                measured: false, ..
+            Some(Simplification {
+                stage: SimplifyStage::Proposed,
+                ..
             }) if !facts.spend_out => Next::run(Phase::Evaluate),
             _ => Next::run(Phase::Learn),
         },
@@ -266,10 +265,13 @@ mod tests {
         let simplified = |measured| {
             Some(crate::model::Review {
                 reports: Vec::new(),
-                simplified: Some(Simplified {
-                    tree: "t".into(),
-                    measured,
-                    ..Simplified::default()
+                simplified: Some(Simplification {
+                    stage: if measured {
+                        SimplifyStage::Rejected(None)
+                    } else {
+                        SimplifyStage::Proposed
+                    },
+                    ..Simplification::proposed("t".into(), String::new(), 0)
                 }),
             })
         };

@@ -27,7 +27,7 @@ impl Planned {
                 breach,
             } => {
                 c.cut = rejected;
-                c.tamper = breach.and_then(|b| b.tamper());
+                c.tamper = breach.and_then(|b| b.tamper(crate::model::Phase::Plan));
                 c.plan = Some(plan);
                 c.agent_calls.extend(calls);
                 None
@@ -54,7 +54,7 @@ fn propose(t: &Step, driver: &dyn Driver) -> Result<Proposal> {
     } = &mut proposal
         && let Some(b) = breach.take()
     {
-        let b = b.during("planning");
+        let b = b.during(crate::model::Phase::Plan);
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::ScopeViolation,
             message: b.message.clone(),

@@ -38,7 +38,10 @@ impl Reviewed {
         if let Some(b) = done.breaches.iter().find(|b| b.unconfined)
             && c.tamper.is_none()
         {
-            c.tamper = Some(format!("while reviewing, {}", b.message));
+            c.tamper = Some(crate::model::Tamper {
+                phase: crate::model::Phase::Review,
+                what: b.message.clone(),
+            });
         }
         if let Some(findings) = review.blocked()
             && let Some(e) = c.eval.as_mut()
@@ -47,7 +50,7 @@ impl Reviewed {
             e.discard = Some(crate::model::DiscardKind::BlockedByReview);
             e.reason = format!("blocked by review: {findings} (measured: {})", e.reason);
         }
-        if let Some(s) = review.simplified.as_ref().filter(|s| s.accepted)
+        if let Some(s) = review.simplified.as_ref().filter(|s| s.accepted())
             && c.tree.as_deref() != Some(s.tree.as_str())
         {
             c.tree = Some(s.tree.clone());
@@ -103,9 +106,7 @@ fn review(
     // After the second pass (or a failed test) there is nothing to do: a
     // REVIEW resumed there dispatches nothing again.
     if let Some(r) = &cur.review
-        && r.simplified
-            .as_ref()
-            .is_some_and(|s| s.measured && s.reviewed)
+        && r.simplified.as_ref().is_some_and(|s| s.stage.settled())
     {
         return Ok(Some((r.clone(), Dispatched::default())));
     }
@@ -115,7 +116,7 @@ fn review(
         .review
         .as_ref()
         .and_then(|r| r.simplified.as_ref())
-        .filter(|s| s.measured && !s.reviewed);
+        .filter(|s| matches!(s.stage, crate::model::SimplifyStage::Measured(_)));
     let tree = match pending {
         Some(s) => oid(&s.tree)?,
         None => kept,

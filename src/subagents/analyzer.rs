@@ -23,8 +23,8 @@ use crate::archive::history::{IterationRecord, Verdict, View};
 use crate::driver::{MainAgent, Step};
 use crate::error::Result;
 use crate::eval::{Evaluator, Side, Worktree};
-use crate::model::AlarmKind;
 use crate::model::Phase;
+use crate::model::{AlarmKind, Analysis, AnalyzerReport};
 use crate::subagents::Definition;
 use crate::subagents::definition::{Sees, SubDriver, Trigger};
 use crate::subagents::dispatch::{self, Answer, Dispatched, Job};
@@ -207,7 +207,7 @@ pub(crate) fn run(
     defs: &[&Definition],
     agent: &MainAgent,
     measured: Receiver<()>,
-) -> Result<(Option<String>, Dispatched)> {
+) -> Result<(Option<Analysis>, Dispatched)> {
     let history = t.history;
     // A command analyzer, like the profiler, waits for the pairs: an agent
     // CLI in the worktrees loads the machine (and is fenced against the
@@ -294,20 +294,19 @@ pub(crate) fn run(
         })
         .collect();
     let done = dispatch::run_all(t.span, t.dir, t.iteration, jobs, None)?;
-    let texts: Vec<String> = done
+    let reports: Vec<AnalyzerReport> = done
         .reports
         .iter()
         .zip(&done.answers)
         .filter_map(|(r, body)| {
-            let text = body["report"].as_str()?;
-            Some(if r.driver == "builtin" {
-                text.to_string()
-            } else {
-                format!("{} ({}): {text}", r.name, r.driver)
+            Some(AnalyzerReport {
+                name: r.name.clone(),
+                driver: r.driver.clone(),
+                text: body["report"].as_str()?.to_string(),
             })
         })
         .collect();
-    Ok(((!texts.is_empty()).then(|| texts.join("\n")), done))
+    Ok(((!reports.is_empty()).then_some(Analysis { reports }), done))
 }
 
 /// Runs the profiler in the base worktree and compresses what it printed.

@@ -17,7 +17,7 @@ use super::dispatch::{self, Job};
 use super::sees::{self, Parts};
 use crate::driver::{MainAgent, Step};
 use crate::error::Result;
-use crate::model::{Simplified, SubagentReport};
+use crate::model::{Simplification, SimplifyStage, SubagentReport};
 use crate::workspace::Workspace;
 
 /// The simplifier a keep of `lines` changed lines triggers: one, the first
@@ -45,14 +45,18 @@ pub fn job<'a>(
     Job { def, driver, work }
 }
 
-/// The simplified version after the reviewers' second pass: approved, its
-/// tree is the keep; one block, and the kept change stands.
-pub fn reviewed(s: &Simplified, reports: &[SubagentReport]) -> Simplified {
+/// The simplified version after the reviewers' second pass over it
+/// (measured no worse): approved, its tree is the keep; one block, and the
+/// kept change stands.
+pub fn reviewed(s: &Simplification, reports: &[SubagentReport]) -> Simplification {
     let mut s = s.clone();
-    s.reviewed = true;
     s.reports = reports.to_vec();
     let blocked = reports.iter().any(|r| r.blocks());
-    s.accepted = !blocked;
+    s.stage = match (s.stage, blocked) {
+        (SimplifyStage::Measured(test), false) => SimplifyStage::Accepted(test),
+        (SimplifyStage::Measured(test), true) => SimplifyStage::Rejected(Some(test)),
+        (stage, _) => stage,
+    };
     s.reason = if blocked {
         format!(
             "{}; a reviewer blocked the simplified diff, so the kept change stands",
@@ -76,17 +80,12 @@ pub fn proposal(
     kept: git2::Oid,
     dir: &std::path::Path,
     lines_before: usize,
-) -> Result<Option<Simplified>> {
+) -> Result<Option<Simplification>> {
     let (tree, changed) = ws.tree_of_scratch(dir, t.brief.scope.max_file_size)?;
     if tree == kept {
         return Ok(None);
     }
-    let mut s = Simplified {
-        tree: tree.to_string(),
-        kept_tree: kept.to_string(),
-        lines_before,
-        ..Default::default()
-    };
+    let mut s = Simplification::proposed(tree.to_string(), kept.to_string(), lines_before);
     let change = ws.change(base, tree)?;
     s.lines_after = change.changed_lines();
     s.changed_paths = change
@@ -123,8 +122,7 @@ pub fn proposal(
     match refused {
         Some(why) => {
             // Settled without a test: the kept change stands.
-            s.measured = true;
-            s.reviewed = true;
+            s.stage = SimplifyStage::Rejected(None);
             s.reason = format!("the simplifier's version was not measured: {why}");
         }
         None => {

@@ -147,7 +147,7 @@ fn a_state_written_mid_iteration_by_the_earlier_release_resumes_with_its_pairs()
         t.git(&["rev-parse", &format!("{commit}^{{tree}}")]),
         old["current"]["tree"].as_str().unwrap()
     );
-    assert_eq!(t.state("k")["version"], 2);
+    assert_eq!(t.state("k")["version"], ooda::archive::state::STATE_VERSION);
     assert_eq!(t.state("k")["next_iteration"], 2);
     // The run goes on from there.
     t.ooda(&["tick", "k"]).expect(0);
