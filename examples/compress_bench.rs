@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use ooda::text::compress;
+use ooda::testing::text::compress;
 
 struct Side {
     chars: usize,

@@ -22,10 +22,10 @@
 //! is checked: is the value in the prompt verbatim, or one `fetch_stored`
 //! away (in a stored ref whose id the prompt names)?
 
-use ooda::driver::llm::context::{Layers, Memory, Turn, Window, plain_summary, triage};
-use ooda::driver::llm::store::Store;
-use ooda::driver::llm::tools;
-use ooda::driver::llm::wire::{Message, ToolCall};
+use ooda::testing::driver::llm::context::{Layers, Memory, Turn, Window, plain_summary, triage};
+use ooda::testing::driver::llm::store::Store;
+use ooda::testing::driver::llm::tools;
+use ooda::testing::driver::llm::wire::{Message, ToolCall};
 use serde_json::Value;
 
 /// A request of the size a PLAN or EXECUTE prompt has (the Brief, the plan).
@@ -140,7 +140,7 @@ fn main() {
         "cargo test --quiet".into(),
         "./query.sh orders".into(),
     ];
-    let system = ooda::driver::llm::tool_loop::instructions(
+    let system = ooda::testing::driver::llm::tool_loop::instructions(
         "the main agent, in the EXECUTE phase",
         true,
         &allowed,

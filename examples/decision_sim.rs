@@ -13,7 +13,7 @@
 //!   independent samples; keep if the one-sided Welch t-test on ln(value)
 //!   gives p ≤ 0.05.
 //! - **ooda, 12 pairs** and **ooda, 24 (extended)**: the series goes through
-//!   [`ooda::eval::decide_series`], the code path the runner uses, with a
+//!   [`ooda::testing::eval::decide_series`], the code path the runner uses, with a
 //!   [`Rule`] built as the runner builds it (`model::Orientation::rule`): the noise history pooled from a
 //!   10-pair A/A calibration drawn from the same noise model (in a night, plus
 //!   every later iteration's pairs), θ₁ = [`sequential::theta1`]`(0, s_h)`,
@@ -70,11 +70,12 @@ use std::time::Instant;
 #[path = "common/parallel.rs"]
 mod parallel;
 
-use ooda::brief::Direction;
-use ooda::eval::sequential::{self, Rule};
-use ooda::eval::{self, Pair};
-use ooda::model::NoiseHistory;
-use ooda::stats::{self, SplitMix64};
+use ooda::testing::brief::Direction;
+use ooda::testing::eval;
+use ooda::testing::eval::sequential::{self, Rule};
+use ooda::testing::model::NoiseHistory;
+use ooda::testing::model::Pair;
+use ooda::testing::stats::{self, SplitMix64};
 
 const CELL_SEED: u64 = 0x0DA5_EED0_CE11_0001;
 const NIGHT_SEED: u64 = 0x0DA5_EED0_0016_0002;

@@ -29,9 +29,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-use ooda::archive::history;
-use ooda::brief::Brief;
-use ooda::project::Project;
+use ooda::testing::archive::history;
+use ooda::testing::brief::Brief;
+use ooda::testing::project::Project;
 
 fn brief_text() -> &'static str {
     "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\"]\nknobs:\n  X: { int: [10, 80], default: 10 }\nagent: builtin\n---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nbench.sh stays.\n"
@@ -63,8 +63,8 @@ fn project(root: &Path, n: u32) -> Result<(), String> {
         let brief = Brief::parse(&path, brief_text()).map_err(|e| e.to_string())?;
         let dir = root.join("iterations").join(b);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let ctx = ooda::archive::render_context(&brief);
-        for mut rec in ooda::driver::agent::prompt::synthetic_history(n, 7) {
+        let ctx = ooda::testing::archive::render_context(&brief);
+        for mut rec in ooda::testing::driver::agent::prompt::synthetic_history(n, 7) {
             rec.brief = b.to_string();
             history::write(&dir, &rec, &ctx).map_err(|e| e.to_string())?;
         }
@@ -166,8 +166,8 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     let zero = history::read(&history::path_of(&dir, 0)).map_err(|e| e.to_string())?;
     let brief =
         Brief::parse(&root.join("briefs/a.md"), &tick_brief()).map_err(|e| e.to_string())?;
-    let ctx = ooda::archive::render_context(&brief);
-    for mut rec in ooda::driver::agent::prompt::synthetic_history(n, 7)
+    let ctx = ooda::testing::archive::render_context(&brief);
+    for mut rec in ooda::testing::driver::agent::prompt::synthetic_history(n, 7)
         .into_iter()
         .skip(1)
     {
@@ -320,11 +320,11 @@ fn main() -> std::process::ExitCode {
                 return std::process::ExitCode::from(1);
             }
         };
-        let median = |load: ooda::cli::status::table::Loader| {
+        let median = |load: ooda::testing::cli::status::table::Loader| {
             let mut times = Vec::new();
             for _ in 0..5 {
                 let t = Instant::now();
-                let rows = ooda::cli::status::table::collect_with(&project, None, load)
+                let rows = ooda::testing::cli::status::table::collect_with(&project, None, load)
                     .expect("status reads the archive");
                 times.push(t.elapsed().as_secs_f64() * 1000.0);
                 assert_eq!(rows.len(), 3);
@@ -349,16 +349,16 @@ fn main() -> std::process::ExitCode {
     for &n in &tick_sizes {
         let brief =
             Brief::parse(Path::new("briefs/a.md"), &tick_brief()).expect("the benchmark's Brief");
-        let history = ooda::driver::agent::prompt::synthetic_history(n, 7);
-        let best = ooda::model::Point::new();
-        let orientation = ooda::model::Orientation::of(&history, 0.0, 0.05, 24);
-        let held = ooda::archive::history::History::of(history.clone());
-        let view = ooda::driver::agent::prompt::PlanView {
-            template: ooda::project::TEMPLATES[0].1,
+        let history = ooda::testing::driver::agent::prompt::synthetic_history(n, 7);
+        let best = ooda::testing::model::Point::new();
+        let orientation = ooda::testing::model::Orientation::of(&history, 0.0, 0.05, 24);
+        let held = ooda::testing::archive::history::History::of(history.clone());
+        let view = ooda::testing::driver::agent::prompt::PlanView {
+            template: ooda::testing::project::TEMPLATES[0].1,
             brief: &brief,
             history: held.view(),
             iteration: history.len() as u32,
-            limits: ooda::brief::Budget::default(),
+            limits: ooda::testing::brief::Budget::default(),
             run_started: chrono::Utc::now(),
             now: chrono::Utc::now(),
             iterations_dir: "iterations/a",
@@ -368,7 +368,8 @@ fn main() -> std::process::ExitCode {
             result_file: true,
             max_chars: 24_000,
         };
-        let (_, stats) = ooda::driver::agent::prompt::plan(&view).expect("a prompt from memory");
+        let (_, stats) =
+            ooda::testing::driver::agent::prompt::plan(&view).expect("a prompt from memory");
         println!(
             "| {n} | {} | 24000 | {} | {} |",
             stats.total, stats.falsified_entries, stats.digest_folded

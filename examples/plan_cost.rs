@@ -11,13 +11,13 @@
 //! with its `Comparison` written out) printed 14 ms at 50, 0.7 s at 400,
 //! 3.4 s at 800.
 
-use ooda::brief::Brief;
-use ooda::brief::Direction;
-use ooda::brief::points::{self, Point};
-use ooda::driver::builtin;
-use ooda::eval::screen;
-use ooda::model::{IterationRecord, Verdict};
-use ooda::stats::SplitMix64;
+use ooda::testing::brief::Brief;
+use ooda::testing::brief::Direction;
+use ooda::testing::brief::points::{self, Point};
+use ooda::testing::driver::builtin;
+use ooda::testing::eval::screen;
+use ooda::testing::model::{IterationRecord, Verdict};
+use ooda::testing::stats::SplitMix64;
 use std::path::Path;
 use std::time::Instant;
 
@@ -43,15 +43,15 @@ fn main() {
             let mut p = Point::new();
             p.insert(
                 "X".into(),
-                ooda::brief::KnobValue::Int((rng.next_u64() % 101) as i64),
+                ooda::testing::brief::KnobValue::Int((rng.next_u64() % 101) as i64),
             );
             p.insert(
                 "Y".into(),
-                ooda::brief::KnobValue::Int((rng.next_u64() % 101) as i64),
+                ooda::testing::brief::KnobValue::Int((rng.next_u64() % 101) as i64),
             );
             p.insert(
                 "MODE".into(),
-                ooda::brief::KnobValue::Str(
+                ooda::testing::brief::KnobValue::Str(
                     if rng.next_u64().is_multiple_of(2) {
                         "on"
                     } else {

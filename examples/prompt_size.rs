@@ -13,11 +13,11 @@
 use std::time::Instant;
 
 use chrono::Utc;
-use ooda::archive::falsified;
-use ooda::brief::points::Point;
-use ooda::brief::{Brief, Budget};
-use ooda::driver::agent::prompt::{self, PlanView};
-use ooda::text::clip;
+use ooda::testing::archive::falsified;
+use ooda::testing::brief::points::Point;
+use ooda::testing::brief::{Brief, Budget};
+use ooda::testing::driver::agent::prompt::{self, PlanView};
+use ooda::testing::text::clip;
 
 const BRIEF: &str = "---\nmetric:\n  name: p95_ms\n  command: ./bench.sh\n  direction: minimize\n  noise_floor: 1%\nguards: [\"cargo test --quiet\"]\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\", \"tests/**\"]\nagent: claude\n---\n# Goal\nMake p95 parse latency lower for the 1 MB corpus.\n\n# Success\np95_ms drops by 20% with the tests green.\n\n# Must not break\nThe public API and the output format.\n\n# Context\nThe tokenizer and the allocator dominate the profile.\n";
 
@@ -36,13 +36,13 @@ fn main() {
     };
     let history = prompt::synthetic_history(n, 42);
     let best = Point::new();
-    let template = ooda::project::TEMPLATES
+    let template = ooda::testing::project::TEMPLATES
         .iter()
         .find(|(name, _)| *name == "plan.md")
         .map(|(_, t)| *t)
         .unwrap_or_default();
-    let orientation = ooda::model::Orientation::of(&history, 0.0, 0.05, 24);
-    let held = ooda::archive::history::History::of(history.clone());
+    let orientation = ooda::testing::model::Orientation::of(&history, 0.0, 0.05, 24);
+    let held = ooda::testing::archive::history::History::of(history.clone());
     let view = PlanView {
         template,
         brief: &brief,

@@ -128,14 +128,16 @@ use std::time::Instant;
 #[path = "common/parallel.rs"]
 mod parallel;
 
-use ooda::archive::history::{IterationRecord, Prediction, Verdict};
-use ooda::brief::Direction;
-use ooda::driver::agent::answers::Axis;
-use ooda::eval::redlight::{self, Thresholds};
-use ooda::eval::sequential::{self, Rule};
-use ooda::eval::{self, Pair};
-use ooda::model::NoiseHistory;
-use ooda::stats::{self, SplitMix64};
+use ooda::testing::archive::history::{IterationRecord, Prediction, Verdict};
+use ooda::testing::brief::Direction;
+use ooda::testing::eval;
+use ooda::testing::eval::redlight;
+use ooda::testing::eval::sequential::{self, Rule};
+use ooda::testing::model::Axis;
+use ooda::testing::model::NoiseHistory;
+use ooda::testing::model::Pair;
+use ooda::testing::model::Thresholds;
+use ooda::testing::stats::{self, SplitMix64};
 
 const NIGHT_SEED: u64 = 0x0DA5_2ED1_1647_0001;
 const ANCHOR_SEED: u64 = 0x0DA5_2ED1_1647_0002;
@@ -1102,11 +1104,13 @@ fn night(si: usize, k: usize, variants: &[Variant], alpha_look: f64) -> Vec<Nigh
             let mw = if v.se_floor { wf } else { w };
             if let Some(a) = redlight::model_mismatch(mw, DIR, th) {
                 fired.push(MISMATCH);
-                fired.push(if a.kind == redlight::AlarmKind::PredictionsBiased {
-                    BIASED
-                } else {
-                    UNRELIABLE
-                });
+                fired.push(
+                    if a.kind == ooda::testing::model::AlarmKind::PredictionsBiased {
+                        BIASED
+                    } else {
+                        UNRELIABLE
+                    },
+                );
             }
             if redlight::failure_streak(w, th).is_some() {
                 fired.push(FAILURES);

@@ -43,14 +43,15 @@ use std::time::Instant;
 #[path = "common/parallel.rs"]
 mod parallel;
 
-use ooda::brief::points::{self, Point};
-use ooda::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
-use ooda::driver::builtin;
-use ooda::eval::redlight;
-use ooda::eval::{self, Pair};
-use ooda::model::Orientation;
-use ooda::model::{DiscardKind, GuardResult, IterationRecord, Prediction, Verdict};
-use ooda::stats::{self, SplitMix64};
+use ooda::testing::brief::points::{self, Point};
+use ooda::testing::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
+use ooda::testing::driver::builtin;
+use ooda::testing::eval;
+use ooda::testing::eval::redlight;
+use ooda::testing::model::Orientation;
+use ooda::testing::model::Pair;
+use ooda::testing::model::{DiscardKind, GuardResult, IterationRecord, Prediction, Verdict};
+use ooda::testing::stats::{self, SplitMix64};
 
 const SEEDS: usize = 20;
 /// The plateau's nights vary most (a night finds the well or does not):
@@ -334,7 +335,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
     base.calibration = Some(eval::calibrate(cal, MAX_PAIRS, ALPHA, 0.0));
     let mut history = vec![base];
     let mut best = o.start.clone();
-    let th = redlight::Thresholds::default();
+    let th = ooda::testing::model::Thresholds::default();
     let mut stop = "budget";
     for it in 1.. {
         if runs + 2 * MAX_PAIRS as u64 > NIGHT_RUNS {
@@ -463,7 +464,7 @@ fn screen(
     o: &Objective,
     history: &[IterationRecord],
     best: &Point,
-    plan: &ooda::driver::agent::answers::Plan,
+    plan: &ooda::testing::model::Plan,
     orient: &Orientation,
     rng: &mut SplitMix64,
 ) -> Option<eval::screen::Screened> {

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -54,7 +54,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
-pub fn create_dir_all(path: &Path) -> Result<()> {
+pub(crate) fn create_dir_all(path: &Path) -> Result<()> {
     fs::create_dir_all(path).map_err(|e| Error::io(format!("creating {}", path.display()), e))
 }
 

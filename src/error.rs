@@ -53,14 +53,14 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             context: context.into(),
             source,
         }
     }
 
-    pub fn git(context: impl Into<String>, source: git2::Error) -> Error {
+    pub(crate) fn git(context: impl Into<String>, source: git2::Error) -> Error {
         Error::Git {
             context: context.into(),
             source,
@@ -69,7 +69,7 @@ impl Error {
 }
 
 /// Attach a human context to I/O results without a closure at every call site.
-pub trait IoContext<T> {
+pub(crate) trait IoContext<T> {
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T>;
 }
 

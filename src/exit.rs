@@ -35,7 +35,7 @@ impl Exit {
 
     /// What a step that ended the run means for the caller: a red light or
     /// a used-up budget is not "ok", even though nothing failed.
-    pub fn of_step(outcome: &StepOutcome) -> Exit {
+    pub(crate) fn of_step(outcome: &StepOutcome) -> Exit {
         match outcome {
             StepOutcome::Baseline | StepOutcome::Iteration { .. } => Exit::Ok,
             StepOutcome::Stopped(stop, _) | StepOutcome::Finished(stop) => {

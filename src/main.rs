@@ -7,23 +7,19 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use ooda::error::Error;
-use ooda::exit::Exit;
+use ooda::{Error, Exit};
 
 fn main() -> ExitCode {
     // ooda re-executes itself as the helper every command runs under; that
     // process must not parse a command line meant for people.
     let mut args = std::env::args_os();
-    if args
-        .nth(1)
-        .is_some_and(|a| a == ooda::run::sandbox::HELPER_ARG)
-    {
+    if args.nth(1).is_some_and(|a| a == ooda::HELPER_ARG) {
         let rest: Vec<_> = args.collect();
-        return ExitCode::from(ooda::run::sandbox::contain_main(&rest).clamp(0, 255) as u8);
+        return ExitCode::from(ooda::contain_main(&rest).clamp(0, 255) as u8);
     }
     if let Ok(exe) = std::env::current_exe() {
-        ooda::run::sandbox::set_helper(exe);
-        ooda::run::sandbox::become_subreaper();
+        ooda::set_helper(exe);
+        ooda::become_subreaper();
     }
     let cli = ooda::cli::Cli::parse();
     let json = cli.json;

@@ -151,7 +151,7 @@ impl Project {
 
 /// Every `*.md` file of `dir` (a project's `briefs/`), sorted by name; none
 /// when the folder is missing.
-pub fn brief_paths_in(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn brief_paths_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -175,7 +175,7 @@ pub fn brief_paths_in(dir: &Path) -> Result<Vec<PathBuf>> {
 /// and leave ooda's files where the `.gitignore` lines `init` wrote do not
 /// cover them. A root outside any repository is left to the commands that
 /// need git, which say so.
-pub fn at_git_top(root: &Path) -> Result<()> {
+pub(crate) fn at_git_top(root: &Path) -> Result<()> {
     let Ok(repo) = git2::Repository::discover(root) else {
         return Ok(());
     };
@@ -219,7 +219,7 @@ fn find_root(start: &Path) -> Result<PathBuf> {
 /// The default subagent definitions, compiled in from this repository's
 /// own `subagents/`: what `init` copies is exactly what ooda falls back to
 /// when a user deletes one.
-pub const SUBAGENTS: &[(&str, &str)] = &[
+pub(crate) const SUBAGENTS: &[(&str, &str)] = &[
     (
         "eval-runner.md",
         include_str!("../subagents/eval-runner.md"),
@@ -251,7 +251,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
 ];
 
 /// The project's template `name`, else its built-in default.
-pub fn template(root: &Path, name: &str) -> Option<String> {
+pub(crate) fn template(root: &Path, name: &str) -> Option<String> {
     std::fs::read_to_string(root.join("templates").join(name))
         .ok()
         .or_else(|| {

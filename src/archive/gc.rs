@@ -32,7 +32,7 @@ use crate::workspace::Workspace;
 
 /// One kind of thing pruned, and what it gave back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Freed {
+pub(crate) struct Freed {
     /// `worktree_outputs`, `artifacts` or `replays`.
     pub what: &'static str,
     /// Files and folders removed (a folder counts once).
@@ -45,7 +45,7 @@ pub struct Freed {
 
 /// Bytes `path` takes on disk, with everything under it (symlinks not
 /// followed, each inode counted once).
-pub fn disk_bytes(path: &Path) -> u64 {
+pub(crate) fn disk_bytes(path: &Path) -> u64 {
     let mut seen = HashSet::new();
     walk_bytes(path, &mut seen)
 }
@@ -70,7 +70,7 @@ fn walk_bytes(path: &Path, seen: &mut HashSet<(u64, u64)>) -> u64 {
 
 /// The artifacts of iterations `from..=latest - keep` that were not kept
 /// (nor the baseline): their diff and their folder, where present.
-pub fn old_artifacts(dir: &Path, history: &[Fact], keep: u32, from: u32) -> Vec<PathBuf> {
+pub(crate) fn old_artifacts(dir: &Path, history: &[Fact], keep: u32, from: u32) -> Vec<PathBuf> {
     let Some(latest) = history.last().map(|r| r.iteration) else {
         return Vec::new();
     };
@@ -99,7 +99,7 @@ pub fn old_artifacts(dir: &Path, history: &[Fact], keep: u32, from: u32) -> Vec<
 
 /// Every file of a replay other than its `replay.json`, for the replays
 /// that are not the latest of their iteration.
-pub fn stale_replays(dir: &Path) -> Result<(Vec<PathBuf>, Vec<u32>)> {
+pub(crate) fn stale_replays(dir: &Path) -> Result<(Vec<PathBuf>, Vec<u32>)> {
     let replays = dir.join("replays");
     let Ok(entries) = fs::read_dir(&replays) else {
         return Ok((Vec::new(), Vec::new()));
@@ -143,7 +143,7 @@ pub fn stale_replays(dir: &Path) -> Result<(Vec<PathBuf>, Vec<u32>)> {
 }
 
 /// A worktree's name and its build outputs.
-pub type Outputs = (String, Vec<PathBuf>);
+pub(crate) type Outputs = (String, Vec<PathBuf>);
 
 /// The git-ignored files and folders (build outputs) of each of the
 /// Brief's worktrees, by worktree name, listed by
@@ -151,7 +151,10 @@ pub type Outputs = (String, Vec<PathBuf>);
 /// anything outside the worktree). `cand` is left out while an iteration
 /// is in flight: it holds the candidate. A folder that is not a worktree
 /// git knows of is named in the second list and left alone.
-pub fn worktree_outputs(ws: &Workspace, in_flight: bool) -> Result<(Vec<Outputs>, Vec<String>)> {
+pub(crate) fn worktree_outputs(
+    ws: &Workspace,
+    in_flight: bool,
+) -> Result<(Vec<Outputs>, Vec<String>)> {
     let Ok(entries) = fs::read_dir(&ws.dir) else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -176,7 +179,7 @@ pub fn worktree_outputs(ws: &Workspace, in_flight: bool) -> Result<(Vec<Outputs>
 }
 
 /// Removes `paths` (files or folders); returns the bytes they took.
-pub fn remove(paths: &[PathBuf]) -> Result<u64> {
+pub(crate) fn remove(paths: &[PathBuf]) -> Result<u64> {
     let mut bytes = 0;
     for p in paths {
         bytes += disk_bytes(p);
@@ -199,7 +202,7 @@ pub fn remove(paths: &[PathBuf]) -> Result<u64> {
 /// few iterations that just passed out of the retention window (a window
 /// lowered since, or artifacts older still, are for `ooda gc`). Cheap:
 /// it looks at no more than 16 iterations.
-pub fn apply_retention(dir: &Path, history: &[Fact], keep: Option<u32>) -> Result<u64> {
+pub(crate) fn apply_retention(dir: &Path, history: &[Fact], keep: Option<u32>) -> Result<u64> {
     let (Some(keep), Some(latest)) = (keep, history.last().map(|r| r.iteration)) else {
         return Ok(0);
     };
@@ -209,7 +212,7 @@ pub fn apply_retention(dir: &Path, history: &[Fact], keep: Option<u32>) -> Resul
 }
 
 /// A byte count for a person: `512 B`, `4.0 KB`, `1.2 MB`, `3.4 GB`.
-pub fn human(bytes: u64) -> String {
+pub(crate) fn human(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
     let mut v = bytes as f64;
     let mut unit = 0;
@@ -225,7 +228,7 @@ pub fn human(bytes: u64) -> String {
 }
 
 /// Runs of consecutive numbers, for a person: `3–5, 9, 12–40`.
-pub fn ranges(numbers: &[u32]) -> String {
+pub(crate) fn ranges(numbers: &[u32]) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut i = 0;
     while i < numbers.len() {

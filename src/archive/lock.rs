@@ -15,12 +15,12 @@ use chrono::{SecondsFormat, Utc};
 use crate::error::{Error, Result};
 
 #[derive(Debug)]
-pub struct BriefLock {
+pub(crate) struct BriefLock {
     _file: File,
 }
 
 impl BriefLock {
-    pub fn acquire(dir: &Path) -> Result<BriefLock> {
+    pub(crate) fn acquire(dir: &Path) -> Result<BriefLock> {
         let path = dir.join(".lock");
         let mut file = OpenOptions::new()
             .read(true)

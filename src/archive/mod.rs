@@ -18,10 +18,10 @@
 //! with the fix; an earlier release's state is migrated.
 
 pub mod falsified;
-pub mod gc;
-pub mod history;
-pub mod lock;
-pub mod state;
+pub(crate) mod gc;
+pub(crate) mod history;
+pub(crate) mod lock;
+pub(crate) mod state;
 
 use crate::text::clip::short;
 use std::path::{Path, PathBuf};
@@ -39,7 +39,7 @@ use crate::model::{Stop, Verdict};
 use crate::workspace::Workspace;
 
 /// The Brief's archive, locked for this process.
-pub struct Archive {
+pub(crate) struct Archive {
     pub dir: PathBuf,
     pub state: State,
     /// Every archived iteration: a row of facts each, the newest in full
@@ -53,7 +53,7 @@ pub struct Archive {
 impl Archive {
     /// Locks the archive of `brief` and loads (or rebuilds, or starts) its
     /// state; `watchers` see every event after the file does.
-    pub fn open(
+    pub(crate) fn open(
         dir: &Path,
         brief: &Brief,
         brief_hash: &str,
@@ -175,7 +175,7 @@ impl Archive {
         })
     }
 
-    pub fn save_state(&self) -> Result<()> {
+    pub(crate) fn save_state(&self) -> Result<()> {
         self.state.save(&self.dir)
     }
 
@@ -186,7 +186,11 @@ impl Archive {
     /// rewritten once per iteration, by CHECK or the stop: each costs time
     /// linear in the history, and a kill before CHECK is repaired by the
     /// resumed tick, which syncs.
-    pub fn write_record(&mut self, rec: Option<IterationRecord>, brief: &Brief) -> Result<()> {
+    pub(crate) fn write_record(
+        &mut self,
+        rec: Option<IterationRecord>,
+        brief: &Brief,
+    ) -> Result<()> {
         if let Some(rec) = rec {
             let i = rec.iteration as usize;
             if i > self.history.len() {
@@ -208,7 +212,7 @@ impl Archive {
 
     /// Brings the view up to the files before projections are read from it
     /// (`history/view.rs`).
-    pub fn settle(&mut self) -> Result<()> {
+    pub(crate) fn settle(&mut self) -> Result<()> {
         self.history.settle().map(|_| ())
     }
 
@@ -216,7 +220,7 @@ impl Archive {
     /// (`report::summary::sync`): the complete falsified list, which a PLAN
     /// prompt points to once it is too long to show, and the retention of
     /// artifacts.
-    pub fn write_own_projections(
+    pub(crate) fn write_own_projections(
         &mut self,
         brief: &Brief,
         keep_artifacts: Option<u32>,
@@ -236,7 +240,7 @@ impl Archive {
 
     /// The last archived record with `stop` written into it: how a run that
     /// ends between iterations states why in its last iteration file.
-    pub fn stopped_last(&self, stop: &Stop) -> Option<IterationRecord> {
+    pub(crate) fn stopped_last(&self, stop: &Stop) -> Option<IterationRecord> {
         let mut rec = self.history.last().cloned().filter(|r| r.iteration > 0)?;
         rec.stop = Some(stop.clone());
         Some(rec)
@@ -244,7 +248,7 @@ impl Archive {
 }
 
 /// The id of a run's root event: fixed, so every tick logs under it.
-pub fn run_event_id(run_id: &str) -> String {
+pub(crate) fn run_event_id(run_id: &str) -> String {
     format!("run-{run_id}")
 }
 
@@ -268,7 +272,7 @@ fn archived_by(s: &State) -> usize {
 /// [`leftover_branch`] read without opening a workspace (for `status` and
 /// `check`, which change nothing): what a tick would refuse to start over,
 /// when `dir` has no run yet.
-pub fn leftover_branch_at(root: &Path, dir: &Path, brief: &str) -> Option<Error> {
+pub(crate) fn leftover_branch_at(root: &Path, dir: &Path, brief: &str) -> Option<Error> {
     let repo = git2::Repository::open(root).ok()?;
     let tip = repo
         .refname_to_id(&format!("refs/heads/ooda/{brief}"))
@@ -288,7 +292,7 @@ pub fn leftover_branch_at(root: &Path, dir: &Path, brief: &str) -> Option<Error>
 /// commits your checkout does not have (`!in_head`), they are the kept
 /// commits of a run whose archive is missing: never baseline over them
 /// (exit 1, like a damaged file ooda owns).
-pub fn leftover_branch(dir: &Path, brief: &str, tip: git2::Oid, in_head: bool) -> Error {
+pub(crate) fn leftover_branch(dir: &Path, brief: &str, tip: git2::Oid, in_head: bool) -> Error {
     let tip_full = tip.to_string();
     let tip_text = short(&tip_full);
     if !in_head {
@@ -346,7 +350,7 @@ fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<St
 
 /// The iteration file of an iteration in flight: a pure function of what its
 /// phases saved. Before LEARN there is nothing to project.
-pub fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
+pub(crate) fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
     let outcome = cur.eval.as_ref()?;
     let learned = cur.learned.as_ref()?;
     let plan = cur.plan.clone().unwrap_or_default();

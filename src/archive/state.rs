@@ -25,7 +25,7 @@ use crate::model::{
     NonInferiority, Phase, Plan, Review, SimplifyStage, Tamper, Verdict,
 };
 
-pub use crate::model::{Status, Stop, StopReason};
+pub(crate) use crate::model::{Status, Stop};
 
 /// Version 3: a simplification's stage instead of three flags, and typed
 /// tamper and analysis records. Version 2: typed cuts (`cut` instead of the
@@ -34,7 +34,7 @@ pub const STATE_VERSION: u32 = 3;
 
 /// The iteration in progress and the outputs of its completed phases.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     pub iteration: u32,
     pub started_at: DateTime<Utc>,
     pub event_id: String,
@@ -101,11 +101,16 @@ pub struct InFlight {
 /// Lost cluster jobs after which a candidate (or its simplified version) is
 /// recorded as failed rather than measured again: it can `scancel` its own
 /// job, and would otherwise be measured again forever.
-pub const LOST_JOBS_MAX: usize = 3;
+pub(crate) const LOST_JOBS_MAX: usize = 3;
 
 impl InFlight {
     /// An iteration that has just started: nothing done but OBSERVE.
-    pub fn new(iteration: u32, event_id: String, brief_hash: &str, base_commit: &str) -> InFlight {
+    pub(crate) fn new(
+        iteration: u32,
+        event_id: String,
+        brief_hash: &str,
+        base_commit: &str,
+    ) -> InFlight {
         InFlight {
             iteration,
             started_at: Utc::now(),
@@ -135,7 +140,7 @@ impl InFlight {
 
 /// What LEARN adds to an iteration besides the commit it prepares.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Learned {
+pub(crate) struct Learned {
     #[serde(default)]
     pub lessons: LearnResult,
     pub finished: DateTime<Utc>,
@@ -152,7 +157,7 @@ pub struct Learned {
 impl Learned {
     /// LEARN's output as its archived record states it (a state written
     /// before LEARN's output was kept in it).
-    pub fn from_record(r: &IterationRecord) -> Learned {
+    pub(crate) fn from_record(r: &IterationRecord) -> Learned {
         Learned {
             lessons: LearnResult {
                 patterns: r.patterns.clone(),
@@ -170,7 +175,7 @@ impl Learned {
 
 /// What CHECK decided for an iteration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct CheckOutcome {
+pub(crate) struct CheckOutcome {
     #[serde(default)]
     pub alarms: Vec<Alarm>,
     #[serde(default)]
@@ -189,7 +194,7 @@ pub struct CheckOutcome {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct State {
+pub(crate) struct State {
     pub version: u32,
     pub brief: String,
     pub run_id: String,
@@ -228,7 +233,7 @@ pub struct State {
 
 /// The latest error of ticks that failed in a row.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Failing {
+pub(crate) struct Failing {
     pub message: String,
     /// How many ticks in a row ended with an error.
     pub ticks: u32,
@@ -238,7 +243,11 @@ pub struct Failing {
 
 impl Failing {
     /// Counts one more failed tick, ending with `message`.
-    pub fn after(previous: Option<&Failing>, message: String, now: DateTime<Utc>) -> Failing {
+    pub(crate) fn after(
+        previous: Option<&Failing>,
+        message: String,
+        now: DateTime<Utc>,
+    ) -> Failing {
         match previous {
             Some(f) => Failing {
                 message,
@@ -256,7 +265,7 @@ impl Failing {
     }
 
     /// What status and summary say about it.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let when = if self.ticks == 1 {
             format!(
                 "the last tick failed ({})",
@@ -293,7 +302,7 @@ impl State {
     /// What the run's state says; `ooda status` also shows YELLOW while
     /// ticks keep failing ([`State::failing`], which `summary.md`, written
     /// only by ticks that work, never shows).
-    pub fn status(&self) -> Status {
+    pub(crate) fn status(&self) -> Status {
         match &self.stop {
             None if self.yellow.is_some() => Status::Yellow,
             None => Status::Green,
@@ -303,11 +312,11 @@ impl State {
         }
     }
 
-    pub fn path(dir: &Path) -> PathBuf {
+    pub(crate) fn path(dir: &Path) -> PathBuf {
         dir.join("state.json")
     }
 
-    pub fn save(&self, dir: &Path) -> Result<()> {
+    pub(crate) fn save(&self, dir: &Path) -> Result<()> {
         let text = serde_json::to_string_pretty(self)
             .map_err(|e| Error::Internal(format!("serializing state: {e}")))?;
         write_atomic(&State::path(dir), text.as_bytes())
@@ -316,7 +325,7 @@ impl State {
     /// Rebuilds the state from the archive alone (after `state.json` was
     /// deleted or found corrupt). An iteration that was in flight and not yet
     /// archived is lost, and its number is reused: numbers never skip.
-    pub fn rebuild(
+    pub(crate) fn rebuild(
         brief: &str,
         brief_hash: &str,
         history: &[IterationRecord],
@@ -359,7 +368,7 @@ impl State {
 }
 
 /// What loading found on disk.
-pub enum Loaded {
+pub(crate) enum Loaded {
     Ok(Box<State>),
     Missing,
     /// Unreadable; the damaged file was moved aside to this path.
@@ -371,7 +380,7 @@ pub enum Loaded {
 
 /// Reads the state without repairing anything (for `status`); a state of
 /// an earlier version is migrated in memory only.
-pub fn peek(dir: &Path) -> Result<Loaded> {
+pub(crate) fn peek(dir: &Path) -> Result<Loaded> {
     let path = State::path(dir);
     match std::fs::read(&path) {
         Ok(t) => Ok(match parse(&t) {
@@ -386,7 +395,7 @@ pub fn peek(dir: &Path) -> Result<Loaded> {
     }
 }
 
-pub fn load(dir: &Path) -> Result<Loaded> {
+pub(crate) fn load(dir: &Path) -> Result<Loaded> {
     let path = State::path(dir);
     let text = match std::fs::read(&path) {
         Ok(t) => t,
@@ -445,7 +454,9 @@ fn parse(text: &[u8]) -> std::result::Result<State, String> {
 /// (and its test) become its [`SimplifyStage`]; a tamper's line becomes a
 /// [`Tamper`] (its step read back from the words that name it), an
 /// analysis's text one builtin report, which reads the same.
-pub fn migrate(mut value: serde_json::Value) -> std::result::Result<serde_json::Value, String> {
+pub(crate) fn migrate(
+    mut value: serde_json::Value,
+) -> std::result::Result<serde_json::Value, String> {
     let version = version_of(&value).ok_or("no `version` number")?;
     if version == 1 {
         if let Some(cur) = value.get_mut("current").and_then(|c| c.as_object_mut())

@@ -82,7 +82,7 @@ impl KnobSpec {
 const RESERVED: &[&str] = &["PATH", "HOME", "PWD", "SHELL", "IFS", "USER", "TMPDIR"];
 
 /// Whether `name` can be an environment variable name in every shell.
-pub fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

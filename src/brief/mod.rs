@@ -32,14 +32,17 @@ use crate::validate::yaml::{
 };
 
 pub use crate::model::{Budget, Direction, KnobValue};
-pub use crate::validate::problem::{BriefError, Problem};
-pub use crate::validate::units::{format_duration, parse_count, parse_duration, parse_percent};
-pub use knob::{Knob, KnobSpec, is_env_name};
+pub(crate) use crate::validate::problem::BriefError;
+pub(crate) use crate::validate::units::{
+    format_duration, parse_count, parse_duration, parse_percent,
+};
+pub(crate) use knob::is_env_name;
+pub use knob::{Knob, KnobSpec};
 
 /// The knobs file written into the worktree when a Brief does not name one.
-pub const DEFAULT_KNOBS_FILE: &str = "ooda.knobs.env";
+pub(crate) const DEFAULT_KNOBS_FILE: &str = "ooda.knobs.env";
 /// Per-measurement timeout when `metric.timeout` is not given.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 #[derive(Clone, Debug)]
 pub struct Brief {
@@ -235,7 +238,7 @@ const METRIC_KEYS: &[&str] = &[
 const SCOPE_KEYS: &[&str] = &["allow", "protect", "max_file_size"];
 
 /// `scope.max_file_size` when a Brief leaves it out.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 << 20;
+pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 10 << 20;
 const BUDGET_KEYS: &[&str] = &["iterations", "wall", "cost_usd", "tokens"];
 
 const METRIC_EXAMPLE: &str = "metric: {name: p95_ms, command: ./bench.sh, direction: minimize}";
@@ -526,7 +529,7 @@ pub(crate) fn check_slurm(
 
 /// Whether `name` may name a Brief: lowercase letters, digits, `-` and
 /// `_`, starting with a letter or digit (it names a branch and a folder).
-pub fn is_name(name: &str) -> bool {
+pub(crate) fn is_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()

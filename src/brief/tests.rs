@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::config::Config;
+use crate::validate::problem::Problem;
 
 const DESIGN_EXAMPLE: &str = r#"---
 metric:

@@ -33,7 +33,7 @@ pub(crate) fn run(g: &Globals, brief: &str, note: Option<&str>) -> Result<Exit> 
 }
 
 /// What `ack` did.
-pub struct Acked {
+pub(crate) struct Acked {
     pub brief: String,
     /// Whether there was a RED stop to clear.
     pub acknowledged: bool,
@@ -41,7 +41,7 @@ pub struct Acked {
 }
 
 /// Clears a RED stop so the loop may run again; says what was done.
-pub fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Acked> {
+pub(crate) fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Acked> {
     let brief = project.load_brief(brief_arg)?;
     let ws = Workspace::open(
         &project.root,

@@ -8,7 +8,7 @@
 //! is doing.
 
 mod ack;
-pub(crate) mod check;
+mod check;
 mod compare;
 mod daemon;
 mod export;
@@ -20,8 +20,8 @@ mod replay;
 mod report;
 mod reset;
 mod run;
-pub mod scaffold;
-pub mod status;
+mod scaffold;
+pub(crate) mod status;
 mod submit;
 mod tick;
 mod trace;
@@ -34,8 +34,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use crate::error::Result;
 use crate::exit::Exit;
 
-pub use ack::ack;
-pub use output::{out, printed};
+pub(crate) use output::out;
+pub use output::printed;
 
 #[derive(Debug, Parser)]
 #[command(

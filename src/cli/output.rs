@@ -32,7 +32,7 @@ pub fn printed() -> bool {
 /// Writes to stdout. A closed pipe (`ooda status | head -1`) is
 /// [`Error::BrokenPipe`], which `main` turns into a quiet exit 0; any other
 /// failure to print is not the command's failure and is ignored.
-pub fn out(text: &str) -> Result<()> {
+pub(crate) fn out(text: &str) -> Result<()> {
     PRINTED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut stdout = std::io::stdout().lock();
     match stdout

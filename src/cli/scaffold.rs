@@ -11,7 +11,7 @@ use crate::atomic::{create_dir_all, write_atomic};
 use crate::error::{Error, Result};
 use crate::project::{SUBAGENTS, TEMPLATES};
 
-pub const GITIGNORE_LINES: &[&str] = &[
+pub(super) const GITIGNORE_LINES: &[&str] = &[
     ".ooda/",
     "iterations/*/state.json",
     "iterations/*/state.json.corrupt-*",
@@ -37,13 +37,13 @@ const OODA_YAML: &str = "# ooda project configuration. Every key is optional.\nd
 
 /// What `init` did, for the report.
 #[derive(Debug, Default)]
-pub struct InitReport {
+pub(super) struct InitReport {
     pub created: Vec<PathBuf>,
     pub kept: Vec<PathBuf>,
     pub gitignore_added: Vec<String>,
 }
 
-pub fn init(dir: &Path) -> Result<InitReport> {
+pub(super) fn init(dir: &Path) -> Result<InitReport> {
     if git2::Repository::discover(dir).is_err() {
         return Err(Error::Input(format!(
             "{} is not inside a git repository: ooda keeps its work on a branch. Run `git init` and commit first.",
@@ -80,7 +80,7 @@ pub fn init(dir: &Path) -> Result<InitReport> {
 }
 
 /// Appends the missing ooda lines to `.gitignore`, leaving the rest alone.
-pub fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
+pub(super) fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
     let existing = match fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -139,7 +139,7 @@ pub fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
     Ok(missing)
 }
 
-pub fn new_brief(root: &Path, name: &str) -> Result<PathBuf> {
+pub(super) fn new_brief(root: &Path, name: &str) -> Result<PathBuf> {
     if !crate::brief::is_name(name) {
         return Err(Error::Input(format!(
             "`{name}` is not a valid Brief name: use lowercase letters, digits, `-` and `_`, starting with a letter or digit (e.g. `parse-latency`)"

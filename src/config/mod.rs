@@ -19,7 +19,7 @@ use crate::validate::units::parse_bytes;
 use crate::validate::yaml::{self, Checker, Entry, Node, join, parse_float, parse_int};
 
 /// The configuration file, relative to the project root.
-pub const FILE_NAME: &str = "ooda.yaml";
+pub(crate) const FILE_NAME: &str = "ooda.yaml";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -283,13 +283,13 @@ pub struct ModelTier {
 }
 
 /// What a tier's window is taken to be when `ooda.yaml` does not say.
-pub const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
+pub(crate) const DEFAULT_CONTEXT_WINDOW: u64 = 128_000;
 /// What one answer may take when `ooda.yaml` does not say.
-pub const DEFAULT_MAX_OUTPUT: u64 = 4_096;
+pub(crate) const DEFAULT_MAX_OUTPUT: u64 = 4_096;
 /// As the official SDKs do.
-pub const DEFAULT_MAX_RETRIES: u32 = 4;
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 4;
 /// One request's limit when `ooda.yaml` does not say.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl ModelTier {
     /// The URL requests go to when `base_url` is not set.
@@ -326,7 +326,7 @@ impl Provider {
     }
 }
 
-pub const TIERS: &[&str] = &["light", "medium", "heavy"];
+pub(crate) const TIERS: &[&str] = &["light", "medium", "heavy"];
 const TOP_KEYS: &[&str] = &[
     "defaults",
     "agents",
@@ -444,7 +444,7 @@ fn confined(mut p: AgentProfile) -> AgentProfile {
 }
 
 /// How long an agent call may run when its profile sets no `timeout`.
-pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The built-in agent profiles, with each tool's documented headless flags.
 ///
@@ -454,7 +454,7 @@ pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// and a sandbox or permission mode that keeps writes inside the working
 /// directory is a second fence, not the only one. The README lists the exact
 /// command line of each; `ooda check` prints the one a Brief would run.
-pub fn presets() -> BTreeMap<String, AgentProfile> {
+pub(crate) fn presets() -> BTreeMap<String, AgentProfile> {
     use AgentFormat::*;
     use PromptMode::*;
     [
@@ -1494,14 +1494,14 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
-    fn problems(text: &str) -> Vec<crate::brief::Problem> {
+    fn problems(text: &str) -> Vec<crate::validate::problem::Problem> {
         match Config::parse(Path::new("ooda.yaml"), text) {
             Ok(_) => Vec::new(),
             Err(e) => e.problems,
         }
     }
 
-    fn only(text: &str) -> crate::brief::Problem {
+    fn only(text: &str) -> crate::validate::problem::Problem {
         let mut ps = problems(text);
         assert_eq!(ps.len(), 1, "{ps:#?}");
         ps.remove(0)

@@ -13,27 +13,27 @@
 //! anything runs, so a Brief naming an unknown profile is refused up front
 //! with a message, never half-run.
 
-pub mod agent;
+pub(crate) mod agent;
 pub mod builtin;
-pub mod command;
-pub mod llm;
-pub mod step;
+pub(crate) mod command;
+pub(crate) mod llm;
+pub(crate) mod step;
 
 use crate::brief::Brief;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::model::{AgentCall, Cut, IterationRecord, LearnResult, Phase, Plan, Point, Tamper};
 
-pub use agent::Caller;
-pub use command::CommandAgent;
-pub use llm::LlmAgent;
-pub use step::Step;
+pub(crate) use agent::Caller;
+pub(crate) use command::CommandAgent;
+pub(crate) use llm::LlmAgent;
+pub(crate) use step::Step;
 
 /// PLAN's answer.
 // One per iteration, moved once: the size of the plan variant costs nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum Proposal {
+pub(crate) enum Proposal {
     /// A plan, validated; `rejected` says why none was accepted (then `plan`
     /// is the last one proposed, for the record).
     Plan {
@@ -49,7 +49,7 @@ pub enum Proposal {
 
 /// EXECUTE's answer. The change itself is in the candidate worktree.
 #[derive(Debug, Default)]
-pub struct Execution {
+pub(crate) struct Execution {
     /// The agent's own description of what it changed, if it gave one.
     pub change: Option<String>,
     /// Set when the step failed: the iteration is `invalid`.
@@ -64,7 +64,7 @@ pub struct Execution {
 
 /// LEARN's answer: lessons in words, beside the runner's data.
 #[derive(Debug, Default)]
-pub struct Lesson {
+pub(crate) struct Lesson {
     pub learned: LearnResult,
     pub calls: Vec<AgentCall>,
     /// What the agent changed, while it learned, outside the candidate.
@@ -73,7 +73,7 @@ pub struct Lesson {
 
 /// What an agent step changed that it must not touch (see `run/fence/`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Breach {
+pub(crate) struct Breach {
     /// The paths that differ, named.
     pub message: String,
     /// The step ran without the sandbox: the run stops RED (`red_tamper`)
@@ -85,7 +85,7 @@ pub struct Breach {
 impl Breach {
     /// The same breach, said to have happened while the agent was doing
     /// what `phase` asks of it (`while planning, …`).
-    pub fn during(self, phase: Phase) -> Breach {
+    pub(crate) fn during(self, phase: Phase) -> Breach {
         match Tamper::doing(phase) {
             Some(doing) => Breach {
                 message: format!("while {doing}, {}", self.message),
@@ -97,7 +97,7 @@ impl Breach {
 
     /// What stops the night `red_tamper`: a breach made without the sandbox
     /// in `phase` (its message said [`Breach::during`] it or not).
-    pub fn tamper(&self, phase: Phase) -> Option<Tamper> {
+    pub(crate) fn tamper(&self, phase: Phase) -> Option<Tamper> {
         let what = Tamper::doing(phase)
             .and_then(|d| self.message.strip_prefix(&format!("while {d}, ")))
             .unwrap_or(&self.message);
@@ -109,7 +109,7 @@ impl Breach {
 }
 
 /// The main agent.
-pub trait Driver {
+pub(crate) trait Driver {
     /// How iteration files and reports name it: `builtin` or `command:<profile>`.
     fn name(&self) -> String;
 
@@ -133,14 +133,14 @@ pub trait Driver {
 
 /// A Brief's `agent:` resolved.
 #[derive(Debug, Clone, PartialEq)]
-pub enum MainAgent {
+pub(crate) enum MainAgent {
     Builtin,
     Command(Box<CommandAgent>),
     Llm(Box<LlmAgent>),
 }
 
 impl MainAgent {
-    pub fn for_brief(brief: &Brief, config: &Config) -> Result<MainAgent> {
+    pub(crate) fn for_brief(brief: &Brief, config: &Config) -> Result<MainAgent> {
         if brief.uses_builtin() {
             return Ok(MainAgent::Builtin);
         }
@@ -173,12 +173,12 @@ impl MainAgent {
     }
 
     /// How iteration files and reports name the driver.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         self.driver().name()
     }
 
     /// The driver that plays this agent.
-    pub fn driver(&self) -> &dyn Driver {
+    pub(crate) fn driver(&self) -> &dyn Driver {
         match self {
             MainAgent::Builtin => &builtin::Builtin,
             MainAgent::Command(a) => a.as_ref(),
@@ -188,7 +188,7 @@ impl MainAgent {
 
     /// How one call is made, for an agent that answers in text (not the
     /// builtin driver): subagents that run the main agent's way use it.
-    pub fn caller(&self) -> Option<&dyn Caller> {
+    pub(crate) fn caller(&self) -> Option<&dyn Caller> {
         match self {
             MainAgent::Builtin => None,
             MainAgent::Command(a) => Some(a.as_ref()),
@@ -198,7 +198,7 @@ impl MainAgent {
 
     /// The agent's name for the sandbox and `ooda check` (none for the
     /// builtin driver): its profile, or `llm:<model>`.
-    pub fn agent_name(&self) -> Option<String> {
+    pub(crate) fn agent_name(&self) -> Option<String> {
         self.caller().map(|c| c.who())
     }
 }

@@ -22,11 +22,11 @@ use crate::model::Orientation;
 use crate::run::executor::{Executor, Job, Lease, Purpose};
 
 /// The scratch worktree where the simplifier edits a copy of a keep.
-pub const SIMPLIFY_DIR: &str = "simplify";
+pub(crate) const SIMPLIFY_DIR: &str = "simplify";
 
 /// What one step may read.
 #[derive(Clone, Copy)]
-pub struct Step<'a> {
+pub(crate) struct Step<'a> {
     pub brief: &'a Brief,
     pub config: &'a Config,
     /// The project root (templates are looked up there).
@@ -63,7 +63,7 @@ pub struct Step<'a> {
 
 impl<'a> Step<'a> {
     /// The same step, logging under `span`.
-    pub fn under<'b>(&self, span: &'b Span) -> Step<'b>
+    pub(crate) fn under<'b>(&self, span: &'b Span) -> Step<'b>
     where
         'a: 'b,
     {
@@ -72,7 +72,7 @@ impl<'a> Step<'a> {
 
     /// The eval-runner, logging under this step's span and running its
     /// commands under `lease`.
-    pub fn evaluator<'l>(&'l self, lease: &'l dyn Lease) -> Evaluator<'l> {
+    pub(crate) fn evaluator<'l>(&'l self, lease: &'l dyn Lease) -> Evaluator<'l> {
         Evaluator {
             brief: self.brief,
             output_cap: self.config.defaults.output_cap as usize,
@@ -85,12 +85,16 @@ impl<'a> Step<'a> {
     }
 
     /// A lease for the measurements of `phase` in `iteration`.
-    pub fn measuring(&self, iteration: u32, phase: &'static str) -> Result<Box<dyn Lease + 'a>> {
+    pub(crate) fn measuring(
+        &self,
+        iteration: u32,
+        phase: &'static str,
+    ) -> Result<Box<dyn Lease + 'a>> {
         self.executor
             .lease(Purpose::Measure(Job { iteration, phase }))
     }
 
-    pub fn worktree(&self, side: Side) -> Result<Worktree> {
+    pub(crate) fn worktree(&self, side: Side) -> Result<Worktree> {
         let dir = match side {
             Side::Base => self.base_dir.to_path_buf(),
             Side::Cand => self.cand_dir.to_path_buf(),
@@ -102,7 +106,7 @@ impl<'a> Step<'a> {
     }
 
     /// Identifies a base worktree's setup: its commit, knobs and command.
-    pub fn base_setup_key(&self, base_commit: &str) -> Result<String> {
+    pub(crate) fn base_setup_key(&self, base_commit: &str) -> Result<String> {
         Ok(format!(
             "{}|{}|{}",
             base_commit,

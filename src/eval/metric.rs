@@ -23,7 +23,7 @@ use thiserror::Error;
 
 /// How to find the metric in stdout (from the Brief's `metric.parse`).
 #[derive(Debug, Clone, Copy)]
-pub enum MetricParse<'a> {
+pub(crate) enum MetricParse<'a> {
     /// Lines `METRIC <name>=<number>`: one value for this name (it may be repeated).
     MetricLine { name: &'a str },
     /// The first capture group (or the whole match, for a regex without groups) of the
@@ -37,7 +37,7 @@ pub enum MetricParse<'a> {
 
 /// Why no metric could be read. Messages are shown to users and agents as they are.
 #[derive(Debug, Clone, PartialEq, Error)]
-pub enum MetricError {
+pub(crate) enum MetricError {
     #[error(
         "expected a line `METRIC {name}=<number>` in stdout, found {}; end of stdout: {snippet}",
         seen_list(seen)
@@ -98,7 +98,7 @@ static STRICT_NUMBER: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Reads the metric from `stdout` as `how` says.
-pub fn parse_metric(stdout: &str, how: &MetricParse) -> Result<f64, MetricError> {
+pub(crate) fn parse_metric(stdout: &str, how: &MetricParse) -> Result<f64, MetricError> {
     match how {
         MetricParse::MetricLine { name } => parse_metric_line(stdout, name),
         MetricParse::Regex(re) => parse_regex(stdout, re),

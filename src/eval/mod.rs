@@ -10,14 +10,14 @@
 //! the run against the current best so the morning report states a gain that
 //! is not inflated by the winner's curse.
 
-pub mod metric;
+pub(crate) mod metric;
 pub mod redlight;
 
 use crate::model::CommandOutcome;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-pub mod orientation;
+pub(crate) mod orientation;
 pub mod screen;
 pub mod sequential;
 
@@ -32,12 +32,12 @@ use crate::run::measure_lock::{self, MeasureLock};
 use crate::text::compress;
 use crate::text::redact;
 
-pub use crate::model::{Calibration, Comparison, Confirmation, EvalOutcome, GuardResult, Pair};
+pub(crate) use crate::model::{Calibration, Comparison, Confirmation, GuardResult, Pair};
 use crate::stats::{self, SplitMix64};
 
 /// Which worktree a command runs in; also exported as `OODA_SIDE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     Base,
     Cand,
     /// The start-of-run commit, in the confirmation test.
@@ -49,7 +49,7 @@ pub enum Side {
 }
 
 impl Side {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Side::Base => "base",
             Side::Cand => "cand",
@@ -60,7 +60,7 @@ impl Side {
     }
 }
 
-pub struct Worktree {
+pub(crate) struct Worktree {
     pub side: Side,
     pub dir: std::path::PathBuf,
     pub env: Vec<(String, String)>,
@@ -68,7 +68,7 @@ pub struct Worktree {
 
 impl Worktree {
     /// A worktree with the environment its own knobs file implies.
-    pub fn new(side: Side, dir: std::path::PathBuf, brief: &Brief) -> Result<Worktree> {
+    pub(crate) fn new(side: Side, dir: std::path::PathBuf, brief: &Brief) -> Result<Worktree> {
         // The candidate's knobs file is the plan's (or what the agent made
         // of it): the advice about a committed best's file is not its fix.
         let read = if side == Side::Cand {
@@ -86,11 +86,11 @@ impl Worktree {
 
 /// Failures of one command, as data: the caller decides what verdict they mean.
 #[derive(Debug)]
-pub enum RunFailure {
+pub(crate) enum RunFailure {
     Failed { reason: String, output: String },
 }
 
-pub struct Evaluator<'a> {
+pub(crate) struct Evaluator<'a> {
     pub brief: &'a Brief,
     pub output_cap: usize,
     pub cancel: &'a AtomicBool,
@@ -160,7 +160,7 @@ impl Evaluator<'_> {
     /// measurement lock: a profiler loads the machine like a timed run, so
     /// it never runs while another decision's pairs are measured. Its
     /// output, and why it failed if it did.
-    pub fn profile(
+    pub(crate) fn profile(
         &mut self,
         wt: &Worktree,
         command: &str,
@@ -173,7 +173,7 @@ impl Evaluator<'_> {
     }
 
     /// Runs `setup` in a worktree; failure is returned as data.
-    pub fn setup(&mut self, wt: &Worktree) -> Result<Option<RunFailure>> {
+    pub(crate) fn setup(&mut self, wt: &Worktree) -> Result<Option<RunFailure>> {
         let Some(setup) = self.brief.metric.setup.clone() else {
             return Ok(None);
         };
@@ -182,7 +182,10 @@ impl Evaluator<'_> {
     }
 
     /// Runs every guard; stops at the first failure (its output is kept).
-    pub fn guards(&mut self, wt: &Worktree) -> Result<(Vec<GuardResult>, Option<RunFailure>)> {
+    pub(crate) fn guards(
+        &mut self,
+        wt: &Worktree,
+    ) -> Result<(Vec<GuardResult>, Option<RunFailure>)> {
         let mut results = Vec::new();
         for g in self.brief.guards.clone() {
             let timeout = long_timeout(self.brief);
@@ -202,7 +205,7 @@ impl Evaluator<'_> {
     }
 
     /// The metric command once, its value parsed (any sign).
-    pub fn metric(
+    pub(crate) fn metric(
         &mut self,
         wt: &Worktree,
     ) -> Result<std::result::Result<(f64, String), RunFailure>> {
@@ -223,7 +226,7 @@ impl Evaluator<'_> {
 
     /// One measurement: the metric once, which must be positive (ooda
     /// compares ratios).
-    pub fn measure(
+    pub(crate) fn measure(
         &mut self,
         wt: &Worktree,
         pair: u32,
@@ -252,7 +255,7 @@ impl Evaluator<'_> {
     /// The host-wide measurement lock, for the timed runs that follow (held
     /// until the value is dropped); `None` when the Brief opted out. A wait
     /// is logged.
-    pub fn hold_measurements(&self) -> Result<Option<MeasureLock>> {
+    pub(crate) fn hold_measurements(&self) -> Result<Option<MeasureLock>> {
         if !self.exclusive {
             return Ok(None);
         }
@@ -281,7 +284,7 @@ impl Evaluator<'_> {
     /// or `max` pairs. Stops at the first failure, returning it with the side
     /// that failed, and before any run for which `halt` says so (the pairs
     /// complete so far are returned; the caller knows why it halted).
-    pub fn measure_pairs(
+    pub(crate) fn measure_pairs(
         &mut self,
         base: &Worktree,
         cand: &Worktree,
@@ -346,7 +349,7 @@ impl Evaluator<'_> {
 /// Pairs measured until the sequential `rule` decides at one of `looks`
 /// (or the last look is reached), and the look that ended them: `None`
 /// when the series stopped before any look (a failure, or `halt`).
-pub type Sequential = (
+pub(crate) type Sequential = (
     std::result::Result<Vec<Pair>, (Side, RunFailure)>,
     Option<sequential::Look>,
 );
@@ -354,7 +357,7 @@ pub type Sequential = (
 impl Evaluator<'_> {
     /// [`Evaluator::measure_pairs`] under a sequential rule: what EVALUATE,
     /// the simplifier's non-inferiority test and a replay all measure.
-    pub fn measure_sequential(
+    pub(crate) fn measure_sequential(
         &mut self,
         base: &Worktree,
         cand: &Worktree,
@@ -385,12 +388,12 @@ impl Evaluator<'_> {
 
 /// Setup and guards (builds, test suites) get a generous multiple of the
 /// per-measurement timeout, at least four minutes.
-pub fn long_timeout(brief: &Brief) -> Duration {
+pub(crate) fn long_timeout(brief: &Brief) -> Duration {
     brief.metric.timeout.max(Duration::from_secs(60)) * 4
 }
 
 /// How the Brief says to read its metric, in the parser's terms.
-pub fn metric_parse(brief: &Brief) -> MetricParse<'_> {
+pub(crate) fn metric_parse(brief: &Brief) -> MetricParse<'_> {
     match &brief.metric.parse {
         Parse::MetricLine => MetricParse::MetricLine {
             name: &brief.metric.name,
@@ -439,7 +442,7 @@ pub fn gain(dir: Direction, d: f64) -> f64 {
 }
 
 /// Examines the pairs measured so far with the sequential rule, if a look is due.
-pub fn look_now(
+pub(crate) fn look_now(
     pairs: &[Pair],
     rule: &sequential::Rule,
     looks: &[usize],
@@ -468,7 +471,7 @@ pub struct Decided {
 }
 
 /// The comparison report and the reason in words for a finished sequence.
-pub fn report(
+pub(crate) fn report(
     dir: Direction,
     pairs: Vec<Pair>,
     last: &sequential::Look,

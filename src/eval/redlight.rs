@@ -14,7 +14,7 @@ use crate::archive::history::fact::{Fact, flag};
 use crate::model::{Direction, IterationRecord, Verdict};
 use crate::stats;
 
-pub use crate::model::{Alarm, AlarmKind, Level, Thresholds};
+pub(crate) use crate::model::{Alarm, AlarmKind, Thresholds};
 
 /// The iterations after the baseline and after the last human acknowledgement:
 /// an `ooda ack` accepts the evidence so far; only new evidence may stop again.

@@ -14,41 +14,41 @@ use chrono::Utc;
 use crate::validate::cron::Zone;
 
 #[derive(Clone, Debug)]
-pub struct Log {
+pub(crate) struct Log {
     zone: Zone,
     quiet: bool,
 }
 
 impl Log {
-    pub fn new(zone: Zone, quiet: bool) -> Log {
+    pub(crate) fn new(zone: Zone, quiet: bool) -> Log {
         Log { zone, quiet }
     }
 
-    pub fn zone(&self) -> &Zone {
+    pub(crate) fn zone(&self) -> &Zone {
         &self.zone
     }
 
     /// `2024-03-10 03:00:00 -04:00 [latency] msg`; suppressed by `-q`.
-    pub fn info(&self, brief: Option<&str>, msg: &str) {
+    pub(crate) fn info(&self, brief: Option<&str>, msg: &str) {
         if !self.quiet {
             self.write(brief, msg);
         }
     }
 
     /// Problems a person must act on are shown even with `-q`.
-    pub fn error(&self, brief: Option<&str>, msg: &str) {
+    pub(crate) fn error(&self, brief: Option<&str>, msg: &str) {
         self.write(brief, msg);
     }
 
     /// For the phase machine's progress, whose lines already start with
     /// `[brief]`; a measurement's live state is logged as a line too.
-    pub fn progress(&self) -> crate::events::Print {
+    pub(crate) fn progress(&self) -> crate::events::Print {
         let log = self.clone();
         Box::new(move |s: &crate::events::Shown| log.line(s.text()))
     }
 
     /// One line that already names its Brief; suppressed by `-q`.
-    pub fn line(&self, msg: &str) {
+    pub(crate) fn line(&self, msg: &str) {
         if !self.quiet {
             self.write(None, msg);
         }

@@ -13,15 +13,15 @@
 //! [`Sink`]s (`sink.rs`): the file, and the progress display (`progress.rs`)
 //! that turns the same events into the lines a human watches.
 
-pub mod log;
+pub(crate) mod log;
 mod progress;
-pub mod segments;
+pub(crate) mod segments;
 mod sink;
 mod span;
 
-pub use progress::{Print, Progress, Shown};
-pub use sink::{EventFile, Sink};
-pub use span::Span;
+pub(crate) use progress::{Print, Progress, Shown};
+pub(crate) use sink::{EventFile, Sink};
+pub(crate) use span::Span;
 
 use std::fs::File;
 use std::path::Path;
@@ -378,7 +378,7 @@ pub struct Record {
 
 /// The time of the last event, read from the end of the file only (status
 /// must stay fast when the log is large).
-pub fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
+pub(crate) fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = File::open(dir.join("events.jsonl")).ok()?;
     let len = f.metadata().ok()?.len();
@@ -403,7 +403,7 @@ pub fn read_all(dir: &Path) -> Result<Vec<Record>> {
 /// cut by a crash, an event type from a newer ooda): readers that show
 /// the log to a user say so rather than silently showing less. The
 /// whole log: every sealed segment, then the live file.
-pub fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
+pub(crate) fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
     // A tick may seal while this reads: the live file read after the
     // segments would then start past the part just sealed. Read again
     // when the list of segments changed meanwhile.
@@ -433,7 +433,7 @@ pub fn read_counted(dir: &Path) -> Result<(Vec<Record>, usize)> {
 /// rules, the summary's metrics, `status --tasks`) read, so a tick costs
 /// the same after a month of nights. It starts where the last seal left
 /// off; a run older than that is in the sealed segments.
-pub fn read_live(dir: &Path) -> Result<Vec<Record>> {
+pub(crate) fn read_live(dir: &Path) -> Result<Vec<Record>> {
     // The starts of runs begun before the seal come first, so each run's
     // tree has its real root (`segments.rs`).
     let mut records = segments::sealed_run_starts(dir);

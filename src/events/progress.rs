@@ -13,7 +13,7 @@ use crate::text::clip::clip;
 
 /// What the display is asked to show.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Shown<'a> {
+pub(crate) enum Shown<'a> {
     /// A line, already tagged `[brief] …`.
     Line(&'a str),
     /// The live state of a measurement: pair `pair` of at most `of`, and
@@ -23,7 +23,7 @@ pub enum Shown<'a> {
 }
 
 impl Shown<'_> {
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             Shown::Line(t) | Shown::Pair { text: t, .. } => t,
         }
@@ -31,10 +31,10 @@ impl Shown<'_> {
 }
 
 /// Shows what the progress display is given (a terminal, a daemon's log).
-pub type Print = Box<dyn Fn(&Shown) + Send + Sync>;
+pub(crate) type Print = Box<dyn Fn(&Shown) + Send + Sync>;
 
 /// Renders events as `[brief] …` lines for `print`.
-pub struct Progress {
+pub(crate) struct Progress {
     brief: String,
     /// Also show every command and how it ended (`-v`).
     verbose: bool,
@@ -42,7 +42,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn new(brief: &str, verbose: bool, print: Print) -> Progress {
+    pub(crate) fn new(brief: &str, verbose: bool, print: Print) -> Progress {
         Progress {
             brief: brief.to_string(),
             verbose,
@@ -51,7 +51,7 @@ impl Progress {
     }
 
     /// The lines one event shows (most show none).
-    pub fn lines(&self, r: &Record) -> Vec<String> {
+    pub(crate) fn lines(&self, r: &Record) -> Vec<String> {
         let it = r.iteration.unwrap_or(0);
         let one = |s: String| vec![s];
         match &r.event {

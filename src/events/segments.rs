@@ -38,11 +38,11 @@ use flate2::write::GzEncoder;
 use crate::error::{Error, Result};
 
 /// The folder of sealed segments, inside the Brief's archive.
-pub const DIR: &str = "events";
+pub(crate) const DIR: &str = "events";
 
 /// One seal: what was moved where.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sealed {
+pub(crate) struct Sealed {
     pub path: PathBuf,
     /// Bytes of JSON lines sealed.
     pub bytes: u64,
@@ -53,7 +53,7 @@ pub struct Sealed {
 /// Seals `dir/events.jsonl` when it holds more than `limit` bytes (and
 /// finishes a seal a kill interrupted). Call it under the Brief's lock,
 /// before the live file is opened for this tick.
-pub fn rotate(dir: &Path, limit: u64) -> Result<Option<Sealed>> {
+pub(crate) fn rotate(dir: &Path, limit: u64) -> Result<Option<Sealed>> {
     let folder = dir.join(DIR);
     if folder.is_dir() {
         for (_, path) in numbered(&folder)? {
@@ -92,7 +92,7 @@ pub fn rotate(dir: &Path, limit: u64) -> Result<Option<Sealed>> {
 
 /// The sealed segments, oldest first: the `.gz` of each number, or its
 /// plain file where a kill interrupted the compression.
-pub fn sealed(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn sealed(dir: &Path) -> Result<Vec<PathBuf>> {
     let folder = dir.join(DIR);
     if !folder.is_dir() {
         return Ok(Vec::new());
@@ -109,7 +109,7 @@ pub fn sealed(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Where the records carried over from the sealed parts are kept.
-pub const CARRIED: &str = "carried.jsonl";
+pub(crate) const CARRIED: &str = "carried.jsonl";
 
 const CARRIED_TYPES: [&str; 3] = [
     "\"type\":\"anomaly_found\"",
@@ -159,7 +159,7 @@ fn carried(dir: &Path) -> Vec<super::Record> {
 }
 
 /// The anomalies logged in the sealed parts.
-pub fn sealed_anomalies(dir: &Path) -> Vec<super::Record> {
+pub(crate) fn sealed_anomalies(dir: &Path) -> Vec<super::Record> {
     carried(dir)
         .into_iter()
         .filter(|r| !matches!(r.event, super::Event::RunStarted { .. }))
@@ -167,7 +167,7 @@ pub fn sealed_anomalies(dir: &Path) -> Vec<super::Record> {
 }
 
 /// The starts of the runs whose beginning is in a sealed part.
-pub fn sealed_run_starts(dir: &Path) -> Vec<super::Record> {
+pub(crate) fn sealed_run_starts(dir: &Path) -> Vec<super::Record> {
     carried(dir)
         .into_iter()
         .filter(|r| matches!(r.event, super::Event::RunStarted { .. }))
@@ -177,7 +177,7 @@ pub fn sealed_run_starts(dir: &Path) -> Vec<super::Record> {
 /// The text of one sealed segment; bytes that are not UTF-8 (a line torn
 /// inside a character) cost their line only. `None`: the file is gone (a
 /// seal finished compressing it meanwhile; list the segments again).
-pub fn read(path: &Path) -> Result<Option<String>> {
+pub(crate) fn read(path: &Path) -> Result<Option<String>> {
     let file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 /// order on the thread that emits, each whatever the others did; the first
 /// (the file) decides whether the emit failed. A display may thus show an
 /// event the file could not record, but the caller learns of that failure.
-pub trait Sink: Send + Sync {
+pub(crate) trait Sink: Send + Sync {
     fn record(&self, record: &Record) -> Result<()>;
 
     /// Makes what was recorded durable (a checkpoint calls it).
@@ -32,13 +32,13 @@ pub trait Sink: Send + Sync {
 const RECENT_BYTES: u64 = 64 * 1024;
 
 /// `events.jsonl`, appended one whole line per write.
-pub struct EventFile {
+pub(crate) struct EventFile {
     path: PathBuf,
     file: Mutex<File>,
 }
 
 impl EventFile {
-    pub fn open(dir: &Path) -> Result<EventFile> {
+    pub(crate) fn open(dir: &Path) -> Result<EventFile> {
         let path = dir.join("events.jsonl");
         let file = OpenOptions::new()
             .create(true)

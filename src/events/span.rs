@@ -30,7 +30,7 @@ struct Hub {
 /// `&mut` log and handing parent ids around. Ids are unique across processes
 /// (a tick per cron call): they start with the pid and the process start time.
 #[derive(Clone)]
-pub struct Span {
+pub(crate) struct Span {
     hub: Arc<Hub>,
     id: Option<String>,
     iteration: Option<u32>,
@@ -41,7 +41,7 @@ pub struct Span {
 
 impl Span {
     /// The root of a tree whose records go to `sinks`, in order.
-    pub fn new(run_id: &str, sinks: Vec<Arc<dyn Sink>>) -> Span {
+    pub(crate) fn new(run_id: &str, sinks: Vec<Arc<dyn Sink>>) -> Span {
         let nanos = Utc::now().timestamp_nanos_opt().unwrap_or_default() as u64;
         Span {
             hub: Arc::new(Hub {
@@ -58,28 +58,29 @@ impl Span {
     }
 
     /// The root of a tree written to `dir/events.jsonl`, then to `watchers`.
-    pub fn open(dir: &Path, run_id: &str, watchers: Vec<Arc<dyn Sink>>) -> Result<Span> {
+    pub(crate) fn open(dir: &Path, run_id: &str, watchers: Vec<Arc<dyn Sink>>) -> Result<Span> {
         let mut sinks: Vec<Arc<dyn Sink>> = vec![Arc::new(EventFile::open(dir)?)];
         sinks.extend(watchers);
         Ok(Span::new(run_id, sinks))
     }
 
-    pub fn id(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn id(&self) -> Option<&str> {
         self.id.as_deref()
     }
 
-    pub fn iteration(&self) -> Option<u32> {
+    pub(crate) fn iteration(&self) -> Option<u32> {
         self.iteration
     }
 
-    pub fn new_id(&self) -> String {
+    pub(crate) fn new_id(&self) -> String {
         let n = self.hub.counter.fetch_add(1, Ordering::Relaxed);
         format!("{}-{n}", self.hub.prefix)
     }
 
     /// The span of an event emitted earlier (the run, an iteration resumed
     /// by a later tick), to log under it again.
-    pub fn at(&self, id: &str, iteration: Option<u32>) -> Span {
+    pub(crate) fn at(&self, id: &str, iteration: Option<u32>) -> Span {
         Span {
             hub: self.hub.clone(),
             id: Some(id.to_string()),
@@ -90,14 +91,14 @@ impl Span {
 
     /// This span as a task of its own (an iteration's span found again by
     /// its id): what is logged under it belongs to that task.
-    pub fn as_task(mut self) -> Span {
+    pub(crate) fn into_task(mut self) -> Span {
         self.task = self.id.clone();
         self
     }
 
     /// Records that the task this span belongs to is now `state`; nothing
     /// when it belongs to none (run-level work, a test's span).
-    pub fn task_state(&self, state: TaskState, detail: Option<String>) -> Result<()> {
+    pub(crate) fn task_state(&self, state: TaskState, detail: Option<String>) -> Result<()> {
         let Some(task) = &self.task else {
             return Ok(());
         };
@@ -107,7 +108,7 @@ impl Span {
     }
 
     /// The same node, with its events tagged with another iteration.
-    pub fn with_iteration(&self, iteration: Option<u32>) -> Span {
+    pub(crate) fn with_iteration(&self, iteration: Option<u32>) -> Span {
         Span {
             iteration,
             ..self.clone()
@@ -116,7 +117,7 @@ impl Span {
 
     /// The task this span belongs to now waits for subagents (`detail`
     /// names them) until the matching [`Span::done_waiting`].
-    pub fn wait_for(&self, detail: String) -> Result<()> {
+    pub(crate) fn wait_for(&self, detail: String) -> Result<()> {
         let Some(task) = &self.task else {
             return Ok(());
         };
@@ -129,7 +130,7 @@ impl Span {
 
     /// A group of subagents [`Span::wait_for`] named is done; when none is
     /// left, the task is running again.
-    pub fn done_waiting(&self) -> Result<()> {
+    pub(crate) fn done_waiting(&self) -> Result<()> {
         let Some(task) = &self.task else {
             return Ok(());
         };
@@ -143,7 +144,7 @@ impl Span {
     }
 
     /// Records `event` under this span and returns its id.
-    pub fn emit(&self, event: Event) -> Result<String> {
+    pub(crate) fn emit(&self, event: Event) -> Result<String> {
         let id = self.new_id();
         self.emit_with_id(&id, event)?;
         Ok(id)
@@ -151,7 +152,7 @@ impl Span {
 
     /// Records `event` under this span with an id chosen beforehand (one
     /// that was saved in the state before the event could be written).
-    pub fn emit_with_id(&self, id: &str, event: Event) -> Result<()> {
+    pub(crate) fn emit_with_id(&self, id: &str, event: Event) -> Result<()> {
         let record = Record {
             ts: Utc::now(),
             run_id: self.hub.run_id.clone(),
@@ -173,7 +174,7 @@ impl Span {
     /// Records `event` with `id` unless a record with that id is already
     /// there: for an event that marks a step done, which a step resumed
     /// after a kill would otherwise record twice.
-    pub fn emit_once(&self, id: &str, event: Event) -> Result<()> {
+    pub(crate) fn emit_once(&self, id: &str, event: Event) -> Result<()> {
         if self.hub.sinks.first().is_some_and(|s| s.recorded(id)) {
             return Ok(());
         }
@@ -181,13 +182,13 @@ impl Span {
     }
 
     /// Records `event` and returns the span it opens.
-    pub fn child(&self, event: Event) -> Result<Span> {
+    pub(crate) fn child(&self, event: Event) -> Result<Span> {
         let id = self.new_id();
         self.child_with_id(&id, event)
     }
 
     /// [`Span::child`] with an id chosen beforehand.
-    pub fn child_with_id(&self, id: &str, event: Event) -> Result<Span> {
+    pub(crate) fn child_with_id(&self, id: &str, event: Event) -> Result<Span> {
         let opens_task = matches!(
             event,
             Event::IterationStarted { .. } | Event::SubagentStarted { .. }
@@ -195,7 +196,7 @@ impl Span {
         self.emit_with_id(id, event)?;
         let child = self.at(id, self.iteration);
         Ok(match opens_task {
-            true => child.as_task(),
+            true => child.into_task(),
             false => Span {
                 task: self.task.clone(),
                 ..child
@@ -204,7 +205,7 @@ impl Span {
     }
 
     /// Makes every record so far durable.
-    pub fn sync(&self) -> Result<()> {
+    pub(crate) fn sync(&self) -> Result<()> {
         for sink in &self.hub.sinks {
             sink.sync()?;
         }

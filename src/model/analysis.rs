@@ -5,13 +5,13 @@ use serde::{Deserialize, Serialize};
 /// What the pipeline-analyzers found for the next PLAN: each analyzer's
 /// report beside EVALUATE, or the builtin one's when CHECK saw a plateau.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Analysis {
+pub(crate) struct Analysis {
     pub reports: Vec<AnalyzerReport>,
 }
 
 /// One analyzer's report.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AnalyzerReport {
+pub(crate) struct AnalyzerReport {
     pub name: String,
     /// `builtin`, `command:<profile>`, `llm:<model>`.
     pub driver: String,
@@ -20,7 +20,7 @@ pub struct AnalyzerReport {
 
 impl Analysis {
     /// The builtin analyzer's report alone (CHECK's plateau report).
-    pub fn builtin(text: String) -> Analysis {
+    pub(crate) fn builtin(text: String) -> Analysis {
         Analysis {
             reports: vec![AnalyzerReport {
                 name: "pipeline-analyzer".into(),

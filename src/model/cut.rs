@@ -9,7 +9,7 @@ use super::{Phase, StopReason, Verdict};
 /// archive has always said, so iteration files read the same as before.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Cut {
+pub(crate) enum Cut {
     /// No plan was accepted: the validator's rule (or `agent` when the agent
     /// itself failed) and its message; `attempts` when the agent had several tries.
     PlanRejected {
@@ -43,7 +43,7 @@ impl Cut {
     /// `invalid` for what the agent failed to do, `blocked` for what it was
     /// not allowed to do (which counts toward the scope red light). A keep
     /// the reviewer refused is no cut: it was measured (see `Review`).
-    pub fn verdict(&self) -> Verdict {
+    pub(crate) fn verdict(&self) -> Verdict {
         match self {
             Cut::PlanRejected { .. }
             | Cut::ExecuteFailed { .. }
@@ -54,7 +54,7 @@ impl Cut {
     }
 
     /// The reason as the iteration file states it.
-    pub fn reason(&self) -> String {
+    pub(crate) fn reason(&self) -> String {
         match self {
             Cut::PlanRejected {
                 rule,
@@ -92,7 +92,7 @@ impl Cut {
     /// Reads a reason written by an ooda whose state kept it as text
     /// (`state.json` version 1): the inverse of [`Cut::reason`]. Text that
     /// names no invalid cause was a scope block, as version 1 treated it.
-    pub fn from_reason(text: &str) -> Cut {
+    pub(crate) fn from_reason(text: &str) -> Cut {
         if let Some(rest) = text.strip_prefix("plan rejected (")
             && let Some((rule, rest)) = rest.split_once(')')
         {

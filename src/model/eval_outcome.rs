@@ -4,7 +4,7 @@ use super::{Alarm, Comparison, Cut, DiscardKind, GuardResult, Verdict};
 
 /// What EVALUATE ended in, before REVIEW and COMMIT act on it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct EvalOutcome {
+pub(crate) struct EvalOutcome {
     pub verdict: Verdict,
     /// Why a measured discard was not kept (see [`DiscardKind`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -23,12 +23,12 @@ pub struct EvalOutcome {
 
 impl EvalOutcome {
     /// The outcome of an iteration that was cut short before it was measured.
-    pub fn cut(cut: &Cut) -> EvalOutcome {
+    pub(crate) fn cut(cut: &Cut) -> EvalOutcome {
         EvalOutcome::unmeasured(cut.verdict(), cut.reason())
     }
 
     /// A verdict with nothing measured (no guards ran, no pairs).
-    pub fn unmeasured(verdict: Verdict, reason: String) -> EvalOutcome {
+    pub(crate) fn unmeasured(verdict: Verdict, reason: String) -> EvalOutcome {
         EvalOutcome {
             verdict,
             discard: None,

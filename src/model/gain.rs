@@ -1,7 +1,7 @@
 /// A relative gain as people read it: `+12.3%`, `-4.0%`, and a change to
 /// at least twice as bad as `3.98× worse` (a minimized metric's gain has no
 /// lower bound, and "-298.0%" reads as nothing).
-pub fn gain_text(g: f64) -> String {
+pub(crate) fn gain_text(g: f64) -> String {
     if g <= -1.0 {
         format!("{:.2}× worse", 1.0 - g)
     } else {
@@ -11,7 +11,7 @@ pub fn gain_text(g: f64) -> String {
 
 /// A gain with its interval: `+12.3% [+8.0, +16.1]`, or, for a large
 /// regression, `3.98× worse [4.10×, 3.90×]`.
-pub fn gain_ci_text(g: f64, ci: (f64, f64)) -> String {
+pub(crate) fn gain_ci_text(g: f64, ci: (f64, f64)) -> String {
     if g <= -1.0 && ci.1 <= -1.0 {
         format!(
             "{:.2}× worse [{:.2}×, {:.2}×]",

@@ -2,7 +2,7 @@ use serde::Serialize;
 
 /// One anomaly as the log recorded it.
 #[derive(Debug, Clone, Serialize)]
-pub struct LoggedAnomaly {
+pub(crate) struct LoggedAnomaly {
     pub iteration: Option<u32>,
     pub rule: String,
     pub severity: String,

@@ -55,48 +55,54 @@ mod usage;
 mod verdict;
 mod watch;
 
-pub use agent_call::{AgentCall, CallOutcome};
-pub use alarm::{Alarm, AlarmKind, Level};
-pub use analysis::{Analysis, AnalyzerReport};
-pub use anomaly::AnomalyKind;
+pub(crate) use agent_call::AgentCall;
+pub use agent_call::CallOutcome;
+pub use alarm::AlarmKind;
+pub(crate) use alarm::{Alarm, Level};
+pub(crate) use analysis::{Analysis, AnalyzerReport};
+pub(crate) use anomaly::AnomalyKind;
 pub use budget::Budget;
-pub use calibration::Calibration;
-pub use change::{Change, FileChange, FileStatus};
-pub use cluster_job::ClusterJob;
-pub use command_outcome::CommandOutcome;
-pub use comparison::{Comparison, Pair};
-pub use confirmation::Confirmation;
-pub use cut::Cut;
+pub(crate) use calibration::Calibration;
+pub(crate) use change::{Change, FileChange, FileStatus};
+pub(crate) use cluster_job::ClusterJob;
+pub(crate) use command_outcome::CommandOutcome;
+pub(crate) use comparison::Comparison;
+pub use comparison::Pair;
+pub(crate) use confirmation::Confirmation;
+pub(crate) use cut::Cut;
 pub use direction::Direction;
 pub use discard_kind::DiscardKind;
-pub use eval_outcome::EvalOutcome;
-pub use gain::{gain_ci_text, gain_text};
-pub use grade::Grade;
+pub(crate) use eval_outcome::EvalOutcome;
+pub(crate) use gain::{gain_ci_text, gain_text};
+pub(crate) use grade::Grade;
 pub use guard::GuardResult;
-pub use judgement::{JudgedIteration, Judgement};
+pub(crate) use judgement::{JudgedIteration, Judgement};
 pub use knob_value::{KnobValue, Point};
-pub use logged_anomaly::LoggedAnomaly;
+pub(crate) use logged_anomaly::LoggedAnomaly;
 pub use noise_history::NoiseHistory;
 pub use orientation::Orientation;
-pub use phase::Phase;
-pub use placement::{Placement, SlurmSettings};
-pub use plan::{Axis, LearnResult, Pattern, Plan};
+pub(crate) use phase::Phase;
+pub(crate) use placement::{Placement, SlurmSettings};
+pub use plan::{Axis, Plan};
+pub(crate) use plan::{LearnResult, Pattern};
 pub use record::{IterationRecord, Prediction};
-pub use review::{NonInferiority, Review, Simplification, Simplified, SimplifyStage};
-pub use role::Role;
-pub use sandbox::{SandboxMode, SandboxSettings};
-pub use stop::{Status, Stop, StopReason};
-pub use subagent_report::{Finding, ReviewVerdict, SubagentOutcome, SubagentReport};
-pub use tamper::Tamper;
-pub use task_state::TaskState;
-pub use thresholds::{Thresholds, WINDOW};
-pub use usage::Usage;
+pub(crate) use review::{NonInferiority, Review, Simplification, Simplified, SimplifyStage};
+pub(crate) use role::Role;
+pub(crate) use sandbox::{SandboxMode, SandboxSettings};
+pub(crate) use stop::{Status, Stop, StopReason};
+pub(crate) use subagent_report::{Finding, SubagentReport};
+pub use subagent_report::{ReviewVerdict, SubagentOutcome};
+pub(crate) use tamper::Tamper;
+pub(crate) use task_state::TaskState;
+pub use thresholds::Thresholds;
+pub(crate) use thresholds::WINDOW;
+pub(crate) use usage::Usage;
 pub use verdict::Verdict;
-pub use watch::{ANOMALY_RULES, STOPPING_RULES, Watch};
+pub(crate) use watch::{STOPPING_RULES, Watch};
 
 /// A text as equality checks compare it: whitespace collapsed, lower case
 /// (a repeated hypothesis is the same idea however it is spaced).
-pub fn normalize_text(s: &str) -> String {
+pub(crate) fn normalize_text(s: &str) -> String {
     s.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")

@@ -8,7 +8,7 @@ use super::SubagentReport;
 /// simplification still [`SimplifyStage::Proposed`] goes back to EVALUATE
 /// for its non-inferiority test.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Review {
+pub(crate) struct Review {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<SubagentReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -19,7 +19,7 @@ pub struct Review {
 /// measured against the kept one for non-inferiority, then reviewed, then
 /// committed instead of it or not ([`SimplifyStage`]).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Simplification {
+pub(crate) struct Simplification {
     pub tree: String,
     /// The kept candidate's tree (what the candidate worktree holds).
     pub kept_tree: String,
@@ -40,7 +40,7 @@ pub struct Simplification {
 /// time, each carrying what it has.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "snake_case")]
-pub enum SimplifyStage {
+pub(crate) enum SimplifyStage {
     /// Proposed: EVALUATE measures it against the keep next (out of
     /// budget, the keep stands untested against it).
     Proposed,
@@ -55,7 +55,7 @@ pub enum SimplifyStage {
 
 impl SimplifyStage {
     /// The non-inferiority test, once it ran.
-    pub fn test(&self) -> Option<&NonInferiority> {
+    pub(crate) fn test(&self) -> Option<&NonInferiority> {
         match self {
             SimplifyStage::Proposed => None,
             SimplifyStage::Measured(t) | SimplifyStage::Accepted(t) => Some(t),
@@ -64,7 +64,7 @@ impl SimplifyStage {
     }
 
     /// Nothing is left to do: taken or not.
-    pub fn settled(&self) -> bool {
+    pub(crate) fn settled(&self) -> bool {
         matches!(
             self,
             SimplifyStage::Rejected(_) | SimplifyStage::Accepted(_)
@@ -74,7 +74,7 @@ impl SimplifyStage {
 
 impl Simplification {
     /// A proposal: the simplifier's tree against the kept one.
-    pub fn proposed(tree: String, kept_tree: String, lines_before: usize) -> Simplification {
+    pub(crate) fn proposed(tree: String, kept_tree: String, lines_before: usize) -> Simplification {
         Simplification {
             tree,
             kept_tree,
@@ -88,13 +88,13 @@ impl Simplification {
     }
 
     /// Whether its tree is what gets committed.
-    pub fn accepted(&self) -> bool {
+    pub(crate) fn accepted(&self) -> bool {
         matches!(self.stage, SimplifyStage::Accepted(_))
     }
 
     /// The record the iteration file keeps of it (its format predates the
     /// stages: three flags and the test).
-    pub fn archived(&self) -> Simplified {
+    pub(crate) fn archived(&self) -> Simplified {
         Simplified {
             tree: self.tree.clone(),
             measured: self.stage != SimplifyStage::Proposed,
@@ -160,7 +160,7 @@ pub struct NonInferiority {
 impl Review {
     /// The findings of the reports that block, in one line; `None` when no
     /// reviewer blocked.
-    pub fn blocked(&self) -> Option<String> {
+    pub(crate) fn blocked(&self) -> Option<String> {
         let blocking: Vec<String> = self
             .reports
             .iter()

@@ -105,7 +105,7 @@ pub struct Stop {
 /// A Brief's status as `summary.md` and `ooda status` show it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "UPPERCASE")]
-pub enum Status {
+pub(crate) enum Status {
     Green,
     Yellow,
     Red,
@@ -114,7 +114,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Status::Green => "GREEN",
             Status::Yellow => "YELLOW",

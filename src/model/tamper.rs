@@ -9,7 +9,7 @@ use super::Phase;
 /// stops the run `red_tamper` on it, since nothing kept the agent from
 /// weakening the next night, until a human has looked.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Tamper {
+pub(crate) struct Tamper {
     /// The step it happened in: the main agent's PLAN, EXECUTE or LEARN,
     /// an analyzer beside EVALUATE, a reviewer in REVIEW.
     pub phase: Phase,
@@ -20,7 +20,7 @@ pub struct Tamper {
 impl Tamper {
     /// What the agent was doing in `phase`, as a message says it (EXECUTE's
     /// own messages say it already).
-    pub fn doing(phase: Phase) -> Option<&'static str> {
+    pub(crate) fn doing(phase: Phase) -> Option<&'static str> {
         match phase {
             Phase::Plan => Some("planning"),
             Phase::Learn => Some("learning"),
@@ -32,7 +32,7 @@ impl Tamper {
 
     /// A tamper as an earlier release stated it, in one line: the phase is
     /// read back from the words that name it.
-    pub fn from_text(text: &str) -> Tamper {
+    pub(crate) fn from_text(text: &str) -> Tamper {
         for phase in [Phase::Plan, Phase::Learn, Phase::Evaluate, Phase::Review] {
             let prefix = format!("while {}, ", Tamper::doing(phase).unwrap_or_default());
             if let Some(what) = text.strip_prefix(&prefix) {

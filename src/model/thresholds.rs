@@ -2,7 +2,7 @@
 /// (`archive/history/view.rs`): the PLAN prompt's recent iterations and the
 /// red lights that look at the last few changes read them, so no such
 /// window may be longer.
-pub const WINDOW: usize = 128;
+pub(crate) const WINDOW: usize = 128;
 
 /// Thresholds of the red-light detectors (`eval/redlight.rs`, configurable under
 /// `defaults.red_lights` in `ooda.yaml`). The defaults keep a 100-iteration night

@@ -37,16 +37,5 @@ impl Default for Watch {
     }
 }
 
-/// Every rule, by the name events, `summary.md` and `stop_on` use.
-pub const ANOMALY_RULES: &[&str] = &[
-    "repeated_failure",
-    "budget_near",
-    "empty_responses",
-    "unknown_tool",
-    "compaction_churn",
-    "tool_errors",
-    "token_spike",
-];
-
 /// The rules `stop_on` may name.
-pub const STOPPING_RULES: &[&str] = &["budget_near", "token_spike"];
+pub(crate) const STOPPING_RULES: &[&str] = &["budget_near", "token_spike"];

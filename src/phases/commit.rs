@@ -52,7 +52,7 @@ pub(crate) struct Committed(Option<String>);
 
 impl Committed {
     /// The branch has moved: the state's best follows it.
-    pub fn apply(self, state: &mut State) {
+    pub(super) fn apply(self, state: &mut State) {
         if let Some(best) = self.0 {
             state.best_commit = best;
             failpoint::after(failpoint::Step::BranchAdvanced);

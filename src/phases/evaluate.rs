@@ -42,7 +42,7 @@ pub(crate) enum Evaluated {
 }
 
 impl Evaluated {
-    pub fn apply(self, c: &mut InFlight) {
+    pub(super) fn apply(self, c: &mut InFlight) {
         match self {
             Evaluated::Simplified(test) => {
                 if let Some(s) = c.review.as_mut().and_then(|r| r.simplified.as_mut()) {

@@ -29,7 +29,7 @@ pub(crate) struct Executed {
 }
 
 impl Executed {
-    pub fn apply(self, c: &mut InFlight) {
+    pub(super) fn apply(self, c: &mut InFlight) {
         c.plan = Some(self.plan);
         c.cut = self.cut;
         c.changed_paths = self.changed_paths;

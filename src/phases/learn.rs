@@ -30,7 +30,7 @@ pub(crate) struct Learnt {
 }
 
 impl Learnt {
-    pub fn apply(self, c: &mut InFlight) {
+    pub(super) fn apply(self, c: &mut InFlight) {
         c.learned = Some(self.learned);
         c.commit = self.commit;
         if c.tamper.is_none() {

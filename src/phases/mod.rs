@@ -22,7 +22,7 @@
 //! is written, read back, and `summary.md` regenerated. `failpoint.rs` names
 //! every point where the tests kill the process to prove it.
 
-pub mod replay;
+pub(crate) mod replay;
 
 mod baseline;
 mod budget;
@@ -59,12 +59,12 @@ use crate::run::executor::{Executor, Local};
 use crate::run::interrupt::Interrupt;
 use crate::workspace::Workspace;
 
-pub use crate::model::Phase;
-pub use next::{Beside, Facts, Next, next};
+pub(crate) use crate::model::Phase;
+pub(crate) use next::{Beside, Facts, Next, next};
 
 /// What one step of the machine did.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StepOutcome {
+pub(crate) enum StepOutcome {
     Baseline,
     Iteration {
         iteration: u32,
@@ -78,10 +78,10 @@ pub enum StepOutcome {
     Finished(Stop),
 }
 
-pub use crate::events::Print;
+pub(crate) use crate::events::Print;
 
 /// One Brief's iteration machine, holding its lock while it lives.
-pub struct Machine<'a> {
+pub(crate) struct Machine<'a> {
     project: &'a Project,
     brief_arg: String,
     brief: Brief,
@@ -101,7 +101,7 @@ pub struct Machine<'a> {
 impl<'a> Machine<'a> {
     /// Locks the Brief and loads (or rebuilds, or starts) its state.
     /// Progress lines go to `print` (with every command when `verbose`).
-    pub fn open(
+    pub(crate) fn open(
         project: &'a Project,
         brief_arg: &str,
         interrupt: &'a Interrupt,
@@ -182,17 +182,17 @@ impl<'a> Machine<'a> {
         })
     }
 
-    pub fn brief(&self) -> &Brief {
+    pub(crate) fn brief(&self) -> &Brief {
         &self.brief
     }
 
     /// The run's span, for callers that log around the machine (the scheduler).
-    pub fn run_span(&self) -> &Span {
+    pub(crate) fn run_span(&self) -> &Span {
         &self.archive.run
     }
 
     /// The iteration the next step works on.
-    pub fn iteration(&self) -> u32 {
+    pub(crate) fn iteration(&self) -> u32 {
         let s = &self.archive.state;
         s.current
             .as_ref()
@@ -201,7 +201,7 @@ impl<'a> Machine<'a> {
     }
 
     /// One step: the baseline, or one iteration (or the rest of an interrupted one).
-    pub fn step(&mut self) -> Result<StepOutcome> {
+    pub(crate) fn step(&mut self) -> Result<StepOutcome> {
         let out = self.step_on();
         // Only an iteration this tick worked on (a tick that fails before it
         // touches one, every minute from the daemon, logs nothing).
@@ -412,7 +412,7 @@ impl<'a> Machine<'a> {
             .archive
             .run
             .at(&c.event_id, Some(c.iteration))
-            .as_task())
+            .into_task())
     }
 
     /// Logs the iteration's task state when it changed: pending until PLAN,
@@ -764,7 +764,7 @@ impl<'a> Machine<'a> {
 }
 
 /// ORIENT's output for a Brief with this archive, as the next PLAN gets it.
-pub fn orientation_of(
+pub(crate) fn orientation_of(
     history: crate::archive::history::View,
     brief: &Brief,
     config: &Config,

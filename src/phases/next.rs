@@ -7,7 +7,7 @@ use crate::model::{Phase, Simplification, SimplifyStage, StopReason};
 
 /// What the machine knows besides the checkpoint, read fresh each time.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     /// The stop recorded in the state, if the run has ended.
     pub stop: Option<StopReason>,
     /// Iteration 0 (the baseline) is archived.
@@ -26,12 +26,12 @@ pub struct Facts {
 
 /// Work that may run beside a phase, in its own thread and span.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Beside {
+pub(crate) enum Beside {
     Analyzer,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// The run is RED: refuse until a human runs `ooda ack`.
     Red,
     /// The run stopped on a budget that is still used up: refuse.
@@ -70,7 +70,7 @@ impl Next {
 }
 
 /// The machine's next move from the state's stop and in-flight iteration.
-pub fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
+pub(crate) fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
     match facts.stop {
         Some(r) if r.is_red() => return Next::Red,
         Some(r) if r.is_budget() && facts.budget_out => return Next::OverBudget,

@@ -27,7 +27,7 @@ pub(crate) fn run(history: View, brief: &Brief, config: &Config) -> Result<Orien
 pub(crate) struct Oriented(pub Orientation);
 
 impl Oriented {
-    pub fn apply(self, c: &mut InFlight) {
+    pub(super) fn apply(self, c: &mut InFlight) {
         c.orientation = Some(self.0);
     }
 }

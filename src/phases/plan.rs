@@ -18,7 +18,7 @@ pub(crate) struct Planned(Proposal);
 impl Planned {
     /// Stores an accepted or rejected plan; the detail of a search with
     /// nothing left to try, which ends the run (`stalled`) instead.
-    pub fn apply(self, c: &mut InFlight) -> Option<String> {
+    pub(super) fn apply(self, c: &mut InFlight) -> Option<String> {
         match self.0 {
             Proposal::Plan {
                 plan,

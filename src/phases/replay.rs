@@ -33,11 +33,11 @@ use crate::project::Project;
 use crate::run::executor::{Local, Purpose};
 
 /// Version of `replay.json`.
-pub const REPLAY_SCHEMA: u32 = 1;
+pub(crate) const REPLAY_SCHEMA: u32 = 1;
 
 /// What a plan said, then or now.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PlanSummary {
+pub(crate) struct PlanSummary {
     pub hypothesis: String,
     pub change: String,
     pub predicted_effect: Option<f64>,
@@ -47,7 +47,7 @@ pub struct PlanSummary {
 
 /// The measured outcome of a `--full` replay, or of the original.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub verdict: String,
     pub reason: String,
     pub effect: Option<f64>,
@@ -57,7 +57,7 @@ pub struct Outcome {
 
 impl PlanSummary {
     /// What an archived iteration planned.
-    pub fn of(rec: &IterationRecord) -> PlanSummary {
+    pub(crate) fn of(rec: &IterationRecord) -> PlanSummary {
         PlanSummary {
             hypothesis: rec.hypothesis.clone(),
             change: rec.change.clone(),
@@ -70,7 +70,7 @@ impl PlanSummary {
 
 impl Outcome {
     /// How an archived iteration was judged.
-    pub fn of(rec: &IterationRecord) -> Outcome {
+    pub(crate) fn of(rec: &IterationRecord) -> Outcome {
         Outcome {
             verdict: rec.verdict_text(),
             reason: rec.reason.clone(),
@@ -83,7 +83,7 @@ impl Outcome {
 
 /// `replay.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReplayRecord {
+pub(crate) struct ReplayRecord {
     pub schema: u32,
     pub brief: String,
     pub iteration: u32,
@@ -108,12 +108,12 @@ pub struct ReplayRecord {
 }
 
 /// Where a Brief's replays are.
-pub fn replays_dir(iterations_dir: &Path) -> PathBuf {
+pub(crate) fn replays_dir(iterations_dir: &Path) -> PathBuf {
     iterations_dir.join("replays")
 }
 
 /// Every replay of the Brief, oldest first.
-pub fn list(iterations_dir: &Path) -> Vec<(PathBuf, ReplayRecord)> {
+pub(crate) fn list(iterations_dir: &Path) -> Vec<(PathBuf, ReplayRecord)> {
     let mut out: Vec<(PathBuf, ReplayRecord)> = std::fs::read_dir(replays_dir(iterations_dir))
         .into_iter()
         .flatten()
@@ -129,7 +129,7 @@ pub fn list(iterations_dir: &Path) -> Vec<(PathBuf, ReplayRecord)> {
 }
 
 /// Replays iteration `n` of `brief`; returns the folder and its record.
-pub fn run(
+pub(crate) fn run(
     project: &Project,
     brief: &Brief,
     n: u32,

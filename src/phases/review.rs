@@ -32,7 +32,7 @@ impl Reviewed {
     /// A block turns the keep into a discard (`blocked_by_review`), its
     /// measurement kept in the reason; a simplification that passed its test
     /// and its review replaces the kept tree.
-    pub fn apply(self, c: &mut InFlight) {
+    pub(super) fn apply(self, c: &mut InFlight) {
         let Reviewed { review, done } = self;
         c.agent_calls.extend(done.calls);
         if let Some(b) = done.breaches.iter().find(|b| b.unconfined)

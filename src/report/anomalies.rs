@@ -17,8 +17,6 @@ use serde::Serialize;
 use crate::model::{Budget, Watch};
 use crate::report::trace::{Kind, Node, Status};
 
-pub use crate::model::{ANOMALY_RULES as RULES, STOPPING_RULES as STOPPING};
-
 /// A tool needs this many calls before its error rate means anything.
 const TOOL_MIN_CALLS: usize = 5;
 
@@ -26,7 +24,7 @@ const TOOL_MIN_CALLS: usize = 5;
 const SPIKE_MIN_ITERATIONS: usize = 5;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Found {
+pub(crate) struct Found {
     pub rule: &'static str,
     /// `high` for what should stop a careful reader: a budget nearly gone,
     /// a spike, a tool the agent does not have.
@@ -39,7 +37,7 @@ pub struct Found {
 
 impl Found {
     /// What makes it the same anomaly again: logged once.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!(
             "{}:{}",
             self.rule,
@@ -52,7 +50,7 @@ impl Found {
 
 /// What was spent, against the budget.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Spent {
+pub(crate) struct Spent {
     pub iterations: u32,
     pub wall_seconds: f64,
     pub tokens: u64,
@@ -61,7 +59,7 @@ pub struct Spent {
 
 /// A failure's text with what varies from one occurrence to the next
 /// (numbers, ids, hashes) taken out, so the same failure is seen as one.
-pub fn normalize(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let mut out = String::new();
     let mut last_digit = false;
     for c in text.chars().take(400) {
@@ -83,7 +81,7 @@ fn nodes(runs: &[Node]) -> Vec<&Node> {
 }
 
 /// Every anomaly of the run as it stands.
-pub fn detect(
+pub(crate) fn detect(
     runs: &[Node],
     history: &[crate::archive::history::fact::Fact],
     budget: &Budget,
@@ -274,7 +272,7 @@ pub fn detect(
 }
 
 /// The anomalies already logged, by key.
-pub fn logged(records: &[crate::events::Record]) -> BTreeSet<String> {
+pub(crate) fn logged(records: &[crate::events::Record]) -> BTreeSet<String> {
     records
         .iter()
         .filter_map(|r| match &r.event {

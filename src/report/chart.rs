@@ -26,7 +26,7 @@ use crate::text::clip::fmt_num;
 
 /// A measured iteration.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     pub iteration: u32,
     /// The candidate's median (the baseline's median for iteration 0).
     pub value: f64,
@@ -39,14 +39,14 @@ pub struct Point {
 
 /// An iteration that was not measured, drawn on the axis.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Unmeasured {
+pub(crate) struct Unmeasured {
     pub iteration: u32,
     pub verdict: Verdict,
 }
 
 /// What the chart shows.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     pub points: Vec<Point>,
     pub unmeasured: Vec<Unmeasured>,
     /// The base's value after each iteration (a step line).
@@ -63,12 +63,12 @@ pub struct Series {
 
 /// Markers beyond which the chart thins (a 760-pixel plot cannot show
 /// more; a 10,000-iteration SVG would be megabytes of overlapping dots).
-pub const MAX_MARKERS: usize = 600;
+pub(crate) const MAX_MARKERS: usize = 600;
 
 impl Series {
     /// [`Series::of_facts`] of records held in memory (the tests' way in).
     #[cfg(test)]
-    pub fn of(
+    pub(crate) fn of(
         history: &[crate::model::IterationRecord],
         dir: Direction,
         best_commit: &str,
@@ -86,7 +86,7 @@ impl Series {
 
     /// The series of an archive's rows (history/fact.rs), its baseline
     /// value and the latest confirmation of the current best.
-    pub fn of_facts(
+    pub(crate) fn of_facts(
         facts: &[Fact],
         dir: Direction,
         baseline: Option<f64>,
@@ -165,7 +165,7 @@ impl Series {
     /// At most about `max` markers: every kept point (and the baseline)
     /// stays, 1 in k of the others is drawn, and the base line keeps only
     /// its steps, which loses nothing of a step line.
-    pub fn thinned(mut self, max: usize) -> Series {
+    pub(crate) fn thinned(mut self, max: usize) -> Series {
         let total = self.points.len() + self.unmeasured.len();
         if total <= max {
             return self;
@@ -244,7 +244,7 @@ const RED_: RGBColor = RGBColor(0xcc, 0x33, 0x33);
 const GREY: RGBColor = RGBColor(0x99, 0x99, 0x99);
 
 /// The chart of the archive a runner holds.
-pub fn progress_svg_of(
+pub(crate) fn progress_svg_of(
     brief: &Brief,
     history: crate::archive::history::View,
     best_commit: &str,
@@ -260,7 +260,7 @@ pub fn progress_svg_of(
 
 /// [`progress_svg_of`] of records held in memory (the tests' way in).
 #[cfg(test)]
-pub fn progress_svg(
+pub(crate) fn progress_svg(
     brief: &Brief,
     history: &[crate::model::IterationRecord],
     best_commit: &str,

@@ -15,7 +15,7 @@ use crate::report::trace::{Kind, Node, Status};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Change {
+pub(crate) enum Change {
     Same,
     Changed,
     Added,
@@ -24,7 +24,7 @@ pub enum Change {
 
 /// One side of an aligned node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Side {
+pub(crate) struct Side {
     /// The node's own name (an agent call's profile, a request's model):
     /// two nodes can line up and still be named differently.
     pub name: String,
@@ -39,7 +39,7 @@ pub struct Side {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Row {
+pub(crate) struct Row {
     pub depth: usize,
     pub kind: Kind,
     pub name: String,
@@ -167,7 +167,7 @@ fn diffs(a: &Side, b: &Side) -> Vec<String> {
 }
 
 /// The aligned rows of `a` and `b`, depth first.
-pub fn align(a: &Node, b: &Node) -> Vec<Row> {
+pub(crate) fn align(a: &Node, b: &Node) -> Vec<Row> {
     let (fa, fb) = (fold(a), fold(b));
     let mut rows = Vec::new();
     pair(&fa, &fb, 0, &mut rows);

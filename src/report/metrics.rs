@@ -16,7 +16,7 @@ use crate::report::trace::{Kind, Node, Status};
 
 /// Tokens and cost of a group of agent calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Spend {
+pub(crate) struct Spend {
     pub calls: usize,
     pub failed: usize,
     pub usage: Usage,
@@ -24,13 +24,13 @@ pub struct Spend {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ToolStats {
+pub(crate) struct ToolStats {
     pub calls: usize,
     pub errors: usize,
 }
 
 impl ToolStats {
-    pub fn error_rate(&self) -> f64 {
+    pub(crate) fn error_rate(&self) -> f64 {
         if self.calls == 0 {
             0.0
         } else {
@@ -40,7 +40,7 @@ impl ToolStats {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct PhaseTime {
+pub(crate) struct PhaseTime {
     /// How many times the phase ran.
     pub runs: usize,
     pub seconds: f64,
@@ -49,7 +49,7 @@ pub struct PhaseTime {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Agent calls by the phase they ran for (`review` for a reviewer's).
     pub by_phase: BTreeMap<String, Spend>,
     /// Agent calls by subagent name (the main agent's are not in here).
@@ -161,7 +161,7 @@ fn walk(n: &Node, at: At, m: &mut Metrics, requests: &mut Vec<f64>, calls: &mut 
 }
 
 /// The metrics of `runs` (a Brief's trace) and its archive.
-pub fn of(runs: &[Node], history: &[Fact]) -> Metrics {
+pub(crate) fn of(runs: &[Node], history: &[Fact]) -> Metrics {
     let mut m = Metrics::default();
     let (mut requests, mut calls) = (Vec::new(), Vec::new());
     for r in runs {
@@ -210,7 +210,7 @@ fn money(u: &Usage) -> String {
 }
 
 /// The "Metrics" section of `summary.md` (empty before anything ran).
-pub fn section(m: &Metrics) -> String {
+pub(crate) fn section(m: &Metrics) -> String {
     if m.phases.is_empty() && m.all.calls == 0 {
         return String::new();
     }

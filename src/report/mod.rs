@@ -7,13 +7,13 @@
 //! Everything here is a reader of the archive and the event log; none of it
 //! decides keep or discard.
 
-pub mod anomalies;
-pub mod chart;
-pub mod compare;
-pub mod grade;
-pub mod metrics;
-pub mod notify;
-pub mod otlp;
-pub mod summary;
-pub mod tasks;
-pub mod trace;
+pub(crate) mod anomalies;
+pub(crate) mod chart;
+pub(crate) mod compare;
+pub(crate) mod grade;
+pub(crate) mod metrics;
+pub(crate) mod notify;
+pub(crate) mod otlp;
+pub(crate) mod summary;
+pub(crate) mod tasks;
+pub(crate) mod trace;

@@ -19,7 +19,7 @@ const WAIT: Duration = Duration::from_secs(3);
 
 /// Runs `command` for `stop` of `brief`; a failure is logged under `span`
 /// and on stderr, never returned.
-pub fn send(command: &str, brief: &str, stop: &Stop, summary: &Path, span: &Span) {
+pub(crate) fn send(command: &str, brief: &str, stop: &Stop, summary: &Path, span: &Span) {
     let status = if stop.reason.is_red() {
         "RED"
     } else {

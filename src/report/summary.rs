@@ -22,12 +22,9 @@ use crate::model::{LoggedAnomaly as Logged, Phase};
 use crate::text::clip;
 use crate::text::clip::fmt_num;
 
-pub use crate::archive::history::{
-    baseline_value, best_value, confirmation_of, improvement, last_confirmed_commit,
-    latest_confirmation,
-};
+pub(crate) use crate::archive::history::{baseline_value, best_value, improvement};
 
-pub fn status_line(state: &State) -> String {
+pub(crate) fn status_line(state: &State) -> String {
     let word = state.status().word();
     match (&state.stop, &state.yellow) {
         (Some(stop), _) => format!("{word} — {}: {}", stop.reason.as_str(), stop.detail),
@@ -49,7 +46,7 @@ const LIST_NEWEST: usize = 100;
 /// latest lessons are the newest, by name, and how many others there are)
 /// and the confirmation tests of the best (which may read every
 /// confirmation of a long history).
-pub struct Lists<'a> {
+pub(crate) struct Lists<'a> {
     falsified: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     alarmed: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     patterns: Vec<crate::archive::history::ledger::NamedPattern>,
@@ -62,7 +59,7 @@ pub struct Lists<'a> {
 }
 
 impl<'a> Lists<'a> {
-    pub fn of(history: View<'a>, best_commit: &str) -> Result<Lists<'a>> {
+    pub(crate) fn of(history: View<'a>, best_commit: &str) -> Result<Lists<'a>> {
         // Newest lesson first (the ledger's order).
         let mut patterns = history.patterns()?;
         let patterns_older = patterns.len().saturating_sub(LIST_NEWEST);
@@ -97,7 +94,7 @@ fn newest_flagged(
 
 /// The morning report. `orientation` is what the next decision will use
 /// (the noise in force and θ₁), the same numbers the next PLAN is told.
-pub fn render(
+pub(crate) fn render(
     brief: &Brief,
     state: &State,
     history: View,
@@ -394,7 +391,7 @@ pub fn render(
 
 /// The "Agent usage" section of `summary.md`: tokens, cost, failures and
 /// time per phase, empty when no agent ran.
-pub fn usage_section(history: View) -> Result<String> {
+pub(crate) fn usage_section(history: View) -> Result<String> {
     let ledger = history.ledger()?;
     let all = ledger.all_usage();
     if all.calls == 0 {
@@ -457,7 +454,7 @@ pub fn usage_section(history: View) -> Result<String> {
 /// What the event log adds to the archive: the run's metrics (and, from
 /// the log, what went wrong beside the verdicts).
 #[derive(Debug, Default)]
-pub struct Observed {
+pub(crate) struct Observed {
     pub metrics: crate::report::metrics::Metrics,
     /// Every anomaly the log holds: the rules' findings and the runner's own.
     pub anomalies: Vec<Logged>,
@@ -468,7 +465,7 @@ pub struct Observed {
 impl Observed {
     /// From `dir/events.jsonl`; an unreadable log gives none (the archive is
     /// the source of truth, the log an addition).
-    pub fn of(
+    pub(crate) fn of(
         dir: &Path,
         history: View,
         budget: &Budget,
@@ -582,7 +579,7 @@ impl Observed {
 
     /// The "Evaluation" section of `summary.md`: the run's grade, every
     /// iteration that did not pass and why, and the judge's verdict.
-    pub fn evaluation_section(&self) -> String {
+    pub(crate) fn evaluation_section(&self) -> String {
         let Some(e) = &self.evaluation else {
             return String::new();
         };
@@ -648,7 +645,7 @@ impl Observed {
     }
 
     /// The "Anomalies" section of `summary.md` (empty when there are none).
-    pub fn section(&self, brief: &str) -> String {
+    pub(crate) fn section(&self, brief: &str) -> String {
         if self.anomalies.is_empty() {
             return String::new();
         }
@@ -678,7 +675,7 @@ impl Observed {
 }
 
 /// Version of the `summary.json` document (docs/files.md describes it).
-pub const SUMMARY_SCHEMA: u32 = 2;
+pub(crate) const SUMMARY_SCHEMA: u32 = 2;
 
 /// `summary.json`: the facts of `summary.md` as data, for scripts and agents.
 /// One row of `summary.json`'s `iterations`.
@@ -723,7 +720,7 @@ struct FalsifiedRow {
 /// `summary.json`: the run's facts (small) and its per-iteration lists,
 /// bounded as `summary.md` bounds them.
 #[derive(serde::Serialize)]
-pub struct Doc<'a> {
+pub(crate) struct Doc<'a> {
     #[serde(flatten)]
     head: serde_json::Value,
     iterations: Vec<Row>,
@@ -768,7 +765,7 @@ fn folded_json(older: &[Fact]) -> Vec<FoldedRow> {
         .collect()
 }
 
-pub fn json<'a>(
+pub(crate) fn json<'a>(
     brief: &Brief,
     state: &State,
     history: View,
@@ -888,7 +885,7 @@ pub fn json<'a>(
 /// `summary.json` and `progress.svg`, then the archive's own (`falsified.md`,
 /// retention). Idempotent: a second call with the same record rewrites only
 /// the summary (whose "regenerated" line moves).
-pub fn sync(
+pub(crate) fn sync(
     archive: &mut Archive,
     rec: Option<IterationRecord>,
     brief: &Brief,
@@ -914,7 +911,7 @@ pub fn sync(
     archive.write_own_projections(brief, config.defaults.keep_artifacts)
 }
 
-pub fn write(
+pub(crate) fn write(
     dir: &Path,
     brief: &Brief,
     state: &State,

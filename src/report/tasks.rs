@@ -13,7 +13,7 @@ use crate::model::TaskState;
 use crate::report::trace::{Kind, Node};
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Task {
+pub(crate) struct Task {
     /// The event id that opened it (the iteration's, the delegation id).
     pub id: String,
     /// `iteration` or `delegation`.
@@ -39,7 +39,7 @@ pub struct Task {
 /// Every task of `run` with a recorded state, in the order they began
 /// (what a killed tick left unfinished reads `cancelled`, "abandoned":
 /// [`crate::report::trace::build`] closes it).
-pub fn of(run: &Node) -> Vec<Task> {
+pub(crate) fn of(run: &Node) -> Vec<Task> {
     let mut out = Vec::new();
     collect(run, None, None, &mut out);
     out
@@ -91,7 +91,7 @@ fn collect(n: &Node, parent: Option<&str>, phase: Option<&str>, out: &mut Vec<Ta
 
 /// The tasks worth a look: every one not finished, and the last `recent`
 /// finished iterations (with their delegations that did not succeed).
-pub fn shown(tasks: &[Task], recent: usize) -> Vec<&Task> {
+pub(crate) fn shown(tasks: &[Task], recent: usize) -> Vec<&Task> {
     let finished: Vec<&str> = tasks
         .iter()
         .filter(|t| t.kind == "iteration" && t.state.is_final())
@@ -118,7 +118,7 @@ pub fn shown(tasks: &[Task], recent: usize) -> Vec<&Task> {
 }
 
 /// `4m 10s`, `2h 03m`, `12s`.
-pub fn age(seconds: i64) -> String {
+pub(crate) fn age(seconds: i64) -> String {
     let s = seconds.max(0);
     match s {
         0..=59 => format!("{s}s"),

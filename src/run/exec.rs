@@ -78,7 +78,7 @@ pub struct CommandOutput {
 
 /// Quotes `arg` for `sh` only when it needs it, so the printed line stays
 /// the one a human would type.
-pub fn shell_quote(arg: &str) -> String {
+pub(crate) fn shell_quote(arg: &str) -> String {
     let plain = !arg.is_empty()
         && arg
             .chars()
@@ -91,7 +91,7 @@ pub fn shell_quote(arg: &str) -> String {
 }
 
 /// Whether `program` is an executable file in a directory of `PATH`.
-pub fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|d| {
@@ -106,7 +106,7 @@ pub fn on_path(program: &str) -> bool {
 /// `Err` only when the command could not be started (missing `cwd`, NUL bytes in the
 /// command or environment, no `sh`) or could not be waited for; anything the command
 /// itself does is an `Ok` with an [`CommandOutcome`].
-pub fn run(spec: &CommandSpec, cancel: &AtomicBool) -> io::Result<CommandOutput> {
+pub(crate) fn run(spec: &CommandSpec, cancel: &AtomicBool) -> io::Result<CommandOutput> {
     run_with(spec, cancel, &DEFAULT_TIMING)
 }
 

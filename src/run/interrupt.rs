@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 
 /// Cloning shares the flags: every loop of a daemon sees the same signal.
 #[derive(Clone)]
-pub struct Interrupt {
+pub(crate) struct Interrupt {
     /// Stop at the next checkpoint.
     stop: Arc<AtomicBool>,
     /// Cancel running commands (polled by `exec`).
@@ -32,7 +32,7 @@ pub struct Interrupt {
 
 /// What a long-running loop is told by [`Interrupt::watch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     /// First SIGINT/SIGTERM: stop at the next checkpoint.
     Stop,
     /// A further SIGINT/SIGTERM: running commands are being cancelled.
@@ -43,7 +43,7 @@ pub enum Signal {
 
 impl Interrupt {
     /// One-shot commands: the first SIGINT/SIGTERM sets both flags.
-    pub fn install() -> Interrupt {
+    pub(crate) fn install() -> Interrupt {
         let i = Interrupt::none();
         for sig in [SIGINT, SIGTERM] {
             // Registration fails only for forbidden signals, which these are not.
@@ -56,7 +56,7 @@ impl Interrupt {
     /// Long-running loops: a thread turns SIGINT/SIGTERM/SIGHUP into the two
     /// levels described above and reports each to `on` (which may log or wake
     /// sleeping loops; it runs on that thread, not in a signal handler).
-    pub fn watch(on: impl FnMut(Signal) + Send + 'static) -> Result<Interrupt> {
+    pub(crate) fn watch(on: impl FnMut(Signal) + Send + 'static) -> Result<Interrupt> {
         let i = Interrupt::none();
         let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
             .map_err(|e| Error::io("installing signal handlers", e))?;
@@ -82,7 +82,7 @@ impl Interrupt {
     }
 
     /// A flag nobody sets, for library callers and tests.
-    pub fn none() -> Interrupt {
+    pub(crate) fn none() -> Interrupt {
         Interrupt {
             stop: Arc::new(AtomicBool::new(false)),
             cancel: Arc::new(AtomicBool::new(false)),
@@ -90,28 +90,32 @@ impl Interrupt {
     }
 
     /// The flag running commands poll: set means "stop the command now".
-    pub fn flag(&self) -> &AtomicBool {
+    pub(crate) fn flag(&self) -> &AtomicBool {
         &self.cancel
     }
 
     /// The flag of the first level: "stop at the next checkpoint".
-    pub fn stop_flag(&self) -> &AtomicBool {
+    pub(crate) fn stop_flag(&self) -> &AtomicBool {
         &self.stop
     }
 
     /// Stop at the next checkpoint (set by either level).
-    pub fn is_set(&self) -> bool {
+    pub(crate) fn is_set(&self) -> bool {
         self.stop.load(Ordering::SeqCst) || self.cancel.load(Ordering::SeqCst)
     }
 
+    #[cfg(test)]
     /// What the first signal does to a long-running loop.
-    pub fn request_stop(&self) {
+    pub(crate) fn request_stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
     }
 }
 
 /// Sleeps `d`, waking early (as an interruption) when `cancel` is set.
-pub fn sleep_unless(d: std::time::Duration, cancel: &AtomicBool) -> crate::error::Result<()> {
+pub(crate) fn sleep_unless(
+    d: std::time::Duration,
+    cancel: &AtomicBool,
+) -> crate::error::Result<()> {
     let until = std::time::Instant::now() + d;
     while std::time::Instant::now() < until {
         if cancel.load(Ordering::Relaxed) {

@@ -35,13 +35,13 @@ use crate::error::{Error, Result};
 
 /// Names the lock file, so parallel tests (and users who want separate
 /// groups of cores) need not share one host-wide lock.
-pub const ENV: &str = "OODA_MEASURE_LOCK";
+pub(crate) const ENV: &str = "OODA_MEASURE_LOCK";
 
 /// How often a waiting runner looks again (and checks for a signal).
 const POLL: Duration = Duration::from_millis(100);
 
 /// The lock's path: `$OODA_MEASURE_LOCK`, else `/tmp/ooda-measure.lock`.
-pub fn path() -> PathBuf {
+pub(crate) fn path() -> PathBuf {
     match std::env::var_os(ENV) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => PathBuf::from("/tmp/ooda-measure.lock"),
@@ -53,7 +53,7 @@ const REMIND: Duration = Duration::from_secs(600);
 
 /// The held lock; dropping it lets the next Brief measure.
 #[derive(Debug)]
-pub struct MeasureLock {
+pub(crate) struct MeasureLock {
     _file: File,
     /// How long acquiring it waited.
     pub waited: Duration,
@@ -66,7 +66,7 @@ impl MeasureLock {
     /// long-running loop asked to stop at its next checkpoint, which a
     /// measurement not yet begun is) ends the wait with
     /// [`Error::Interrupted`].
-    pub fn acquire(
+    pub(crate) fn acquire(
         path: &Path,
         who: &str,
         cancel: &AtomicBool,

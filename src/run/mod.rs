@@ -7,9 +7,9 @@
 //! the signals and the limits are the same for a benchmark, a guard, an
 //! agent CLI and a subagent.
 
-pub mod exec;
-pub mod executor;
-pub mod fence;
-pub mod interrupt;
-pub mod measure_lock;
-pub mod sandbox;
+pub(crate) mod exec;
+pub(crate) mod executor;
+pub(crate) mod fence;
+pub(crate) mod interrupt;
+pub(crate) mod measure_lock;
+pub(crate) mod sandbox;

@@ -68,7 +68,12 @@ struct Handle {
     fingerprint: Option<u64>,
 }
 
-pub fn run(project: Project, briefs: Option<PathBuf>, log: Log, verbose: bool) -> Result<Exit> {
+pub(crate) fn run(
+    project: Project,
+    briefs: Option<PathBuf>,
+    log: Log,
+    verbose: bool,
+) -> Result<Exit> {
     let dir = briefs.unwrap_or_else(|| project.briefs_dir());
     if !dir.is_dir() {
         return Err(Error::Input(format!(

@@ -6,5 +6,5 @@
 //! (`ooda submit`) are the Slurm executor's (`run/executor/slurm.rs`), and
 //! the human log these modes write is `events/log.rs`.
 
-pub mod daemon;
-pub mod ticker;
+pub(crate) mod daemon;
+pub(crate) mod ticker;

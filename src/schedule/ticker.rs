@@ -41,7 +41,7 @@ const MISSED_CAP: u32 = 100_000;
 
 /// Why a waiting loop woke up before its fire time.
 #[derive(Debug)]
-pub enum Wake {
+pub(crate) enum Wake {
     /// SIGINT/SIGTERM: end the loop.
     Stop,
     /// SIGHUP (for `run`): re-read `ooda.yaml`.
@@ -62,13 +62,13 @@ impl From<Signal> for Wake {
 }
 
 #[derive(Debug)]
-pub enum Waited {
+pub(crate) enum Waited {
     Due,
     Woken(Wake),
 }
 
 /// Sleeps until `at`, a message, or a stop request, whichever comes first.
-pub fn wait_until(at: DateTime<Utc>, rx: &Receiver<Wake>, interrupt: &Interrupt) -> Waited {
+pub(crate) fn wait_until(at: DateTime<Utc>, rx: &Receiver<Wake>, interrupt: &Interrupt) -> Waited {
     loop {
         if interrupt.is_set() {
             return Waited::Woken(Wake::Stop);
@@ -87,14 +87,19 @@ pub fn wait_until(at: DateTime<Utc>, rx: &Receiver<Wake>, interrupt: &Interrupt)
 
 /// When the tick after one that was due at `due` and ended at `now` starts.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Next {
+pub(crate) struct Next {
     /// `None` when the schedule has no later fire time.
     pub at: Option<DateTime<Utc>>,
     /// Fire times that passed while the tick ran; one tick now stands for all.
     pub missed: u32,
 }
 
-pub fn plan_next(schedule: &Schedule, zone: &Zone, due: DateTime<Utc>, now: DateTime<Utc>) -> Next {
+pub(crate) fn plan_next(
+    schedule: &Schedule,
+    zone: &Zone,
+    due: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Next {
     let Some(next) = schedule.next_after(due, zone) else {
         return Next {
             at: None,
@@ -123,7 +128,7 @@ pub fn plan_next(schedule: &Schedule, zone: &Zone, due: DateTime<Utc>, now: Date
 }
 
 /// What a tick needs besides its timing.
-pub struct TickContext<'a> {
+pub(crate) struct TickContext<'a> {
     pub project: &'a Project,
     /// As given to `Machine::open`: a path or a name.
     pub brief_arg: &'a str,
@@ -134,7 +139,7 @@ pub struct TickContext<'a> {
 }
 
 /// Where a tick stands in the schedule, for its events and log line.
-pub struct Slot<'a> {
+pub(crate) struct Slot<'a> {
     /// `every 20m`, the cron expression, or `back to back`.
     pub schedule: &'a str,
     pub due: DateTime<Utc>,
@@ -143,7 +148,7 @@ pub struct Slot<'a> {
 
 /// One tick: open the Brief (taking its lock), record the tick, step once,
 /// record how it ended. The step's result is returned unchanged.
-pub fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
+pub(crate) fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
     let mut machine = match Machine::open(
         cx.project,
         cx.brief_arg,
@@ -210,7 +215,7 @@ fn record_skip(cx: &TickContext, slot: &Slot, reason: &str) {
 }
 
 /// Re-reads `ooda.yaml` (SIGHUP); a broken file keeps the old configuration.
-pub fn reload_config(project: &Project, log: &Log) -> Option<Config> {
+pub(crate) fn reload_config(project: &Project, log: &Log) -> Option<Config> {
     match Config::load(&project.root) {
         Ok(c) => {
             log.info(
@@ -230,7 +235,7 @@ pub fn reload_config(project: &Project, log: &Log) -> Option<Config> {
 }
 
 /// The log line for a tick that overran its slot.
-pub fn overrun_message(missed: u32) -> String {
+pub(crate) fn overrun_message(missed: u32) -> String {
     if missed == 1 {
         "the tick overran its slot: the next fire time passed while it ran, so the next tick starts now (late, never overlapping)".into()
     } else {
@@ -242,7 +247,7 @@ pub fn overrun_message(missed: u32) -> String {
 
 /// `ooda run BRIEF --every D | --cron E`. `report` prints a step's result
 /// and returns the exit code it implies, as for `ooda run`.
-pub fn run(
+pub(crate) fn run(
     project: Project,
     brief_arg: &str,
     schedule: Schedule,

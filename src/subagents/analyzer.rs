@@ -33,7 +33,7 @@ use std::sync::mpsc::Receiver;
 
 /// The latest pipeline-analyzer report in the archive, with the iteration
 /// whose CHECK wrote it: the newest row with a report is read in full.
-pub fn latest_report_in(history: View) -> Result<Option<(u32, String)>> {
+pub(crate) fn latest_report_in(history: View) -> Result<Option<(u32, String)>> {
     let Some(r) = history
         .flagged(crate::archive::history::fact::flag::ANALYSIS)
         .next()
@@ -67,7 +67,7 @@ pub fn notes_for_plan(history: View) -> Result<Option<String>> {
 /// What fires the analyzer for the iteration after `history`: iteration 1,
 /// a plateau or an anomaly found by the last CHECK, or the noise of the
 /// last measurement far above the history's.
-pub fn triggers(
+pub(crate) fn triggers(
     history: &[IterationRecord],
     iteration: u32,
 ) -> Vec<crate::subagents::definition::Trigger> {
@@ -91,7 +91,7 @@ pub fn triggers(
 }
 
 /// The builtin pipeline-analyzer's report: what each axis has yielded.
-pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
+pub(crate) fn analyze(history: &[IterationRecord], theta1: f64) -> String {
     let mut ledger = crate::archive::history::ledger::Ledger::default();
     for r in history {
         ledger.fold(r);
@@ -102,12 +102,16 @@ pub fn analyze(history: &[IterationRecord], theta1: f64) -> String {
 
 /// [`analyze`] of the archive a runner holds: the directions from its
 /// ledger, the failures from its rows.
-pub fn analyze_in(history: View, theta1: f64) -> Result<String> {
+pub(crate) fn analyze_in(history: View, theta1: f64) -> Result<String> {
     analyze_with(history, None, theta1)
 }
 
 /// [`analyze_in`] with `also`, an iteration not archived yet, counted on.
-pub fn analyze_with(history: View, also: Option<&IterationRecord>, theta1: f64) -> Result<String> {
+pub(crate) fn analyze_with(
+    history: View,
+    also: Option<&IterationRecord>,
+    theta1: f64,
+) -> Result<String> {
     let mut ledger = history.ledger()?;
     let mut failures = history
         .facts()

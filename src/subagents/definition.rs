@@ -42,7 +42,7 @@ const EXAMPLE: &str = "---\nname: code-reviewer\ndescription: Reviews every kept
 
 /// Who runs a subagent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SubDriver {
+pub(crate) enum SubDriver {
     /// Plain Rust in ooda: rules and data, no model.
     Builtin,
     /// An agent CLI or script: a command profile of `ooda.yaml` (or a
@@ -53,7 +53,7 @@ pub enum SubDriver {
 }
 
 impl SubDriver {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SubDriver::Builtin => "builtin",
             SubDriver::Command => "command",
@@ -64,7 +64,7 @@ impl SubDriver {
 
 /// What a failed or timed-out subagent means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
+pub(crate) enum OnError {
     /// Block the keep: a reviewer that could not look has not approved.
     Block,
     /// Go on as if it had not run: for advisory subagents.
@@ -72,7 +72,7 @@ pub enum OnError {
 }
 
 impl OnError {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             OnError::Block => "block",
             OnError::Pass => "pass",
@@ -82,7 +82,7 @@ impl OnError {
 
 /// When the runner dispatches a subagent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
+pub(crate) enum Trigger {
     /// Every keep.
     Keep,
     /// A keep whose diff changes more than this many lines.
@@ -122,7 +122,7 @@ impl Trigger {
         })
     }
 
-    pub fn text(self) -> String {
+    pub(crate) fn text(self) -> String {
         match self {
             Trigger::Keep => "keep".into(),
             Trigger::KeepDiffOver(n) => format!("keep-diff-over-{n}-lines"),
@@ -136,7 +136,7 @@ impl Trigger {
     }
 
     /// Whether a keep with a diff of `changed_lines` fires it.
-    pub fn fires_on_keep(self, changed_lines: usize) -> bool {
+    pub(crate) fn fires_on_keep(self, changed_lines: usize) -> bool {
         match self {
             Trigger::Keep => true,
             Trigger::KeepDiffOver(n) => changed_lines > n as usize,
@@ -147,7 +147,7 @@ impl Trigger {
 
 /// One part of the context a subagent may be given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Sees {
+pub(crate) enum Sees {
     /// The change as `git diff` shows it (base to candidate).
     Diff,
     /// The rule files (`review.rules` in `ooda.yaml`) and the Brief's
@@ -176,7 +176,7 @@ impl Sees {
         Sees::Measurements,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Sees::Diff => "diff",
             Sees::Rules => "rules",
@@ -191,7 +191,7 @@ impl Sees {
 
 /// A tier of `ooda.yaml`'s `models`, Claude Code's alias for one, or a model id.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModelChoice {
+pub(crate) enum ModelChoice {
     /// `light`, `medium` or `heavy` (`haiku`, `sonnet`, `opus`).
     Tier(&'static str),
     /// The main agent's model.
@@ -213,7 +213,7 @@ impl ModelChoice {
 
     /// The model id to hand a command subagent (`OODA_MODEL`), when one is
     /// known: a tier resolves through `ooda.yaml`'s `models`.
-    pub fn resolve(&self, config: &crate::config::Config) -> Option<String> {
+    pub(crate) fn resolve(&self, config: &crate::config::Config) -> Option<String> {
         match self {
             ModelChoice::Tier(t) => config.models.get(*t).map(|m| m.model.clone()),
             ModelChoice::Inherit => None,
@@ -224,7 +224,7 @@ impl ModelChoice {
     /// What the llm driver is asked for: a tier or a model id; `inherit`
     /// takes the main agent's (`main`, when it is the llm driver), else
     /// `heavy`.
-    pub fn for_llm(&self, main: Option<&str>) -> Option<String> {
+    pub(crate) fn for_llm(&self, main: Option<&str>) -> Option<String> {
         match self {
             ModelChoice::Tier(t) => Some(t.to_string()),
             ModelChoice::Id(id) => Some(id.clone()),
@@ -233,7 +233,7 @@ impl ModelChoice {
     }
 
     /// For `ooda check`: the choice and what it resolves to.
-    pub fn describe(&self, config: &crate::config::Config) -> String {
+    pub(crate) fn describe(&self, config: &crate::config::Config) -> String {
         match self {
             ModelChoice::Tier(t) => match config.models.get(*t) {
                 Some(m) => format!("{t} ({})", m.model),
@@ -247,7 +247,7 @@ impl ModelChoice {
 
 /// One loaded definition.
 #[derive(Debug, Clone)]
-pub struct Definition {
+pub(crate) struct Definition {
     pub name: String,
     /// The file it was read from, or the built-in copy's name.
     pub path: PathBuf,
@@ -337,7 +337,7 @@ fn allowed_sees(role: Role) -> &'static [Sees] {
 }
 
 /// The default timeout of a subagent run.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The YAML of a front matter that opens on line 1, the line it starts on,
 /// and the body after its closing `---`.
@@ -360,7 +360,7 @@ impl Definition {
     /// Validates `text` as the definition file at `path`: every problem at
     /// once (file, line, key, expected, example), or the definition and the
     /// warnings about keys ooda does not know.
-    pub fn parse(
+    pub(crate) fn parse(
         path: &Path,
         text: &str,
         built_in: bool,
@@ -688,7 +688,7 @@ impl Definition {
     }
 
     /// The driver as reports name it: `builtin` or `command:<profile>`.
-    pub fn driver_name(&self, brief_agent: Option<&str>) -> String {
+    pub(crate) fn driver_name(&self, brief_agent: Option<&str>) -> String {
         match self.driver {
             SubDriver::Command => match self.agent.as_deref().or(brief_agent) {
                 // The Brief's agent is the llm driver: it plays this one too.
@@ -703,7 +703,7 @@ impl Definition {
     }
 
     /// When it runs, in words.
-    pub fn triggers_text(&self) -> String {
+    pub(crate) fn triggers_text(&self) -> String {
         let t: Vec<String> = self.triggers.iter().map(|t| t.text()).collect();
         if t.is_empty() {
             "never".into()
@@ -712,7 +712,7 @@ impl Definition {
         }
     }
 
-    pub fn sees_text(&self) -> String {
+    pub(crate) fn sees_text(&self) -> String {
         names(&self.sees, |s| s.as_str()).replace('`', "")
     }
 }

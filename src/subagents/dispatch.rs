@@ -26,7 +26,7 @@ use crate::model::{
 
 /// What a subagent's work returned, before `on_error` and archiving.
 #[derive(Debug, Default)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub outcome: Option<SubagentOutcome>,
     pub problem: Option<String>,
     pub verdict: Option<ReviewVerdict>,
@@ -43,7 +43,7 @@ pub struct Answer {
 impl Answer {
     /// A command subagent with no command to run: no `agent:` of its own,
     /// and a builtin main agent.
-    pub fn no_profile(def: &Definition) -> Answer {
+    pub(crate) fn no_profile(def: &Definition) -> Answer {
         Answer::failed(
             SubagentOutcome::Skipped,
             format!(
@@ -53,7 +53,7 @@ impl Answer {
         )
     }
 
-    pub fn failed(outcome: SubagentOutcome, problem: String) -> Answer {
+    pub(crate) fn failed(outcome: SubagentOutcome, problem: String) -> Answer {
         Answer {
             outcome: Some(outcome),
             problem: Some(problem),
@@ -63,13 +63,13 @@ impl Answer {
 }
 
 /// A subagent's work, run in its own thread with its span.
-pub type Work<'a> = Box<dyn FnOnce(&Span) -> Result<Answer> + Send + 'a>;
+pub(crate) type Work<'a> = Box<dyn FnOnce(&Span) -> Result<Answer> + Send + 'a>;
 
 /// One finished subagent: its report, its model calls, its breach, its answer.
-pub type Finished = (SubagentReport, Vec<AgentCall>, Option<Breach>, Value);
+pub(crate) type Finished = (SubagentReport, Vec<AgentCall>, Option<Breach>, Value);
 
 /// One subagent to run.
-pub struct Job<'a> {
+pub(crate) struct Job<'a> {
     pub def: &'a Definition,
     /// How reports name its driver (`builtin`, `command:claude`).
     pub driver: String,
@@ -79,7 +79,7 @@ pub struct Job<'a> {
 /// The reports, the model calls made, and what a command subagent changed
 /// outside the candidate worktree.
 #[derive(Debug, Default)]
-pub struct Dispatched {
+pub(crate) struct Dispatched {
     pub reports: Vec<SubagentReport>,
     /// Each report's answer (a builtin's data, an agent's JSON), in order.
     pub answers: Vec<Value>,
@@ -89,7 +89,7 @@ pub struct Dispatched {
 
 /// Runs `jobs` in parallel under `span` (the phase's), archives each
 /// report as `artifacts/iter-NNN/<name>.<role>.json` in `dir`.
-pub fn run_all(
+pub(crate) fn run_all(
     span: &Span,
     dir: &Path,
     iteration: u32,
@@ -147,7 +147,7 @@ fn run_one(
 
 /// A subagent's delegation: its span (the parent of all it does) and when
 /// it began.
-pub struct Started {
+pub(crate) struct Started {
     pub span: Span,
     id: String,
     role: Role,
@@ -180,7 +180,7 @@ impl Drop for Started {
 /// Opens a subagent's delegation under `span`: its `subagent_started`.
 /// For work that runs in the caller's thread (the eval-runner, whose
 /// commands need the phase's worktrees); [`run_all`] does this itself.
-pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
+pub(crate) fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
     let role = def.role.ok_or_else(|| {
         Error::Internal(format!(
             "subagent {} has no role but was dispatched",
@@ -211,7 +211,7 @@ pub fn begin(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
 
 /// [`begin`] for one delegation the caller runs in its own thread (the
 /// eval-runner): the iteration waits for it, and it is running at once.
-pub fn begin_alone(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
+pub(crate) fn begin_alone(span: &Span, def: &Definition, driver: &str) -> Result<Started> {
     span.wait_for(format!("waiting for {}", def.name))?;
     let mut started = begin(span, def, driver)?;
     started.span.task_state(TaskState::Running, None)?;
@@ -225,7 +225,7 @@ pub fn begin_alone(span: &Span, def: &Definition, driver: &str) -> Result<Starte
 /// reviewers' and the eval-runner's pass over a simplified candidate), so
 /// it does not overwrite the first.
 #[allow(clippy::too_many_arguments)]
-pub fn end(
+pub(crate) fn end(
     mut started: Started,
     dir: &Path,
     iteration: u32,
@@ -335,7 +335,7 @@ pub fn end(
 /// The agent a subagent runs: for `driver: llm`, ooda's own loop on the
 /// definition's model; for `driver: command`, its own `agent` profile, else
 /// the Brief's agent. `Err` says why it cannot run (the subagent is skipped).
-pub fn caller(
+pub(crate) fn caller(
     t: &Step,
     def: &Definition,
     main: &MainAgent,
@@ -375,7 +375,7 @@ pub fn caller(
 /// A command or llm subagent's work in REVIEW: `prompt` run by its agent
 /// in `dir` (the candidate, or the simplifier's copy), its answer's JSON
 /// given to `read`; skipped, saying why, when it has no agent to run.
-pub fn agent_work<'a>(
+pub(crate) fn agent_work<'a>(
     t: &'a Step,
     def: &'a Definition,
     main: &MainAgent,
@@ -404,7 +404,7 @@ pub fn agent_work<'a>(
 /// timeout, `OODA_MODEL` when its model resolves, and the fence around it.
 /// The answer's JSON (or why there is none) goes to `read`.
 #[allow(clippy::too_many_arguments)]
-pub fn run_command(
+pub(crate) fn run_command(
     t: &Step,
     agent: &dyn Caller,
     def: &Definition,
@@ -528,7 +528,7 @@ pub fn run_command(
 /// Reads a reviewer's answer: `{"verdict": "approve"|"block", "findings":
 /// [{"file", "line", "rule", "why"}], "suspicious": bool}`, leniently in
 /// what a finding holds, strictly in the verdict.
-pub fn read_review(v: &Value, a: &mut Answer) -> std::result::Result<(), String> {
+pub(crate) fn read_review(v: &Value, a: &mut Answer) -> std::result::Result<(), String> {
     let verdict = match v.get("verdict").and_then(Value::as_str).map(str::trim) {
         Some(s) if s.eq_ignore_ascii_case("approve") => ReviewVerdict::Approve,
         Some(s) if s.eq_ignore_ascii_case("block") => ReviewVerdict::Block,
@@ -594,7 +594,7 @@ fn clean(s: &str, max: usize) -> String {
 }
 
 /// The answer a reviewer is asked for.
-pub const REVIEW_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"verdict\": \"approve\", \"findings\": [{\"file\": \"src/a.rs\", \"line\": 12, \"rule\": \"no-debug-prints\", \"why\": \"one sentence\"}], \"suspicious\": false}\n```\n\n`verdict` is \"approve\" or \"block\"; `findings` may be empty; `suspicious` is true when you think the change games the benchmark rather than improving the program.";
+pub(crate) const REVIEW_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"verdict\": \"approve\", \"findings\": [{\"file\": \"src/a.rs\", \"line\": 12, \"rule\": \"no-debug-prints\", \"why\": \"one sentence\"}], \"suspicious\": false}\n```\n\n`verdict` is \"approve\" or \"block\"; `findings` may be empty; `suspicious` is true when you think the change games the benchmark rather than improving the program.";
 
 #[cfg(test)]
 mod tests {

@@ -19,7 +19,7 @@ use crate::model::SubagentReport;
 /// report; without a definition (none installed, or nothing to measure) it
 /// runs in the step itself. `tag` names a second pass in one iteration (a
 /// simplified candidate) so its report does not overwrite the first.
-pub fn measure<T>(
+pub(crate) fn measure<T>(
     step: &Step,
     def: Option<&Definition>,
     tag: Option<&str>,

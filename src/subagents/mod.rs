@@ -13,17 +13,18 @@
 //! `artifacts/` and linked from the iteration file; a subagent that fails
 //! or times out is data, and its `on_error` says what that means.
 
-pub mod analyzer;
-pub mod definition;
-pub mod dispatch;
-pub mod eval_runner;
-pub mod judge;
-pub mod reviewer;
-pub mod roster;
-pub mod sees;
-pub mod simplifier;
-pub mod synthesizer;
+pub(crate) mod analyzer;
+pub(crate) mod definition;
+pub(crate) mod dispatch;
+pub(crate) mod eval_runner;
+pub(crate) mod judge;
+pub(crate) mod reviewer;
+pub(crate) mod roster;
+pub(crate) mod sees;
+pub(crate) mod simplifier;
+pub(crate) mod synthesizer;
 
-pub use analyzer::{analyze, notes_for_plan};
-pub use definition::Definition;
-pub use roster::Roster;
+pub(crate) use analyzer::analyze;
+pub use analyzer::notes_for_plan;
+pub(crate) use definition::Definition;
+pub(crate) use roster::Roster;

@@ -30,7 +30,7 @@ use crate::workspace::Workspace;
 
 /// The reviewers a keep of `lines` changed lines triggers, and the builtin
 /// rules (`floor`) when none of them is builtin: they run on every keep.
-pub fn due<'r>(
+pub(crate) fn due<'r>(
     roster: &'r super::Roster,
     floor: Option<&'r Definition>,
     lines: usize,
@@ -49,7 +49,7 @@ pub fn due<'r>(
 
 /// What the reviewers `defs` may be shown: the diff, and the rule files as
 /// the run's start commit has them when an agent reviewer sees `rules`.
-pub fn context(
+pub(crate) fn context(
     t: &Step,
     ws: &Workspace,
     start: git2::Oid,
@@ -79,7 +79,7 @@ pub fn context(
 /// The reviewer `def` as a job of REVIEW: the builtin rules over `change`,
 /// or an agent reading `dir` (the candidate, or the simplifier's copy) with
 /// what its `sees` names of `parts`.
-pub fn job<'a>(
+pub(crate) fn job<'a>(
     def: &'a Definition,
     t: &'a Step,
     main: &MainAgent,
@@ -119,7 +119,7 @@ pub fn job<'a>(
 
 /// The files the Brief's commands run or read ([`measurement_files`]), as
 /// the run's start commit has them.
-pub fn measurement_files_at(
+pub(crate) fn measurement_files_at(
     ws: &Workspace,
     start: git2::Oid,
     brief: &Brief,
@@ -138,7 +138,7 @@ pub fn measurement_files_at(
 }
 
 /// What the builtin rules read besides the change.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     pub brief: &'a Brief,
     pub guards: &'a [GuardResult],
     /// The files the metric, setup and guards run or read
@@ -170,7 +170,7 @@ const LONG_LINE: usize = 2000;
 
 /// The builtin review: findings (any that is not advisory blocks) and
 /// whether the change looks like it games the benchmark.
-pub fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
+pub(crate) fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
     let mut out = Vec::new();
     for g in cx.guards.iter().filter(|g| !g.ok) {
         out.push(finding(
@@ -619,7 +619,10 @@ fn path_words(line: &str) -> impl Iterator<Item = String> + '_ {
 /// where that is known: each word of a command that names a file of the
 /// repository as the run started, and the words of that file (one level: a
 /// `bench.sh` that runs `bench/run.py` on `data/input.txt` names all three).
-pub fn measurement_files(brief: &Brief, read: &dyn Fn(&str) -> Option<String>) -> BTreeSet<String> {
+pub(crate) fn measurement_files(
+    brief: &Brief,
+    read: &dyn Fn(&str) -> Option<String>,
+) -> BTreeSet<String> {
     let m = &brief.metric;
     let commands: Vec<&str> = std::iter::once(m.command.as_str())
         .chain(m.setup.as_deref())

@@ -16,7 +16,7 @@ use crate::validate::problem::{BriefError, Problem};
 
 /// Every loaded definition, sorted by name, and the warnings about them.
 #[derive(Debug, Clone, Default)]
-pub struct Roster {
+pub(crate) struct Roster {
     pub definitions: Vec<Definition>,
     pub warnings: Vec<Problem>,
 }
@@ -24,7 +24,7 @@ pub struct Roster {
 impl Roster {
     /// Loads `<root>/subagents/*.md` and the built-in copies of missing
     /// defaults; every problem of every file at once.
-    pub fn load(root: &Path, config: &Config) -> Result<Roster, BriefError> {
+    pub(crate) fn load(root: &Path, config: &Config) -> Result<Roster, BriefError> {
         let dir = root.join("subagents");
         let mut problems = Vec::new();
         let mut roster = Roster::default();
@@ -93,7 +93,7 @@ impl Roster {
     }
 
     /// The definitions that play `role`, by name.
-    pub fn with_role(&self, role: Role) -> impl Iterator<Item = &Definition> {
+    pub(crate) fn with_role(&self, role: Role) -> impl Iterator<Item = &Definition> {
         self.definitions
             .iter()
             .filter(move |d| d.role == Some(role))
@@ -103,7 +103,7 @@ impl Roster {
     /// on every keep even when no `driver: builtin` reviewer is defined (a
     /// user's Claude Code `code-reviewer.md` replaces the default file, not
     /// the floor of rules every keep must pass).
-    pub fn builtin_rules() -> Option<Definition> {
+    pub(crate) fn builtin_rules() -> Option<Definition> {
         let text = crate::project::SUBAGENTS
             .iter()
             .find(|(f, _)| *f == "code-reviewer.md")

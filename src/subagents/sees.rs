@@ -14,17 +14,17 @@ use crate::workspace::Workspace;
 
 /// The parts built for one dispatch, by kind.
 #[derive(Debug, Default, Clone)]
-pub struct Parts {
+pub(crate) struct Parts {
     pub parts: Vec<(Sees, String)>,
 }
 
 impl Parts {
-    pub fn add(&mut self, sees: Sees, text: String) {
+    pub(crate) fn add(&mut self, sees: Sees, text: String) {
         self.parts.push((sees, text));
     }
 
     /// The parts `def` may see, in its order.
-    pub fn for_definition(&self, def: &Definition) -> Vec<(Sees, &str)> {
+    pub(crate) fn for_definition(&self, def: &Definition) -> Vec<(Sees, &str)> {
         def.sees
             .iter()
             .filter_map(|s| {
@@ -50,7 +50,7 @@ fn heading(s: Sees) -> &'static str {
 }
 
 /// A command subagent's prompt: its system prompt, its parts, the answer.
-pub fn prompt(def: &Definition, parts: &[(Sees, &str)], answer: &str) -> String {
+pub(crate) fn prompt(def: &Definition, parts: &[(Sees, &str)], answer: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{}\n", def.prompt.trim());
     for (k, text) in parts {
@@ -67,7 +67,7 @@ pub fn prompt(def: &Definition, parts: &[(Sees, &str)], answer: &str) -> String 
 
 /// At most `max` characters of a patch, cut at a line, saying what was left
 /// out and where the rest can be read.
-pub fn clip_patch(patch: &str, max: usize) -> String {
+pub(crate) fn clip_patch(patch: &str, max: usize) -> String {
     if patch.chars().count() <= max {
         return patch.to_string();
     }
@@ -95,7 +95,7 @@ pub fn clip_patch(patch: &str, max: usize) -> String {
 /// the Brief's "Must not break" section; at most `max` characters. Read
 /// from the base, not the candidate: a change must not rewrite the rules it
 /// is judged by.
-pub fn rules(
+pub(crate) fn rules(
     ws: &Workspace,
     base: git2::Oid,
     globs: &[String],

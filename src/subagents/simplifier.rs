@@ -22,14 +22,14 @@ use crate::workspace::Workspace;
 
 /// The simplifier a keep of `lines` changed lines triggers: one, the first
 /// by name.
-pub fn due(roster: &super::Roster, lines: usize) -> Option<&Definition> {
+pub(crate) fn due(roster: &super::Roster, lines: usize) -> Option<&Definition> {
     roster
         .with_role(crate::model::Role::Simplify)
         .find(|d| d.triggers.iter().any(|tr| tr.fires_on_keep(lines)))
 }
 
 /// The simplifier `def` as a job of REVIEW, editing `dir`.
-pub fn job<'a>(
+pub(crate) fn job<'a>(
     def: &'a Definition,
     t: &'a Step,
     main: &MainAgent,
@@ -48,7 +48,7 @@ pub fn job<'a>(
 /// The simplified version after the reviewers' second pass over it
 /// (measured no worse): approved, its tree is the keep; one block, and the
 /// kept change stands.
-pub fn reviewed(s: &Simplification, reports: &[SubagentReport]) -> Simplification {
+pub(crate) fn reviewed(s: &Simplification, reports: &[SubagentReport]) -> Simplification {
     let mut s = s.clone();
     s.reports = reports.to_vec();
     let blocked = reports.iter().any(|r| r.blocks());
@@ -73,7 +73,7 @@ const SIMPLIFY_ANSWER: &str = "Edit the files in the working directory (a copy o
 /// The simplifier's version, if it is one worth measuring: a different
 /// tree that changes fewer lines and leaves the knob point alone (a
 /// different point would be a different experiment, not a simpler change).
-pub fn proposal(
+pub(crate) fn proposal(
     ws: &Workspace,
     t: &Step,
     base: git2::Oid,

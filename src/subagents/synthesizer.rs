@@ -39,7 +39,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// What the notes are made of.
-pub struct Input<'a> {
+pub(crate) struct Input<'a> {
     pub brief: &'a str,
     pub metric: &'a str,
     pub direction: Direction,
@@ -62,7 +62,7 @@ const NEWEST: usize = 100;
 /// The records the notes are written from and what the older iterations
 /// add up to: the baseline, the newest keeps, falsified and alarmed
 /// iterations (at most [`NEWEST`] each) and the iteration in hand, in order.
-pub struct Gathered {
+pub(crate) struct Gathered {
     pub records: Vec<IterationRecord>,
     /// Iterations after the baseline, the one in hand included.
     pub iterations: u32,
@@ -81,7 +81,7 @@ pub struct Gathered {
 
 /// Gathers the notes' records for `rec`, the iteration in hand, from the
 /// archive before it.
-pub fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> Result<Gathered> {
+pub(crate) fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> Result<Gathered> {
     let facts = before.facts();
     let newest = |bit: &dyn Fn(&Fact) -> bool, in_hand: bool| -> (Vec<u32>, usize) {
         let mut all: Vec<u32> = facts
@@ -153,12 +153,12 @@ pub fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> Result<
 }
 
 /// `<brief>-<run id>`: the run note's name.
-pub fn run_note(brief: &str, run_id: &str) -> String {
+pub(crate) fn run_note(brief: &str, run_id: &str) -> String {
     format!("{brief}-{run_id}")
 }
 
 /// `<brief>-<run id>-iter-NNN`: a kept iteration's note.
-pub fn iteration_note(brief: &str, run_id: &str, iteration: u32) -> String {
+pub(crate) fn iteration_note(brief: &str, run_id: &str, iteration: u32) -> String {
     format!("{brief}-{run_id}-iter-{iteration:03}")
 }
 
@@ -270,7 +270,7 @@ fn narrative_of<'a>(input: &'a Input, r: &'a IterationRecord) -> Option<&'a str>
 }
 
 /// The notes for `input`: (file name, content), the run note first.
-pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, String)>> {
+pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, String)>> {
     let b = input.brief;
     let run = run_note(b, input.run_id);
     let g = input.gathered;
@@ -539,7 +539,7 @@ pub fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(String, Str
 }
 
 /// The run notes of earlier runs of `brief` in `dir`, oldest first.
-pub fn earlier_runs(dir: &Path, brief: &str, run_id: &str) -> Vec<String> {
+pub(crate) fn earlier_runs(dir: &Path, brief: &str, run_id: &str) -> Vec<String> {
     let mine = run_note(brief, run_id);
     let prefix = format!("{brief}-");
     let mut out: Vec<String> = std::fs::read_dir(dir)
@@ -558,7 +558,7 @@ pub fn earlier_runs(dir: &Path, brief: &str, run_id: &str) -> Vec<String> {
 
 /// Writes the notes of `input` into `<root>/<notes_dir>/<brief>/`; returns
 /// the files written, relative to `root`.
-pub fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<PathBuf>> {
+pub(crate) fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<PathBuf>> {
     let dir = root.join(notes_dir).join(input.brief);
     crate::atomic::create_dir_all(&dir)?;
     let earlier = earlier_runs(&dir, input.brief, input.run_id);

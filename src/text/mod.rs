@@ -8,4 +8,4 @@
 
 pub mod clip;
 pub mod compress;
-pub mod redact;
+pub(crate) mod redact;

@@ -126,7 +126,7 @@ static SECRET_VALUES: LazyLock<Vec<String>> = LazyLock::new(|| secret_values(std
 /// The values to redact for an environment: each secret-named variable's
 /// value (at least [`MIN_SECRET_VALUE`] long, not pure hex) and its standard
 /// and URL-safe base64 forms, longest first so no value is half-replaced.
-pub fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+pub(crate) fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
     use base64::Engine;
     let mut out: Vec<String> = Vec::new();
     for value in secret_env(env) {
@@ -162,7 +162,7 @@ fn secret_env(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
 /// secret-named environment variables (also base64-encoded), then common key
 /// shapes, keeping the name of an assignment (`API_KEY=[REDACTED]`) so the
 /// reader still knows what was there.
-pub fn redact(text: &str) -> String {
+pub(crate) fn redact(text: &str) -> String {
     redact_cores(&redact_with(text, &SECRET_VALUES), &SECRET_CORES)
 }
 
@@ -179,7 +179,7 @@ const MIN_CORE: usize = 8;
 /// at each of the three alignments the secret can start at, the encoding
 /// minus its first and last groups of four characters, which depend on the
 /// neighbouring bytes. Standard and URL-safe alphabets, longest first.
-pub fn secret_cores(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
+pub(crate) fn secret_cores(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
     use base64::Engine;
     let mut out = Vec::new();
     for value in secret_env(env) {
@@ -205,7 +205,7 @@ pub fn secret_cores(env: impl IntoIterator<Item = (String, String)>) -> Vec<Stri
 
 /// Replaces every occurrence of a base64 core ([`secret_cores`]), wherever
 /// it is: inside a blob its neighbours are base64 too.
-pub fn redact_cores(text: &str, cores: &[String]) -> String {
+pub(crate) fn redact_cores(text: &str, cores: &[String]) -> String {
     let mut out = text.to_string();
     for c in cores {
         if out.contains(c.as_str()) {
@@ -219,7 +219,7 @@ pub fn redact_cores(text: &str, cores: &[String]) -> String {
 /// redacted, and a string or number under a key that names a secret
 /// (`client_secret`, `api_key`) is replaced whatever it looks like, which
 /// text redaction of the serialized form would do but break the JSON.
-pub fn redact_json(v: &mut serde_json::Value) {
+pub(crate) fn redact_json(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::String(s) => {
             let r = redact(s);
@@ -245,7 +245,7 @@ pub fn redact_json(v: &mut serde_json::Value) {
 /// Redacts a file an agent wrote, in place: as JSON when it parses (so it
 /// stays JSON), else as text (bytes that are not UTF-8 replaced). Returns
 /// what the file held before, when it was UTF-8 text: the one read of it.
-pub fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String>> {
+pub(crate) fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String>> {
     let Ok(bytes) = std::fs::read(path) else {
         return Ok(None);
     };
@@ -272,7 +272,7 @@ pub fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String
 /// more characters as random as a key (≥ 3.5 bits per character); the
 /// shape rules (key families, private-key blocks, JWTs, AWS secrets) and
 /// the secret environment values count as they are.
-pub fn adds_secret(text: &str) -> bool {
+pub(crate) fn adds_secret(text: &str) -> bool {
     let values = &*SECRET_VALUES;
     if values.iter().any(|v| replace_words(text, v) != text)
         || SECRET_CORES.iter().any(|c| text.contains(c.as_str()))
@@ -298,7 +298,7 @@ pub fn adds_secret(text: &str) -> bool {
 }
 
 /// [`redact`] with the secret values given.
-pub fn redact_with(text: &str, values: &[String]) -> String {
+pub(crate) fn redact_with(text: &str, values: &[String]) -> String {
     let mut out = text.to_string();
     for v in values {
         if out.contains(v.as_str()) {

@@ -6,7 +6,7 @@
 //! the file, the line and the key, so each front end reports mistakes the
 //! same way.
 
-pub mod cron;
-pub mod problem;
-pub mod units;
-pub mod yaml;
+pub(crate) mod cron;
+pub(crate) mod problem;
+pub(crate) mod units;
+pub(crate) mod yaml;

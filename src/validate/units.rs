@@ -10,7 +10,7 @@ use crate::validate::yaml::parse_float;
 
 /// `90s`, `5m`, `8h`, `1h30m`, `2d`, `500ms`, `1.5h`; a bare number is seconds.
 /// Components may be separated by spaces (`1h 30m`) but a number and its unit may not.
-pub fn parse_duration(s: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(s: &str) -> Option<Duration> {
     let t = s.trim();
     if let Some(secs) = parse_float(t) {
         return (secs >= 0.0)
@@ -47,7 +47,7 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
 }
 
 /// The inverse of [`parse_duration`]: `1d2h3m4s`, `1m30s`, `250ms`, `0s`.
-pub fn format_duration(d: Duration) -> String {
+pub(crate) fn format_duration(d: Duration) -> String {
     let secs = d.as_secs();
     let millis = d.subsec_millis();
     let mut out = String::new();
@@ -69,7 +69,7 @@ pub fn format_duration(d: Duration) -> String {
 /// Dollars as people read a bill: `$1.25`, and a cost under a cent with
 /// its digits (`$0.0045`), because a night of cheap calls shown as `$0.00`
 /// reads as "nothing was charged" or "nothing was counted".
-pub fn format_usd(x: f64) -> String {
+pub(crate) fn format_usd(x: f64) -> String {
     if x > 0.0 && x < 0.000_05 {
         "<$0.0001".to_string()
     } else if x > 0.0 && x < 0.01 {
@@ -80,7 +80,7 @@ pub fn format_usd(x: f64) -> String {
 }
 
 /// `1%` → 0.01; a bare number is already a fraction (`0.01`).
-pub fn parse_percent(s: &str) -> Option<f64> {
+pub(crate) fn parse_percent(s: &str) -> Option<f64> {
     let t = s.trim();
     match t.strip_suffix('%') {
         Some(p) => parse_float(p).map(|v| v / 100.0),
@@ -90,7 +90,7 @@ pub fn parse_percent(s: &str) -> Option<f64> {
 
 /// `3M`, `250k`, `1.5M`, `1G`, `3_000_000`, `40`. Suffixes are decimal (k = 1,000) and
 /// the result must be a whole number.
-pub fn parse_count(s: &str) -> Option<u64> {
+pub(crate) fn parse_count(s: &str) -> Option<u64> {
     let t = s.trim().replace('_', "");
     if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
         return t.parse().ok();
@@ -111,7 +111,7 @@ pub fn parse_count(s: &str) -> Option<u64> {
 
 /// A count ([`parse_count`]) or a size: `64KiB`, `1MiB`, `1GiB`, or the
 /// decimal `10MB`, `500KB`, `2GB`.
-pub fn parse_bytes(text: &str) -> Option<u64> {
+pub(crate) fn parse_bytes(text: &str) -> Option<u64> {
     let t = text.trim();
     for (suffix, mult) in [
         ("KiB", 1u64 << 10),
@@ -131,7 +131,7 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
 }
 
 /// A size for people: `1.0 GiB`, `10 MiB`, `512 B`.
-pub fn format_bytes(n: u64) -> String {
+pub(crate) fn format_bytes(n: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, size) in UNITS {
         if n >= size {

@@ -31,13 +31,13 @@ const MAX_NODES: usize = 100_000;
 
 /// A YAML node and the file line it starts on (1-based).
 #[derive(Clone, Debug, PartialEq)]
-pub struct Node {
+pub(crate) struct Node {
     pub line: usize,
     pub value: Value,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Value {
+pub(crate) enum Value {
     /// `plain` is true for unquoted, untagged scalars: only those can be null.
     Scalar {
         text: String,
@@ -50,7 +50,7 @@ pub enum Value {
 
 /// One `key: value` pair; `line` is the line of the key.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub key: String,
     pub line: usize,
     pub value: Node,
@@ -58,33 +58,33 @@ pub struct Entry {
 
 /// A document that is not YAML at all; `line` is a file line.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SyntaxError {
+pub(crate) struct SyntaxError {
     pub line: usize,
     pub message: String,
 }
 
 impl Node {
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(&self.value, Value::Scalar { text, plain: true }
             if matches!(text.as_str(), "" | "~" | "null" | "Null" | "NULL"))
     }
 
     /// The text of a non-null scalar.
-    pub fn scalar(&self) -> Option<&str> {
+    pub(crate) fn scalar(&self) -> Option<&str> {
         match &self.value {
             Value::Scalar { text, .. } if !self.is_null() => Some(text),
             _ => None,
         }
     }
 
-    pub fn seq(&self) -> Option<&[Node]> {
+    pub(crate) fn seq(&self) -> Option<&[Node]> {
         match &self.value {
             Value::Seq(items) => Some(items),
             _ => None,
         }
     }
 
-    pub fn entries(&self) -> Option<&[Entry]> {
+    pub(crate) fn entries(&self) -> Option<&[Entry]> {
         match &self.value {
             Value::Map(entries) => Some(entries),
             _ => None,
@@ -92,7 +92,7 @@ impl Node {
     }
 
     /// How the node looks, for "found ..." in messages.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         if self.is_null() {
             return "nothing".into();
         }
@@ -140,7 +140,7 @@ enum Frame {
 /// Parses one YAML document. `first_line` is the file line of the text's first line, so
 /// every line in the tree and in the error is a line of the file. An empty document
 /// (nothing but comments) is a null node.
-pub fn parse(text: &str, first_line: usize) -> Result<Node, SyntaxError> {
+pub(crate) fn parse(text: &str, first_line: usize) -> Result<Node, SyntaxError> {
     let shift = first_line.saturating_sub(1);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, Node> = HashMap::new();
@@ -285,7 +285,7 @@ pub fn parse(text: &str, first_line: usize) -> Result<Node, SyntaxError> {
 }
 
 /// Reports a syntax error, with the fix for the two mistakes people actually make.
-pub fn report_syntax(ck: &mut Checker, e: &SyntaxError, what: &str) {
+pub(crate) fn report_syntax(ck: &mut Checker, e: &SyntaxError, what: &str) {
     let (hint, example) = if e.message.contains("mapping values are not allowed") {
         (
             "; a value containing `: ` must be quoted",
@@ -332,7 +332,7 @@ fn distance(a: &str, b: &str) -> usize {
 
 /// The known name closest to `unknown`, if it is close enough to be a plausible typo.
 /// Case, `-` versus `_` and spaces are ignored first, since those are the usual slips.
-pub fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+pub(crate) fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
     let norm = |s: &str| s.to_lowercase().replace(['-', ' '], "_");
     let u = norm(unknown);
     let allowed = match u.chars().count() {
@@ -355,7 +355,7 @@ pub fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
 }
 
 /// `a` + `b` → `a.b`; the root path is empty.
-pub fn join(path: &str, key: &str) -> String {
+pub(crate) fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_string()
     } else {
@@ -366,31 +366,31 @@ pub fn join(path: &str, key: &str) -> String {
 /// The entries of a mapping after unknown and duplicate keys were reported: the first
 /// occurrence of each known key.
 #[derive(Clone, Debug, Default)]
-pub struct Fields<'n> {
+pub(crate) struct Fields<'n> {
     pub entries: Vec<&'n Entry>,
 }
 
 impl<'n> Fields<'n> {
     /// The entry for `key`, null values included (so "found nothing" can be reported).
-    pub fn entry(&self, key: &str) -> Option<&'n Entry> {
+    pub(crate) fn entry(&self, key: &str) -> Option<&'n Entry> {
         self.entries.iter().copied().find(|e| e.key == key)
     }
 
     /// The entry for `key` unless it is absent or null: YAML's `key: ~` means "not set".
-    pub fn get(&self, key: &str) -> Option<&'n Entry> {
+    pub(crate) fn get(&self, key: &str) -> Option<&'n Entry> {
         self.entry(key).filter(|e| !e.value.is_null())
     }
 }
 
 /// Collects problems for one file.
 #[derive(Clone, Debug)]
-pub struct Checker {
+pub(crate) struct Checker {
     pub file: PathBuf,
     pub problems: Vec<Problem>,
 }
 
 impl Checker {
-    pub fn new(file: &Path) -> Checker {
+    pub(crate) fn new(file: &Path) -> Checker {
         Checker {
             file: file.to_path_buf(),
             problems: Vec::new(),
@@ -398,7 +398,7 @@ impl Checker {
     }
 
     /// Records a problem; the returned reference lets the caller add `expected`/`example`.
-    pub fn report(
+    pub(crate) fn report(
         &mut self,
         line: Option<usize>,
         key: Option<&str>,
@@ -417,7 +417,7 @@ impl Checker {
     }
 
     /// "expected X, found Y" at `node`, the most common problem.
-    pub fn wrong(&mut self, node: &Node, key: &str, expected: &str, example: &str) {
+    pub(crate) fn wrong(&mut self, node: &Node, key: &str, expected: &str, example: &str) {
         self.report(
             Some(node.line),
             Some(key),
@@ -429,7 +429,7 @@ impl Checker {
 
     /// Checks that `node` is a mapping whose keys are all in `known`; reports unknown
     /// keys (with a suggestion) and duplicates, and returns the rest.
-    pub fn map<'n>(
+    pub(crate) fn map<'n>(
         &mut self,
         node: &'n Node,
         path: &str,
@@ -474,7 +474,7 @@ impl Checker {
 
     /// The entries of a mapping with free-form keys (profile names, env vars), with
     /// duplicates reported.
-    pub fn map_any<'n>(
+    pub(crate) fn map_any<'n>(
         &mut self,
         node: &'n Node,
         path: &str,
@@ -503,7 +503,7 @@ impl Checker {
     }
 
     /// An unknown key, with "did you mean" when a known key is close.
-    pub fn unknown(&mut self, entry: &Entry, key: &str, known: &[&str]) {
+    pub(crate) fn unknown(&mut self, entry: &Entry, key: &str, known: &[&str]) {
         let list = known
             .iter()
             .map(|k| format!("`{k}`"))
@@ -518,7 +518,7 @@ impl Checker {
     }
 
     /// Reports a missing required key at the line of its parent (where it should go).
-    pub fn missing(&mut self, line: usize, key: &str, example: &str) {
+    pub(crate) fn missing(&mut self, line: usize, key: &str, example: &str) {
         let name = key.rsplit('.').next().unwrap_or(key);
         self.report(
             Some(line),
@@ -529,7 +529,7 @@ impl Checker {
     }
 
     /// Converts a node with `conv`; on `None` reports "expected ..., found ...".
-    pub fn expect<T>(
+    pub(crate) fn expect<T>(
         &mut self,
         node: &Node,
         key: &str,
@@ -545,7 +545,7 @@ impl Checker {
     }
 
     /// A non-empty string. Numbers and booleans are taken as their text (`name: 42`).
-    pub fn string(
+    pub(crate) fn string(
         &mut self,
         node: &Node,
         key: &str,
@@ -559,7 +559,7 @@ impl Checker {
         })
     }
 
-    pub fn boolean(&mut self, node: &Node, key: &str, example: &str) -> Option<bool> {
+    pub(crate) fn boolean(&mut self, node: &Node, key: &str, example: &str) -> Option<bool> {
         self.expect(node, key, "`true` or `false`", example, |n| {
             match n.scalar()? {
                 "true" | "True" | "TRUE" => Some(true),
@@ -570,7 +570,7 @@ impl Checker {
     }
 
     /// A list of non-empty strings; each bad item is reported as `key[i]`.
-    pub fn strings(
+    pub(crate) fn strings(
         &mut self,
         node: &Node,
         key: &str,
@@ -595,7 +595,7 @@ impl Checker {
 }
 
 /// A decimal integer as YAML writes it (`40`, `-3`, `+7`).
-pub fn parse_int(text: &str) -> Option<i64> {
+pub(crate) fn parse_int(text: &str) -> Option<i64> {
     let t = text.trim();
     let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -605,7 +605,7 @@ pub fn parse_int(text: &str) -> Option<i64> {
 }
 
 /// A finite number (`1.5`, `2`, `1e-3`); YAML's `.inf`/`.nan` and Rust's `inf` are refused.
-pub fn parse_float(text: &str) -> Option<f64> {
+pub(crate) fn parse_float(text: &str) -> Option<f64> {
     let t = text.trim();
     if t.is_empty()
         || t.chars()
@@ -617,7 +617,7 @@ pub fn parse_float(text: &str) -> Option<f64> {
 }
 
 /// The 1-based line of byte `offset` in `text`.
-pub fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]
         .iter()

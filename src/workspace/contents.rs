@@ -33,7 +33,7 @@ const GITLINK: i32 = 0o160000;
 
 /// One path of the candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileState {
+pub(crate) struct FileState {
     pub mode: i32,
     /// The blob's hash; `None` for a new or grown file above the size limit,
     /// which is never read.
@@ -45,7 +45,7 @@ pub struct FileState {
 
 /// Every path of the candidate that would be committed, by `/`-separated path.
 #[derive(Debug, Default)]
-pub struct Contents {
+pub(crate) struct Contents {
     pub files: BTreeMap<String, FileState>,
     /// The base commit's files: (mode, blob).
     pub base: BTreeMap<String, (i32, Oid)>,
@@ -59,7 +59,7 @@ pub struct Contents {
 }
 
 /// What to read.
-pub struct Walk<'a> {
+pub(super) struct Walk<'a> {
     pub repo: &'a Repository,
     pub root: &'a Path,
     pub base: &'a Tree<'a>,
@@ -72,7 +72,7 @@ pub struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    pub fn read(&self) -> Result<Contents> {
+    pub(super) fn read(&self) -> Result<Contents> {
         let (base, odd_base) =
             flatten(self.repo, self.base).ctx(|| "reading the base commit's tree".into())?;
         let mut out = Contents {
@@ -304,14 +304,14 @@ fn index_entry(path: Vec<u8>, mode: i32, id: Oid) -> git2::IndexEntry {
 
 /// How a path differs from the base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Added,
     Modified,
     Deleted,
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Added => "added",
             Kind::Modified => "modified",
@@ -322,7 +322,7 @@ impl Kind {
 
 impl Contents {
     /// Every path that differs from the base, in path order.
-    pub fn changes(&self) -> Vec<(String, Kind)> {
+    pub(crate) fn changes(&self) -> Vec<(String, Kind)> {
         let mut out = Vec::new();
         for (path, now) in &self.files {
             match self.base.get(path) {
@@ -344,7 +344,7 @@ impl Contents {
 
     /// Whether the files are exactly those of `tree` (nothing changed since
     /// it was recorded), read without writing anything.
-    pub fn matches_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
+    pub(crate) fn matches_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
         let tree = repo
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
@@ -361,7 +361,7 @@ impl Contents {
     /// Writes the changed files' blobs and the tree of the whole candidate.
     /// Only call this once the change has passed its checks: an unread
     /// (oversized) file is refused here too.
-    pub fn write_tree(&self, repo: &Repository, root: &Path) -> Result<Oid> {
+    pub(crate) fn write_tree(&self, repo: &Repository, root: &Path) -> Result<Oid> {
         let mut index = git2::Index::new().ctx(|| "making an index in memory".into())?;
         for (path, f) in &self.files {
             let unchanged = self
@@ -408,7 +408,7 @@ impl Contents {
 /// Why a change cannot be measured: a path outside the scope or protected,
 /// a file above `scope.max_file_size`, or a symlink that leads out of the
 /// worktree or to a protected path (writing through it would bypass both).
-pub fn content_violation(brief: &Brief, changed: &[ChangedPath]) -> Option<String> {
+pub(crate) fn content_violation(brief: &Brief, changed: &[ChangedPath]) -> Option<String> {
     let scope = &brief.scope;
     let big: Vec<String> = changed
         .iter()

@@ -20,11 +20,11 @@ use crate::error::{Error, IoContext, Result};
 
 mod contents;
 
-pub use contents::{Contents, content_violation};
+pub(crate) use contents::{Contents, content_violation};
 
 /// Every worktree ooda makes for a Brief: the loop's own, and the scratch
 /// copies of confirmation, check, the simplifier and replay.
-pub const WORKTREES: &[&str] = &[
+pub(crate) const WORKTREES: &[&str] = &[
     "cand",
     "base",
     "anchor",
@@ -34,7 +34,7 @@ pub const WORKTREES: &[&str] = &[
     "replay-base",
 ];
 
-pub struct Workspace {
+pub(crate) struct Workspace {
     pub brief: String,
     pub branch: String,
     pub dir: PathBuf,
@@ -48,7 +48,7 @@ pub struct Workspace {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChangedPath {
+pub(crate) struct ChangedPath {
     pub path: String,
     pub kind: &'static str,
     /// Bytes, as the file is now (0 when deleted).
@@ -62,17 +62,17 @@ pub struct ChangedPath {
 /// Size, modification and change times (nanoseconds), inode and mode of a
 /// file. The change time, which `utime` cannot set, catches a rewrite whose
 /// modification time was put back.
-pub type FileStat = (u64, i128, i128, u64, u32);
+pub(crate) type FileStat = (u64, i128, i128, u64, u32);
 
 /// The candidate as its files say: what changed, and the contents to build
 /// the tree from once the change has passed its checks.
-pub struct Candidate {
+pub(crate) struct Candidate {
     pub changed: Vec<ChangedPath>,
     pub contents: Contents,
 }
 
 impl Workspace {
-    pub fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
+    pub(crate) fn open(repo_dir: &Path, worktrees_dir: &Path, brief: &str) -> Result<Workspace> {
         let repo = Repository::discover(repo_dir)
             .ctx(|| format!("opening the git repository at {}", repo_dir.display()))?;
         let ws = Workspace {
@@ -95,7 +95,7 @@ impl Workspace {
         Ok(ws)
     }
 
-    pub fn with_owned_file(mut self, rel: &str) -> Workspace {
+    pub(crate) fn with_owned_file(mut self, rel: &str) -> Workspace {
         self.owned.push(rel.trim_start_matches("./").to_string());
         self
     }
@@ -107,7 +107,7 @@ impl Workspace {
     }
 
     /// Whether the base worktree was last set up for exactly `key`.
-    pub fn base_setup_done(&self, key: &str) -> bool {
+    pub(crate) fn base_setup_done(&self, key: &str) -> bool {
         self.setup_marker()
             .ok()
             .and_then(|p| fs::read_to_string(p).ok())
@@ -116,7 +116,7 @@ impl Workspace {
 
     /// Forgets the base's setup (`ooda gc` removed its build outputs), so
     /// the next measurement sets it up again.
-    pub fn forget_base_setup(&self) -> Result<()> {
+    pub(crate) fn forget_base_setup(&self) -> Result<()> {
         match self.setup_marker() {
             Ok(p) => match fs::remove_file(&p) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -129,13 +129,13 @@ impl Workspace {
         }
     }
 
-    pub fn record_base_setup(&self, key: &str) -> Result<()> {
+    pub(crate) fn record_base_setup(&self, key: &str) -> Result<()> {
         let p = self.setup_marker()?;
         fs::write(&p, key).ctx(|| format!("writing {}", p.display()))
     }
 
     /// The commit the user's checkout is on: where a new run starts.
-    pub fn user_head(&self) -> Result<Oid> {
+    pub(crate) fn user_head(&self) -> Result<Oid> {
         let head = self.repo.head().map_err(|e| match e.code() {
             git2::ErrorCode::UnbornBranch => Error::Input(no_commit_yet()),
             _ => Error::Input(format!(
@@ -147,7 +147,7 @@ impl Workspace {
             .ctx(|| "reading HEAD".into())
     }
 
-    pub fn branch_tip(&self) -> Result<Option<Oid>> {
+    pub(crate) fn branch_tip(&self) -> Result<Option<Oid>> {
         match self.repo.find_branch(&self.branch, BranchType::Local) {
             Ok(b) => Ok(b.get().target()),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
@@ -156,7 +156,7 @@ impl Workspace {
     }
 
     /// Whether `ancestor` is reachable from `of` (or is it).
-    pub fn is_ancestor(&self, ancestor: Oid, of: Oid) -> Result<bool> {
+    pub(crate) fn is_ancestor(&self, ancestor: Oid, of: Oid) -> Result<bool> {
         if ancestor == of {
             return Ok(true);
         }
@@ -165,7 +165,7 @@ impl Workspace {
             .map_err(|e| Error::git(format!("comparing {ancestor} with {of}"), e))
     }
 
-    pub fn commit_exists(&self, oid: &str) -> bool {
+    pub(crate) fn commit_exists(&self, oid: &str) -> bool {
         Oid::from_str(oid)
             .ok()
             .and_then(|o| self.repo.find_commit(o).ok())
@@ -174,7 +174,7 @@ impl Workspace {
 
     /// Points the branch at `target` (creating it if needed) and makes both
     /// worktrees exist and match it exactly.
-    pub fn ensure(&self, target: Oid) -> Result<()> {
+    pub(crate) fn ensure(&self, target: Oid) -> Result<()> {
         let commit = self
             .repo
             .find_commit(target)
@@ -201,7 +201,7 @@ impl Workspace {
 
     /// A detached worktree of its own at `commit` (for `ooda check`), reset
     /// and cleaned so it matches the commit exactly.
-    pub fn scratch(&self, which: &str, commit: Oid) -> Result<PathBuf> {
+    pub(crate) fn scratch(&self, which: &str, commit: Oid) -> Result<PathBuf> {
         let path = self.dir.join(which);
         crate::atomic::create_dir_all(&self.dir)?;
         self.heal_link(which, &path)?;
@@ -224,7 +224,7 @@ impl Workspace {
     /// `fresh` removes the worktree first, ignored files and all: what a
     /// simplifier planted there that git ignores (a cache, a prebuilt
     /// binary) would be measured but never committed.
-    pub fn scratch_of_tree(
+    pub(crate) fn scratch_of_tree(
         &self,
         which: &str,
         base: Oid,
@@ -246,7 +246,11 @@ impl Workspace {
     /// Also returns what changed against the scratch copy's own commit, for
     /// the same checks a candidate's change gets (a new or grown file above
     /// `max_new` bytes is recorded unread, and then not written).
-    pub fn tree_of_scratch(&self, dir: &Path, max_new: u64) -> Result<(Oid, Vec<ChangedPath>)> {
+    pub(crate) fn tree_of_scratch(
+        &self,
+        dir: &Path,
+        max_new: u64,
+    ) -> Result<(Oid, Vec<ChangedPath>)> {
         let repo = self.open_scratch(dir)?;
         let c = self.read_worktree(&repo, dir, max_new)?;
         Ok((c.contents.write_tree(&repo, dir)?, c.changed))
@@ -369,7 +373,7 @@ impl Workspace {
 
     /// Makes both worktrees exactly `target`: tracked files reset, files the
     /// agent created removed (ignored build outputs stay, for fast rebuilds).
-    pub fn sync(&self, target: Oid) -> Result<()> {
+    pub(crate) fn sync(&self, target: Oid) -> Result<()> {
         self.heal_link("cand", &self.cand_dir)?;
         self.heal_link("base", &self.base_dir)?;
         let cand = self.cand_repo()?;
@@ -402,11 +406,11 @@ impl Workspace {
         Ok(())
     }
 
-    pub fn cand_repo(&self) -> Result<Repository> {
+    pub(crate) fn cand_repo(&self) -> Result<Repository> {
         self.open_worktree("cand", &self.cand_dir)
     }
 
-    pub fn base_repo(&self) -> Result<Repository> {
+    pub(crate) fn base_repo(&self) -> Result<Repository> {
         self.open_worktree("base", &self.base_dir)
     }
 
@@ -421,7 +425,7 @@ impl Workspace {
     /// parent, so nothing outside the worktree is ever listed. ooda's own
     /// files (the knobs file) and tool files are part of a candidate even
     /// when ignored, and are never listed, nor a folder holding one.
-    pub fn ignored_outputs(&self, which: &str) -> Result<Vec<PathBuf>> {
+    pub(crate) fn ignored_outputs(&self, which: &str) -> Result<Vec<PathBuf>> {
         let dir = self.dir.join(which);
         let repo = self.open_worktree(which, &dir)?;
         let root = dir
@@ -527,7 +531,7 @@ impl Workspace {
     /// changes as uncommitted edits: the runner owns the branch, and the scope
     /// check compares the worktree with the base commit. Returns what was
     /// undone, for the record (`None` when HEAD is where the runner left it).
-    pub fn undo_foreign_commits(&self, base: Oid) -> Result<Option<String>> {
+    pub(crate) fn undo_foreign_commits(&self, base: Oid) -> Result<Option<String>> {
         let repo = self.cand_repo()?;
         let head = repo.head().ok();
         let on_branch = head
@@ -558,12 +562,12 @@ impl Workspace {
     /// The candidate's files read from disk, index flags ignored, against
     /// its HEAD (the base); files above `max_new` bytes that are new or grew
     /// are recorded unread. Writes nothing to the repository.
-    pub fn candidate(&self, max_new: u64) -> Result<Candidate> {
+    pub(crate) fn candidate(&self, max_new: u64) -> Result<Candidate> {
         self.read_worktree(&self.cand_repo()?, &self.cand_dir, max_new)
     }
 
     /// What changed in a scratch worktree against its HEAD (a replay's).
-    pub fn scratch_changes(&self, dir: &Path, max_new: u64) -> Result<Candidate> {
+    pub(crate) fn scratch_changes(&self, dir: &Path, max_new: u64) -> Result<Candidate> {
         self.read_worktree(&self.open_scratch(dir)?, dir, max_new)
     }
 
@@ -606,7 +610,7 @@ impl Workspace {
     /// private key block, a secret environment value), as
     /// `path:line: text` with the secret masked. Read from the files, before
     /// anything is stored: a secret must never reach the object store.
-    pub fn secrets_added(&self, changed: &[ChangedPath]) -> Result<Vec<String>> {
+    pub(crate) fn secrets_added(&self, changed: &[ChangedPath]) -> Result<Vec<String>> {
         let repo = self.cand_repo()?;
         let head = head_tree(&repo)?;
         let mut out = Vec::new();
@@ -668,7 +672,7 @@ impl Workspace {
 
     /// Every file of the candidate with what changes when it is written,
     /// to find what a step wrote.
-    pub fn file_stats(&self) -> Result<BTreeMap<PathBuf, FileStat>> {
+    pub(crate) fn file_stats(&self) -> Result<BTreeMap<PathBuf, FileStat>> {
         use std::os::unix::fs::MetadataExt;
         let mut out = BTreeMap::new();
         let mut stack = vec![self.cand_dir.clone()];
@@ -710,7 +714,7 @@ impl Workspace {
     /// step wrote, created or removed any other file. Reads metadata only
     /// and stores nothing: what a step wrote may be a blocked file that
     /// must never reach the object store.
-    pub fn remove_new_ignored(
+    pub(crate) fn remove_new_ignored(
         &self,
         before: &BTreeMap<PathBuf, FileStat>,
     ) -> Result<(Vec<String>, bool)> {
@@ -748,18 +752,18 @@ impl Workspace {
     }
 
     /// Stores a checked candidate's blobs and tree; returns the tree.
-    pub fn write_tree(&self, contents: &Contents) -> Result<Oid> {
+    pub(crate) fn write_tree(&self, contents: &Contents) -> Result<Oid> {
         contents.write_tree(&self.cand_repo()?, &self.cand_dir)
     }
 
     /// Whether the candidate's files are still exactly `tree`.
-    pub fn still_is(&self, tree: Oid) -> Result<bool> {
+    pub(crate) fn still_is(&self, tree: Oid) -> Result<bool> {
         let c = self.candidate(u64::MAX)?;
         c.contents.matches_tree(&self.cand_repo()?, tree)
     }
 
     /// The candidate's change as a patch (untracked files included).
-    pub fn diff(&self) -> Result<String> {
+    pub(crate) fn diff(&self) -> Result<String> {
         let repo = self.cand_repo()?;
         let head = head_tree(&repo)?;
         let mut opts = DiffOptions::new();
@@ -776,7 +780,7 @@ impl Workspace {
 
     /// Writes the candidate, read from its files, as a commit on top of
     /// `parent` without moving any reference. Returns (commit, tree).
-    pub fn prepare_commit(&self, parent: Oid, message: &str) -> Result<(Oid, Oid)> {
+    pub(crate) fn prepare_commit(&self, parent: Oid, message: &str) -> Result<(Oid, Oid)> {
         let c = self.candidate(u64::MAX)?;
         let tree = self.write_tree(&c.contents)?;
         Ok((self.commit_tree(parent, tree, message)?, tree))
@@ -787,7 +791,7 @@ impl Workspace {
     /// recorded tree, not the live worktree, means nothing written after
     /// measuring (an agent's LEARN-time edits, a half-finished step before a
     /// kill) can slip into a kept commit.
-    pub fn commit_tree(&self, parent: Oid, tree: Oid, message: &str) -> Result<Oid> {
+    pub(crate) fn commit_tree(&self, parent: Oid, tree: Oid, message: &str) -> Result<Oid> {
         let tree = self
             .repo
             .find_tree(tree)
@@ -803,7 +807,7 @@ impl Workspace {
     }
 
     /// The patch from a commit to a recorded tree (a discarded candidate as measured).
-    pub fn diff_to_tree(&self, base: Oid, tree: Oid) -> Result<String> {
+    pub(crate) fn diff_to_tree(&self, base: Oid, tree: Oid) -> Result<String> {
         patch_text(&self.tree_diff(base, tree)?)
     }
 
@@ -836,7 +840,7 @@ impl Workspace {
     /// cannot make a source file "binary" and its lines invisible to the
     /// rules; a file is binary when one of its sides is not UTF-8. A moved
     /// file is a rename, not a deletion and an addition.
-    pub fn change(&self, base: Oid, tree: Oid) -> Result<crate::model::Change> {
+    pub(crate) fn change(&self, base: Oid, tree: Oid) -> Result<crate::model::Change> {
         use crate::model::{FileChange, FileStatus};
         let mut opts = DiffOptions::new();
         opts.force_text(true);
@@ -904,7 +908,7 @@ impl Workspace {
     }
 
     /// Publishes a kept commit: the branch advances and both worktrees follow.
-    pub fn advance(&self, commit: Oid) -> Result<()> {
+    pub(crate) fn advance(&self, commit: Oid) -> Result<()> {
         self.set_branch(commit)?;
         self.sync(commit)
     }
@@ -915,7 +919,7 @@ impl Workspace {
     /// them), deletes the branch `ooda/<brief>`, and moves the refs ooda kept
     /// under `refs/ooda/<brief>/` to `refs/ooda/<brief>.<suffix>/`, beside
     /// the archive moved aside with the same suffix. Returns what it did.
-    pub fn remove(&self, suffix: &str) -> Result<Vec<String>> {
+    pub(crate) fn remove(&self, suffix: &str) -> Result<Vec<String>> {
         let mut done = Vec::new();
         if let Ok(head) = self.repo.head()
             && head.name().ok() == Some(format!("refs/heads/{}", self.branch).as_str())
@@ -981,7 +985,7 @@ impl Workspace {
         Ok(done)
     }
 
-    pub fn keep_ref(&self, name: &str, commit: Oid) -> Result<()> {
+    pub(crate) fn keep_ref(&self, name: &str, commit: Oid) -> Result<()> {
         self.repo
             .reference(name, commit, true, "ooda: keep")
             .map(|_| ())
@@ -989,7 +993,7 @@ impl Workspace {
     }
 
     /// The tree of a commit, for exact-cycle detection.
-    pub fn tree_of(&self, commit: Oid) -> Result<Oid> {
+    pub(crate) fn tree_of(&self, commit: Oid) -> Result<Oid> {
         self.repo
             .find_commit(commit)
             .map(|c| c.tree_id())
@@ -1040,7 +1044,7 @@ fn links_to(dir: &Path, record: &Path) -> bool {
 
 /// What to do in a repository without a commit: ooda measures and
 /// branches from the committed `HEAD`.
-pub fn no_commit_yet() -> String {
+pub(crate) fn no_commit_yet() -> String {
     "the repository has no commit yet: ooda measures the committed HEAD and branches from it; commit your project first (`git add -A && git commit -m start`)".into()
 }
 
@@ -1137,7 +1141,7 @@ fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
 /// the agent's change, so it is neither a scope violation nor committed.
 /// A committed file of that name (a project's `.aider.conf.yml`) counts as
 /// usual when it changes.
-pub fn is_tool_file(rel_path: &str) -> bool {
+pub(crate) fn is_tool_file(rel_path: &str) -> bool {
     rel_path
         .split('/')
         .next()

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use ooda::archive::history::{IterationRecord, Verdict};
+use ooda::testing::archive::history::{IterationRecord, Verdict};
 use serde_json::Value;
 
 use crate::test::{QUIET_CONFIG, Run, Test, knob_brief};
@@ -166,7 +166,7 @@ fn a_working_agent(format: &str) -> (Fake, IterationRecord) {
     assert_eq!(rec.hypothesis, "X=40 sits at the bottom of the cost curve");
     assert_eq!(rec.change, "set X to 40 and noted it in src/lib.txt");
     assert_eq!(rec.cites, vec![0]);
-    assert_eq!(ooda::brief::points::key(&rec.knobs), "X=40");
+    assert_eq!(ooda::testing::brief::points::key(&rec.knobs), "X=40");
     assert_eq!(
         rec.changed_paths,
         vec!["ooda.knobs.env".to_string(), "src/lib.txt".to_string()]
@@ -176,7 +176,7 @@ fn a_working_agent(format: &str) -> (Fake, IterationRecord) {
     assert!(
         rec.agent_calls
             .iter()
-            .all(|c| c.outcome == ooda::model::CallOutcome::Ok)
+            .all(|c| c.outcome == ooda::testing::model::CallOutcome::Ok)
     );
     assert_eq!(rec.patterns[0].name, "x-near-40");
     assert_eq!(rec.next.as_deref(), Some("refine around 40"));
@@ -302,7 +302,7 @@ sleep 300
     assert_eq!(rec.agent_calls.len(), 1, "a timeout is not retried");
     assert_eq!(
         rec.agent_calls[0].outcome,
-        ooda::model::CallOutcome::TimedOut
+        ooda::testing::model::CallOutcome::TimedOut
     );
     assert_eq!(rec.predicted, None);
     let pid: i32 = std::fs::read_to_string(f.dir.path().join("child.pid"))

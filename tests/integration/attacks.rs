@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ooda::archive::history::{IterationRecord, Verdict};
+use ooda::testing::archive::history::{IterationRecord, Verdict};
 
 use crate::test::{QUIET_CONFIG, Snapshot, Test, knob_brief};
 

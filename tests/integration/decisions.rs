@@ -1,7 +1,7 @@
 //! The eval-runner end to end: what is kept is really better.
 
 use crate::test::{Test, bench, gain_bench, knob_brief};
-use ooda::archive::history::Verdict;
+use ooda::testing::archive::history::Verdict;
 
 /// The full sequential procedure (looks at 3/5/8/12) and a 10-pair calibration.
 const FULL_CONFIG: &str = "defaults:\n  pairs: 12\n  calibration_pairs: 10\n  stall_after: 1000\n";
@@ -230,7 +230,7 @@ fn an_inconclusive_discard_is_not_falsified_and_is_tried_once_more() {
         assert_eq!(r.verdict, Verdict::Discard, "{}", r.reason);
         assert_eq!(
             r.discard,
-            Some(ooda::model::DiscardKind::Inconclusive),
+            Some(ooda::testing::model::DiscardKind::Inconclusive),
             "{}",
             r.reason
         );

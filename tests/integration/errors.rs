@@ -132,7 +132,7 @@ fn a_deleted_archive_is_never_baselined_over() {
     t.ooda(&["tick", "lost"]).expect(0);
     assert_eq!(
         t.record("lost", 1).verdict,
-        ooda::archive::history::Verdict::Keep
+        ooda::testing::archive::history::Verdict::Keep
     );
     // What `rm -rf $OODA_ITERATIONS_DIR/*` does.
     for e in std::fs::read_dir(t.path().join("iterations/lost")).unwrap() {
@@ -175,7 +175,7 @@ fn a_second_metric_line_appended_by_the_candidate_is_a_crash_not_a_measurement()
     let rec = t.record("r", 1);
     assert_eq!(
         rec.verdict,
-        ooda::archive::history::Verdict::Crash,
+        ooda::testing::archive::history::Verdict::Crash,
         "{}",
         rec.reason
     );
@@ -197,7 +197,7 @@ fn a_hanging_command_times_out_as_a_crash() {
     t.ooda(&["tick", "h"]).expect(0);
     t.ooda(&["tick", "h"]).expect(0);
     let r = t.record("h", 1);
-    assert_eq!(r.verdict, ooda::archive::history::Verdict::Crash);
+    assert_eq!(r.verdict, ooda::testing::archive::history::Verdict::Crash);
     assert!(r.reason.contains("timed out"), "{}", r.reason);
 }
 

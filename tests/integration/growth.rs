@@ -33,11 +33,11 @@ fn a_large_event_log_is_sealed_and_every_reader_of_the_trace_still_sees_all_of_i
         t.ooda(&["tick", "z"]).expect(0);
     }
     let budget_near = |t: &Test| {
-        let all = ooda::events::read_all(&t.path().join("iterations/z")).unwrap();
+        let all = ooda::testing::events::read_all(&t.path().join("iterations/z")).unwrap();
         all.iter()
             .filter(|r| {
                 r.run_id != "older"
-                    && matches!(&r.event, ooda::events::Event::AnomalyFound { rule, .. } if rule == "budget_near")
+                    && matches!(&r.event, ooda::testing::events::Event::AnomalyFound { rule, .. } if rule == "budget_near")
             })
             .count()
     };
@@ -218,7 +218,8 @@ fn gc_never_takes_the_candidate_of_an_iteration_in_flight_nor_ooda_s_own_files()
     assert!(
         matches!(
             verdict,
-            ooda::archive::history::Verdict::Keep | ooda::archive::history::Verdict::Discard
+            ooda::testing::archive::history::Verdict::Keep
+                | ooda::testing::archive::history::Verdict::Discard
         ),
         "{verdict:?}"
     );
@@ -249,7 +250,8 @@ fn each_tick_keeps_the_artifacts_of_exactly_the_last_keep_artifacts_iterations()
         .filter(|n| {
             !matches!(
                 t.record("z", *n).verdict,
-                ooda::archive::history::Verdict::Keep | ooda::archive::history::Verdict::Baseline
+                ooda::testing::archive::history::Verdict::Keep
+                    | ooda::testing::archive::history::Verdict::Baseline
             )
         })
         .collect();

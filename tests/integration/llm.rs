@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use ooda::archive::history::Verdict;
+use ooda::testing::archive::history::Verdict;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
@@ -618,11 +618,14 @@ fn a_night(api: Api) {
     assert_eq!(review.driver, "llm");
     assert_eq!(
         review.outcome,
-        ooda::model::SubagentOutcome::Done,
+        ooda::testing::model::SubagentOutcome::Done,
         "{:?}",
         review.problem
     );
-    assert_eq!(review.verdict, Some(ooda::model::ReviewVerdict::Approve));
+    assert_eq!(
+        review.verdict,
+        Some(ooda::testing::model::ReviewVerdict::Approve)
+    );
     let calls = &rec.agent_calls;
     assert!(
         calls

@@ -16,7 +16,7 @@ fn a_knob_run_keeps_real_gains_on_the_branch_and_leaves_the_checkout_alone() {
     assert!(base.calibration.is_some());
     let keeps: Vec<_> = (1..=6)
         .map(|i| t.record("speed", i))
-        .filter(|r| r.verdict == ooda::archive::history::Verdict::Keep)
+        .filter(|r| r.verdict == ooda::testing::archive::history::Verdict::Keep)
         .collect();
     assert!(!keeps.is_empty(), "the landscape has a 30%+ gain to find");
     // Every keep is a commit on the branch, in order, with the knobs file.
@@ -30,7 +30,7 @@ fn a_knob_run_keeps_real_gains_on_the_branch_and_leaves_the_checkout_alone() {
     // Discards keep their diff.
     for i in 1..=6 {
         let r = t.record("speed", i);
-        if r.verdict == ooda::archive::history::Verdict::Discard {
+        if r.verdict == ooda::testing::archive::history::Verdict::Discard {
             let a = r.artifact.expect("discard has an artifact");
             assert!(
                 t.read(&format!("iterations/speed/{a}"))
@@ -110,7 +110,7 @@ fn a_crashing_candidate_is_a_crash() {
     t.ooda(&["tick", "c"]).expect(0);
     t.ooda(&["tick", "c"]).expect(0);
     let r = t.record("c", 1);
-    assert_eq!(r.verdict, ooda::archive::history::Verdict::Crash);
+    assert_eq!(r.verdict, ooda::testing::archive::history::Verdict::Crash);
     assert!(r.reason.contains("exited with code 3"), "{}", r.reason);
     assert!(r.failure_output.unwrap().contains("panicked at kernel"));
     assert!(r.measured.is_none());
@@ -131,7 +131,7 @@ fn failing_guards_are_invalid_unmeasured_and_five_in_a_row_are_red_until_ack() {
     assert_eq!(t.iterations("g"), (0..=5).collect::<Vec<_>>());
     for i in 1..=5 {
         let r = t.record("g", i);
-        assert_eq!(r.verdict, ooda::archive::history::Verdict::Invalid);
+        assert_eq!(r.verdict, ooda::testing::archive::history::Verdict::Invalid);
         assert!(r.measured.is_none(), "an invalid candidate was measured");
         assert!(
             r.failure_output

@@ -124,7 +124,7 @@ fn a_state_written_mid_iteration_by_the_earlier_release_resumes_with_its_pairs()
         r.stderr
     );
     let rec = t.record("k", 1);
-    let pairs: Vec<ooda::eval::Pair> =
+    let pairs: Vec<ooda::testing::model::Pair> =
         serde_json::from_value(old["current"]["eval"]["comparison"]["pairs"].clone()).unwrap();
     assert_eq!(
         rec.measured.unwrap().pairs,
@@ -147,7 +147,10 @@ fn a_state_written_mid_iteration_by_the_earlier_release_resumes_with_its_pairs()
         t.git(&["rev-parse", &format!("{commit}^{{tree}}")]),
         old["current"]["tree"].as_str().unwrap()
     );
-    assert_eq!(t.state("k")["version"], ooda::archive::state::STATE_VERSION);
+    assert_eq!(
+        t.state("k")["version"],
+        ooda::testing::archive::state::STATE_VERSION
+    );
     assert_eq!(t.state("k")["next_iteration"], 2);
     // The run goes on from there.
     t.ooda(&["tick", "k"]).expect(0);
@@ -402,7 +405,8 @@ fn a_simplification_in_flight_in_the_previous_releases_state_resumes() {
         r.stdout,
         r.stderr
     );
-    let rec = ooda::archive::history::read(&n.t.path().join("iterations/b/iter-001.md")).unwrap();
+    let rec = ooda::testing::archive::history::read(&n.t.path().join("iterations/b/iter-001.md"))
+        .unwrap();
     let s = rec.simplification.as_ref().expect("a simplification");
     assert!(s.accepted, "{}", s.reason);
     assert_eq!(rec.tree.as_deref(), Some(s.tree.as_str()));

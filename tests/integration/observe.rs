@@ -535,7 +535,7 @@ fn task_states_say_which_step_a_night_is_in_and_where_it_stopped() {
         t.ooda(&["tick", "k"]).expect(0);
     }
     assert!(
-        (1..=4).any(|i| t.record("k", i).verdict == ooda::archive::history::Verdict::Keep),
+        (1..=4).any(|i| t.record("k", i).verdict == ooda::testing::archive::history::Verdict::Keep),
         "the night kept nothing to test with"
     );
     let j: serde_json::Value = serde_json::from_str(

@@ -9,7 +9,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use ooda::archive::history::Verdict;
+use ooda::testing::archive::history::Verdict;
 use serde_json::Value;
 
 use crate::test::{Test, knob_brief};
@@ -288,14 +288,17 @@ fn night_with(tool: &str) {
             rec.change,
             format!("set X to {x} and noted it in src/lib.txt")
         );
-        assert_eq!(ooda::brief::points::key(&rec.knobs), format!("X={x}"));
+        assert_eq!(
+            ooda::testing::brief::points::key(&rec.knobs),
+            format!("X={x}")
+        );
         assert_eq!(rec.patterns[0].name, format!("x-{x}"));
         let phases: Vec<&str> = rec.agent_calls.iter().map(|c| c.phase.as_str()).collect();
         assert_eq!(phases, ["plan", "execute", "learn"], "{tool} {n}");
         for call in &rec.agent_calls {
             assert_eq!(
                 call.outcome,
-                ooda::model::CallOutcome::Ok,
+                ooda::testing::model::CallOutcome::Ok,
                 "{tool} {n}: {call:?}"
             );
             assert!(call.usage.input > 0, "{tool} {n}: {call:?}");
@@ -415,7 +418,7 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     assert_eq!(rec.verdict, Verdict::Invalid);
     assert_eq!(rec.agent_calls.len(), 1, "{:?}", rec.agent_calls);
     let call = &rec.agent_calls[0];
-    assert_eq!(call.outcome, ooda::model::CallOutcome::Unavailable);
+    assert_eq!(call.outcome, ooda::testing::model::CallOutcome::Unavailable);
     assert_eq!(call.exit_code, Some(0));
     assert_eq!(
         call.problem.as_deref(),

@@ -4,7 +4,7 @@
 //! restarts the loop.
 
 use crate::test::{Test, bench, knob_brief};
-use ooda::archive::history::Verdict;
+use ooda::testing::archive::history::Verdict;
 
 /// Fast decisions (3 pairs), and no stall: only the red light under test may stop.
 const CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  stall_after: 1000\n";
@@ -171,7 +171,11 @@ fn exploring_points_predicted_worse_is_not_divergence() {
     assert!(t.state("r")["stop"].is_null(), "{}", t.state("r"));
     for i in 1..=14 {
         let rec = t.record("r", i);
-        assert_eq!(rec.discard, Some(ooda::model::DiscardKind::Worse), "{i}");
+        assert_eq!(
+            rec.discard,
+            Some(ooda::testing::model::DiscardKind::Worse),
+            "{i}"
+        );
     }
 }
 

@@ -108,7 +108,7 @@ fn killed_at(failpoint: &str) {
 /// without being listed.
 #[test]
 fn killed_at_every_failpoint_resumes_as_if_nothing_happened() {
-    let all = ooda::phases::failpoint::all();
+    let all = ooda::testing::phases::failpoint::all();
     assert!(all.len() > 20, "{all:?}");
     let next = std::sync::atomic::AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(Vec::new());

@@ -2,12 +2,12 @@
 
 use crate::test::{Test, knob_brief};
 
-fn keeps(t: &Test, brief: &str) -> Vec<ooda::archive::history::IterationRecord> {
+fn keeps(t: &Test, brief: &str) -> Vec<ooda::testing::archive::history::IterationRecord> {
     t.iterations(brief)
         .into_iter()
         .skip(1)
         .map(|i| t.record(brief, i))
-        .filter(|r| r.verdict == ooda::archive::history::Verdict::Keep)
+        .filter(|r| r.verdict == ooda::testing::archive::history::Verdict::Keep)
         .collect()
 }
 
@@ -313,7 +313,7 @@ fn a_recreated_base_worktree_is_set_up_again() {
     let r = t.record("su", 2);
     assert_ne!(
         r.verdict,
-        ooda::archive::history::Verdict::Crash,
+        ooda::testing::archive::history::Verdict::Crash,
         "{}",
         r.reason
     );
@@ -328,7 +328,7 @@ fn a_dot_slash_knobs_file_is_ooda_s_own() {
     t.ooda(&["tick", "ds"]).expect(0);
     assert_ne!(
         t.record("ds", 1).verdict,
-        ooda::archive::history::Verdict::Blocked,
+        ooda::testing::archive::history::Verdict::Blocked,
         "{}",
         t.record("ds", 1).reason
     );
@@ -455,7 +455,7 @@ fn an_interrupted_learn_never_commits_what_the_agent_wrote_after_measuring() {
     let r = t.record("v", 1);
     assert_eq!(
         r.verdict,
-        ooda::archive::history::Verdict::Keep,
+        ooda::testing::archive::history::Verdict::Keep,
         "{}",
         r.reason
     );
@@ -516,7 +516,7 @@ esac
     let r = t.record("h", 1);
     assert_eq!(
         r.verdict,
-        ooda::archive::history::Verdict::Blocked,
+        ooda::testing::archive::history::Verdict::Blocked,
         "{}",
         r.reason
     );
@@ -524,9 +524,12 @@ esac
     // Nothing forged is believed afterwards.
     assert_eq!(
         t.record("h", 0).verdict,
-        ooda::archive::history::Verdict::Baseline
+        ooda::testing::archive::history::Verdict::Baseline
     );
     let dir = t.path().join("iterations/h");
-    let h = ooda::archive::history::load(&dir).unwrap();
-    assert_eq!(h[0].verdict, ooda::archive::history::Verdict::Baseline);
+    let h = ooda::testing::archive::history::load(&dir).unwrap();
+    assert_eq!(
+        h[0].verdict,
+        ooda::testing::archive::history::Verdict::Baseline
+    );
 }

@@ -9,7 +9,7 @@
 use std::process::Command;
 
 use crate::test::{LANDSCAPE, Test, bench_after, knob_brief};
-use ooda::archive::history::Verdict;
+use ooda::testing::archive::history::Verdict;
 
 /// One test at a time on the cluster: a test that preempts, or fills the
 /// node, must not disturb another's measurements.
@@ -18,7 +18,7 @@ static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The cluster, held for the test; `None` (the test is skipped) where none
 /// answers.
 fn cluster() -> Option<std::sync::MutexGuard<'static, ()>> {
-    let up = ooda::run::executor::slurm_available();
+    let up = ooda::testing::run::executor::slurm_available();
     // CI brings a cluster up (.ci/run): there, none is a failure.
     assert!(
         up || std::env::var_os("CI").is_none(),
@@ -74,7 +74,7 @@ fn project(prelude: &str, extra: &str) -> Test {
     t
 }
 
-fn night(executor: &str) -> (Test, Vec<ooda::archive::history::IterationRecord>) {
+fn night(executor: &str) -> (Test, Vec<ooda::testing::archive::history::IterationRecord>) {
     let t = project(
         "",
         &format!("budget: {{ iterations: 3 }}\nexecutor: {executor}\n"),
@@ -115,7 +115,7 @@ fn a_night_measured_through_slurm_decides_as_a_local_night_does() {
     for (a, b) in here.iter().zip(&there) {
         assert_eq!(a.verdict, b.verdict, "iteration {}", a.iteration);
         assert_eq!(a.knobs, b.knobs, "iteration {}", a.iteration);
-        let values = |r: &ooda::archive::history::IterationRecord| {
+        let values = |r: &ooda::testing::archive::history::IterationRecord| {
             r.measured
                 .as_ref()
                 .map(|m| m.pairs.iter().map(|p| (p.base, p.cand)).collect::<Vec<_>>())
@@ -143,7 +143,7 @@ fn a_night_measured_through_slurm_decides_as_a_local_night_does() {
     let distinct: std::collections::BTreeSet<&str> =
         jobs.lines().filter_map(|l| l.split(' ').next()).collect();
     assert!(distinct.len() >= 4, "baseline, 3 decisions: {distinct:?}");
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix), Vec::<String>::new());
     // Each iteration file names the jobs that measured it, and where.
     for r in &there {
@@ -206,7 +206,7 @@ fn on_the_node_a_measured_command_is_confined_as_it_is_here() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    if ooda::run::sandbox::landlock_abi().is_none() {
+    if ooda::testing::run::sandbox::landlock_abi().is_none() {
         eprintln!("skipped: no Landlock on this kernel");
         return;
     }
@@ -287,7 +287,7 @@ fn a_job_cancelled_mid_measurement_is_measured_again_in_a_new_allocation() {
         "{:?}",
         r.verdict
     );
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix), Vec::<String>::new());
 }
 
@@ -299,7 +299,7 @@ fn a_restarted_tick_adopts_its_job_by_name_instead_of_submitting_again() {
     let t = project("", "budget: { iterations: 1 }\nexecutor: slurm\n");
     // What a tick killed after its submit leaves: the baseline's job,
     // queued under the name ooda gives it, and a leftover of another phase.
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     let submit = |name: &str| {
         let out = Command::new("sbatch")
             .args([
@@ -371,7 +371,7 @@ fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
         "",
         "budget: { iterations: 2 }\nexecutor: slurm\nslurm: { args: [\"--hold\"] }\n",
     );
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     let first = t.ooda(&["--json", "submit", "k"]).expect(0);
     let job: serde_json::Value = serde_json::from_str(&first.stdout).unwrap();
     let id = job["job"].as_str().unwrap().to_string();
@@ -426,7 +426,7 @@ fn submit_every_queues_the_next_tick_until_the_run_stops() {
         return;
     };
     let t = project("", "budget: { iterations: 1 }\n");
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     let first = t.ooda(&["submit", "k", "--every", "1s"]).expect(0);
     assert!(
         first.stdout.contains("one tick every 1s"),
@@ -522,7 +522,7 @@ fn a_phase_past_its_time_limit_names_the_limit_and_decides_nothing() {
         run.stderr
     );
     assert_eq!(t.iterations("k"), Vec::<u32>::new(), "no baseline decided");
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix), Vec::<String>::new());
 }
 
@@ -562,7 +562,7 @@ fn an_interrupted_measurement_gives_its_job_back() {
         return;
     };
     let (t, child) = measuring();
-    let prefix = ooda::run::executor::job_prefix(t.path(), "k");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix).len(), 1, "{:?}", queued(&prefix));
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -615,7 +615,7 @@ fn a_submit_that_fails_after_slurm_took_it_is_not_submitted_twice() {
     assert_eq!(calls, distinct.len(), "one submit per phase: {jobs}");
     let r = t.record("k", 1);
     assert!(matches!(r.verdict, Verdict::Keep | Verdict::Discard));
-    drained(&ooda::run::executor::job_prefix(t.path(), "k"));
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
 }
 
 #[test]
@@ -714,7 +714,7 @@ fn a_candidate_that_cancels_its_own_job_is_a_crash_after_three_lost_jobs() {
         "{}",
         r.reason
     );
-    drained(&ooda::run::executor::job_prefix(t.path(), "k"));
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
 }
 
 /// Puts the node back in service when dropped, however the test ends.
@@ -728,7 +728,7 @@ impl Drop for Resume {
             .stderr(std::process::Stdio::null())
             .status();
         for _ in 0..300 {
-            if ooda::run::executor::slurm_available() {
+            if ooda::testing::run::executor::slurm_available() {
                 return;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
@@ -821,5 +821,5 @@ fn a_candidate_over_its_jobs_memory_is_a_crash_that_names_the_limit() {
         "{}\n{output}",
         r.reason
     );
-    drained(&ooda::run::executor::job_prefix(t.path(), "k"));
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
 }

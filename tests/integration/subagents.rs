@@ -3,8 +3,8 @@
 //! block, hang and run at the same time, and definitions a user adds or
 //! breaks in `subagents/`.
 
-use ooda::archive::history::{IterationRecord, Verdict};
-use ooda::model::{DiscardKind, ReviewVerdict, SubagentOutcome};
+use ooda::testing::archive::history::{IterationRecord, Verdict};
+use ooda::testing::model::{DiscardKind, ReviewVerdict, SubagentOutcome};
 
 use crate::test::{QUIET_CONFIG, Run, Test, knob_brief};
 
@@ -812,8 +812,8 @@ fn the_analyzer_profiles_the_best_after_the_pairs_and_reports_to_the_next_plan()
     );
     assert_eq!(it1[profile]["worktree"], "base");
     // The next PLAN is told.
-    let held = ooda::archive::history::History::of(vec![n.t.record("b", 0), rec.clone()]);
-    let notes = ooda::subagents::notes_for_plan(held.view())
+    let held = ooda::testing::archive::history::History::of(vec![n.t.record("b", 0), rec.clone()]);
+    let notes = ooda::testing::subagents::notes_for_plan(held.view())
         .unwrap()
         .unwrap();
     assert!(notes.contains("bottleneck: parse_line"), "{notes}");

@@ -246,8 +246,8 @@ impl Test {
         out
     }
 
-    pub fn record(&self, brief: &str, n: u32) -> ooda::archive::history::IterationRecord {
-        ooda::archive::history::read(
+    pub fn record(&self, brief: &str, n: u32) -> ooda::testing::archive::history::IterationRecord {
+        ooda::testing::archive::history::read(
             &self
                 .path()
                 .join(format!("iterations/{brief}/iter-{n:03}.md")),

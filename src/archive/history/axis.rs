@@ -6,7 +6,7 @@
 
 /// Bytes of the first axis's label a row keeps: the folded falsified list
 /// names directions, never more than a short label.
-pub const AXIS_BYTES: usize = 48;
+pub(crate) const AXIS_BYTES: usize = 48;
 
 /// A UTF-8 label of at most [`AXIS_BYTES`] bytes, cut at a character.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

@@ -17,7 +17,7 @@
 
 use crate::model::{DiscardKind, IterationRecord, Verdict};
 
-pub use super::axis::{AXIS_BYTES, Axis};
+pub(crate) use super::axis::{AXIS_BYTES, Axis};
 
 /// Where an iteration file was when its row was taken, and where its record
 /// is in `index.jsonl`: what the table is checked against.
@@ -82,33 +82,33 @@ pub struct Fact {
 }
 
 /// Bits of [`Fact::flags`].
-pub mod flag {
-    pub const SCREEN: u32 = 1;
-    pub const SCREENED: u32 = 1 << 1;
-    pub const BASE_FAILED: u32 = 1 << 2;
-    pub const FALSIFIES: u32 = 1 << 3;
-    pub const BLOCKED_FOR_FINDINGS: u32 = 1 << 4;
-    pub const GUARD_FAILED: u32 = 1 << 5;
-    pub const ACKNOWLEDGED: u32 = 1 << 6;
-    pub const CONFIRMATION: u32 = 1 << 7;
-    pub const CONFIRMATION_FAILED: u32 = 1 << 8;
+pub(crate) mod flag {
+    pub(crate) const SCREEN: u32 = 1;
+    pub(crate) const SCREENED: u32 = 1 << 1;
+    pub(crate) const BASE_FAILED: u32 = 1 << 2;
+    pub(crate) const FALSIFIES: u32 = 1 << 3;
+    pub(crate) const BLOCKED_FOR_FINDINGS: u32 = 1 << 4;
+    pub(crate) const GUARD_FAILED: u32 = 1 << 5;
+    pub(crate) const ACKNOWLEDGED: u32 = 1 << 6;
+    pub(crate) const CONFIRMATION: u32 = 1 << 7;
+    pub(crate) const CONFIRMATION_FAILED: u32 = 1 << 8;
     /// An analyzer report (`IterationRecord::analysis_report`).
-    pub const ANALYSIS: u32 = 1 << 9;
-    pub const ALARMS: u32 = 1 << 10;
-    pub const STOP: u32 = 1 << 11;
-    pub const CUT_BY_OUTAGE: u32 = 1 << 12;
-    pub const FAILURE: u32 = 1 << 13;
-    pub const MEASURED: u32 = 1 << 14;
-    pub const CALIBRATION: u32 = 1 << 15;
-    pub const BUILTIN: u32 = 1 << 16;
-    pub const PATTERNS: u32 = 1 << 17;
+    pub(crate) const ANALYSIS: u32 = 1 << 9;
+    pub(crate) const ALARMS: u32 = 1 << 10;
+    pub(crate) const STOP: u32 = 1 << 11;
+    pub(crate) const CUT_BY_OUTAGE: u32 = 1 << 12;
+    pub(crate) const FAILURE: u32 = 1 << 13;
+    pub(crate) const MEASURED: u32 = 1 << 14;
+    pub(crate) const CALIBRATION: u32 = 1 << 15;
+    pub(crate) const BUILTIN: u32 = 1 << 16;
+    pub(crate) const PATTERNS: u32 = 1 << 17;
     /// A subagent report the Review section of `summary.md` lists.
-    pub const REVIEWED: u32 = 1 << 18;
+    pub(crate) const REVIEWED: u32 = 1 << 18;
     /// A falsified-list entry (a falsifying discard with words to show).
-    pub const ENTRY: u32 = 1 << 19;
-    pub const ROLLBACK: u32 = 1 << 20;
+    pub(crate) const ENTRY: u32 = 1 << 19;
+    pub(crate) const ROLLBACK: u32 = 1 << 20;
     /// A falsified statement that counts (`IterationRecord::falsified_text`).
-    pub const FALSIFIED_TEXT: u32 = 1 << 21;
+    pub(crate) const FALSIFIED_TEXT: u32 = 1 << 21;
 }
 
 impl Fact {
@@ -237,7 +237,7 @@ pub struct Measured {
 /// The falsified list's text of `rec` (what `prompt::falsified_entries`
 /// lists): the LEARN statement, else the hypothesis, of a falsifying
 /// discard, clipped as the list clips it.
-pub fn entry_text(rec: &IterationRecord) -> Option<String> {
+pub(crate) fn entry_text(rec: &IterationRecord) -> Option<String> {
     if !rec.falsifies() {
         return None;
     }
@@ -251,7 +251,7 @@ pub fn entry_text(rec: &IterationRecord) -> Option<String> {
 
 /// Whether `summary.md`'s Review section lists a report of `rec`: a
 /// blocking one, or a reviewer that did not finish.
-pub fn reviewed(rec: &IterationRecord) -> bool {
+pub(crate) fn reviewed(rec: &IterationRecord) -> bool {
     rec.subagents.iter().any(|rep| {
         rep.blocks()
             || (rep.role == crate::model::Role::Review
@@ -261,7 +261,7 @@ pub fn reviewed(rec: &IterationRecord) -> bool {
 }
 
 /// FNV-1a, 64 bits.
-pub fn hash(bytes: &[u8]) -> u64 {
+pub(crate) fn hash(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in bytes {
         h ^= u64::from(*b);

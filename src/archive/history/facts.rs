@@ -18,16 +18,16 @@ use crate::error::{Error, Result};
 use crate::model::{DiscardKind, Verdict};
 
 /// The table's file name, beside the iteration files (git-ignored).
-pub const FILE: &str = "facts.bin";
+pub(crate) const FILE: &str = "facts.bin";
 
 const MAGIC: &[u8; 8] = b"oodafct1";
 const HEADER: usize = 32;
 /// Bytes per row (see [`encode`]).
-pub const ROW: usize = 280;
+pub(crate) const ROW: usize = 280;
 
 /// The table as read: its rows and the index length they match.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct Table {
+pub(crate) struct Table {
     pub index_len: u64,
     pub rows: Vec<Fact>,
     /// How many opens have checked a slice of the older files: which slice
@@ -38,13 +38,13 @@ pub struct Table {
 /// Where the header keeps [`Table::turn`].
 const TURN_AT: usize = 24;
 
-pub fn path(dir: &Path) -> PathBuf {
+pub(crate) fn path(dir: &Path) -> PathBuf {
     dir.join(FILE)
 }
 
 /// The table of `dir`, or `None` when it is missing, damaged or of
 /// another layout (the caller rebuilds it).
-pub fn read(dir: &Path) -> Option<Table> {
+pub(crate) fn read(dir: &Path) -> Option<Table> {
     // Read through a small buffer: the table is megabytes at 10,000
     // iterations, and a buffer that size costs more in fresh pages than
     // the decoding does.
@@ -80,7 +80,7 @@ pub fn read(dir: &Path) -> Option<Table> {
 }
 
 /// Writes the whole table (atomically).
-pub fn write_all(dir: &Path, table: &Table) -> Result<()> {
+pub(crate) fn write_all(dir: &Path, table: &Table) -> Result<()> {
     let mut bytes = header(table.rows.len(), table.index_len, table.turn);
     for f in &table.rows {
         bytes.extend_from_slice(&encode(f));
@@ -92,7 +92,7 @@ pub fn write_all(dir: &Path, table: &Table) -> Result<()> {
 /// rewritten record supersedes) and records `index_len`: the row first,
 /// the header last, so a kill in between leaves a header that no longer
 /// matches the index and the table is rebuilt.
-pub fn put(dir: &Path, row: &Fact, index_len: u64) -> Result<()> {
+pub(crate) fn put(dir: &Path, row: &Fact, index_len: u64) -> Result<()> {
     let p = path(dir);
     let io = |e| Error::io(format!("writing {}", p.display()), e);
     let mut f = std::fs::OpenOptions::new()
@@ -125,7 +125,7 @@ const TAKEN_AT: usize = 200;
 /// Records that the rows of these iterations were checked at these times
 /// (their files hashed and found unchanged): written in place, one field
 /// per row. A failure costs the next check the same hashes.
-pub fn restamp(dir: &Path, rows: &[(u32, u64)]) -> Result<()> {
+pub(crate) fn restamp(dir: &Path, rows: &[(u32, u64)]) -> Result<()> {
     write_at(
         dir,
         rows.iter()
@@ -164,7 +164,7 @@ fn header(count: usize, index_len: u64, turn: u64) -> Vec<u8> {
 }
 
 /// Records [`Table::turn`] in place. A failure only repeats a slice.
-pub fn set_turn(dir: &Path, turn: u64) -> Result<()> {
+pub(crate) fn set_turn(dir: &Path, turn: u64) -> Result<()> {
     write_at(dir, [(TURN_AT as u64, turn)])
 }
 

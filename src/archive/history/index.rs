@@ -93,7 +93,7 @@ impl Stamp {
 
 /// What a load did, for tests and the overhead benchmark.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct LoadStats {
+pub(crate) struct LoadStats {
     /// Records taken from the index.
     pub cached: usize,
     /// Files whose line matched size and time but had to be hashed.
@@ -109,7 +109,7 @@ pub struct LoadStats {
 
 /// All iteration files' records, in order, through the index; `files`
 /// are the numbered iteration files (checked for gaps by the caller).
-pub fn load(
+pub(crate) fn load(
     dir: &Path,
     files: &[(u32, PathBuf)],
     repair: bool,
@@ -199,7 +199,7 @@ fn load_stamped(
 /// record's line is where the returned sources say:
 /// what the facts table (`facts.rs`) is rebuilt from. Returns the index's
 /// length.
-pub fn rebuild(
+pub(crate) fn rebuild(
     dir: &Path,
     files: &[(u32, PathBuf)],
 ) -> Result<(Vec<IterationRecord>, Vec<Source>, u64)> {
@@ -225,7 +225,7 @@ pub fn rebuild(
 /// read (the newest iterations' lines are at the index's end); lines far
 /// apart (the baseline's at the start) with one read each, so a window
 /// never reads the whole index.
-pub fn read_span(dir: &Path, wanted: &[(u32, Source)]) -> Vec<Option<IterationRecord>> {
+pub(crate) fn read_span(dir: &Path, wanted: &[(u32, Source)]) -> Vec<Option<IterationRecord>> {
     /// A gap above this between two lines starts another read.
     const GAP: u64 = 64 * 1024;
     let mut order: Vec<usize> = (0..wanted.len())
@@ -280,7 +280,7 @@ pub fn read_span(dir: &Path, wanted: &[(u32, Source)]) -> Vec<Option<IterationRe
 /// Returns where the file was and where its line is, with the index's new
 /// length, for the facts table; a file with no line (a JSON-unsafe record)
 /// has `line_at` `u64::MAX`.
-pub fn append(
+pub(crate) fn append(
     dir: &Path,
     rec: &IterationRecord,
     path: &Path,
@@ -521,7 +521,7 @@ fn hash(bytes: &[u8]) -> String {
 
 /// What a check of the iteration files against their rows found.
 #[derive(Debug, Default)]
-pub struct Checked {
+pub(crate) struct Checked {
     /// Iterations whose file is no longer the one their row was taken
     /// from: missing, of another size or time, or, when the time is racy,
     /// of other bytes.
@@ -535,7 +535,7 @@ pub struct Checked {
 /// Checks the files of `rows`: one `stat` per file (a hash only on doubt).
 /// What a tick runs over the newest files, and beside its first phases
 /// over the rest, or a slice of them (`view.rs`).
-pub fn stale(dir: &Path, rows: &[(u32, super::fact::Source)]) -> Checked {
+pub(crate) fn stale(dir: &Path, rows: &[(u32, super::fact::Source)]) -> Checked {
     let mut out = Checked::default();
     let now = now_ns();
     for &(iteration, ref s) in rows {

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use crate::model::{CallOutcome, IterationRecord, Phase, Usage};
 
-pub const FILE: &str = "ledger.json";
+pub(crate) const FILE: &str = "ledger.json";
 
 /// A named pattern: the newest lesson under that name and where it was seen.
 #[derive(Debug, Clone, PartialEq)]

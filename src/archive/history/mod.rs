@@ -20,21 +20,21 @@ use crate::model::{AgentCall, GuardResult};
 use crate::text::clip::clip;
 
 pub use crate::model::{IterationRecord, Prediction, Verdict};
-pub use index::LoadStats;
+pub(crate) use index::LoadStats;
 
-pub mod axis;
-pub mod fact;
-pub mod facts;
-pub mod index;
-pub mod ledger;
-pub mod view;
+pub(crate) mod axis;
+pub(crate) mod fact;
+pub(crate) mod facts;
+pub(crate) mod index;
+pub(crate) mod ledger;
+pub(crate) mod view;
 
-pub use view::{History, View};
+pub(crate) use view::{History, View};
 
 // Queries over the archive that reports, prompts and decisions share.
 
 /// The best known metric value: the last keep's candidate median, else the baseline's.
-pub fn best_value(history: &[IterationRecord]) -> f64 {
+pub(crate) fn best_value(history: &[IterationRecord]) -> f64 {
     history
         .iter()
         .rev()
@@ -48,7 +48,7 @@ pub fn best_value(history: &[IterationRecord]) -> f64 {
 /// `best_commit` (its iteration and candidate median), or the baseline when
 /// the base is the start commit (nothing kept, or a divergence rollback to
 /// the start). After a rollback to an earlier keep, that keep.
-pub fn best_of(history: &[IterationRecord], best_commit: &str) -> (Option<u32>, f64) {
+pub(crate) fn best_of(history: &[IterationRecord], best_commit: &str) -> (Option<u32>, f64) {
     history
         .iter()
         .rev()
@@ -62,7 +62,7 @@ pub fn best_of(history: &[IterationRecord], best_commit: &str) -> (Option<u32>, 
 }
 
 /// The most recent confirmation test, with the iteration it followed.
-pub fn latest_confirmation(
+pub(crate) fn latest_confirmation(
     history: &[IterationRecord],
 ) -> Option<(u32, &crate::model::Confirmation)> {
     history
@@ -71,20 +71,10 @@ pub fn latest_confirmation(
         .find_map(|r| r.confirmation.as_ref().map(|c| (r.iteration, c)))
 }
 
-/// The best commit of the latest confirmation that found a real gain.
-pub fn last_confirmed_commit(history: &[IterationRecord]) -> Option<String> {
-    history.iter().rev().find_map(|r| {
-        r.confirmation
-            .as_ref()
-            .filter(|c| c.ci.0 > 0.0)
-            .map(|c| c.best.clone())
-    })
-}
-
 /// The latest confirmation test of `best_commit` (the current best), with
 /// the iteration it ran after: a confirmation of an earlier best (before a
 /// keep, or an anchor test of a tip that was rolled back) does not count.
-pub fn confirmation_of<'a>(
+pub(crate) fn confirmation_of<'a>(
     history: &'a [IterationRecord],
     best_commit: &str,
 ) -> Option<(u32, &'a crate::model::Confirmation)> {
@@ -96,7 +86,7 @@ pub fn confirmation_of<'a>(
     })
 }
 
-pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
+pub(crate) fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
     history
         .first()
         .and_then(|r| r.calibration.as_ref())
@@ -104,14 +94,14 @@ pub fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
 }
 
 /// Relative improvement of `best` over `base` in the Brief's direction.
-pub fn improvement(dir: crate::model::Direction, base: f64, best: f64) -> f64 {
+pub(crate) fn improvement(dir: crate::model::Direction, base: f64, best: f64) -> f64 {
     match dir {
         crate::model::Direction::Minimize => 1.0 - best / base,
         crate::model::Direction::Maximize => best / base - 1.0,
     }
 }
 
-pub fn file_name(iteration: u32) -> String {
+pub(crate) fn file_name(iteration: u32) -> String {
     format!("iter-{iteration:03}.md")
 }
 
@@ -126,7 +116,7 @@ pub struct RenderContext<'a> {
     pub direction_word: &'a str,
 }
 
-pub fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
+pub(crate) fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<String> {
     let yaml = serde_saphyr::to_string(rec)
         .map_err(|e| Error::Internal(format!("serializing iteration {}: {e}", rec.iteration)))?;
     let mut s = String::new();
@@ -422,7 +412,7 @@ fn cost_text(c: Option<f64>) -> String {
 
 /// The subagents of an iteration: who ran, how it ended, what it found,
 /// and a link to its archived report.
-pub fn render_subagents(reports: &[crate::model::SubagentReport]) -> String {
+pub(crate) fn render_subagents(reports: &[crate::model::SubagentReport]) -> String {
     use crate::model::ReviewVerdict;
     if reports.is_empty() {
         return String::new();
@@ -464,7 +454,7 @@ pub fn render_subagents(reports: &[crate::model::SubagentReport]) -> String {
 }
 
 /// The "Agent calls" section of an iteration file: one row per call.
-pub fn render_calls(calls: &[AgentCall]) -> String {
+pub(crate) fn render_calls(calls: &[AgentCall]) -> String {
     if calls.is_empty() {
         return String::new();
     }
@@ -538,7 +528,7 @@ fn first_paragraph(text: &str) -> String {
 }
 
 /// Extracts the YAML front matter of a Markdown file.
-pub fn front_matter(text: &str) -> Option<String> {
+pub(crate) fn front_matter(text: &str) -> Option<String> {
     let parser = Parser::new_ext(text, Options::ENABLE_YAML_STYLE_METADATA_BLOCKS);
     let mut inside = false;
     let mut out = String::new();
@@ -554,7 +544,7 @@ pub fn front_matter(text: &str) -> Option<String> {
     None
 }
 
-pub fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
+pub(crate) fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
     let yaml = front_matter(text).ok_or_else(|| Error::Corrupt {
         path: path.to_path_buf(),
         message: "no YAML front matter: the file must start with `---` (restore it from git or remove the file)".into(),
@@ -604,7 +594,7 @@ pub fn write(dir: &Path, rec: &IterationRecord, ctx: &RenderContext) -> Result<I
 
 /// [`write`], saying where the file is and where its index line went (the
 /// facts table's source), with the index's new length.
-pub fn write_sourced(
+pub(crate) fn write_sourced(
     dir: &Path,
     rec: &IterationRecord,
     ctx: &RenderContext,
@@ -648,7 +638,10 @@ pub fn load_and_repair(dir: &Path) -> Result<Vec<IterationRecord>> {
 }
 
 /// [`load`] or [`load_and_repair`], saying how much of it the index answered.
-pub fn load_with_stats(dir: &Path, repair: bool) -> Result<(Vec<IterationRecord>, LoadStats)> {
+pub(crate) fn load_with_stats(
+    dir: &Path,
+    repair: bool,
+) -> Result<(Vec<IterationRecord>, LoadStats)> {
     index::load(dir, &files(dir)?, repair)
 }
 

@@ -373,7 +373,7 @@ impl History {
 /// A `stat` of ten thousand files was the largest cost a tick had left at
 /// that length; a hand edit of an old file is rare, and a bounded delay in
 /// seeing it keeps the tick flat.
-pub const CHECKED_PER_OPEN: usize = 1024;
+pub(crate) const CHECKED_PER_OPEN: usize = 1024;
 
 /// The rows of `older` whose files the open numbered `turn` checks: all of
 /// them up to [`CHECKED_PER_OPEN`], else every k-th (k the fewest slices

@@ -23,7 +23,7 @@ use crate::run::executor::{Local, Purpose};
 use crate::stats;
 use crate::text::clip::fmt_num;
 
-pub fn describe(brief: &Brief, project: &Project) -> String {
+pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
     let mut s = String::new();
     let m = &brief.metric;
     let _ = writeln!(s, "{}: valid", brief.path.display());
@@ -156,7 +156,7 @@ pub fn describe(brief: &Brief, project: &Project) -> String {
 /// path that is missing, not executable or not committed (the worktrees are
 /// checkouts of the committed history), an agent program that cannot start.
 /// `ooda check` exits 2 when there is any.
-pub fn problems(brief: &Brief, project: &Project) -> Vec<String> {
+pub(crate) fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     let m = &brief.metric;
     // A metric or guard program may be what `setup` builds (the quickstart's
     // is): with a setup, one that does not exist yet is left to `--measure`
@@ -283,7 +283,7 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
 /// What may go wrong but does not stop the night: a project template from an
 /// older release that offers `OODA_OUTPUT_FILE` to a tool that cannot write
 /// it (the fenced block still works; the wasted attempts do not).
-pub fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
+pub(crate) fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let mut out = subagent_warnings(brief, project);
     out.extend(unignored_state(brief, project));
     if project.config.placement_for(brief) == crate::model::Placement::Slurm {
@@ -425,7 +425,7 @@ fn subagent_warnings(brief: &Brief, project: &Project) -> Vec<String> {
 }
 
 /// What `describe` says, as data (`ooda check --json`).
-pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
+pub(crate) fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
     use serde_json::json;
     let m = &brief.metric;
     let problems = problems(brief, project);
@@ -539,7 +539,7 @@ pub fn describe_json(brief: &Brief, project: &Project) -> serde_json::Value {
 /// a scratch worktree at HEAD, nothing archived (the prompt and the output
 /// stay in `.ooda/preflight/<brief>/` for reading). Says whether the agent
 /// starts, answers, and answers in a form ooda reads; `Ok(false)` when not.
-pub fn preflight(
+pub(crate) fn preflight(
     project: &Project,
     brief: &Brief,
     cancel: &AtomicBool,
@@ -757,7 +757,7 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
 
 /// Runs setup and guards once, then the metric `n` times, in a scratch
 /// worktree, through the same eval-runner and executor as a tick.
-pub fn measure(
+pub(crate) fn measure(
     project: &Project,
     brief: &Brief,
     n: u32,

@@ -1,6 +1,6 @@
 //! `ooda status [BRIEF] [--tasks] [--json]`.
 
-pub mod table;
+pub(crate) mod table;
 
 use std::fmt::Write as _;
 

@@ -39,7 +39,7 @@ pub struct BriefStatus {
     pub error: Option<String>,
 }
 
-pub fn collect(project: &Project, only: Option<&str>) -> Result<Vec<BriefStatus>> {
+pub(crate) fn collect(project: &Project, only: Option<&str>) -> Result<Vec<BriefStatus>> {
     collect_with(project, only, history::load)
 }
 
@@ -225,7 +225,7 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
     out
 }
 
-pub fn render(rows: &[BriefStatus], color: bool) -> String {
+pub(crate) fn render(rows: &[BriefStatus], color: bool) -> String {
     if rows.is_empty() {
         return "no Briefs in briefs/ (create one with `ooda new NAME`)\n".into();
     }

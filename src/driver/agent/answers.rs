@@ -14,10 +14,10 @@ use crate::brief::points;
 use crate::model::normalize_text as normalize;
 use crate::model::{DiscardKind, Point, Verdict};
 
-pub use crate::model::{Axis, LearnResult, Pattern, Plan};
+pub(crate) use crate::model::{Axis, LearnResult, Pattern, Plan};
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     pub rule: &'static str,
     pub message: String,
 }
@@ -25,7 +25,11 @@ pub struct Rejection {
 /// Checks a plan against the rules every plan must follow, over the rows
 /// of the archive before the plan's iteration (history/fact.rs: texts and
 /// points compared by hash).
-pub fn validate(plan: &Plan, history: &[Fact], next_iteration: u32) -> Result<(), Rejection> {
+pub(crate) fn validate(
+    plan: &Plan,
+    history: &[Fact],
+    next_iteration: u32,
+) -> Result<(), Rejection> {
     if plan.hypothesis.trim().is_empty() {
         return Err(Rejection {
             rule: "hypothesis",
@@ -127,7 +131,7 @@ impl KnownIds {
 /// iteration: kept, falsified (worse or futile), failing on its own account
 /// (a crash, a failed guard), or inconclusive twice. An inconclusive point
 /// is open once more; a point whose base failed was never tried.
-pub fn settled_point(history: &[Fact], key: &str) -> Option<(u32, &'static str)> {
+pub(crate) fn settled_point(history: &[Fact], key: &str) -> Option<(u32, &'static str)> {
     let key = fact::hash(key.as_bytes());
     let at: Vec<&Fact> = history.iter().filter(|r| tried(r) == Some(key)).collect();
     settled_among(&at)
@@ -136,7 +140,7 @@ pub fn settled_point(history: &[Fact], key: &str) -> Option<(u32, &'static str)>
 /// The hashes of every knob point [`settled_point`] finds settled, from one
 /// pass over the rows (a search that asked for each row's point in turn
 /// scanned them all once per row).
-pub fn settled_points(history: &[Fact]) -> std::collections::HashSet<u64> {
+pub(crate) fn settled_points(history: &[Fact]) -> std::collections::HashSet<u64> {
     let mut by: std::collections::HashMap<u64, Vec<&Fact>> = std::collections::HashMap::new();
     for r in history {
         if let Some(k) = tried(r) {
@@ -191,7 +195,11 @@ fn settled_among(at: &[&Fact]) -> Option<(u32, &'static str)> {
 /// Checks a plan's knobs against the Brief's declarations and completes the
 /// point from the current best, because an agent names only the knobs it
 /// changes while the runner writes (and de-duplicates) whole points.
-pub fn validate_knobs(plan: &mut Plan, declared: &[Knob], best: &Point) -> Result<(), Rejection> {
+pub(crate) fn validate_knobs(
+    plan: &mut Plan,
+    declared: &[Knob],
+    best: &Point,
+) -> Result<(), Rejection> {
     if plan.knobs.is_empty() {
         return Ok(());
     }

@@ -10,12 +10,12 @@
 //! differs is how one call is made, and that is the [`Caller`] seam: a
 //! driver that implements it is a [`Driver`](super::Driver).
 
-pub mod answers;
-pub mod named_files;
-pub mod outage;
-pub mod prompt;
-pub mod reply;
-pub mod steps;
+pub(crate) mod answers;
+pub(crate) mod named_files;
+pub(crate) mod outage;
+pub(crate) mod prompt;
+pub(crate) mod reply;
+pub(crate) mod steps;
 
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -25,11 +25,11 @@ use crate::model::{IterationRecord, Phase, Plan, Point};
 use crate::run::executor::Lease;
 
 use super::{Driver, Execution, Lesson, Proposal, Step};
-pub use named_files::NamedFiles;
-pub use reply::{Invocation, Reply};
+pub(crate) use named_files::NamedFiles;
+pub(crate) use reply::{Invocation, Reply};
 
 /// How one call of an agent that answers in text is made.
-pub trait Caller: std::fmt::Debug + Send + Sync {
+pub(crate) trait Caller: std::fmt::Debug + Send + Sync {
     /// How iteration files and reports name the driver:
     /// `command:<profile>` or `llm:<model>`.
     fn driver_name(&self) -> String;
@@ -56,9 +56,6 @@ pub trait Caller: std::fmt::Debug + Send + Sync {
     /// Whether EXECUTE passes the files the plan names on its command line
     /// (`file_arg`, `read_arg`): they are then found before the call.
     fn passes_files(&self) -> bool;
-
-    /// How long one call may take.
-    fn timeout(&self) -> Duration;
 
     /// The same agent as a subagent runs it: its own timeout, and the model
     /// its definition resolves to (an agent CLI reads it as `OODA_MODEL`).

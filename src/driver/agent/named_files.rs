@@ -17,14 +17,14 @@ use crate::error::{IoContext, Result};
 
 /// Files for one EXECUTE call, relative to the worktree.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct NamedFiles {
+pub(crate) struct NamedFiles {
     pub edit: Vec<String>,
     pub read: Vec<String>,
 }
 
 /// The committed files of the worktree at `cand_dir` named in `plan_text`
 /// (editable when the scope allows them) and in `prompt` (read-only).
-pub fn named_files(
+pub(crate) fn named_files(
     brief: &Brief,
     cand_dir: &Path,
     plan_text: &str,

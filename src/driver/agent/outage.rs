@@ -8,14 +8,14 @@
 use std::time::Duration;
 
 /// The waits of one call's outage.
-pub struct Outage {
+pub(crate) struct Outage {
     budget: Duration,
     wait: Duration,
     waited: Duration,
 }
 
 impl Outage {
-    pub fn new(budget: Duration) -> Outage {
+    pub(crate) fn new(budget: Duration) -> Outage {
         Outage {
             budget,
             wait: (budget / 60).clamp(Duration::from_millis(100), Duration::from_secs(30)),
@@ -24,12 +24,12 @@ impl Outage {
     }
 
     /// Time already spent waiting.
-    pub fn waited(&self) -> Duration {
+    pub(crate) fn waited(&self) -> Duration {
         self.waited
     }
 
     /// The next wait (counted as spent), or `None` when the budget is gone.
-    pub fn next_wait(&mut self) -> Option<Duration> {
+    pub(crate) fn next_wait(&mut self) -> Option<Duration> {
         if self.waited >= self.budget {
             return None;
         }

@@ -45,7 +45,7 @@ use crate::error::Result;
 use crate::text::compress::bound;
 
 /// Replaces `{{name}}` with the slot's value; unknown names stay as written.
-pub fn render(template: &str, slots: &[(&str, &str)]) -> String {
+pub(crate) fn render(template: &str, slots: &[(&str, &str)]) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("{{") {
@@ -92,7 +92,7 @@ fn pct(x: f64) -> String {
 /// The last k iterations shown in full: the source's keepTarget =
 /// round(36 − steps·0.8) messages, scaled from messages to iterations so that
 /// it starts at 8 and never goes below 2.
-pub fn recent_count(done: usize) -> usize {
+pub(crate) fn recent_count(done: usize) -> usize {
     let k = ((36.0 - 0.8 * done as f64) / 4.5).round();
     (k.max(2.0) as usize).min(8)
 }
@@ -260,7 +260,7 @@ fn retry_note(message: &str) -> String {
 }
 
 /// The Brief as an agent needs it: the enforced rules in words, then the prose.
-pub fn brief_text(brief: &Brief) -> String {
+pub(crate) fn brief_text(brief: &Brief) -> String {
     let m = &brief.metric;
     let mut s = String::new();
     let _ = writeln!(
@@ -301,7 +301,7 @@ pub fn brief_text(brief: &Brief) -> String {
 }
 
 /// The scope rules in one sentence.
-pub fn scope_text(brief: &Brief) -> String {
+pub(crate) fn scope_text(brief: &Brief) -> String {
     let list = |v: &[String]| {
         v.iter()
             .map(|p| format!("`{p}`"))
@@ -428,11 +428,12 @@ fn knobs_text(brief: &Brief, best: &Point) -> String {
     s.trim_end().to_string()
 }
 
-pub use crate::archive::history::ledger::NamedPattern;
+pub(crate) use crate::archive::history::ledger::NamedPattern;
 
+#[cfg(test)]
 /// Every named pattern of `history`, newest first, one entry per name
 /// (case-insensitive).
-pub fn pattern_entries(history: &[IterationRecord]) -> Vec<NamedPattern> {
+pub(crate) fn pattern_entries(history: &[IterationRecord]) -> Vec<NamedPattern> {
     let mut p = crate::archive::history::ledger::Ledger::default();
     for r in history {
         p.fold(r);
@@ -704,7 +705,7 @@ fn digest_text(recs: &[&IterationRecord], facts: &[Fact], allot: usize) -> (Stri
 }
 
 /// The plan as EXECUTE shows it: what to do, in the agent's own words.
-pub fn plan_text(plan: &Plan) -> String {
+pub(crate) fn plan_text(plan: &Plan) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "- Hypothesis: {}", clip(&plan.hypothesis, 1_000));
     let _ = writeln!(s, "- Change: {}", bound(&plan.change, 4_000));
@@ -729,7 +730,7 @@ pub fn plan_text(plan: &Plan) -> String {
 }
 
 /// Everything the EXECUTE prompt is built from.
-pub struct ExecuteView<'a> {
+pub(crate) struct ExecuteView<'a> {
     pub template: &'a str,
     pub brief: &'a Brief,
     pub iteration: u32,
@@ -739,7 +740,7 @@ pub struct ExecuteView<'a> {
     pub max_chars: usize,
 }
 
-pub fn execute(v: &ExecuteView) -> String {
+pub(crate) fn execute(v: &ExecuteView) -> String {
     let list = |xs: &[String]| {
         if xs.is_empty() {
             "(none)".to_string()
@@ -783,7 +784,7 @@ fn change_note(asked: bool) -> &'static str {
 }
 
 /// Everything the LEARN prompt is built from.
-pub struct LearnView<'a> {
+pub(crate) struct LearnView<'a> {
     pub template: &'a str,
     pub brief: &'a Brief,
     pub record: &'a IterationRecord,
@@ -804,7 +805,7 @@ fn result_file_note(allowed: bool) -> &'static str {
     }
 }
 
-pub fn learn(v: &LearnView) -> String {
+pub(crate) fn learn(v: &LearnView) -> String {
     let r = v.record;
     let predicted = r
         .predicted

@@ -10,7 +10,7 @@ use super::named_files::NamedFiles;
 use crate::model::{AgentCall, CallOutcome, Phase};
 
 /// One step to run.
-pub struct Invocation<'a> {
+pub(crate) struct Invocation<'a> {
     /// PLAN, EXECUTE or LEARN.
     pub phase: Phase,
     /// 1 for the first try of a step, 2 and 3 for PLAN retries.
@@ -39,7 +39,7 @@ pub struct Invocation<'a> {
 
 impl Invocation<'_> {
     /// `iterations/<brief>/artifacts/iter-NNN`.
-    pub fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
+    pub(crate) fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
         iterations_dir
             .join("artifacts")
             .join(format!("iter-{iteration:03}"))
@@ -48,7 +48,7 @@ impl Invocation<'_> {
 
 /// What one step returned.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     /// The record kept in the iteration file; phases refine its outcome.
     pub call: AgentCall,
     /// The result JSON and where it came from, or why there is none (worded for the agent).
@@ -56,13 +56,11 @@ pub struct Reply {
     /// An error the tool itself reported (claude `is_error`, codex
     /// `turn.failed`, gemini `error`), even when it exited 0.
     pub tool_error: Option<String>,
-    /// The combined output, compressed and redacted.
-    pub excerpt: String,
 }
 
 impl Reply {
     /// Whether the process ended well (exit 0, in time).
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.call.outcome == CallOutcome::Ok
     }
 }
@@ -79,7 +77,7 @@ pub(crate) fn relative(base: &Path, p: &Path) -> String {
 /// The body of the last fenced code block tagged `ooda` (```` ```ooda ```` or
 /// `~~~ooda`, any fence length), or `None`. An unclosed last block counts
 /// up to the end of the text: an answer cut off after its JSON is still read.
-pub fn last_ooda_block(text: &str) -> Option<String> {
+pub(crate) fn last_ooda_block(text: &str) -> Option<String> {
     struct Open<'a> {
         fence: char,
         len: usize,
@@ -130,7 +128,7 @@ pub fn last_ooda_block(text: &str) -> Option<String> {
 
 /// Where an agent's result JSON came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     OutputFile,
     FencedBlock,
     /// The whole final text was one JSON object (no fence).
@@ -140,7 +138,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::OutputFile => "OODA_OUTPUT_FILE",
             Source::FencedBlock => "```ooda block",
@@ -153,7 +151,7 @@ impl Source {
 /// The result JSON: `OODA_OUTPUT_FILE` if the agent wrote it, else the last
 /// `ooda` block of the final text. The message of an `Err` is written for the
 /// agent, which may get another try.
-pub fn result_json(
+pub(crate) fn result_json(
     output_file: Option<&str>,
     final_text: Option<&str>,
 ) -> Result<(Value, Source), String> {

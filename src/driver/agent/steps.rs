@@ -37,7 +37,7 @@ use crate::text::clip::clip;
 use crate::text::compress::bound;
 
 /// One try plus two retries for an invalid plan.
-pub const PLAN_ATTEMPTS: u32 = 3;
+pub(crate) const PLAN_ATTEMPTS: u32 = 3;
 
 /// PLAN: a plan, validated (see [`plan_once`]'s retries), with whatever the
 /// agent changed outside the candidate while it planned.
@@ -405,7 +405,7 @@ fn read_plan_shape(t: &Step, reply: &Reply, best: &Point) -> Result<Plan, PlanEr
 }
 
 /// What one PLAN call of `ooda check --preflight` showed.
-pub struct Preflight {
+pub(crate) struct Preflight {
     pub call: AgentCall,
     /// The plan the answer holds, or why it could not be read as one.
     pub plan: std::result::Result<Plan, String>,
@@ -415,7 +415,7 @@ pub struct Preflight {
 /// and no wait for an unavailable API: does the agent start, answer, and
 /// answer with a plan the validator accepts? Before a first run the plan is
 /// judged against the baseline iteration 0 that run will have.
-pub fn preflight(agent: &dyn Caller, t: &Step, best: &Point) -> Result<Preflight> {
+pub(crate) fn preflight(agent: &dyn Caller, t: &Step, best: &Point) -> Result<Preflight> {
     let step = Talk::new(agent, t);
     let (text, _) = prompt::plan(&PlanView {
         template: &step.template("plan.md"),
@@ -482,7 +482,7 @@ fn sanitize_plan(p: &mut Plan) {
 /// Agent prose as the runner stores it: bounded, and unable to fake the
 /// runner's own sections of an iteration file (a line starting like a
 /// heading or a front-matter fence is escaped).
-pub fn prose(s: &str, max: usize) -> String {
+pub(crate) fn prose(s: &str, max: usize) -> String {
     bound(s.trim(), max)
         .lines()
         .map(escape_line)
@@ -491,7 +491,7 @@ pub fn prose(s: &str, max: usize) -> String {
 }
 
 /// One line of agent text, at most `max` characters, escaped like [`prose`].
-pub fn line(s: &str, max: usize) -> String {
+pub(crate) fn line(s: &str, max: usize) -> String {
     escape_line(&clip(s, max))
 }
 
@@ -630,7 +630,7 @@ fn read_learn(v: &Value) -> std::result::Result<LearnResult, String> {
 
 /// The runner's own lessons (used when the agent gives none): a discarded
 /// hypothesis is falsified by the measurement, whatever the agent says.
-pub fn runner_learn(rec: &IterationRecord) -> LearnResult {
+pub(crate) fn runner_learn(rec: &IterationRecord) -> LearnResult {
     LearnResult {
         falsified: (rec.falsifies() && !rec.hypothesis.is_empty()).then(|| {
             format!(
@@ -647,7 +647,7 @@ pub fn runner_learn(rec: &IterationRecord) -> LearnResult {
 /// them, the runner's falsified statement otherwise. Whether anything was
 /// falsified is the runner's call: an agent can file only a worse or
 /// futile discard as falsified (not an inconclusive one, a keep or a crash).
-pub fn merge_learn(
+pub(crate) fn merge_learn(
     runner: LearnResult,
     agent: Option<LearnResult>,
     rec: &IterationRecord,

@@ -18,11 +18,11 @@ use serde_json::Value;
 
 use crate::config::AgentFormat;
 
-pub use crate::model::Usage;
+pub(crate) use crate::model::Usage;
 
 /// What an agent's stdout says, per its format.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Parsed {
+pub(crate) struct Parsed {
     /// The agent's final message, where the format has one.
     pub text: Option<String>,
     pub usage: Usage,
@@ -96,7 +96,7 @@ fn after(label: String, tried: Option<String>) -> String {
 }
 
 /// Parses `stdout` as `format` prints it.
-pub fn parse(format: AgentFormat, stdout: &str) -> Parsed {
+pub(crate) fn parse(format: AgentFormat, stdout: &str) -> Parsed {
     let mut p = match format {
         AgentFormat::ClaudeJson => claude_json(stdout),
         AgentFormat::ClaudeStreamJson => claude_stream(stdout),

@@ -20,7 +20,7 @@
 //!   Only what the runner itself cannot do (start a process in a missing
 //!   directory, write a file, honour Ctrl-C) is an `Err`.
 
-pub mod formats;
+pub(crate) mod formats;
 
 use crate::model::CommandOutcome;
 use std::path::Path;
@@ -42,7 +42,7 @@ const OUTPUT_ARTIFACT_CHARS: usize = 16_000;
 
 /// A Brief's `agent:` resolved to a profile of `ooda.yaml` (or a preset).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CommandAgent {
+pub(crate) struct CommandAgent {
     pub name: String,
     pub profile: AgentProfile,
     /// Whether ooda's sandbox is in force for its steps (which of the
@@ -50,12 +50,12 @@ pub struct CommandAgent {
     pub sandboxed: bool,
 }
 
-pub use crate::run::exec::shell_quote;
+pub(crate) use crate::run::exec::shell_quote;
 
 impl CommandAgent {
     /// The exact shell line that runs for every step (with the `OODA_*`
     /// variables set), e.g. `claude -p --output-format json … < "$OODA_PROMPT_FILE"`.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         self.line_with(self.sandbox_args())
     }
 
@@ -70,7 +70,7 @@ impl CommandAgent {
 
     /// The line of one step: the profile's arguments for `phase`, and in
     /// EXECUTE the files the plan names (`file_arg`, `read_arg`).
-    pub fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
+    pub(crate) fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
         let p = &self.profile;
         let mut extra: Vec<String> = self.sandbox_args().to_vec();
         extra.extend(p.args_by_phase.of(phase).iter().cloned());
@@ -146,12 +146,12 @@ impl CommandAgent {
         }
     }
 
-    pub fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         self.profile.timeout.unwrap_or(DEFAULT_AGENT_TIMEOUT)
     }
 
     /// A warning when the program cannot be found, for `ooda check`.
-    pub fn program_problem(&self, root: &Path) -> Option<String> {
+    pub(crate) fn program_problem(&self, root: &Path) -> Option<String> {
         program_problem(root, self.profile.command.first()?, "the agent")
     }
 
@@ -309,7 +309,6 @@ impl CommandAgent {
                 .error_reported
                 .then(|| parsed.problem.clone())
                 .flatten(),
-            excerpt,
         })
     }
 }
@@ -343,10 +342,6 @@ impl Caller for CommandAgent {
         self.profile.file_arg.is_some() || self.profile.read_arg.is_some()
     }
 
-    fn timeout(&self) -> Duration {
-        CommandAgent::timeout(self)
-    }
-
     fn for_subagent(&self, timeout: Duration, model: Option<String>) -> Box<dyn Caller> {
         let mut agent = self.clone();
         agent.profile.timeout = Some(timeout);
@@ -369,7 +364,7 @@ impl Caller for CommandAgent {
 /// worktree, if it will not: a relative path is looked up in the project
 /// root (the worktree is a checkout of its committed `HEAD`), an absolute
 /// one where it is, a bare name on `PATH`. `who` names it in the message.
-pub fn program_problem(root: &Path, program: &str, who: &str) -> Option<String> {
+pub(crate) fn program_problem(root: &Path, program: &str, who: &str) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| {
         std::fs::metadata(p)

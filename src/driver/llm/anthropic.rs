@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 
 use super::wire::{Completion, Request, Speaker, Tokens, ToolCall};
 
-pub const PATH: &str = "/messages";
-pub const VERSION: &str = "2023-06-01";
+pub(crate) const PATH: &str = "/messages";
+pub(crate) const VERSION: &str = "2023-06-01";
 
-pub fn body(model: &str, req: &Request) -> Value {
+pub(crate) fn body(model: &str, req: &Request) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     for m in req.messages {
         let (role, blocks) = match m.speaker {
@@ -70,7 +70,7 @@ pub fn body(model: &str, req: &Request) -> Value {
     body
 }
 
-pub fn parse(v: &Value) -> Result<Completion, String> {
+pub(crate) fn parse(v: &Value) -> Result<Completion, String> {
     if v.get("type").and_then(Value::as_str) == Some("error") {
         return Err("an error object where a message was expected".into());
     }

@@ -16,7 +16,7 @@ use super::{anthropic, openai};
 use crate::config::{ModelTier, Provider};
 use crate::error::{Error, Result};
 
-pub struct Client {
+pub(crate) struct Client {
     tier: ModelTier,
     http: reqwest::Client,
     rt: tokio::runtime::Runtime,
@@ -28,7 +28,7 @@ const MAX_BODY: usize = 32 << 20;
 
 /// One request's answer and how long it took (the successful try only).
 #[derive(Debug)]
-pub struct Answered {
+pub(crate) struct Answered {
     pub completion: Completion,
     pub latency: Duration,
     /// Requests made, retries included.
@@ -36,7 +36,7 @@ pub struct Answered {
 }
 
 impl Client {
-    pub fn new(tier: &ModelTier) -> Result<Client> {
+    pub(crate) fn new(tier: &ModelTier) -> Result<Client> {
         // reqwest is built without a TLS provider of its own (no OpenSSL,
         // no C build of aws-lc): ring is installed once for the process.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -55,12 +55,12 @@ impl Client {
         })
     }
 
-    pub fn tier(&self) -> &ModelTier {
+    pub(crate) fn tier(&self) -> &ModelTier {
         &self.tier
     }
 
     /// The endpoint requests go to.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         let path = match self.tier.provider {
             Provider::Openai => openai::PATH,
             Provider::Anthropic => anthropic::PATH,
@@ -73,7 +73,7 @@ impl Client {
     /// past it). `waiting` hears of each wait before it starts (the error
     /// and the delay). `Err` is only an interruption; a request that failed
     /// for good is `Ok(Err(..))`, data.
-    pub fn complete(
+    pub(crate) fn complete(
         &self,
         req: &Request,
         request: u32,

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::wire::ToolCall;
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub goal: String,
     pub options: Vec<String>,
     pub choice: String,
@@ -25,7 +25,7 @@ pub struct Decision {
 const FIELD_CHARS: usize = 400;
 
 /// The model's block, or the fallback from its call and text.
-pub fn attribute(text: &str, call: Option<&ToolCall>) -> Decision {
+pub(crate) fn attribute(text: &str, call: Option<&ToolCall>) -> Decision {
     if let Some(d) = parse(text) {
         return d;
     }

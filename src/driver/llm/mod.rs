@@ -22,14 +22,14 @@
 //! environment variable the tier names, at the moment a request is sent, and
 //! is never written anywhere.
 
-pub mod anthropic;
-pub mod client;
+pub(crate) mod anthropic;
+pub(crate) mod client;
 pub mod context;
-pub mod decision;
-pub mod openai;
-pub mod retry;
+pub(crate) mod decision;
+pub(crate) mod openai;
+pub(crate) mod retry;
 pub mod store;
-pub mod tool_loop;
+pub(crate) mod tool_loop;
 pub mod tools;
 pub mod wire;
 
@@ -42,12 +42,12 @@ use crate::error::Result;
 use crate::model::Phase;
 use crate::run::executor::Lease;
 
-pub use tool_loop::LlmSetup;
+pub(crate) use tool_loop::LlmSetup;
 
 /// `agent: llm` (or a subagent's `driver: llm`), resolved: which model and
 /// tools, and how long one step may take.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LlmAgent {
+pub(crate) struct LlmAgent {
     pub setup: LlmSetup,
     pub timeout: Duration,
     /// Whether ooda's sandbox confines the commands the model runs.
@@ -55,7 +55,7 @@ pub struct LlmAgent {
 }
 
 impl LlmAgent {
-    pub fn new(setup: LlmSetup, config: &Config) -> LlmAgent {
+    pub(crate) fn new(setup: LlmSetup, config: &Config) -> LlmAgent {
         LlmAgent {
             setup,
             timeout: DEFAULT_AGENT_TIMEOUT,
@@ -64,7 +64,7 @@ impl LlmAgent {
     }
 
     /// What `ooda check` prints and the events record as what runs.
-    pub fn command_line(&self) -> String {
+    pub(crate) fn command_line(&self) -> String {
         format!("llm: {}", self.setup.describe())
     }
 }
@@ -97,10 +97,6 @@ impl Caller for LlmAgent {
 
     fn passes_files(&self) -> bool {
         false
-    }
-
-    fn timeout(&self) -> Duration {
-        self.timeout
     }
 
     /// The definition's model was resolved into the setup already.

@@ -5,10 +5,10 @@ use serde_json::{Value, json};
 
 use super::wire::{Completion, Request, Speaker, Tokens, ToolCall, arguments};
 
-pub const PATH: &str = "/chat/completions";
+pub(crate) const PATH: &str = "/chat/completions";
 
 /// The request body.
-pub fn body(model: &str, base_url: &str, req: &Request) -> Value {
+pub(crate) fn body(model: &str, base_url: &str, req: &Request) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
     for m in req.messages {
         messages.push(match m.speaker {
@@ -64,7 +64,7 @@ pub fn body(model: &str, base_url: &str, req: &Request) -> Value {
 
 /// The answer, or what is wrong with the body. `request` numbers the ids
 /// given to calls a server sent without one, so they stay unique in a step.
-pub fn parse(v: &Value, request: u32) -> Result<Completion, String> {
+pub(crate) fn parse(v: &Value, request: u32) -> Result<Completion, String> {
     let choice = v
         .get("choices")
         .and_then(|c| c.get(0))

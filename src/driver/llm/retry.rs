@@ -19,13 +19,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 /// The longest wait a server may ask for and be obeyed.
-pub const MAX_SERVER_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_SERVER_WAIT: Duration = Duration::from_secs(60);
 const INITIAL: f64 = 0.5;
 const CAP: f64 = 8.0;
 
 /// One failed request.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// The HTTP status; `None` when no response came (connection, timeout).
     pub status: Option<u16>,
     /// The API's error type or code (`overloaded_error`, `rate_limit_exceeded`,
@@ -43,7 +43,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// A failure before any response: refused connection, timeout, reset.
-    pub fn transport(what: impl Into<String>) -> ApiError {
+    pub(crate) fn transport(what: impl Into<String>) -> ApiError {
         ApiError {
             status: None,
             kind: "connection".into(),
@@ -56,7 +56,7 @@ impl ApiError {
 
     /// A response that is not what the API documents (a proxy's HTML page,
     /// a truncated body): not retried, the same server would send it again.
-    pub fn garbage(status: u16, what: impl Into<String>) -> ApiError {
+    pub(crate) fn garbage(status: u16, what: impl Into<String>) -> ApiError {
         ApiError {
             status: Some(status),
             kind: "unreadable_response".into(),
@@ -68,7 +68,7 @@ impl ApiError {
     }
 
     /// An error response, classified.
-    pub fn from_response(
+    pub(crate) fn from_response(
         status: u16,
         headers: &reqwest::header::HeaderMap,
         body: &str,
@@ -100,7 +100,7 @@ impl ApiError {
 
     /// The wait before retry number `n` (0 for the first retry); `jitter`
     /// is uniform in [0, 1).
-    pub fn delay(&self, n: u32, jitter: f64) -> Duration {
+    pub(crate) fn delay(&self, n: u32, jitter: f64) -> Duration {
         if let Some(d) = self.retry_after {
             return d;
         }
@@ -111,7 +111,7 @@ impl ApiError {
 
     /// The one line an iteration file keeps: "model API: HTTP 529
     /// overloaded_error after 5 tries (Overloaded)".
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let what = match self.status {
             Some(s) => format!("HTTP {s} {}", self.kind),
             None => self.kind.clone(),
@@ -166,7 +166,11 @@ fn reason(status: u16) -> &'static str {
 }
 
 /// The wait a server asked for, when it is positive and at most 60 s.
-pub fn server_wait(ms: Option<&str>, after: Option<&str>, now: DateTime<Utc>) -> Option<Duration> {
+pub(crate) fn server_wait(
+    ms: Option<&str>,
+    after: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<Duration> {
     let ok = |secs: f64| {
         (secs.is_finite() && secs > 0.0 && secs <= MAX_SERVER_WAIT.as_secs_f64())
             .then(|| Duration::from_secs_f64(secs))

@@ -30,7 +30,7 @@ use crate::model::{AnomalyKind, Phase, Usage};
 use crate::run::executor::Lease;
 
 /// Requests one step may make (L2's included).
-pub const MAX_REQUESTS: u32 = 40;
+pub(crate) const MAX_REQUESTS: u32 = 40;
 /// Times a model that answers in prose is asked to call `finish`.
 const NUDGES: u32 = 2;
 /// L2's request limits: one condensation may take this long in all.
@@ -40,7 +40,7 @@ const CONDENSE_INPUT: usize = 60_000;
 /// The llm driver for one Brief (or one subagent): which model, which
 /// commands, which numbers.
 #[derive(Clone, Debug, PartialEq)]
-pub struct LlmSetup {
+pub(crate) struct LlmSetup {
     /// What the Brief or definition asked for: a tier or a model id.
     pub choice: String,
     pub tier: ModelTier,
@@ -61,7 +61,7 @@ impl LlmSetup {
     /// Resolves `model` (a tier, a model id, or `None` for `heavy`)
     /// against `ooda.yaml`'s `models`. The message says what to add when a
     /// tier is missing and which variable holds no key.
-    pub fn resolve(
+    pub(crate) fn resolve(
         config: &Config,
         brief: &Brief,
         model: Option<&str>,
@@ -132,12 +132,12 @@ impl LlmSetup {
     }
 
     /// How iteration files name it: `llm:<model>`.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("llm:{}", self.tier.model)
     }
 
     /// What `ooda check` and the events say runs.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} {} at {}",
             self.tier.provider.as_str(),
@@ -147,7 +147,7 @@ impl LlmSetup {
     }
 
     /// Runs one step. See the module documentation.
-    pub fn run(
+    pub(crate) fn run(
         &self,
         inv: &Invocation,
         lease: &dyn Lease,
@@ -282,7 +282,6 @@ impl<'a> Loop<'a> {
     fn run(mut self) -> Result<Reply> {
         let mut nudges = 0;
         let mut squeezed = false;
-        let mut last_text = String::new();
         let end: End = loop {
             if self.requests >= self.setup.max_requests {
                 break Err((
@@ -356,7 +355,6 @@ impl<'a> Loop<'a> {
             if !answer.model.is_empty() {
                 self.model = Some(answer.model.clone());
             }
-            last_text = answer.text.clone();
             self.memory.steps = self.requests;
             let reply = answer.message();
             self.log(&reply)?;
@@ -448,7 +446,7 @@ impl<'a> Loop<'a> {
                 break Ok(v);
             }
         };
-        self.reply(end, &last_text)
+        self.reply(end)
     }
 
     /// The next prompt: the window fitted, compacted when near the window.
@@ -719,7 +717,7 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    fn reply(self, end: End, last_text: &str) -> Result<Reply> {
+    fn reply(self, end: End) -> Result<Reply> {
         let seconds = self.started.elapsed().as_secs_f64();
         let (outcome, problem, result) = match end {
             Ok(v) => {
@@ -756,7 +754,6 @@ impl<'a> Loop<'a> {
             call,
             result,
             tool_error: None,
-            excerpt: crate::text::clip::clip(&scrub(&self.secrets, last_text), 4_000),
         })
     }
 }

@@ -18,12 +18,12 @@ use crate::archive::history::fact::Fact;
 use crate::model::{
     Budget, CallOutcome, IterationRecord, LoggedAnomaly as Logged, Phase, Stop, StopReason, Verdict,
 };
-pub use crate::model::{Grade, JudgedIteration, Judgement};
+pub(crate) use crate::model::{Grade, JudgedIteration, Judgement};
 use crate::report::trace::{Kind, Node, Status};
 
 /// One check that did not pass: which, how bad, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Finding {
+pub(crate) struct Finding {
     /// `final_answer`, `anomaly`, `model_calls`, `agent_calls`,
     /// `time_limit`, `tool_errors`, `verdict`, `stop`, `confirmation`,
     /// `iterations`, `progress`.
@@ -34,7 +34,7 @@ pub struct Finding {
 
 /// The grade of an iteration (or of the run, `iteration` None).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Graded {
+pub(crate) struct Graded {
     pub iteration: Option<u32>,
     pub grade: Grade,
     /// The checks that warned or failed; none for a pass.
@@ -55,7 +55,7 @@ impl Graded {
     }
 
     /// "warn: 2 of 3 model requests failed; …", or "pass".
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         if self.findings.is_empty() {
             return self.grade.as_str().to_string();
         }
@@ -66,7 +66,7 @@ impl Graded {
 
 /// The run's grade, every iteration's, and the judge's verdict if one ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Evaluation {
+pub(crate) struct Evaluation {
     pub run: Graded,
     pub iterations: Vec<Graded>,
     pub judge: Option<Judgement>,
@@ -77,7 +77,7 @@ pub struct Evaluation {
 }
 
 /// What the checks read.
-pub struct Inputs<'a> {
+pub(crate) struct Inputs<'a> {
     /// The iterations graded one by one: the baseline first, then the
     /// newest the runner holds in full (every one in a short archive).
     pub graded: Vec<&'a IterationRecord>,
@@ -104,7 +104,7 @@ const FAILED_SHARE: f64 = 0.5;
 /// was still improving when the budget ended it.
 const STILL_IMPROVING: f64 = 0.2;
 
-pub fn evaluate(x: &Inputs) -> Evaluation {
+pub(crate) fn evaluate(x: &Inputs) -> Evaluation {
     let iterations: Vec<Graded> = x
         .graded
         .iter()
@@ -442,7 +442,7 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
 
 /// Reads a judge's answer: `{"verdict": "pass|warn|fail", "why": "…",
 /// "iterations": [{"iteration": 3, "verdict": "fail", "why": "…"}]}`.
-pub fn judgement_of(judge: &str, v: &serde_json::Value) -> Result<Judgement, String> {
+pub(crate) fn judgement_of(judge: &str, v: &serde_json::Value) -> Result<Judgement, String> {
     let grade = |v: &serde_json::Value, at: &str| {
         v.get("verdict")
             .and_then(serde_json::Value::as_str)

@@ -2,7 +2,7 @@
 
 /// An attribute value (`AnyValue`).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Attr {
+pub(crate) enum Attr {
     Str(String),
     Bool(bool),
     Int(i64),
@@ -12,7 +12,7 @@ pub enum Attr {
 
 impl Attr {
     /// From a trace attribute; `None` for null (left out) and objects.
-    pub fn from_json(v: &serde_json::Value) -> Option<Attr> {
+    pub(crate) fn from_json(v: &serde_json::Value) -> Option<Attr> {
         use serde_json::Value;
         Some(match v {
             Value::String(s) => Attr::Str(s.clone()),
@@ -27,10 +27,10 @@ impl Attr {
     }
 }
 
-pub type KeyValue = (String, Attr);
+pub(crate) type KeyValue = (String, Attr);
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct SpanEvent {
+pub(crate) struct SpanEvent {
     pub time_unix_nano: u64,
     pub name: String,
     pub attributes: Vec<KeyValue>,
@@ -38,13 +38,13 @@ pub struct SpanEvent {
 
 /// `SPAN_KIND_INTERNAL` and `SPAN_KIND_CLIENT`, the two ooda uses.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum SpanKind {
+pub(crate) enum SpanKind {
     Internal = 1,
     Client = 3,
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Span {
+pub(crate) struct Span {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     pub parent_span_id: Option<[u8; 8]>,
@@ -60,7 +60,7 @@ pub struct Span {
 
 /// One `ExportTraceServiceRequest`: a resource, one scope, its spans.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Batch {
+pub(crate) struct Batch {
     pub resource: Vec<KeyValue>,
     pub scope_name: String,
     pub scope_version: String,

@@ -53,7 +53,7 @@ fn span(s: &Span) -> Value {
 }
 
 /// One line of the OTLP File Exporter format.
-pub fn encode(b: &Batch) -> String {
+pub(super) fn encode(b: &Batch) -> String {
     json!({
         "resourceSpans": [{
             "resource": {"attributes": kvs(&b.resource)},

@@ -29,7 +29,7 @@ enum Job {
 
 /// Where and how to send, from the standard OTLP exporter variables.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     pub url: String,
     pub headers: Vec<(String, String)>,
     pub json: bool,
@@ -41,7 +41,7 @@ pub struct Endpoint {
 impl Endpoint {
     /// `None` when no endpoint is set. `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
     /// is used as it is; `OTEL_EXPORTER_OTLP_ENDPOINT` gets `/v1/traces`.
-    pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Endpoint> {
+    pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Endpoint> {
         let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
         let url = match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
             Some(u) => u.trim().to_string(),
@@ -112,7 +112,7 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// The sink that feeds the exporter thread.
-pub struct Live {
+pub(crate) struct Live {
     tx: Mutex<Option<Sender<Job>>>,
     /// What ended but may still log (the synthesizer writes its notes
     /// after the verdict, and after the stop on the last iteration): sent
@@ -124,7 +124,7 @@ pub struct Live {
 impl Live {
     /// An exporter for the Brief whose log is `dir/events.jsonl`, when the
     /// environment names a collector.
-    pub fn from_env(dir: &Path) -> Option<Live> {
+    pub(crate) fn from_env(dir: &Path) -> Option<Live> {
         let endpoint = Endpoint::from_env(|k| std::env::var(k).ok())?;
         if let Some(w) = &endpoint.warning {
             eprintln!("warning: {w}");
@@ -132,7 +132,7 @@ impl Live {
         Some(Live::start(dir.to_path_buf(), endpoint))
     }
 
-    pub fn start(dir: PathBuf, endpoint: Endpoint) -> Live {
+    pub(crate) fn start(dir: PathBuf, endpoint: Endpoint) -> Live {
         let (tx, rx) = mpsc::channel::<Job>();
         let (done_tx, done_rx) = mpsc::channel();
         let handle = std::thread::spawn(move || {

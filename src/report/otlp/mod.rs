@@ -20,27 +20,22 @@ mod json;
 mod live;
 mod proto;
 
-pub use data::{Attr, Batch, KeyValue, Span, SpanEvent, SpanKind};
-pub use live::Live;
+pub(crate) use data::{Attr, Batch, KeyValue, Span, SpanEvent, SpanKind};
+pub(crate) use live::Live;
 
 use serde_json::Value;
 
 use crate::report::trace::{Kind, Node, Status};
 
 /// The export of one run as OTLP/JSON lines: one batch per line.
-pub fn lines(run: &Node, one_line: bool) -> Vec<String> {
+pub(crate) fn lines(run: &Node, one_line: bool) -> Vec<String> {
     batches(run, one_line).iter().map(json::encode).collect()
-}
-
-/// The same batches in the protobuf encoding, for OTLP/HTTP.
-pub fn protobuf(batch: &Batch) -> Vec<u8> {
-    proto::encode(batch)
 }
 
 /// The run's span and what is not in an iteration first, then one batch
 /// per iteration; with `one_line`, everything in one batch (what older
 /// Jaeger UIs can upload: they read a file as a single JSON document).
-pub fn batches(run: &Node, one_line: bool) -> Vec<Batch> {
+pub(crate) fn batches(run: &Node, one_line: bool) -> Vec<Batch> {
     let mut out = vec![run_batch(run)];
     for it in run.children.iter().filter(|c| c.kind == Kind::Iteration) {
         let b = iteration_batch(run, it);
@@ -58,7 +53,7 @@ fn trace_of(run: &Node) -> [u8; 16] {
 }
 
 /// One iteration's spans (and everything below), parented to the run.
-pub fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
+pub(crate) fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
     let mut spans = Vec::new();
     collect(iteration, trace_of(run), span_id(&run.id), &mut spans);
     batch(run, spans)
@@ -66,7 +61,7 @@ pub fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
 
 /// The run's own span, with what it holds outside any iteration (the
 /// synthesizer's notes at the stop, a confirmation after a resume).
-pub fn run_batch(run: &Node) -> Batch {
+pub(crate) fn run_batch(run: &Node) -> Batch {
     let trace = trace_of(run);
     let mut spans = vec![span(run, trace, None)];
     for c in run.children.iter().filter(|c| c.kind != Kind::Iteration) {
@@ -283,7 +278,7 @@ fn fnv(bytes: &[u8], seed: u64) -> u64 {
 }
 
 /// The run's trace id: 16 bytes derived from its run id.
-pub fn trace_id(run_id: &str) -> [u8; 16] {
+pub(crate) fn trace_id(run_id: &str) -> [u8; 16] {
     let mut id = [0; 16];
     id[..8].copy_from_slice(&fnv(run_id.as_bytes(), 0x7472_6163).to_be_bytes());
     id[8..].copy_from_slice(&fnv(run_id.as_bytes(), 0x6f6f_6461).to_be_bytes());
@@ -291,7 +286,7 @@ pub fn trace_id(run_id: &str) -> [u8; 16] {
 }
 
 /// A span id: 8 bytes derived from the event id that opened the node.
-pub fn span_id(event_id: &str) -> [u8; 8] {
+pub(crate) fn span_id(event_id: &str) -> [u8; 8] {
     fnv(event_id.as_bytes(), 0).to_be_bytes()
 }
 

@@ -101,7 +101,7 @@ fn span(out: &mut Vec<u8>, s: &Span) {
 }
 
 /// An `ExportTraceServiceRequest`.
-pub fn encode(b: &Batch) -> Vec<u8> {
+pub(super) fn encode(b: &Batch) -> Vec<u8> {
     let mut out = Vec::new();
     // resource_spans 1 → resource 1 (attributes 1), scope_spans 2 →
     // scope 1 (name 1, version 2), spans 2.

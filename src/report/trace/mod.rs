@@ -16,8 +16,8 @@
 mod node;
 mod render;
 
-pub use node::{Kind, Node, Note, Status, Transition};
-pub use render::{Style, render};
+pub(crate) use node::{Kind, Node, Note, Status, Transition};
+pub(crate) use render::{Style, render};
 
 use std::collections::HashMap;
 
@@ -29,10 +29,10 @@ use crate::model::CommandOutcome;
 use crate::model::{CallOutcome, SubagentOutcome, TaskState, Usage, Verdict};
 
 /// Version of the `ooda trace --json` document.
-pub const TRACE_SCHEMA: u32 = 1;
+pub(crate) const TRACE_SCHEMA: u32 = 1;
 
 /// The runs in `records`, in the order they started: one tree each.
-pub fn build(records: &[Record]) -> Vec<Node> {
+pub(crate) fn build(records: &[Record]) -> Vec<Node> {
     let mut b = Builder::default();
     for r in records {
         b.add(r);
@@ -137,7 +137,7 @@ fn abandon(run: &mut Node) {
 }
 
 /// The iteration `n` of a run, if the log has it.
-pub fn iteration(run: &Node, n: u32) -> Option<&Node> {
+pub(crate) fn iteration(run: &Node, n: u32) -> Option<&Node> {
     // The last of that number: an iteration started again after a kill (a
     // baseline measured again) left its first attempt behind.
     run.children

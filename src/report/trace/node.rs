@@ -9,7 +9,7 @@ use crate::model::{TaskState, Usage};
 /// What kind of work a node is; the levels of the tree, outermost first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     Run,
     Iteration,
     Phase,
@@ -28,7 +28,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Kind::Run => "run",
             Kind::Iteration => "iteration",
@@ -46,7 +46,7 @@ impl Kind {
 /// Whether the work ended well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     Ok,
     Failed,
     /// Ended by Ctrl-C, a signal or a stop.
@@ -56,7 +56,7 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Failed => "failed",
@@ -69,7 +69,7 @@ impl Status {
 /// Something a node logged that is not a child span: a plan, a decision,
 /// an anomaly, a retry. `kind` is the event's `type`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Note {
+pub(crate) struct Note {
     pub at: DateTime<Utc>,
     pub kind: String,
     /// One line for a human.
@@ -77,7 +77,7 @@ pub struct Note {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Node {
+pub(crate) struct Node {
     /// The id of the event that opened it in `events.jsonl`.
     pub id: String,
     pub kind: Kind,
@@ -109,7 +109,7 @@ pub struct Node {
 
 /// A task entering a state.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Transition {
+pub(crate) struct Transition {
     pub at: DateTime<Utc>,
     pub state: TaskState,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -117,7 +117,7 @@ pub struct Transition {
 }
 
 impl Node {
-    pub fn new(
+    pub(crate) fn new(
         id: &str,
         kind: Kind,
         name: String,
@@ -144,25 +144,25 @@ impl Node {
     }
 
     /// Seconds from the node's start to `end` (none before it).
-    pub fn seconds_until(&self, end: DateTime<Utc>) -> f64 {
+    pub(crate) fn seconds_until(&self, end: DateTime<Utc>) -> f64 {
         (end - self.start).num_milliseconds().max(0) as f64 / 1000.0
     }
 
     /// Where the task stands (its last state), if it is one.
-    pub fn state(&self) -> Option<TaskState> {
+    pub(crate) fn state(&self) -> Option<TaskState> {
         self.states.last().map(|t| t.state)
     }
 
-    pub fn set(&mut self, key: &str, value: impl Into<Value>) {
+    pub(crate) fn set(&mut self, key: &str, value: impl Into<Value>) {
         self.attributes.insert(key.to_string(), value.into());
     }
 
-    pub fn attribute(&self, key: &str) -> Option<&str> {
+    pub(crate) fn attribute(&self, key: &str) -> Option<&str> {
         self.attributes.get(key).and_then(Value::as_str)
     }
 
     /// Every node below this one, depth first, this one first.
-    pub fn walk(&self) -> Vec<&Node> {
+    pub(crate) fn walk(&self) -> Vec<&Node> {
         let mut out = vec![self];
         for c in &self.children {
             out.extend(c.walk());
@@ -170,8 +170,9 @@ impl Node {
         out
     }
 
+    #[cfg(test)]
     /// Whether this node or one below it failed.
-    pub fn has_failure(&self) -> bool {
+    pub(crate) fn has_failure(&self) -> bool {
         self.status == Status::Failed || self.children.iter().any(Node::has_failure)
     }
 }

@@ -12,7 +12,7 @@ use crate::model::Usage;
 
 /// How much to draw.
 #[derive(Debug, Clone, Copy)]
-pub struct Style {
+pub(crate) struct Style {
     pub color: bool,
     /// Every command on its own line, and notes unclipped.
     pub verbose: bool,
@@ -21,7 +21,7 @@ pub struct Style {
 }
 
 /// Draws `roots` and everything below them.
-pub fn render(roots: &[&Node], style: Style) -> String {
+pub(crate) fn render(roots: &[&Node], style: Style) -> String {
     let mut out = String::new();
     for root in roots {
         line(&mut out, root, "", "", style, None);

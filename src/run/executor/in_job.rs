@@ -8,7 +8,7 @@ use super::{Executor, Lease, Local, Purpose};
 use crate::error::Result;
 use crate::model::ClusterJob;
 
-pub struct InJob {
+pub(super) struct InJob {
     here: Local,
     job: ClusterJob,
     /// A measurement ran since the jobs were last taken.
@@ -18,7 +18,7 @@ pub struct InJob {
 impl InJob {
     /// The job this process runs in, by Slurm's environment; `None` when
     /// it is not in one.
-    pub fn from_env(here: Local) -> std::result::Result<InJob, Local> {
+    pub(super) fn from_env(here: Local) -> std::result::Result<InJob, Local> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         match var("SLURM_JOB_ID") {
             Some(id) => Ok(InJob {

@@ -12,7 +12,7 @@ use crate::run::sandbox::InForce;
 /// Runs every command here, as a child process group of ooda, confined by
 /// the run's sandbox (see `run/sandbox/`) when one is in force.
 #[derive(Debug, Clone, Default)]
-pub struct Local {
+pub(crate) struct Local {
     /// The Landlock ABI to confine commands with; `None`: unconfined.
     abi: Option<i32>,
     /// Writable for every command besides its worktree (`sandbox.writable`).
@@ -23,7 +23,7 @@ pub struct Local {
 
 impl Local {
     /// An executor whose commands are confined as `sandbox` says.
-    pub fn sandboxed(sandbox: &InForce) -> Local {
+    pub(crate) fn sandboxed(sandbox: &InForce) -> Local {
         Local {
             abi: sandbox.abi,
             writable: sandbox.writable.clone(),
@@ -33,12 +33,12 @@ impl Local {
 
     /// The Landlock ABI and the grants its commands get besides their
     /// worktree, for an executor that confines them elsewhere.
-    pub fn confinement(&self) -> (Option<i32>, Vec<PathBuf>) {
+    pub(crate) fn confinement(&self) -> (Option<i32>, Vec<PathBuf>) {
         (self.abi, self.writable.clone())
     }
 
     /// Marks every command with `mark` (see `sandbox::kill_marked`).
-    pub fn marked(mut self, mark: String) -> Local {
+    pub(crate) fn marked(mut self, mark: String) -> Local {
         self.mark = Some(mark);
         self
     }

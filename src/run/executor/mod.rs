@@ -20,15 +20,13 @@ use std::sync::atomic::AtomicBool;
 use crate::error::Result;
 use crate::run::exec::{CommandOutput, CommandSpec};
 
-pub use local::Local;
-pub use slurm::{
-    JobEnded, SUBMITTED_ENV, Slurm, Submitted, available as slurm_available, job_ended, job_prefix,
-    submit_tick,
-};
+pub(crate) use local::Local;
+pub(crate) use slurm::{SUBMITTED_ENV, Slurm, Submitted, job_ended, submit_tick};
+pub use slurm::{available as slurm_available, job_prefix};
 
 /// Why commands are run, so an executor can place them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Purpose {
+pub(crate) enum Purpose {
     /// Setup, guards and paired measurements of one phase (EVALUATE, the
     /// baseline, a confirmation test): base and candidate together.
     Measure(Job),
@@ -42,7 +40,7 @@ pub enum Purpose {
 /// Which measurement a [`Purpose::Measure`] lease is for: it names the
 /// cluster job that holds it, so a restarted tick finds its job again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Job {
+pub(crate) struct Job {
     pub iteration: u32,
     /// `baseline`, `evaluate`, `simplify`, `confirm`, `analyze`, `replay`.
     pub phase: &'static str,
@@ -57,7 +55,7 @@ pub trait Lease {
 }
 
 /// Hands out leases.
-pub trait Executor: Send + Sync {
+pub(crate) trait Executor: Send + Sync {
     fn lease(&self, purpose: Purpose) -> Result<Box<dyn Lease + '_>>;
 
     /// The cluster jobs leases were held in since the last call, oldest
@@ -72,7 +70,7 @@ pub trait Executor: Send + Sync {
 /// the sandbox commands get on the nodes; job output goes to `logs`.
 /// `locked`: the caller holds the Brief's lock, so this Brief's other jobs
 /// are leftovers of an earlier tick.
-pub fn for_brief(
+pub(crate) fn for_brief(
     here: Local,
     root: &std::path::Path,
     config: &crate::config::Config,

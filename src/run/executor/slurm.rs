@@ -57,7 +57,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(60);
 const ALIVE: &[&str] = &["PENDING", "CONFIGURING", "RUNNING", "RESIZING", "SUSPENDED"];
 
 /// Measurements in Slurm allocations; agent steps through `here`.
-pub struct Slurm {
+pub(crate) struct Slurm {
     here: Local,
     settings: SlurmSettings,
     /// The names of this Brief's jobs start with it.
@@ -83,7 +83,7 @@ impl Slurm {
     /// An executor for the Brief `brief` of the project at `root`, writing
     /// job output under `logs`; `here` runs agent steps and is the sandbox
     /// measured commands get on the node.
-    pub fn new(
+    pub(crate) fn new(
         here: Local,
         settings: SlurmSettings,
         root: &Path,
@@ -108,7 +108,7 @@ impl Slurm {
 
     /// Leaves this Brief's other jobs alone (for a caller without the
     /// Brief's lock).
-    pub fn without_sweep(mut self) -> Slurm {
+    pub(crate) fn without_sweep(mut self) -> Slurm {
         self.sweep = false;
         self
     }
@@ -349,7 +349,7 @@ fn sbatch(
 /// A step's job ended under it: the cluster's doing (or the candidate's,
 /// which can `scancel` it), never the command's own failure.
 #[derive(Debug, Clone)]
-pub struct JobEnded {
+pub(crate) struct JobEnded {
     pub message: String,
     /// Whether measuring the phase again at once, in a new allocation, can
     /// go otherwise: after a preemption, a cancel or a lost node yes; a job
@@ -374,7 +374,7 @@ impl std::fmt::Display for JobEnded {
 impl std::error::Error for JobEnded {}
 
 /// The [`JobEnded`] behind `e`, when a lost allocation is what failed.
-pub fn job_ended(e: &Error) -> Option<&JobEnded> {
+pub(crate) fn job_ended(e: &Error) -> Option<&JobEnded> {
     match e {
         Error::Io { source, .. } => source.get_ref()?.downcast_ref::<JobEnded>(),
         _ => None,
@@ -383,11 +383,11 @@ pub fn job_ended(e: &Error) -> Option<&JobEnded> {
 
 /// Set in the environment of a tick that `ooda submit` runs as a job: its
 /// measurements run where the job runs, in the job's own allocation.
-pub const SUBMITTED_ENV: &str = "OODA_SUBMITTED";
+pub(crate) const SUBMITTED_ENV: &str = "OODA_SUBMITTED";
 
 /// What `ooda submit` did.
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Submitted {
+pub(crate) struct Submitted {
     pub job: String,
     pub name: String,
     /// The job was already queued under its name (its state): nothing was
@@ -403,7 +403,7 @@ pub struct Submitted {
 /// with `every` (its text and length) the same submission again at the
 /// job's end, `every` later. `begin_in` delays this job's start. A job of
 /// that name already queued (other than the one calling) is the answer.
-pub fn submit_tick(
+pub(crate) fn submit_tick(
     settings: &SlurmSettings,
     root: &Path,
     brief: &str,

@@ -24,7 +24,7 @@ use crate::text::clip::clip;
 /// aside) and the base worktree. Sandboxed CLIs cannot write there, but a
 /// script can, and a changed base would corrupt the measurement while a
 /// changed checkout breaks the promise that it is never modified.
-pub struct Fence {
+pub(crate) struct Fence {
     trees: Vec<Watched>,
     /// The Brief's archive (`iter-*.md`, `index.jsonl`, `summary.md`,
     /// `state.json`): an agent must not rewrite the history it is judged
@@ -92,7 +92,12 @@ struct Watched {
 impl Fence {
     /// `sandboxed`: the agent runs confined, so the archive is read-only to
     /// it and a kernel watch on the directory suffices (see [`ArchiveWatch`]).
-    pub fn new(root: &Path, base_dir: &Path, archive: &Path, sandboxed: bool) -> Result<Fence> {
+    pub(crate) fn new(
+        root: &Path,
+        base_dir: &Path,
+        archive: &Path,
+        sandboxed: bool,
+    ) -> Result<Fence> {
         // Briefs may be edited by a human at any time.
         let skip = vec![
             root.join("iterations"),
@@ -129,7 +134,7 @@ impl Fence {
     /// `ooda.yaml`, and ooda's own refs, which [`Fence::breached`] puts
     /// back where they were (no human moves them; a human may commit, edit
     /// a Brief or move their own branch, so those are named, never undone).
-    pub fn with_git(mut self, root: &Path, brief: &str) -> Result<Fence> {
+    pub(crate) fn with_git(mut self, root: &Path, brief: &str) -> Result<Fence> {
         let repo = git2::Repository::open(root)
             .ctx(|| format!("opening the repository at {}", root.display()))?;
         let gitdir = repo.path().to_path_buf();
@@ -154,14 +159,14 @@ impl Fence {
     /// Paths that changed since the snapshot, or `None` (the tests'
     /// shorthand for [`Fence::check`]).
     #[cfg(test)]
-    pub fn breached(&self) -> Result<Option<String>> {
+    pub(crate) fn breached(&self) -> Result<Option<String>> {
         Ok(self.check()?.breach)
     }
 
     /// Paths that changed since the snapshot, and a commit the agent made
     /// on the candidate's branch, undone (its edits left in the worktree:
     /// see [`Checked::committed`]).
-    pub fn check(&self) -> Result<Checked> {
+    pub(crate) fn check(&self) -> Result<Checked> {
         let mut changed = Vec::new();
         for Watched {
             dir,
@@ -218,7 +223,7 @@ impl Fence {
 }
 
 /// What [`Fence::check`] found.
-pub struct Checked {
+pub(crate) struct Checked {
     /// Paths that changed outside the candidate worktree.
     pub breach: Option<String>,
     /// The agent committed on the candidate's branch (the sandbox off): the

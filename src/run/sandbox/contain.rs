@@ -34,7 +34,7 @@ static TERM: AtomicBool = AtomicBool::new(false);
 static KILL: AtomicBool = AtomicBool::new(false);
 
 /// Exit code when the sandbox cannot be applied.
-pub const SANDBOX_FAILED: i32 = 125;
+pub(super) const SANDBOX_FAILED: i32 = 125;
 
 struct Args {
     parent: Option<i32>,

@@ -48,11 +48,11 @@ pub const HELPER_ARG: &str = "__contain";
 /// Caps the Landlock ABI ooda uses, to learn what an older kernel would
 /// contain (the attack suite runs with it). Lowering it weakens the
 /// sandbox; it never strengthens it.
-pub const ABI_CAP_ENV: &str = "OODA_LANDLOCK_ABI_MAX";
+pub(crate) const ABI_CAP_ENV: &str = "OODA_LANDLOCK_ABI_MAX";
 
 /// Device files any program may open for writing (no ioctl): writing to
 /// them changes no file. No terminal: a confined command has none.
-pub const DEVICE_FILES: &[&str] = &[
+pub(crate) const DEVICE_FILES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
@@ -68,17 +68,17 @@ pub fn set_helper(path: PathBuf) {
 }
 
 /// The helper binary, when this process is ooda.
-pub fn helper() -> Option<&'static Path> {
+pub(crate) fn helper() -> Option<&'static Path> {
     HELPER.get().map(PathBuf::as_path)
 }
 
 /// A fresh directory of one command's, under the system's temporary
 /// directory, readable by this user only from its creation (the agent's
 /// raw result and a step's `TMPDIR` live there), removed on drop.
-pub struct PrivateDir(pub PathBuf);
+pub(crate) struct PrivateDir(pub PathBuf);
 
 impl PrivateDir {
-    pub fn create(prefix: &str) -> std::io::Result<PrivateDir> {
+    pub(crate) fn create(prefix: &str) -> std::io::Result<PrivateDir> {
         use std::os::unix::fs::DirBuilderExt;
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -124,7 +124,7 @@ pub fn become_subreaper() {
 
 /// Spawns `command` as a child `run/exec.rs` will wait for, registered so that a
 /// sweep in another thread never mistakes it for an orphan.
-pub fn spawn_registered(
+pub(crate) fn spawn_registered(
     command: &mut std::process::Command,
 ) -> std::io::Result<std::process::Child> {
     let mut live = LIVE
@@ -136,7 +136,7 @@ pub fn spawn_registered(
 }
 
 /// The child was waited for.
-pub fn unregister(pid: u32) {
+pub(crate) fn unregister(pid: u32) {
     LIVE.lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .remove(&pid);
@@ -145,7 +145,7 @@ pub fn unregister(pid: u32) {
 /// Kills and reaps every child of ooda that `run/exec.rs` is not running: what
 /// escaped a helper that was killed. Each orphan's own children come to
 /// ooda in turn and are swept in the next round. Returns how many it killed.
-pub fn sweep_orphans() -> usize {
+pub(crate) fn sweep_orphans() -> usize {
     let live = LIVE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -181,10 +181,10 @@ pub fn sweep_orphans() -> usize {
 }
 
 /// The environment variable that marks every command of one tick.
-pub const MARK_ENV: &str = "OODA_STEP";
+pub(crate) const MARK_ENV: &str = "OODA_STEP";
 
 /// A fresh mark for this tick's commands.
-pub fn new_mark() -> String {
+pub(crate) fn new_mark() -> String {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -196,7 +196,7 @@ pub fn new_mark() -> String {
 /// that was killed together with its helpers left running). Returns how
 /// many. A process that cleared its environment is not found: Landlock, not
 /// this, is what confines it.
-pub fn kill_marked(mark: &str) -> usize {
+pub(crate) fn kill_marked(mark: &str) -> usize {
     let needle = format!("{MARK_ENV}={mark}");
     let me = std::process::id();
     let mut killed = 0;
@@ -233,7 +233,7 @@ pub fn kill_marked(mark: &str) -> usize {
 /// The sandbox a run of `project` gets, `agent` naming its command agent
 /// (none for the builtin driver): the same for a tick, `check --measure`,
 /// `--preflight` and a replay, so what works in one works in the others.
-pub fn for_project(
+pub(crate) fn for_project(
     project: &crate::project::Project,
     agent: Option<&str>,
 ) -> crate::error::Result<InForce> {
@@ -342,7 +342,7 @@ impl InForce {
 }
 
 /// The first of `grants` that is `root` or one of its ancestors.
-pub fn wide_grant<'a>(grants: &'a [PathBuf], root: &Path) -> Option<&'a PathBuf> {
+pub(crate) fn wide_grant<'a>(grants: &'a [PathBuf], root: &Path) -> Option<&'a PathBuf> {
     let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
     grants.iter().find(|w| {
         let w = w.canonicalize().unwrap_or_else(|_| w.to_path_buf());
@@ -361,7 +361,7 @@ fn no_landlock_reason() -> String {
 
 /// What one command may write, as the helper enforces it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Confinement {
+pub(crate) struct Confinement {
     /// The Landlock ABI used (≥ 1).
     pub abi: i32,
     /// Writable beneath each of these; everything else is read-only.
@@ -396,7 +396,7 @@ pub fn landlock_abi() -> Option<i32> {
 
 /// What an attack needs from Landlock, by ABI: the README's table of what
 /// older kernels cannot contain comes from running the suite at each cap.
-pub fn abi_gaps(abi: i32) -> Vec<&'static str> {
+pub(crate) fn abi_gaps(abi: i32) -> Vec<&'static str> {
     let mut gaps = Vec::new();
     if abi < 3 {
         gaps.push("truncate(2) of a read-only file (the Brief, the archive) is not denied (ABI 3)");
@@ -413,13 +413,13 @@ pub fn abi_gaps(abi: i32) -> Vec<&'static str> {
 /// Expands `~` and `$VAR`/`${VAR}` in a configured path. An unset variable
 /// makes the whole path unusable (`None`): granting `/` instead of
 /// `$GOCACHE/` would be the opposite of what was asked.
-pub fn expand(raw: &str) -> Option<PathBuf> {
+pub(crate) fn expand(raw: &str) -> Option<PathBuf> {
     expand_with(raw, |name| std::env::var(name).ok())
 }
 
 /// [`expand`] with variables looked up by `var` (a profile's `env` before
 /// the process environment).
-pub fn expand_with(raw: &str, var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+pub(crate) fn expand_with(raw: &str, var: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     let home = || var("HOME").map(PathBuf::from);
     let mut out = String::new();
     let rest = if raw == "~" {
@@ -466,7 +466,11 @@ pub fn expand_with(raw: &str, var: impl Fn(&str) -> Option<String>) -> Option<Pa
 /// The helper's command line for running `sh -c command` under `confine`
 /// (or contained only, with `None`). `parent` is the pid the helper checks
 /// it still belongs to.
-pub fn helper_args(confine: Option<&Confinement>, parent: u32, command: &str) -> Vec<OsString> {
+pub(crate) fn helper_args(
+    confine: Option<&Confinement>,
+    parent: u32,
+    command: &str,
+) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec![
         HELPER_ARG.into(),
         "--parent".into(),

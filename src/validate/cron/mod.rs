@@ -44,7 +44,7 @@ mod tests;
 
 /// How often a loop ticks.
 #[derive(Clone, Debug)]
-pub enum Schedule {
+pub(crate) enum Schedule {
     /// One tick at start, then one per interval.
     Every(Duration),
     Cron(Cron),
@@ -52,7 +52,7 @@ pub enum Schedule {
 
 /// An interval for `--every` (`ooda run`, `ooda submit`): a duration
 /// longer than zero.
-pub fn interval(text: &str) -> Result<Duration, String> {
+pub(crate) fn interval(text: &str) -> Result<Duration, String> {
     let d = parse_duration(text).ok_or_else(|| {
         format!(
             "`{}` is not an interval (examples: `20m`, `1h30m`, `90s`)",
@@ -72,7 +72,7 @@ impl Schedule {
     /// A Brief's `schedule:` value: a cron expression, or an interval with a
     /// unit (`20m`, `@every 20m`). A bare number is refused: `5` is neither a
     /// crontab line nor clearly an interval.
-    pub fn parse(text: &str) -> Result<Schedule, String> {
+    pub(crate) fn parse(text: &str) -> Result<Schedule, String> {
         let t = text.trim();
         if let Some(rest) = t.strip_prefix("@every") {
             return Schedule::every(rest);
@@ -84,19 +84,19 @@ impl Schedule {
     }
 
     /// `--every D`: any duration ooda accepts elsewhere (`20m`, `1h30m`, `90s`).
-    pub fn every(text: &str) -> Result<Schedule, String> {
+    pub(crate) fn every(text: &str) -> Result<Schedule, String> {
         interval(text).map(Schedule::Every)
     }
 
     /// `--cron E`.
-    pub fn cron(text: &str) -> Result<Schedule, String> {
+    pub(crate) fn cron(text: &str) -> Result<Schedule, String> {
         Cron::parse(text).map(Schedule::Cron)
     }
 
     /// The first fire time of a loop started at `now`: at once for an
     /// interval, the next matching time for cron (a fire time missed while
     /// nothing ran is not made up for).
-    pub fn first(&self, now: DateTime<Utc>, zone: &Zone) -> Option<DateTime<Utc>> {
+    pub(crate) fn first(&self, now: DateTime<Utc>, zone: &Zone) -> Option<DateTime<Utc>> {
         match self {
             Schedule::Every(_) => Some(now),
             Schedule::Cron(c) => zone.next_fire(c, now),
@@ -104,7 +104,7 @@ impl Schedule {
     }
 
     /// The fire time after `t` (itself a fire time, or any instant for cron).
-    pub fn next_after(&self, t: DateTime<Utc>, zone: &Zone) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_after(&self, t: DateTime<Utc>, zone: &Zone) -> Option<DateTime<Utc>> {
         match self {
             Schedule::Every(d) => chrono::Duration::from_std(*d).ok().map(|d| t + d),
             Schedule::Cron(c) => zone.next_fire(c, t),
@@ -112,7 +112,7 @@ impl Schedule {
     }
 
     /// The next `n` fire times of a loop started at `now`.
-    pub fn upcoming(&self, now: DateTime<Utc>, zone: &Zone, n: usize) -> Vec<DateTime<Utc>> {
+    pub(crate) fn upcoming(&self, now: DateTime<Utc>, zone: &Zone, n: usize) -> Vec<DateTime<Utc>> {
         let mut out = Vec::with_capacity(n);
         let mut next = self.first(now, zone);
         while let Some(t) = next {
@@ -137,7 +137,7 @@ impl fmt::Display for Schedule {
 
 /// A parsed crontab expression and its translation for the `cron` crate.
 #[derive(Clone, Debug)]
-pub struct Cron {
+pub(crate) struct Cron {
     source: String,
     fields: Fields,
     /// In the crate's syntax: two when day-of-month and day-of-week are both
@@ -229,7 +229,7 @@ const DOW: Spec = Spec {
 const FIELD_HELP: &str = "5 fields `minute hour day-of-month month day-of-week` (e.g. `*/20 * * * *`), 6 with a leading seconds field, or a macro such as `@daily`; or an interval such as `20m`";
 
 impl Cron {
-    pub fn parse(text: &str) -> Result<Cron, String> {
+    pub(crate) fn parse(text: &str) -> Result<Cron, String> {
         let source = text.trim().to_string();
         let expanded = expand_macro(&source)?;
         let parts: Vec<&str> = expanded.split_whitespace().collect();
@@ -286,17 +286,17 @@ impl Cron {
     }
 
     /// The text as the user wrote it.
-    pub fn source(&self) -> &str {
+    pub(crate) fn source(&self) -> &str {
         &self.source
     }
 
     /// The expression(s) handed to the `cron` crate.
-    pub fn translated(&self) -> &[String] {
+    pub(crate) fn translated(&self) -> &[String] {
         &self.translated
     }
 
     /// Follows the wall clock across DST changes (see the module docs).
-    pub fn follows_wall_clock(&self) -> bool {
+    pub(crate) fn follows_wall_clock(&self) -> bool {
         self.fields.minute.star || self.fields.hour.star
     }
 
@@ -539,7 +539,7 @@ fn list(values: impl Iterator<Item = u32>) -> String {
 
 /// The time zone fire times are computed and shown in.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Zone {
+pub(crate) enum Zone {
     /// The system's local time (`/etc/localtime`, or a `TZ` the zone database
     /// built into ooda does not know, such as a POSIX rule string).
     Local,
@@ -548,11 +548,11 @@ pub enum Zone {
 
 impl Zone {
     /// `TZ` if it names an IANA zone (a leading `:` is allowed), else local time.
-    pub fn from_env() -> Zone {
+    pub(crate) fn from_env() -> Zone {
         Zone::from_tz(std::env::var("TZ").ok().as_deref())
     }
 
-    pub fn from_tz(tz: Option<&str>) -> Zone {
+    pub(crate) fn from_tz(tz: Option<&str>) -> Zone {
         tz.map(|t| t.trim().trim_start_matches(':'))
             .filter(|t| !t.is_empty())
             .and_then(|t| t.parse::<chrono_tz::Tz>().ok())
@@ -560,14 +560,14 @@ impl Zone {
             .unwrap_or(Zone::Local)
     }
 
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Zone::Named(tz) => tz.name().to_string(),
             Zone::Local => local_zone_name(),
         }
     }
 
-    pub fn next_fire(&self, cron: &Cron, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    pub(crate) fn next_fire(&self, cron: &Cron, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             Zone::Local => cron.next_in(after, &chrono::Local),
             Zone::Named(tz) => cron.next_in(after, tz),
@@ -575,12 +575,12 @@ impl Zone {
     }
 
     /// `2024-03-10 03:00:00 -04:00`: the offset keeps DST days unambiguous.
-    pub fn format(&self, t: DateTime<Utc>) -> String {
+    pub(crate) fn format(&self, t: DateTime<Utc>) -> String {
         self.format_with(t, "%Y-%m-%d %H:%M:%S %:z")
     }
 
     /// With the weekday, for lists of fire times: `Sun 2024-03-10 03:00:00 -04:00`.
-    pub fn format_day(&self, t: DateTime<Utc>) -> String {
+    pub(crate) fn format_day(&self, t: DateTime<Utc>) -> String {
         self.format_with(t, "%a %Y-%m-%d %H:%M:%S %:z")
     }
 
@@ -609,7 +609,7 @@ fn local_zone_name() -> String {
 }
 
 /// `ooda check`'s lines for a Brief's `schedule`: the translation and the next five fire times.
-pub fn describe(text: &str, now: DateTime<Utc>, zone: &Zone) -> Result<String, String> {
+pub(crate) fn describe(text: &str, now: DateTime<Utc>, zone: &Zone) -> Result<String, String> {
     let schedule = Schedule::parse(text)?;
     let mut s = String::new();
     match &schedule {
