@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes conversation.json: the scripted 30-step tool conversation that
-examples/context_bench.rs replays with and without the llm driver's
+benches/context_bench.rs replays with and without the llm driver's
 context layers.
 
 Written and committed before the layers were built, so they are not tuned

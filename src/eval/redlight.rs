@@ -7,7 +7,7 @@
 //! written down and shown but does not stop. Thresholds live in
 //! [`Thresholds`] (defaults chosen so that a 100-iteration night of
 //! legitimate work raises a false alarm at most ~5% of the time; see
-//! `examples/redlight_sim.rs`).
+//! `benches/redlight_sim.rs`).
 
 use crate::archive::history::View;
 use crate::archive::history::fact::{Fact, flag};

@@ -9,7 +9,7 @@
 //! 16, 20 and 24 pairs (when `defaults.pairs` allows), as long as it stays
 //! promising. At 12 pairs an estimate of θ₁ is already about what the keep
 //! test needs, so requiring "at least θ₁" would extend almost nothing (it
-//! raised P(keep | θ₁) from 58.8% to 61.0% in `examples/decision_sim.rs`,
+//! raised P(keep | θ₁) from 58.8% to 61.0% in `benches/decision_sim.rs`,
 //! measured once with that rule in place of this one);
 //! half of θ₁ raises it to 74.9% for 3.3 more runs per decision at θ₁.
 //! The p condition, on the candidate's own variance, bounds how often a
@@ -50,7 +50,7 @@ pub const MAX_HISTORY_DF: f64 = 30.0;
 /// θ₁ = 0.72 · s_h: the gain a single fixed test of 12 pairs at 5% detects
 /// with 80% power. The four-look rule spends α over its looks, so it keeps a
 /// gain of exactly θ₁ less often than that (about 6 times in 10, 1.5·θ₁
-/// about 9 in 10: `examples/decision_sim.rs`, docs/statistics.md).
+/// about 9 in 10: `benches/decision_sim.rs`, docs/statistics.md).
 pub const THETA1_FACTOR: f64 = 0.72;
 
 impl NoiseHistory {
@@ -240,7 +240,7 @@ pub fn look(d: &[f64], rule: &Rule) -> Look {
 /// levels are those of 0.8·α ([`NON_INFERIORITY_SHARE`]: at α itself the
 /// simulated rate sat at α within its Monte Carlo error, and at 0.9·α it
 /// reached 5.0% under drift at 24 pairs), and
-/// `examples/decision_sim.rs` measures the rate they give (12 and 24
+/// `benches/decision_sim.rs` measures the rate they give (12 and 24
 /// pairs, margins θ₁ and θ₁/2).
 pub fn non_inferiority(rule: &Rule, margin_log: f64, alpha: f64, max_pairs: u32) -> Rule {
     Rule {

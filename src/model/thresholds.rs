@@ -6,7 +6,7 @@ pub(crate) const WINDOW: usize = 128;
 
 /// Thresholds of the red-light detectors (`eval/redlight.rs`, configurable under
 /// `defaults.red_lights` in `ooda.yaml`). The defaults keep a 100-iteration night
-/// of legitimate work under ~5% false alarms (see `examples/redlight_sim.rs`).
+/// of legitimate work under ~5% false alarms (see `benches/redlight_sim.rs`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Thresholds {
     /// Direction flips: window of changes on one axis, and flips that alarm.

@@ -23,7 +23,7 @@
 //!   match too): a false positive costs a line, a false negative loses the
 //!   cause of a crash.
 //! - Measured against RTK on a corpus of real outputs (`benches/logs/`,
-//!   `examples/compress_bench.rs`), with the lines that must survive fixed by
+//!   `benches/compress_bench.rs`), with the lines that must survive fixed by
 //!   a rule written before these passes were tuned.
 //! - The budget is in characters (tokens are counted as chars/4) and is a hard
 //!   bound: overlong lines are shortened, the middle is dropped with markers that say

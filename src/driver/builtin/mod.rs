@@ -43,7 +43,7 @@ pub const MIN_CHANCE: f64 = 0.02;
 /// sees nothing worth a full test (stalled or exhausted) before it stops
 /// (the default of `defaults.sweep`): one run each when screened out, so
 /// about the runs of four to eight full decisions. Measured with the search
-/// benchmark's plateau (`examples/search/run.sh --only plateau`, 60 seeds,
+/// benchmark's plateau (`benches/search/run.sh --only plateau`, 60 seeds,
 /// nights of at most 400 runs): with 40 ooda's nights reached 81.0% of the
 /// optimum at 3% noise and 70.2% at 15%, below Optuna's TPE at the same
 /// runs (88.3%, 80.5%), since most nights stopped with a third of their

@@ -41,7 +41,7 @@ const MIN_WEIGHT: f64 = 1e-3;
 /// The most decisions a fit uses: the newest. A fit costs time cubic and
 /// memory quadratic in its observations, for each of the grid's models: a
 /// plan over a 3-knob space took 14 ms at 50 observations, 0.7 s at 400
-/// and 3.4 s at 800 before the cap (`examples/plan_cost.rs`), and a Brief
+/// and 3.4 s at 800 before the cap (`benches/plan_cost.rs`), and a Brief
 /// run for months reaches thousands (at 10,000, the grid's 15 Cholesky
 /// factors, all held while the fit weighs them, would take 15 × 10,000² ×
 /// 8 bytes, 12 GB).

@@ -2,7 +2,7 @@
 //! of a known true effect, and what that does to a night of 100 iterations.
 //!
 //! ```sh
-//! cargo run --release --example decision_sim
+//! cargo bench --bench decision_sim
 //! ```
 //!
 //! Four rules are scored on the **same simulated data**:
@@ -544,7 +544,7 @@ fn main() {
         ordinary: sequential::alphas_for(ALPHA, ORDINARY_PAIRS as u32),
         extended: sequential::alphas_for(ALPHA, MAX_PAIRS as u32),
     };
-    println!("## Decision quality (cargo run --release --example decision_sim)\n");
+    println!("## Decision quality (cargo bench --bench decision_sim)\n");
     println!(
         "{TRIALS} trials per noise model; each trial's {MAX_PAIRS} interleaved pairs are shared by the four rules and the five θ \
          (the 12-pair rules use the first 12). \

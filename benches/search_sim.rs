@@ -1,9 +1,9 @@
 //! Search quality: ooda's builtin knob search against Optuna's TPE sampler
 //! and random search, at equal numbers of benchmark runs.
 //!
-//! Run it with `examples/search/run.sh` (it installs Optuna from PyPI into
-//! `target/search-venv`, then runs `cargo run --release --example
-//! search_sim -- --python target/search-venv/bin/python`).
+//! Run it with `benches/search/run.sh` (it installs Optuna from PyPI into
+//! `target/search-venv`, then runs `cargo bench --bench search_sim --
+//! --python target/search-venv/bin/python`).
 //!
 //! ooda spends several runs per proposal: the A/A calibration, each
 //! decision's pairs (3 to 24, as the sequential rule asks), each sweep
@@ -24,7 +24,7 @@
 //! its *true* value, as a share of the best value the objective has (100%
 //! is the optimum): three synthetic landscapes at 3% and 15% noise per run
 //! (lognormal), and two real programs through grids measured on this
-//! machine by `examples/search/grid.py` (`zstd-grid.json`,
+//! machine by `benches/search/grid.py` (`zstd-grid.json`,
 //! `quickstart-grid.json`: the median of every point's runs is its true
 //! value, and runs are drawn around it with the spread those runs had; the
 //! quickstart's TILE was measured at 47 of its values and is interpolated
@@ -222,7 +222,7 @@ struct Grid {
 fn measured(name: &str, path: &Path) -> Objective {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
         panic!(
-            "{}: {e} (measured by examples/search/grid.py)",
+            "{}: {e} (measured by benches/search/grid.py)",
             path.display()
         )
     });
@@ -488,7 +488,7 @@ fn screen(
 
 // ---------------------------------------------------------------- peers
 
-/// One Python process running Optuna (`examples/search/peers.py`).
+/// One Python process running Optuna (`benches/search/peers.py`).
 struct Peers {
     child: Child,
     stdin: ChildStdin,
@@ -497,7 +497,7 @@ struct Peers {
 
 impl Peers {
     fn start(python: &Path) -> Peers {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/search/peers.py");
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/search/peers.py");
         let mut child = Command::new(python)
             .arg(&script)
             .stdin(Stdio::piped())
@@ -635,12 +635,12 @@ fn main() {
         .is_ok_and(|s| s.success());
     if !ok {
         eprintln!(
-            "error: `{} -c 'import optuna'` fails: run examples/search/run.sh, which installs Optuna from PyPI into target/search-venv, or pass --python PATH",
+            "error: `{} -c 'import optuna'` fails: run benches/search/run.sh, which installs Optuna from PyPI into target/search-venv, or pass --python PATH",
             python.display()
         );
         std::process::exit(2);
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/search");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/search");
     // `--only NAME` runs the objectives whose name starts with NAME.
     let args: Vec<String> = std::env::args().collect();
     let only = args
@@ -665,7 +665,7 @@ fn main() {
         }
     }
 
-    println!("## Search quality (examples/search/run.sh)\n");
+    println!("## Search quality (benches/search/run.sh)\n");
     println!(
         "{SEEDS} seeds per objective ({PLATEAU_SEEDS} on the plateau). ooda: the builtin driver's night of at most {NIGHT_RUNS} benchmark runs \
          (A/A calibration, sequential decisions up to {MAX_PAIRS} pairs, red lights, stall after {STALL_AFTER} \

@@ -2,8 +2,8 @@
 //!
 //! ```sh
 //! cargo build --release                                # the tick table needs the binary
-//! cargo run --release --example overhead              # 10 and 1,000 iterations
-//! cargo run --release --example overhead -- 10 1000 10000
+//! cargo bench --bench overhead              # 10 and 1,000 iterations
+//! cargo bench --bench overhead -- 10 1000 10000
 //! ```
 //!
 //! Three tables. `ooda status` over three Briefs of N iterations each, the

@@ -1,6 +1,6 @@
 //! ooda's output compressor beside RTK on the same real command outputs.
 //!
-//! `cargo run --release --example compress_bench -- [--rtk PATH] [--corpus DIR] [--show CASE] [--save]`
+//! `cargo bench --bench compress_bench -- [--rtk PATH] [--corpus DIR] [--show CASE] [--save]`
 //!
 //! `--show CASE` prints both outputs of one case; `--save` keeps what RTK
 //! printed in each case's `rtk-out.txt`, where the corpus test holds ooda
@@ -56,6 +56,8 @@ fn main() -> std::process::ExitCode {
             "--corpus" => corpus = args.next().map(PathBuf::from).unwrap_or(corpus),
             "--show" => show = args.next(),
             "--save" => save = true,
+            // What `cargo bench` passes to a benchmark without a harness.
+            "--bench" => {}
             _ => {
                 eprintln!(
                     "usage: compress_bench [--rtk PATH] [--corpus DIR] [--show CASE] [--save]\n(unknown argument {a})"

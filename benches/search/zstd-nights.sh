@@ -1,18 +1,18 @@
 #!/bin/sh
 # Five seeded 24-iteration nights of the builtin driver on zstd, for real:
 # a fresh git repository in a temporary folder, a benchmark that compresses
-# the 26 MiB corpus of examples/search/grid.py (MB/s, maximize), a guard that
+# the 26 MiB corpus of benches/search/grid.py (MB/s, maximize), a guard that
 # keeps the compression ratio at least 5.0, and knobs LEVEL 1-15, THREADS
 # 1-4, LONG off/on. Prints each night's stop, final setting and confirmed
-# gain; compare the setting with examples/search/zstd-grid.json.
+# gain; compare the setting with benches/search/zstd-grid.json.
 #
-#   examples/search/zstd-nights.sh [SEEDS...]     (default: 1 2 3 4 5)
+#   benches/search/zstd-nights.sh [SEEDS...]     (default: 1 2 3 4 5)
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$here"
 cargo build --release --quiet
 ooda="$here/target/release/ooda"
-corpus=$(python3 examples/search/grid.py corpus)
+corpus=$(python3 benches/search/grid.py corpus)
 dir=$(mktemp -d /tmp/ooda-zstd-nights.XXXXXX)
 cd "$dir"
 git init -q

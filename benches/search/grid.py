@@ -1,9 +1,9 @@
-"""Measures the two real programs of `examples/search_sim.rs` over their whole
+"""Measures the two real programs of `benches/search_sim.rs` over their whole
 knob grids, so the benchmark knows every point's true value.
 
-  python3 examples/search/grid.py zstd        # writes examples/search/zstd-grid.json
-  python3 examples/search/grid.py quickstart  # writes examples/search/quickstart-grid.json
-  python3 examples/search/grid.py corpus      # builds the zstd corpus, prints its path
+  python3 benches/search/grid.py zstd        # writes benches/search/zstd-grid.json
+  python3 benches/search/grid.py quickstart  # writes benches/search/quickstart-grid.json
+  python3 benches/search/grid.py corpus      # builds the zstd corpus, prints its path
 
 Points are measured in a shuffled order, once per repetition, so a slow
 minute of the machine spreads over many points instead of biasing one.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The search benchmark: ooda's builtin search against Optuna's TPE sampler and
-# random search at equal benchmark runs (examples/search_sim.rs).
+# random search at equal benchmark runs (benches/search_sim.rs).
 # Installs Optuna from PyPI into target/search-venv on first use.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -9,4 +9,4 @@ if ! "$venv/bin/python" -c 'import optuna' 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet 'optuna==5.0.0'
 fi
-exec cargo run --release --example search_sim -- --python "$venv/bin/python" "$@"
+exec cargo bench --bench search_sim -- --python "$venv/bin/python" "$@"

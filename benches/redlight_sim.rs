@@ -3,9 +3,9 @@
 //! goes wrong (detection delay).
 //!
 //! ```sh
-//! cargo run --release --example redlight_sim            # the tables (≈ 35 s on 2 cores)
-//! cargo run --release --example redlight_sim -- --sweep # plus other thresholds (a few minutes)
-//! cargo run --release --example redlight_sim -- --nights 200  # a quick, noisier run
+//! cargo bench --bench redlight_sim            # the tables (≈ 35 s on 2 cores)
+//! cargo bench --bench redlight_sim -- --sweep # plus other thresholds (a few minutes)
+//! cargo bench --bench redlight_sim -- --nights 200  # a quick, noisier run
 //! ```
 //!
 //! **What is real and what is simulated.** The detectors are the real ones:

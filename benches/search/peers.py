@@ -1,4 +1,4 @@
-"""The peers of `examples/search_sim.rs`: Optuna's TPE sampler and random
+"""The peers of `benches/search_sim.rs`: Optuna's TPE sampler and random
 search, driven through Optuna's ask/tell interface.
 
 The Rust benchmark owns the objectives and the noise; this process only

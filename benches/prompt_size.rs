@@ -3,9 +3,9 @@
 //! characters by default) and still list every falsified hypothesis.
 //!
 //! ```sh
-//! cargo run --release --example prompt_size            # 1,000 iterations, 24,000 chars
-//! cargo run --release --example prompt_size -- 5000 24000
-//! cargo run --release --example prompt_size -- 1000 24000 --print   # show the prompt
+//! cargo bench --bench prompt_size            # 1,000 iterations, 24,000 chars
+//! cargo bench --bench prompt_size -- 5000 24000
+//! cargo bench --bench prompt_size -- 1000 24000 --print   # show the prompt
 //! ```
 //!
 //! Exits 1 if the prompt is over budget or a falsified hypothesis is missing.

@@ -1,6 +1,6 @@
 //! What one plan of the builtin search costs as a Brief's history grows.
 //!
-//! `cargo run --release --example plan_cost -- 50 400 800 1600`
+//! `cargo bench --bench plan_cost -- 50 400 800 1600`
 //!
 //! For each length n: a history of n discards at seeded points of a
 //! 3-knob space (two 101-value ints and a choice), each measured by one
@@ -28,6 +28,8 @@ fn main() {
     let start = points::initial_point(&Point::new(), &b.knobs);
     let mut sizes: Vec<u32> = std::env::args()
         .skip(1)
+        // What `cargo bench` passes to a benchmark without a harness.
+        .filter(|a| a != "--bench")
         .map(|a| a.parse().expect("history lengths are whole numbers"))
         .collect();
     if sizes.is_empty() {

@@ -1,6 +1,6 @@
 //! The llm driver's context layers on a scripted 30-step tool conversation.
 //!
-//! `cargo run --release --example context_bench [-- --window TOKENS]`
+//! `cargo bench --bench context_bench [-- --window TOKENS]`
 //!
 //! `benches/llm/conversation.json` (made by `make_conversation.py`, and
 //! committed before the layers were written) holds 30 assistant turns, each
