@@ -281,7 +281,7 @@ pub fn folded_falsified(entries: &[Falsified], allot: usize, dir: &str) -> Strin
 }
 
 /// Where the complete falsified list is written beside the archive.
-pub const FALSIFIED_FILE: &str = "falsified.md";
+pub const FALSIFIED_FILE: &str = super::layout::Layout::FALSIFIED;
 
 /// Writes `dir/falsified.md` for `history` whole (a replay for the archive
 /// it shows; the runner keeps its own up to date with [`sync_falsified`]).
@@ -291,7 +291,7 @@ pub fn write_falsified(
     history: &[IterationRecord],
 ) -> crate::error::Result<()> {
     crate::atomic::write_atomic(
-        &dir.join(FALSIFIED_FILE),
+        &super::layout::Layout::of(dir).falsified(),
         falsified_file(brief, history).as_bytes(),
     )
 }
@@ -342,7 +342,7 @@ pub fn sync_falsified(
     history: View,
     whole: bool,
 ) -> crate::error::Result<()> {
-    let path = dir.join(FALSIFIED_FILE);
+    let path = super::layout::Layout::of(dir).falsified();
     let entries: Vec<u32> = history
         .facts()
         .iter()

@@ -77,7 +77,7 @@ pub(crate) fn old_artifacts(dir: &Path, history: &[Fact], keep: u32, from: u32) 
     let Some(last) = latest.checked_sub(keep) else {
         return Vec::new();
     };
-    let artifacts = dir.join("artifacts");
+    let artifacts = super::layout::Layout::of(dir).artifacts();
     let mut out = Vec::new();
     for r in history {
         if r.iteration < from || r.iteration > last {
@@ -100,7 +100,7 @@ pub(crate) fn old_artifacts(dir: &Path, history: &[Fact], keep: u32, from: u32) 
 /// Every file of a replay other than its `replay.json`, for the replays
 /// that are not the latest of their iteration.
 pub(crate) fn stale_replays(dir: &Path) -> Result<(Vec<PathBuf>, Vec<u32>)> {
-    let replays = dir.join("replays");
+    let replays = super::layout::Layout::of(dir).replays();
     let Ok(entries) = fs::read_dir(&replays) else {
         return Ok((Vec::new(), Vec::new()));
     };

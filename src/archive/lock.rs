@@ -21,7 +21,7 @@ pub(crate) struct BriefLock {
 
 impl BriefLock {
     pub(crate) fn acquire(dir: &Path) -> Result<BriefLock> {
-        let path = dir.join(".lock");
+        let path = super::layout::Layout::of(dir).lock();
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)

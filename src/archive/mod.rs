@@ -1,14 +1,15 @@
 //! A Brief's archive (`iterations/<brief>/`), opened for writing: its lock,
-//! its checkpoint, its history, its event log, and the one function that
-//! writes what people read.
+//! its checkpoint, its history and its event log.
 //!
 //! The iteration files and `summary.md` are projections of typed state: the
 //! record of an iteration is computed from the outputs its phases saved
-//! ([`record_of`]), and [`Archive::sync`] writes every projection of it, in
-//! one order, idempotently. The iteration file is written after LEARN and
-//! COMMIT ([`Archive::write_record`]); every projection after CHECK and when
-//! a run stops, so a kill between any two writes is repaired by the next
-//! sync.
+//! ([`record_of`]), and `report::summary::sync` writes every projection of
+//! it, in one order, idempotently: the iteration file
+//! ([`Archive::write_record`]), the morning report, then the archive's own
+//! (`falsified.md`, retention: [`Archive::write_own_projections`]). The
+//! iteration file is written after LEARN and COMMIT; every projection after
+//! CHECK and when a run stops, so a kill between any two writes is repaired
+//! by the next sync.
 //! The index of the archive (`index.jsonl`) is written with each iteration
 //! file by the same writer (`history::write`), never by a second one.
 //!
@@ -20,6 +21,7 @@
 pub mod falsified;
 pub(crate) mod gc;
 pub(crate) mod history;
+pub(crate) mod layout;
 pub(crate) mod lock;
 pub(crate) mod state;
 
@@ -180,7 +182,7 @@ impl Archive {
     }
 
     /// Writes `rec`'s iteration file (and its index line) when it differs
-    /// from what is archived: the durable part of [`Archive::sync`], which
+    /// from what is archived: the durable part of a sync, which
     /// LEARN and COMMIT need before they may end. The projections
     /// (`summary.md`, `summary.json`, `progress.svg`, `falsified.md`) are
     /// rewritten once per iteration, by CHECK or the stop: each costs time

@@ -313,7 +313,7 @@ impl State {
     }
 
     pub(crate) fn path(dir: &Path) -> PathBuf {
-        dir.join("state.json")
+        super::layout::Layout::of(dir).state()
     }
 
     pub(crate) fn save(&self, dir: &Path) -> Result<()> {

@@ -60,9 +60,12 @@ pub fn point_at(
     match blob {
         Some(b) => parse_env(
             &String::from_utf8_lossy(b.content()),
-            // The commit as the archive shortens it (history::short, which
-            // this module must not import: history imports knobs).
-            &format!("{}:{}", &commit.to_string()[..10], brief.knobs_file),
+            // The commit as the archive shortens it (text::clip::short).
+            &format!(
+                "{}:{}",
+                crate::text::clip::short(&commit.to_string()),
+                brief.knobs_file
+            ),
             &brief.knobs,
         ),
         None => Ok(Point::new()),

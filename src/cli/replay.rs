@@ -24,7 +24,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
     )?;
     // A project set up before replays existed does not ignore their logs
     // and prompts: say how to, rather than leave them in `git status`.
-    let log = dir.join("events.jsonl");
+    let log = crate::archive::layout::Layout::of(&dir).events();
     if !project.unignored(std::slice::from_ref(&log)).is_empty() && !g.quiet {
         eprintln!(
             "note: {} is not ignored by git; `ooda init` adds the .gitignore lines for replays (it keeps replay.json)",

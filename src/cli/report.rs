@@ -8,8 +8,13 @@ use crate::project::Project;
 pub(crate) fn run(g: &Globals, brief: &str) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
     let name = project.run_name(brief)?;
-    let file = if g.json { "summary.json" } else { "summary.md" };
-    let path = project.iterations_dir(&name).join(file);
+    let dir = project.iterations_dir(&name);
+    let layout = crate::archive::layout::Layout::of(&dir);
+    let path = if g.json {
+        layout.summary_json()
+    } else {
+        layout.summary()
+    };
     let text = std::fs::read_to_string(&path).map_err(|e| {
         Error::Input(format!(
             "{}: {e} (no run yet? start one with `ooda tick {}`)",

@@ -67,9 +67,10 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
                 .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
             done.push(format!("deleted {}", dir.display()));
         } else {
-            let _ = std::fs::remove_file(dir.join("state.json"));
+            let archive = crate::archive::layout::Layout::of(&dir);
+            let _ = std::fs::remove_file(archive.state());
             // The summary set aside tells its reader the branch it names is gone.
-            let summary = dir.join("summary.md");
+            let summary = archive.summary();
             if let Ok(text) = std::fs::read_to_string(&summary) {
                 let note = format!(
                     "> This run was reset on {}: branch `{}` was deleted{}. The commands below name it as it was.\n\n",

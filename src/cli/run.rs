@@ -90,9 +90,8 @@ pub(crate) fn run(
         }
         // A long run seals its event log between iterations as ticks do
         // (opening the archive again is where that happens).
-        let log = project
-            .iterations_dir(&machine.brief().name)
-            .join("events.jsonl");
+        let dir = project.iterations_dir(&machine.brief().name);
+        let log = crate::archive::layout::Layout::of(&dir).events();
         if std::fs::metadata(&log).is_ok_and(|m| m.len() > project.config.defaults.events_segment) {
             drop(machine);
             machine = open_machine(g, &project, brief, &interrupt)?;

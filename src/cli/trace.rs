@@ -16,7 +16,7 @@ pub(super) fn runs(g: &Globals, brief: &str) -> Result<(String, PathBuf, Vec<Nod
     let project = Project::discover(g.root.as_deref())?;
     let name = project.run_name(brief)?;
     let dir = project.iterations_dir(&name);
-    let log = dir.join("events.jsonl");
+    let log = crate::archive::layout::Layout::of(&dir).events();
     let (records, skipped) = crate::events::read_counted(&dir)?;
     if skipped > 0 && !g.quiet {
         eprintln!(
@@ -67,7 +67,7 @@ pub(crate) fn run(g: &Globals, brief: &str, spec: Option<&str>) -> Result<Exit> 
             if found.is_empty() {
                 return Err(Error::Input(format!(
                     "iteration {n} is not in {} ({}); `ooda trace {}` lists them",
-                    dir.join("events.jsonl").display(),
+                    crate::archive::layout::Layout::of(&dir).events().display(),
                     present(&runs),
                     name
                 )));
@@ -179,7 +179,7 @@ pub(super) fn resolve(
             .ok_or_else(|| {
                 Error::Input(format!(
                     "iteration {n} is not in {}; `ooda trace {brief}` lists the iterations",
-                    dir.join("events.jsonl").display()
+                    crate::archive::layout::Layout::of(dir).events().display()
                 ))
             })?
             .clone();
@@ -224,7 +224,7 @@ pub(super) fn resolve(
         .find_map(|r| trace::iteration(r, rec.iteration))
         .cloned()
         .ok_or_else(|| {
-            Error::Input(if rdir.join("events.jsonl").exists() {
+            Error::Input(if crate::archive::layout::Layout::of(rdir).events().exists() {
                 format!(
                     "{}: the replay's events.jsonl holds no iteration",
                     rdir.display()

@@ -50,7 +50,7 @@ fn confined(mut p: AgentProfile) -> AgentProfile {
 /// its tool's "accept edits" setting, but none is given more than that: the
 /// runner, not the agent's permission prompt, enforces scope,
 /// and a sandbox or permission mode that keeps writes inside the working
-/// directory is a second fence, not the only one. The README lists the exact
+/// directory is a second fence, not the only one. docs/agents.md lists the exact
 /// command line of each; `ooda check` prints the one a Brief would run.
 pub(crate) fn presets() -> BTreeMap<String, AgentProfile> {
     use AgentFormat::*;

@@ -364,6 +364,9 @@ impl Event {
     }
 }
 
+/// The live event log, in the Brief's archive.
+pub(crate) const FILE: &str = "events.jsonl";
+
 /// One line of `events.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Record {
@@ -380,7 +383,7 @@ pub struct Record {
 /// must stay fast when the log is large).
 pub(crate) fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = File::open(dir.join("events.jsonl")).ok()?;
+    let mut f = File::open(dir.join(FILE)).ok()?;
     let len = f.metadata().ok()?.len();
     let start = len.saturating_sub(16 * 1024);
     f.seek(SeekFrom::Start(start)).ok()?;
@@ -442,7 +445,7 @@ pub(crate) fn read_live(dir: &Path) -> Result<Vec<Record>> {
 }
 
 fn live_text(dir: &Path) -> Result<String> {
-    let path = dir.join("events.jsonl");
+    let path = dir.join(FILE);
     match std::fs::read_to_string(&path) {
         Ok(t) => Ok(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),

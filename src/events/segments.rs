@@ -62,7 +62,7 @@ pub(crate) fn rotate(dir: &Path, limit: u64) -> Result<Option<Sealed>> {
             }
         }
     }
-    let live = dir.join("events.jsonl");
+    let live = dir.join(super::FILE);
     let size = match fs::metadata(&live) {
         Ok(m) => m.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -39,7 +39,7 @@ pub(crate) struct EventFile {
 
 impl EventFile {
     pub(crate) fn open(dir: &Path) -> Result<EventFile> {
-        let path = dir.join("events.jsonl");
+        let path = dir.join(super::FILE);
         let file = OpenOptions::new()
             .create(true)
             .append(true)

@@ -94,7 +94,7 @@ impl Machine<'_> {
                 cmd,
                 &self.brief.name,
                 &stop,
-                &self.archive.dir.join("summary.md"),
+                &crate::archive::layout::Layout::of(&self.archive.dir).summary(),
                 &self.archive.run.with_iteration(None),
             );
         }

@@ -11,6 +11,7 @@ use chrono::Utc;
 use super::failpoint;
 use super::{commit, oid};
 use crate::archive;
+use crate::archive::layout::Layout;
 use crate::archive::state::{InFlight, Learned, State};
 use crate::driver::{Driver, Step};
 use crate::error::{Error, Result};
@@ -63,9 +64,9 @@ pub(crate) fn run(
             None => ws.diff()?,
         };
         let diff = crate::text::redact::redact(&diff);
-        let name = format!("iter-{:03}.diff", cur.iteration);
-        let rel = format!("artifacts/{name}");
-        crate::atomic::create_dir_all(&t.dir.join("artifacts"))?;
+        let rel = Layout::diff(cur.iteration);
+        let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+        crate::atomic::create_dir_all(&Layout::of(t.dir).artifacts())?;
         crate::atomic::write_atomic(&t.dir.join(&rel), diff.as_bytes())?;
         t.span.emit(Event::ArtifactStored {
             reference: name,

@@ -340,7 +340,9 @@ impl<'a> Machine<'a> {
         Error::Red(format!(
             "{} is RED since iteration {iteration}: {reason} — {detail}. Inspect {}, then run `ooda ack {}` to continue.",
             self.brief.name,
-            self.archive.dir.join("summary.md").display(),
+            crate::archive::layout::Layout::of(&self.archive.dir)
+                .summary()
+                .display(),
             self.brief.name
         ))
     }
@@ -785,7 +787,7 @@ pub(crate) fn brief_hash(path: &Path) -> Result<String> {
 /// A commit hash read from the state.
 pub(crate) fn oid(s: &str) -> Result<git2::Oid> {
     git2::Oid::from_str(s).map_err(|e| Error::Corrupt {
-        path: std::path::PathBuf::from("state.json"),
+        path: std::path::PathBuf::from(crate::archive::layout::Layout::STATE),
         message: format!("`{s}` is not a commit hash: {e}"),
     })
 }

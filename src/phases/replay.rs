@@ -109,7 +109,7 @@ pub(crate) struct ReplayRecord {
 
 /// Where a Brief's replays are.
 pub(crate) fn replays_dir(iterations_dir: &Path) -> PathBuf {
-    iterations_dir.join("replays")
+    crate::archive::layout::Layout::of(iterations_dir).replays()
 }
 
 /// Every replay of the Brief, oldest first.

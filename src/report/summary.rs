@@ -12,6 +12,7 @@ use chrono::Utc;
 use crate::archive::Archive;
 use crate::archive::history::fact::{Fact, flag};
 use crate::archive::history::{self, IterationRecord, Verdict, View};
+use crate::archive::layout::Layout;
 use crate::archive::state::State;
 use crate::atomic::write_atomic;
 use crate::brief::{Brief, Budget, Direction};
@@ -928,7 +929,7 @@ pub(crate) fn write(
     )?;
     let lists = Lists::of(history, &state.best_commit)?;
     write_atomic(
-        &dir.join("summary.md"),
+        &Layout::of(dir).summary(),
         render(
             brief,
             state,
@@ -950,9 +951,9 @@ pub(crate) fn write(
         &lists,
     )?)
     .map_err(|e| crate::error::Error::Internal(format!("serializing summary.json: {e}")))?;
-    write_atomic(&dir.join("summary.json"), (data + "\n").as_bytes())?;
+    write_atomic(&Layout::of(dir).summary_json(), (data + "\n").as_bytes())?;
     write_atomic(
-        &dir.join("progress.svg"),
+        &Layout::of(dir).chart(),
         crate::report::chart::progress_svg_of(brief, history, &state.best_commit)?.as_bytes(),
     )
 }

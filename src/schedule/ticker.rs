@@ -199,7 +199,7 @@ pub(crate) fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
 /// failed read just means no event).
 fn record_skip(cx: &TickContext, slot: &Slot, reason: &str) {
     let dir = cx.project.iterations_dir(cx.name);
-    let run_id = std::fs::read_to_string(dir.join("state.json"))
+    let run_id = std::fs::read_to_string(crate::archive::layout::Layout::of(&dir).state())
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v["run_id"].as_str().map(str::to_string));

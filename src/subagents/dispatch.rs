@@ -262,18 +262,7 @@ pub(crate) fn end(
             def.on_error.as_str()
         ));
     }
-    let rel = match tag {
-        Some(tag) => format!(
-            "artifacts/iter-{iteration:03}/{}.{}.{tag}.json",
-            def.name,
-            role.as_str()
-        ),
-        None => format!(
-            "artifacts/iter-{iteration:03}/{}.{}.json",
-            def.name,
-            role.as_str()
-        ),
-    };
+    let rel = crate::archive::layout::Layout::report(iteration, &def.name, role.as_str(), tag);
     let report = SubagentReport {
         name: def.name.clone(),
         role,

@@ -7,7 +7,7 @@
 //!
 //! The attacks run inside the sandbox in force on this machine. With
 //! `OODA_LANDLOCK_ABI_MAX=N` in the environment the suite runs with the
-//! Landlock rights capped at ABI N, which is how the README's table of what
+//! Landlock rights capped at ABI N, which is how docs/sandbox.md's table of what
 //! older kernels cannot contain was found.
 
 use std::path::Path;

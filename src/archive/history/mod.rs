@@ -102,11 +102,11 @@ pub(crate) fn improvement(dir: crate::model::Direction, base: f64, best: f64) ->
 }
 
 pub(crate) fn file_name(iteration: u32) -> String {
-    format!("iter-{iteration:03}.md")
+    super::layout::Layout::iteration_name(iteration)
 }
 
 pub fn path_of(dir: &Path, iteration: u32) -> PathBuf {
-    dir.join(file_name(iteration))
+    super::layout::Layout::of(dir).iteration(iteration)
 }
 
 /// Everything a rendered iteration file shows besides the record itself.

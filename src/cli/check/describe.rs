@@ -330,13 +330,14 @@ pub(crate) fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
 /// to `events/`): it would show in `git status` and could be committed.
 fn unignored_state(brief: &Brief, project: &Project) -> Option<String> {
     let dir = project.iterations_dir(&brief.name);
+    let archive = crate::archive::layout::Layout::of(&dir);
     let state = [
-        dir.join("state.json"),
-        dir.join("events.jsonl"),
+        archive.state(),
+        archive.events(),
         dir.join("events").join("events-000001.jsonl"),
         dir.join("index.jsonl"),
-        dir.join("artifacts").join("iter-001.diff"),
-        dir.join(".lock"),
+        dir.join(crate::archive::layout::Layout::diff(1)),
+        archive.lock(),
         project.worktrees_dir(&brief.name),
     ];
     let missing = project.unignored(&state);

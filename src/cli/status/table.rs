@@ -77,7 +77,9 @@ fn orphans(project: &Project, rows: &[BriefStatus]) -> Vec<BriefStatus> {
         .map(|d| {
             d.flatten()
                 .filter(|e| {
-                    e.path().join("iter-000.md").is_file() || e.path().join("state.json").is_file()
+                    let path = e.path();
+                    let archive = crate::archive::layout::Layout::of(&path);
+                    archive.iteration(0).is_file() || archive.state().is_file()
                 })
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .collect()
@@ -120,7 +122,7 @@ fn orphan(project: &Project, name: &str) -> BriefStatus {
             } else {
                 format!("on the branch ooda/{name} (its archive iterations/{name}/ is gone)")
             },
-            if dir.join("summary.md").is_file() {
+            if crate::archive::layout::Layout::of(&dir).summary().is_file() {
                 format!(" `ooda report {name}` to read it,")
             } else {
                 String::new()

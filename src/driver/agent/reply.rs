@@ -40,9 +40,7 @@ pub(crate) struct Invocation<'a> {
 impl Invocation<'_> {
     /// `iterations/<brief>/artifacts/iter-NNN`.
     pub(crate) fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
-        iterations_dir
-            .join("artifacts")
-            .join(format!("iter-{iteration:03}"))
+        crate::archive::layout::Layout::of(iterations_dir).artifacts_of(iteration)
     }
 }
 

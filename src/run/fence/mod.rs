@@ -275,7 +275,8 @@ impl Fence {
 /// The archive's files an agent must not change: the iteration files, their
 /// caches, the summary and the checkpoint.
 fn watched_in_archive(name: &str) -> bool {
-    stamped_in_archive(name) || name == "summary.md" || name == "state.json"
+    use crate::archive::layout::Layout;
+    stamped_in_archive(name) || name == Layout::SUMMARY || name == Layout::STATE
 }
 
 /// The caches of the iteration files (history/index.rs, history/view.rs).

@@ -394,7 +394,7 @@ pub fn landlock_abi() -> Option<i32> {
     }
 }
 
-/// What an attack needs from Landlock, by ABI: the README's table of what
+/// What an attack needs from Landlock, by ABI: docs/sandbox.md's table of what
 /// older kernels cannot contain comes from running the suite at each cap.
 pub(crate) fn abi_gaps(abi: i32) -> Vec<&'static str> {
     let mut gaps = Vec::new();
