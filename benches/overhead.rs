@@ -19,7 +19,7 @@
 //! 10 of the same round (`OVERHEAD_ROUNDS`, default 9): the median of those
 //! paired differences and their range.
 //!
-//! The histories are synthetic (`prompt::synthetic_history`) but written by
+//! The histories are synthetic (`history::synthetic::synthetic_history`) but written by
 //! the archive's own writer and aged eight hours (the index hashes files
 //! younger than three seconds), so they are files the real reader accepts
 //! in the state a morning finds them. `OVERHEAD_KEEP=1` keeps each tick
@@ -64,7 +64,7 @@ fn project(root: &Path, n: u32) -> Result<(), String> {
         let dir = root.join("iterations").join(b);
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         let ctx = ooda::testing::archive::render_context(&brief);
-        for mut rec in ooda::testing::driver::agent::prompt::synthetic_history(n, 7) {
+        for mut rec in ooda::testing::archive::history::synthetic::synthetic_history(n, 7) {
             rec.brief = b.to_string();
             history::write(&dir, &rec, &ctx).map_err(|e| e.to_string())?;
         }
@@ -167,7 +167,7 @@ fn tick_project(ooda: &Path, root: &Path, n: u32) -> Result<(), String> {
     let brief =
         Brief::parse(&root.join("briefs/a.md"), &tick_brief()).map_err(|e| e.to_string())?;
     let ctx = ooda::testing::archive::render_context(&brief);
-    for mut rec in ooda::testing::driver::agent::prompt::synthetic_history(n, 7)
+    for mut rec in ooda::testing::archive::history::synthetic::synthetic_history(n, 7)
         .into_iter()
         .skip(1)
     {
@@ -349,7 +349,7 @@ fn main() -> std::process::ExitCode {
     for &n in &tick_sizes {
         let brief =
             Brief::parse(Path::new("briefs/a.md"), &tick_brief()).expect("the benchmark's Brief");
-        let history = ooda::testing::driver::agent::prompt::synthetic_history(n, 7);
+        let history = ooda::testing::archive::history::synthetic::synthetic_history(n, 7);
         let best = ooda::testing::model::Point::new();
         let orientation = ooda::testing::model::Orientation::of(&history, 0.0, 0.05, 24);
         let held = ooda::testing::archive::history::History::of(history.clone());

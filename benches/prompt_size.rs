@@ -34,7 +34,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let history = prompt::synthetic_history(n, 42);
+    let history = ooda::testing::archive::history::synthetic::synthetic_history(n, 42);
     let best = Point::new();
     let template = ooda::testing::project::TEMPLATES
         .iter()

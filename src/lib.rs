@@ -63,6 +63,9 @@ pub mod testing {
             pub mod index {
                 pub use crate::archive::history::index::FILE;
             }
+            pub mod synthetic {
+                pub use crate::archive::history::synthetic::synthetic_history;
+            }
         }
         pub mod state {
             pub use crate::archive::state::STATE_VERSION;
@@ -83,7 +86,7 @@ pub mod testing {
         pub use crate::driver::builtin;
         pub mod agent {
             pub mod prompt {
-                pub use crate::driver::agent::prompt::{PlanView, plan, synthetic_history};
+                pub use crate::driver::agent::prompt::{PlanView, plan};
             }
         }
         pub mod llm {

@@ -1,10 +1,12 @@
-//! Every path under `iterations/<brief>/`, named in one place.
+//! Every path under `iterations/<brief>/`, in one place.
 //!
 //! The archive is read by people (the iteration files, `summary.md`), by
 //! `git` (what is committed and what `.gitignore` leaves out) and by every
 //! command of ooda; a path spelt twice drifts. Whoever writes or reads a
-//! file of the archive asks [`Layout`] where it is; `docs/files.md` is its
-//! reference.
+//! file of the archive asks [`Layout`] where it is. The names of the files
+//! whose format a module below the archive owns stay beside that format
+//! (the event log and its segments in `events/`), and the layout gives
+//! their paths; `docs/files.md` is the reference.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +24,9 @@ impl<'a> Layout<'a> {
     pub(crate) const STATE: &'static str = "state.json";
     pub(crate) const LOCK: &'static str = ".lock";
     pub(crate) const REPLAYS: &'static str = "replays";
+    pub(crate) const INDEX: &'static str = "index.jsonl";
+    pub(crate) const FACTS: &'static str = "facts.bin";
+    pub(crate) const LEDGER: &'static str = "ledger.json";
 
     /// The archive at `dir` (`iterations/<brief>`).
     pub(crate) fn of(dir: &'a Path) -> Layout<'a> {
@@ -68,6 +73,30 @@ impl<'a> Layout<'a> {
         self.dir.join(crate::events::FILE)
     }
 
+    /// `index.jsonl`, `facts.bin`, `ledger.json`: the history's caches,
+    /// rebuilt from the iteration files.
+    pub(crate) fn index(&self) -> PathBuf {
+        self.dir.join(Layout::INDEX)
+    }
+
+    pub(crate) fn facts(&self) -> PathBuf {
+        self.dir.join(Layout::FACTS)
+    }
+
+    pub(crate) fn ledger(&self) -> PathBuf {
+        self.dir.join(Layout::LEDGER)
+    }
+
+    /// `events/`: the event log's sealed segments.
+    pub(crate) fn segments(&self) -> PathBuf {
+        self.dir.join(crate::events::segments::DIR)
+    }
+
+    /// `state.json.corrupt-<stamp>`: an unreadable checkpoint, moved aside.
+    pub(crate) fn corrupt_state(&self, stamp: &str) -> PathBuf {
+        self.dir.join(format!("{}.corrupt-{stamp}", Layout::STATE))
+    }
+
     /// `.lock`: one runner per Brief.
     pub(crate) fn lock(&self) -> PathBuf {
         self.dir.join(Layout::LOCK)
@@ -84,6 +113,12 @@ impl<'a> Layout<'a> {
     /// and reports.
     pub(crate) fn artifacts_of(&self, iteration: u32) -> PathBuf {
         self.artifacts().join(format!("iter-{iteration:03}"))
+    }
+
+    /// `artifacts/iter-NNN/subagents/`: the prompts and outputs of the
+    /// iteration's command subagents, beside the main agent's.
+    pub(crate) fn subagent_files(&self, iteration: u32) -> PathBuf {
+        self.artifacts_of(iteration).join("subagents")
     }
 
     /// `artifacts/iter-NNN.diff`, relative to the archive: a discarded
@@ -131,6 +166,18 @@ mod tests {
         assert_eq!(l.state(), Path::new("iterations/b/state.json"));
         assert_eq!(l.events(), Path::new("iterations/b/events.jsonl"));
         assert_eq!(l.lock(), Path::new("iterations/b/.lock"));
+        assert_eq!(l.index(), Path::new("iterations/b/index.jsonl"));
+        assert_eq!(l.facts(), Path::new("iterations/b/facts.bin"));
+        assert_eq!(l.ledger(), Path::new("iterations/b/ledger.json"));
+        assert_eq!(l.segments(), Path::new("iterations/b/events"));
+        assert_eq!(
+            l.corrupt_state("20261201T000000"),
+            Path::new("iterations/b/state.json.corrupt-20261201T000000")
+        );
+        assert_eq!(
+            l.subagent_files(3),
+            Path::new("iterations/b/artifacts/iter-003/subagents")
+        );
         assert_eq!(
             l.artifacts_of(3),
             Path::new("iterations/b/artifacts/iter-003")

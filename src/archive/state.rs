@@ -413,10 +413,8 @@ pub(crate) fn load(dir: &Path) -> Result<Loaded> {
     match parse(&text) {
         Ok(s) => Ok(Loaded::Ok(Box::new(s))),
         Err(message) => {
-            let moved_to = dir.join(format!(
-                "state.json.corrupt-{}",
-                Utc::now().format("%Y%m%dT%H%M%S")
-            ));
+            let moved_to = super::layout::Layout::of(dir)
+                .corrupt_state(&Utc::now().format("%Y%m%dT%H%M%S").to_string());
             std::fs::rename(&path, &moved_to).map_err(|err| {
                 Error::io(format!("moving the corrupt {} aside", path.display()), err)
             })?;
@@ -714,6 +712,12 @@ mod tests {
             stage(flags(true, true, false, &none)).stage,
             SimplifyStage::Rejected(None)
         );
+        // A record with fields left out (hand-edited, or older) still loads:
+        // the in-flight iteration is not thrown away for them.
+        let sparse = serde_json::json!({"tree": "t", "measured": true, "test": test});
+        let kept = stage(sparse);
+        assert!(matches!(kept.stage, SimplifyStage::Measured(_)));
+        assert_eq!((kept.kept_tree.as_str(), kept.reason.as_str()), ("", ""));
         // Each reads in the iteration file as the flags it was written as.
         let archived = stage(flags(true, false, false, &test)).archived();
         assert!(archived.measured && !archived.reviewed && !archived.accepted);

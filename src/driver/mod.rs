@@ -110,7 +110,8 @@ impl Breach {
 
 /// The main agent.
 pub(crate) trait Driver {
-    /// How iteration files and reports name it: `builtin` or `command:<profile>`.
+    /// How iteration files and reports name it: `builtin`,
+    /// `command:<profile>` or `llm:<model>`.
     fn name(&self) -> String;
 
     /// Proposes the iteration's one change, starting from the best point.

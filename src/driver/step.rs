@@ -1,8 +1,8 @@
 //! One step of the machine, as everything that works in it sees it.
 //!
 //! A phase, the driver it asks and the subagents it dispatches read the
-//! same things: the Brief and the project, the worktrees, the archive as it
-//! was before the iteration, ORIENT's statistics, the span to log under,
+//! same things: the Brief and the project, the worktrees, the archive as the
+//! step sees it, the statistics it decides with, the span to log under,
 //! the flags that stop the work, and where commands run. They get one
 //! read-only [`Step`] and never the machine, so none of them can move a
 //! checkpoint or write the archive: the machine stores what they return.
@@ -44,9 +44,15 @@ pub(crate) struct Step<'a> {
     pub cand_dir: &'a Path,
     /// What an agent must leave alone: the base worktree.
     pub base_dir: &'a Path,
-    /// The archive before this iteration (`archive/history/view.rs`).
+    /// The archive as the step sees it (`archive/history/view.rs`): the
+    /// iterations before this one for PLAN through LEARN, the analyzers and
+    /// the synthesizers (a driver never sees its own iteration); the whole
+    /// archive, this iteration included, for CHECK, the end of a run, the
+    /// judge and the baseline.
     pub history: View<'a>,
-    /// ORIENT's output for this iteration.
+    /// The statistics the step decides with: ORIENT's output for PLAN
+    /// through LEARN, the archive's as they stand after the iteration for
+    /// CHECK and the end of a run.
     pub orientation: &'a Orientation,
     pub iteration: u32,
     pub seed: u64,

@@ -22,17 +22,22 @@ pub(crate) struct Review {
 pub(crate) struct Simplification {
     pub tree: String,
     /// The kept candidate's tree (what the candidate worktree holds).
+    #[serde(default)]
     pub kept_tree: String,
     /// Lines the change touches (base to candidate), kept and simplified.
+    #[serde(default)]
     pub lines_before: usize,
+    #[serde(default)]
     pub lines_after: usize,
     /// The simplified candidate's changed paths.
+    #[serde(default)]
     pub changed_paths: Vec<String>,
     pub stage: SimplifyStage,
     /// The reviewers' reports on the simplified diff.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reports: Vec<SubagentReport>,
     /// Why it was or was not taken, in words.
+    #[serde(default)]
     pub reason: String,
 }
 

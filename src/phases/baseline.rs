@@ -145,7 +145,7 @@ impl Machine<'_> {
             &self.brief,
             &self.project.config,
         )?;
-        failpoint::after(failpoint::Step::BaselineArchived);
+        failpoint::after(failpoint::Point::BaselineArchived);
         let path = crate::archive::history::path_of(&self.archive.dir, 0);
         span.emit(Event::LearnArchived {
             path: path.display().to_string(),

@@ -344,7 +344,7 @@ impl Machine<'_> {
                     }
                 }
                 self.archive.save_state()?;
-                failpoint::after(failpoint::Step::CheckDecided);
+                failpoint::after(failpoint::Point::CheckDecided);
                 d
             }
         };
@@ -411,7 +411,7 @@ impl Machine<'_> {
             }
             None => {
                 summary::sync(&mut self.archive, rec, &self.brief, &self.project.config)?;
-                failpoint::after(failpoint::Step::CheckArchived);
+                failpoint::after(failpoint::Point::CheckArchived);
                 self.archive.save_state()?;
                 Ok(StepOutcome::Iteration {
                     iteration: cur.iteration,

@@ -55,7 +55,7 @@ impl Committed {
     pub(super) fn apply(self, state: &mut State) {
         if let Some(best) = self.0 {
             state.best_commit = best;
-            failpoint::after(failpoint::Step::BranchAdvanced);
+            failpoint::after(failpoint::Point::BranchAdvanced);
         }
     }
 }

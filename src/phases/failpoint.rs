@@ -3,18 +3,18 @@
 //!
 //! `OODA_FAILPOINT=<name>` names one of [`all`]: `before-checkpoint:<phase>`
 //! (after a phase's effects, before its checkpoint), `after:<phase>` (right
-//! after it), and `after:<step>` for the steps inside a phase whose order is
+//! after it), and `after:<point>` for the points inside a phase whose order is
 //! what makes it crash-safe (the commit is prepared before the agent's
 //! LEARN runs; the archive is written before the branch moves; CHECK's
 //! decision is saved before it is applied; the archive before the state).
-//! The resume tests kill at every name this list returns, so a new step
+//! The resume tests kill at every name this list returns, so a new point
 //! added here is tested without anyone remembering to.
 
 use crate::model::Phase;
 
-/// A step inside a phase whose completion is durable before the next starts.
+/// A point inside a phase whose write is durable before the next starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Step {
+pub enum Point {
     /// Iteration 0's file is written; the state does not know yet.
     BaselineArchived,
     /// LEARN: a keep's commit object exists, not yet on any branch.
@@ -34,28 +34,28 @@ pub enum Step {
     StopArchived,
 }
 
-impl Step {
-    pub const ALL: [Step; 8] = [
-        Step::BaselineArchived,
-        Step::CommitPrepared,
-        Step::DiffSaved,
-        Step::LearnArchived,
-        Step::BranchAdvanced,
-        Step::CheckDecided,
-        Step::CheckArchived,
-        Step::StopArchived,
+impl Point {
+    pub const ALL: [Point; 8] = [
+        Point::BaselineArchived,
+        Point::CommitPrepared,
+        Point::DiffSaved,
+        Point::LearnArchived,
+        Point::BranchAdvanced,
+        Point::CheckDecided,
+        Point::CheckArchived,
+        Point::StopArchived,
     ];
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Step::BaselineArchived => "baseline-archived",
-            Step::CommitPrepared => "commit-prepared",
-            Step::DiffSaved => "diff-saved",
-            Step::LearnArchived => "learn-archived",
-            Step::BranchAdvanced => "branch-advanced",
-            Step::CheckDecided => "check-decided",
-            Step::CheckArchived => "check-archived",
-            Step::StopArchived => "stop-archived",
+            Point::BaselineArchived => "baseline-archived",
+            Point::CommitPrepared => "commit-prepared",
+            Point::DiffSaved => "diff-saved",
+            Point::LearnArchived => "learn-archived",
+            Point::BranchAdvanced => "branch-advanced",
+            Point::CheckDecided => "check-decided",
+            Point::CheckArchived => "check-archived",
+            Point::StopArchived => "stop-archived",
         }
     }
 }
@@ -68,7 +68,7 @@ pub fn all() -> Vec<String> {
         out.push(format!("before-checkpoint:{}", p.as_str()));
         out.push(format!("after:{}", p.as_str()));
     }
-    out.extend(Step::ALL.iter().map(|s| format!("after:{}", s.as_str())));
+    out.extend(Point::ALL.iter().map(|s| format!("after:{}", s.as_str())));
     out
 }
 
@@ -115,6 +115,6 @@ pub(crate) fn after_checkpoint(phase: Phase) {
     hit(&format!("after:{}", phase.as_str()));
 }
 
-pub(crate) fn after(step: Step) {
-    hit(&format!("after:{}", step.as_str()));
+pub(crate) fn after(point: Point) {
+    hit(&format!("after:{}", point.as_str()));
 }

@@ -75,7 +75,7 @@ impl Machine<'_> {
         }
         self.archive.state.stop = Some(stop.clone());
         summary::sync(&mut self.archive, rec, &self.brief, &self.project.config)?;
-        failpoint::after(failpoint::Step::StopArchived);
+        failpoint::after(failpoint::Point::StopArchived);
         self.archive.save_state()?;
         let run = self.archive.run.with_iteration(Some(stop.iteration));
         if stop.reason.is_red() {

@@ -56,7 +56,7 @@ pub(crate) fn run(
     let mut artifact = None;
     if outcome.verdict == Verdict::Keep {
         commit = Some(commit::prepare(ws, t.brief, cur)?);
-        failpoint::after(failpoint::Step::CommitPrepared);
+        failpoint::after(failpoint::Point::CommitPrepared);
     } else if !cur.changed_paths.is_empty() {
         let base = oid(&cur.base_commit)?;
         let diff = match &cur.tree {
@@ -74,7 +74,7 @@ pub(crate) fn run(
             bytes: diff.len() as u64,
         })?;
         artifact = Some(rel);
-        failpoint::after(failpoint::Step::DiffSaved);
+        failpoint::after(failpoint::Point::DiffSaved);
     }
     let mut learned = Learned {
         lessons: Default::default(),

@@ -19,7 +19,7 @@
 //! instant repeats at most the phase it was in (measurements may be re-run;
 //! nothing archived is redone or lost) and iteration numbers never skip or
 //! repeat. LEARN is the gate: an iteration ends only after its `iter-NNN.md`
-//! is written, read back, and `summary.md` regenerated. `failpoint.rs` names
+//! is written and read back (`summary.md` follows at CHECK). `failpoint.rs` names
 //! every point where the tests kill the process to prove it.
 
 pub(crate) mod replay;
@@ -507,7 +507,7 @@ impl<'a> Machine<'a> {
 
     /// The step of the iteration in flight: it sees the iterations before
     /// it (once LEARN wrote it, the in-flight iteration is in the archive).
-    fn turn<'s>(&'s self, span: &'s Span, orientation: &'s Orientation) -> Result<Step<'s>> {
+    fn step_in<'s>(&'s self, span: &'s Span, orientation: &'s Orientation) -> Result<Step<'s>> {
         let c = self.current()?;
         let before = self.archive.history.view().before(c.iteration as usize);
         Ok(self.step_at(span, orientation, before, c.iteration))
@@ -559,7 +559,7 @@ impl<'a> Machine<'a> {
             Phase::Plan => {
                 let planned = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
-                    plan::run(&m.turn(span, &o)?, &m.ws, m.agent.driver())
+                    plan::run(&m.step_in(span, &o)?, &m.ws, m.agent.driver())
                 })?;
                 if let Some(detail) = planned.apply(self.current_mut()?) {
                     return self.stalled(detail).map(Some);
@@ -568,7 +568,7 @@ impl<'a> Machine<'a> {
             Phase::Execute => {
                 let executed = self.in_phase(phase, |m, span| {
                     let o = m.orientation()?;
-                    execute::run(&m.turn(span, &o)?, m.agent.driver(), &m.ws, m.current()?)
+                    execute::run(&m.step_in(span, &o)?, m.agent.driver(), &m.ws, m.current()?)
                 })?;
                 if let Some(out) = executed {
                     out.apply(self.current_mut()?);
@@ -577,7 +577,7 @@ impl<'a> Machine<'a> {
             Phase::Evaluate => {
                 let evaluated = self.in_phase(phase, |m, span| {
                     let (o, cur) = (m.orientation()?, m.current()?);
-                    let step = m.turn(span, &o)?;
+                    let step = m.step_in(span, &o)?;
                     evaluate::phase(&step, &m.ws, &m.roster, &m.agent, cur, beside)
                 })?;
                 evaluated.apply(self.current_mut()?);
@@ -585,7 +585,7 @@ impl<'a> Machine<'a> {
             Phase::Review => {
                 let reviewed = self.in_phase(phase, |m, span| {
                     let (o, start) = (m.orientation()?, &m.archive.state.start_commit);
-                    let step = m.turn(span, &o)?;
+                    let step = m.step_in(span, &o)?;
                     review::run(&step, &m.ws, &m.roster, &m.agent, m.current()?, start)
                 })?;
                 if let Some(r) = reviewed {
@@ -595,7 +595,7 @@ impl<'a> Machine<'a> {
             Phase::Learn => {
                 let learnt = self.in_phase(phase, |m, span| {
                     let (o, state) = (m.orientation()?, &m.archive.state);
-                    let step = m.turn(span, &o)?;
+                    let step = m.step_in(span, &o)?;
                     learn::run(&step, m.agent.driver(), &m.ws, state, m.current()?)
                 })?;
                 learnt.apply(self.current_mut()?);
@@ -616,7 +616,7 @@ impl<'a> Machine<'a> {
     fn archive_learned(&mut self) -> Result<()> {
         self.archive.state.pending_ack = None;
         self.archive_current()?;
-        failpoint::after(failpoint::Step::LearnArchived);
+        failpoint::after(failpoint::Point::LearnArchived);
         let path = crate::archive::history::path_of(&self.archive.dir, self.current()?.iteration);
         self.iteration_span()?.emit(Event::LearnArchived {
             path: path.display().to_string(),
@@ -746,14 +746,22 @@ impl<'a> Machine<'a> {
             return Ok(None);
         }
         let view = self.archive.history.view();
+        let history = view.all()?;
+        let observed = summary::Observed::of(
+            &self.archive.dir,
+            view,
+            &self.project.config.budget_for(&self.brief),
+            Some(stop),
+            Some(self.archive.state.created_at),
+        )?;
+        // The judges are shown ooda's own grades: none, no judging.
+        let Some(evaluation) = observed.evaluation else {
+            return Ok(None);
+        };
         let o = orient::run(view, &self.brief, &self.project.config)?;
-        let iteration = view.last().map_or(0, |r| r.iteration);
-        crate::subagents::judge::judged(
-            &self.step_at(span, &o, view, iteration),
-            &defs,
-            &self.agent,
-            stop,
-        )
+        let iteration = history.last().map_or(0, |r| r.iteration);
+        let step = self.step_at(span, &o, view, iteration);
+        crate::subagents::judge::judged(&step, &defs, &self.agent, history, stop, &evaluation)
     }
 
     fn budget_stop(&self) -> Option<Stop> {

@@ -5,7 +5,11 @@
 //! (as `builtin-rules` when no builtin reviewer is defined): the builtin
 //! code-reviewer applies its rules to the typed change; a command reviewer
 //! gets only the diff and the rule files under its definition's prompt,
-//! never the plan, the hypothesis or the agent's output. The rules and the
+//! never the plan, the hypothesis or the agent's output
+//! (`subagents/reviewer.rs`). On the first pass of a big keep the
+//! simplifier runs beside them (`subagents/simplifier.rs`); its version,
+//! once EVALUATE measured it no worse, gets the same reviewers on a second
+//! pass. The rules and the
 //! files the measurement uses are read as the run started, so a keep cannot
 //! rewrite what a later keep is judged by. One block is enough: the machine
 //! turns the keep into a discard of kind `blocked_by_review`. A reviewer's

@@ -464,7 +464,7 @@ mod tests {
 
     #[test]
     fn ten_thousand_iterations_are_thinned_with_every_keep_and_the_same_base_line() {
-        let h = crate::driver::agent::prompt::synthetic_history(10_000, 7);
+        let h = crate::archive::history::synthetic::synthetic_history(10_000, 7);
         let full = Series::of(&h, Direction::Minimize, "none");
         assert_eq!(full.points.len() + full.unmeasured.len(), 10_001);
         let thin = full.clone().thinned(MAX_MARKERS);

@@ -1126,13 +1126,13 @@ mod tests {
     #[test]
     fn ten_thousand_iterations_fold_into_ranges_that_cover_every_one() {
         let short = crate::archive::history::History::of(
-            crate::driver::agent::prompt::synthetic_history(10, 7),
+            crate::archive::history::synthetic::synthetic_history(10, 7),
         );
         let (from, shown) = fold_point(short.view());
         assert_eq!((from, shown.len()), (0, 11));
         assert!(folded_rows(&short.facts()[..from]).is_empty());
 
-        let records = crate::driver::agent::prompt::synthetic_history(10_000, 7);
+        let records = crate::archive::history::synthetic::synthetic_history(10_000, 7);
         let held = crate::archive::history::History::of(records.clone());
         let (from, shown) = fold_point(held.view());
         assert_eq!(shown.len(), 1 + FULL_ROWS);

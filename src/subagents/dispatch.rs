@@ -424,7 +424,7 @@ pub(crate) fn run_command(
     })?;
     // Beside the main agent's files, never in place of them (a subagent
     // named `plan` must not overwrite PLAN's prompt).
-    let files_dir = Invocation::files_dir_for(t.dir, t.iteration).join("subagents");
+    let files_dir = crate::archive::layout::Layout::of(t.dir).subagent_files(t.iteration);
     let inv = Invocation {
         phase: like,
         attempt: 1,

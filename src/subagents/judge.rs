@@ -44,29 +44,20 @@ pub(crate) fn due<'r>(roster: &'r crate::subagents::Roster, stop: &Stop) -> Vec<
         .collect()
 }
 
-/// The judges `defs` over the finished run that `t` sees whole: the last
-/// iteration's record with their reports on it. Their spend stays out of
-/// that iteration's tokens (the judge ran after it, and the spike rule and
-/// the grades read them): it is in Metrics, per subagent, and in its report.
+/// The judges `defs` over the finished run (`history`, which `t` sees
+/// whole, graded by ooda's checks as `evaluation`): the last iteration's
+/// record with their reports on it. Their spend stays out of that
+/// iteration's tokens (the judge ran after it, and the spike rule and the
+/// grades read them): it is in Metrics, per subagent, and in its report.
 pub(crate) fn judged(
     t: &Step,
     defs: &[&Definition],
     agent: &MainAgent,
+    history: &[IterationRecord],
     stop: &Stop,
+    evaluation: &Evaluation,
 ) -> Result<Option<IterationRecord>> {
-    let history = t.history.all()?;
-    let budget = t.config.budget_for(t.brief);
-    let observed = crate::report::summary::Observed::of(
-        t.dir,
-        t.history,
-        &budget,
-        Some(stop),
-        Some(t.run_started),
-    )?;
-    let Some(evaluation) = observed.evaluation else {
-        return Ok(None);
-    };
-    let done = run(t, defs, agent, history, stop, &evaluation)?;
+    let done = run(t, defs, agent, history, stop, evaluation)?;
     for b in &done.breaches {
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::JudgeFailed,

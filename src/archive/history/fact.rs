@@ -276,7 +276,7 @@ mod tests {
 
     #[test]
     fn a_row_says_what_the_record_says() {
-        for rec in crate::driver::agent::prompt::synthetic_history(60, 7) {
+        for rec in crate::archive::history::synthetic::synthetic_history(60, 7) {
             let f = Fact::of(&rec, Source::default());
             assert_eq!(f.iteration, rec.iteration);
             assert_eq!(f.verdict, Some(rec.verdict));

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::model::{DiscardKind, Verdict};
 
 /// The table's file name, beside the iteration files (git-ignored).
-pub(crate) const FILE: &str = "facts.bin";
+pub(crate) const FILE: &str = crate::archive::layout::Layout::FACTS;
 
 const MAGIC: &[u8; 8] = b"oodafct1";
 const HEADER: usize = 32;
@@ -39,7 +39,7 @@ pub(crate) struct Table {
 const TURN_AT: usize = 24;
 
 pub(crate) fn path(dir: &Path) -> PathBuf {
-    dir.join(FILE)
+    crate::archive::layout::Layout::of(dir).facts()
 }
 
 /// The table of `dir`, or `None` when it is missing, damaged or of
@@ -366,7 +366,7 @@ mod tests {
     use super::*;
 
     fn rows(n: u32) -> Vec<Fact> {
-        crate::driver::agent::prompt::synthetic_history(n, 3)
+        crate::archive::history::synthetic::synthetic_history(n, 3)
             .iter()
             .enumerate()
             .map(|(i, r)| {

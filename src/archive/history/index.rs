@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::model::IterationRecord;
 
 /// The index's file name, beside the iteration files (git-ignored).
-pub const FILE: &str = "index.jsonl";
+pub const FILE: &str = crate::archive::layout::Layout::INDEX;
 
 /// How close a file's modification time may come to the moment its line
 /// was taken before the bytes are hashed: longer than the coarsest clock
@@ -579,7 +579,7 @@ pub(crate) mod tests {
     /// are by the next night: outside the racy window.
     fn archive(n: u32) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        for rec in crate::driver::agent::prompt::synthetic_history(n, 3) {
+        for rec in crate::archive::history::synthetic::synthetic_history(n, 3) {
             history::write(dir.path(), &rec, &ctx()).unwrap();
         }
         age_files(dir.path());
@@ -638,7 +638,7 @@ pub(crate) mod tests {
     #[test]
     fn an_edit_that_keeps_size_and_time_is_caught_by_the_hash() {
         let dir = tempfile::tempdir().unwrap();
-        for rec in crate::driver::agent::prompt::synthetic_history(3, 3) {
+        for rec in crate::archive::history::synthetic::synthetic_history(3, 3) {
             history::write(dir.path(), &rec, &ctx()).unwrap();
         }
         // Just written: inside the racy window, so the hash decides.

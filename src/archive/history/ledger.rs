@@ -10,6 +10,7 @@
 //! files' hashes, so an edited file (or a table rebuilt since) makes it
 //! recomputed.
 
+use crate::archive::layout::Layout;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -19,7 +20,7 @@ use std::collections::BTreeMap;
 
 use crate::model::{CallOutcome, IterationRecord, Phase, Usage};
 
-pub(crate) const FILE: &str = "ledger.json";
+pub(crate) const FILE: &str = crate::archive::layout::Layout::LEDGER;
 
 /// A named pattern: the newest lesson under that name and where it was seen.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,13 +196,13 @@ impl Ledger {
     }
 
     pub fn read(dir: &Path) -> Option<Ledger> {
-        serde_json::from_slice(&std::fs::read(dir.join(FILE)).ok()?).ok()
+        serde_json::from_slice(&std::fs::read(Layout::of(dir).ledger()).ok()?).ok()
     }
 
     /// Writes the file (a failure costs the next tick a recomputation).
     pub fn write(&self, dir: &Path) {
         if let Ok(text) = serde_json::to_vec(self) {
-            let _ = crate::atomic::write_atomic(&dir.join(FILE), &text);
+            let _ = crate::atomic::write_atomic(&Layout::of(dir).ledger(), &text);
         }
     }
 }

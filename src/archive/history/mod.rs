@@ -27,6 +27,7 @@ pub(crate) mod fact;
 pub(crate) mod facts;
 pub(crate) mod index;
 pub(crate) mod ledger;
+pub(crate) mod synthetic;
 pub(crate) mod view;
 
 pub(crate) use view::{History, View};

@@ -650,7 +650,7 @@ impl<'a> View<'a> {
         Ok(None)
     }
 
-    /// [`super::last_confirmed_commit`].
+    /// The best commit of the latest confirmation that found a real gain.
     pub fn last_confirmed_commit(self) -> Result<Option<String>> {
         for r in self.flagged(super::fact::flag::CONFIRMATION) {
             if let Some(c) = r?.confirmation.as_ref().filter(|c| c.ci.0 > 0.0) {
@@ -684,10 +684,11 @@ mod tests {
     /// writer, and its records.
     fn archive(n: u32) -> (tempfile::TempDir, Vec<IterationRecord>) {
         let dir = tempfile::tempdir().unwrap();
-        let records: Vec<IterationRecord> = crate::driver::agent::prompt::synthetic_history(n, 5)
-            .iter()
-            .map(|r| history::write(dir.path(), r, &ctx()).unwrap())
-            .collect();
+        let records: Vec<IterationRecord> =
+            crate::archive::history::synthetic::synthetic_history(n, 5)
+                .iter()
+                .map(|r| history::write(dir.path(), r, &ctx()).unwrap())
+                .collect();
         (dir, records)
     }
 
@@ -853,7 +854,7 @@ mod tests {
 
     #[test]
     fn put_appends_and_a_rewrite_replaces_the_last_record() {
-        let records = crate::driver::agent::prompt::synthetic_history(5, 3);
+        let records = crate::archive::history::synthetic::synthetic_history(5, 3);
         let mut h = History::of(records[..5].to_vec());
         h.put(records[5].clone(), None);
         assert_eq!(h.view().recent(), &records[..]);
@@ -918,7 +919,7 @@ mod tests {
 
     #[test]
     fn the_sums_kept_on_put_are_the_sums_taken_whole() {
-        let records = crate::driver::agent::prompt::synthetic_history(300, 5);
+        let records = crate::archive::history::synthetic::synthetic_history(300, 5);
         let whole = |upto: usize| History::of(records[..upto].to_vec());
         let sums = |h: &History| {
             let v = h.view();
@@ -981,7 +982,7 @@ mod tests {
     /// What the window and the rows answer is what the whole history says.
     #[test]
     fn the_window_answers_as_the_whole_history() {
-        let records = crate::driver::agent::prompt::synthetic_history(700, 11);
+        let records = crate::archive::history::synthetic::synthetic_history(700, 11);
         let h = History::of(records.clone());
         let v = h.view();
         assert!(!v.whole());

@@ -334,8 +334,8 @@ fn unignored_state(brief: &Brief, project: &Project) -> Option<String> {
     let state = [
         archive.state(),
         archive.events(),
-        dir.join("events").join("events-000001.jsonl"),
-        dir.join("index.jsonl"),
+        archive.segments().join("events-000001.jsonl"),
+        archive.index(),
         dir.join(crate::archive::layout::Layout::diff(1)),
         archive.lock(),
         project.worktrees_dir(&brief.name),

@@ -34,7 +34,8 @@ pub(crate) trait Caller: std::fmt::Debug + Send + Sync {
     /// `command:<profile>` or `llm:<model>`.
     fn driver_name(&self) -> String;
 
-    /// Who answers, as a call's events name it: the profile, or the model.
+    /// Who answers, as a call's events name it (their `profile` field): the
+    /// profile's name, or `llm:<model>`.
     fn who(&self) -> String;
 
     /// What runs for `phase`, as `ooda check` prints it and a call's event
@@ -58,7 +59,8 @@ pub(crate) trait Caller: std::fmt::Debug + Send + Sync {
     fn passes_files(&self) -> bool;
 
     /// The same agent as a subagent runs it: its own timeout, and the model
-    /// its definition resolves to (an agent CLI reads it as `OODA_MODEL`).
+    /// its definition resolves to, for an agent CLI to read as `OODA_MODEL`
+    /// (the llm driver's model is its setup's).
     fn for_subagent(&self, timeout: Duration, model: Option<String>) -> Box<dyn Caller>;
 
     /// The same agent, as it is.

@@ -99,7 +99,10 @@ impl Caller for LlmAgent {
         false
     }
 
-    /// The definition's model was resolved into the setup already.
+    /// A `driver: llm` definition gets a setup of its own model
+    /// (`subagents::dispatch::caller`); a `driver: command` definition
+    /// without an `agent:` that the Brief's llm agent plays keeps the
+    /// Brief's model (it has no `OODA_MODEL` to read).
     fn for_subagent(&self, timeout: Duration, _: Option<String>) -> Box<dyn Caller> {
         Box::new(LlmAgent {
             timeout,
