@@ -1,26 +1,14 @@
-//! `ooda check`: validate a Brief and, with `--measure N`, try its commands.
-//!
-//! Measuring happens in a scratch worktree at the current HEAD
-//! (`.ooda/worktrees/<brief>/check`), never in the user's checkout, and tells
-//! the user before the night whether the metric is usable: its values, their
-//! spread, and the smallest gain the decision rule could detect. It runs the
-//! commands exactly as a tick would (the eval-runner, the executor), so what
-//! works here works at night.
+//! What `ooda check` says of a Brief without running anything: the Brief as
+//! the runner reads it, the problems that stop a night (each with its fix),
+//! the warnings, and the same as JSON. `--preflight` (`preflight.rs`) and
+//! `--measure` (`measure.rs`) run the agent and the commands.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use crate::brief::points;
 use crate::brief::{Brief, Parse};
 use crate::driver::MainAgent;
-use crate::error::{Error, Result};
-use crate::eval::{Evaluator, RunFailure, Side, Worktree};
-use crate::events::{Progress, Shown, Span};
-use crate::phases::Print;
 use crate::project::Project;
-use crate::run::executor::{Local, Purpose};
-use crate::stats;
 use crate::text::clip::fmt_num;
 
 pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
@@ -238,7 +226,7 @@ fn knob_problems(brief: &Brief, project: &Project) -> Vec<String> {
     }
 }
 
-fn agent_name(brief: &Brief, project: &Project) -> Option<String> {
+pub(super) fn agent_name(brief: &Brief, project: &Project) -> Option<String> {
     MainAgent::for_brief(brief, &project.config)
         .ok()
         .and_then(|a| a.agent_name())
@@ -536,139 +524,6 @@ pub(crate) fn describe_json(brief: &Brief, project: &Project) -> serde_json::Val
     })
 }
 
-/// `ooda check --preflight`: one real PLAN call with the Brief's agent, in
-/// a scratch worktree at HEAD, nothing archived (the prompt and the output
-/// stay in `.ooda/preflight/<brief>/` for reading). Says whether the agent
-/// starts, answers, and answers in a form ooda reads; `Ok(false)` when not.
-pub(crate) fn preflight(
-    project: &Project,
-    brief: &Brief,
-    cancel: &AtomicBool,
-    print: Print,
-) -> Result<(String, bool, serde_json::Value)> {
-    let main = MainAgent::for_brief(brief, &project.config)?;
-    let Some(agent) = main.caller() else {
-        return Ok((
-            "preflight: the builtin driver runs no agent process (no network, no key): nothing to try\n".into(),
-            true,
-            serde_json::json!({"ok": true, "driver": "builtin"}),
-        ));
-    };
-    let executor = Local::sandboxed(&crate::run::sandbox::for_project(
-        project,
-        Some(&agent.who()),
-    )?);
-    let ws = crate::workspace::Workspace::open(
-        &project.root,
-        &project.worktrees_dir(&brief.name),
-        &brief.name,
-    )?;
-    let cand = ws.scratch("check", ws.user_head()?)?;
-    let files = project
-        .root
-        .join(".ooda")
-        .join("preflight")
-        .join(&brief.name);
-    crate::atomic::create_dir_all(&files)?;
-    // The archive, if there is one, makes the prompt the next PLAN's.
-    let history = crate::archive::history::History::of(
-        crate::archive::history::load(&project.iterations_dir(&brief.name)).unwrap_or_default(),
-    );
-    let orientation = crate::phases::orientation_of(history.view(), brief, &project.config)?;
-    let progress = Progress::new(&brief.name, false, print);
-    let span = Span::new("preflight", vec![Arc::new(progress)]);
-    let turn = crate::driver::Step {
-        brief,
-        config: &project.config,
-        root: &project.root,
-        dir: &files,
-        worktrees: &ws.dir,
-        cand_dir: &cand,
-        base_dir: &cand,
-        history: history.view(),
-        orientation: &orientation,
-        iteration: history.len().max(1) as u32,
-        seed: brief.seed.unwrap_or(0),
-        run_started: chrono::Utc::now(),
-        span: &span,
-        cancel,
-        stop: None,
-        executor: &executor,
-    };
-    let best = points::point_in(&cand, brief)?;
-    let report = crate::driver::agent::steps::preflight(agent, &turn, &best)?;
-    let c = &report.call;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "preflight: ran `{}` for PLAN: {} after {:.1}s{}",
-        agent.command_line_for(
-            crate::model::Phase::Plan,
-            &crate::driver::agent::named_files::NamedFiles::default()
-        ),
-        c.outcome.as_str(),
-        c.seconds,
-        c.model
-            .as_deref()
-            .map(|m| format!(" (model {m})"))
-            .unwrap_or_default()
-    );
-    if !c.usage.is_empty() {
-        let _ = writeln!(
-            s,
-            "  usage       {} tokens in ({} cached), {} out{}",
-            c.usage.input,
-            c.usage.cached,
-            c.usage.output,
-            c.usage
-                .cost_usd
-                .map(|x| format!(", {}", crate::validate::units::format_usd(x)))
-                .unwrap_or_default()
-        );
-    }
-    for w in &c.warnings {
-        let _ = writeln!(s, "  warning     {w}");
-    }
-    let ok = match &report.plan {
-        Ok(plan) => {
-            let _ = writeln!(
-                s,
-                "  plan        {} (predicted {:+.1}% ± {:.1}%)",
-                crate::text::clip::clip(&plan.hypothesis, 100),
-                plan.predicted_effect * 100.0,
-                plan.predicted_sd * 100.0
-            );
-            true
-        }
-        Err(why) => {
-            let _ = writeln!(s, "  problem     {why}");
-            false
-        }
-    };
-    let _ = writeln!(
-        s,
-        "  files       {} (the prompt, the output, the answer)",
-        files.display()
-    );
-    let _ = writeln!(
-        s,
-        "{}",
-        if ok {
-            "preflight OK: the agent answered with a plan a night would accept"
-        } else {
-            "preflight FAILED: a night would not get a usable plan from this agent (above)"
-        }
-    );
-    let data = serde_json::json!({
-        "ok": ok,
-        "call": c,
-        "plan": report.plan.as_ref().ok(),
-        "problem": report.plan.as_ref().err(),
-        "files": files.display().to_string(),
-    });
-    Ok((s, ok, data))
-}
-
 /// A problem with the program a shell line starts, when that program is
 /// named by a path (`./bench.sh`, `tools/run`): a bare word may be a shell
 /// builtin or on the worktree's own `PATH`, so it is not judged.
@@ -754,146 +609,4 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
     for (k, v) in &p.env {
         let _ = writeln!(s, "  agent env   {k}={}", crate::text::redact::redact(v));
     }
-}
-
-/// Runs setup and guards once, then the metric `n` times, in a scratch
-/// worktree, through the same eval-runner and executor as a tick.
-pub(crate) fn measure(
-    project: &Project,
-    brief: &Brief,
-    n: u32,
-    cancel: &AtomicBool,
-    print: Print,
-) -> Result<(String, serde_json::Value)> {
-    let ws = crate::workspace::Workspace::open(
-        &project.root,
-        &project.worktrees_dir(&brief.name),
-        &brief.name,
-    )?;
-    let head = ws.user_head()?;
-    let wt = Worktree::new(Side::Check, ws.scratch("check", head)?, brief)?;
-    let print: Arc<dyn Fn(&Shown) + Send + Sync> = Arc::from(print);
-    let shown = print.clone();
-    let progress = Progress::new(&brief.name, false, Box::new(move |s: &Shown| shown(s)));
-    // Nothing is archived: the events go to the display only.
-    let span = Span::new("check", vec![Arc::new(progress)]);
-    // The Brief's own sandbox: a setup that needs a grant fails here as it
-    // would in a tick.
-    let agent = agent_name(brief, project);
-    let executor = crate::run::executor::for_brief(
-        Local::sandboxed(&crate::run::sandbox::for_project(
-            project,
-            agent.as_deref(),
-        )?),
-        &project.root,
-        &project.config,
-        brief,
-        ws.dir.join("slurm"),
-        // Ctrl-C while the job waits in the queue cancels it.
-        &crate::run::interrupt::Interrupt::install(),
-        // check takes no Brief lock: a tick may hold jobs of this Brief.
-        false,
-    );
-    let lease = executor.lease(Purpose::Check)?;
-    let mut ev = Evaluator {
-        brief,
-        output_cap: project.config.defaults.output_cap as usize,
-        cancel,
-        stop: None,
-        span: &span,
-        lease: lease.as_ref(),
-        exclusive: project.config.defaults.measure_exclusive,
-    };
-    let fail = |f: RunFailure| {
-        let RunFailure::Failed { reason, output } = f;
-        Error::Input(format!("{reason}:\n{output}"))
-    };
-    if let Some(f) = ev.setup(&wt)? {
-        return Err(fail(f));
-    }
-    if let (_, Some(f)) = ev.guards(&wt)? {
-        return Err(fail(f));
-    }
-    let _lock = ev.hold_measurements()?;
-    let mut values = Vec::new();
-    for i in 1..=n {
-        let (v, _) = ev.metric(&wt)?.map_err(fail)?;
-        print(&Shown::Line(&format!(
-            "[{}] run {i}/{n}: {} = {}",
-            brief.name,
-            brief.metric.name,
-            fmt_num(v)
-        )));
-        values.push(v);
-    }
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{} over {n} run(s) at committed HEAD {}: {}",
-        brief.metric.name,
-        crate::text::clip::short(&head.to_string()),
-        values
-            .iter()
-            .map(|v| fmt_num(*v))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    if values.iter().any(|v| *v <= 0.0) {
-        let _ = writeln!(
-            s,
-            "warning: the metric must be positive: ooda compares ratios"
-        );
-        let data = serde_json::json!({"head": head.to_string(), "values": values, "error": "the metric must be positive: ooda compares ratios"});
-        return Ok((s, data));
-    }
-    let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
-    let _ = writeln!(
-        s,
-        "median {}, min {}, max {}",
-        fmt_num(stats::median(&values)),
-        fmt_num(values.iter().copied().fold(f64::INFINITY, f64::min)),
-        fmt_num(values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
-    );
-    let mut data = serde_json::json!({
-        "head": head.to_string(),
-        "values": values,
-        "median": stats::median(&values),
-    });
-    if n >= 2 {
-        let sd = stats::sd(&logs);
-        // A pair's log ratio has √2 times one run's spread; θ₁ is then what
-        // the runner computes from its A/A calibration, floor included.
-        let noise = sd * std::f64::consts::SQRT_2;
-        let theta1 = crate::eval::sequential::theta1(brief.metric.noise_floor, noise);
-        let by_noise = crate::eval::sequential::theta1(0.0, noise);
-        data["run_sd"] = sd.into();
-        data["noise_per_pair"] = noise.into();
-        data["theta1"] = theta1.into();
-        let _ = writeln!(
-            s,
-            "spread: {:.2}% run to run (sd of log values), {:.2}% per pair",
-            sd * 100.0,
-            noise * 100.0
-        );
-        let _ = writeln!(
-            s,
-            "minimum detectable gain θ₁: {:.2}%{}; smaller gains will be discarded as noise",
-            theta1 * 100.0,
-            if theta1 > by_noise {
-                format!(
-                    " (the Brief's noise floor; the noise alone allows {:.2}%)",
-                    by_noise * 100.0
-                )
-            } else {
-                String::new()
-            }
-        );
-        if let Some(a) = crate::eval::sequential::noise_advice(noise, brief.metric.noise_floor) {
-            let _ = writeln!(s, "advice: {a}");
-            data["advice"] = a.into();
-        }
-    } else {
-        let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
-    }
-    Ok((s, data))
 }

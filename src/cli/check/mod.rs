@@ -1,7 +1,9 @@
 //! `ooda check BRIEF [--measure N] [--preflight] [--json]`: validate, and try
 //! the commands and the agent.
 
-pub(crate) mod describe;
+mod describe;
+mod measure;
+mod preflight;
 
 use super::output::progress_printer;
 use super::{Globals, out};
@@ -50,12 +52,8 @@ pub(crate) fn run(g: &Globals, brief: &str, measure: Option<u32>, preflight: boo
         && failed.is_none()
         && let Some(cancel) = cancel()
     {
-        let (report, ok, json) = crate::cli::check::describe::preflight(
-            &project,
-            &b,
-            cancel,
-            progress_printer(g.quiet),
-        )?;
+        let (report, ok, json) =
+            preflight::preflight(&project, &b, cancel, progress_printer(g.quiet))?;
         say(&report)?;
         data["preflight"] = json;
         if !ok {
@@ -73,8 +71,7 @@ pub(crate) fn run(g: &Globals, brief: &str, measure: Option<u32>, preflight: boo
             && let Some(cancel) = cancel()
         {
             let progress = progress_printer(g.quiet);
-            let (report, json) =
-                crate::cli::check::describe::measure(&project, &b, n, cancel, progress)?;
+            let (report, json) = measure::measure(&project, &b, n, cancel, progress)?;
             say(&report)?;
             data["measure"] = json;
         }
