@@ -81,7 +81,7 @@ pub use knob_value::{KnobValue, Point};
 pub(crate) use logged_anomaly::LoggedAnomaly;
 pub use noise_history::NoiseHistory;
 pub use orientation::Orientation;
-pub(crate) use phase::Phase;
+pub use phase::Phase;
 pub(crate) use placement::{Placement, SlurmSettings};
 pub use plan::{Axis, Plan};
 pub(crate) use plan::{LearnResult, Pattern};

@@ -1148,3 +1148,77 @@ fn a_tool_the_model_lacks_and_a_failing_tool_are_anomalies_and_grade_the_iterati
         "{findings}"
     );
 }
+
+/// EXECUTE's JSON answer is optional, for the llm driver as for a CLI: a
+/// model that makes its edit with the tools and then ends in prose (no
+/// `finish`, no JSON) has its edit measured, not voided; PLAN still needs
+/// its JSON.
+#[test]
+fn an_execute_that_edits_and_ends_in_prose_is_measured() {
+    let api = Api::OpenAi;
+    let s = serve_script(
+        api,
+        Box::new(move |s, n, _wrong| {
+            if s.system.contains("PLAN phase") {
+                return ok(api, n, &[("finish", plan_answer())]);
+            }
+            if s.system.contains("LEARN phase") {
+                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
+            }
+            if s.system.contains("subagent") {
+                return ok(
+                    api,
+                    n,
+                    &[(
+                        "finish",
+                        json!({"answer": {"verdict": "approve", "findings": []}}),
+                    )],
+                );
+            }
+            if s.calls.is_empty() {
+                return ok(
+                    api,
+                    n,
+                    &[(
+                        "edit_file",
+                        json!({"path": "src/lib.txt", "old": "code", "new": "code tuned"}),
+                    )],
+                );
+            }
+            // The edit is made: the model says so in words and stops.
+            ok(api, n, &[])
+        }),
+    );
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
+            s.server.uri()
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project for a terse model");
+    t.ooda(&["run", "b"]).expect(4);
+    let rec = t.record("b", 1);
+    assert_ne!(rec.verdict, Verdict::Invalid, "{}", rec.reason);
+    assert!(rec.measured.is_some(), "measured: {}", rec.reason);
+    assert!(
+        rec.changed_paths.iter().any(|p| p == "src/lib.txt"),
+        "{:?}",
+        rec.changed_paths
+    );
+    let execute = rec
+        .agent_calls
+        .iter()
+        .find(|c| c.phase == ooda::testing::model::Phase::Execute)
+        .expect("an EXECUTE call");
+    assert_eq!(
+        execute.outcome,
+        ooda::testing::model::CallOutcome::Ok,
+        "{execute:?}"
+    );
+}

@@ -185,7 +185,16 @@ struct Loop<'a> {
 }
 
 /// How a step ended.
-type End = std::result::Result<Value, (CallOutcome, String)>;
+enum End {
+    /// The model called `finish` with the step's answer (or gave it as a
+    /// fenced or bare JSON object).
+    Answer(Value),
+    /// EXECUTE ended in prose: its edit is the answer, as for an agent CLI
+    /// (the JSON answer of EXECUTE is optional).
+    Prose,
+    /// No answer: the call's outcome and why.
+    Stopped(CallOutcome, String),
+}
 
 impl<'a> Loop<'a> {
     fn new(
@@ -269,8 +278,8 @@ impl<'a> Loop<'a> {
         scrub(&self.secrets, text)
     }
 
-    fn timed_out(&self) -> (CallOutcome, String) {
-        (
+    fn timed_out(&self) -> End {
+        End::Stopped(
             CallOutcome::TimedOut,
             format!(
                 "the step timed out after {}",
@@ -284,20 +293,20 @@ impl<'a> Loop<'a> {
         let mut squeezed = false;
         let end: End = loop {
             if self.requests >= self.setup.max_requests {
-                break Err((
+                break End::Stopped(
                     CallOutcome::NoResult,
                     format!(
                         "the model did not call finish within {} requests",
                         self.setup.max_requests
                     ),
-                ));
+                );
             }
             if Instant::now() >= self.deadline {
-                break Err(self.timed_out());
+                break self.timed_out();
             }
             let prompt = match self.prompt()? {
                 Ok(p) => p,
-                Err(problem) => break Err((CallOutcome::Failed, problem)),
+                Err(problem) => break End::Stopped(CallOutcome::Failed, problem),
             };
             self.requests += 1;
             let estimate = self.window.estimate(prompt.chars);
@@ -333,9 +342,9 @@ impl<'a> Loop<'a> {
                     continue;
                 }
                 Err(e) if e.kind == "step_timeout" || Instant::now() >= self.deadline => {
-                    break Err(self.timed_out());
+                    break self.timed_out();
                 }
-                Err(e) => break Err((CallOutcome::Failed, self.scrub(&e.describe()))),
+                Err(e) => break End::Stopped(CallOutcome::Failed, self.scrub(&e.describe())),
             };
             squeezed = false;
             let setup = self.setup;
@@ -364,13 +373,16 @@ impl<'a> Loop<'a> {
                 if let Ok((v, _)) =
                     crate::driver::agent::reply::result_json(None, Some(&answer.text))
                 {
-                    break Ok(v);
+                    break End::Answer(v);
+                }
+                if self.inv.phase == Phase::Execute && self.inv.subagent.is_none() {
+                    break End::Prose;
                 }
                 if nudges == NUDGES {
-                    break Err((
+                    break End::Stopped(
                         CallOutcome::NoResult,
                         "the model answered in prose and never called finish with the step's JSON answer".into(),
-                    ));
+                    );
                 }
                 nudges += 1;
                 let nudge = Message::user(
@@ -443,7 +455,7 @@ impl<'a> Loop<'a> {
                 self.memory.transcript.push(turn);
             }
             if let Some(v) = finished {
-                break Ok(v);
+                break End::Answer(v);
             }
         };
         self.reply(end)
@@ -720,7 +732,7 @@ impl<'a> Loop<'a> {
     fn reply(self, end: End) -> Result<Reply> {
         let seconds = self.started.elapsed().as_secs_f64();
         let (outcome, problem, result) = match end {
-            Ok(v) => {
+            End::Answer(v) => {
                 let mut clean = v.clone();
                 crate::text::redact::redact_json(&mut clean);
                 crate::atomic::write_atomic(
@@ -732,7 +744,12 @@ impl<'a> Loop<'a> {
                 )?;
                 (CallOutcome::Ok, None, Ok((v, Source::FinishTool)))
             }
-            Err((o, p)) => {
+            End::Prose => (
+                CallOutcome::Ok,
+                None,
+                Err("the model ended EXECUTE in prose, without the optional JSON answer".into()),
+            ),
+            End::Stopped(o, p) => {
                 let p = self.scrub(&p);
                 (o, Some(crate::text::redact::redact(&p)), Err(p))
             }
