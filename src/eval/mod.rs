@@ -11,6 +11,8 @@
 //! is not inflated by the winner's curse.
 
 pub(crate) mod metric;
+mod neutral;
+pub(crate) use neutral::neutral;
 pub mod redlight;
 
 use crate::model::CommandOutcome;
@@ -521,8 +523,8 @@ pub(crate) fn report(
             " (inconclusive: {}; it may be tried again)",
             last.why
         )),
-        // REVIEW's kind, never the rule's.
-        Some(DiscardKind::BlockedByReview | DiscardKind::Screened) | None => {}
+        // REVIEW's and EVALUATE's kinds, never the rule's.
+        Some(DiscardKind::BlockedByReview | DiscardKind::Screened | DiscardKind::Neutral) | None => {}
     }
     if last.noise_changed {
         reason.push_str("; noise changed: this iteration's spread is far above the history");

@@ -23,6 +23,11 @@ pub enum DiscardKind {
     /// weakened test, a debug print). It says nothing about the direction,
     /// so it falsifies nothing; it counts toward the failure streak.
     BlockedByReview,
+    /// A change its own plan expected to make no difference (a clean-up, a
+    /// refactor, a rename) and measured as making none (futile or
+    /// inconclusive). A null change that stayed null is not a direction
+    /// that failed: it falsifies nothing, and is not offered again as one.
+    Neutral,
 }
 
 impl DiscardKind {
@@ -33,6 +38,7 @@ impl DiscardKind {
             DiscardKind::Inconclusive => "inconclusive",
             DiscardKind::Screened => "screened",
             DiscardKind::BlockedByReview => "blocked_by_review",
+            DiscardKind::Neutral => "neutral",
         }
     }
 
@@ -72,5 +78,6 @@ mod tests {
         assert!(!DiscardKind::Inconclusive.falsifies());
         assert!(!DiscardKind::BlockedByReview.falsifies());
         assert!(!DiscardKind::Screened.falsifies());
+        assert!(!DiscardKind::Neutral.falsifies());
     }
 }

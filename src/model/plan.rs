@@ -42,6 +42,43 @@ pub struct Plan {
     pub screen: bool,
 }
 
+/// Words in a plan's axes that say the change is meant to change nothing
+/// measurable. Matched as parts of words, lowercased: `refactor` covers
+/// `refactoring`, `rename` covers `renamed-locals`.
+const NULL_BY_DESIGN: [&str; 12] = [
+    "refactor",
+    "cleanup",
+    "clean-up",
+    "clean up",
+    "tidy",
+    "rename",
+    "readability",
+    "style",
+    "cosmetic",
+    "no-op",
+    "noop",
+    "neutral",
+];
+
+impl Plan {
+    /// The plan itself expected no gain: a code change (no knobs) whose
+    /// predicted effect is below the minimum detectable gain `theta1`, or
+    /// whose axes call it a clean-up, a refactor, a rename. When such a
+    /// change measures as no change, nothing was falsified: the direction
+    /// was never expected to help. A knob point is a search's probe, whose
+    /// futility is what the search learns from, so it never is.
+    pub(crate) fn null_by_design(&self, theta1: f64) -> bool {
+        if !self.knobs.is_empty() {
+            return false;
+        }
+        let said = self.axes.iter().any(|a| {
+            let words = format!("{} {}", a.name, a.direction).to_lowercase();
+            NULL_BY_DESIGN.iter().any(|w| words.contains(w))
+        });
+        said || self.predicted_effect.abs() < theta1
+    }
+}
+
 /// A named pattern: a lesson worth carrying to later plans.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Pattern {
@@ -60,4 +97,39 @@ pub struct LearnResult {
     pub next: Option<String>,
     #[serde(default)]
     pub narrative: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(effect: f64, axis: &str) -> Plan {
+        Plan {
+            hypothesis: "h".into(),
+            axes: vec![Axis {
+                name: axis.into(),
+                direction: "apply".into(),
+                step: None,
+            }],
+            predicted_effect: effect,
+            ..Plan::default()
+        }
+    }
+
+    #[test]
+    fn a_plan_that_expects_nothing_is_null_by_design() {
+        // Below θ₁ either way: the plan did not expect a detectable change.
+        assert!(plan(0.0, "parser").null_by_design(0.05));
+        assert!(plan(-0.01, "parser").null_by_design(0.05));
+        // Said by its axes, whatever it predicted.
+        assert!(plan(0.08, "Refactoring of the lexer").null_by_design(0.05));
+        assert!(plan(0.08, "rename locals").null_by_design(0.05));
+        // A plan that expected a gain is a direction.
+        assert!(!plan(0.08, "parser").null_by_design(0.05));
+        // A knob point is the search's probe, never null by design.
+        let mut knob = plan(0.0, "TILE");
+        knob.knobs
+            .insert("TILE".into(), crate::model::KnobValue::Int(8));
+        assert!(!knob.null_by_design(0.05));
+    }
 }

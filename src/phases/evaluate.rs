@@ -159,10 +159,18 @@ pub(crate) fn phase(
 }
 
 pub(crate) fn run(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome> {
-    let outcome = match &cur.cut {
+    let mut outcome = match &cur.cut {
         Some(cut) => EvalOutcome::cut(cut),
         None => candidate(step, ws, cur)?,
     };
+    if let Some(plan) = &cur.plan {
+        eval::neutral(
+            &mut outcome.discard,
+            &mut outcome.reason,
+            plan,
+            step.orientation.theta1,
+        );
+    }
     step.span.emit(Event::Decision {
         verdict: outcome.verdict,
         reason: outcome.reason.clone(),

@@ -437,6 +437,7 @@ fn measure(
         project,
         brief,
         cand,
+        plan,
         &runner,
         plan_turn,
         orientation,
@@ -488,6 +489,7 @@ fn evaluate(
     project: &Project,
     brief: &Brief,
     cand: &Path,
+    plan: &crate::model::Plan,
     phase: &Span,
     plan_turn: &Step,
     orientation: &model::Orientation,
@@ -539,7 +541,7 @@ fn evaluate(
     let Some(last) = last else {
         return Ok(Err("the sequential test ended without a look".into()));
     };
-    let d = eval::report(
+    let mut d = eval::report(
         brief.metric.direction,
         pairs,
         &last,
@@ -547,6 +549,7 @@ fn evaluate(
         project.config.defaults.alpha,
         &looks,
     );
+    eval::neutral(&mut d.discard, &mut d.reason, plan, orientation.theta1);
     let verdict = match (d.keep, d.discard) {
         (true, _) => "keep".to_string(),
         (false, Some(k)) => format!("discard ({})", k.as_str()),

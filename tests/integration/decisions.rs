@@ -374,3 +374,92 @@ fn sweep_zero_in_ooda_yaml_stops_the_search_without_sweeping() {
         records.len()
     );
 }
+
+/// A script agent editing code (no knobs): iteration 1 renames a local and
+/// predicts nothing, 2 calls itself a refactor while predicting a gain, 3
+/// expects a real gain and makes things worse.
+const NULL_CHANGES_AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+i=$OODA_ITERATION
+case "$OODA_PHASE" in
+  plan)
+    case "$i" in
+      1) h="rename the loop variable"; axis='{"name": "lib.txt", "direction": "rename locals"}'; e=0.0 ;;
+      2) h="split the parser into two functions"; axis='{"name": "parser", "direction": "refactor"}'; e=0.1 ;;
+      *) h="inline the hot path in lib.txt"; axis='{"name": "hot path", "direction": "inline"}'; e=0.2 ;;
+    esac
+    printf '{"hypothesis": "%s", "change": "edit src/lib.txt", "cites": [0], "axes": [%s], "predicted_effect": %s, "predicted_sd": 0.02}' "$h" "$axis" "$e" > "$OODA_OUTPUT_FILE" ;;
+  execute) echo "change $i" >> src/lib.txt ;;
+  learn) printf '{"next": "go on", "falsified": "the agent says: %s does not help"}' "$i" > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+#[test]
+fn a_null_change_that_measures_null_is_neutral_not_falsified() {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        "defaults:\n  pairs: 12\n  calibration_pairs: 10\n  stall_after: 1000\n",
+    );
+    // Iteration 3's edit makes t 10% worse; the others change nothing. A
+    // confined command may write only its worktree, so each side counts its
+    // own runs there (an ignored file), seeded apart.
+    t.script(
+        "bench.sh",
+        r#"#!/bin/sh
+n=$(cat counter 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > counter
+case "$PWD" in */cand) n=$((n + 1000)) ;; esac
+v=100; grep -q 'change 3' src/lib.txt && v=110
+awk -v n="$n" -v v="$v" 'BEGIN { srand(n); print "METRIC t=" v * (1 + 0.04 * (rand() - 0.5)) }'
+"#,
+    );
+    t.script("ooda-agent.sh", NULL_CHANGES_AGENT);
+    t.brief(
+        "n",
+        &knob_brief("budget: { iterations: 3 }\n")
+            .replace("knobs:\n  X: { int: [10, 80], default: 10 }\n", "")
+            .replace("agent: builtin", "agent: script"),
+    );
+    t.commit("null changes");
+    let run = t.ooda(&["run", "n"]).expect(4);
+    let recs: Vec<_> = (1..=3).map(|i| t.record("n", i)).collect();
+    for r in &recs {
+        assert_eq!(r.verdict, Verdict::Discard, "{}\n{}", r.reason, run.stdout);
+    }
+    use ooda::testing::model::DiscardKind;
+    for r in &recs[..2] {
+        assert_eq!(r.discard, Some(DiscardKind::Neutral), "{}", r.reason);
+        assert!(
+            r.reason.contains("; neutral: its plan expected no gain"),
+            "{}",
+            r.reason
+        );
+        // The agent's own "falsified" is not taken either.
+        assert_eq!(r.falsified, None, "{}", r.reason);
+        let file = t.read(&format!("iterations/n/iter-00{}.md", r.iteration));
+        assert!(file.contains("\ndiscard: neutral\n"), "{file}");
+    }
+    // The control: a change expected to help that measured worse is.
+    assert!(recs[2].falsifies(), "{}", recs[2].reason);
+    let falsified = t.read("iterations/n/falsified.md");
+    assert!(
+        falsified.contains("inline the hot path") || falsified.contains("3 does not help"),
+        "{falsified}"
+    );
+    for gone in [
+        "rename the loop variable",
+        "split the parser",
+        "1 does not help",
+        "2 does not help",
+    ] {
+        assert!(!falsified.contains(gone), "{falsified}");
+    }
+    let summary = t.read("iterations/n/summary.md");
+    let listed = &summary[summary.find("## Falsified directions").unwrap()..];
+    assert!(!listed.contains("rename the loop variable"), "{summary}");
+    assert!(!listed.contains("split the parser"), "{summary}");
+    let plan3 = t.read("iterations/n/artifacts/iter-003/plan.prompt.md");
+    let told = &plan3
+        [plan3.find("## Falsified hypotheses").unwrap()..plan3.find("## Named patterns").unwrap()];
+    assert!(told.contains("None yet"), "{told}");
+}

@@ -201,6 +201,7 @@ fn discard_code(d: Option<DiscardKind>) -> u8 {
         Some(DiscardKind::Inconclusive) => 3,
         Some(DiscardKind::Screened) => 4,
         Some(DiscardKind::BlockedByReview) => 5,
+        Some(DiscardKind::Neutral) => 6,
     }
 }
 
@@ -212,6 +213,7 @@ fn discard_of(c: u8) -> Option<Option<DiscardKind>> {
         3 => Some(DiscardKind::Inconclusive),
         4 => Some(DiscardKind::Screened),
         5 => Some(DiscardKind::BlockedByReview),
+        6 => Some(DiscardKind::Neutral),
         _ => return None,
     })
 }

@@ -91,7 +91,12 @@ pub(crate) fn validate(
     // without end: each try is another chance at a false keep.
     let unsettled: Vec<u32> = history
         .iter()
-        .filter(|r| r.discard == Some(DiscardKind::Inconclusive) && r.hypothesis == hyp)
+        .filter(|r| {
+            matches!(
+                r.discard,
+                Some(DiscardKind::Inconclusive | DiscardKind::Neutral)
+            ) && r.hypothesis == hyp
+        })
         .map(|r| r.iteration)
         .collect();
     if unsettled.len() >= crate::eval::redlight::MAX_INCONCLUSIVE {
