@@ -288,6 +288,13 @@ pub enum Event {
         kind: AnomalyKind,
         message: String,
     },
+    /// Files outside the candidate worktree changed during an agent step
+    /// where the agent could not write (`run/fence/reach.rs`): the
+    /// environment's, recorded and not blamed.
+    EnvironmentChange {
+        paths: Vec<String>,
+        reason: String,
+    },
     /// A rule of `report/anomalies.rs` fired on the trace; `node` is the event
     /// id of the trace node it points to, when there is one; `fingerprint` is what
     /// makes it the same anomaly again (it is logged once).

@@ -114,6 +114,10 @@ impl Progress {
             Event::AnomalyFound { rule, evidence, .. } => {
                 one(format!("anomaly {rule}: {evidence}"))
             }
+            Event::EnvironmentChange { paths, .. } => one(format!(
+                "not the agent's: {} changed outside its worktree while it was confined",
+                clip(&paths.join(", "), 200)
+            )),
             Event::ConfirmationStarted { .. } => {
                 one("confirmation: start of run vs current best".into())
             }

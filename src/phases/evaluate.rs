@@ -178,6 +178,53 @@ pub(crate) fn run(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOut
     Ok(outcome)
 }
 
+/// The Brief's measured commands, as a block names them.
+struct Commands<'a>(&'a crate::brief::Brief);
+
+impl Commands<'_> {
+    fn guards(&self) -> String {
+        match self.0.guards.as_slice() {
+            [] => "a command run after EXECUTE".into(),
+            [g] => format!("the guard `{g}`"),
+            all => format!(
+                "one of the guards ({})",
+                all.iter()
+                    .map(|g| format!("`{g}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
+    fn metric(&self, while_: &str) -> String {
+        format!(
+            "the metric command `{}`, while the candidate was {while_},",
+            self.0.metric.command
+        )
+    }
+}
+
+/// What is measured must be the tree that would be committed: a setup,
+/// guard or metric run that rewrites a tracked file (an agent's build
+/// script, a benchmark that rewrites its own results file in the
+/// repository) would otherwise have one version measured and another
+/// kept. New files git does not track (logs, results, caches) are a
+/// measured command's outputs and never block. `by`: what ran since the
+/// last look, as the message names it.
+fn rewrote(ws: &Workspace, cur: &InFlight, max_new: u64, by: &str) -> Result<Option<String>> {
+    let Some(tree) = &cur.tree else {
+        return Ok(None);
+    };
+    let (_, since) = ws.since(super::oid(tree)?, max_new)?;
+    let Some(first) = since.drifted.first() else {
+        return Ok(None);
+    };
+    Ok(Some(format!(
+        "{by} changed {} in the candidate's worktree, which would be committed: what is measured must be what is committed. A measured command may create and change files git does not track (results, logs, caches), not tracked ones: have it write `{first}` elsewhere (an untracked or git-ignored path, or $TMPDIR), or stop tracking it (`git rm --cached {first}`, a line in .gitignore, and commit)",
+        crate::text::clip::clip(&since.drifted.join(", "), 300)
+    )))
+}
+
 fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome> {
     let (history, orientation, seed) = (step.history, step.orientation, step.seed);
     // An exact repeat of an earlier candidate: its verdict stands, and
@@ -248,6 +295,13 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
     if let Some(RunFailure::Failed { reason, output }) = ev.setup(&cand)? {
         return Ok(crash(reason, output, Vec::new()));
     }
+    let max_new = step.brief.scope.max_file_size;
+    let cmds = Commands(step.brief);
+    if let Some(setup) = &step.brief.metric.setup
+        && let Some(why) = rewrote(ws, cur, max_new, &format!("the setup command `{setup}`"))?
+    {
+        return Ok(EvalOutcome::unmeasured(Verdict::Blocked, why));
+    }
     let (guards, failed) = ev.guards(&cand)?;
     if let Some(RunFailure::Failed { reason, output }) = failed {
         return Ok(EvalOutcome {
@@ -263,7 +317,12 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
     }
     // Protected files are checked again after setup and guards, right
     // before measuring: a build step must not rewrite the evaluator either.
-    let now = ws.candidate(step.brief.scope.max_file_size)?;
+    // What they created that will not be committed (a build's outputs) is
+    // not the change.
+    let now = match &cur.tree {
+        Some(tree) => ws.since(super::oid(tree)?, max_new)?.0,
+        None => ws.candidate(max_new)?,
+    };
     let protected = Protected::hash(
         &[&base.dir, &cand.dir],
         now.contents
@@ -277,23 +336,11 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         out.guards = guards.clone();
         out
     };
-    // What is measured must be the tree that would be committed: a setup,
-    // guard or metric run that rewrites a tracked file (an agent's build
-    // script) would otherwise have a rigged version measured and the
-    // honest one kept.
-    let drifted = || -> Result<bool> {
-        Ok(match &cur.tree {
-            Some(tree) => !ws.still_is(super::oid(tree)?)?,
-            None => false,
-        })
-    };
     if let Some(v) = crate::workspace::content_violation(step.brief, &changed) {
         return Ok(blocked(format!("after setup and guards: {v}")));
     }
-    if drifted()? {
-        return Ok(blocked(
-            "setup or guards changed the candidate's committed files after EXECUTE (only git-ignored outputs may change): what is measured must be what is committed".into(),
-        ));
+    if let Some(why) = rewrote(ws, cur, max_new, &cmds.guards())? {
+        return Ok(blocked(why));
     }
     if base_setup_done {
         ws.record_base_setup(&setup_key)?;
@@ -325,10 +372,8 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         if let Some(b) = rig("after its run") {
             return Ok(b);
         }
-        if drifted()? {
-            return Ok(blocked(
-                "the candidate's committed files changed while it was screened: what was measured is not what would be committed".into(),
-            ));
+        if let Some(why) = rewrote(ws, cur, max_new, &cmds.metric("screened"))? {
+            return Ok(blocked(why));
         }
         let value = match value {
             Ok(v) => v,
@@ -389,10 +434,8 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             "the protected {path} changed while the candidate was measured (found {when}): what was measured is not what would be committed"
         )));
     }
-    if drifted()? {
-        return Ok(blocked(
-            "the candidate's committed files changed while it was measured: what was measured is not what would be committed".into(),
-        ));
+    if let Some(why) = rewrote(ws, cur, max_new, &cmds.metric("measured"))? {
+        return Ok(blocked(why));
     }
     let pairs = match measured {
         Err((side, RunFailure::Failed { reason, output })) => {

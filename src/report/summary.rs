@@ -544,6 +544,13 @@ impl Observed {
                     evidence: message.clone(),
                     node: r.parent_id.clone(),
                 }),
+                Event::EnvironmentChange { paths, reason } => Some(Logged {
+                    iteration: r.iteration,
+                    rule: "environment_change".into(),
+                    severity: "info".into(),
+                    evidence: format!("{} {reason}", paths.join(", ")),
+                    node: r.parent_id.clone(),
+                }),
                 _ => None,
             })
             .collect();

@@ -446,7 +446,7 @@ pub(crate) fn run_command(
     let mut earlier = Vec::new();
     let (reply, breach) = loop {
         let (reply, breach) = crate::driver::agent::steps::fenced(
-            agent.sandboxed(),
+            &*agent,
             t,
             || {
                 let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;

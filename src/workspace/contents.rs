@@ -58,6 +58,16 @@ pub(crate) struct Contents {
     pub odd_changed: Vec<String>,
 }
 
+/// What changed in a worktree since its candidate was recorded
+/// ([`Contents::since`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Since {
+    /// Files that would be committed and changed: named, they block.
+    pub drifted: Vec<String>,
+    /// New files that will not be committed: outputs, never the change.
+    pub outputs: std::collections::BTreeSet<String>,
+}
+
 /// What to read.
 pub(super) struct Walk<'a> {
     pub repo: &'a Repository,
@@ -342,20 +352,40 @@ impl Contents {
         out
     }
 
-    /// Whether the files are exactly those of `tree` (nothing changed since
-    /// it was recorded), read without writing anything.
-    pub(crate) fn matches_tree(&self, repo: &Repository, tree: Oid) -> Result<bool> {
+    /// What changed since `tree` (the candidate recorded after EXECUTE) was
+    /// recorded, read without writing anything: the paths of `tree` or of
+    /// the base whose file changed, went or came back (`drifted`: what
+    /// would be committed is no longer what is there), and the new files in
+    /// neither (`outputs`: a measured command's log, results or cache,
+    /// which are never the change and never committed). A path that is not
+    /// UTF-8 and differs from the base cannot be placed, so it drifts.
+    pub(crate) fn since(&self, repo: &Repository, tree: Oid) -> Result<Since> {
         let tree = repo
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
         let (recorded, _) = flatten(repo, &tree).ctx(|| "reading the measured tree".into())?;
-        Ok(self.odd_changed.is_empty()
-            && recorded.len() == self.files.len()
-            && self.files.iter().all(|(p, f)| {
-                recorded
-                    .get(p)
-                    .is_some_and(|(m, o)| *m == f.mode && Some(*o) == f.oid)
-            }))
+        let mut out = Since {
+            drifted: self.odd_changed.clone(),
+            outputs: std::collections::BTreeSet::new(),
+        };
+        for (path, (mode, oid)) in &recorded {
+            let same = self
+                .files
+                .get(path)
+                .is_some_and(|f| f.mode == *mode && f.oid == Some(*oid));
+            if !same {
+                out.drifted.push(path.clone());
+            }
+        }
+        for path in self.files.keys().filter(|p| !recorded.contains_key(*p)) {
+            if self.base.contains_key(path) {
+                out.drifted.push(path.clone());
+            } else {
+                out.outputs.insert(path.clone());
+            }
+        }
+        out.drifted.sort();
+        Ok(out)
     }
 
     /// Writes the changed files' blobs and the tree of the whole candidate.

@@ -756,10 +756,14 @@ impl Workspace {
         contents.write_tree(&self.cand_repo()?, &self.cand_dir)
     }
 
-    /// Whether the candidate's files are still exactly `tree`.
-    pub(crate) fn still_is(&self, tree: Oid) -> Result<bool> {
-        let c = self.candidate(u64::MAX)?;
-        c.contents.matches_tree(&self.cand_repo()?, tree)
+    /// The candidate now, and what changed in it since `tree` was recorded
+    /// ([`Contents::since`]): its changes against the base leave out the
+    /// new outputs of what ran since.
+    pub(crate) fn since(&self, tree: Oid, max_new: u64) -> Result<(Candidate, contents::Since)> {
+        let mut c = self.candidate(max_new)?;
+        let since = c.contents.since(&self.cand_repo()?, tree)?;
+        c.changed.retain(|p| !since.outputs.contains(&p.path));
+        Ok((c, since))
     }
 
     /// The candidate's change as a patch (untracked files included).
@@ -1444,7 +1448,7 @@ mod tests {
         assert!(c.changed.is_empty(), "{:?}", c.changed);
         assert!(c.contents.odd_changed.is_empty());
         assert_eq!(ws.write_tree(&c.contents).unwrap(), base_tree);
-        assert!(ws.still_is(base_tree).unwrap());
+        assert!(ws.since(base_tree, u64::MAX).unwrap().1.drifted.is_empty());
 
         // An edit to one, or a new one, is named (lossily) and not clean.
         fs::write(ws.cand_dir.join(odd_dir).join("in.txt"), "edited\n").unwrap();
@@ -1458,7 +1462,7 @@ mod tests {
             c.contents.odd_changed,
             vec!["d\u{FFFD}/in.txt".to_string(), "new\u{FFFD}".to_string()]
         );
-        assert!(!ws.still_is(base_tree).unwrap());
+        assert!(!ws.since(base_tree, u64::MAX).unwrap().1.drifted.is_empty());
     }
 
     #[test]
@@ -1516,9 +1520,28 @@ mod tests {
         assert_eq!(blob.as_blob().unwrap().content(), b"rigged\n");
         assert_eq!(t.get_path(Path::new("out")).unwrap().filemode(), 0o120000);
         assert!(t.get_path(Path::new("target/ignored")).is_err());
-        assert!(ws.still_is(tree).unwrap());
+        assert!(ws.since(tree, u64::MAX).unwrap().1.drifted.is_empty());
+        // A new file in neither the tree nor the base is an output (a
+        // benchmark's log): not the change, not a drift.
+        fs::write(ws.cand_dir.join("bench.log"), "run 1\n").unwrap();
+        let (c, since) = ws.since(tree, u64::MAX).unwrap();
+        assert!(since.drifted.is_empty(), "{since:?}");
+        assert_eq!(since.outputs.iter().collect::<Vec<_>>(), ["bench.log"]);
+        assert!(c.changed.iter().all(|p| p.path != "bench.log"));
+        // A committed file rewritten is.
         fs::write(ws.cand_dir.join("a.txt"), "later\n").unwrap();
-        assert!(!ws.still_is(tree).unwrap());
+        assert_eq!(ws.since(tree, u64::MAX).unwrap().1.drifted, ["a.txt"]);
+        // So is a file of the base the change deleted, come back.
+        fs::write(ws.cand_dir.join("a.txt"), "rigged\n").unwrap();
+        fs::remove_file(ws.cand_dir.join(".gitignore")).unwrap();
+        fs::remove_dir_all(ws.cand_dir.join("target")).unwrap();
+        let c = ws.candidate(u64::MAX).unwrap();
+        let without = ws.write_tree(&c.contents).unwrap();
+        fs::write(ws.cand_dir.join(".gitignore"), "/.ooda/\ntarget/\n").unwrap();
+        assert_eq!(
+            ws.since(without, u64::MAX).unwrap().1.drifted,
+            [".gitignore"]
+        );
     }
 
     fn count_objects(repo: &Path) -> usize {

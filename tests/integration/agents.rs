@@ -980,10 +980,15 @@ esac
     let run = run.expect(3);
     assert!(run.stdout.contains("red_tamper"), "{}", run.stdout);
     assert_eq!(rec.verdict, Verdict::Blocked, "{}", f.iter_file(1));
+    // Without the sandbox a file of the checkout may be the user's too: the
+    // message says so, and how to tell ooda.
     assert!(
-        rec.reason
-            .starts_with("the agent changed files outside the candidate worktree: ")
-            && rec.reason.ends_with("/src/lib.txt"),
+        rec.reason.starts_with(
+            "files outside the candidate worktree changed while the agent ran without the sandbox: "
+        ) && rec.reason.contains("/src/lib.txt. ")
+            && rec
+                .reason
+                .contains("leave tracked files alone while a night runs"),
         "{}",
         rec.reason
     );

@@ -743,7 +743,9 @@ fn a_candidate_that_rewrites_itself_while_measured_is_blocked() {
     a.assert_contained("edited");
     assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
     assert!(
-        rec.reason.contains("changed while it was measured"),
+        rec.reason.contains(
+            "while the candidate was measured, changed src/lib.txt in the candidate's worktree, which would be committed"
+        ),
         "{}",
         rec.reason
     );

@@ -4,6 +4,7 @@ mod agents;
 mod attacks;
 mod commands;
 mod decisions;
+mod environment;
 mod errors;
 mod growth;
 mod layout;

@@ -37,7 +37,25 @@ pub(crate) fn measure(
         &brief.name,
     )?;
     let head = ws.user_head()?;
-    let wt = Worktree::new(Side::Check, ws.scratch("check", head)?, brief)?;
+    let dir = ws.scratch("check", head)?;
+    let wt = Worktree::new(Side::Check, dir.clone(), brief)?;
+    // Which commands rewrote tracked files, in the order they ran: a tick
+    // blocks every iteration whose measurement does.
+    let mut rewrites: Vec<(String, Vec<String>)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut rewrote = |by: String| -> Result<()> {
+        let c = ws.scratch_changes(&dir, brief.scope.max_file_size)?;
+        let new: Vec<String> = c
+            .changed
+            .into_iter()
+            .filter(|p| p.kind != "added" && seen.insert(p.path.clone()))
+            .map(|p| p.path)
+            .collect();
+        if !new.is_empty() {
+            rewrites.push((by, new));
+        }
+        Ok(())
+    };
     let print: Arc<dyn Fn(&Shown) + Send + Sync> = Arc::from(print);
     let shown = print.clone();
     let progress = Progress::new(&brief.name, false, Box::new(move |s: &Shown| shown(s)));
@@ -77,8 +95,14 @@ pub(crate) fn measure(
     if let Some(f) = ev.setup(&wt)? {
         return Err(fail(f));
     }
+    if let Some(setup) = &brief.metric.setup {
+        rewrote(format!("the setup command `{setup}`"))?;
+    }
     if let (_, Some(f)) = ev.guards(&wt)? {
         return Err(fail(f));
+    }
+    if !brief.guards.is_empty() {
+        rewrote("the guards".into())?;
     }
     let _lock = ev.hold_measurements()?;
     let mut values = Vec::new();
@@ -92,6 +116,7 @@ pub(crate) fn measure(
         )));
         values.push(v);
     }
+    rewrote(format!("the metric command `{}`", brief.metric.command))?;
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -104,12 +129,25 @@ pub(crate) fn measure(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    for (by, paths) in &rewrites {
+        let _ = writeln!(
+            s,
+            "warning: {by} changed tracked file(s) {}: a tick blocks every iteration whose setup, guards or metric do (what is measured must be what is committed). Have it write `{}` elsewhere (an untracked or git-ignored path, or $TMPDIR), or stop tracking it (`git rm --cached {}`, a line in .gitignore, and commit); new untracked or ignored files (logs, results, caches) are fine",
+            paths.join(", "),
+            paths[0],
+            paths[0]
+        );
+    }
+    let rewrites_json: Vec<serde_json::Value> = rewrites
+        .iter()
+        .map(|(by, paths)| serde_json::json!({"by": by, "paths": paths}))
+        .collect();
     if values.iter().any(|v| *v <= 0.0) {
         let _ = writeln!(
             s,
             "warning: the metric must be positive: ooda compares ratios"
         );
-        let data = serde_json::json!({"head": head.to_string(), "values": values, "error": "the metric must be positive: ooda compares ratios"});
+        let data = serde_json::json!({"head": head.to_string(), "values": values, "error": "the metric must be positive: ooda compares ratios", "rewrites_tracked": rewrites_json});
         return Ok((s, data));
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
@@ -124,6 +162,7 @@ pub(crate) fn measure(
         "head": head.to_string(),
         "values": values,
         "median": stats::median(&values),
+        "rewrites_tracked": rewrites_json,
     });
     if n >= 2 {
         let sd = stats::sd(&logs);

@@ -47,6 +47,13 @@ pub(crate) trait Caller: std::fmt::Debug + Send + Sync {
     /// watches the git directory, the Briefs and `ooda.yaml`.
     fn sandboxed(&self) -> bool;
 
+    /// What it may write outside its worktree when sandboxed, besides
+    /// `sandbox.writable`: its tool's state directory. A change the fence
+    /// finds beneath one of these may be its.
+    fn grants(&self) -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
+
     /// Whether it can write its answer to `OODA_OUTPUT_FILE` (outside the
     /// worktree) besides ending its reply with it.
     fn result_file(&self) -> bool;

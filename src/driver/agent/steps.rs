@@ -31,7 +31,7 @@ use crate::driver::{Breach, Execution, Lesson, Proposal, Step};
 use crate::error::Result;
 use crate::events::Event;
 use crate::model::{AgentCall, CallOutcome, Cut, Phase};
-use crate::run::fence::Fence;
+use crate::run::fence::{Fence, Reach};
 use crate::text::clip;
 use crate::text::clip::clip;
 use crate::text::compress::bound;
@@ -43,7 +43,7 @@ pub(crate) const PLAN_ATTEMPTS: u32 = 3;
 /// agent changed outside the candidate while it planned.
 pub(crate) fn plan(agent: &dyn Caller, t: &Step, best: &Point) -> Result<Proposal> {
     let (mut proposal, found) = fenced(
-        agent.sandboxed(),
+        agent,
         t,
         || plan_once(&Talk::new(agent, t), best),
         |e| Proposal::Plan {
@@ -68,7 +68,7 @@ pub(crate) fn plan(agent: &dyn Caller, t: &Step, best: &Point) -> Result<Proposa
 /// EXECUTE: the agent applies `plan` in the candidate worktree.
 pub(crate) fn execute(agent: &dyn Caller, t: &Step, plan: &Plan) -> Result<Execution> {
     let (mut out, breach) = fenced(
-        agent.sandboxed(),
+        agent,
         t,
         || execute_once(&mut Talk::new(agent, t), plan),
         |e| Execution {
@@ -99,7 +99,7 @@ pub(crate) fn learn(
         });
     }
     let ((said, calls), breach) = fenced(
-        agent.sandboxed(),
+        agent,
         t,
         || learn_once(&Talk::new(agent, t), rec),
         |_| (None, Vec::new()),
@@ -124,13 +124,16 @@ pub(crate) fn learn(
 /// outcome (`failed` builds it) so the breach is archived; without one,
 /// the error goes on as it was.
 pub(crate) fn fenced<T>(
-    sandboxed: bool,
+    agent: &dyn Caller,
     t: &Step,
     step: impl FnOnce() -> Result<T>,
     failed: impl FnOnce(&crate::error::Error) -> T,
 ) -> Result<(T, Option<Breach>)> {
-    let mut fence = Fence::new(t.root, t.base_dir, t.dir, sandboxed)?;
-    if !sandboxed {
+    let reach = reach(agent, t.config);
+    let unconfined = !reach.confined();
+    let notes = t.root.join(&t.config.defaults.notes_dir);
+    let mut fence = Fence::new(t.root, t.base_dir, t.dir, reach, &[notes])?;
+    if unconfined {
         // Nothing kept the git directory, the Briefs or ooda.yaml
         // read-only: what changed there is found afterwards.
         fence = fence.with_git(t.root, &t.brief.name)?;
@@ -143,14 +146,38 @@ pub(crate) fn fenced<T>(
             message: note,
         })?;
     }
+    if let Some(env) = checked.environment {
+        t.span.emit(crate::events::Event::EnvironmentChange {
+            paths: env.paths,
+            reason: env.reason,
+        })?;
+    }
     let breach = checked.breach.map(|message| Breach {
         message,
-        unconfined: !sandboxed,
+        unconfined,
     });
     match (out, breach) {
         (Ok(out), breach) => Ok((out, breach)),
         (Err(e), None) => Err(e),
         (Err(e), Some(b)) => Ok((failed(&e), Some(b))),
+    }
+}
+
+/// What `agent` could write outside its worktree: confined by Landlock to
+/// the grants of `sandbox.writable` and its profile's, or anywhere.
+pub(crate) fn reach(agent: &dyn Caller, config: &crate::config::Config) -> Reach {
+    match config.sandbox.abi().filter(|_| agent.sandboxed()) {
+        Some(abi) => {
+            let mut grants: Vec<std::path::PathBuf> = config
+                .sandbox
+                .writable
+                .iter()
+                .filter_map(|w| crate::run::sandbox::expand(w))
+                .collect();
+            grants.extend(agent.grants());
+            Reach::Confined { abi, grants }
+        }
+        None => Reach::Unconfined,
     }
 }
 

@@ -120,8 +120,15 @@ impl CommandAgent {
     /// A state directory that does not exist yet is created, as the tool
     /// would on its first run (a grant needs something to grant).
     fn writable(&self, drop_box: &Path) -> Vec<std::path::PathBuf> {
-        let env = &self.profile.env;
         let mut w = vec![drop_box.to_path_buf()];
+        w.extend(self.profile_grants());
+        w
+    }
+
+    /// The profile's `sandbox.writable`, expanded.
+    fn profile_grants(&self) -> Vec<std::path::PathBuf> {
+        let env = &self.profile.env;
+        let mut w = Vec::new();
         for raw in &self.profile.sandbox_writable {
             let lookup = |name: &str| env.get(name).cloned().or_else(|| std::env::var(name).ok());
             if let Some(p) = crate::run::sandbox::expand_with(raw, lookup) {
@@ -328,6 +335,12 @@ impl Caller for CommandAgent {
 
     fn sandboxed(&self) -> bool {
         self.sandboxed
+    }
+
+    /// Its profile's `sandbox.writable` (its result file's directory is
+    /// private and temporary, nowhere the fence looks).
+    fn grants(&self) -> Vec<std::path::PathBuf> {
+        self.profile_grants()
     }
 
     fn result_file(&self) -> bool {

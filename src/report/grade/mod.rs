@@ -220,10 +220,14 @@ fn iteration(rec: &IterationRecord, node: Option<&Node>, anomalies: &[Logged]) -
         _ => {}
     }
     // A budget running out is the run's end, not this iteration's fault:
-    // the run's own checks weigh it.
+    // the run's own checks weigh it. A change of the environment is
+    // nobody's in the iteration (run/fence/reach.rs).
     for a in anomalies.iter().filter(|a| {
         a.iteration == Some(rec.iteration)
-            && !matches!(a.rule.as_str(), "budget_near" | "budget_cut")
+            && !matches!(
+                a.rule.as_str(),
+                "budget_near" | "budget_cut" | "environment_change"
+            )
     }) {
         let grade = if a.severity == "high" {
             Grade::Fail
@@ -380,11 +384,9 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
         }
     }
     // A budget nearly or wholly spent is how most runs end.
-    for a in x
-        .anomalies
-        .iter()
-        .filter(|a| a.iteration.is_none() && a.rule != "budget_near")
-    {
+    for a in x.anomalies.iter().filter(|a| {
+        a.iteration.is_none() && !matches!(a.rule.as_str(), "budget_near" | "environment_change")
+    }) {
         if a.severity == "high" {
             f.push(finding(
                 "anomaly",

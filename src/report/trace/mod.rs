@@ -768,6 +768,11 @@ impl Builder {
                 }
                 self.note(p, r, format!("anomaly {}: {message}", kind.as_str()));
             }
+            Event::EnvironmentChange { paths, reason } => self.note(
+                p,
+                r,
+                format!("environment changed {}: {reason}", paths.join(", ")),
+            ),
             Event::AnomalyFound {
                 rule,
                 severity,

@@ -4,17 +4,21 @@
 //! Sandboxed CLIs cannot write outside their worktree, but a script can, and
 //! a changed base would corrupt the measurement while a changed checkout
 //! breaks the promise that it is never modified. The fence snapshots the
-//! user's checkout (ooda's own `iterations/` and `.ooda/` aside, and
-//! `briefs/`, which humans may edit at any time), the base worktree, and the
-//! Brief's archive, and names every path that differs afterwards.
+//! user's checkout (ooda's own `iterations/`, `.ooda/`, notes and stdout or
+//! stderr file aside, and `briefs/`, which humans may edit at any time), the
+//! base worktree, and the Brief's archive, and names every path that differs
+//! afterwards. Whose each change is, the agent's or the environment's, is
+//! decided by what the agent could write (`reach.rs`).
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 mod dir_watch;
+mod reach;
 
 use dir_watch::DirWatch;
+pub(crate) use reach::Reach;
 
 use crate::error::{IoContext, Result};
 use crate::text::clip::clip;
@@ -26,6 +30,9 @@ use crate::text::clip::clip;
 /// changed checkout breaks the promise that it is never modified.
 pub(crate) struct Fence {
     trees: Vec<Watched>,
+    /// What the agent could write outside its worktree: a change it could
+    /// not have made is the environment's.
+    reach: Reach,
     /// The Brief's archive (`iter-*.md`, `index.jsonl`, `summary.md`,
     /// `state.json`): an agent must not rewrite the history it is judged
     /// by. Checked file by file ([`archive_files`]), since git status sees
@@ -90,20 +97,26 @@ struct Watched {
 }
 
 impl Fence {
-    /// `sandboxed`: the agent runs confined, so the archive is read-only to
-    /// it and a kernel watch on the directory suffices (see [`ArchiveWatch`]).
+    /// `reach`: what the agent could write; confined, the archive is
+    /// read-only to it and a kernel watch on the directory suffices (see
+    /// [`ArchiveWatch`]). `ours`: what else ooda writes in the checkout
+    /// while a step runs (the notes folder).
     pub(crate) fn new(
         root: &Path,
         base_dir: &Path,
         archive: &Path,
-        sandboxed: bool,
+        reach: Reach,
+        ours: &[PathBuf],
     ) -> Result<Fence> {
-        // Briefs may be edited by a human at any time.
-        let skip = vec![
+        // Briefs may be edited by a human at any time; the rest is ooda's
+        // own writing, its stdout and stderr files included.
+        let mut skip = vec![
             root.join("iterations"),
             root.join(".ooda"),
             root.join("briefs"),
         ];
+        skip.extend(ours.iter().cloned());
+        skip.extend(reach::as_under(root, &reach::own_outputs()));
         let mut trees = Vec::new();
         // The user's checkout is not walked into untracked folders (a
         // checkout without `.ooda/` ignored would hold the worktrees there);
@@ -120,11 +133,12 @@ impl Fence {
         }
         Ok(Fence {
             trees,
-            archive: archive.to_path_buf(),
-            archive_watch: match sandboxed.then(|| DirWatch::fresh(archive)) {
+            archive_watch: match reach.confined().then(|| DirWatch::fresh(archive)) {
                 Some(Ok(w)) => ArchiveWatch::Kernel(w),
                 _ => ArchiveWatch::Stamps(archive_files(archive)),
             },
+            archive: archive.to_path_buf(),
+            reach,
             git: None,
         })
     }
@@ -163,42 +177,40 @@ impl Fence {
         Ok(self.check()?.breach)
     }
 
-    /// Paths that changed since the snapshot, and a commit the agent made
-    /// on the candidate's branch, undone (its edits left in the worktree:
-    /// see [`Checked::committed`]).
+    /// Paths that changed since the snapshot, the agent's or the
+    /// environment's, and a commit the agent made on the candidate's branch,
+    /// undone (its edits left in the worktree: see [`Checked::committed`]).
     pub(crate) fn check(&self) -> Result<Checked> {
-        let mut changed = Vec::new();
-        for Watched {
-            dir,
-            skip,
-            recurse,
-            before,
-            head_tree: tree,
-        } in &self.trees
-        {
-            let after = dirty(dir, skip, *recurse)?;
-            let moved = *tree != head_tree(dir);
-            for (path, state) in &after {
-                let was_clean = !before.contains_key(path);
-                if before.get(path) != Some(state)
-                    && !(moved && was_clean && as_in_tree(dir, path, *tree))
-                {
-                    changed.push(path.display().to_string());
+        // What the agent could have written, and what it could not have.
+        let (mut agents, mut environment) = (Vec::new(), Vec::new());
+        // The checkout's files among the agent's: (relative path, untracked).
+        let mut in_checkout = Vec::new();
+        for (i, w) in self.trees.iter().enumerate() {
+            for c in w.changed()? {
+                if self.reach.could_write(&c.path, c.existed) {
+                    if i == 0 {
+                        let rel = c.path.strip_prefix(&w.dir).unwrap_or(&c.path);
+                        in_checkout.push((rel.to_path_buf(), c.untracked));
+                    }
+                    agents.push(c.path.display().to_string());
+                } else {
+                    environment.push(c.path.display().to_string());
                 }
             }
-            for path in before.keys().filter(|p| !after.contains_key(*p)) {
-                changed.push(path.display().to_string());
-            }
         }
-        let before_changed = changed.len();
-        changed.extend(self.archive_changed());
+        // The archive is ooda's alone: no human or program of the user's
+        // writes it during a step, so a change there is an escape (a
+        // confined agent asking a server of the user's to write for it,
+        // docs/sandbox.md), whatever the sandbox says.
+        let before_archive = agents.len();
+        agents.extend(self.archive_changed());
         // The index, the facts table and the ledger are caches every later
         // reader believes while their stamps match: one the agent touched
         // is removed (the runner rebuilds them from the iteration files),
         // as ooda's refs are put back.
         for cache in CACHES {
             let path = self.archive.join(cache);
-            if changed[before_changed..]
+            if agents[before_archive..]
                 .iter()
                 .any(|c| Path::new(c) == path)
             {
@@ -208,24 +220,110 @@ impl Fence {
         let mut committed = None;
         if let Some(g) = &self.git {
             let (c, commit) = g.changed()?;
-            changed.extend(c);
+            agents.extend(c);
             committed = commit;
         }
-        let breach = (!changed.is_empty()).then(|| {
-            changed.sort();
+        agents.sort();
+        environment.sort();
+        let breach = (!agents.is_empty()).then(|| {
+            let paths = clip(&agents.join(", "), 600);
+            if self.reach.confined() || in_checkout.is_empty() {
+                return format!("the agent changed files outside the candidate worktree: {paths}");
+            }
+            // Without the sandbox, a file of the checkout may be the user's
+            // or another program's as well as the agent's: say so, and how
+            // to tell ooda it is not the agent's.
+            let fix = match in_checkout.iter().find(|(_, untracked)| *untracked) {
+                Some((rel, _)) => format!(
+                    "have git ignore what is not the agent's (`/{}` in .gitignore)",
+                    rel.display()
+                ),
+                None => "leave tracked files alone while a night runs".to_string(),
+            };
             format!(
-                "the agent changed files outside the candidate worktree: {}",
-                clip(&changed.join(", "), 600)
+                "files outside the candidate worktree changed while the agent ran without the sandbox: {paths}. Without the sandbox ooda cannot tell the agent's writes from yours or another program's (a log a cron line appends to, a file you edited): {fix}, or turn the sandbox on (`sandbox: auto` in ooda.yaml)"
             )
         });
-        Ok(Checked { breach, committed })
+        let environment = (!environment.is_empty()).then(|| Environment {
+            paths: environment,
+            reason: match &self.reach {
+                Reach::Confined { abi, .. } => format!(
+                    "changed outside the candidate worktree while Landlock (ABI {abi}) kept the agent from writing there: yours, another program's or a measurement's, not the agent's"
+                ),
+                Reach::Unconfined => String::new(),
+            },
+        });
+        Ok(Checked {
+            breach,
+            environment,
+            committed,
+        })
+    }
+}
+
+/// Changes the agent could not have made: the environment's.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Environment {
+    pub paths: Vec<String>,
+    /// Why they are not the agent's.
+    pub reason: String,
+}
+
+/// A path of a watched tree that differs from the snapshot.
+struct Change {
+    path: PathBuf,
+    /// It was a file before the step and still is one: a change in place,
+    /// the one a truncation makes.
+    existed: bool,
+    /// Git does not track it.
+    untracked: bool,
+}
+
+impl Watched {
+    /// The paths that differ from the snapshot.
+    fn changed(&self) -> Result<Vec<Change>> {
+        let after = dirty(&self.dir, &self.skip, self.recurse)?;
+        let moved = self.head_tree != head_tree(&self.dir);
+        let present = |state: Option<&String>| state.is_some_and(|s| !s.ends_with(":missing"));
+        let mut out = Vec::new();
+        for (path, state) in &after {
+            let was_clean = !self.before.contains_key(path);
+            if self.before.get(path) != Some(state)
+                && !(moved && was_clean && as_in_tree(&self.dir, path, self.head_tree))
+            {
+                // A clean file is a tracked one: it existed unless git
+                // calls it new now.
+                let untracked = is_new(state);
+                let existed = if was_clean {
+                    !untracked
+                } else {
+                    present(self.before.get(path))
+                };
+                out.push(Change {
+                    path: path.clone(),
+                    existed: existed && present(Some(state)),
+                    untracked,
+                });
+            }
+        }
+        for path in self.before.keys().filter(|p| !after.contains_key(*p)) {
+            out.push(Change {
+                path: path.clone(),
+                existed: path.is_file() && present(self.before.get(path)),
+                untracked: self.before.get(path).is_some_and(|s| is_new(s)),
+            });
+        }
+        Ok(out)
     }
 }
 
 /// What [`Fence::check`] found.
 pub(crate) struct Checked {
-    /// Paths that changed outside the candidate worktree.
+    /// Paths the agent changed outside the candidate worktree, or could
+    /// have (without the sandbox it cannot be told from anyone else).
     pub breach: Option<String>,
+    /// Paths that changed where the agent could not write.
+    pub environment: Option<Environment>,
     /// The agent committed on the candidate's branch (the sandbox off): the
     /// branch is put back, the edits stay in the worktree as uncommitted
     /// changes, and this says what was undone.
@@ -525,6 +623,15 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
     Ok(out)
 }
 
+/// A [`dirty`] state git calls untracked.
+fn is_new(state: &str) -> bool {
+    state
+        .split(':')
+        .next()
+        .and_then(|b| b.parse::<u32>().ok())
+        .is_some_and(|b| git2::Status::from_bits_truncate(b).is_wt_new())
+}
+
 /// The tree of the HEAD of the repository holding `dir`.
 fn head_tree(dir: &Path) -> Option<git2::Oid> {
     let repo = git2::Repository::discover(dir).ok()?;
@@ -687,7 +794,14 @@ mod tests {
         let base = tempfile::tempdir().unwrap();
         git(base.path(), &["init", "-q", "-b", "main"]);
         for sandboxed in [true, false] {
-            let fence = Fence::new(root, base.path(), &archive, sandboxed).unwrap();
+            let reach = match sandboxed {
+                true => Reach::Confined {
+                    abi: 6,
+                    grants: Vec::new(),
+                },
+                false => Reach::Unconfined,
+            };
+            let fence = Fence::new(root, base.path(), &archive, reach, &[]).unwrap();
             assert_eq!(
                 matches!(fence.archive_watch, ArchiveWatch::Kernel(_)),
                 sandboxed
@@ -699,5 +813,64 @@ mod tests {
             let said = fence.breached().unwrap().expect("a breach");
             assert!(said.contains("iter-001.md"), "{said}");
         }
+    }
+
+    #[test]
+    fn a_change_is_the_agents_only_where_it_could_write() {
+        let dir = checkout();
+        let root = &dir.path().canonicalize().unwrap();
+        let archive = root.join("iterations/a");
+        let base = tempfile::tempdir().unwrap();
+        git(base.path(), &["init", "-q", "-b", "main"]);
+        let confined = |grants: Vec<PathBuf>| Reach::Confined { abi: 6, grants };
+        // Confined: the user's new file and edit are the environment's.
+        let fence = Fence::new(root, base.path(), &archive, confined(Vec::new()), &[]).unwrap();
+        std::fs::write(root.join("out.log"), "x\n").unwrap();
+        std::fs::write(root.join("src/lib.rs"), "edited\n").unwrap();
+        let c = fence.check().unwrap();
+        assert_eq!(c.breach, None);
+        let env = c.environment.unwrap();
+        assert_eq!(
+            env.paths,
+            [root.join("out.log"), root.join("src/lib.rs")].map(|p| p.display().to_string())
+        );
+        assert!(env.reason.contains("not the agent's"), "{}", env.reason);
+        // Beneath a grant it could have written: the agent's.
+        let fence = Fence::new(
+            root,
+            base.path(),
+            &archive,
+            confined(vec![root.join("src")]),
+            &[],
+        )
+        .unwrap();
+        std::fs::write(root.join("src/lib.rs"), "again\n").unwrap();
+        let c = fence.check().unwrap();
+        let said = c.breach.unwrap();
+        assert!(
+            said.starts_with("the agent changed files outside the candidate worktree: "),
+            "{said}"
+        );
+        assert!(said.ends_with("/src/lib.rs"), "{said}");
+        // Unconfined: anyone's, said so, with the fix for an untracked file.
+        let fence = Fence::new(root, base.path(), &archive, Reach::Unconfined, &[]).unwrap();
+        std::fs::write(root.join("out.log"), "y\n").unwrap();
+        let said = fence.check().unwrap().breach.unwrap();
+        assert!(
+            said.contains("cannot tell the agent's writes from yours"),
+            "{said}"
+        );
+        assert!(said.contains("(`/out.log` in .gitignore)"), "{said}");
+        // What ooda writes itself (`ours`) is never looked at.
+        let fence = Fence::new(
+            root,
+            base.path(),
+            &archive,
+            Reach::Unconfined,
+            &[root.join("out.log")],
+        )
+        .unwrap();
+        std::fs::write(root.join("out.log"), "z\n").unwrap();
+        assert_eq!(fence.breached().unwrap(), None);
     }
 }

@@ -1,0 +1,270 @@
+//! The environment is not the agent: what the loop does not control (ooda's
+//! own log in the checkout, the user's edits, a benchmark's output files)
+//! never blocks an iteration, while what the agent does still does.
+
+use std::process::Command;
+
+use crate::test::{Run, Test, knob_brief};
+use ooda::testing::archive::history::Verdict;
+
+/// A script agent (the `script` preset): walks X upwards and edits a file
+/// in scope. In PLAN it first tries to write the checkout's `notes.md`
+/// itself (a confined agent cannot) and says in its hypothesis whether that
+/// worked; with `WAIT_FOR_USER` set it leaves a marker in its worktree and
+/// waits until the user's line for this iteration is in `notes.md`.
+const AGENT: &str = r#"#!/bin/sh
+cat > /dev/null
+i=$OODA_ITERATION
+case "$OODA_PHASE" in
+  plan)
+    if echo "agent $i" >> "$OODA_TEST_DIR/notes.md" 2>/dev/null; then w=wrote; else w=denied; fi
+    if [ -n "$WAIT_FOR_USER" ]; then
+      echo "$i" > plan-marker
+      n=0
+      until grep -q "user $i" "$OODA_TEST_DIR/notes.md" 2>/dev/null; do
+        n=$((n + 1)); [ "$n" -gt 200 ] && break; sleep 0.05
+      done
+    fi
+    x=$((10 + 7 * i))
+    printf '{"hypothesis": "X=%s (checkout write %s)", "change": "X to %s", "cites": [0], "axes": [{"name": "X", "direction": "up"}], "predicted_effect": 0.05, "predicted_sd": 0.05, "knobs": {"X": %s}}' "$x" "$w" "$x" "$x" > "$OODA_OUTPUT_FILE"
+    ;;
+  execute) echo "iteration $i" >> src/lib.txt ;;
+  learn) printf '{"next": "keep walking"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#;
+
+/// A project whose Brief `b` is run by [`AGENT`] for `iterations`.
+fn project(iterations: u32) -> Test {
+    let t = Test::new();
+    t.write("notes.md", "my notes\n");
+    t.script("ooda-agent.sh", AGENT);
+    t.brief(
+        "b",
+        &knob_brief(&format!("budget: {{ iterations: {iterations} }}\n"))
+            .replace("agent: builtin", "agent: script"),
+    );
+    t.commit("a project with a script agent");
+    t
+}
+
+/// `line` run by `sh` in the project, as cron or a terminal would, with
+/// `$OODA` the binary under test.
+fn shell(t: &Test, line: &str) -> Run {
+    let c = t.command(&[]);
+    let ooda = c.get_program().to_owned();
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(line).env("OODA", ooda);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    sh.current_dir(t.path()).stdin(std::process::Stdio::null());
+    Run::from(sh.output().expect("sh"))
+}
+
+/// No iteration of `b` was blocked, and each was measured.
+fn none_blocked(t: &Test, n: u32) {
+    for i in 1..=n {
+        let r = t.record("b", i);
+        assert!(
+            matches!(r.verdict, Verdict::Keep | Verdict::Discard),
+            "iteration {i}: {} {}",
+            r.verdict.as_str(),
+            r.reason
+        );
+        assert!(
+            r.hypothesis.contains("checkout write denied"),
+            "{}",
+            r.hypothesis
+        );
+    }
+}
+
+#[test]
+fn the_readme_cron_line_appending_to_a_log_in_the_repository_never_blocks() {
+    let t = project(5);
+    // The README's line as users wrote it before it moved the log: the
+    // log is in the checkout, written by ooda while the agent plans.
+    for _ in 0..6 {
+        let r = shell(&t, "\"$OODA\" tick briefs/b.md >> ooda.log 2>&1");
+        assert!(matches!(r.code, 0 | 4), "{}", t.read("ooda.log"));
+    }
+    let log = t.read("ooda.log");
+    assert!(log.contains("plan"), "ooda wrote its progress there: {log}");
+    assert_eq!(t.iterations("b"), (0..=5).collect::<Vec<_>>(), "{log}");
+    none_blocked(&t, 5);
+    assert_eq!(t.read("notes.md"), "my notes\n");
+}
+
+#[test]
+fn nohup_in_the_repository_root_never_blocks() {
+    let t = project(5);
+    let r = shell(&t, "nohup \"$OODA\" run b > nohup.out 2>&1");
+    let out = t.read("nohup.out");
+    assert_eq!(r.code, 4, "{out}");
+    assert!(out.contains("budget_iterations"), "{out}");
+    none_blocked(&t, 5);
+}
+
+/// Runs `b` with `WAIT_FOR_USER` while a "user" appends a line to
+/// `notes.md` during every PLAN (when the agent's marker appears).
+fn with_a_user_editing_notes(t: &Test, iterations: u32) -> Run {
+    let marker = t.path().join(".ooda/worktrees/b/cand/plan-marker");
+    let notes = t.path().join("notes.md");
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let user = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok(i) = std::fs::read_to_string(&marker)
+                    && let Ok(i) = i.trim().parse::<u32>()
+                    && i > seen
+                {
+                    let mut f = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(&notes)
+                        .unwrap();
+                    std::io::Write::write_all(&mut f, format!("user {i}\n").as_bytes()).unwrap();
+                    seen = i;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            seen
+        })
+    };
+    let r = t.ooda_env(&["run", "b"], &[("WAIT_FOR_USER", "1")]);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(user.join().unwrap(), iterations, "{}", r.stdout);
+    r
+}
+
+#[test]
+fn a_file_the_user_appends_to_during_plan_is_not_blamed_on_a_confined_agent() {
+    let t = project(2);
+    let r = with_a_user_editing_notes(&t, 2);
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    // Measured and decided; the agent's own write was refused.
+    none_blocked(&t, 2);
+    assert_eq!(t.read("notes.md"), "my notes\nuser 1\nuser 2\n");
+    // Recorded as the environment's, naming the file.
+    let changes: Vec<_> = t
+        .events("b")
+        .into_iter()
+        .filter(|e| e["type"] == "environment_change")
+        .collect();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    for c in &changes {
+        assert!(
+            c["paths"][0].as_str().unwrap().ends_with("/notes.md"),
+            "{c}"
+        );
+        assert!(
+            c["reason"].as_str().unwrap().contains("not the agent's"),
+            "{c}"
+        );
+    }
+    let trace = t.ooda(&["trace", "b", "1"]).expect(0).stdout;
+    assert!(trace.contains("environment changed "), "{trace}");
+    let summary = t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("| environment_change | info |"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn without_the_sandbox_a_change_to_the_checkout_is_reported_as_possibly_yours() {
+    let t = project(1);
+    t.write(
+        "ooda.yaml",
+        &format!("{}sandbox: off\n", t.read("ooda.yaml")),
+    );
+    t.commit("sandbox off");
+    let r = with_a_user_editing_notes(&t, 1);
+    // The agent could have written it (and did: nothing stopped it), so
+    // the iteration is blocked and the night stops for a human to look.
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", r.stdout);
+    assert!(rec.hypothesis.is_empty() || rec.hypothesis.contains("wrote"));
+    for said in [
+        "files outside the candidate worktree changed while the agent ran without the sandbox: ",
+        "/notes.md",
+        "cannot tell the agent's writes from yours or another program's",
+        "leave tracked files alone while a night runs, or turn the sandbox on",
+    ] {
+        assert!(rec.reason.contains(said), "{said}: {}", rec.reason);
+    }
+}
+
+/// [`knob_bench`](crate::test::knob_bench) after `prelude`, run in the
+/// worktree being measured.
+fn bench_writing(prelude: &str) -> String {
+    crate::test::bench_after(prelude, crate::test::LANDSCAPE, 0.01)
+}
+
+#[test]
+fn a_benchmarks_own_log_and_caches_never_block() {
+    let t = project(3);
+    // What real benchmarks leave in their working directory: an appended
+    // log, Python's bytecode cache, pytest's cache.
+    t.script(
+        "bench.sh",
+        &bench_writing(
+            "echo \"run at $(date +%s%N)\" >> bench.log\nmkdir -p __pycache__ .pytest_cache/v\necho bytes > __pycache__/lib.cpython-312.pyc\necho '{}' > .pytest_cache/v/lastfailed\n",
+        ),
+    );
+    t.commit("a benchmark that leaves outputs");
+    let check = t.ooda(&["check", "b", "--measure", "2"]).expect(0);
+    assert!(
+        !check.stdout.contains("changed tracked file"),
+        "{}",
+        check.stdout
+    );
+    let r = t.ooda(&["run", "b"]);
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    none_blocked(&t, 3);
+    // The outputs are in no kept commit.
+    let files = t.git(&["ls-tree", "-r", "--name-only", "ooda/b"]);
+    for output in ["bench.log", "__pycache__", ".pytest_cache"] {
+        assert!(!files.contains(output), "{files}");
+    }
+    assert!(
+        t.events("b")
+            .iter()
+            .all(|e| e["type"] != "environment_change"),
+        "the worktrees are not the checkout"
+    );
+}
+
+#[test]
+fn a_benchmark_rewriting_a_tracked_file_is_blocked_naming_it_and_the_command() {
+    let t = project(1);
+    t.write("results.txt", "committed results\n");
+    t.script(
+        "bench.sh",
+        &bench_writing("echo \"t at $(date +%s%N)\" > results.txt\n"),
+    );
+    t.commit("a benchmark that rewrites a committed file");
+    // `check --measure` says so before the night.
+    let check = t.ooda(&["check", "b", "--measure", "2"]).expect(0);
+    assert!(
+        check.stdout.contains(
+            "warning: the metric command `./bench.sh` changed tracked file(s) results.txt: a tick blocks"
+        ),
+        "{}",
+        check.stdout
+    );
+    let r = t.ooda(&["run", "b"]);
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}{}", r.stdout, r.stderr);
+    for said in [
+        "the metric command `./bench.sh`, while the candidate was measured, changed results.txt in the candidate's worktree",
+        "have it write `results.txt` elsewhere",
+        "`git rm --cached results.txt`",
+    ] {
+        assert!(rec.reason.contains(said), "{said}:\n{}", rec.reason);
+    }
+}
