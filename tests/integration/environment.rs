@@ -268,3 +268,75 @@ fn a_benchmark_rewriting_a_tracked_file_is_blocked_naming_it_and_the_command() {
         assert!(rec.reason.contains(said), "{said}:\n{}", rec.reason);
     }
 }
+
+#[test]
+fn check_judges_the_committed_tree_a_tick_will_run() {
+    let t = Test::new();
+    t.brief("b", &knob_brief(""));
+    t.commit("a brief");
+    t.ooda(&["check", "b"]).expect(0);
+    // +x on disk only: committed as 100644, every tick would exit 126.
+    t.write("run.sh", "#!/bin/sh\nexec ./bench.sh \"$@\"\n");
+    t.brief(
+        "b",
+        &knob_brief("").replace("command: ./bench.sh", "command: ./run.sh"),
+    );
+    t.commit("measure through a wrapper, committed without +x");
+    std::fs::set_permissions(
+        t.path().join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let r = t.ooda(&["check", "b"]).expect(2);
+    for said in [
+        "`run.sh` (named by the metric command `./run.sh`) is executable only in your working copy",
+        "(exit 126)",
+        "`git add --chmod=+x run.sh`",
+    ] {
+        assert!(r.stderr.contains(said), "{said}:\n{}", r.stderr);
+    }
+    t.git(&["add", "--chmod=+x", "run.sh"]);
+    t.git(&["commit", "-qm", "+x"]);
+    t.ooda(&["check", "b"]).expect(0);
+    // An uncommitted edit of a script the metric runs, and of a protected
+    // file: the night would run the committed ones.
+    t.write("run.sh", "#!/bin/sh\nexec ./bench.sh --fast\n");
+    let r = t.ooda(&["check", "b"]).expect(2);
+    assert!(
+        r.stderr.contains("`run.sh` (named by the metric command `./run.sh`) has uncommitted changes: a night runs the version committed at "),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("`git checkout -- run.sh`"),
+        "{}",
+        r.stderr
+    );
+    t.git(&["checkout", "--", "run.sh"]);
+    t.write("bench.sh", &format!("{}# tuned\n", t.read("bench.sh")));
+    let r = t.ooda(&["check", "b"]).expect(2);
+    assert!(
+        r.stderr
+            .contains("`bench.sh` (protected by the Brief) has uncommitted changes"),
+        "{}",
+        r.stderr
+    );
+    // A script passed to an interpreter is a file the run reads too.
+    t.git(&["checkout", "--", "bench.sh"]);
+    t.write("bench.py", "print('METRIC t=1')\n");
+    t.brief(
+        "b",
+        &knob_brief("").replace("command: ./bench.sh", "command: python3 bench.py"),
+    );
+    t.commit("a python benchmark");
+    t.ooda(&["check", "b"]).expect(0);
+    t.write("bench.py", "print('METRIC t=0.5')\n");
+    let r = t.ooda(&["check", "b"]).expect(2);
+    assert!(
+        r.stderr.contains(
+            "`bench.py` (named by the metric command `python3 bench.py`) has uncommitted changes"
+        ),
+        "{}",
+        r.stderr
+    );
+}

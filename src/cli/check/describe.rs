@@ -182,6 +182,7 @@ pub(crate) fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     }) {
         out.push(crate::workspace::no_commit_yet());
     }
+    out.extend(super::committed::differences(brief, &project.root));
     out.extend(knob_problems(brief, project));
     if let Some(e) = crate::archive::leftover_branch_at(
         &project.root,

@@ -1,6 +1,7 @@
 //! `ooda check BRIEF [--measure N] [--preflight] [--json]`: validate, and try
 //! the commands and the agent.
 
+mod committed;
 mod describe;
 mod measure;
 mod preflight;

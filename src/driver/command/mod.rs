@@ -411,8 +411,13 @@ pub(crate) fn program_problem(root: &Path, program: &str, who: &str) -> Option<S
                 "`{program}` is not committed: a run works in worktrees checked out from the commit it started at, where it will be missing (commit it before the first tick; a run already started needs `ooda reset`)"
             ));
         }
-        return (!executable(&path))
-            .then(|| format!("`{program}` is not executable (chmod +x it)"));
+        return (!executable(&path)).then(|| {
+            format!(
+                "`{program}` is not executable: every tick fails to start it (exit 126); `chmod +x {}`, `git add --chmod=+x {}`, and commit",
+                rel.display(),
+                rel.display()
+            )
+        });
     }
     (!crate::run::exec::on_path(program))
         .then(|| format!("`{program}` is not on PATH: {who} cannot start"))
