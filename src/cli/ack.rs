@@ -1,8 +1,10 @@
-//! `ooda ack BRIEF [--note TEXT]`: a human accepts a red light.
+//! `ooda ack BRIEF [--note TEXT]`: a human accepts a red light; `ooda run
+//! BRIEF --continue`: a human accepts any stop that is not a budget's (a
+//! stall, the goal reached) and goes on.
 //!
-//! The acknowledgement is data: it clears the stop, is logged, and is
-//! written into the next iteration file, and the red-light detectors only
-//! look at evidence after it (`redlight::window`).
+//! The acceptance is data: it clears the stop, is logged, and is written
+//! into the next iteration file, and the red-light detectors and the stall
+//! count only look at evidence after it (`redlight::window`, `plateau_in`).
 
 use chrono::Utc;
 
@@ -42,6 +44,17 @@ pub(crate) struct Acked {
 
 /// Clears a RED stop so the loop may run again; says what was done.
 pub(crate) fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Result<Acked> {
+    accept(project, brief_arg, note, false)
+}
+
+/// [`ack`], and with `any`, any stop but a budget's (raising the budget is
+/// how that one is undone): `ooda run --continue`.
+pub(crate) fn accept(
+    project: &Project,
+    brief_arg: &str,
+    note: Option<&str>,
+    any: bool,
+) -> Result<Acked> {
     let brief = project.load_brief(brief_arg)?;
     let ws = Workspace::open(
         &project.root,
@@ -57,16 +70,36 @@ pub(crate) fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Res
         Vec::new(),
         project.config.defaults.events_segment,
     )?;
-    let Some(stop) = archive.state.stop.clone().filter(|s| s.reason.is_red()) else {
+    let Some(stop) = archive
+        .state
+        .stop
+        .clone()
+        .filter(|s| s.reason.is_red() || (any && !s.reason.is_budget()))
+    else {
+        let message = match (&archive.state.stop, any) {
+            (Some(s), true) => format!(
+                "{} stopped on {}: raise `budget` in {} to go on",
+                brief.name,
+                s.reason.as_str(),
+                brief.path.display()
+            ),
+            (None, true) => format!("{} has not stopped: nothing to continue", brief.name),
+            (_, false) => format!("{} is not RED: nothing to acknowledge", brief.name),
+        };
         return Ok(Acked {
-            message: format!("{} is not RED: nothing to acknowledge", brief.name),
+            message,
             brief: brief.name,
             acknowledged: false,
         });
     };
     let who = who_acknowledges(&project.root);
     let text = format!(
-        "Acknowledged by {who} at {} after {} — {}{}",
+        "{} by {who} at {} after {} — {}{}",
+        if stop.reason.is_red() {
+            "Acknowledged"
+        } else {
+            "Continued"
+        },
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
         stop.reason.as_str(),
         stop.detail,

@@ -127,6 +127,11 @@ pub enum Command {
         /// One iteration per fire time of a cron expression (local time, or TZ)
         #[arg(long, value_name = "E")]
         cron: Option<String>,
+        /// Go on past a stop you accept (stalled, the goal reached, a red
+        /// light): the next iteration file records it, and the stall count
+        /// and red lights start over after it
+        #[arg(long = "continue")]
+        go_on: bool,
     },
     /// Run every Brief in briefs/ on its own `schedule`, picking up new, edited and deleted Briefs
     Daemon {
@@ -262,7 +267,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
             max_iterations,
             every,
             cron,
-        } => run::run(&g, &brief, max_iterations, every, cron),
+            go_on,
+        } => run::run(&g, &brief, max_iterations, every, cron, go_on),
         Command::Daemon { briefs } => daemon::run(&g, briefs),
         Command::Status { brief, tasks } => match tasks {
             true => status::tasks(&g, brief.as_deref()),

@@ -120,8 +120,14 @@ pub(crate) fn report_step(
             }
             let finished = matches!(outcome, StepOutcome::Finished(_));
             let text = if finished {
+                // A stall's detail says what to raise already.
+                let go_on = if stop.detail.contains("to go on") {
+                    String::new()
+                } else {
+                    format!(" To go on anyway: `ooda run {name} --continue`.")
+                };
                 format!(
-                    "{name}: nothing to do: the run ended ({}: {}). To start a new run: `ooda reset {name}`.",
+                    "{name}: nothing to do: the run ended ({}: {}).{go_on} To start a new run: `ooda reset {name}`.",
                     stop.reason.as_str(),
                     stop.detail
                 )

@@ -16,8 +16,13 @@ pub(crate) fn run(
     max_iterations: Option<u32>,
     every: Option<String>,
     cron: Option<String>,
+    go_on: bool,
 ) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
+    if go_on {
+        let done = super::ack::accept(&project, brief, None, true)?;
+        err_line(g.quiet, &done.message);
+    }
     let schedule = match (every, cron) {
         (Some(d), _) => {
             Some(Schedule::every(&d).map_err(|e| Error::Input(format!("--every: {e}")))?)

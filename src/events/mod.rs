@@ -288,6 +288,12 @@ pub enum Event {
         kind: AnomalyKind,
         message: String,
     },
+    /// A stop the configuration decided (a stall, a red light's threshold)
+    /// was lifted because the configuration was raised: the run goes on.
+    StopLifted {
+        reason: crate::model::StopReason,
+        detail: String,
+    },
     /// Files outside the candidate worktree changed during an agent step
     /// where the agent could not write (`run/fence/reach.rs`): the
     /// environment's, recorded and not blamed.

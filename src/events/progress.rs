@@ -114,6 +114,7 @@ impl Progress {
             Event::AnomalyFound { rule, evidence, .. } => {
                 one(format!("anomaly {rule}: {evidence}"))
             }
+            Event::StopLifted { detail, .. } => one(format!("run continues: {detail}")),
             Event::EnvironmentChange { paths, .. } => one(format!(
                 "not the agent's: {} changed outside its worktree while it was confined",
                 clip(&paths.join(", "), 200)

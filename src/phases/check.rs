@@ -14,6 +14,8 @@ use super::{Machine, Step, StepOutcome, failpoint, oid};
 use crate::archive;
 use crate::archive::history::View;
 use crate::archive::state::{CheckOutcome, InFlight, State};
+use crate::brief::Brief;
+use crate::config::Config;
 use crate::error::Result;
 use crate::eval::redlight;
 use crate::events::Event;
@@ -53,18 +55,7 @@ pub(crate) fn decide(
             .as_ref()
             .map(|e| e.alarms.clone())
             .unwrap_or_default(),
-        stop: stop_condition(
-            history,
-            step.brief.metric.direction,
-            &th,
-            step.config.defaults.stall_after,
-            step.brief.uses_builtin()
-                && crate::driver::builtin::can_sweep(
-                    step.brief,
-                    history.all()?,
-                    step.config.defaults.sweep as usize,
-                ),
-        ),
+        stop: stop_condition(history, step.brief, step.config)?,
         ..CheckOutcome::default()
     };
     // Unconfined, the agent changed what it must not touch: nothing of the
@@ -182,15 +173,25 @@ fn meets_target(step: &Step, value: f64) -> bool {
 }
 
 /// Stop conditions decided by the history alone: red lights and a stall.
-fn stop_condition(
-    history: View,
-    dir: Direction,
-    th: &redlight::Thresholds,
-    stall_after: u32,
+fn stop_condition(history: View, brief: &Brief, config: &Config) -> Result<Option<Stop>> {
+    let (th, stall_after) = (&config.defaults.red_lights, config.defaults.stall_after);
     // The builtin search still has sweep screens to spend: a stall is its
     // cue to sweep, not to stop (it stops itself when they are spent).
+    let sweeping = brief.uses_builtin()
+        && crate::driver::builtin::can_sweep(brief, history.all()?, config.defaults.sweep as usize);
+    Ok(stop_when(history, brief, config, th, stall_after, sweeping))
+}
+
+/// [`stop_condition`]'s rules, given whether the search is sweeping.
+fn stop_when(
+    history: View,
+    brief: &Brief,
+    config: &Config,
+    th: &redlight::Thresholds,
+    stall_after: u32,
     sweeping: bool,
 ) -> Option<Stop> {
+    let dir = brief.metric.direction;
     let last = history.last()?;
     let mk = |reason, detail: String| {
         Some(Stop {
@@ -217,10 +218,83 @@ fn stop_condition(
         };
         return mk(
             StopReason::Stalled,
-            format!("{non_keeps} iterations in a row without a keep{also}"),
+            format!(
+                "{non_keeps} iterations in a row without a keep{also}; {}",
+                to_go_on(StopReason::Stalled, config, &brief.name)
+            ),
         );
     }
     None
+}
+
+/// What to raise in `ooda.yaml` for the configuration to decide `reason`
+/// no more, with the value in force; `None` for a stop no setting decides.
+pub(crate) fn what_to_raise(reason: StopReason, config: &Config) -> Option<String> {
+    let th = &config.defaults.red_lights;
+    Some(match reason {
+        StopReason::Stalled => format!(
+            "`defaults.stall_after` (now {})",
+            config.defaults.stall_after
+        ),
+        StopReason::RedFailureStreak => format!(
+            "`defaults.red_lights.failure_streak` (now {})",
+            th.failure_streak
+        ),
+        StopReason::RedScope => format!(
+            "`defaults.red_lights.scope_violations` (now {})",
+            th.scope_violations
+        ),
+        StopReason::RedOscillation => format!(
+            "`defaults.red_lights.flip_min` (now {}; an exact cycle has no threshold)",
+            th.flip_min
+        ),
+        StopReason::RedModelMismatch => format!(
+            "`defaults.red_lights.mismatch_chi2` (now {}) or `mismatch_bias` (now {})",
+            th.mismatch_chi2, th.mismatch_bias
+        ),
+        StopReason::RedAnomaly => {
+            "the rule's threshold under `anomalies`, or take it out of `anomalies.stop_on`".into()
+        }
+        _ => return None,
+    })
+}
+
+/// How a stop is undone, said where it is reported: raise what decided it
+/// (the run then goes on by itself), or accept it.
+pub(crate) fn to_go_on(reason: StopReason, config: &Config, brief: &str) -> String {
+    let accept = if reason.is_red() {
+        format!("`ooda ack {brief}`")
+    } else {
+        format!("`ooda run {brief} --continue`")
+    };
+    match what_to_raise(reason, config) {
+        Some(raise) => format!("to go on, raise {raise} in ooda.yaml, or {accept}"),
+        None => format!("to go on, {accept}"),
+    }
+}
+
+/// A stop the configuration decided (a stall, a red light's threshold, an
+/// anomaly rule `stop_on` names) that it decides no more: raised since, the
+/// run goes on, as after a raised budget. Judged on the history the stop
+/// was decided on (its iteration is the newest); a stop it cannot re-decide
+/// (divergence, which took a measurement; tamper; a human's) stands.
+pub(crate) fn lifted(stop: &Stop, history: View, brief: &Brief, config: &Config) -> Result<bool> {
+    if history.last().map(|r| r.iteration) != Some(stop.iteration) {
+        return Ok(false);
+    }
+    Ok(match stop.reason {
+        StopReason::Stalled
+        | StopReason::RedOscillation
+        | StopReason::RedModelMismatch
+        | StopReason::RedFailureStreak
+        | StopReason::RedScope => stop_condition(history, brief, config)?.is_none(),
+        StopReason::RedAnomaly => stop
+            .detail
+            .split(':')
+            .next()
+            .is_some_and(|rule| !config.watch.stop_on.iter().any(|r| r == rule)),
+        _ => false,
+    })
 }
 
 /// Divergence: when the re-measured base trends worse, the

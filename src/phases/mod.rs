@@ -271,13 +271,26 @@ impl<'a> Machine<'a> {
                 })?;
         }
         loop {
-            let facts = self.facts();
+            let facts = self.facts()?;
             match next(self.archive.state.current.as_ref(), &facts) {
                 Next::Red => return Err(self.refuse_red()),
                 Next::OverBudget => return Err(self.refuse_budget()),
                 Next::Unstop => {
-                    // The human raised the budget: the run continues.
-                    self.archive.state.stop = None;
+                    // The human raised the budget, or what decided a stall
+                    // or a red light: the run continues, and says why.
+                    if let Some(stop) = self.archive.state.stop.take()
+                        && !stop.reason.is_budget()
+                    {
+                        self.archive.run.emit(Event::StopLifted {
+                            reason: stop.reason,
+                            detail: format!(
+                                "{} no longer stops the run: ooda.yaml now has {}",
+                                stop.reason.as_str(),
+                                check::what_to_raise(stop.reason, &self.project.config)
+                                    .unwrap_or_default()
+                            ),
+                        })?;
+                    }
                     self.archive.save_state()?;
                 }
                 Next::Finished => {
@@ -337,8 +350,12 @@ impl<'a> Machine<'a> {
         let (iteration, reason, detail) = stop
             .map(|s| (s.iteration, s.reason.as_str(), s.detail))
             .unwrap_or_default();
+        let raise = StopReason::parse(reason)
+            .and_then(|r| check::what_to_raise(r, &self.project.config))
+            .map(|r| format!(" (or raise {r} in ooda.yaml if the threshold is too strict: the run then goes on by itself)"))
+            .unwrap_or_default();
         Error::Red(format!(
-            "{} is RED since iteration {iteration}: {reason} — {detail}. Inspect {}, then run `ooda ack {}` to continue.",
+            "{} is RED since iteration {iteration}: {reason} — {detail}. Inspect {}, then run `ooda ack {}` to continue{raise}.",
             self.brief.name,
             crate::archive::layout::Layout::of(&self.archive.dir)
                 .summary()
@@ -359,18 +376,28 @@ impl<'a> Machine<'a> {
         ))
     }
 
-    fn facts(&self) -> Facts {
+    fn facts(&self) -> Result<Facts> {
         let s = &self.archive.state;
         let budget = self.budget_stop();
-        Facts {
+        let stop_lifted = match &s.stop {
+            Some(stop) => check::lifted(
+                stop,
+                self.archive.history.view(),
+                &self.brief,
+                &self.project.config,
+            )?,
+            None => false,
+        };
+        Ok(Facts {
             stop: s.stop.as_ref().map(|st| st.reason),
+            stop_lifted,
             baseline: s.next_iteration > 0,
             budget_out: budget.is_some(),
             spend_out: budget.is_some_and(|b| b.reason != StopReason::BudgetIterations),
             worktrees: self.ws.cand_dir.join(".git").exists()
                 && self.ws.base_dir.join(".git").exists(),
             analyzer_due: !self.analyzers_due().is_empty(),
-        }
+        })
     }
 
     /// Re-reads the Brief: edits take effect at the next iteration.

@@ -10,6 +10,9 @@ use crate::model::{Phase, Simplification, SimplifyStage, StopReason};
 pub(crate) struct Facts {
     /// The stop recorded in the state, if the run has ended.
     pub stop: Option<StopReason>,
+    /// That stop was decided by the configuration (a stall, a red light's
+    /// threshold), which decides it no more: it was raised since.
+    pub stop_lifted: bool,
     /// Iteration 0 (the baseline) is archived.
     pub baseline: bool,
     /// Some budget is used up: no new iteration may start.
@@ -36,8 +39,8 @@ pub(crate) enum Next {
     Red,
     /// The run stopped on a budget that is still used up: refuse.
     OverBudget,
-    /// The run stopped on a budget that has since been raised: clear the
-    /// stop, then look again.
+    /// The run stopped on a budget, a stall or a red light's threshold that
+    /// has since been raised: clear the stop, then look again.
     Unstop,
     /// The run has ended (done, stalled): nothing to do.
     Finished,
@@ -72,6 +75,7 @@ impl Next {
 /// The machine's next move from the state's stop and in-flight iteration.
 pub(crate) fn next(in_flight: Option<&InFlight>, facts: &Facts) -> Next {
     match facts.stop {
+        Some(_) if facts.stop_lifted => return Next::Unstop,
         Some(r) if r.is_red() => return Next::Red,
         Some(r) if r.is_budget() && facts.budget_out => return Next::OverBudget,
         Some(r) if r.is_budget() => return Next::Unstop,
@@ -180,22 +184,26 @@ mod tests {
 
     #[test]
     fn before_the_iteration() {
+        // (stop, budget out, stop lifted by a raised setting, next)
         let table = [
-            (Some(StopReason::RedScope), false, Next::Red),
-            (Some(StopReason::BudgetCost), true, Next::OverBudget),
-            (Some(StopReason::BudgetCost), false, Next::Unstop),
-            (Some(StopReason::Stalled), false, Next::Finished),
-            (Some(StopReason::GoalReached), true, Next::Finished),
-            (None, true, Next::Stop),
-            (None, false, Next::Begin),
+            (Some(StopReason::RedScope), false, false, Next::Red),
+            (Some(StopReason::RedScope), false, true, Next::Unstop),
+            (Some(StopReason::BudgetCost), true, false, Next::OverBudget),
+            (Some(StopReason::BudgetCost), false, false, Next::Unstop),
+            (Some(StopReason::Stalled), false, false, Next::Finished),
+            (Some(StopReason::Stalled), false, true, Next::Unstop),
+            (Some(StopReason::GoalReached), true, false, Next::Finished),
+            (None, true, false, Next::Stop),
+            (None, false, false, Next::Begin),
         ];
-        for (stop, budget_out, want) in table {
+        for (stop, budget_out, stop_lifted, want) in table {
             let f = Facts {
                 stop,
                 budget_out,
+                stop_lifted,
                 ..running()
             };
-            assert_eq!(next(None, &f), want, "{stop:?} {budget_out}");
+            assert_eq!(next(None, &f), want, "{stop:?} {budget_out} {stop_lifted}");
         }
         let fresh = Facts {
             worktrees: false,

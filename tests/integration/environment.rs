@@ -82,17 +82,41 @@ fn none_blocked(t: &Test, n: u32) {
     }
 }
 
+/// The README's cron line, run in the project by `sh` as cron would, on
+/// Brief `b` with the binary under test.
+fn readme_cron_line() -> String {
+    let readme = include_str!("../../README.md");
+    let line = readme
+        .lines()
+        .find(|l| l.starts_with("*/20 * * * * cd /repo && "))
+        .expect("the README has a cron line");
+    line.trim_start_matches("*/20 * * * * cd /repo && ")
+        .replace("$HOME/.cargo/bin/ooda", "\"$OODA\"")
+        .replace("briefs/latency.md", "briefs/b.md")
+}
+
 #[test]
-fn the_readme_cron_line_appending_to_a_log_in_the_repository_never_blocks() {
+fn the_readme_cron_line_and_a_log_in_the_repository_never_block() {
     let t = project(5);
-    // The README's line as users wrote it before it moved the log: the
-    // log is in the checkout, written by ooda while the agent plans.
-    for _ in 0..6 {
-        let r = shell(&t, "\"$OODA\" tick briefs/b.md >> ooda.log 2>&1");
-        assert!(matches!(r.code, 0 | 4), "{}", t.read("ooda.log"));
+    let readme = readme_cron_line();
+    assert!(readme.contains(">> .ooda/"), "{readme}");
+    // The README's line, then the one it had before, whose log is in the
+    // checkout itself: ooda writes it while the agent plans.
+    for line in [
+        readme.as_str(),
+        "\"$OODA\" tick briefs/b.md >> ooda.log 2>&1",
+    ] {
+        for _ in 0..3 {
+            let r = shell(&t, line);
+            assert!(matches!(r.code, 0 | 4), "{line}: {}{}", r.stdout, r.stderr);
+        }
     }
     let log = t.read("ooda.log");
-    assert!(log.contains("plan"), "ooda wrote its progress there: {log}");
+    assert!(
+        log.contains("iteration 5"),
+        "ooda wrote its progress there: {log}"
+    );
+    assert!(t.read(".ooda/latency.log").contains("baseline"));
     assert_eq!(t.iterations("b"), (0..=5).collect::<Vec<_>>(), "{log}");
     none_blocked(&t, 5);
     assert_eq!(t.read("notes.md"), "my notes\n");
@@ -339,4 +363,97 @@ fn check_judges_the_committed_tree_a_tick_will_run() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn raising_stall_after_continues_a_stalled_run_and_continue_goes_past_it() {
+    let t = project(20);
+    // Every move of X upwards is worse: nothing is ever kept.
+    t.script("bench.sh", &crate::test::bench("100 + x", 0.002));
+    t.write(
+        "ooda.yaml",
+        &format!("{}  stall_after: 2\n", t.read("ooda.yaml")),
+    );
+    t.commit("a landscape the agent walks the wrong way on");
+    let r = t.ooda(&["run", "b"]).expect(0);
+    assert!(r.stdout.contains("stopped: stalled"), "{}", r.stdout);
+    assert_eq!(t.iterations("b"), [0, 1, 2]);
+    // The stop says what to raise; a tick does nothing more.
+    let r = t.ooda(&["tick", "b"]).expect(0);
+    assert!(
+        r.stdout.contains(
+            "to go on, raise `defaults.stall_after` (now 2) in ooda.yaml, or `ooda run b --continue`"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(t.iterations("b"), [0, 1, 2]);
+    // Raised, the run goes on by itself, to the new bound.
+    t.write(
+        "ooda.yaml",
+        &t.read("ooda.yaml")
+            .replace("stall_after: 2", "stall_after: 4"),
+    );
+    let r = t.ooda(&["tick", "b"]).expect(0);
+    assert!(r.stdout.contains("iteration 3 discard"), "{}", r.stdout);
+    assert!(
+        t.events("b")
+            .iter()
+            .any(|e| e["type"] == "stop_lifted" && e["reason"] == "stalled"),
+        "no stop_lifted event"
+    );
+    let r = t.ooda(&["run", "b"]).expect(0);
+    assert!(r.stdout.contains("stopped: stalled"), "{}", r.stdout);
+    assert_eq!(t.iterations("b"), (0..=4).collect::<Vec<_>>());
+    // Accepted, it goes on past the stall: the count starts over.
+    let r = t.ooda(&["run", "b", "--continue"]).expect(0);
+    assert!(r.stderr.contains("Continued by "), "{}", r.stderr);
+    assert_eq!(
+        t.iterations("b"),
+        (0..=8).collect::<Vec<_>>(),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        t.record("b", 5)
+            .acknowledged
+            .as_deref()
+            .unwrap()
+            .contains("after stalled")
+    );
+}
+
+#[test]
+fn raising_a_red_lights_threshold_continues_without_an_ack() {
+    let t = project(10);
+    // Every change edits a file outside scope.allow: blocked, and three
+    // blocks in a row are red_scope.
+    t.script(
+        "ooda-agent.sh",
+        &AGENT.replace(
+            "echo \"iteration $i\" >> src/lib.txt",
+            "echo \"iteration $i\" >> notes.md",
+        ),
+    );
+    t.commit("an agent that edits outside its scope");
+    let r = t.ooda(&["run", "b"]).expect(3);
+    assert!(r.stdout.contains("red_scope"), "{}", r.stdout);
+    assert_eq!(t.iterations("b"), [0, 1, 2, 3]);
+    let r = t.ooda(&["tick", "b"]).expect(3);
+    assert!(
+        r.stderr
+            .contains("or raise `defaults.red_lights.scope_violations` (now 3) in ooda.yaml"),
+        "{}",
+        r.stderr
+    );
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{}  red_lights: {{scope_violations: 5}}\n",
+            t.read("ooda.yaml")
+        ),
+    );
+    let r = t.ooda(&["run", "b"]).expect(3);
+    assert!(r.stdout.contains("iteration 4 blocked"), "{}", r.stdout);
+    assert_eq!(t.iterations("b"), [0, 1, 2, 3, 4, 5]);
 }

@@ -768,6 +768,9 @@ impl Builder {
                 }
                 self.note(p, r, format!("anomaly {}: {message}", kind.as_str()));
             }
+            Event::StopLifted { reason, detail } => {
+                self.note(p, r, format!("stop lifted ({}): {detail}", reason.as_str()))
+            }
             Event::EnvironmentChange { paths, reason } => self.note(
                 p,
                 r,
