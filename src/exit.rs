@@ -88,6 +88,7 @@ mod tests {
                     detail: String::new(),
                     at: chrono::Utc::now(),
                     iteration: 1,
+                    setting: None,
                 },
                 None,
             )

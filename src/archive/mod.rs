@@ -618,6 +618,7 @@ mod tests {
             detail: "d".into(),
             at: Utc::now(),
             iteration: 1,
+            setting: None,
         };
         let stopped = a.stopped_last(&stop).unwrap();
         crate::report::summary::sync(&mut a, Some(stopped), &brief, &config).unwrap();

@@ -1,6 +1,8 @@
 //! `ooda ack BRIEF [--note TEXT]`: a human accepts a red light; `ooda run
-//! BRIEF --continue`: a human accepts any stop that is not a budget's (a
-//! stall, the goal reached) and goes on.
+//! BRIEF --continue`: a human accepts a final stop (a stall, the goal
+//! reached) and goes on. Neither undoes a budget stop (raising the budget
+//! does), and `--continue` never clears a red light: a wrapper that always
+//! passes it must not acknowledge a tamper unseen.
 //!
 //! The acceptance is data: it clears the stop, is logged, and is written
 //! into the next iteration file, and the red-light detectors and the stall
@@ -47,13 +49,13 @@ pub(crate) fn ack(project: &Project, brief_arg: &str, note: Option<&str>) -> Res
     accept(project, brief_arg, note, false)
 }
 
-/// [`ack`], and with `any`, any stop but a budget's (raising the budget is
-/// how that one is undone): `ooda run --continue`.
+/// [`ack`] (a red stop), or with `final_stop` a stop that is neither red
+/// nor a budget's: `ooda run --continue`.
 pub(crate) fn accept(
     project: &Project,
     brief_arg: &str,
     note: Option<&str>,
-    any: bool,
+    final_stop: bool,
 ) -> Result<Acked> {
     let brief = project.load_brief(brief_arg)?;
     let ws = Workspace::open(
@@ -70,13 +72,17 @@ pub(crate) fn accept(
         Vec::new(),
         project.config.defaults.events_segment,
     )?;
-    let Some(stop) = archive
-        .state
-        .stop
-        .clone()
-        .filter(|s| s.reason.is_red() || (any && !s.reason.is_budget()))
-    else {
-        let message = match (&archive.state.stop, any) {
+    let Some(stop) = archive.state.stop.clone().filter(|s| match final_stop {
+        true => !s.reason.is_red() && !s.reason.is_budget(),
+        false => s.reason.is_red(),
+    }) else {
+        let message = match (&archive.state.stop, final_stop) {
+            (Some(s), true) if s.reason.is_red() => format!(
+                "{} is RED ({}): --continue does not clear a red light; look at it, then `ooda ack {}`",
+                brief.name,
+                s.reason.as_str(),
+                brief.name
+            ),
             (Some(s), true) => format!(
                 "{} stopped on {}: raise `budget` in {} to go on",
                 brief.name,
@@ -102,7 +108,10 @@ pub(crate) fn accept(
         },
         Utc::now().format("%Y-%m-%d %H:%M UTC"),
         stop.reason.as_str(),
-        stop.detail,
+        // The stop's advice on how to go on is done with.
+        stop.detail
+            .split_once("; to go on,")
+            .map_or(stop.detail.as_str(), |(what, _)| what),
         note.map(|n| format!(". Note: {n}")).unwrap_or_default()
     );
     archive.state.stop = None;
@@ -114,7 +123,15 @@ pub(crate) fn accept(
     })?;
     crate::report::summary::sync(&mut archive, None, &brief, &project.config)?;
     Ok(Acked {
-        message: format!("{}: {text}. The next tick continues.", brief.name),
+        message: format!(
+            "{}: {text}. {}",
+            brief.name,
+            if final_stop {
+                "Going on."
+            } else {
+                "The next tick continues."
+            }
+        ),
         brief: brief.name,
         acknowledged: true,
     })

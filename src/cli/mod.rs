@@ -127,9 +127,9 @@ pub enum Command {
         /// One iteration per fire time of a cron expression (local time, or TZ)
         #[arg(long, value_name = "E")]
         cron: Option<String>,
-        /// Go on past a stop you accept (stalled, the goal reached, a red
-        /// light): the next iteration file records it, and the stall count
-        /// and red lights start over after it
+        /// Go on past a final stop you accept (stalled, the goal reached):
+        /// the next iteration file records it, and the stall count and red
+        /// lights start over after it (a red light needs `ooda ack`)
         #[arg(long = "continue")]
         go_on: bool,
     },

@@ -152,7 +152,7 @@ impl MainAgent {
                     .map_err(|why| {
                         Error::Input(format!("{}: agent: llm: {why}", brief.path.display()))
                     })?;
-            return Ok(MainAgent::Llm(Box::new(LlmAgent::new(setup, config))));
+            return Ok(MainAgent::Llm(Box::new(LlmAgent::new(setup))));
         }
         match config.agents.get(name) {
             Some(profile) => Ok(MainAgent::Command(Box::new(CommandAgent {

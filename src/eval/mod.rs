@@ -12,6 +12,7 @@
 
 pub(crate) mod metric;
 mod neutral;
+pub(crate) mod rewrites;
 pub(crate) use neutral::neutral;
 pub mod redlight;
 

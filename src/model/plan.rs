@@ -43,37 +43,53 @@ pub struct Plan {
 }
 
 /// Words in a plan's axes that say the change is meant to change nothing
-/// measurable. Matched as parts of words, lowercased: `refactor` covers
-/// `refactoring`, `rename` covers `renamed-locals`.
-const NULL_BY_DESIGN: [&str; 12] = [
+/// measurable, matched as whole words (lowercased, split at anything but a
+/// letter or digit): `style` is not `stylesheet`. Two-word forms are
+/// joined: `clean-up`, `clean up` and `no-op` read `cleanup` and `noop`.
+const NULL_BY_DESIGN: [&str; 16] = [
     "refactor",
+    "refactoring",
+    "refactored",
     "cleanup",
-    "clean-up",
-    "clean up",
     "tidy",
+    "tidying",
     "rename",
+    "renaming",
+    "renamed",
     "readability",
     "style",
     "cosmetic",
-    "no-op",
     "noop",
     "neutral",
+    "reformat",
+    "formatting",
 ];
 
 impl Plan {
     /// The plan itself expected no gain: a code change (no knobs) whose
-    /// predicted effect is below the minimum detectable gain `theta1`, or
-    /// whose axes call it a clean-up, a refactor, a rename. When such a
-    /// change measures as no change, nothing was falsified: the direction
-    /// was never expected to help. A knob point is a search's probe, whose
-    /// futility is what the search learns from, so it never is.
+    /// predicted effect is below the minimum detectable gain `theta1`
+    /// either way, or one its axes call a clean-up (a refactor, a rename)
+    /// that predicted no gain of `theta1` or more (perhaps a small cost).
+    /// When such a change measures as no change, nothing was falsified: the
+    /// direction was never expected to help. A plan that predicted a gain
+    /// was, whatever it calls itself; a knob point is a search's probe,
+    /// whose futility is what the search learns from, so it never is.
     pub(crate) fn null_by_design(&self, theta1: f64) -> bool {
-        if !self.knobs.is_empty() {
+        if !self.knobs.is_empty() || self.predicted_effect >= theta1 {
             return false;
         }
         let said = self.axes.iter().any(|a| {
-            let words = format!("{} {}", a.name, a.direction).to_lowercase();
-            NULL_BY_DESIGN.iter().any(|w| words.contains(w))
+            let text = format!("{} {}", a.name, a.direction).to_lowercase();
+            let words: Vec<&str> = text
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect();
+            let joined = words.windows(2).map(|p| format!("{}{}", p[0], p[1]));
+            words
+                .iter()
+                .map(|w| w.to_string())
+                .chain(joined)
+                .any(|w| NULL_BY_DESIGN.contains(&w.as_str()))
         });
         said || self.predicted_effect.abs() < theta1
     }
@@ -121,11 +137,16 @@ mod tests {
         // Below θ₁ either way: the plan did not expect a detectable change.
         assert!(plan(0.0, "parser").null_by_design(0.05));
         assert!(plan(-0.01, "parser").null_by_design(0.05));
-        // Said by its axes, whatever it predicted.
-        assert!(plan(0.08, "Refactoring of the lexer").null_by_design(0.05));
-        assert!(plan(0.08, "rename locals").null_by_design(0.05));
-        // A plan that expected a gain is a direction.
+        // A clean-up by its axes, expecting no gain (a small cost, even).
+        assert!(plan(-0.08, "Refactoring of the lexer").null_by_design(0.05));
+        assert!(plan(-0.08, "rename locals").null_by_design(0.05));
+        assert!(plan(-0.08, "a clean-up").null_by_design(0.05));
+        assert!(plan(-0.08, "no-op").null_by_design(0.05));
+        // Whole words only: a stylesheet is a direction.
+        assert!(!plan(-0.08, "stylesheet").null_by_design(0.05));
+        // A plan that expected a gain is a direction, whatever it calls itself.
         assert!(!plan(0.08, "parser").null_by_design(0.05));
+        assert!(!plan(0.08, "refactor the parser").null_by_design(0.05));
         // A knob point is the search's probe, never null by design.
         let mut knob = plan(0.0, "TILE");
         knob.knobs

@@ -100,6 +100,11 @@ pub struct Stop {
     pub detail: String,
     pub at: DateTime<Utc>,
     pub iteration: u32,
+    /// The setting of `ooda.yaml` that decided it (`defaults.stall_after`,
+    /// a red light's threshold), when one did: raised, the stop is decided
+    /// again and may be lifted (`phases/check.rs`, `lifted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<String>,
 }
 
 /// A Brief's status as `summary.md` and `ooda status` show it.

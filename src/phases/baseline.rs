@@ -43,14 +43,42 @@ pub(crate) fn run(
             brief.name
         ))
     };
+    // A command that rewrites a tracked file would block every iteration
+    // of the night (what is measured must be what is committed): said now,
+    // before any agent works, with the command and the fix.
+    let tree = ws.tree_of(start)?;
+    let max_new = brief.scope.max_file_size;
+    let rewrote = |by: &str| -> Result<()> {
+        // Both sides run the user's own commit: only a changed committed
+        // file counts, whatever they create.
+        let mut files = ws.since(tree, max_new)?.1.changed;
+        files.extend(ws.base_since(tree, max_new)?.changed);
+        files.sort();
+        files.dedup();
+        if files.is_empty() {
+            return Ok(());
+        }
+        Err(Error::Input(format!(
+            "{}: the starting commit cannot be measured: {}, so every iteration would be blocked. Try the commands with `ooda check {} --measure 3`, then tick again",
+            brief.path.display(),
+            eval::rewrites::message(by, &files, "baseline"),
+            brief.name
+        )))
+    };
     for wt in [&base, &cand] {
         if let Some(RunFailure::Failed { reason, output }) = ev.setup(wt)? {
             return Err(fail("setup", reason, output));
         }
     }
+    if let Some(setup) = &brief.metric.setup {
+        rewrote(&format!("the setup command `{setup}`"))?;
+    }
     let (guards, failed) = ev.guards(&base)?;
     if let Some(RunFailure::Failed { reason, output }) = failed {
         return Err(fail("a guard fails", reason, output));
+    }
+    if !brief.guards.is_empty() {
+        rewrote("the guards")?;
     }
     let pairs = match ev.measure_pairs(
         &base,
@@ -66,6 +94,7 @@ pub(crate) fn run(
             return Err(fail("measuring", reason, output));
         }
     };
+    rewrote(&format!("the metric command `{}`", brief.metric.command))?;
     let cal = eval::calibrate(
         pairs,
         defaults.pairs,

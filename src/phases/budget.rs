@@ -29,6 +29,7 @@ pub(crate) fn stop(budget: &Budget, state: &State, history: View) -> Option<Stop
             detail,
             at: Utc::now(),
             iteration: last,
+            setting: None,
         })
     };
     if let Some(n) = budget.iterations

@@ -64,11 +64,12 @@ pub(crate) fn decide(
         out.stop = Some(Stop {
             reason: crate::model::StopReason::RedTamper,
             detail: format!(
-                "without the sandbox, iteration {}'s agent changed what it must not touch: {t}; look at the named paths, undo what you did not do, then `ooda ack`",
+                "without the sandbox, what an agent must not touch changed while iteration {}'s agent ran: {t}; look at the named paths, undo what you did not do, then `ooda ack`",
                 cur.iteration
             ),
             at: Utc::now(),
             iteration: cur.iteration,
+            setting: None,
         });
     }
     if let Some(s) = &out.stop
@@ -149,6 +150,7 @@ pub(crate) fn decide(
                 ),
                 at: Utc::now(),
                 iteration: cur.iteration,
+                setting: None,
             });
         } else if target_hit {
             step.span.emit(Event::Anomaly {
@@ -199,6 +201,7 @@ fn stop_when(
             detail,
             at: Utc::now(),
             iteration: last.iteration,
+            setting: setting_for(reason).map(str::to_string),
         })
     };
     // Every red detector's kind names its stop; a kind without one
@@ -227,39 +230,52 @@ fn stop_when(
     None
 }
 
-/// What to raise in `ooda.yaml` for the configuration to decide `reason`
-/// no more, with the value in force; `None` for a stop no setting decides.
-pub(crate) fn what_to_raise(reason: StopReason, config: &Config) -> Option<String> {
-    let th = &config.defaults.red_lights;
+/// The setting of `ooda.yaml` that decides `reason`, if one does: its key,
+/// for the stop to record (`Stop::setting`).
+pub(crate) fn setting_for(reason: StopReason) -> Option<&'static str> {
     Some(match reason {
-        StopReason::Stalled => format!(
-            "`defaults.stall_after` (now {})",
-            config.defaults.stall_after
-        ),
-        StopReason::RedFailureStreak => format!(
-            "`defaults.red_lights.failure_streak` (now {})",
-            th.failure_streak
-        ),
-        StopReason::RedScope => format!(
-            "`defaults.red_lights.scope_violations` (now {})",
-            th.scope_violations
-        ),
-        StopReason::RedOscillation => format!(
-            "`defaults.red_lights.flip_min` (now {}; an exact cycle has no threshold)",
-            th.flip_min
-        ),
-        StopReason::RedModelMismatch => format!(
-            "`defaults.red_lights.mismatch_chi2` (now {}) or `mismatch_bias` (now {})",
-            th.mismatch_chi2, th.mismatch_bias
-        ),
-        StopReason::RedAnomaly => {
-            "the rule's threshold under `anomalies`, or take it out of `anomalies.stop_on`".into()
-        }
+        StopReason::Stalled => "defaults.stall_after",
+        StopReason::RedFailureStreak => "defaults.red_lights.failure_streak",
+        StopReason::RedScope => "defaults.red_lights.scope_violations",
+        StopReason::RedOscillation => "defaults.red_lights.flip_min",
+        StopReason::RedModelMismatch => "defaults.red_lights.mismatch_chi2",
+        StopReason::RedAnomaly => "anomalies.stop_on",
         _ => return None,
     })
 }
 
-/// How a stop is undone, said where it is reported: raise what decided it
+/// What to change in `ooda.yaml` for it to decide `reason` no more, with
+/// the value in force, as an instruction (`raise … (now 10)`); `None` for a
+/// stop no setting decides.
+pub(crate) fn what_to_raise(reason: StopReason, config: &Config) -> Option<String> {
+    let th = &config.defaults.red_lights;
+    Some(match reason {
+        StopReason::Stalled => format!(
+            "raise `defaults.stall_after` (now {})",
+            config.defaults.stall_after
+        ),
+        StopReason::RedFailureStreak => format!(
+            "raise `defaults.red_lights.failure_streak` (now {})",
+            th.failure_streak
+        ),
+        StopReason::RedScope => format!(
+            "raise `defaults.red_lights.scope_violations` (now {})",
+            th.scope_violations
+        ),
+        StopReason::RedOscillation => format!(
+            "raise `defaults.red_lights.flip_min` (now {}; an exact cycle has no threshold)",
+            th.flip_min
+        ),
+        StopReason::RedModelMismatch => format!(
+            "raise `defaults.red_lights.mismatch_chi2` (now {}) or `mismatch_bias` (now {})",
+            th.mismatch_chi2, th.mismatch_bias
+        ),
+        StopReason::RedAnomaly => "take the rule out of `anomalies.stop_on`".into(),
+        _ => return None,
+    })
+}
+
+/// How a stop is undone, said where it is reported: change what decided it
 /// (the run then goes on by itself), or accept it.
 pub(crate) fn to_go_on(reason: StopReason, config: &Config, brief: &str) -> String {
     let accept = if reason.is_red() {
@@ -268,7 +284,7 @@ pub(crate) fn to_go_on(reason: StopReason, config: &Config, brief: &str) -> Stri
         format!("`ooda run {brief} --continue`")
     };
     match what_to_raise(reason, config) {
-        Some(raise) => format!("to go on, raise {raise} in ooda.yaml, or {accept}"),
+        Some(change) => format!("to go on, {change} in ooda.yaml, or {accept}"),
         None => format!("to go on, {accept}"),
     }
 }
@@ -279,7 +295,10 @@ pub(crate) fn to_go_on(reason: StopReason, config: &Config, brief: &str) -> Stri
 /// was decided on (its iteration is the newest); a stop it cannot re-decide
 /// (divergence, which took a measurement; tamper; a human's) stands.
 pub(crate) fn lifted(stop: &Stop, history: View, brief: &Brief, config: &Config) -> Result<bool> {
-    if history.last().map(|r| r.iteration) != Some(stop.iteration) {
+    // Only a stop a setting decided (not the builtin search's "nothing
+    // left to try", which is also `stalled`), on the history it was
+    // decided on (its iteration is the newest).
+    if stop.setting.is_none() || history.last().map(|r| r.iteration) != Some(stop.iteration) {
         return Ok(false);
     }
     Ok(match stop.reason {
@@ -376,6 +395,7 @@ fn divergence(
         detail: evidence,
         at: Utc::now(),
         iteration,
+        setting: None,
     });
     Ok(())
 }
@@ -545,11 +565,12 @@ fn watch(step: &Step, mut d: CheckOutcome) -> Result<CheckOutcome> {
             d.stop = Some(Stop {
                 reason: crate::model::StopReason::RedAnomaly,
                 detail: format!(
-                    "{}: {} (ooda.yaml's anomalies.stop_on names `{}`: look at it with `ooda trace {}`, then raise the threshold or `ooda ack`)",
+                    "{}: {} (ooda.yaml's anomalies.stop_on names `{}`: look at it with `ooda trace {}`, then `ooda ack`, or take it out of `anomalies.stop_on` and the run goes on by itself)",
                     f.rule, f.evidence, f.rule, step.brief.name
                 ),
                 at: chrono::Utc::now(),
                 iteration,
+                setting: setting_for(crate::model::StopReason::RedAnomaly).map(str::to_string),
             });
         }
     }

@@ -211,18 +211,35 @@ impl Commands<'_> {
 /// kept. New files git does not track (logs, results, caches) are a
 /// measured command's outputs and never block. `by`: what ran since the
 /// last look, as the message names it.
-fn rewrote(ws: &Workspace, cur: &InFlight, max_new: u64, by: &str) -> Result<Option<String>> {
+fn rewrote(
+    step: &Step,
+    ws: &Workspace,
+    cur: &InFlight,
+    max_new: u64,
+    by: &str,
+) -> Result<Option<String>> {
     let Some(tree) = &cur.tree else {
         return Ok(None);
     };
     let (_, since) = ws.since(super::oid(tree)?, max_new)?;
-    let Some(first) = since.drifted.first() else {
-        return Ok(None);
-    };
-    Ok(Some(format!(
-        "{by} changed {} in the candidate's worktree, which would be committed: what is measured must be what is committed. A measured command may create and change files git does not track (results, logs, caches), not tracked ones: have it write `{first}` elsewhere (an untracked or git-ignored path, or $TMPDIR), or stop tracking it (`git rm --cached {first}`, a line in .gitignore, and commit)",
-        crate::text::clip::clip(&since.drifted.join(", "), 300)
-    )))
+    if since.changed.is_empty() {
+        return Ok((!since.created.is_empty()).then(|| eval::rewrites::created(by, &since.created)));
+    }
+    let said = eval::rewrites::message(by, &since.changed, "candidate");
+    // The base's own run rewrote a file of its commit too: the benchmark
+    // does it by itself, which no iteration can get past. The Brief's
+    // problem, said as one (the tick fails with the fix), not a block that
+    // counts against the agent.
+    let base_tree = ws.tree_of(super::oid(&cur.base_commit)?)?;
+    let base = ws.base_since(base_tree, max_new)?;
+    if base.changed.iter().any(|p| since.changed.contains(p)) {
+        return Err(Error::Input(format!(
+            "{}: {said}{}",
+            step.brief.path.display(),
+            eval::rewrites::by_itself(&step.brief.name)
+        )));
+    }
+    Ok(Some(said))
 }
 
 fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome> {
@@ -298,7 +315,13 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
     let max_new = step.brief.scope.max_file_size;
     let cmds = Commands(step.brief);
     if let Some(setup) = &step.brief.metric.setup
-        && let Some(why) = rewrote(ws, cur, max_new, &format!("the setup command `{setup}`"))?
+        && let Some(why) = rewrote(
+            step,
+            ws,
+            cur,
+            max_new,
+            &format!("the setup command `{setup}`"),
+        )?
     {
         return Ok(EvalOutcome::unmeasured(Verdict::Blocked, why));
     }
@@ -339,7 +362,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
     if let Some(v) = crate::workspace::content_violation(step.brief, &changed) {
         return Ok(blocked(format!("after setup and guards: {v}")));
     }
-    if let Some(why) = rewrote(ws, cur, max_new, &cmds.guards())? {
+    if let Some(why) = rewrote(step, ws, cur, max_new, &cmds.guards())? {
         return Ok(blocked(why));
     }
     if base_setup_done {
@@ -372,7 +395,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         if let Some(b) = rig("after its run") {
             return Ok(b);
         }
-        if let Some(why) = rewrote(ws, cur, max_new, &cmds.metric("screened"))? {
+        if let Some(why) = rewrote(step, ws, cur, max_new, &cmds.metric("screened"))? {
             return Ok(blocked(why));
         }
         let value = match value {
@@ -434,7 +457,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             "the protected {path} changed while the candidate was measured (found {when}): what was measured is not what would be committed"
         )));
     }
-    if let Some(why) = rewrote(ws, cur, max_new, &cmds.metric("measured"))? {
+    if let Some(why) = rewrote(step, ws, cur, max_new, &cmds.metric("measured"))? {
         return Ok(blocked(why));
     }
     let pairs = match measured {
@@ -582,7 +605,11 @@ pub(crate) fn simplified(
             .chain(step.brief.scope.protect.iter())
             .filter(|p| step.brief.scope.protects(p)),
     );
-    let drifted = || -> Result<bool> { Ok(ws.tree_of_scratch(&scratch, u64::MAX)?.0 != tree) };
+    // As for the candidate: a committed file changed, or a new one the
+    // kept side's runs did not write, is not what would be committed; the
+    // benchmark's own outputs are.
+    let max_new = step.brief.scope.max_file_size;
+    let drifted = || -> Result<bool> { Ok(!ws.scratch_since(&scratch, tree, max_new)?.clean()) };
     let lease = step.measuring(cur.iteration, "simplify")?;
     let mut ev = step.evaluator(lease.as_ref());
     for wt in [&kept, &simple] {

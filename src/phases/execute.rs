@@ -161,7 +161,7 @@ pub(crate) fn dropping_ignored<T>(
         t.span.emit(Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentIgnoredFiles,
             message: format!(
-                "removed before measuring, because git ignores them and they would never be committed: {}",
+                "removed before measuring, because git ignores them or they are a tool's cache (__pycache__, .pytest_cache, …), and they would never be committed: {}",
                 crate::text::clip::clip(&removed.join(", "), 600)
             ),
         })?;

@@ -151,6 +151,7 @@ impl Machine<'_> {
             detail,
             at: Utc::now(),
             iteration: iteration.saturating_sub(1),
+            setting: None,
         };
         self.archive.state.current = None;
         let rec = self.archive.stopped_last(&stop);

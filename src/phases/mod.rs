@@ -284,10 +284,9 @@ impl<'a> Machine<'a> {
                         self.archive.run.emit(Event::StopLifted {
                             reason: stop.reason,
                             detail: format!(
-                                "{} no longer stops the run: ooda.yaml now has {}",
+                                "{} no longer stops the run: decided again with ooda.yaml as it is now (`{}`), it does not hold",
                                 stop.reason.as_str(),
-                                check::what_to_raise(stop.reason, &self.project.config)
-                                    .unwrap_or_default()
+                                stop.setting.as_deref().unwrap_or_default()
                             ),
                         })?;
                     }
@@ -352,7 +351,11 @@ impl<'a> Machine<'a> {
             .unwrap_or_default();
         let raise = StopReason::parse(reason)
             .and_then(|r| check::what_to_raise(r, &self.project.config))
-            .map(|r| format!(" (or raise {r} in ooda.yaml if the threshold is too strict: the run then goes on by itself)"))
+            .map(|r| {
+                format!(
+                    " (or {r} in ooda.yaml if it is too strict: the run then goes on by itself)"
+                )
+            })
             .unwrap_or_default();
         Error::Red(format!(
             "{} is RED since iteration {iteration}: {reason} — {detail}. Inspect {}, then run `ooda ack {}` to continue{raise}.",

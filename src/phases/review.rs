@@ -174,14 +174,10 @@ fn review(
     // and what git ignores (a build output) is removed before it can reach
     // the next measurement.
     ws.remove_new_ignored(&before)?;
-    // The measurement's own outputs (a benchmark's log) are in the
-    // worktree already; what counts is the files that would be committed.
-    if !ws
-        .since(kept, t.brief.scope.max_file_size)?
-        .1
-        .drifted
-        .is_empty()
-    {
+    // The measurement's own outputs (a benchmark's log, which the base's
+    // runs wrote too) are in the worktree already; what counts is the files
+    // that would be committed, and new ones nothing explains.
+    if !ws.since(kept, t.brief.scope.max_file_size)?.1.clean() {
         t.span.emit(crate::events::Event::Anomaly {
             kind: crate::model::AnomalyKind::AgentEditInLearn,
             message: "a reviewer edited the candidate's files; the commit is the measured tree, and the reviewers that ran a command are counted as failed".into(),

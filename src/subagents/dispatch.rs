@@ -338,8 +338,7 @@ pub(crate) fn caller(
         let model = def.model.for_llm(main_choice);
         return crate::driver::llm::LlmSetup::resolve(t.config, t.brief, model.as_deref())
             .map(|setup| {
-                Box::new(crate::driver::LlmAgent::new(setup, t.config))
-                    as Box<dyn crate::driver::Caller>
+                Box::new(crate::driver::LlmAgent::new(setup)) as Box<dyn crate::driver::Caller>
             })
             .map_err(|why| format!("{}: driver: llm: {why}", def.path.display()));
     }
@@ -353,7 +352,7 @@ pub(crate) fn caller(
                 Box::new(crate::driver::CommandAgent {
                     name: a.to_string(),
                     profile: p.clone(),
-                    sandboxed: t.config.sandbox.abi().is_some(),
+                    sandboxed: t.executor.agent_confinement().0.is_some(),
                 }) as Box<dyn crate::driver::Caller>
             })
             .ok_or_else(no_profile),

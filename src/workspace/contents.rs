@@ -63,9 +63,18 @@ pub(crate) struct Contents {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Since {
     /// Files that would be committed and changed: named, they block.
-    pub drifted: Vec<String>,
+    pub changed: Vec<String>,
+    /// New files the other side's runs did not write: named, they block.
+    pub created: Vec<String>,
     /// New files that will not be committed: outputs, never the change.
     pub outputs: std::collections::BTreeSet<String>,
+}
+
+impl Since {
+    /// Nothing that blocks.
+    pub(crate) fn clean(&self) -> bool {
+        self.changed.is_empty() && self.created.is_empty()
+    }
 }
 
 /// What to read.
@@ -354,19 +363,28 @@ impl Contents {
 
     /// What changed since `tree` (the candidate recorded after EXECUTE) was
     /// recorded, read without writing anything: the paths of `tree` or of
-    /// the base whose file changed, went or came back (`drifted`: what
-    /// would be committed is no longer what is there), and the new files in
-    /// neither (`outputs`: a measured command's log, results or cache,
-    /// which are never the change and never committed). A path that is not
-    /// UTF-8 and differs from the base cannot be placed, so it drifts.
-    pub(crate) fn since(&self, repo: &Repository, tree: Oid) -> Result<Since> {
+    /// the base whose file changed, went or came back (`changed`: what
+    /// would be committed is no longer what is there); and the new files in
+    /// neither, which are `outputs` (never the change, never committed)
+    /// when `explained` says so (the other side's runs wrote the same path,
+    /// so the benchmark writes it whatever the change) or they are a
+    /// tool's cache, and `created` otherwise (the change's code wrote a
+    /// file where the benchmark may read it: a `time.py` that shadows the
+    /// timer). A path that is not UTF-8 and differs from the base cannot be
+    /// placed, so it counts as changed.
+    pub(crate) fn since(
+        &self,
+        repo: &Repository,
+        tree: Oid,
+        explained: &dyn Fn(&str) -> bool,
+    ) -> Result<Since> {
         let tree = repo
             .find_tree(tree)
             .ctx(|| format!("finding the measured tree {tree}"))?;
         let (recorded, _) = flatten(repo, &tree).ctx(|| "reading the measured tree".into())?;
         let mut out = Since {
-            drifted: self.odd_changed.clone(),
-            outputs: std::collections::BTreeSet::new(),
+            changed: self.odd_changed.clone(),
+            ..Since::default()
         };
         for (path, (mode, oid)) in &recorded {
             let same = self
@@ -374,18 +392,30 @@ impl Contents {
                 .get(path)
                 .is_some_and(|f| f.mode == *mode && f.oid == Some(*oid));
             if !same {
-                out.drifted.push(path.clone());
+                out.changed.push(path.clone());
             }
         }
         for path in self.files.keys().filter(|p| !recorded.contains_key(*p)) {
             if self.base.contains_key(path) {
-                out.drifted.push(path.clone());
-            } else {
+                out.changed.push(path.clone());
+            } else if super::is_cache_file(path) || explained(path) {
                 out.outputs.insert(path.clone());
+            } else {
+                out.created.push(path.clone());
             }
         }
-        out.drifted.sort();
+        out.changed.sort();
         Ok(out)
+    }
+
+    /// The files here that the base commit does not have: what the runs in
+    /// this worktree wrote (besides the change, for the candidate).
+    pub(crate) fn new_files(&self) -> std::collections::BTreeSet<String> {
+        self.files
+            .keys()
+            .filter(|p| !self.base.contains_key(*p))
+            .cloned()
+            .collect()
     }
 
     /// Writes the changed files' blobs and the tree of the whole candidate.

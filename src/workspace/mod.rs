@@ -708,9 +708,10 @@ impl Workspace {
         Ok(out)
     }
 
-    /// Removes the git-ignored files a step created or changed since
-    /// `before` (not ooda's own files): they would be measured but never
-    /// committed. Returns them, relative to the worktree, and whether the
+    /// Removes the git-ignored files and the caches ([`is_cache_file`]) a
+    /// step created or changed since `before` (not ooda's own files): they
+    /// would be measured but never committed (and a cache left there would
+    /// be read as the change, or let a planted `.pyc` be measured). Returns them, relative to the worktree, and whether the
     /// step wrote, created or removed any other file. Reads metadata only
     /// and stores nothing: what a step wrote may be a blocked file that
     /// must never reach the object store.
@@ -740,7 +741,7 @@ impl Workspace {
             let tracked = head
                 .as_ref()
                 .is_some_and(|t| t.get_path(Path::new(&rel)).is_ok());
-            if tracked || !repo.is_path_ignored(&rel).unwrap_or(false) {
+            if tracked || !(repo.is_path_ignored(&rel).unwrap_or(false) || is_cache_file(&rel)) {
                 edited = true;
             } else if !self.owned.contains(&rel) && !is_tool_file(&rel) {
                 fs::remove_file(p).ctx(|| format!("removing {}", p.display()))?;
@@ -756,14 +757,64 @@ impl Workspace {
         contents.write_tree(&self.cand_repo()?, &self.cand_dir)
     }
 
+    /// What changed in the base worktree since `tree` (its commit's) was
+    /// checked out: a measured command that rewrote a tracked file there.
+    /// The base runs the user's own code: every new file there is an
+    /// output, and only a changed committed file counts.
+    pub(crate) fn base_since(&self, tree: Oid, max_new: u64) -> Result<contents::Since> {
+        let repo = self.base_repo()?;
+        let c = self.read_worktree(&repo, &self.base_dir, max_new)?;
+        c.contents.since(&repo, tree, &|_| true)
+    }
+
     /// The candidate now, and what changed in it since `tree` was recorded
-    /// ([`Contents::since`]): its changes against the base leave out the
-    /// new outputs of what ran since.
+    /// ([`Contents::since`]), a new file explained when the base's runs
+    /// wrote the same path (read only when there is one to explain): its
+    /// changes against the base leave out the outputs.
     pub(crate) fn since(&self, tree: Oid, max_new: u64) -> Result<(Candidate, contents::Since)> {
         let mut c = self.candidate(max_new)?;
-        let since = c.contents.since(&self.cand_repo()?, tree)?;
+        let base_new = std::cell::OnceCell::new();
+        let explained = |p: &str| {
+            base_new
+                .get_or_init(|| self.new_files_in(&self.base_dir, max_new))
+                .contains(p)
+        };
+        let since = c.contents.since(&self.cand_repo()?, tree, &explained)?;
         c.changed.retain(|p| !since.outputs.contains(&p.path));
         Ok((c, since))
+    }
+
+    /// A scratch worktree (the simplified candidate's) against `tree`, a
+    /// new file explained when the candidate's worktree, measured beside
+    /// it, has the same one.
+    pub(crate) fn scratch_since(
+        &self,
+        dir: &Path,
+        tree: Oid,
+        max_new: u64,
+    ) -> Result<contents::Since> {
+        let repo = self.open_scratch(dir)?;
+        let c = self.read_worktree(&repo, dir, max_new)?;
+        let cand_new = std::cell::OnceCell::new();
+        let explained = |p: &str| {
+            cand_new
+                .get_or_init(|| self.new_files_in(&self.cand_dir, max_new))
+                .contains(p)
+        };
+        c.contents.since(&repo, tree, &explained)
+    }
+
+    /// The files of the base or candidate worktree its HEAD does not have
+    /// (none when it cannot be read: nothing is then explained).
+    fn new_files_in(&self, dir: &Path, max_new: u64) -> std::collections::BTreeSet<String> {
+        let repo = if dir == self.base_dir {
+            self.base_repo()
+        } else {
+            self.cand_repo()
+        };
+        repo.and_then(|r| self.read_worktree(&r, dir, max_new))
+            .map(|c| c.contents.new_files())
+            .unwrap_or_default()
     }
 
     /// The candidate's change as a patch (untracked files included).
@@ -1140,6 +1191,36 @@ fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A file a language's tooling writes beside the code when the code runs or
+/// is tested, never written by hand and never committed: Python's bytecode
+/// cache (`__pycache__/`), the caches of pytest, mypy, ruff, hypothesis,
+/// tox and nox, setuptools' `*.egg-info/` and `.eggs/`, Jupyter's
+/// checkpoints. An agent that runs the code while editing leaves them even
+/// where the project's `.gitignore` does not name them; they are removed
+/// like ignored files, not taken as its change. A `.pyc` outside
+/// `__pycache__` is not one: Python imports it as a module of its own.
+pub(crate) fn is_cache_file(rel_path: &str) -> bool {
+    const DIRS: [&str; 9] = [
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        ".eggs",
+        ".ipynb_checkpoints",
+    ];
+    let mut parts = rel_path.split('/').peekable();
+    while let Some(p) = parts.next() {
+        let dir = parts.peek().is_some();
+        if dir && (DIRS.contains(&p) || p.ends_with(".egg-info")) {
+            return true;
+        }
+    }
+    false
+}
+
 /// A file an agent tool writes for itself in its working directory (aider's
 /// `.aider.chat.history.md`, `.aider.tags.cache.v4/`): a new one is not
 /// the agent's change, so it is neither a scope violation nor committed.
@@ -1448,7 +1529,7 @@ mod tests {
         assert!(c.changed.is_empty(), "{:?}", c.changed);
         assert!(c.contents.odd_changed.is_empty());
         assert_eq!(ws.write_tree(&c.contents).unwrap(), base_tree);
-        assert!(ws.since(base_tree, u64::MAX).unwrap().1.drifted.is_empty());
+        assert!(ws.since(base_tree, u64::MAX).unwrap().1.clean());
 
         // An edit to one, or a new one, is named (lossily) and not clean.
         fs::write(ws.cand_dir.join(odd_dir).join("in.txt"), "edited\n").unwrap();
@@ -1462,7 +1543,7 @@ mod tests {
             c.contents.odd_changed,
             vec!["d\u{FFFD}/in.txt".to_string(), "new\u{FFFD}".to_string()]
         );
-        assert!(!ws.since(base_tree, u64::MAX).unwrap().1.drifted.is_empty());
+        assert!(!ws.since(base_tree, u64::MAX).unwrap().1.clean());
     }
 
     #[test]
@@ -1520,17 +1601,32 @@ mod tests {
         assert_eq!(blob.as_blob().unwrap().content(), b"rigged\n");
         assert_eq!(t.get_path(Path::new("out")).unwrap().filemode(), 0o120000);
         assert!(t.get_path(Path::new("target/ignored")).is_err());
-        assert!(ws.since(tree, u64::MAX).unwrap().1.drifted.is_empty());
-        // A new file in neither the tree nor the base is an output (a
-        // benchmark's log): not the change, not a drift.
+        assert!(ws.since(tree, u64::MAX).unwrap().1.clean());
+        // A new file in neither the tree nor the base that the base's runs
+        // wrote too is an output (a benchmark's log): not the change, not a
+        // drift. One they did not write is the change's code's doing; a
+        // tool's cache is an output either way.
         fs::write(ws.cand_dir.join("bench.log"), "run 1\n").unwrap();
+        fs::write(ws.cand_dir.join("time.py"), "def time(): return 0\n").unwrap();
+        fs::create_dir_all(ws.cand_dir.join("__pycache__")).unwrap();
+        fs::write(ws.cand_dir.join("__pycache__/a.cpython-311.pyc"), "x").unwrap();
+        fs::write(ws.base_dir.join("bench.log"), "run 1\n").unwrap();
         let (c, since) = ws.since(tree, u64::MAX).unwrap();
-        assert!(since.drifted.is_empty(), "{since:?}");
-        assert_eq!(since.outputs.iter().collect::<Vec<_>>(), ["bench.log"]);
+        assert!(since.changed.is_empty(), "{since:?}");
+        assert_eq!(since.created, ["time.py"]);
+        assert_eq!(
+            since.outputs.iter().collect::<Vec<_>>(),
+            ["__pycache__/a.cpython-311.pyc", "bench.log"]
+        );
         assert!(c.changed.iter().all(|p| p.path != "bench.log"));
+        fs::remove_file(ws.cand_dir.join("time.py")).unwrap();
+        // The base's runs are the user's code: only a committed file counts.
+        fs::write(ws.base_dir.join("other.log"), "x\n").unwrap();
+        let base_tree = ws.tree_of(start).unwrap();
+        assert!(ws.base_since(base_tree, u64::MAX).unwrap().clean());
         // A committed file rewritten is.
         fs::write(ws.cand_dir.join("a.txt"), "later\n").unwrap();
-        assert_eq!(ws.since(tree, u64::MAX).unwrap().1.drifted, ["a.txt"]);
+        assert_eq!(ws.since(tree, u64::MAX).unwrap().1.changed, ["a.txt"]);
         // So is a file of the base the change deleted, come back.
         fs::write(ws.cand_dir.join("a.txt"), "rigged\n").unwrap();
         fs::remove_file(ws.cand_dir.join(".gitignore")).unwrap();
@@ -1539,9 +1635,30 @@ mod tests {
         let without = ws.write_tree(&c.contents).unwrap();
         fs::write(ws.cand_dir.join(".gitignore"), "/.ooda/\ntarget/\n").unwrap();
         assert_eq!(
-            ws.since(without, u64::MAX).unwrap().1.drifted,
+            ws.since(without, u64::MAX).unwrap().1.changed,
             [".gitignore"]
         );
+    }
+
+    #[test]
+    fn caches_are_named_by_their_folders() {
+        for cache in [
+            "__pycache__/a.cpython-311.pyc",
+            "pkg/sub/__pycache__/b.cpython-312.pyc",
+            ".pytest_cache/v/cache/lastfailed",
+            "src/pkg.egg-info/PKG-INFO",
+        ] {
+            assert!(is_cache_file(cache), "{cache}");
+        }
+        // Importable by itself, or the folder's own name: not a cache.
+        for not in [
+            "time.pyc",
+            "pkg/fast.pyc",
+            "__pycache__",
+            "src/pytest_cache.py",
+        ] {
+            assert!(!is_cache_file(not), "{not}");
+        }
     }
 
     fn count_objects(repo: &Path) -> usize {

@@ -732,12 +732,12 @@ fn an_ignored_file_the_agent_wrote_is_not_measured() {
 
 #[test]
 fn a_candidate_that_rewrites_itself_while_measured_is_blocked() {
-    // The agent's build step (here: the metric command running the
-    // candidate's code) edits a tracked file: the version measured is not
+    // The candidate's code (here: the metric command, once the agent's
+    // change is in) edits a tracked file: the version measured is not
     // the one that would be committed.
     let mut a = Attack::with_metric(
         "    echo edited",
-        "sh -c './bench.sh; if [ \"$OODA_SIDE\" = cand ]; then echo rewritten >> src/lib.txt; fi'",
+        "sh -c './bench.sh; if grep -q tuned src/lib.txt; then echo rewritten >> src/lib.txt; fi'",
     );
     let rec = a.run();
     a.assert_contained("edited");
@@ -822,7 +822,7 @@ fn a_run_that_rewrites_a_protected_file_stops_the_measurement_at_once() {
         let mut a = Attack::with_metric(
             "    echo edited",
             &format!(
-                "sh -c './bench.sh; if [ \"$OODA_SIDE\" = cand ]; then echo \"{line}\" >> {target}; fi'"
+                "sh -c './bench.sh; if grep -q tuned src/lib.txt; then echo \"{line}\" >> {target}; fi'"
             ),
         );
         if !sandboxed {

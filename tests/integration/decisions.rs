@@ -217,6 +217,14 @@ fn an_inconclusive_discard_is_not_falsified_and_is_tried_once_more() {
     t.commit("unclear");
     let run = t.ooda(&["run", "u"]).expect(0);
     assert!(run.stdout.contains("stalled"), "{}", run.stdout);
+    // The search ran out of points: no setting decided that stall, so no
+    // tick lifts it.
+    let again = t.ooda(&["tick", "u"]).expect(0);
+    assert!(again.stdout.contains("nothing to do"), "{}", again.stdout);
+    assert!(
+        t.events("u").iter().all(|e| e["type"] != "stop_lifted"),
+        "a stall no setting decided was lifted"
+    );
     // The only other point is measured twice, then it is settled.
     assert_eq!(
         t.iterations("u"),
@@ -376,7 +384,7 @@ fn sweep_zero_in_ooda_yaml_stops_the_search_without_sweeping() {
 }
 
 /// A script agent editing code (no knobs): iteration 1 renames a local and
-/// predicts nothing, 2 calls itself a refactor while predicting a gain, 3
+/// predicts nothing, 2 calls itself a refactor that may cost 20%, 3
 /// expects a real gain and makes things worse.
 const NULL_CHANGES_AGENT: &str = r#"#!/bin/sh
 cat > /dev/null
@@ -385,7 +393,7 @@ case "$OODA_PHASE" in
   plan)
     case "$i" in
       1) h="rename the loop variable"; axis='{"name": "lib.txt", "direction": "rename locals"}'; e=0.0 ;;
-      2) h="split the parser into two functions"; axis='{"name": "parser", "direction": "refactor"}'; e=0.1 ;;
+      2) h="split the parser into two functions"; axis='{"name": "parser", "direction": "refactor"}'; e=-0.2 ;;
       *) h="inline the hot path in lib.txt"; axis='{"name": "hot path", "direction": "inline"}'; e=0.2 ;;
     esac
     printf '{"hypothesis": "%s", "change": "edit src/lib.txt", "cites": [0], "axes": [%s], "predicted_effect": %s, "predicted_sd": 0.02}' "$h" "$axis" "$e" > "$OODA_OUTPUT_FILE" ;;

@@ -123,13 +123,35 @@ fn the_readme_cron_line_and_a_log_in_the_repository_never_block() {
 }
 
 #[test]
-fn nohup_in_the_repository_root_never_blocks() {
-    let t = project(5);
-    let r = shell(&t, "nohup \"$OODA\" run b > nohup.out 2>&1");
-    let out = t.read("nohup.out");
-    assert_eq!(r.code, 4, "{out}");
-    assert!(out.contains("budget_iterations"), "{out}");
-    none_blocked(&t, 5);
+fn nohup_in_the_repository_root_never_blocks_with_or_without_the_sandbox() {
+    for sandbox in ["auto", "off"] {
+        let t = project(3);
+        t.write(
+            "ooda.yaml",
+            &format!("{}sandbox: {sandbox}\n", t.read("ooda.yaml")),
+        );
+        // Unconfined, the agent would write the checkout: it does not try.
+        t.script(
+            "ooda-agent.sh",
+            &AGENT.replace(
+                "if echo \"agent $i\" >> \"$OODA_TEST_DIR/notes.md\" 2>/dev/null; then w=wrote; else w=denied; fi",
+                "w=denied",
+            ),
+        );
+        t.commit("the sandbox as the test says");
+        let r = shell(&t, "nohup \"$OODA\" run b > nohup.out 2>&1");
+        let out = t.read("nohup.out");
+        assert_eq!(r.code, 4, "sandbox {sandbox}: {out}");
+        assert!(out.contains("budget_iterations"), "{out}");
+        none_blocked(&t, 3);
+        // Not the environment's either: ooda's own output is not looked at.
+        assert!(
+            t.events("b")
+                .iter()
+                .all(|e| e["type"] != "environment_change"),
+            "sandbox {sandbox}"
+        );
+    }
 }
 
 /// Runs `b` with `WAIT_FOR_USER` while a "user" appends a line to
@@ -264,7 +286,7 @@ fn a_benchmarks_own_log_and_caches_never_block() {
 }
 
 #[test]
-fn a_benchmark_rewriting_a_tracked_file_is_blocked_naming_it_and_the_command() {
+fn a_benchmark_rewriting_a_tracked_file_is_stopped_before_the_night() {
     let t = project(1);
     t.write("results.txt", "committed results\n");
     t.script(
@@ -276,14 +298,38 @@ fn a_benchmark_rewriting_a_tracked_file_is_blocked_naming_it_and_the_command() {
     let check = t.ooda(&["check", "b", "--measure", "2"]).expect(0);
     assert!(
         check.stdout.contains(
-            "warning: the metric command `./bench.sh` changed tracked file(s) results.txt: a tick blocks"
+            "warning: the metric command `./bench.sh` changed results.txt in the check's worktree, which a tick would block as a change to committed files"
         ),
         "{}",
         check.stdout
     );
-    let r = t.ooda(&["run", "b"]);
+    // Iteration 0 stops on it, before any agent works: no iteration is
+    // blocked for what the benchmark does by itself.
+    let r = t.ooda(&["run", "b"]).expect(2);
+    for said in [
+        "the starting commit cannot be measured: the metric command `./bench.sh` changed results.txt",
+        "have it write `results.txt` elsewhere",
+        "`git rm --cached results.txt`",
+    ] {
+        assert!(r.stderr.contains(said), "{said}:\n{}", r.stderr);
+    }
+    assert!(t.iterations("b").is_empty());
+}
+
+#[test]
+fn a_candidate_whose_code_rewrites_a_tracked_file_is_blocked_naming_it_and_the_command() {
+    let t = project(1);
+    t.write("results.txt", "committed results\n");
+    // The candidate's code (its edit of src/lib.txt) makes the benchmark
+    // rewrite a committed file; the base's does not.
+    t.script(
+        "bench.sh",
+        &bench_writing("grep -q iteration src/lib.txt && echo rewritten > results.txt\n"),
+    );
+    t.commit("a benchmark the change can rig");
+    t.ooda(&["run", "b"]).expect(4);
     let rec = t.record("b", 1);
-    assert_eq!(rec.verdict, Verdict::Blocked, "{}{}", r.stdout, r.stderr);
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
     for said in [
         "the metric command `./bench.sh`, while the candidate was measured, changed results.txt in the candidate's worktree",
         "have it write `results.txt` elsewhere",
@@ -291,6 +337,87 @@ fn a_benchmark_rewriting_a_tracked_file_is_blocked_naming_it_and_the_command() {
     ] {
         assert!(rec.reason.contains(said), "{said}:\n{}", rec.reason);
     }
+}
+
+#[test]
+fn a_benchmark_that_starts_rewriting_a_tracked_file_mid_run_fails_the_tick_with_the_fix() {
+    let t = project(3);
+    t.write("results.txt", "committed results\n");
+    t.ignore(&["/rewrite-now"]);
+    // From the moment the marker exists, every run rewrites the file, the
+    // base's as well as the candidate's.
+    t.script(
+        "bench.sh",
+        &bench_writing("[ -f \"$OODA_TEST_DIR/rewrite-now\" ] && echo rewritten > results.txt\n"),
+    );
+    t.commit("a benchmark that will rewrite a committed file");
+    t.ooda(&["tick", "b"]).expect(0);
+    t.write("rewrite-now", "");
+    let r = t.ooda(&["tick", "b"]).expect(2);
+    for said in [
+        "changed results.txt in the candidate's worktree",
+        "the base's own measurement rewrote them too",
+        "`ooda reset b`",
+    ] {
+        assert!(r.stderr.contains(said), "{said}:\n{}", r.stderr);
+    }
+    // Not an iteration blocked against the agent: none was archived.
+    assert_eq!(t.iterations("b"), [0]);
+}
+
+#[test]
+fn a_file_only_the_candidates_code_writes_is_blocked_and_caches_are_not() {
+    let t = project(2);
+    // The candidate's code drops a module beside the benchmark (its base
+    // does not); the agent leaves Python's bytecode caches while it works.
+    t.script(
+        "bench.sh",
+        &bench_writing(
+            "grep -q 'iteration 2' src/lib.txt && echo 'def time(): return 0' > time.py\n",
+        ),
+    );
+    t.script(
+        "ooda-agent.sh",
+        &AGENT.replace(
+            "execute) echo \"iteration $i\" >> src/lib.txt ;;",
+            "execute) echo \"iteration $i\" >> src/lib.txt; mkdir -p __pycache__ src/__pycache__; echo b > __pycache__/x.cpython-311.pyc; echo b > src/__pycache__/lib.cpython-311.pyc ;;",
+        ),
+    );
+    t.commit("a benchmark the change can plant a module for");
+    t.ooda(&["run", "b"]).expect(4);
+    let first = t.record("b", 1);
+    assert!(
+        matches!(first.verdict, Verdict::Keep | Verdict::Discard),
+        "{}",
+        first.reason
+    );
+    assert!(
+        first
+            .changed_paths
+            .iter()
+            .all(|p| !p.contains("__pycache__")),
+        "{:?}",
+        first.changed_paths
+    );
+    assert!(
+        t.events("b")
+            .iter()
+            .any(|e| e["kind"] == "agent_ignored_files"
+                && e["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("__pycache__/x.cpython-311.pyc")),
+        "the caches were not removed and named"
+    );
+    let second = t.record("b", 2);
+    assert_eq!(second.verdict, Verdict::Blocked, "{}", second.reason);
+    assert!(
+        second
+            .reason
+            .contains("created time.py in the candidate's worktree, which the base's runs did not"),
+        "{}",
+        second.reason
+    );
 }
 
 #[test]
@@ -446,6 +573,13 @@ fn raising_a_red_lights_threshold_continues_without_an_ack() {
         "{}",
         r.stderr
     );
+    // --continue does not clear a red light.
+    let r = t.ooda(&["run", "b", "--continue"]).expect(3);
+    assert!(
+        r.stderr.contains("--continue does not clear a red light"),
+        "{}",
+        r.stderr
+    );
     t.write(
         "ooda.yaml",
         &format!(
@@ -456,4 +590,29 @@ fn raising_a_red_lights_threshold_continues_without_an_ack() {
     let r = t.ooda(&["run", "b"]).expect(3);
     assert!(r.stdout.contains("iteration 4 blocked"), "{}", r.stdout);
     assert_eq!(t.iterations("b"), [0, 1, 2, 3, 4, 5]);
+}
+
+#[test]
+fn a_confined_agent_that_changes_a_mode_in_the_checkout_is_still_blocked() {
+    // Landlock does not control chmod: a mode changed alone is what a
+    // confined agent can do, so it is never taken for the environment.
+    let t = project(1);
+    t.script(
+        "ooda-agent.sh",
+        &AGENT.replace(
+            "execute) echo \"iteration $i\" >> src/lib.txt ;;",
+            "execute) echo \"iteration $i\" >> src/lib.txt; chmod +x \"$OODA_TEST_DIR/notes.md\" ;;",
+        ),
+    );
+    t.commit("an agent that changes a mode outside its worktree");
+    t.ooda(&["run", "b"]);
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(
+        rec.reason
+            .starts_with("the agent changed files outside the candidate worktree: ")
+            && rec.reason.ends_with("/notes.md"),
+        "{}",
+        rec.reason
+    );
 }

@@ -16,18 +16,29 @@ use git2::{ObjectType, Oid, Repository, Status, StatusOptions};
 
 use crate::brief::Brief;
 
+/// What `check` says about the committed tree: problems (exit 2) and
+/// warnings (a file the commands name that is not committed may be one
+/// they write, which `check` cannot tell from one they read).
+#[derive(Debug, Default)]
+pub(super) struct Findings {
+    pub problems: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
 /// The differences between `HEAD` and the working copy that change what a
 /// tick runs, each with its fix. None when there is no repository or no
-/// commit (other checks say so).
-pub(super) fn differences(brief: &Brief, root: &Path) -> Vec<String> {
+/// commit (other checks say so). `agent`: the command agent's program,
+/// which runs in the candidate's worktree too (`./ooda-agent.sh`).
+pub(super) fn differences(brief: &Brief, root: &Path, agent: Option<&str>) -> Findings {
+    let mut out = Findings::default();
     let Ok(repo) = Repository::discover(root) else {
-        return Vec::new();
+        return out;
     };
     let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
-        return Vec::new();
+        return out;
     };
     let Ok(head) = repo.head().and_then(|h| h.peel_to_tree()) else {
-        return Vec::new();
+        return out;
     };
     let head_id = repo
         .head()
@@ -42,11 +53,12 @@ pub(super) fn differences(brief: &Brief, root: &Path) -> Vec<String> {
         let full = normalize(&root.join(p));
         full.strip_prefix(&workdir).ok().map(Path::to_path_buf)
     };
-    let mut out = Vec::new();
     let mut seen = BTreeSet::new();
+    let agent = agent.map(str::to_string);
     let commands = std::iter::once(("the metric command", &brief.metric.command))
         .chain(brief.metric.setup.iter().map(|c| ("setup", c)))
-        .chain(brief.guards.iter().map(|g| ("a guard", g)));
+        .chain(brief.guards.iter().map(|g| ("a guard", g)))
+        .chain(agent.iter().map(|a| ("the agent's profile", a)));
     for (what, command) in commands {
         for (i, word) in words(command).into_iter().enumerate() {
             let Some(r) = rel(Path::new(&word)) else {
@@ -58,19 +70,27 @@ pub(super) fn differences(brief: &Brief, root: &Path) -> Vec<String> {
             if !seen.insert(r.clone()) {
                 continue;
             }
-            out.extend(compare(
-                &repo,
-                &head,
-                &workdir,
-                &r,
-                &head_id,
-                program,
-                &format!("named by {what} `{command}`"),
-            ));
+            let named = format!("named by {what} `{command}`");
+            match compare(&repo, &head, &workdir, &r, &head_id, program, &named) {
+                Some(Said::Problem(p)) => out.problems.push(p),
+                Some(Said::Warning(w)) => out.warnings.push(w),
+                None => {}
+            }
         }
     }
-    out.extend(protected(&repo, &head, &workdir, brief, &head_id, &seen));
+    for said in protected(&repo, &head, &workdir, brief, &head_id, &seen) {
+        match said {
+            Said::Problem(p) => out.problems.push(p),
+            Said::Warning(w) => out.warnings.push(w),
+        }
+    }
     out
+}
+
+/// One finding of [`compare`].
+enum Said {
+    Problem(String),
+    Warning(String),
 }
 
 /// One file of the commands: its committed mode and content against the disk.
@@ -82,7 +102,7 @@ fn compare(
     head_id: &str,
     program: bool,
     named: &str,
-) -> Option<String> {
+) -> Option<Said> {
     let path = workdir.join(rel);
     let meta = std::fs::symlink_metadata(&path).ok();
     let entry = head.get_path(rel).ok();
@@ -97,14 +117,16 @@ fn compare(
             if program || repo.status_should_ignore(rel).unwrap_or(false) {
                 return None;
             }
-            Some(format!(
-                "`{shown}` ({named}) is not committed: a night checks out the commit it starts at, where it is missing; commit it (`git add {shown}` and `git commit`)"
-            ))
+            // It may be what the command writes (`--out results.json`):
+            // said, not held against the Brief.
+            Some(Said::Warning(format!(
+                "`{shown}` ({named}) is not committed: if the command reads it, a night (which checks out the commit it starts at) will not find it, so commit it (`git add {shown}` and `git commit`); if the command writes it, have git ignore it"
+            )))
         }
         (Some(e), None) => (e.kind() == Some(ObjectType::Blob)).then(|| {
-            format!(
+            Said::Problem(format!(
                 "`{shown}` ({named}) is deleted in your working copy but committed at {head_id}: a night runs the committed one; commit the deletion or restore it (`git checkout -- {shown}`)"
-            )
+            ))
         }),
         (Some(e), Some(m)) => {
             if e.kind() != Some(ObjectType::Blob) {
@@ -119,8 +141,19 @@ fn compare(
             } else {
                 Oid::hash_file(ObjectType::Blob, &path).ok()
             };
+            // Git's own view first: a file its filters rewrite on checkout
+            // (line endings, LFS) hashes differently on disk and is still
+            // unmodified for git.
+            let modified = repo.status_file(rel).is_ok_and(|st| {
+                st.intersects(
+                    Status::WT_MODIFIED
+                        | Status::WT_TYPECHANGE
+                        | Status::INDEX_MODIFIED
+                        | Status::INDEX_TYPECHANGE,
+                )
+            });
             let mut said = Vec::new();
-            if content != Some(e.id()) {
+            if modified && content != Some(e.id()) {
                 said.push(format!(
                     "`{shown}` ({named}) has uncommitted changes: a night runs the version committed at {head_id}, not the one on disk; commit them (`git commit {shown}`) or drop them (`git checkout -- {shown}`)"
                 ));
@@ -136,7 +169,7 @@ fn compare(
                     "`{shown}` ({named}) is executable as committed but not in your working copy: a night uses the committed mode; commit the change of mode or restore it (`chmod +x {shown}`)"
                 ));
             }
-            (!said.is_empty()).then(|| said.join("; "))
+            (!said.is_empty()).then(|| Said::Problem(said.join("; ")))
         }
     }
 }
@@ -151,7 +184,7 @@ fn protected(
     brief: &Brief,
     head_id: &str,
     seen: &BTreeSet<PathBuf>,
-) -> Vec<String> {
+) -> Vec<Said> {
     let mut opts = StatusOptions::new();
     opts.include_untracked(true)
         .recurse_untracked_dirs(true)
@@ -192,53 +225,68 @@ fn protected(
 }
 
 /// The words of a shell line that may name files it runs or reads: quotes
-/// removed, options, variables and leading `VAR=value` assignments
-/// dropped, and what a `>` redirects to (an output, written by the run).
+/// removed; options, variables, leading `NAME=value` assignments, file
+/// descriptors (`2>&1`) and what a `>` redirects to (an output the run
+/// writes) dropped. The first word is the program.
 fn words(command: &str) -> Vec<String> {
-    let mut out = Vec::new();
+    // Words and the operators between them, in order.
+    let mut tokens: Vec<Result<String, char>> = Vec::new();
     let mut word = String::new();
-    let mut redirected = false;
-    let mut skip_next = false;
-    let mut flush = |word: &mut String, skip_next: &mut bool| {
-        let w = word.trim_matches(|c| c == '\'' || c == '"').to_string();
-        word.clear();
-        if w.is_empty() {
-            return;
-        }
-        if std::mem::take(skip_next) {
-            return;
-        }
-        if !w.starts_with('-') && !w.starts_with('$') && !w.starts_with('&') {
-            out.push(w);
-        }
-    };
     for c in command.chars() {
         if c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')' | '<' | '>') {
-            flush(&mut word, &mut skip_next);
-            if c == '>' {
-                redirected = true;
-            } else if redirected {
-                // The operator ended; the next word is its target (but for
-                // `>&1`, a descriptor).
-                skip_next = c != '&';
-                redirected = false;
+            if !word.is_empty() {
+                tokens.push(Ok(std::mem::take(&mut word)));
             }
+            if !c.is_whitespace() {
+                tokens.push(Err(c));
+            }
+        } else {
+            word.push(c);
+        }
+    }
+    if !word.is_empty() {
+        tokens.push(Ok(word));
+    }
+    let mut out = Vec::new();
+    let mut target = false;
+    for (i, t) in tokens.iter().enumerate() {
+        let w = match t {
+            Err('>') => {
+                target = true;
+                continue;
+            }
+            // `>&1`: a descriptor follows, not a file.
+            Err('&') if target => continue,
+            Err(_) => {
+                target = false;
+                continue;
+            }
+            Ok(w) => w.trim_matches(|c| c == '\'' || c == '"'),
+        };
+        let fd = w.chars().all(|c| c.is_ascii_digit())
+            && (target || matches!(tokens.get(i + 1), Some(Err('>'))));
+        if std::mem::take(&mut target) || fd || w.is_empty() {
             continue;
         }
-        if redirected {
-            // `>file` without a space: this word is the target.
-            skip_next = true;
-            redirected = false;
+        if !w.starts_with('-') && !w.starts_with('$') {
+            out.push(w.to_string());
         }
-        word.push(c);
     }
-    flush(&mut word, &mut skip_next);
     // Leading assignments are the environment, not the program.
     let first = out
         .iter()
-        .position(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))
+        .position(|w| !is_assignment(w))
         .unwrap_or(out.len());
     out.split_off(first)
+}
+
+/// `NAME=value`, the shell's form of an environment assignment.
+pub(super) fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// `path` with `.` and `..` resolved by name (it may not exist).
@@ -262,14 +310,16 @@ mod tests {
 
     #[test]
     fn the_words_that_may_name_files() {
-        let w = words("FOO=1 ./bench.sh --fast data/in.csv > out.log 2>&1");
-        assert_eq!(w[..2], ["./bench.sh", "data/in.csv"]);
-        assert!(!w.contains(&"out.log".to_string()), "{w:?}");
-        assert_eq!(words("./run >>log.txt"), ["./run"]);
         assert_eq!(
-            words("python3 'bench.py' -n 3"),
-            ["python3", "bench.py", "3"]
+            words("FOO=1 PYTHONPATH=./src ./bench.sh --fast data/in.csv > out.log 2>&1"),
+            ["./bench.sh", "data/in.csv"]
+        );
+        assert_eq!(words("./run >>log.txt 2> err.txt"), ["./run"]);
+        assert_eq!(
+            words("python3 'bench.py' -n 3 < in.txt"),
+            ["python3", "bench.py", "3", "in.txt"]
         );
         assert_eq!(words("sh -c \"make && ./run\""), ["sh", "make", "./run"]);
+        assert!(is_assignment("OUT_DIR=/tmp/o") && !is_assignment("./a=b") && !is_assignment("=x"));
     }
 }

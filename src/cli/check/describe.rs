@@ -182,7 +182,7 @@ pub(crate) fn problems(brief: &Brief, project: &Project) -> Vec<String> {
     }) {
         out.push(crate::workspace::no_commit_yet());
     }
-    out.extend(super::committed::differences(brief, &project.root));
+    out.extend(committed(brief, project).problems);
     out.extend(knob_problems(brief, project));
     if let Some(e) = crate::archive::leftover_branch_at(
         &project.root,
@@ -200,6 +200,16 @@ pub(crate) fn problems(brief: &Brief, project: &Project) -> Vec<String> {
         out.push(format!("{}: {e}", crate::config::FILE_NAME));
     }
     out
+}
+
+/// What the committed tree a tick will run says (`committed.rs`), with the
+/// command agent's program among the commands.
+fn committed(brief: &Brief, project: &Project) -> super::committed::Findings {
+    let agent = match MainAgent::for_brief(brief, &project.config) {
+        Ok(MainAgent::Command(a)) => a.profile.command.first().cloned(),
+        _ => None,
+    };
+    super::committed::differences(brief, &project.root, agent.as_deref())
 }
 
 /// A knobs file the Brief's knobs no longer admit: the run's best's (where
@@ -274,6 +284,7 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
 /// it (the fenced block still works; the wasted attempts do not).
 pub(crate) fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let mut out = subagent_warnings(brief, project);
+    out.extend(committed(brief, project).warnings);
     out.extend(unignored_state(brief, project));
     if project.config.placement_for(brief) == crate::model::Placement::Slurm {
         let missing: Vec<&str> = ["sbatch", "srun", "squeue", "scancel", "scontrol"]
@@ -533,7 +544,7 @@ pub(crate) fn describe_json(brief: &Brief, project: &Project) -> serde_json::Val
 fn program_path(command: &str) -> Option<&str> {
     command
         .split_whitespace()
-        .find(|w| !(w.contains('=') && !w.starts_with('=') && !w.contains('/')))
+        .find(|w| !super::committed::is_assignment(w))
         .filter(|p| p.contains('/'))
 }
 

@@ -129,15 +129,20 @@ pub(crate) fn measure(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    for (by, paths) in &rewrites {
-        let _ = writeln!(
-            s,
-            "warning: {by} changed tracked file(s) {}: a tick blocks every iteration whose setup, guards or metric do (what is measured must be what is committed). Have it write `{}` elsewhere (an untracked or git-ignored path, or $TMPDIR), or stop tracking it (`git rm --cached {}`, a line in .gitignore, and commit); new untracked or ignored files (logs, results, caches) are fine",
-            paths.join(", "),
-            paths[0],
-            paths[0]
-        );
-    }
+    // Last, after the statistics they would otherwise split.
+    let warn = |s: &mut String| {
+        for (by, paths) in &rewrites {
+            let _ = writeln!(
+                s,
+                "{}",
+                crate::eval::rewrites::message(&format!("warning: {by}"), paths, "check").replacen(
+                    "which would be committed:",
+                    "which a tick would block as a change to committed files:",
+                    1
+                )
+            );
+        }
+    };
     let rewrites_json: Vec<serde_json::Value> = rewrites
         .iter()
         .map(|(by, paths)| serde_json::json!({"by": by, "paths": paths}))
@@ -148,6 +153,7 @@ pub(crate) fn measure(
             "warning: the metric must be positive: ooda compares ratios"
         );
         let data = serde_json::json!({"head": head.to_string(), "values": values, "error": "the metric must be positive: ooda compares ratios", "rewrites_tracked": rewrites_json});
+        warn(&mut s);
         return Ok((s, data));
     }
     let logs: Vec<f64> = values.iter().map(|v| v.ln()).collect();
@@ -200,5 +206,6 @@ pub(crate) fn measure(
     } else {
         let _ = writeln!(s, "measure at least 2 runs to see the spread (--measure 5)");
     }
+    warn(&mut s);
     Ok((s, data))
 }

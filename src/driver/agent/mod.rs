@@ -43,10 +43,6 @@ pub(crate) trait Caller: std::fmt::Debug + Send + Sync {
     /// pass files).
     fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String;
 
-    /// Whether ooda's sandbox confines its steps: otherwise the fence also
-    /// watches the git directory, the Briefs and `ooda.yaml`.
-    fn sandboxed(&self) -> bool;
-
     /// What it may write outside its worktree when sandboxed, besides
     /// `sandbox.writable`: its tool's state directory. A change the fence
     /// finds beneath one of these may be its.

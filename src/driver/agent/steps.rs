@@ -129,9 +129,13 @@ pub(crate) fn fenced<T>(
     step: impl FnOnce() -> Result<T>,
     failed: impl FnOnce(&crate::error::Error) -> T,
 ) -> Result<(T, Option<Breach>)> {
-    let reach = reach(agent, t.config);
+    let reach = reach(agent, t);
     let unconfined = !reach.confined();
-    let notes = t.root.join(&t.config.defaults.notes_dir);
+    // The obsidian-synthesizer writes this Brief's notes only.
+    let notes = t
+        .root
+        .join(&t.config.defaults.notes_dir)
+        .join(&t.brief.name);
     let mut fence = Fence::new(t.root, t.base_dir, t.dir, reach, &[notes])?;
     if unconfined {
         // Nothing kept the git directory, the Briefs or ooda.yaml
@@ -163,21 +167,17 @@ pub(crate) fn fenced<T>(
     }
 }
 
-/// What `agent` could write outside its worktree: confined by Landlock to
-/// the grants of `sandbox.writable` and its profile's, or anywhere.
-pub(crate) fn reach(agent: &dyn Caller, config: &crate::config::Config) -> Reach {
-    match config.sandbox.abi().filter(|_| agent.sandboxed()) {
-        Some(abi) => {
-            let mut grants: Vec<std::path::PathBuf> = config
-                .sandbox
-                .writable
-                .iter()
-                .filter_map(|w| crate::run::sandbox::expand(w))
-                .collect();
+/// What `agent` could write outside its worktree: what the executor its
+/// steps run through confines them to (the sandbox actually in force, not
+/// the one configured: a command subagent under the builtin main agent
+/// runs unconfined), plus its profile's grants; or anywhere.
+pub(crate) fn reach(agent: &dyn Caller, t: &Step) -> Reach {
+    match t.executor.agent_confinement() {
+        (Some(abi), mut grants) => {
             grants.extend(agent.grants());
             Reach::Confined { abi, grants }
         }
-        None => Reach::Unconfined,
+        (None, _) => Reach::Unconfined,
     }
 }
 

@@ -333,10 +333,6 @@ impl Caller for CommandAgent {
         CommandAgent::command_line_for(self, phase, files)
     }
 
-    fn sandboxed(&self) -> bool {
-        self.sandboxed
-    }
-
     /// Its profile's `sandbox.writable` (its result file's directory is
     /// private and temporary, nowhere the fence looks).
     fn grants(&self) -> Vec<std::path::PathBuf> {

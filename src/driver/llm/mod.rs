@@ -36,7 +36,7 @@ pub mod wire;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::config::{Config, DEFAULT_AGENT_TIMEOUT};
+use crate::config::DEFAULT_AGENT_TIMEOUT;
 use crate::driver::agent::{Caller, Invocation, NamedFiles, Reply};
 use crate::error::Result;
 use crate::model::Phase;
@@ -50,16 +50,13 @@ pub(crate) use tool_loop::LlmSetup;
 pub(crate) struct LlmAgent {
     pub setup: LlmSetup,
     pub timeout: Duration,
-    /// Whether ooda's sandbox confines the commands the model runs.
-    pub sandboxed: bool,
 }
 
 impl LlmAgent {
-    pub(crate) fn new(setup: LlmSetup, config: &Config) -> LlmAgent {
+    pub(crate) fn new(setup: LlmSetup) -> LlmAgent {
         LlmAgent {
             setup,
             timeout: DEFAULT_AGENT_TIMEOUT,
-            sandboxed: config.sandbox.abi().is_some(),
         }
     }
 
@@ -80,10 +77,6 @@ impl Caller for LlmAgent {
 
     fn command_line_for(&self, _: Phase, _: &NamedFiles) -> String {
         self.command_line()
-    }
-
-    fn sandboxed(&self) -> bool {
-        self.sandboxed
     }
 
     /// Its answer is the `finish` tool's argument.

@@ -375,7 +375,12 @@ impl<'a> Loop<'a> {
                 {
                     break End::Answer(v);
                 }
-                if self.inv.phase == Phase::Execute && self.inv.subagent.is_none() {
+                // Prose after the edit is the end of EXECUTE; prose before
+                // any ("let me look at the code first") is nudged on.
+                if self.inv.phase == Phase::Execute
+                    && self.inv.subagent.is_none()
+                    && worktree_changed(self.inv.cwd)
+                {
                     break End::Prose;
                 }
                 if nudges == NUDGES {
@@ -819,6 +824,17 @@ fn stem(inv: &Invocation) -> String {
 }
 
 /// The instructions every request starts with.
+/// Whether the worktree at `dir` holds any change against its HEAD (an
+/// edit, a new file): EXECUTE starts from a clean one.
+fn worktree_changed(dir: &std::path::Path) -> bool {
+    let Ok(repo) = git2::Repository::open(dir) else {
+        return false;
+    };
+    let mut opts = git2::StatusOptions::new();
+    opts.include_untracked(true).include_ignored(false);
+    repo.statuses(Some(&mut opts)).is_ok_and(|s| !s.is_empty())
+}
+
 fn system_prompt(inv: &Invocation, edits: bool, allowed: &[String]) -> String {
     let who = match inv.subagent {
         Some((name, role)) => format!("the `{name}` subagent ({} role)", role.as_str()),

@@ -38,6 +38,7 @@ fn stop(reason: StopReason) -> Stop {
         detail: "why".into(),
         at: Utc::now(),
         iteration: 3,
+        setting: None,
     }
 }
 

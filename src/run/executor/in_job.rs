@@ -45,6 +45,10 @@ impl Executor for InJob {
         self.here.lease(purpose)
     }
 
+    fn agent_confinement(&self) -> (Option<i32>, Vec<std::path::PathBuf>) {
+        self.here.confinement()
+    }
+
     fn take_jobs(&self) -> Vec<ClusterJob> {
         if self.measured.swap(false, Ordering::Relaxed) {
             vec![self.job.clone()]

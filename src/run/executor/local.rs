@@ -68,6 +68,10 @@ impl Executor for Local {
     fn lease(&self, _: Purpose) -> Result<Box<dyn Lease + '_>> {
         Ok(Box::new(Here(self)))
     }
+
+    fn agent_confinement(&self) -> (Option<i32>, Vec<PathBuf>) {
+        self.confinement()
+    }
 }
 
 #[cfg(test)]

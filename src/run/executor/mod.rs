@@ -63,6 +63,12 @@ pub(crate) trait Executor: Send + Sync {
     fn take_jobs(&self) -> Vec<crate::model::ClusterJob> {
         Vec::new()
     }
+
+    /// The Landlock ABI agent steps are confined with (`None`: they are
+    /// not) and what they may write besides their worktree: what the fence
+    /// knows an agent could have written (`run/fence/reach.rs`). Agent steps
+    /// always run here, whatever the executor does with measurements.
+    fn agent_confinement(&self) -> (Option<i32>, Vec<std::path::PathBuf>);
 }
 
 /// The executor `brief` asks for (`executor:`, else `defaults.executor`):

@@ -663,6 +663,10 @@ impl Drop for Step<'_> {
 }
 
 impl Executor for Slurm {
+    fn agent_confinement(&self) -> (Option<i32>, Vec<std::path::PathBuf>) {
+        self.here.confinement()
+    }
+
     fn lease(&self, purpose: Purpose) -> Result<Box<dyn Lease + '_>> {
         let Some(name) = self.name_for(purpose) else {
             return self.here.lease(purpose);

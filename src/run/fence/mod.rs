@@ -187,7 +187,12 @@ impl Fence {
         let mut in_checkout = Vec::new();
         for (i, w) in self.trees.iter().enumerate() {
             for c in w.changed()? {
-                if self.reach.could_write(&c.path, c.existed) {
+                // The base worktree is ooda's alone, like the archive: no
+                // human or program of the user's writes it during a step,
+                // so a change there is the agent's, however it was made (a
+                // server of the user's asked to write for it, a `chmod`).
+                let base = i == 1;
+                if base || c.metadata || self.reach.could_write(&c.path, c.existed) {
                     if i == 0 {
                         let rel = c.path.strip_prefix(&w.dir).unwrap_or(&c.path);
                         in_checkout.push((rel.to_path_buf(), c.untracked));
@@ -234,9 +239,17 @@ impl Fence {
             // or another program's as well as the agent's: say so, and how
             // to tell ooda it is not the agent's.
             let fix = match in_checkout.iter().find(|(_, untracked)| *untracked) {
+                // A name with a glob's characters, escaped to match itself.
                 Some((rel, _)) => format!(
                     "have git ignore what is not the agent's (`/{}` in .gitignore)",
                     rel.display()
+                        .to_string()
+                        .chars()
+                        .flat_map(|c| match c {
+                            '*' | '?' | '[' | ']' | '\\' | '!' | '#' => vec!['\\', c],
+                            c => vec![c],
+                        })
+                        .collect::<String>()
                 ),
                 None => "leave tracked files alone while a night runs".to_string(),
             };
@@ -277,6 +290,9 @@ struct Change {
     existed: bool,
     /// Git does not track it.
     untracked: bool,
+    /// Only its mode changed (or it can no longer be read): what Landlock
+    /// does not control.
+    metadata: bool,
 }
 
 impl Watched {
@@ -299,10 +315,29 @@ impl Watched {
                 } else {
                     present(self.before.get(path))
                 };
+                let (_, mode, hash) = fields(state);
+                // The same content as before in another mode, or a file
+                // that can no longer be read: a `chmod`, nothing else (a
+                // file staged or unstaged keeps both).
+                let unreadable = hash == "missing" && path.is_file();
+                let metadata = unreadable
+                    || match self.before.get(path) {
+                        Some(was) => {
+                            let (_, was_mode, was_hash) = fields(was);
+                            was_hash == hash && hash != "missing" && was_mode != mode
+                        }
+                        None => {
+                            !untracked
+                                && self.committed(path).is_some_and(|(blob, exec)| {
+                                    blob == hash && exec != is_exec(mode)
+                                })
+                        }
+                    };
                 out.push(Change {
                     path: path.clone(),
                     existed: existed && present(Some(state)),
                     untracked,
+                    metadata,
                 });
             }
         }
@@ -311,9 +346,25 @@ impl Watched {
                 path: path.clone(),
                 existed: path.is_file() && present(self.before.get(path)),
                 untracked: self.before.get(path).is_some_and(|s| is_new(s)),
+                // Back to its committed mode, perhaps.
+                metadata: self.before.get(path).is_some_and(|s| {
+                    self.committed(path).is_some_and(|(blob, exec)| {
+                        blob == fields(s).2 && exec != is_exec(fields(s).1)
+                    })
+                }),
             });
         }
         Ok(out)
+    }
+
+    /// The blob `path` has in the tree of HEAD when the step started, and
+    /// whether it is committed executable.
+    fn committed(&self, path: &Path) -> Option<(String, bool)> {
+        let repo = git2::Repository::discover(&self.dir).ok()?;
+        let rel = path.strip_prefix(repo.workdir()?).ok()?;
+        let tree = repo.find_tree(self.head_tree?).ok()?;
+        let e = tree.get_path(rel).ok()?;
+        Some((e.id().to_string(), e.filemode() == 0o100755))
     }
 }
 
@@ -618,18 +669,42 @@ fn dirty(dir: &Path, skip: &[PathBuf], recurse: bool) -> Result<BTreeMap<PathBuf
         let hash = git2::Oid::hash_file(git2::ObjectType::Blob, &path)
             .map(|o| o.to_string())
             .unwrap_or_else(|_| "missing".into());
-        out.insert(path, format!("{}:{hash}", st.status().bits()));
+        // The mode too: Landlock does not control `chmod`, so a change of
+        // mode alone may be a confined agent's (`reach.rs`).
+        let mode = std::fs::symlink_metadata(&path)
+            .map(|m| {
+                format!(
+                    "{:o}",
+                    std::os::unix::fs::PermissionsExt::mode(&m.permissions())
+                )
+            })
+            .unwrap_or_else(|_| "-".into());
+        out.insert(path, format!("{}:{mode}:{hash}", st.status().bits()));
     }
     Ok(out)
 }
 
+/// A [`dirty`] state's status bits, mode and content hash.
+fn fields(state: &str) -> (&str, &str, &str) {
+    let mut it = state.splitn(3, ':');
+    (
+        it.next().unwrap_or_default(),
+        it.next().unwrap_or_default(),
+        it.next().unwrap_or_default(),
+    )
+}
+
+/// A [`dirty`] state's mode (octal) says executable by its owner.
+fn is_exec(mode: &str) -> bool {
+    u32::from_str_radix(mode, 8).is_ok_and(|m| m & 0o100 != 0)
+}
+
 /// A [`dirty`] state git calls untracked.
 fn is_new(state: &str) -> bool {
-    state
-        .split(':')
-        .next()
-        .and_then(|b| b.parse::<u32>().ok())
-        .is_some_and(|b| git2::Status::from_bits_truncate(b).is_wt_new())
+    fields(state)
+        .0
+        .parse::<u32>()
+        .is_ok_and(|b| git2::Status::from_bits_truncate(b).is_wt_new())
 }
 
 /// The tree of the HEAD of the repository holding `dir`.
@@ -861,6 +936,29 @@ mod tests {
             "{said}"
         );
         assert!(said.contains("(`/out.log` in .gitignore)"), "{said}");
+        // Landlock does not control `chmod`: a mode changed alone may be
+        // the confined agent's; a file staged by the user is not.
+        std::fs::write(root.join("src/lib.rs"), "x\n").unwrap();
+        let fence = Fence::new(root, base.path(), &archive, confined(Vec::new()), &[]).unwrap();
+        git(root, &["add", "out.log"]);
+        assert_eq!(fence.check().unwrap().breach, None);
+        let fence = Fence::new(root, base.path(), &archive, confined(Vec::new()), &[]).unwrap();
+        std::fs::set_permissions(
+            root.join("src/lib.rs"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let said = fence.check().unwrap().breach.unwrap();
+        assert!(said.ends_with("/src/lib.rs"), "{said}");
+        // The base worktree is ooda's alone: any change there is the agent's.
+        std::fs::write(base.path().join("b.txt"), "b\n").unwrap();
+        git(base.path(), &["add", "b.txt"]);
+        git(base.path(), &["commit", "-qm", "b"]);
+        let fence = Fence::new(root, base.path(), &archive, confined(Vec::new()), &[]).unwrap();
+        std::fs::write(base.path().join("b.txt"), "rigged\n").unwrap();
+        let said = fence.check().unwrap().breach.unwrap();
+        assert!(said.contains("b.txt"), "{said}");
+        std::fs::write(base.path().join("b.txt"), "b\n").unwrap();
         // What ooda writes itself (`ours`) is never looked at.
         let fence = Fence::new(
             root,

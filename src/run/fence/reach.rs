@@ -41,22 +41,19 @@ impl Reach {
     }
 }
 
-/// `path` is `dir` or lies beneath it, symlinks resolved where they exist.
+/// `path` is `dir` or lies beneath it, the folders on the way resolved.
+/// Where the file is, not where it points: a file the agent replaced with a
+/// symlink to somewhere outside its grants was written beneath them.
 fn beneath(path: &Path, dir: &Path) -> bool {
-    let real = |p: &Path| -> PathBuf {
-        if let Ok(c) = p.canonicalize() {
-            return c;
-        }
-        // A removed file: its folder still resolves.
-        match (
-            p.parent().and_then(|d| d.canonicalize().ok()),
-            p.file_name(),
-        ) {
-            (Some(d), Some(n)) => d.join(n),
-            _ => p.to_path_buf(),
-        }
+    let located = match (
+        path.parent().and_then(|d| d.canonicalize().ok()),
+        path.file_name(),
+    ) {
+        (Some(d), Some(n)) => d.join(n),
+        _ => path.to_path_buf(),
     };
-    real(path).starts_with(real(dir))
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    located.starts_with(dir)
 }
 
 /// The files ooda's own stdout and stderr go to, when they are files: a
@@ -106,8 +103,11 @@ mod tests {
         assert!(reach.could_write(&d.join("cache/x/y"), false));
         assert!(!reach.could_write(&d.join("notes.md"), true));
         assert!(!reach.could_write(&d.join("cachet"), false));
-        // A removed file is placed by its folder.
+        // A removed file is placed by its folder; a file made a symlink
+        // to somewhere else, by where it is.
         assert!(reach.could_write(&d.join("cache/gone"), false));
+        std::os::unix::fs::symlink("/etc/hostname", d.join("cache/x/link")).unwrap();
+        assert!(reach.could_write(&d.join("cache/x/link"), false));
         // Before ABI 3 it can truncate what exists, not create or remove.
         let old = Reach::Confined {
             abi: 2,

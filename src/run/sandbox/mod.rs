@@ -285,7 +285,7 @@ impl Settings {
         };
         match (self.mode, agent) {
             (Mode::Off, _) => Ok(unconfined(Some(
-                "`sandbox: off` in ooda.yaml: commands ran without Landlock and could write anywhere the user can (their processes were still contained)".to_string(),
+                "`sandbox: off` in ooda.yaml: commands run without Landlock and can write anywhere the user can (their processes are still contained)".to_string(),
             ))),
             (Mode::Auto, None) => Ok(unconfined(None)),
             (Mode::On, _) | (Mode::Auto, Some(_)) => match found {
