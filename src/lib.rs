@@ -52,6 +52,9 @@ pub use validate::problem::{BriefError, Problem};
 #[doc(hidden)]
 pub mod testing {
     pub mod archive {
+        pub mod gc {
+            pub use crate::archive::gc::disk_bytes;
+        }
         pub use crate::archive::falsified;
         pub use crate::archive::render_context;
         pub mod history {

@@ -45,7 +45,7 @@ pub(crate) struct Freed {
 
 /// Bytes `path` takes on disk, with everything under it (symlinks not
 /// followed, each inode counted once).
-pub(crate) fn disk_bytes(path: &Path) -> u64 {
+pub fn disk_bytes(path: &Path) -> u64 {
     let mut seen = HashSet::new();
     walk_bytes(path, &mut seen)
 }

@@ -18,6 +18,7 @@
 //! are the source of truth); a state ahead of it (files deleted) is refused
 //! with the fix; an earlier release's state is migrated.
 
+pub(crate) mod disk;
 pub mod falsified;
 pub(crate) mod gc;
 pub(crate) mod history;

@@ -58,7 +58,7 @@ pub(crate) fn run(g: &Globals, brief: &str, a: &str, b: &str) -> Result<Exit> {
             "{}{}",
             crate::text::clip::clip(&p.hypothesis, 90),
             p.predicted_effect
-                .map(|e| format!(" (predicted {:+.1}%)", e * 100.0))
+                .map(|e| format!(" (predicted {})", crate::text::number::effect(e)))
                 .unwrap_or_default()
         ),
     };

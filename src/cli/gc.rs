@@ -133,14 +133,16 @@ pub(crate) fn run(g: &Globals, brief: &str, dry_run: bool) -> Result<Exit> {
         });
     }
 
+    // Measured afresh, and recorded for `ooda status`.
+    let usage = crate::archive::disk::Usage::refresh(&project, &b.name);
     let report = Report {
         brief: b.name.clone(),
         dry_run,
         freed: items.iter().map(|i| i.bytes).sum(),
         items,
         notes,
-        archive_bytes: gc::disk_bytes(&dir),
-        worktree_bytes: gc::disk_bytes(&worktrees),
+        archive_bytes: usage.archive_bytes,
+        worktree_bytes: usage.worktree_bytes,
     };
     if g.json {
         out(&format!(

@@ -160,6 +160,11 @@ pub enum Command {
     Report {
         /// The Brief: a name or a path
         brief: String,
+        /// One tab-separated row per iteration (iteration, commit, verdict,
+        /// effect, ci_low, ci_high, description), as autoresearch's
+        /// results.tsv
+        #[arg(long)]
+        tsv: bool,
     },
     /// Draw the call tree of a Brief's run from events.jsonl (with ITER: one
     /// iteration down to each command, model request and tool call)
@@ -275,7 +280,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
             false => status::run(&g, brief.as_deref()),
         },
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
-        Command::Report { brief } => report::run(&g, &brief),
+        Command::Report { brief, tsv } => match tsv {
+            true => report::tsv(&g, &brief),
+            false => report::run(&g, &brief),
+        },
         Command::Trace { brief, iteration } => trace::run(&g, &brief, iteration.as_deref()),
         Command::Replay {
             brief,

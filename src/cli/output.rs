@@ -52,54 +52,87 @@ pub(crate) fn err_line(quiet: bool, text: &str) {
 }
 
 /// Progress on stderr, each line with the time (as the daemon's log has
-/// it). On a terminal a measurement's pairs move a progress bar (the
-/// running estimate beside it); elsewhere each pair is a line.
+/// it). On a terminal one live line says what the loop is doing (the
+/// phase, or pair k of n with the running estimate and its interval) and
+/// for how long; elsewhere only what must be read is a line (events/
+/// progress.rs decides which, and `-v` makes everything a line).
 pub(crate) fn progress_printer(quiet: bool) -> Print {
     let log = Log::new(Zone::from_env(), quiet);
     let tty = std::io::stderr().is_terminal();
     let bar: Mutex<Option<ProgressBar>> = Mutex::new(None);
+    let spinner = ProgressStyle::with_template("{spinner} {msg} ({elapsed})").ok();
+    let pairs = ProgressStyle::with_template("{bar:20.cyan/blue} {msg} ({elapsed})")
+        .ok()
+        .map(|s| s.progress_chars("=> "));
     Box::new(move |s: &Shown| {
         if quiet {
             return;
         }
         let mut bar = bar.lock().unwrap_or_else(|p| p.into_inner());
+        let live = |bar: &mut Option<ProgressBar>| -> ProgressBar {
+            bar.get_or_insert_with(|| {
+                let pb = ProgressBar::new_spinner();
+                pb.enable_steady_tick(std::time::Duration::from_millis(250));
+                pb
+            })
+            .clone()
+        };
         match s {
-            Shown::Pair { pair, of, text } if tty => {
-                let pb = bar.get_or_insert_with(|| {
-                    let pb = ProgressBar::new(u64::from(*of));
-                    if let Ok(style) =
-                        ProgressStyle::with_template("{bar:24.cyan/blue} {pos}/{len} {msg}")
-                    {
-                        pb.set_style(style.progress_chars("=> "));
-                    }
-                    pb
-                });
+            Shown::Live(text) if tty => {
+                let pb = live(&mut bar);
+                if let Some(st) = &spinner {
+                    pb.set_style(st.clone());
+                }
+                pb.reset_elapsed();
+                pb.set_message(text.to_string());
+            }
+            Shown::Live(_) => {}
+            Shown::Pair { pair, of, text, .. } if tty => {
+                let pb = live(&mut bar);
+                if let Some(st) = &pairs {
+                    pb.set_style(st.clone());
+                }
                 pb.set_length(u64::from(*of));
                 pb.set_position(u64::from(*pair));
                 pb.set_message(text.to_string());
             }
+            Shown::Pair { live: true, .. } => {}
             Shown::Pair { text, .. } => log.line(text),
-            Shown::Line(text) => {
-                if let Some(pb) = bar.take() {
-                    pb.finish_and_clear();
-                }
-                log.line(text);
-            }
+            Shown::Line(text) => match bar.as_ref() {
+                Some(pb) => pb.suspend(|| log.line(text)),
+                None => log.line(text),
+            },
         }
     })
 }
 
 /// Prints what a step did and returns the exit it implies, also when nobody
-/// reads stdout any more: a red light is exit 3 whoever listens.
+/// reads stdout any more: a red light is exit 3 whoever listens. The last
+/// line is the result (the headline and where the report is): after every
+/// step when `each` (a tick is one step), else only when the run stops.
 pub(crate) fn report_step(
+    project: &Project,
     name: &str,
     outcome: &StepOutcome,
+    each: bool,
     json: bool,
     quiet: bool,
 ) -> Result<Exit> {
+    let read = Read::of(project, name);
+    // What `ooda status` shows as the Brief's disk use, as of this tick.
+    crate::archive::disk::Usage::refresh(project, name);
     let iteration = |iteration: u32, verdict: Verdict| {
+        let effect = read
+            .as_ref()
+            .and_then(|r| r.history.get(iteration as usize))
+            .and_then(|r| r.measured.as_ref())
+            .map(|m| crate::text::number::effect_ci(m.effect, m.ci));
         (
-            format!("{name}: iteration {iteration} {}", verdict.as_str()),
+            format!(
+                "{name}: iteration {iteration} {}{}",
+                verdict.as_str(),
+                effect.as_ref().map(|e| format!(" {e}")).unwrap_or_default()
+            ),
             json!({"brief": name, "outcome": "iteration", "iteration": iteration, "verdict": verdict.as_str()}),
         )
     };
@@ -144,6 +177,17 @@ pub(crate) fn report_step(
             ));
         }
     }
+    // The last line is the result, whatever came before it.
+    let stopped = matches!(outcome, StepOutcome::Stopped(..) | StepOutcome::Finished(_));
+    if (stopped || (each && !matches!(outcome, StepOutcome::Baseline)))
+        && let Some(r) = &read
+    {
+        let h = r.headline();
+        lines.push((
+            format!("{name}: {}", h.result_line(name)),
+            json!({"brief": name, "outcome": "result", "headline": h.json(), "summary": format!("iterations/{name}/summary.md")}),
+        ));
+    }
     let mut printed = Ok(());
     for (text, value) in lines {
         if printed.is_err() {
@@ -160,6 +204,41 @@ pub(crate) fn report_step(
     match printed {
         Ok(()) | Err(Error::BrokenPipe) => Ok(Exit::of_step(outcome)),
         Err(e) => Err(e),
+    }
+}
+
+/// A Brief's archive as a step left it, read for the lines that report it
+/// (`None` when it cannot be read: the step's own line still prints).
+struct Read {
+    history: Vec<crate::model::IterationRecord>,
+    direction: crate::model::Direction,
+    best_commit: String,
+}
+
+impl Read {
+    fn of(project: &Project, name: &str) -> Option<Read> {
+        let dir = project.iterations_dir(name);
+        let history = crate::archive::history::load(&dir).ok()?;
+        let brief =
+            crate::brief::Brief::load_in(&project.brief_path(name).ok()?, &project.agent_names())
+                .ok()?;
+        let best_commit = match crate::archive::state::peek(&dir) {
+            Ok(crate::archive::state::Loaded::Ok(s)) => s.best_commit,
+            _ => String::new(),
+        };
+        Some(Read {
+            history,
+            direction: brief.metric.direction,
+            best_commit,
+        })
+    }
+
+    fn headline(&self) -> crate::report::headline::Headline {
+        crate::report::headline::Headline::of_records(
+            &self.history,
+            self.direction,
+            &self.best_commit,
+        )
     }
 }
 

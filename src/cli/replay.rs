@@ -106,7 +106,7 @@ fn plan_line(p: Option<&PlanSummary>) -> String {
             crate::text::clip::clip(&p.hypothesis, 100),
             match (p.predicted_effect, p.predicted_sd) {
                 (Some(e), Some(sd)) =>
-                    format!(" (predicted {:+.1}% ± {:.1}%)", e * 100.0, sd * 100.0),
+                    format!(" (predicted {})", crate::text::number::predicted(e, sd)),
                 _ => String::new(),
             }
         ),

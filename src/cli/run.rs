@@ -32,7 +32,9 @@ pub(crate) fn run(
     };
     if let Some(schedule) = schedule {
         let log = Log::new(Zone::from_env(), g.quiet);
-        let report = |name: &str, o: &StepOutcome| report_step(name, o, g.json, g.quiet);
+        let report = |p: &Project, name: &str, o: &StepOutcome| {
+            report_step(p, name, o, false, g.json, g.quiet)
+        };
         return crate::schedule::ticker::run(
             project,
             brief,
@@ -87,7 +89,14 @@ pub(crate) fn run(
             }
             Err(e) => return Err(e),
         };
-        let exit = report_step(&machine.brief().name, &outcome, g.json, g.quiet)?;
+        let exit = report_step(
+            &project,
+            &machine.brief().name,
+            &outcome,
+            false,
+            g.json,
+            g.quiet,
+        )?;
         match outcome {
             StepOutcome::Baseline => {}
             StepOutcome::Iteration { .. } => done += 1,

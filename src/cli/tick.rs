@@ -12,7 +12,14 @@ pub(crate) fn run(g: &Globals, brief: &str) -> Result<Exit> {
     let interrupt = Interrupt::install();
     let mut machine = open_machine(g, &project, brief, &interrupt)?;
     let outcome = machine.step()?;
-    let exit = report_step(&machine.brief().name, &outcome, g.json, g.quiet)?;
+    let exit = report_step(
+        &project,
+        &machine.brief().name,
+        &outcome,
+        true,
+        g.json,
+        g.quiet,
+    )?;
     // A signal during the last checkpoint: the work is saved, but the
     // caller asked us to stop and must learn that we were interrupted.
     if interrupt.is_set() {

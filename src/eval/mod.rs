@@ -267,11 +267,12 @@ impl Evaluator<'_> {
             Ok(d) => format!("brief {} in {}", self.brief.name, d.display()),
             Err(_) => format!("brief {}", self.brief.name),
         };
-        let lock = MeasureLock::acquire(&path, &who, self.cancel, self.stop, |holder| {
+        let lock = MeasureLock::acquire(&path, &who, self.cancel, self.stop, |holder, waited| {
             self.span
                 .emit(Event::MeasureLockWaiting {
                     path: path.display().to_string(),
                     holder: holder.to_string(),
+                    waited_seconds: waited.as_secs_f64(),
                 })
                 .map(drop)
         })?;
@@ -331,15 +332,19 @@ impl Evaluator<'_> {
                 d,
             });
             let ds: Vec<f64> = pairs.iter().map(|p| p.d).collect();
+            let dir = self.brief.metric.direction;
+            let half_width =
+                (ds.len() > 1).then(|| 1.96 * stats::sd(&ds) / (ds.len() as f64).sqrt());
+            let m = stats::mean(&ds);
             self.span.emit(Event::PairMeasured {
                 pair: i,
                 max_pairs: max as u32,
                 base: b,
                 cand: c,
                 d,
-                running_effect: gain(self.brief.metric.direction, stats::mean(&ds)),
-                half_width: (ds.len() > 1)
-                    .then(|| 1.96 * stats::sd(&ds) / (ds.len() as f64).sqrt()),
+                running_effect: gain(dir, m),
+                half_width,
+                running_ci: half_width.map(|h| (gain(dir, m - h), gain(dir, m + h))),
             })?;
             if enough(&pairs) {
                 break;
@@ -494,10 +499,10 @@ pub(crate) fn report(
     let n = pairs.len();
     let theta1 = rule.theta1_log.exp() - 1.0;
     let mut reason = format!(
-        "{}: {}, p={:.3} at {n} pairs",
+        "{}: {} (95% CI), {} at {n} pairs",
         if keep { "kept" } else { "discarded" },
-        crate::model::gain_ci_text(effect, ci),
-        last.p
+        crate::text::number::effect_ci(effect, ci),
+        crate::text::number::p_value(last.p, rule.alphas[last.index])
     );
     let upper90 = gain(dir, last.upper90);
     // Futility on the rule's own (log) scale: mapped to gains, the bound
@@ -510,8 +515,12 @@ pub(crate) fn report(
     match discard {
         Some(DiscardKind::Worse) => reason.push_str(" (worse: significantly worse than the base)"),
         Some(DiscardKind::Futile) => reason.push_str(&format!(
-            " (futile: cannot reach the minimum detectable gain: 90% upper bound {:+.1}% < θ₁ {:.1}%)",
-            upper90 * 100.0,
+            " (futile: cannot reach the minimum detectable gain: {} < θ₁ {:.1}%)",
+            crate::text::number::upper_bound(
+                90,
+                upper90,
+                rule.noise.is_some_and(|h| h.nu0() > 0.0) && !last.noise_changed
+            ),
             theta1 * 100.0
         )),
         Some(DiscardKind::Inconclusive) if last.upper90 < rule.theta1_log => {
@@ -525,7 +534,8 @@ pub(crate) fn report(
             last.why
         )),
         // REVIEW's and EVALUATE's kinds, never the rule's.
-        Some(DiscardKind::BlockedByReview | DiscardKind::Screened | DiscardKind::Neutral) | None => {}
+        Some(DiscardKind::BlockedByReview | DiscardKind::Screened | DiscardKind::Neutral)
+        | None => {}
     }
     if last.noise_changed {
         reason.push_str("; noise changed: this iteration's spread is far above the history");
@@ -610,8 +620,9 @@ pub fn confirm(dir: Direction, start: &str, best: &str, pairs: Vec<Pair>) -> Con
     let effect = gain(dir, mean);
     let ci = (gain(dir, ci.0), gain(dir, ci.1));
     let why = format!(
-        "confirmed cumulative gain {} over the start of the run, p={p:.3} at {} pairs",
-        crate::model::gain_ci_text(effect, ci),
+        "confirmed cumulative gain {} (95% CI) over the start of the run, {} at {} pairs",
+        crate::text::number::effect_ci(effect, ci),
+        crate::text::number::p_value(p, Confirmation::ALPHA),
         pairs.len()
     );
     Confirmation {

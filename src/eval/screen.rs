@@ -171,7 +171,7 @@ pub fn screen(
 }
 
 fn pct(g: f64) -> String {
-    format!("{:+.1}%", g * 100.0)
+    crate::text::number::effect(g)
 }
 
 #[cfg(test)]

@@ -35,6 +35,17 @@ use crate::model::{
     AnomalyKind, CallOutcome, Phase, ReviewVerdict, Role, SubagentOutcome, TaskState, Verdict,
 };
 
+/// The headline a run stopped with, as [`Event::RunFinished`] carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gain: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<(f64, f64)>,
+    pub text: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Event {
@@ -109,6 +120,10 @@ pub enum Event {
         cost_usd: Option<f64>,
         model: Option<String>,
         problem: Option<String>,
+        /// The call's files (prompt, result, output, transcript), relative
+        /// to the iterations folder.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
     },
     /// A subagent was dispatched: its span (whose id is `delegation`) holds
     /// whatever it runs, under the phase that triggered it.
@@ -164,12 +179,21 @@ pub enum Event {
         /// Half the 95% interval of the mean log ratio, from two pairs on.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         half_width: Option<f64>,
+        /// The running 95% interval of the gain (from this series' own
+        /// spread, normal approximation), from two pairs on.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        running_ci: Option<(f64, f64)>,
     },
     /// Another Brief holds the host-wide measurement lock: this one waits
     /// before its timed runs.
     MeasureLockWaiting {
         path: String,
+        /// The holder as it wrote itself into the lock: `brief NAME in
+        /// DIR (pid N) since TIME`.
         holder: String,
+        /// How long this Brief has waited so far.
+        #[serde(default)]
+        waited_seconds: f64,
     },
     /// The lock was taken after a wait.
     MeasureLockAcquired {
@@ -330,6 +354,11 @@ pub enum Event {
     RunFinished {
         reason: String,
         detail: String,
+        /// What the run achieved (report/headline.rs): its kind
+        /// (`confirmed`, `not_confirmed`, `chained_estimate`,
+        /// `nothing_kept`), the gain and its 95% interval, and its words.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<RunResult>,
     },
     /// A scheduler (`run --every/--cron`, `daemon`) starts a tick. `due` is
     /// the fire time; `missed` counts fire times that passed while the
@@ -373,6 +402,7 @@ impl Event {
             cost_usd: call.usage.cost_usd,
             model: call.model.clone(),
             problem: call.problem.clone(),
+            files: call.files.clone(),
         }
     }
 }

@@ -5,6 +5,13 @@
 //! with timestamps. Being a sink of the event stream rather than a second
 //! channel means the display can only show what the trajectory records.
 //! Lines starting with `\r` are live updates a terminal redraws in place.
+//!
+//! Quiet by default: what the loop is doing now (the phase, the plan, the
+//! pairs, an agent at work) is a live line a terminal redraws in place and
+//! a log does not get; what a person must act on or know (an anomaly, the
+//! environment, a wait, an outage, a subagent that failed) is a line
+//! everywhere. The iteration's result is `run`'s and `tick`'s own stdout
+//! line. `-v` makes every live line a line again, with the commands.
 
 use super::{Event, Record, Sink};
 use crate::error::Result;
@@ -14,19 +21,51 @@ use crate::text::clip::clip;
 /// What the display is asked to show.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum Shown<'a> {
-    /// A line, already tagged `[brief] …`.
+    /// A line, already tagged `[brief] …`: shown everywhere.
     Line(&'a str),
+    /// What the loop is doing now: a terminal shows it in its live line, a
+    /// log leaves it out.
+    Live(&'a str),
     /// The live state of a measurement: pair `pair` of at most `of`, and
-    /// the line that says it (a terminal redraws it in place, a log gets it
-    /// as a line).
-    Pair { pair: u32, of: u32, text: &'a str },
+    /// the line that says it (a terminal redraws it in place; a log gets it
+    /// as a line only when `live` is false, with `-v`).
+    Pair {
+        pair: u32,
+        of: u32,
+        text: &'a str,
+        live: bool,
+    },
 }
 
 impl Shown<'_> {
     pub(crate) fn text(&self) -> &str {
         match self {
-            Shown::Line(t) | Shown::Pair { text: t, .. } => t,
+            Shown::Line(t) | Shown::Live(t) | Shown::Pair { text: t, .. } => t,
         }
+    }
+}
+
+/// Whether an event's line is a line everywhere or only live.
+fn is_notice(e: &Event) -> bool {
+    match e {
+        Event::Anomaly { .. }
+        // A tick that picks up where a killed one stopped: worth a line.
+        | Event::IterationResumed { .. }
+        | Event::StopLifted { .. }
+        | Event::EnvironmentChange { .. }
+        | Event::MeasureLockWaiting { .. }
+        | Event::AgentUnavailable { .. }
+        | Event::ModelResult { .. } => true,
+        // Information (a budget nearly used, as every run that uses its
+        // budget does) is not a notice.
+        Event::AnomalyFound { severity, .. } => severity != "info",
+        Event::SubagentFinished {
+            outcome, verdict, ..
+        } => {
+            *outcome != crate::model::SubagentOutcome::Done
+                || *verdict == Some(ReviewVerdict::Block)
+        }
+        _ => false,
     }
 }
 
@@ -93,7 +132,7 @@ impl Progress {
                     .unwrap_or_default();
                 one(format!("subagent {name}: {what} in {seconds:.1}s{why}"))
             }
-            Event::RunFinished { reason, detail } => {
+            Event::RunFinished { reason, detail, .. } => {
                 one(format!("run stopped: {reason} — {detail}"))
             }
             Event::Anomaly { kind, message } => match kind {
@@ -151,19 +190,20 @@ impl Progress {
                 base,
                 cand,
                 running_effect,
-                half_width,
+                running_ci,
                 ..
             } => one(format!(
-                "\rpair {pair} (of at most {max_pairs}): base {} cand {}; running effect {}{}",
+                "\rpair {pair} (of at most {max_pairs}): base {} cand {}; running effect {}",
                 crate::text::clip::fmt_num(*base),
                 crate::text::clip::fmt_num(*cand),
-                // As the verdict will say it: `6.50× worse`, not `-549.8%`
-                // (a ± in percent beside a factor would read as nothing).
-                crate::model::gain_text(*running_effect),
-                half_width
-                    .filter(|_| *running_effect > -1.0)
-                    .map(|h| format!(" ± {:.1}%", h * 100.0))
-                    .unwrap_or_default()
+                // As the verdict will say it, in one unit.
+                match running_ci {
+                    Some(ci) => format!(
+                        "{} (95% interval, this series' noise)",
+                        crate::text::number::effect_ci(*running_effect, *ci)
+                    ),
+                    None => crate::text::number::effect(*running_effect),
+                }
             )),
             Event::ModelCall {
                 phase,
@@ -180,8 +220,20 @@ impl Progress {
                     String::new()
                 }
             )),
-            Event::MeasureLockWaiting { holder, .. } => one(format!(
-                "waiting to measure: the measurement lock is held by {holder}"
+            Event::MeasureLockWaiting {
+                holder,
+                waited_seconds,
+                ..
+            } => one(format!(
+                "waiting to measure: {} holds the measurement lock ({} so far)",
+                if self.verbose {
+                    holder.as_str()
+                } else {
+                    // `brief NAME in DIR (pid N) since TIME`: the name is
+                    // what a reader needs; where and which process, with -v.
+                    holder.split(" in ").next().unwrap_or(holder)
+                },
+                secs(*waited_seconds)
             )),
             Event::MeasureLockAcquired { waited_seconds } => one(format!(
                 "measurement lock taken after {}",
@@ -221,6 +273,7 @@ fn secs(s: f64) -> String {
 
 impl Sink for Progress {
     fn record(&self, r: &Record) -> Result<()> {
+        let notice = self.verbose || is_notice(&r.event);
         for line in self.lines(r) {
             match (line.strip_prefix('\r'), &r.event) {
                 (
@@ -232,12 +285,16 @@ impl Sink for Progress {
                     pair: *pair,
                     of: *max_pairs,
                     text: &format!("[{}] {rest}", self.brief),
+                    live: !self.verbose,
                 }),
-                (rest, _) => (self.print)(&Shown::Line(&format!(
-                    "[{}] {}",
-                    self.brief,
-                    rest.unwrap_or(&line)
-                ))),
+                (rest, _) => {
+                    let text = format!("[{}] {}", self.brief, rest.unwrap_or(&line));
+                    (self.print)(&if notice {
+                        Shown::Line(&text)
+                    } else {
+                        Shown::Live(&text)
+                    })
+                }
             }
         }
         Ok(())
@@ -262,7 +319,13 @@ mod tests {
             Box::new(move |s: &Shown| {
                 out.lock().unwrap().push(match s {
                     Shown::Line(l) => l.to_string(),
-                    Shown::Pair { pair, of, text } => format!("{pair}/{of} {text}"),
+                    Shown::Live(l) => format!("live {l}"),
+                    Shown::Pair {
+                        pair,
+                        of,
+                        text,
+                        live,
+                    } => format!("{pair}/{of}{} {text}", if *live { " live" } else { "" }),
                 })
             }),
         );
@@ -288,6 +351,7 @@ mod tests {
                 d: 0.105,
                 running_effect: 0.1,
                 half_width: Some(0.02),
+                running_ci: Some((0.08, 0.12)),
             })
             .unwrap();
         phase
@@ -299,6 +363,7 @@ mod tests {
                 d: -1.87,
                 running_effect: -5.5,
                 half_width: Some(1.2),
+                running_ci: Some((-9.0, -2.0)),
             })
             .unwrap();
         phase
@@ -314,10 +379,10 @@ mod tests {
         assert_eq!(
             *seen.lock().unwrap(),
             vec![
-                "[k] iteration 2: EVALUATE",
-                "2/12 [k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% ± 2.0%",
-                "3/12 [k] pair 3 (of at most 12): base 100 cand 650; running effect 6.50× worse",
-                "[k] plan: running agent `claude` (attempt 2 of 3)",
+                "live [k] iteration 2: EVALUATE",
+                "2/12 live [k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% [+8.0, +12.0] (95% interval, this series' noise)",
+                "3/12 live [k] pair 3 (of at most 12): base 100 cand 650; running effect 6.50× worse [3.00×, 10.00×] (95% interval, this series' noise)",
+                "live [k] plan: running agent `claude` (attempt 2 of 3)",
             ]
         );
     }

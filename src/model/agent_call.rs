@@ -60,6 +60,10 @@ pub struct AgentCall {
     /// The compressed output, relative to the iterations folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// Every file the call left (prompt, result, output, transcript),
+    /// relative to the iterations folder: what `ooda trace` names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 impl AgentCall {
@@ -77,6 +81,7 @@ impl AgentCall {
             warnings: Vec::new(),
             waited: 0.0,
             output: None,
+            files: Vec::new(),
         }
     }
 }

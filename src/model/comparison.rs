@@ -41,3 +41,11 @@ pub struct Comparison {
     #[serde(default)]
     pub d_ci: (f64, f64),
 }
+
+impl Comparison {
+    /// `p = 0.041 > α′ = 0.014`: the keep test's p with the per-look level
+    /// it was compared with (older records without it: the p alone).
+    pub fn p_text(&self) -> String {
+        crate::text::number::p_value(self.p, self.alpha_look)
+    }
+}

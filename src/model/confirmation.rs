@@ -16,3 +16,14 @@ pub struct Confirmation {
     pub p: f64,
     pub why: String,
 }
+
+impl Confirmation {
+    /// The one-sided level a confirmation is held to: its 95% interval
+    /// excluding no gain is its one-sided p at most 0.025.
+    pub const ALPHA: f64 = 0.025;
+
+    /// `p = 0.003 ≤ α′ = 0.025`.
+    pub fn p_text(&self) -> String {
+        crate::text::number::p_value(self.p, Self::ALPHA)
+    }
+}

@@ -365,7 +365,7 @@ impl IterationRecord {
     /// One line for digests and summaries: signed effect in percent, if measured.
     pub fn effect_text(&self) -> String {
         match &self.measured {
-            Some(m) => super::gain_ci_text(m.effect, m.ci),
+            Some(m) => crate::text::number::effect_ci(m.effect, m.ci),
             None => "—".into(),
         }
     }

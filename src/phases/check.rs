@@ -177,10 +177,19 @@ fn meets_target(step: &Step, value: f64) -> bool {
 /// Stop conditions decided by the history alone: red lights and a stall.
 fn stop_condition(history: View, brief: &Brief, config: &Config) -> Result<Option<Stop>> {
     let (th, stall_after) = (&config.defaults.red_lights, config.defaults.stall_after);
-    // The builtin search still has sweep screens to spend: a stall is its
-    // cue to sweep, not to stop (it stops itself when they are spent).
-    let sweeping = brief.uses_builtin()
-        && crate::driver::builtin::can_sweep(brief, history.all()?, config.defaults.sweep as usize);
+    // The builtin search still has sweep screens to spend, or a
+    // combination of knobs to refine: a stall is its cue to try them, not
+    // to stop (it stops itself when they are spent).
+    let sweeping = brief.uses_builtin() && {
+        let all = history.all()?;
+        crate::driver::builtin::can_sweep(brief, all, config.defaults.sweep as usize)
+            || crate::driver::builtin::refinement(
+                brief,
+                all,
+                &crate::driver::builtin::current_point(all),
+            )
+            .is_some()
+    };
     Ok(stop_when(history, brief, config, th, stall_after, sweeping))
 }
 

@@ -670,14 +670,14 @@ pub(crate) fn simplified(
     let ci = (eval::gain(dir, last.ci95.0), eval::gain(dir, last.ci95.1));
     let non_inferior = last.decision == sequential::Decision::Keep;
     let reason = format!(
-        "{}: {} against the kept change, p={:.3} at {} pairs (margin −{:.1}%)",
+        "{}: {} (95% CI) against the kept change, {} at {} pairs (margin −{:.1}%)",
         if non_inferior {
             "non-inferior"
         } else {
             "not shown non-inferior"
         },
-        crate::model::gain_ci_text(effect, ci),
-        last.p,
+        crate::text::number::effect_ci(effect, ci),
+        crate::text::number::p_value(last.p, rule.alphas[last.index]),
         pairs.len(),
         margin * 100.0
     );

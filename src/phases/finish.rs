@@ -84,9 +84,16 @@ impl Machine<'_> {
                 evidence: stop.detail.clone(),
             })?;
         }
+        let h = self.headline()?;
         run.emit(Event::RunFinished {
             reason: stop.reason.as_str().into(),
             detail: stop.detail.clone(),
+            result: Some(crate::events::RunResult {
+                kind: h.kind().into(),
+                gain: h.effect().map(|e| e.0),
+                ci: h.effect().and_then(|e| e.1),
+                text: h.short(),
+            }),
         })?;
         if let Some(cmd) = &self.project.config.watch.notify {
             // A failing notify is the run's trouble, not the last iteration's.

@@ -186,6 +186,17 @@ impl<'a> Machine<'a> {
         &self.brief
     }
 
+    /// What the run achieved so far: the headline every report leads with.
+    pub(crate) fn headline(&self) -> Result<crate::report::headline::Headline> {
+        let view = self.archive.history.view();
+        let confirmed = view.confirmation_of(&self.archive.state.best_commit)?;
+        Ok(crate::report::headline::Headline::of(
+            view.facts(),
+            self.brief.metric.direction,
+            confirmed.as_ref(),
+        ))
+    }
+
     /// The run's span, for callers that log around the machine (the scheduler).
     pub(crate) fn run_span(&self) -> &Span {
         &self.archive.run

@@ -150,11 +150,16 @@ pub(crate) fn detect(
         if let Some(limit) = limit.filter(|l| *l > 0.0)
             && used / limit >= w.budget_used
         {
+            // Information: a run that uses its budget gets here by design.
+            // The node names the limit, so a raised budget is judged anew.
             out.push(Found {
                 rule: "budget_near",
-                severity: "high",
+                severity: "info",
                 iteration: None,
-                node: Some(format!("budget:{what}")),
+                node: Some(format!(
+                    "budget:{what}:{}",
+                    crate::text::clip::fmt_num(limit)
+                )),
                 evidence: format!(
                     "{what}: {:.0}% of the budget used ({} of {})",
                     used / limit * 100.0,

@@ -1,365 +1,552 @@
-//! `progress.svg`: the night at a glance, agreeing with `summary.md`.
+//! `progress.svg`: a chart of what was decided, agreeing with the headline.
 //!
-//! The series are computed first ([`Series::of`]) and drawn second, so the
-//! tests check the numbers a reader sees, not pixels. The base line is the
-//! value the loop compared against after each iteration, the same number
-//! `summary.md` calls "best" (the last keep's candidate median, or the
-//! baseline): an earlier chart drew a running minimum instead, which sat
-//! below kept points whenever a later keep measured a little slower than an
-//! earlier candidate. Every iteration gets exactly one marker: a measured
-//! one at its candidate median with its 95% interval, one that was never
-//! measured (crash, invalid, blocked, a reused verdict) on the x axis.
+//! Why not absolute medians per iteration (what it drew before): medians
+//! taken hours apart on a machine whose speed drifts put a step of +15%
+//! that the paired test measured where a reader sees a 3× drop, and put
+//! discards below the "best" line while their verdicts said no gain, so a
+//! reader concluded good candidates were thrown away. So every mark is a
+//! paired comparison placed on the scale of the headline (the gain over
+//! the start of the run, up is better whatever the metric's direction, on
+//! a log-ratio axis so gains chain by adding):
+//!
+//! - the **kept changes** chained from their paired estimates (a step
+//!   line, with the 95% band of the sum): the same number as the headline
+//!   before a confirmation;
+//! - each **candidate** at its own base's level plus its own measured
+//!   effect, with its own 95% interval: a discard sits on the better side
+//!   of the line only when its measured effect put it there;
+//! - **confirmations** (the start against the best in fresh pairs) as
+//!   points with their interval;
+//! - the **base's own re-measurements** against iteration 0's median, a
+//!   thin line: where it leaves the step line, the machine drifted.
+//!
+//! Every mark is in the legend, the legend and every label sit outside the
+//! plot area (so no label can cover data), and the y ticks are chosen
+//! among round gains so there are always several. The series are computed
+//! first ([`Series::of_facts`]) and drawn second; the pixel test renders
+//! the SVG and checks the geometry a reader sees.
 //!
 //! Drawn with plotters' SVG backend without its font features: the SVG
-//! names a font family and the viewer renders the text, so no system font
-//! library is needed.
+//! names a font family and the viewer renders the text.
 
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::archive::history::fact::{Fact, flag};
 use crate::brief::Brief;
-use crate::model::{Direction, Verdict};
-use crate::text::clip::fmt_num;
+use crate::model::{Confirmation, Direction, DiscardKind, Verdict};
+use crate::report::headline::{Paired, log_ratio};
 
-/// A measured iteration.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Point {
-    pub iteration: u32,
-    /// The candidate's median (the baseline's median for iteration 0).
-    pub value: f64,
-    /// The candidate's value implied by the 95% interval of its paired gain
-    /// over its base (the baseline: its own spread).
-    pub low: f64,
-    pub high: f64,
-    pub kept: bool,
+/// How a measured candidate was decided: one legend entry and one color
+/// each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mark {
+    Keep,
+    Worse,
+    Futile,
+    Inconclusive,
+    Neutral,
+    Screened,
+    /// Measured as a keep, refused by a reviewer.
+    BlockedByReview,
 }
 
-/// An iteration that was not measured, drawn on the axis.
+impl Mark {
+    const ALL: [Mark; 7] = [
+        Mark::Keep,
+        Mark::BlockedByReview,
+        Mark::Worse,
+        Mark::Futile,
+        Mark::Inconclusive,
+        Mark::Neutral,
+        Mark::Screened,
+    ];
+
+    fn of(f: &Fact) -> Mark {
+        if f.is(Verdict::Keep) {
+            return Mark::Keep;
+        }
+        match f.discard {
+            Some(DiscardKind::Worse) => Mark::Worse,
+            Some(DiscardKind::Futile) => Mark::Futile,
+            Some(DiscardKind::Neutral) => Mark::Neutral,
+            Some(DiscardKind::Screened) => Mark::Screened,
+            Some(DiscardKind::BlockedByReview) => Mark::BlockedByReview,
+            Some(DiscardKind::Inconclusive) | None => Mark::Inconclusive,
+        }
+    }
+
+    pub(crate) fn color(self) -> RGBColor {
+        match self {
+            Mark::Keep => RGBColor(0x1f, 0x5f, 0xbf),
+            Mark::BlockedByReview => RGBColor(0x8e, 0x2c, 0xc4),
+            Mark::Worse => RGBColor(0xd6, 0x27, 0x28),
+            Mark::Futile => RGBColor(0xe0, 0x7b, 0x00),
+            Mark::Inconclusive => RGBColor(0x70, 0x70, 0x70),
+            Mark::Neutral => RGBColor(0x17, 0xa2, 0xb8),
+            Mark::Screened => RGBColor(0xb5, 0x8b, 0x00),
+        }
+    }
+
+    fn filled(self) -> bool {
+        matches!(self, Mark::Keep | Mark::BlockedByReview)
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Mark::Keep => "kept: its own paired effect",
+            Mark::BlockedByReview => "blocked by review (measured, refused)",
+            Mark::Worse => "discarded: worse",
+            Mark::Futile => "discarded: cannot reach θ₁",
+            Mark::Inconclusive => "discarded: inconclusive",
+            Mark::Neutral => "discarded: neutral (null by design)",
+            Mark::Screened => "screened out (one run)",
+        }
+    }
+}
+
+/// Why an iteration has no measurement: one legend entry each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    Crash,
+    Invalid,
+    Blocked,
+}
+
+impl Failure {
+    const ALL: [Failure; 3] = [Failure::Crash, Failure::Invalid, Failure::Blocked];
+
+    pub(crate) fn color(self) -> RGBColor {
+        match self {
+            Failure::Crash => RGBColor(0xa0, 0x00, 0x00),
+            Failure::Invalid => RGBColor(0xff, 0x8c, 0x69),
+            Failure::Blocked => RGBColor(0x20, 0x20, 0x20),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Failure::Crash => "crash (not measured)",
+            Failure::Invalid => "invalid (not measured)",
+            Failure::Blocked => "blocked (not measured)",
+        }
+    }
+}
+
+const STEP: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
+const BAND: RGBColor = RGBColor(0xc8, 0xe8, 0xc8);
+const CONFIRM: RGBColor = RGBColor(0x00, 0x66, 0x33);
+const DRIFT: RGBColor = RGBColor(0xa8, 0xa8, 0xd8);
+const ZERO: RGBColor = RGBColor(0x60, 0x60, 0x60);
+
+/// A measured candidate, on the log-ratio scale (up = better): its base's
+/// level plus its own effect, and its own 95% interval.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Candidate {
+    pub iteration: u32,
+    pub mark: Mark,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Its base's level (the step line's value before it).
+    pub base: f64,
+}
+
+/// An iteration that was not measured.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Unmeasured {
     pub iteration: u32,
-    pub verdict: Verdict,
+    pub failure: Failure,
 }
 
-/// What the chart shows.
+/// A confirmation test: the start against the best, after `iteration`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Confirmed {
+    pub iteration: u32,
+    pub y: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// What the chart shows, on the log-ratio scale of the gain over the start
+/// (positive = better).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Series {
-    pub points: Vec<Point>,
+    pub direction: Direction,
+    /// The kept changes chained, after each iteration: the level and the
+    /// half-width of its 95% band (NaN when a keep had no interval).
+    pub level: Vec<(u32, f64, f64)>,
+    pub candidates: Vec<Candidate>,
     pub unmeasured: Vec<Unmeasured>,
-    /// The base's value after each iteration (a step line).
-    pub base: Vec<(u32, f64)>,
-    /// The confirmed gain of the current best, as text, and where it was
-    /// measured (iteration, best median).
-    pub confirmed: Option<(String, u32, f64)>,
-    /// A y range wider than 10× is drawn on a log scale.
-    pub log_scale: bool,
+    pub confirmations: Vec<Confirmed>,
+    /// The base's median in each measured iteration against iteration 0's.
+    pub drift: Vec<(u32, f64)>,
     /// When the history is too long to draw every marker: 1 in this many
     /// of the iterations not kept are drawn, and the caption says so.
     pub thinned: Option<usize>,
 }
 
-/// Markers beyond which the chart thins (a 760-pixel plot cannot show
+/// Markers beyond which the chart thins (a 700-pixel plot cannot show
 /// more; a 10,000-iteration SVG would be megabytes of overlapping dots).
 pub(crate) const MAX_MARKERS: usize = 600;
 
 impl Series {
     /// [`Series::of_facts`] of records held in memory (the tests' way in).
     #[cfg(test)]
-    pub(crate) fn of(
-        history: &[crate::model::IterationRecord],
-        dir: Direction,
-        best_commit: &str,
-    ) -> Series {
-        let facts = crate::archive::history::fact::Fact::all_of(history);
-        let confirmed = crate::archive::history::confirmation_of(history, best_commit)
-            .map(|(it, c)| (it, c.clone()));
-        Self::of_facts(
-            &facts,
-            dir,
-            crate::archive::history::baseline_value(history),
-            confirmed,
-        )
+    pub(crate) fn of(history: &[crate::model::IterationRecord], dir: Direction) -> Series {
+        let facts = Fact::all_of(history);
+        let confirmations: Vec<(u32, Confirmation)> = history
+            .iter()
+            .filter_map(|r| r.confirmation.clone().map(|c| (r.iteration, c)))
+            .collect();
+        Self::of_facts(&facts, dir, &confirmations)
     }
 
-    /// The series of an archive's rows (history/fact.rs), its baseline
-    /// value and the latest confirmation of the current best.
+    /// The series of an archive's rows (history/fact.rs) and its
+    /// confirmations.
     pub(crate) fn of_facts(
         facts: &[Fact],
         dir: Direction,
-        baseline: Option<f64>,
-        confirmed: Option<(u32, crate::model::Confirmation)>,
+        confirmations: &[(u32, Confirmation)],
     ) -> Series {
-        let mut points = Vec::new();
-        let mut unmeasured = Vec::new();
-        let mut base = Vec::new();
-        let mut current: Option<f64> = None;
-        for r in facts {
-            if r.has(flag::CALIBRATION) {
-                let spread = (1.96 * r.calibration_sd).exp();
-                points.push(Point {
-                    iteration: r.iteration,
-                    value: r.calibration_median,
-                    low: r.calibration_median / spread,
-                    high: r.calibration_median * spread,
-                    kept: true,
-                });
-                current = Some(r.calibration_median);
-            } else if let Some(m) = r.measured() {
-                let (a, b) = value_interval(dir, m.base_median, m.ci);
-                let kept = r.is(Verdict::Keep);
-                points.push(Point {
-                    iteration: r.iteration,
-                    value: m.cand_median,
-                    low: a.min(b),
-                    high: a.max(b),
-                    kept,
-                });
-                if kept {
-                    current = Some(m.cand_median);
-                }
-            } else {
-                unmeasured.push(Unmeasured {
-                    iteration: r.iteration,
-                    verdict: r.verdict.unwrap_or(Verdict::Invalid),
-                });
-            }
-            // A divergence rollback moves the base back to an earlier
-            // commit: its value is that commit's when it was kept.
-            if r.has(flag::ROLLBACK) {
-                current = facts
-                    .iter()
-                    .find(|k| k.commit != 0 && k.commit == r.rollback_to)
-                    .and_then(|k| k.measured().map(|m| m.cand_median))
-                    .or(baseline);
-            }
-            if let Some(v) = current {
-                base.push((r.iteration, v));
-            }
-        }
-        let confirmed = confirmed.map(|(it, c)| {
-            (
-                format!(
-                    "confirmed gain {:+.1}% [{:+.1}, {:+.1}] after iteration {it}",
-                    c.effect * 100.0,
-                    c.ci.0 * 100.0,
-                    c.ci.1 * 100.0
-                ),
-                it,
-                c.best_median,
-            )
-        });
-        let (lo, hi) = bounds(&points);
-        Series {
-            log_scale: lo > 0.0 && hi / lo > 10.0,
-            points,
-            unmeasured,
-            base,
-            confirmed,
+        let mut s = Series {
+            direction: dir,
+            level: Vec::new(),
+            candidates: Vec::new(),
+            unmeasured: Vec::new(),
+            confirmations: Vec::new(),
+            drift: Vec::new(),
             thinned: None,
+        };
+        let start = facts
+            .iter()
+            .find(|f| f.has(flag::CALIBRATION))
+            .map(|f| f.calibration_median)
+            .filter(|m| *m > 0.0);
+        // The keeps the base is made of: (commit, d, variance).
+        let mut chain: Vec<(u64, f64, f64)> = Vec::new();
+        let sum = |chain: &[(u64, f64, f64)]| {
+            let d: f64 = chain.iter().map(|l| l.1).sum();
+            let var: f64 = chain.iter().map(|l| l.2).sum();
+            (d, 1.96 * var.sqrt())
+        };
+        for f in facts {
+            let (base, _) = sum(&chain);
+            if f.has(flag::CALIBRATION) {
+                s.drift.push((f.iteration, 0.0));
+            } else if let Some(p) = Paired::of(f, dir) {
+                let mark = Mark::of(f);
+                s.candidates.push(Candidate {
+                    iteration: f.iteration,
+                    mark,
+                    y: base + p.d,
+                    lo: base + p.lo,
+                    hi: base + p.hi,
+                    base,
+                });
+                if let Some(m0) = start
+                    && f.base_median > 0.0
+                {
+                    s.drift
+                        .push((f.iteration, oriented(dir, m0, f.base_median)));
+                }
+                if mark == Mark::Keep {
+                    chain.push((f.commit, p.d, p.se * p.se));
+                }
+            } else if f.iteration > 0 {
+                s.unmeasured.push(Unmeasured {
+                    iteration: f.iteration,
+                    failure: match f.verdict {
+                        Some(Verdict::Crash) => Failure::Crash,
+                        Some(Verdict::Blocked) => Failure::Blocked,
+                        _ => Failure::Invalid,
+                    },
+                });
+            }
+            if f.has(flag::ROLLBACK) {
+                let at = chain.iter().rposition(|l| l.0 != 0 && l.0 == f.rollback_to);
+                chain.truncate(at.map_or(0, |i| i + 1));
+            }
+            let (level, half) = sum(&chain);
+            s.level.push((f.iteration, level, half));
         }
+        let mut confirmations: Vec<&(u32, Confirmation)> = confirmations.iter().collect();
+        confirmations.sort_by_key(|(it, _)| *it);
+        for (it, c) in confirmations {
+            let (a, b) = (log_ratio(dir, c.ci.0), log_ratio(dir, c.ci.1));
+            s.confirmations.push(Confirmed {
+                iteration: *it,
+                y: log_ratio(dir, c.effect),
+                lo: a.min(b),
+                hi: a.max(b),
+            });
+        }
+        s
     }
 
-    /// At most about `max` markers: every kept point (and the baseline)
-    /// stays, 1 in k of the others is drawn, and the base line keeps only
-    /// its steps, which loses nothing of a step line.
+    /// At most about `max` markers: every keep (and every blocked-by-review
+    /// and confirmation) stays, 1 in k of the others is drawn, and the
+    /// step line keeps only its steps, which loses nothing of a step line.
     pub(crate) fn thinned(mut self, max: usize) -> Series {
-        let total = self.points.len() + self.unmeasured.len();
+        let total = self.candidates.len() + self.unmeasured.len();
         if total <= max {
             return self;
         }
         let k = total.div_ceil(max);
-        // The newest iteration always stays: it ends the x axis.
-        let last_p = self.points.len();
+        let last = self.candidates.last().map(|c| c.iteration);
         let mut n = 0;
-        self.points.retain(|p| {
+        self.candidates.retain(|c| {
             n += 1;
-            p.kept || p.iteration == 0 || n % k == 0 || n == last_p
+            c.mark == Mark::Keep
+                || c.mark == Mark::BlockedByReview
+                || n % k == 0
+                || Some(c.iteration) == last
         });
-        let last_u = self.unmeasured.len();
         let mut n = 0;
         self.unmeasured.retain(|_| {
             n += 1;
-            n % k == 0 || n == last_u
+            n % k == 0
         });
-        let last = self.base.last().copied();
+        let mut n = 0;
+        self.drift.retain(|_| {
+            n += 1;
+            n % k == 1
+        });
+        let end = self.level.last().copied();
         let mut prev: Option<f64> = None;
-        self.base.retain(|&(_, v)| {
+        self.level.retain(|&(_, v, _)| {
             let step = prev != Some(v);
             prev = Some(v);
             step
         });
-        if let Some(l) = last
-            && self.base.last() != Some(&l)
+        if let Some(e) = end
+            && self.level.last() != Some(&e)
         {
-            self.base.push(l);
+            self.level.push(e);
         }
         self.thinned = Some(k);
         self
     }
+
+    fn last_iteration(&self) -> u32 {
+        self.level.last().map(|l| l.0).unwrap_or(0).max(1)
+    }
+
+    /// The y range every mark fits in, with zero (the start) in it.
+    fn range(&self) -> (f64, f64) {
+        let finite = |x: &f64| x.is_finite();
+        let ys = self
+            .candidates
+            .iter()
+            .flat_map(|c| [c.y, c.lo, c.hi])
+            .chain(self.confirmations.iter().flat_map(|c| [c.y, c.lo, c.hi]))
+            .chain(self.level.iter().flat_map(|l| {
+                let h = if l.2.is_finite() { l.2 } else { 0.0 };
+                [l.1 - h, l.1 + h]
+            }))
+            .chain(self.drift.iter().map(|d| d.1))
+            .chain([0.0])
+            .filter(finite);
+        let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+            (a.min(y), b.max(y))
+        });
+        let span = (hi - lo).max(0.02);
+        (lo - 0.08 * span, hi + 0.08 * span)
+    }
 }
 
-/// The candidate value at both ends of a gain interval, relative to its
-/// base median (gains are in the Brief's direction).
-fn value_interval(dir: Direction, base: f64, ci: (f64, f64)) -> (f64, f64) {
+/// ln of the value ratio, oriented so positive is better.
+fn oriented(dir: Direction, start: f64, value: f64) -> f64 {
     match dir {
-        Direction::Minimize => (base * (1.0 - ci.0), base * (1.0 - ci.1)),
-        Direction::Maximize => (base * (1.0 + ci.0), base * (1.0 + ci.1)),
+        Direction::Minimize => start.ln() - value.ln(),
+        Direction::Maximize => value.ln() - start.ln(),
     }
 }
 
-fn bounds(points: &[Point]) -> (f64, f64) {
-    let lo = points
-        .iter()
-        .map(|p| p.low.min(p.value))
-        .fold(f64::INFINITY, f64::min);
-    let hi = points
-        .iter()
-        .map(|p| p.high.max(p.value))
-        .fold(f64::NEG_INFINITY, f64::max);
-    (lo, hi)
-}
-
-/// 1, 2, 5, 10, 20, … within `lo..hi`: round labels for a log axis.
-fn one_two_five(lo: f64, hi: f64) -> Vec<f64> {
-    let mut out = Vec::new();
-    let mut decade = 10f64.powf(lo.log10().floor());
-    while decade <= hi {
-        for m in [1.0, 2.0, 5.0] {
-            let v = decade * m;
-            if v >= lo && v <= hi {
-                out.push(v);
-            }
+/// Round gains within `lo..hi` (log ratios), 4 to 9 of them: the y ticks.
+/// Round in the metric's own terms, as the labels write them: percentages
+/// up to twice the base's value, whole factors beyond (on the unbounded
+/// side: a minimized metric getting worse, a maximized one better).
+fn ticks(dir: Direction, lo: f64, hi: f64) -> Vec<f64> {
+    const PERCENT: [f64; 23] = [
+        0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7,
+        0.75, 0.8, 0.9, 0.95, 0.99, 0.999, 0.9999,
+    ];
+    const FACTOR: [f64; 10] = [2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0, 1e3, 1e4, 1e5];
+    let mut all: Vec<f64> = vec![0.0];
+    for p in PERCENT {
+        all.push(log_ratio(dir, p));
+        all.push(log_ratio(dir, -p));
+    }
+    for f in FACTOR {
+        // A factor f on the unbounded side: the ratio cand/base is f.
+        all.push(match dir {
+            Direction::Minimize => -f.ln(),
+            Direction::Maximize => f.ln(),
+        });
+    }
+    all.retain(|y| y.is_finite() && *y >= lo && *y <= hi);
+    all.sort_by(f64::total_cmp);
+    all.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    if all.len() <= 9 {
+        return all;
+    }
+    // Spread: zero first, then the roundest-near-zero at least a ninth of
+    // the range apart.
+    let gap = (hi - lo) / 9.0;
+    let mut kept: Vec<f64> = vec![0.0];
+    let mut by_distance = all.clone();
+    by_distance.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    for y in by_distance {
+        if kept.iter().all(|k| (k - y).abs() >= gap) {
+            kept.push(y);
         }
-        decade *= 10.0;
     }
-    out
+    kept.retain(|y| *y >= lo && *y <= hi);
+    kept.sort_by(f64::total_cmp);
+    kept
 }
 
-const BLUE_: RGBColor = RGBColor(0x22, 0x66, 0xaa);
-const GREEN_: RGBColor = RGBColor(0x22, 0xaa, 0x77);
-const RED_: RGBColor = RGBColor(0xcc, 0x33, 0x33);
-const GREY: RGBColor = RGBColor(0x99, 0x99, 0x99);
+/// A linear f64 axis whose ticks are the round gains of [`ticks`]
+/// (plotters' own key points would be round log ratios, which are no round
+/// gains; its `with_key_points` leaves an f64 axis without a formatter).
+struct Ticked {
+    inner: plotters::coord::types::RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl plotters::coord::ranged1d::Ranged for Ticked {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, _hint: Hint) -> Vec<f64> {
+        self.ticks.clone()
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// A tick's label: the gain, in the unit the effect formatter would write
+/// it, with no decimals where it is round.
+fn tick_label(dir: Direction, y: f64) -> String {
+    if y.abs() < 1e-12 {
+        return "0 (the start)".into();
+    }
+    let g = crate::eval::gain(dir, y);
+    let text = crate::text::number::effect(g);
+    // `+50.0%` → `+50%`, `2.00× worse` → `2× worse`.
+    text.replace(".00×", "×")
+        .replace(".0%", "%")
+        .replace(".00%", "%")
+}
 
 /// The chart of the archive a runner holds.
 pub(crate) fn progress_svg_of(
     brief: &Brief,
     history: crate::archive::history::View,
-    best_commit: &str,
+    headline: &str,
 ) -> crate::error::Result<String> {
-    let series = Series::of_facts(
-        history.facts(),
-        brief.metric.direction,
-        history.baseline_value(),
-        history.confirmation_of(best_commit)?,
-    );
-    Ok(svg_of(brief, series.thinned(MAX_MARKERS)))
+    let mut confirmations = Vec::new();
+    for r in history.flagged(flag::CONFIRMATION) {
+        let r = r?;
+        if let Some(c) = &r.confirmation {
+            confirmations.push((r.iteration, c.clone()));
+        }
+    }
+    let series = Series::of_facts(history.facts(), brief.metric.direction, &confirmations);
+    Ok(svg_of(brief, &series.thinned(MAX_MARKERS), headline).0)
 }
 
-/// [`progress_svg_of`] of records held in memory (the tests' way in).
-#[cfg(test)]
-pub(crate) fn progress_svg(
-    brief: &Brief,
-    history: &[crate::model::IterationRecord],
-    best_commit: &str,
-) -> String {
-    let series = Series::of(history, brief.metric.direction, best_commit).thinned(MAX_MARKERS);
-    svg_of(brief, series)
+/// The canvas.
+const WIDTH: u32 = 980;
+const HEIGHT: u32 = 460;
+/// The legend's column on the right.
+const LEGEND: u32 = 290;
+
+/// Where the marks were drawn, in pixels: what the pixel test checks the
+/// rendering against.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Geometry {
+    /// The plot area: (left, top, right, bottom).
+    pub plot: (i32, i32, i32, i32),
+    /// Each candidate drawn: its mark, iteration, measured effect (log
+    /// ratio) and pixel.
+    pub candidates: Vec<(Mark, u32, f64, (i32, i32))>,
+    /// Each unmeasured iteration drawn, and each confirmation.
+    pub others: Vec<(i32, i32)>,
 }
 
-fn svg_of(brief: &Brief, series: Series) -> String {
+fn svg_of(brief: &Brief, s: &Series, headline: &str) -> (String, Geometry) {
     let mut svg = String::new();
+    let mut geometry = Geometry::default();
     {
-        let root = SVGBackend::with_string(&mut svg, (760, 340)).into_drawing_area();
-        if draw(&root, brief, &series).is_err() {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        if let Err(e) = draw(&root, brief, s, headline, &mut geometry) {
             // Drawing into a string cannot fail for I/O; should plotters
             // refuse the ranges, the page keeps a readable placeholder.
             let _ = root.fill(&WHITE);
             let _ = root.draw(&Text::new(
-                "chart unavailable",
+                format!("chart unavailable: {e}"),
                 (20, 20),
                 ("sans-serif", 14).into_font(),
             ));
         }
         let _ = root.present();
     }
-    svg
+    (svg, geometry)
 }
 
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
-fn draw(root: &DrawingArea<SVGBackend, Shift>, brief: &Brief, s: &Series) -> DrawResult {
-    root.fill(&WHITE)?;
-    let dir = match brief.metric.direction {
-        Direction::Minimize => "lower is better",
-        Direction::Maximize => "higher is better",
-    };
-    let caption = format!(
-        "{} per iteration: filled = kept, hollow = discarded, red on the axis = not measured{}",
-        brief.metric.name,
-        s.thinned
-            .map(|k| format!(" (every keep; 1 in {k} of the rest)"))
-            .unwrap_or_default()
-    );
-    let y_desc = format!("{} ({dir})", brief.metric.name);
-    let max_i = s
-        .points
-        .iter()
-        .map(|p| p.iteration)
-        .chain(s.unmeasured.iter().map(|u| u.iteration))
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let x = -0.5f64..(f64::from(max_i) + 0.5);
-    let (mut lo, mut hi) = bounds(&s.points);
-    if !lo.is_finite() || !hi.is_finite() {
-        (lo, hi) = (0.0, 1.0);
-    }
-    if hi <= lo {
-        let d = hi.abs().max(1.0) * 0.05;
-        (lo, hi) = (lo - d, hi + d);
-    }
-    if s.log_scale {
-        // plotters' log axis labels only powers of ten unless told where:
-        // 1-2-5 steps within the range.
-        let y = (lo * 0.9..hi * 1.1)
-            .log_scale()
-            .with_key_points(one_two_five(lo * 0.9, hi * 1.1));
-        draw_in(root, s, &caption, &y_desc, x, y, lo * 0.9)
-    } else {
-        let pad = (hi - lo) * 0.08;
-        draw_in(root, s, &caption, &y_desc, x, lo - pad..hi + pad, lo - pad)
-    }
-}
-
-fn draw_in<Y>(
+fn draw(
     root: &DrawingArea<SVGBackend, Shift>,
+    brief: &Brief,
     s: &Series,
-    caption: &str,
-    y_desc: &str,
-    x: std::ops::Range<f64>,
-    y: Y,
-    axis: f64,
-) -> DrawResult
-where
-    Y: AsRangedCoord<Value = f64>,
-    Y::CoordDescType: ValueFormatter<f64>,
-{
-    let mut chart = ChartBuilder::on(root)
-        .caption(caption, ("sans-serif", 16))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(x, y)?;
-    let max_i = s.base.last().map(|b| b.0).unwrap_or(1).max(1);
+    headline: &str,
+    geometry: &mut Geometry,
+) -> DrawResult {
+    root.fill(&WHITE)?;
+    let dir = brief.metric.direction;
+    let title = format!("{}: {headline}", brief.metric.name);
+    let root = root.titled(&title, ("sans-serif", 17))?;
+    let (plot_area, legend_area) = root.split_horizontally(WIDTH - LEGEND);
+    let (lo, hi) = s.range();
+    let max_i = s.last_iteration();
+    let x = -0.5f64..(f64::from(max_i) + 0.5);
+    let y_desc = format!(
+        "gain over the start, up is better ({} {})",
+        brief.metric.name,
+        match dir {
+            Direction::Minimize => "lower is better",
+            Direction::Maximize => "higher is better",
+        }
+    );
+    let ticks = ticks(dir, lo, hi);
+    let mut chart = ChartBuilder::on(&plot_area)
+        .margin(10)
+        .x_label_area_size(42)
+        .y_label_area_size(96)
+        .build_cartesian_2d(
+            x,
+            Ticked {
+                inner: (lo..hi).into(),
+                ticks,
+            },
+        )?;
     chart
         .configure_mesh()
-        .x_desc("iteration")
+        .x_desc(match s.thinned {
+            Some(k) => format!("iteration (every keep; 1 in {k} of the rest)"),
+            None => "iteration".into(),
+        })
         .y_desc(y_desc)
         .x_labels((max_i as usize + 1).min(13))
-        .y_labels(8)
         .x_label_formatter(&|v| {
             if (v - v.round()).abs() < 1e-9 && *v >= 0.0 {
                 format!("{}", v.round() as i64)
@@ -367,72 +554,190 @@ where
                 String::new()
             }
         })
-        .y_label_formatter(&|v| fmt_num(*v))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 15))
+        .y_label_formatter(&|v| tick_label(dir, *v))
+        .label_style(("sans-serif", 13))
+        .axis_desc_style(("sans-serif", 14))
         .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(RGBColor(0xee, 0xee, 0xee))
         .draw()?;
-    let steps = steps(&s.base);
-    chart.draw_series(LineSeries::new(steps, GREEN_.stroke_width(2)))?;
-    // Each candidate's 95% interval, a bar with caps (plotters' ErrorBar
-    // would add a second dot at the value).
-    chart.draw_series(s.points.iter().flat_map(|p| {
-        let x = f64::from(p.iteration);
-        let cap = 0.12;
-        [
-            vec![(x, p.low), (x, p.high)],
-            vec![(x - cap, p.low), (x + cap, p.low)],
-            vec![(x - cap, p.high), (x + cap, p.high)],
-        ]
-        .map(|line| PathElement::new(line, GREY.stroke_width(1)))
+    let (left, top) = chart.backend_coord(&(-0.5, hi));
+    let (right, bottom) = chart.backend_coord(&(f64::from(max_i) + 0.5, lo));
+    geometry.plot = (left, top, right, bottom);
+    // The start.
+    chart.draw_series(LineSeries::new(
+        [(-0.5, 0.0), (f64::from(max_i) + 0.5, 0.0)],
+        ZERO.stroke_width(1),
+    ))?;
+    // The chained estimate's band, then its step line.
+    let steps = steps(&s.level);
+    let band: Vec<(f64, f64)> = steps
+        .iter()
+        .filter(|(_, _, h)| h.is_finite())
+        .map(|&(x, y, h)| (x, y + h))
+        .chain(
+            steps
+                .iter()
+                .rev()
+                .filter(|(_, _, h)| h.is_finite())
+                .map(|&(x, y, h)| (x, y - h)),
+        )
+        .collect();
+    if band.len() > 2 {
+        chart.draw_series(std::iter::once(Polygon::new(band, BAND.filled())))?;
+    }
+    chart.draw_series(DashedLineSeries::new(
+        s.drift.iter().map(|&(i, d)| (f64::from(i), d)),
+        4,
+        3,
+        DRIFT.stroke_width(1),
+    ))?;
+    chart.draw_series(LineSeries::new(
+        steps.iter().map(|&(x, y, _)| (x, y)),
+        STEP.stroke_width(3),
+    ))?;
+    // Each candidate's own 95% interval, then its marker.
+    chart.draw_series(s.candidates.iter().map(|c| {
+        let x = f64::from(c.iteration);
+        PathElement::new(
+            vec![(x, c.lo), (x, c.hi)],
+            c.mark.color().mix(0.45).stroke_width(1),
+        )
     }))?;
-    chart.draw_series(s.points.iter().map(|p| {
-        let style = if p.kept {
-            BLUE_.filled()
+    for c in &s.candidates {
+        let at = (f64::from(c.iteration), c.y);
+        let style = if c.mark.filled() {
+            c.mark.color().filled()
         } else {
-            BLUE_.stroke_width(2)
+            c.mark.color().stroke_width(2)
         };
-        Circle::new((f64::from(p.iteration), p.value), 4, style)
-    }))?;
-    chart.draw_series(
-        s.unmeasured
-            .iter()
-            .map(|u| Circle::new((f64::from(u.iteration), axis), 4, RED_.filled())),
-    )?;
-    if let Some((text, it, value)) = &s.confirmed {
-        chart.draw_series(std::iter::once(TriangleMarker::new(
-            (f64::from(*it), *value),
-            6,
-            GREEN_.filled(),
+        chart.draw_series(std::iter::once(Circle::new(at, 5, style)))?;
+        geometry
+            .candidates
+            .push((c.mark, c.iteration, c.y - c.base, chart.backend_coord(&at)));
+    }
+    // Not measured: a cross on the bottom edge of the plot.
+    let floor = lo + (hi - lo) * 0.025;
+    for u in &s.unmeasured {
+        let at = (f64::from(u.iteration), floor);
+        chart.draw_series(std::iter::once(Cross::new(
+            at,
+            5,
+            u.failure.color().stroke_width(2),
         )))?;
-        // Right-aligned above the marker: the test of the best is usually
-        // the last iteration, at the right edge.
-        let font = ("sans-serif", 15)
-            .into_font()
-            .color(&GREEN_)
-            .pos(Pos::new(HPos::Right, VPos::Bottom));
-        chart.draw_series(std::iter::once(
-            EmptyElement::at((f64::from(*it), *value)) + Text::new(text.clone(), (-4, -8), font),
+        geometry.others.push(chart.backend_coord(&at));
+    }
+    for c in &s.confirmations {
+        let x = f64::from(c.iteration);
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x, c.lo), (x, c.hi)],
+            CONFIRM.stroke_width(2),
+        )))?;
+        chart.draw_series(std::iter::once(TriangleMarker::new(
+            (x, c.y),
+            7,
+            CONFIRM.filled(),
+        )))?;
+        geometry.others.push(chart.backend_coord(&(x, c.y)));
+    }
+    legend(&legend_area, s)
+}
+
+/// What a legend entry draws beside its words.
+#[derive(Clone, Copy)]
+enum Swatch {
+    Line(RGBColor, u32),
+    Band,
+    Circle(RGBColor, bool),
+    Whisker(RGBColor),
+    Cross(RGBColor),
+    Triangle,
+}
+
+impl Swatch {
+    fn draw(self, a: &DrawingArea<SVGBackend, Shift>, (x, y): (i32, i32)) -> DrawResult {
+        match self {
+            Swatch::Line(c, w) => a.draw(&PathElement::new(
+                vec![(x - 8, y), (x + 8, y)],
+                c.stroke_width(w),
+            )),
+            Swatch::Band => a.draw(&Rectangle::new(
+                [(x - 8, y - 5), (x + 8, y + 5)],
+                BAND.filled(),
+            )),
+            Swatch::Circle(c, true) => a.draw(&Circle::new((x, y), 5, c.filled())),
+            Swatch::Circle(c, false) => a.draw(&Circle::new((x, y), 5, c.stroke_width(2))),
+            Swatch::Whisker(c) => a.draw(&PathElement::new(
+                vec![(x, y - 8), (x, y + 8)],
+                c.mix(0.45).stroke_width(1),
+            )),
+            Swatch::Cross(c) => a.draw(&Cross::new((x, y), 5, c.stroke_width(2))),
+            Swatch::Triangle => a.draw(&TriangleMarker::new((x, y), 7, CONFIRM.filled())),
+        }
+    }
+}
+
+/// The legend, in its own column: an entry for every kind of mark drawn.
+fn legend(area: &DrawingArea<SVGBackend, Shift>, s: &Series) -> DrawResult {
+    let mut entries: Vec<(Swatch, &str)> = vec![
+        (Swatch::Line(STEP, 3), "kept changes chained (paired)"),
+        (Swatch::Band, "95% band of the chain"),
+    ];
+    for m in Mark::ALL {
+        if s.candidates.iter().any(|c| c.mark == m) {
+            entries.push((Swatch::Circle(m.color(), m.filled()), m.label()));
+        }
+    }
+    if !s.candidates.is_empty() {
+        entries.push((
+            Swatch::Whisker(Mark::Inconclusive.color()),
+            "a candidate's own 95% interval",
+        ));
+    }
+    for f in Failure::ALL {
+        if s.unmeasured.iter().any(|u| u.failure == f) {
+            entries.push((Swatch::Cross(f.color()), f.label()));
+        }
+    }
+    if !s.confirmations.is_empty() {
+        entries.push((Swatch::Triangle, "confirmation: start vs best, fresh pairs"));
+    }
+    let drift = s.drift.len() > 1;
+    if drift {
+        entries.push((Swatch::Line(DRIFT, 1), "base's median vs iteration 0's"));
+    }
+    let font = ("sans-serif", 13).into_font();
+    let x0 = 14;
+    let mut y = 22;
+    for (swatch, text) in entries {
+        swatch.draw(area, (x0 + 8, y))?;
+        area.draw(&Text::new(text.to_string(), (x0 + 24, y - 7), font.clone()))?;
+        y += 21;
+    }
+    if drift {
+        area.draw(&Text::new(
+            "(apart from the chain: the machine drifted)".to_string(),
+            (x0 + 24, y - 9),
+            ("sans-serif", 11).into_font(),
         ))?;
     }
     Ok(())
 }
 
-/// The step line of `base`: the base after each iteration, held until the
-/// next one. A base that holds extends its step: it changes only at keeps,
-/// and ten thousand collinear points were most of the chart's bytes.
-fn steps(base: &[(u32, f64)]) -> Vec<(f64, f64)> {
-    let mut steps: Vec<(f64, f64)> = Vec::new();
-    for (k, &(i, v)) in base.iter().enumerate() {
-        let next = base
+/// The step line of `level`: the level after each iteration, held until
+/// the next one; a level that holds extends its step (it changes only at
+/// keeps, and ten thousand collinear points were most of the bytes).
+fn steps(level: &[(u32, f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let mut steps: Vec<(f64, f64, f64)> = Vec::new();
+    for (k, &(i, v, h)) in level.iter().enumerate() {
+        let next = level
             .get(k + 1)
             .map(|n| f64::from(n.0))
             .unwrap_or(f64::from(i) + 0.5);
         match steps.last_mut() {
             Some(end) if end.1 == v => end.0 = next,
             _ => {
-                steps.push((f64::from(i), v));
-                steps.push((next, v));
+                steps.push((f64::from(i), v, h));
+                steps.push((next, v, h));
             }
         }
     }
@@ -440,216 +745,4 @@ fn steps(base: &[(u32, f64)]) -> Vec<(f64, f64)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::IterationRecord;
-    use crate::model::{Calibration, Comparison, Confirmation, Pair};
-
-    #[test]
-    fn the_step_line_has_a_corner_only_where_the_base_moves() {
-        let base: Vec<(u32, f64)> = (0..10_000)
-            .map(|i| (i, if i < 40 { 9.0 } else { 7.5 }))
-            .collect();
-        assert_eq!(
-            steps(&base),
-            [(0.0, 9.0), (40.0, 9.0), (40.0, 7.5), (9999.5, 7.5)]
-        );
-        assert!(steps(&[]).is_empty());
-    }
-
-    /// The step line's value at iteration `i`.
-    fn base_at(base: &[(u32, f64)], i: u32) -> Option<f64> {
-        base.iter().rev().find(|b| b.0 <= i).map(|b| b.1)
-    }
-
-    #[test]
-    fn ten_thousand_iterations_are_thinned_with_every_keep_and_the_same_base_line() {
-        let h = crate::archive::history::synthetic::synthetic_history(10_000, 7);
-        let full = Series::of(&h, Direction::Minimize, "none");
-        assert_eq!(full.points.len() + full.unmeasured.len(), 10_001);
-        let thin = full.clone().thinned(MAX_MARKERS);
-        let k = thin.thinned.expect("thinned, and it says so");
-        let markers = thin.points.len() + thin.unmeasured.len();
-        let keeps = full.points.iter().filter(|p| p.kept).count();
-        assert!(markers <= MAX_MARKERS + keeps, "{markers}");
-        assert!(markers < 10_001 / 2);
-        for p in full.points.iter().filter(|p| p.kept) {
-            assert!(thin.points.contains(p), "keep {} was dropped", p.iteration);
-        }
-        for i in 0..=10_000 {
-            assert_eq!(
-                base_at(&thin.base, i),
-                base_at(&full.base, i),
-                "iteration {i}"
-            );
-        }
-        assert_eq!(thin.base.last(), full.base.last());
-        let newest = |s: &Series| {
-            s.points
-                .iter()
-                .map(|p| p.iteration)
-                .chain(s.unmeasured.iter().map(|u| u.iteration))
-                .max()
-        };
-        assert_eq!(newest(&thin), Some(10_000));
-        assert!(k >= 5);
-        // Short histories are drawn whole.
-        let short = Series::of(&h[..50], Direction::Minimize, "none");
-        assert_eq!(short.clone().thinned(MAX_MARKERS), short);
-    }
-
-    fn measured(i: u32, verdict: Verdict, base: f64, cand: f64) -> IterationRecord {
-        let mut r = IterationRecord::new(i, verdict);
-        let effect = 1.0 - cand / base;
-        r.measured = Some(Comparison {
-            pairs: vec![Pair {
-                base,
-                cand,
-                cand_first: false,
-                d: 0.0,
-            }],
-            base_median: base,
-            cand_median: cand,
-            effect,
-            ci: (effect - 0.03, effect + 0.03),
-            p: 0.5,
-            looks: 1,
-            theta1: 0.02,
-            alpha: 0.05,
-            delta0: 0.0,
-            rule: String::new(),
-            alpha_look: 0.017,
-            s_h: 0.02,
-            noise_changed: false,
-            d_mean: 0.0,
-            d_ci: (0.0, 0.0),
-        });
-        if verdict == Verdict::Keep {
-            r.commit = Some(format!("{i:040}"));
-        }
-        r
-    }
-
-    /// The night: a later keep measured slower (82) than an earlier
-    /// kept candidate (80), because its own base had drifted; crashes and
-    /// invalid iterations in between.
-    fn night() -> Vec<IterationRecord> {
-        let mut base = IterationRecord::new(0, Verdict::Baseline);
-        base.calibration = Some(Calibration {
-            pairs: Vec::new(),
-            median: 100.0,
-            run_sd: 0.01,
-            noise_sd: 0.014,
-            mean_d: 0.0,
-            pairs_per_decision: 12,
-            theta1: 0.01,
-            alpha_look: None,
-            advice: None,
-        });
-        let mut last = measured(5, Verdict::Keep, 90.0, 82.0);
-        last.confirmation = Some(Confirmation {
-            start: "s".into(),
-            best: format!("{:040}", 5),
-            pairs: Vec::new(),
-            best_median: 81.0,
-            start_median: 100.0,
-            effect: 0.19,
-            ci: (0.17, 0.21),
-            p: 0.001,
-            why: String::new(),
-        });
-        vec![
-            base,
-            measured(1, Verdict::Keep, 100.0, 80.0),
-            measured(2, Verdict::Discard, 80.0, 85.0),
-            IterationRecord::new(3, Verdict::Crash),
-            IterationRecord::new(4, Verdict::Invalid),
-            last,
-            IterationRecord::new(6, Verdict::Blocked),
-        ]
-    }
-
-    #[test]
-    fn the_base_line_is_the_value_each_keep_set_and_every_iteration_has_one_marker() {
-        let h = night();
-        let s = Series::of(&h, Direction::Minimize, &format!("{:040}", 5));
-        assert_eq!(
-            s.base,
-            vec![
-                (0, 100.0),
-                (1, 80.0),
-                (2, 80.0),
-                (3, 80.0),
-                (4, 80.0),
-                (5, 82.0),
-                (6, 82.0)
-            ]
-        );
-        // Never on the wrong side of a kept point: the step after a keep
-        // is that keep's own value (a running best would say 80 at 5).
-        for p in s.points.iter().filter(|p| p.kept) {
-            let at = s.base.iter().find(|b| b.0 == p.iteration).unwrap();
-            assert_eq!(at.1, p.value, "iteration {}", p.iteration);
-        }
-        let mut marked: Vec<u32> = s
-            .points
-            .iter()
-            .map(|p| p.iteration)
-            .chain(s.unmeasured.iter().map(|u| u.iteration))
-            .collect();
-        marked.sort_unstable();
-        assert_eq!(marked, (0..=6).collect::<Vec<_>>());
-        assert_eq!(
-            s.unmeasured.iter().map(|u| u.verdict).collect::<Vec<_>>(),
-            vec![Verdict::Crash, Verdict::Invalid, Verdict::Blocked]
-        );
-        // A 3% interval of the gain on a base of 90: 82 ± 2.7.
-        let p5 = s.points.iter().find(|p| p.iteration == 5).unwrap();
-        assert!(
-            (p5.low - 79.3).abs() < 1e-9 && (p5.high - 84.7).abs() < 1e-9,
-            "{p5:?}"
-        );
-        let (text, it, v) = s.confirmed.clone().unwrap();
-        assert_eq!((it, v), (5, 81.0));
-        assert!(text.contains("+19.0% [+17.0, +21.0]"), "{text}");
-        assert!(!s.log_scale);
-        // A confirmation of an earlier best is not this best's.
-        assert_eq!(Series::of(&h, Direction::Minimize, "other").confirmed, None);
-    }
-
-    #[test]
-    fn log_axis_labels_are_round() {
-        assert_eq!(one_two_five(18.0, 340.0), vec![20.0, 50.0, 100.0, 200.0]);
-        assert_eq!(one_two_five(0.9, 12.0), vec![1.0, 2.0, 5.0, 10.0]);
-    }
-
-    #[test]
-    fn a_range_over_ten_times_is_log_scaled() {
-        let mut h = night();
-        h.truncate(2);
-        h[1] = measured(1, Verdict::Keep, 100.0, 5.0);
-        assert!(Series::of(&h, Direction::Minimize, "x").log_scale);
-    }
-
-    #[test]
-    fn the_svg_has_one_marker_per_iteration_axis_labels_and_the_confirmed_gain() {
-        let text = "---\nmetric:\n  name: time_ms\n  command: ./b\n  direction: minimize\nagent: script\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n";
-        let brief = Brief::parse(std::path::Path::new("briefs/t.md"), text).unwrap();
-        let svg = progress_svg(&brief, &night(), &format!("{:040}", 5));
-        assert!(svg.starts_with("<svg"), "{svg}");
-        assert_eq!(svg.matches("<circle").count(), 7, "{svg}");
-        assert!(svg.contains("\niteration\n</text>"), "{svg}");
-        assert!(
-            svg.contains("\ntime_ms (lower is better)\n</text>"),
-            "{svg}"
-        );
-        assert!(svg.contains("confirmed gain +19.0%"), "{svg}");
-        assert_eq!(
-            svg.matches("<polygon").count(),
-            1,
-            "the confirmation marker"
-        );
-        // Ticks: several numbered labels on each axis.
-        assert!(svg.matches("<text").count() > 10, "{svg}");
-    }
-}
+mod tests;

@@ -1,5 +1,5 @@
 //! What a person reads about a run: the morning report (`summary.md`,
-//! `summary.json`, `progress.svg`), the call tree rebuilt from the event log
+//! `summary.json`, `progress.svg`, and the headline they share), the call tree rebuilt from the event log
 //! (`trace`), its comparison, export (`otlp`), the numbers summed over it
 //! (`metrics`), the grade, the anomalies, the tasks, and the notifications
 //! sent when a run stops.
@@ -11,6 +11,7 @@ pub(crate) mod anomalies;
 pub(crate) mod chart;
 pub(crate) mod compare;
 pub(crate) mod grade;
+pub(crate) mod headline;
 pub(crate) mod metrics;
 pub(crate) mod notify;
 pub(crate) mod otlp;

@@ -23,7 +23,7 @@ use crate::model::{LoggedAnomaly as Logged, Phase};
 use crate::text::clip;
 use crate::text::clip::fmt_num;
 
-pub(crate) use crate::archive::history::{baseline_value, best_value, improvement};
+pub(crate) use crate::archive::history::baseline_value;
 
 pub(crate) fn status_line(state: &State) -> String {
     let word = state.status().word();
@@ -57,21 +57,29 @@ pub(crate) struct Lists<'a> {
     confirmed: Option<(u32, crate::model::Confirmation)>,
     /// A confirmation test that failed after the last keep, and why.
     confirmation_failed: Option<(u32, String)>,
+    /// What the run achieved, from paired comparisons only.
+    pub(crate) headline: crate::report::headline::Headline,
 }
 
 impl<'a> Lists<'a> {
-    pub(crate) fn of(history: View<'a>, best_commit: &str) -> Result<Lists<'a>> {
+    pub(crate) fn of(history: View<'a>, dir: Direction, best_commit: &str) -> Result<Lists<'a>> {
         // Newest lesson first (the ledger's order).
         let mut patterns = history.patterns()?;
         let patterns_older = patterns.len().saturating_sub(LIST_NEWEST);
         patterns.truncate(LIST_NEWEST);
         patterns.sort_by(|a, b| a.name.cmp(&b.name));
+        let confirmed = history.confirmation_of(best_commit)?;
         Ok(Lists {
+            headline: crate::report::headline::Headline::of(
+                history.facts(),
+                dir,
+                confirmed.as_ref(),
+            ),
             falsified: newest_flagged(history, flag::FALSIFIED_TEXT)?,
             alarmed: newest_flagged(history, flag::ALARMS)?,
             patterns,
             patterns_older,
-            confirmed: history.confirmation_of(best_commit)?,
+            confirmed,
             confirmation_failed: confirmation_failure(history)?,
         })
     }
@@ -108,6 +116,7 @@ pub(crate) fn render(
     let metric = &brief.metric.name;
     let facts = history.facts();
     let _ = writeln!(s, "# {} — ooda summary\n", brief.name);
+    let _ = writeln!(s, "**Result:** {}.\n", lists.headline.sentence());
     let _ = writeln!(s, "**Status:** {}\n", status_line(state));
     let _ = writeln!(
         s,
@@ -125,30 +134,42 @@ pub(crate) fn render(
     match history.baseline_value() {
         Some(base) => {
             let (best_at, best) = history.best_of(&state.best_commit);
+            let measured_at = |i: u32| {
+                facts
+                    .iter()
+                    .find(|f| f.iteration == i)
+                    .and_then(|f| chrono::DateTime::from_timestamp(f.finished, 0))
+                    .map(|t| format!(", measured {}", t.format("%Y-%m-%d %H:%M UTC")))
+                    .unwrap_or_default()
+            };
             let _ = writeln!(s, "| | {metric} ({dir_word}) |\n|---|---|");
-            let _ = writeln!(s, "| baseline (iteration 0) | {} |", fmt_num(base));
             let _ = writeln!(
                 s,
-                "| best ({}) | {} |",
-                best_at
-                    .map(|i| format!("iteration {i}"))
-                    .unwrap_or_else(|| "the baseline".into()),
-                fmt_num(best)
+                "| baseline (iteration 0) | {} (median{}) |",
+                fmt_num(base),
+                measured_at(0)
             );
             let _ = writeln!(
                 s,
-                "| improvement | {:+.1}% |",
-                improvement(brief.metric.direction, base, best) * 100.0
+                "| best ({}) | {} (median of its own runs{}) |",
+                best_at
+                    .map(|i| format!("iteration {i}"))
+                    .unwrap_or_else(|| "the baseline".into()),
+                fmt_num(best),
+                best_at.map(measured_at).unwrap_or_default()
             );
             match &lists.confirmed {
                 Some((it, c)) => {
                     let _ = writeln!(
                         s,
-                        "| **confirmed gain** (start vs best, after iteration {it}) | **{:+.1}% [{:+.1}, {:+.1}]**, p={:.3}, {} pairs |",
-                        c.effect * 100.0,
-                        c.ci.0 * 100.0,
-                        c.ci.1 * 100.0,
-                        c.p,
+                        "| **{}** (start vs best, after iteration {it}) | **{}** (95% CI), {}, {} pairs |",
+                        if c.ci.0 > 0.0 {
+                            "confirmed gain"
+                        } else {
+                            "not confirmed"
+                        },
+                        crate::text::number::effect_ci(c.effect, c.ci),
+                        c.p_text(),
                         c.pairs.len()
                     );
                 }
@@ -177,7 +198,7 @@ pub(crate) fn render(
             );
             let _ = writeln!(
                 s,
-                "\nThe best value is the median of the kept candidate's own runs, which overstates a little (the winner's curse). The confirmed gain re-measures the start of the run against the current best in fresh pairs: it is the number to trust.\n"
+                "\nThe two medians were measured at different times, on a machine whose speed may have drifted in between: they are not compared with each other. The result above is made of paired comparisons only, each measured side by side; the confirmed gain re-measures the start of the run against the current best in fresh pairs and is the number to trust.\n"
             );
             if history.len() > 1 {
                 let _ = writeln!(s, "![progress](progress.svg)\n");
@@ -205,7 +226,7 @@ pub(crate) fn render(
         let predicted = r
             .predicted
             .as_ref()
-            .map(|p| crate::model::gain_text(p.effect))
+            .map(|p| crate::text::number::effect(p.effect))
             .unwrap_or_else(|| "—".into());
         let _ = writeln!(
             s,
@@ -554,6 +575,41 @@ impl Observed {
                 _ => None,
             })
             .collect();
+        // A budget nearly used is said again when the budget changes
+        // (its node names the limit): only the newest of each kind of
+        // budget is still true.
+        let mut anomalies = anomalies;
+        let budget_kind = |a: &Logged| {
+            (a.rule == "budget_near")
+                .then(|| {
+                    a.node
+                        .as_deref()
+                        .and_then(|n| n.rsplit_once(':'))
+                        .map(|(k, _)| k.to_string())
+                })
+                .flatten()
+        };
+        let newest: Vec<(usize, String)> = anomalies
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| budget_kind(a).map(|k| (i, k)))
+            .collect();
+        let mut i = 0;
+        anomalies.retain(|a| {
+            let keep = match budget_kind(a) {
+                Some(k) => {
+                    newest
+                        .iter()
+                        .rev()
+                        .find(|(_, nk)| *nk == k)
+                        .map(|(j, _)| *j)
+                        == Some(i)
+                }
+                None => true,
+            };
+            i += 1;
+            keep
+        });
         // Graded one by one: the baseline and the iterations held in full.
         let mut graded: Vec<&IterationRecord> = Vec::new();
         if !history.whole() {
@@ -824,7 +880,7 @@ pub(crate) fn json<'a>(
             "value": v,
             "iteration": best_at.unwrap_or(0),
         })),
-        "improvement": base.zip(best).map(|(b, v)| improvement(brief.metric.direction, b, v)),
+        "headline": lists.headline.json(),
         "confirmation_failed": lists.confirmation_failed.as_ref().map(|(it, why)| json!({
             "after_iteration": it,
             "why": why,
@@ -934,7 +990,7 @@ pub(crate) fn write(
         state.stop.as_ref(),
         Some(state.created_at),
     )?;
-    let lists = Lists::of(history, &state.best_commit)?;
+    let lists = Lists::of(history, brief.metric.direction, &state.best_commit)?;
     write_atomic(
         &Layout::of(dir).summary(),
         render(
@@ -961,7 +1017,7 @@ pub(crate) fn write(
     write_atomic(&Layout::of(dir).summary_json(), (data + "\n").as_bytes())?;
     write_atomic(
         &Layout::of(dir).chart(),
-        crate::report::chart::progress_svg_of(brief, history, &state.best_commit)?.as_bytes(),
+        crate::report::chart::progress_svg_of(brief, history, &lists.headline.short())?.as_bytes(),
     )
 }
 
@@ -1060,7 +1116,7 @@ fn folded_rows(older: &[Fact]) -> Vec<String> {
             }
             let best = f
                 .best_kept_effect
-                .map(|e| format!("best kept {}", crate::model::gain_text(e)))
+                .map(|e| format!("best kept {}", crate::text::number::effect(e)))
                 .unwrap_or_else(|| "—".into());
             format!(
                 "| {}–{} | {} folded | {} keep{}, {} discard ({} falsified), {} invalid, crash or blocked | {best} | — |",
@@ -1099,10 +1155,8 @@ fn unconfirmed_text(history: View, state: &State, lists: &Lists) -> Result<Strin
     }
     Ok(match history.latest_confirmation()? {
         Some((it, c)) => format!(
-            "not yet measured for the current best (the test after iteration {it} measured an earlier best: {:+.1}% [{:+.1}, {:+.1}])",
-            c.effect * 100.0,
-            c.ci.0 * 100.0,
-            c.ci.1 * 100.0
+            "not yet measured for the current best (the test after iteration {it} measured an earlier best: {} (95% CI))",
+            crate::text::number::effect_ci(c.effect, c.ci)
         ),
         None => "not yet measured (after every 10 keeps and when the run stops)".into(),
     })
@@ -1174,7 +1228,7 @@ mod tests {
         // count of the others.
         let all = held.view().patterns().unwrap();
         assert!(all.len() > LIST_NEWEST, "{}", all.len());
-        let lists = Lists::of(held.view(), "").unwrap();
+        let lists = Lists::of(held.view(), Direction::Minimize, "").unwrap();
         assert_eq!(lists.patterns.len(), LIST_NEWEST);
         assert_eq!(lists.patterns_older, all.len() - LIST_NEWEST);
         let newest: std::collections::BTreeSet<&str> =
@@ -1208,6 +1262,7 @@ mod tests {
             warnings: Vec::new(),
             waited: 0.0,
             output: Some("artifacts/iter-001/plan-2.output.txt".into()),
+            files: Vec::new(),
         };
         let t = history::render_calls(std::slice::from_ref(&call));
         assert!(t.contains("| [plan](artifacts/iter-001/plan-2.output.txt) | 2 | rejected | 0 | 1.5 | 100 / 20 (40) | $0.01 | (cites) a \\| b |"), "{t}");

@@ -60,8 +60,9 @@ pub(crate) struct MeasureLock {
 }
 
 impl MeasureLock {
-    /// Waits for the lock at `path`, calling `waiting` once with the
-    /// holder's description if it is taken. `who` is written into the file
+    /// Waits for the lock at `path`, calling `waiting` with the
+    /// holder's description and the time waited so far if it is taken (then
+    /// every ten minutes). `who` is written into the file
     /// for the next waiter's message. A signal (`cancel`, or `stop`: a
     /// long-running loop asked to stop at its next checkpoint, which a
     /// measurement not yet begun is) ends the wait with
@@ -71,7 +72,7 @@ impl MeasureLock {
         who: &str,
         cancel: &AtomicBool,
         stop: Option<&AtomicBool>,
-        mut waiting: impl FnMut(&str) -> Result<()>,
+        mut waiting: impl FnMut(&str, Duration) -> Result<()>,
     ) -> Result<MeasureLock> {
         let (mut file, writable) = open(path)?;
         let started = Instant::now();
@@ -91,11 +92,14 @@ impl MeasureLock {
                         let _ = file.seek(SeekFrom::Start(0));
                         let _ = file.read_to_string(&mut holder);
                         let holder = holder.trim();
-                        waiting(if holder.is_empty() {
-                            "another ooda process"
-                        } else {
-                            holder
-                        })?;
+                        waiting(
+                            if holder.is_empty() {
+                                "another ooda process"
+                            } else {
+                                holder
+                            },
+                            started.elapsed(),
+                        )?;
                     }
                     if cancel.load(Ordering::SeqCst)
                         || stop.is_some_and(|s| s.load(Ordering::SeqCst))
@@ -202,7 +206,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.lock");
         let cancel = Arc::new(AtomicBool::new(false));
-        let first = MeasureLock::acquire(&path, "brief p", &cancel, None, |_| {
+        let first = MeasureLock::acquire(&path, "brief p", &cancel, None, |_, _| {
             panic!("the lock was free")
         })
         .unwrap();
@@ -210,7 +214,7 @@ mod tests {
         let p2 = path.clone();
         let c2 = cancel.clone();
         let second = std::thread::spawn(move || {
-            MeasureLock::acquire(&p2, "brief q", &c2, None, |holder| {
+            MeasureLock::acquire(&p2, "brief q", &c2, None, |holder, _| {
                 tx.send(holder.to_string()).unwrap();
                 Ok(())
             })
@@ -232,14 +236,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("m.lock");
         let free = AtomicBool::new(false);
-        let _held = MeasureLock::acquire(&path, "p", &free, None, |_| Ok(())).unwrap();
+        let _held = MeasureLock::acquire(&path, "p", &free, None, |_, _| Ok(())).unwrap();
         let cancel = AtomicBool::new(true);
-        let err = MeasureLock::acquire(&path, "q", &cancel, None, |_| Ok(())).unwrap_err();
+        let err = MeasureLock::acquire(&path, "q", &cancel, None, |_, _| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Interrupted), "{err}");
         // So does a loop's "stop at the next checkpoint": no measurement
         // has begun.
         let stop = AtomicBool::new(true);
-        let err = MeasureLock::acquire(&path, "q", &free, Some(&stop), |_| Ok(())).unwrap_err();
+        let err = MeasureLock::acquire(&path, "q", &free, Some(&stop), |_, _| Ok(())).unwrap_err();
         assert!(matches!(err, Error::Interrupted), "{err}");
     }
 
@@ -251,18 +255,18 @@ mod tests {
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
         let free = AtomicBool::new(false);
-        let err = MeasureLock::acquire(&fifo, "p", &free, None, |_| Ok(())).unwrap_err();
+        let err = MeasureLock::acquire(&fifo, "p", &free, None, |_, _| Ok(())).unwrap_err();
         assert!(err.to_string().contains("not a plain file"), "{err}");
         let victim = dir.path().join("victim");
         std::fs::write(&victim, "precious").unwrap();
         let link = dir.path().join("link.lock");
         std::fs::hard_link(&victim, &link).unwrap();
-        let err = MeasureLock::acquire(&link, "p", &free, None, |_| Ok(())).unwrap_err();
+        let err = MeasureLock::acquire(&link, "p", &free, None, |_, _| Ok(())).unwrap_err();
         assert!(err.to_string().contains("more than one link"), "{err}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         // Made by this process: readable and writable by every user.
         let ok = dir.path().join("m.lock");
-        let _held = MeasureLock::acquire(&ok, "p", &free, None, |_| Ok(())).unwrap();
+        let _held = MeasureLock::acquire(&ok, "p", &free, None, |_, _| Ok(())).unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&ok).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o666);
@@ -276,7 +280,7 @@ mod tests {
         let link = dir.path().join("m.lock");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let free = AtomicBool::new(false);
-        let err = MeasureLock::acquire(&link, "p", &free, None, |_| Ok(())).unwrap_err();
+        let err = MeasureLock::acquire(&link, "p", &free, None, |_, _| Ok(())).unwrap_err();
         assert!(err.to_string().contains("measurement lock"), "{err}");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
     }

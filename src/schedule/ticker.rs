@@ -254,7 +254,7 @@ pub(crate) fn run(
     max_iterations: Option<u32>,
     log: Log,
     verbose: bool,
-    report: &dyn Fn(&str, &StepOutcome) -> Result<Exit>,
+    report: &dyn Fn(&Project, &str, &StepOutcome) -> Result<Exit>,
 ) -> Result<Exit> {
     let mut project = project;
     // A broken Brief fails now, with exit 2, not at the first fire time.
@@ -323,7 +323,7 @@ pub(crate) fn run(
         log.info(Some(&name), &format!("tick due {}", zone.format(due)));
         match tick(&cx, &slot) {
             Ok(outcome) => {
-                let exit = report(&name, &outcome)?;
+                let exit = report(&project, &name, &outcome)?;
                 match outcome {
                     StepOutcome::Baseline => {}
                     StepOutcome::Iteration { .. } => done += 1,

@@ -449,7 +449,10 @@ pub(crate) fn run_command(
             t,
             || {
                 let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;
-                agent.call(&inv, lease.as_ref(), t.cancel).map(Ok)
+                agent.call(&inv, lease.as_ref(), t.cancel).map(|mut r| {
+                    r.call.files = inv.written();
+                    Ok(r)
+                })
             },
             |e| Err(e.to_string()),
         )?;

@@ -163,11 +163,9 @@ fn parts(
                     "Confirmed gain (start of run against the best, in fresh pairs): {}\n",
                     match crate::archive::history::latest_confirmation(history) {
                         Some((it, c)) => format!(
-                            "{:+.1}% [{:+.1}, {:+.1}], p={:.3}, after iteration {it}",
-                            c.effect * 100.0,
-                            c.ci.0 * 100.0,
-                            c.ci.1 * 100.0,
-                            c.p
+                            "{} (95% CI), {}, after iteration {it}",
+                            crate::text::number::effect_ci(c.effect, c.ci),
+                            c.p_text()
                         ),
                         None => "none measured".to_string(),
                     }

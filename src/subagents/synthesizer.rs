@@ -42,7 +42,6 @@ use std::path::{Path, PathBuf};
 pub(crate) struct Input<'a> {
     pub brief: &'a str,
     pub metric: &'a str,
-    pub direction: Direction,
     pub run_id: &'a str,
     pub started: chrono::DateTime<chrono::Utc>,
     pub start_commit: &'a str,
@@ -74,6 +73,8 @@ pub(crate) struct Gathered {
     /// The keep that made the current best and its value (none: the baseline).
     pub best: (Option<u32>, f64),
     pub confirmed: Option<(u32, crate::model::Confirmation)>,
+    /// What the run achieved, as every report leads with it.
+    pub headline: crate::report::headline::Headline,
     /// Iteration notes from this iteration on are rendered (the runner holds
     /// their records); older keeps' notes stay as they were written.
     pub notes_from: u32,
@@ -81,7 +82,12 @@ pub(crate) struct Gathered {
 
 /// Gathers the notes' records for `rec`, the iteration in hand, from the
 /// archive before it.
-pub(crate) fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> Result<Gathered> {
+pub(crate) fn gather(
+    before: View,
+    rec: &IterationRecord,
+    dir: Direction,
+    best_commit: &str,
+) -> Result<Gathered> {
     let facts = before.facts();
     let newest = |bit: &dyn Fn(&Fact) -> bool, in_hand: bool| -> (Vec<u32>, usize) {
         let mut all: Vec<u32> = facts
@@ -139,7 +145,11 @@ pub(crate) fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> 
             .first()
             .map_or(rec.iteration, |r| r.iteration)
     };
+    let mut all = before.facts().to_vec();
+    all.push(Fact::of(rec, Default::default()));
+    let headline = crate::report::headline::Headline::of(&all, dir, confirmed.as_ref());
     Ok(Gathered {
+        headline,
         records,
         iterations: rec.iteration,
         kept,
@@ -150,6 +160,15 @@ pub(crate) fn gather(before: View, rec: &IterationRecord, best_commit: &str) -> 
         confirmed,
         notes_from,
     })
+}
+
+/// `s` with its first letter in capitals (a sentence that starts a callout).
+fn cap(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 /// `<brief>-<run id>`: the run note's name.
@@ -210,14 +229,16 @@ struct RunProps {
     baseline_median: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     best_median: Option<f64>,
+    /// The headline (report/headline.rs): its kind, gain and interval in
+    /// percent, and its words.
+    result: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    improvement_pct: Option<f64>,
+    gain_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    confirmed_gain_pct: Option<f64>,
+    gain_ci_low_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    confirmed_ci_low_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    confirmed_ci_high_pct: Option<f64>,
+    gain_ci_high_pct: Option<f64>,
+    result_text: String,
     start_commit: String,
     best_commit: String,
     earlier_runs: Vec<String>,
@@ -324,10 +345,10 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
         if let Some(m) = m {
             let _ = writeln!(
                 s,
-                "> [!success] Kept: {} over {} pairs (p = {:.4})\n> {} {} → {} (medians, base → candidate).\n",
+                "> [!success] Kept: {} over {} pairs ({})\n> {} {} → {} (medians, base → candidate).\n",
                 r.effect_text(),
                 m.pairs.len(),
-                m.p,
+                m.p_text(),
                 input.metric,
                 crate::text::clip::fmt_num(m.base_median),
                 crate::text::clip::fmt_num(m.cand_median)
@@ -389,16 +410,11 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
         keeps: g.kept.len() as u32,
         baseline_median: base.map(round),
         best_median: best.is_finite().then(|| round(best)),
-        improvement_pct: base.filter(|_| best.is_finite()).map(|base| {
-            pct(crate::archive::history::improvement(
-                input.direction,
-                base,
-                best,
-            ))
-        }),
-        confirmed_gain_pct: confirmed.map(|(_, c)| pct(c.effect)),
-        confirmed_ci_low_pct: confirmed.map(|(_, c)| pct(c.ci.0)),
-        confirmed_ci_high_pct: confirmed.map(|(_, c)| pct(c.ci.1)),
+        result: g.headline.kind(),
+        gain_pct: g.headline.effect().map(|(e, _)| pct(e)),
+        gain_ci_low_pct: g.headline.effect().and_then(|(_, ci)| ci).map(|c| pct(c.0)),
+        gain_ci_high_pct: g.headline.effect().and_then(|(_, ci)| ci).map(|c| pct(c.1)),
+        result_text: g.headline.short(),
         start_commit: input.start_commit.to_string(),
         best_commit: input.best_commit.to_string(),
         earlier_runs: earlier.clone(),
@@ -410,29 +426,20 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
         input.started.format("%Y-%m-%d %H:%M UTC")
     );
     let _ = writeln!(s, "Status: **{status}**.\n");
-    match confirmed {
-        Some((it, c)) => {
-            let _ = writeln!(
-                s,
-                "> [!success] Confirmed gain: {:+.1}% [{:+.1}, {:+.1}], p = {:.4}, {} fresh pairs of the start against the best (after iteration {it}).\n",
-                c.effect * 100.0,
-                c.ci.0 * 100.0,
-                c.ci.1 * 100.0,
-                c.p,
-                c.pairs.len()
-            );
+    let callout = match (&g.headline, confirmed) {
+        (h, Some((_, c))) if c.ci.0 > 0.0 => {
+            format!("> [!success] {}, {}.", cap(&h.sentence()), c.p_text())
         }
-        None => {
-            let _ = writeln!(
-                s,
-                "> [!note] No confirmed gain yet: the start of the run has not been measured against the best in fresh pairs.\n"
-            );
-        }
-    }
+        (h, Some((_, c))) => format!("> [!warning] {}, {}.", cap(&h.sentence()), c.p_text()),
+        (h, None) => format!("> [!note] {}.", cap(&h.sentence())),
+    };
+    let _ = writeln!(s, "{callout}\n");
     if let Some(base) = base {
+        // Medians of different iterations, measured apart: shown with
+        // where they come from, never compared.
         let _ = writeln!(
             s,
-            "{} baseline {} → best {} ({}).\n",
+            "{} medians: baseline {}, best {} ({}; its own runs), measured at different times.\n",
             input.metric,
             crate::text::clip::fmt_num(base),
             crate::text::clip::fmt_num(best),
@@ -606,7 +613,7 @@ pub(crate) fn run(
     narrate: bool,
 ) -> Result<Dispatched> {
     let history = t.history;
-    let gathered = gather(history, rec, &state.best_commit)?;
+    let gathered = gather(history, rec, t.brief.metric.direction, &state.best_commit)?;
     let gathered = &gathered;
     let main_name = agent.agent_name();
     fn input<'a>(
@@ -619,7 +626,6 @@ pub(crate) fn run(
         Input {
             brief: &t.brief.name,
             metric: &t.brief.metric.name,
-            direction: t.brief.metric.direction,
             run_id: &state.run_id,
             started: state.created_at,
             start_commit: &state.start_commit,

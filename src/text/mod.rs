@@ -8,4 +8,5 @@
 
 pub mod clip;
 pub mod compress;
+pub(crate) mod number;
 pub(crate) mod redact;

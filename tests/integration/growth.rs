@@ -122,8 +122,13 @@ fn gc_frees_build_outputs_old_artifacts_and_replays_and_says_how_much() {
     assert!(t.exists(".ooda/worktrees/z/base/build/out.bin"));
 
     // Status says what the Brief takes on disk.
+    // As the last tick measured it (a walk at every status would cost a
+    // metadata read per file of every build tree).
     let st = t.ooda(&["status", "z"]).expect(0).stdout;
-    assert!(st.contains(", disk "), "{st}");
+    assert!(
+        st.contains("\n  disk        ") && st.contains(", measured "),
+        "{st}"
+    );
     let js: serde_json::Value =
         serde_json::from_str(&t.ooda(&["--json", "status", "z"]).expect(0).stdout).unwrap();
     assert!(js[0]["worktree_bytes"].as_u64().unwrap() > 400_000, "{js}");

@@ -45,11 +45,21 @@ fn a_knob_run_keeps_real_gains_on_the_branch_and_leaves_the_checkout_alone() {
         "{summary}"
     );
     assert!(summary.contains("[6](iter-006.md)"));
-    // The chart: one marker per iteration (0 to 6), axis labels.
+    // The chart: titled with the headline, a marker per measured iteration
+    // (1 to 6) beside the legend's, axis labels saying the direction.
     let svg = t.read("iterations/speed/progress.svg");
-    assert_eq!(svg.matches("<circle").count(), 7, "{svg}");
+    let headline = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("**Result:** "))
+        .unwrap();
+    assert!(headline.starts_with("confirmed gain +"), "{summary}");
+    assert!(svg.contains("\nt: confirmed +"), "{svg}");
+    assert!(svg.matches("<circle").count() > 6, "{svg}");
     assert!(svg.contains("\niteration\n</text>"), "{svg}");
-    assert!(svg.contains("\nt (lower is better)\n</text>"), "{svg}");
+    assert!(
+        svg.contains("\ngain over the start, up is better (t lower is better)\n</text>"),
+        "{svg}"
+    );
     assert_eq!(
         t.checkout_fingerprint(),
         before,
@@ -95,8 +105,17 @@ fn tick_does_exactly_one_iteration() {
     t.ooda(&["tick", "one"]).expect(0);
     assert_eq!(t.iterations("one"), vec![0]);
     let r = t.ooda(&["tick", "one", "--json"]).expect(0);
-    let v: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
-    assert_eq!(v["iteration"], 1);
+    // JSON Lines: the iteration, then the result.
+    let lines: Vec<serde_json::Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", r.stdout);
+    assert_eq!(lines[0]["iteration"], 1);
+    assert_eq!(lines[1]["outcome"], "result");
+    assert_eq!(lines[1]["summary"], "iterations/one/summary.md");
+    assert!(lines[1]["headline"]["kind"].is_string(), "{}", r.stdout);
     assert_eq!(t.iterations("one"), vec![0, 1]);
     assert_eq!(t.state("one")["next_iteration"], 2);
 }

@@ -230,10 +230,12 @@ fn a_run_whose_brief_was_renamed_is_still_reachable() {
         .find(|l| l.starts_with("old "))
         .unwrap_or_default();
     assert!(
-        line.contains("NO BRIEF") && line.contains("ooda reset old"),
+        line.contains("NO BRIEF") && line.contains("ooda status old"),
         "{}",
         r.stdout
     );
+    let detail = t.ooda(&["status", "old"]).expect(0).stdout;
+    assert!(detail.contains("ooda reset old"), "{detail}");
     assert!(
         r.stdout
             .lines()
@@ -283,7 +285,9 @@ fn status_names_a_leftover_branch_that_stops_every_tick() {
         line.contains("ERROR") && line.contains("branch ooda/lb already exists"),
         "{s}"
     );
-    assert!(line.contains("ooda reset lb"), "{s}");
+    assert!(line.contains("ooda status lb"), "{s}");
+    let detail = t.ooda(&["status", "lb"]).expect(0).stdout;
+    assert!(detail.contains("ooda reset lb"), "{detail}");
     let c = t.ooda(&["check", "lb"]).expect(2);
     assert!(
         c.stdout.contains("branch ooda/lb already exists")

@@ -640,7 +640,7 @@ fn the_daemon_measures_one_brief_at_a_time() {
         "{waits:?}"
     );
     assert!(
-        log.contains("waiting to measure: the measurement lock is held by brief "),
+        log.contains("waiting to measure: brief ") && log.contains(" holds the measurement lock ("),
         "{log}"
     );
 }

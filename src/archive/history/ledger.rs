@@ -53,9 +53,15 @@ pub struct PhaseUsage {
     pub seconds: f64,
 }
 
+/// The ledger's meaning: a file of another version is recomputed (2: a
+/// multi-axis move is its own entry of `axes`, not charged to each axis).
+const VERSION: u32 = 2;
+
 /// What iterations `0..covers` add up to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ledger {
+    #[serde(default)]
+    version: u32,
     covers: usize,
     digest: u64,
     /// By name, lower-cased: a fold looks one up per pattern.
@@ -98,16 +104,31 @@ impl Ledger {
 
     /// Adds the next iteration's patterns and calls.
     pub fn fold(&mut self, r: &IterationRecord) {
-        if r.verdict != crate::model::Verdict::Baseline {
-            for a in &r.axes {
-                let e = self.axes.entry(a.to_string()).or_default();
-                e.tries += 1;
-                e.keeps += usize::from(r.verdict == crate::model::Verdict::Keep);
-                if let Some(m) = &r.measured {
-                    e.effect_sum += m.effect;
-                    e.measured += 1;
-                    e.worse += usize::from(m.ci.1 < 0.0);
-                }
+        // A move of one axis isolates it: its effect is that axis's. A move
+        // of several is counted as the move it was, under their names
+        // together, never charged to each (a -485% of four knobs at once
+        // said nothing of any one of them).
+        let key = match r.axes.as_slice() {
+            [] => None,
+            [one] => Some(one.to_string()),
+            many => Some(format!(
+                "{} (together)",
+                many.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" + ")
+            )),
+        };
+        if r.verdict != crate::model::Verdict::Baseline
+            && let Some(key) = key
+        {
+            let e = self.axes.entry(key).or_default();
+            e.tries += 1;
+            e.keeps += usize::from(r.verdict == crate::model::Verdict::Keep);
+            if let Some(m) = &r.measured {
+                e.effect_sum += m.effect;
+                e.measured += 1;
+                e.worse += usize::from(m.ci.1 < 0.0);
             }
         }
         for c in &r.agent_calls {
@@ -196,12 +217,18 @@ impl Ledger {
     }
 
     pub fn read(dir: &Path) -> Option<Ledger> {
-        serde_json::from_slice(&std::fs::read(Layout::of(dir).ledger()).ok()?).ok()
+        let l: Ledger =
+            serde_json::from_slice(&std::fs::read(Layout::of(dir).ledger()).ok()?).ok()?;
+        (l.version == VERSION).then_some(l)
     }
 
     /// Writes the file (a failure costs the next tick a recomputation).
     pub fn write(&self, dir: &Path) {
-        if let Ok(text) = serde_json::to_vec(self) {
+        let stamped = Ledger {
+            version: VERSION,
+            ..self.clone()
+        };
+        if let Ok(text) = serde_json::to_vec(&stamped) {
             let _ = crate::atomic::write_atomic(&Layout::of(dir).ledger(), &text);
         }
     }

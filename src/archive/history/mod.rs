@@ -34,17 +34,6 @@ pub(crate) use view::{History, View};
 
 // Queries over the archive that reports, prompts and decisions share.
 
-/// The best known metric value: the last keep's candidate median, else the baseline's.
-pub(crate) fn best_value(history: &[IterationRecord]) -> f64 {
-    history
-        .iter()
-        .rev()
-        .find(|r| r.verdict == Verdict::Keep)
-        .and_then(|r| r.measured.as_ref().map(|m| m.cand_median))
-        .or_else(|| baseline_value(history))
-        .unwrap_or(f64::NAN)
-}
-
 /// The current best as the summary states it: the keep that made
 /// `best_commit` (its iteration and candidate median), or the baseline when
 /// the base is the start commit (nothing kept, or a divergence rollback to
@@ -94,14 +83,6 @@ pub(crate) fn baseline_value(history: &[IterationRecord]) -> Option<f64> {
         .map(|c| c.median)
 }
 
-/// Relative improvement of `best` over `base` in the Brief's direction.
-pub(crate) fn improvement(dir: crate::model::Direction, base: f64, best: f64) -> f64 {
-    match dir {
-        crate::model::Direction::Minimize => 1.0 - best / base,
-        crate::model::Direction::Maximize => best / base - 1.0,
-    }
-}
-
 pub(crate) fn file_name(iteration: u32) -> String {
     super::layout::Layout::iteration_name(iteration)
 }
@@ -149,9 +130,8 @@ pub(crate) fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<Strin
     if let Some(p) = &rec.predicted {
         let _ = writeln!(
             s,
-            "Predicted effect: {} ± {:.1}% ({} is {}).\n",
-            crate::model::gain_text(p.effect),
-            p.sd * 100.0,
+            "Predicted effect: {} ({} is {}).\n",
+            crate::text::number::predicted(p.effect, p.sd),
             ctx.metric,
             ctx.direction_word
         );
@@ -268,7 +248,7 @@ pub(crate) fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<Strin
             let _ = writeln!(
                 s,
                 "| simplified vs kept (95% CI) | {} |\n| non-inferiority margin | −{:.1}% |\n| p (one-sided) | {:.4} |\n| pairs | {} |",
-                crate::model::gain_ci_text(t.effect, t.ci),
+                crate::text::number::effect_ci(t.effect, t.ci),
                 t.margin * 100.0,
                 t.p,
                 t.pairs

@@ -992,7 +992,15 @@ mod tests {
         );
         let tokens: u64 = records.iter().map(|r| r.tokens).sum();
         assert_eq!(v.spent().0, tokens);
-        assert_eq!(v.best_value(), history::best_value(&records));
+        let last_keep = records
+            .iter()
+            .rev()
+            .find(|r| r.verdict == crate::model::Verdict::Keep)
+            .and_then(|r| r.measured.as_ref().map(|m| m.cand_median));
+        assert_eq!(
+            v.best_value(),
+            last_keep.or(history::baseline_value(&records)).unwrap()
+        );
         let best = records
             .iter()
             .rev()

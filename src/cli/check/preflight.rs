@@ -112,10 +112,9 @@ pub(crate) fn preflight(
         Ok(plan) => {
             let _ = writeln!(
                 s,
-                "  plan        {} (predicted {:+.1}% ± {:.1}%)",
+                "  plan        {} (predicted {})",
                 crate::text::clip::clip(&plan.hypothesis, 100),
-                plan.predicted_effect * 100.0,
-                plan.predicted_sd * 100.0
+                crate::text::number::predicted(plan.predicted_effect, plan.predicted_sd)
             );
             true
         }

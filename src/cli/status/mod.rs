@@ -18,6 +18,9 @@ pub(crate) fn run(g: &Globals, brief: Option<&str>) -> Result<Exit> {
             "{}\n",
             serde_json::to_string_pretty(&rows).unwrap_or_default()
         ))?;
+    } else if let (Some(_), [row]) = (brief, rows.as_slice()) {
+        // One Brief asked for: the detail the line leaves out.
+        out(&crate::cli::status::table::render_detail(row, g.color))?;
     } else {
         out(&crate::cli::status::table::render(&rows, g.color))?;
     }

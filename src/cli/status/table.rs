@@ -26,16 +26,30 @@ pub struct BriefStatus {
     pub keeps: usize,
     pub in_flight: Option<String>,
     pub metric: String,
+    /// The baseline's median and when it was measured.
     pub baseline: Option<f64>,
+    pub baseline_at: Option<DateTime<Utc>>,
+    /// The current best's median (of its own runs), its iteration and when
+    /// it was measured: never compared with the baseline's (the machine may
+    /// have drifted in between); the headline is.
     pub best: Option<f64>,
-    pub improvement: Option<f64>,
-    /// The latest confirmed cumulative gain (start of run vs best).
-    pub confirmed_gain: Option<f64>,
+    pub best_iteration: Option<u32>,
+    pub best_at: Option<DateTime<Utc>>,
+    /// What the run achieved, from paired comparisons only
+    /// (report/headline.rs): `summary.json`'s `headline`.
+    pub headline: Option<serde_json::Value>,
+    /// The same, in words: `confirmed +80.1% [+71.9, +85.9]`.
+    pub result: Option<String>,
+    /// The same, in a sentence saying how it was measured.
+    #[serde(skip)]
+    pub result_sentence: Option<String>,
     pub budget_iterations: Option<u32>,
     pub last_event: Option<DateTime<Utc>>,
-    /// Disk taken by `iterations/<brief>/` and by its worktrees.
+    /// Disk taken by `iterations/<brief>/` and by its worktrees, as last
+    /// measured (at the end of a tick, or by `ooda gc`), and when.
     pub archive_bytes: u64,
     pub worktree_bytes: u64,
+    pub disk_measured_at: Option<DateTime<Utc>>,
     pub error: Option<String>,
 }
 
@@ -113,8 +127,6 @@ fn orphan(project: &Project, name: &str) -> BriefStatus {
             .map(|h| h.len().saturating_sub(1))
             .unwrap_or(0),
         last_event: crate::events::last_timestamp(&dir),
-        archive_bytes: crate::archive::gc::disk_bytes(&dir),
-        worktree_bytes: crate::archive::gc::disk_bytes(&project.worktrees_dir(name)),
         error: Some(format!(
             "briefs/{name}.md is gone (renamed or deleted mid-run); its run stays {}: put the Brief back under that name to go on,{} or `ooda reset {name}` to set it aside",
             if dir.is_dir() {
@@ -152,10 +164,13 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
     };
     out.metric = brief.metric.name.clone();
     let dir = project.iterations_dir(&name);
-    // A walk of both folders: a file of metadata per entry, so a worktree
-    // holding a large build tree costs its walk (`ooda gc` frees it).
-    out.archive_bytes = crate::archive::gc::disk_bytes(&dir);
-    out.worktree_bytes = crate::archive::gc::disk_bytes(&project.worktrees_dir(&name));
+    // As the last tick or `ooda gc` measured it: a walk here would cost a
+    // file's metadata per entry of every worktree's build tree.
+    if let Some(u) = crate::archive::disk::Usage::last(project, &name) {
+        out.archive_bytes = u.archive_bytes;
+        out.worktree_bytes = u.worktree_bytes;
+        out.disk_measured_at = Some(u.at);
+    }
     out.budget_iterations = project.config.budget_for(&brief).iterations;
     let history = match load(&dir) {
         Ok(h) => h,
@@ -208,96 +223,223 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         .iter()
         .filter(|r| r.verdict == Verdict::Keep)
         .count();
+    let at = |i: u32| history.get(i as usize).map(|r| r.finished);
     out.baseline = summary::baseline_value(&history);
+    let best_commit = state.as_ref().map(|s| s.best_commit.as_str()).unwrap_or("");
     if out.baseline.is_some() {
-        let best = match &state {
-            Some(s) => crate::archive::history::best_of(&history, &s.best_commit).1,
-            None => summary::best_value(&history),
-        };
+        out.baseline_at = at(0);
+        let (best_it, best) = crate::archive::history::best_of(&history, best_commit);
         out.best = Some(best);
-        out.improvement = out
-            .baseline
-            .map(|b| summary::improvement(brief.metric.direction, b, best));
+        out.best_iteration = best_it;
+        out.best_at = best_it.and_then(at);
+        let h = crate::report::headline::Headline::of_records(
+            &history,
+            brief.metric.direction,
+            best_commit,
+        );
+        out.headline = Some(h.json());
+        out.result = Some(h.short());
+        out.result_sentence = Some(h.sentence());
     }
-    out.confirmed_gain = state
-        .as_ref()
-        .and_then(|s| crate::archive::history::confirmation_of(&history, &s.best_commit))
-        .map(|(_, c)| c.effect);
     out.last_event = crate::events::last_timestamp(&dir);
     out
 }
 
+/// The widest line `ooda status` prints per Brief: a terminal's width,
+/// with the details one `ooda status BRIEF` away.
+pub(crate) const LINE_CHARS: usize = 120;
+
+fn paint(text: &str, color: bool) -> String {
+    if !color {
+        return text.to_string();
+    }
+    let code = match text {
+        "GREEN" | "DONE" => "32",
+        "RED" | "INVALID" | "ERROR" => "31",
+        "STOPPED" | "YELLOW" => "33",
+        _ => "0",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+fn ago(t: DateTime<Utc>) -> String {
+    format!(
+        "{} ago",
+        crate::report::tasks::age((Utc::now() - t).num_seconds().max(0))
+    )
+}
+
+/// One line per Brief, at most [`LINE_CHARS`] characters: the status, the
+/// iterations, the result, what stops or warns, and the last event's age.
 pub(crate) fn render(rows: &[BriefStatus], color: bool) -> String {
     if rows.is_empty() {
         return "no Briefs in briefs/ (create one with `ooda new NAME`)\n".into();
     }
+    let width = rows
+        .iter()
+        .map(|r| r.brief.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(24);
     let mut s = String::new();
     for r in rows {
-        let paint = |text: &str| -> String {
-            if !color {
-                return text.to_string();
-            }
-            let code = match text {
-                "GREEN" | "DONE" => "32",
-                "RED" | "INVALID" | "ERROR" => "31",
-                "STOPPED" | "YELLOW" => "33",
-                _ => "0",
-            };
-            format!("\x1b[{code}m{text}\x1b[0m")
-        };
-        s.push_str(&format!("{:<20} {:<8}", r.brief, paint(&r.status)));
+        let mut parts: Vec<String> = Vec::new();
         if let Some(e) = &r.error {
-            s.push_str(&format!(" {}\n", e.lines().next().unwrap_or("")));
-            continue;
+            // Its start names the trouble; the fix is one command away.
+            let e = e.lines().next().unwrap_or("");
+            let more = format!(" (`ooda status {}` says how to fix it)", r.brief);
+            let room = LINE_CHARS.saturating_sub(width + 9);
+            if clip::collapsed_chars(e) <= room {
+                parts.push(e.to_string());
+            } else {
+                let keep = room.saturating_sub(more.chars().count());
+                parts.push(format!("{}{more}", clip::clip(e, keep)));
+            }
+        } else {
+            parts.push(format!(
+                "{}{} iteration{}, {}",
+                r.iterations,
+                r.budget_iterations
+                    .map(|b| format!(" of {b}"))
+                    .unwrap_or_default(),
+                if r.iterations == 1 && r.budget_iterations.is_none() {
+                    ""
+                } else {
+                    "s"
+                },
+                match &r.result {
+                    Some(res) if r.keeps > 0 => format!(
+                        "{} keep{}, {res}",
+                        r.keeps,
+                        if r.keeps == 1 { "" } else { "s" }
+                    ),
+                    Some(res) => res.clone(),
+                    None => "no baseline yet".into(),
+                }
+            ));
+            // What stops or warns takes the room the rest leaves (the
+            // whole of it is in `ooda status BRIEF`).
+            let middle = match (&r.stop_reason, &r.warning, &r.in_flight) {
+                (Some(reason), _, _) => Some(format!("stopped: {reason}")),
+                (None, Some(w), _) => Some(format!("warning: {w}")),
+                (None, None, Some(f)) => Some(f.clone()),
+                _ => None,
+            };
+            let tail = r.last_event.map(ago);
+            let head = format!("{:<width$} {:<7} ", r.brief, r.status)
+                .chars()
+                .count();
+            let used = head
+                + parts[0].chars().count()
+                + tail.as_ref().map_or(0, |t| t.chars().count() + 2);
+            if let Some(m) = middle {
+                let room = LINE_CHARS.saturating_sub(used + 2);
+                if room >= 16 {
+                    parts.push(clip::clip(&m, room));
+                }
+            }
+            parts.extend(tail);
         }
+        let head = format!("{:<width$} {:<7} ", r.brief, r.status);
+        let room = LINE_CHARS.saturating_sub(head.chars().count());
+        let line = clip::clip(&parts.join("; "), room);
         s.push_str(&format!(
-            " {} iteration(s){}, {} keep(s)",
+            "{:<width$} {}{} {line}\n",
+            r.brief,
+            paint(&r.status, color),
+            " ".repeat(7usize.saturating_sub(r.status.chars().count()))
+        ));
+    }
+    s
+}
+
+/// `ooda status BRIEF`: everything the line leaves out, a field a line.
+pub(crate) fn render_detail(r: &BriefStatus, color: bool) -> String {
+    let mut s = format!("{} {}\n", r.brief, paint(&r.status, color));
+    let mut field = |name: &str, value: String| {
+        s.push_str(&format!("  {name:<11} {value}\n"));
+    };
+    if let Some(e) = &r.error {
+        field("error", e.clone());
+        return s;
+    }
+    field(
+        "result",
+        r.result_sentence
+            .clone()
+            .unwrap_or_else(|| "no baseline yet".into()),
+    );
+    field(
+        "iterations",
+        format!(
+            "{}{}, {} keeps",
             r.iterations,
             r.budget_iterations
                 .map(|b| format!(" of {b}"))
                 .unwrap_or_default(),
             r.keeps
-        ));
-        if let (Some(b), Some(best), Some(imp)) = (r.baseline, r.best, r.improvement) {
-            s.push_str(&format!(
-                ", {} {} → {} ({:+.1}%)",
+        ),
+    );
+    if let Some(f) = &r.in_flight {
+        field("in flight", f.clone());
+    }
+    if let Some(reason) = &r.stop_reason {
+        field(
+            "stopped",
+            format!("{reason} — {}", r.detail.as_deref().unwrap_or("")),
+        );
+    }
+    if let Some(w) = &r.warning {
+        field("warning", w.clone());
+    }
+    if let Some(b) = r.baseline {
+        let when = |t: Option<DateTime<Utc>>| {
+            t.map(|t| format!(", measured {}", t.format("%Y-%m-%d %H:%M UTC")))
+                .unwrap_or_default()
+        };
+        field(
+            "medians",
+            format!(
+                "{} baseline {}{}; best {}{}{} (measured apart: compare them only through the result)",
                 r.metric,
                 clip::fmt_num(b),
-                clip::fmt_num(best),
-                imp * 100.0
-            ));
-        }
-        if let Some(g) = r.confirmed_gain {
-            s.push_str(&format!(", confirmed {:+.1}%", g * 100.0));
-        }
-        if r.iterations == 0 && r.baseline.is_none() {
-            s.push_str(", no baseline yet");
-        }
-        if let Some(reason) = &r.stop_reason {
-            s.push_str(&format!(", stopped: {reason}"));
-        }
-        if let Some(w) = &r.warning {
-            // Long enough for a failing tick's fix, which ends its error.
-            s.push_str(&format!(", warning {}", crate::text::clip::clip(w, 400)));
-        }
-        if let Some(f) = &r.in_flight {
-            s.push_str(&format!(", in flight: {f}"));
-        }
-        if let Some(t) = r.last_event {
-            s.push_str(&format!(
-                ", last event {}",
-                t.format("%Y-%m-%d %H:%M:%S UTC")
-            ));
-        }
-        if r.archive_bytes + r.worktree_bytes > 0 {
-            s.push_str(&format!(
-                ", disk {} (archive {}, worktrees {})",
+                when(r.baseline_at),
+                r.best.map(clip::fmt_num).unwrap_or_default(),
+                r.best_iteration
+                    .map(|i| format!(", iteration {i}"))
+                    .unwrap_or_else(|| " (the baseline)".into()),
+                when(r.best_at)
+            ),
+        );
+    }
+    if let Some(t) = r.last_event {
+        field(
+            "last event",
+            format!("{} ({})", t.format("%Y-%m-%d %H:%M:%S UTC"), ago(t)),
+        );
+    }
+    match r.disk_measured_at {
+        Some(at) => field(
+            "disk",
+            format!(
+                "{} (archive {}, worktrees {}), measured {} (`ooda gc {}` measures it now)",
                 crate::archive::gc::human(r.archive_bytes + r.worktree_bytes),
                 crate::archive::gc::human(r.archive_bytes),
-                crate::archive::gc::human(r.worktree_bytes)
-            ));
-        }
-        s.push('\n');
+                crate::archive::gc::human(r.worktree_bytes),
+                ago(at),
+                r.brief
+            ),
+        ),
+        None => field(
+            "disk",
+            format!(
+                "not measured yet (the next tick or `ooda gc {}` measures it)",
+                r.brief
+            ),
+        ),
+    }
+    if r.baseline.is_some() {
+        field("report", format!("iterations/{}/summary.md", r.brief));
     }
     s
 }
@@ -310,55 +452,70 @@ mod tests {
         BriefStatus {
             brief: "b".into(),
             status: status.into(),
-            stop_reason: None,
-            detail: None,
-            warning: None,
-            iterations: 0,
-            keeps: 0,
-            in_flight: None,
             metric: "t".into(),
-            baseline: None,
-            best: None,
-            improvement: None,
-            confirmed_gain: None,
             budget_iterations: Some(30),
-            last_event: None,
-            archive_bytes: 0,
-            worktree_bytes: 0,
-            error: None,
+            ..BriefStatus::default()
         }
     }
 
     #[test]
-    fn the_line_says_the_disk_a_brief_takes_once_it_takes_any() {
-        assert!(!render(&[row("NEW")], false).contains("disk"));
+    fn the_disk_is_shown_with_its_age_in_the_detail_only() {
         let mut r = row("GREEN");
+        assert!(render_detail(&r, false).contains("disk        not measured yet"));
         r.archive_bytes = 2_500_000;
         r.worktree_bytes = 1_200_000_000;
-        let line = render(&[r], false);
+        r.disk_measured_at = Some(Utc::now() - chrono::Duration::hours(2));
+        assert!(!render(std::slice::from_ref(&r), false).contains("disk"));
+        let detail = render_detail(&r, false);
         assert!(
-            line.contains(", disk 1.2 GB (archive 2.5 MB, worktrees 1.2 GB)"),
-            "{line}"
+            detail.contains(
+                "disk        1.2 GB (archive 2.5 MB, worktrees 1.2 GB), measured 2h 00m ago"
+            ),
+            "{detail}"
         );
     }
 
     #[test]
-    fn the_line_names_the_warning_and_a_missing_baseline() {
+    fn the_line_is_at_most_120_characters_whatever_it_holds() {
         let line = render(&[row("NEW")], false);
         assert!(
-            line.contains("0 iteration(s) of 30, 0 keep(s), no baseline yet"),
+            line.contains("0 of 30 iterations, no baseline yet"),
             "{line}"
         );
         let mut y = row("YELLOW");
+        y.brief = "night".into();
         y.iterations = 6;
         y.baseline = Some(10.0);
-        y.warning = Some("plateau: 4 iterations without a keep".into());
-        let line = render(&[y], false);
-        assert!(line.contains("YELLOW"), "{line}");
+        y.keeps = 3;
+        y.result = Some("estimated +45.0% [+30.1, +57.2]".into());
+        y.warning = Some(format!(
+            "plateau: {}",
+            "4 iterations without a keep ".repeat(20)
+        ));
+        y.in_flight = Some("iteration 7 after plan".into());
+        y.last_event = Some(Utc::now() - chrono::Duration::minutes(3));
+        let line = render(std::slice::from_ref(&y), true);
+        assert!(line.contains("\x1b[33mYELLOW\x1b[0m"), "{line}");
+        let plain = render(std::slice::from_ref(&y), false);
+        assert!(plain.trim_end().chars().count() <= LINE_CHARS, "{plain}");
         assert!(
-            line.contains(", warning plateau: 4 iterations without a keep"),
-            "{line}"
+            plain.contains("6 of 30 iterations, 3 keeps, estimated +45.0% [+30.1, +57.2]"),
+            "{plain}"
         );
-        assert!(!line.contains("no baseline"), "{line}");
+        assert!(
+            plain.contains("; warning: plateau: 4 iterations"),
+            "{plain}"
+        );
+        assert!(plain.trim_end().ends_with("; 3m 00s ago"), "{plain}");
+        // A long name leaves no room for the warning: the line stays short.
+        let mut long = y.clone();
+        long.brief = "a-brief-with-a-long-name".into();
+        let plain = render(&[long], false);
+        assert!(plain.trim_end().chars().count() <= LINE_CHARS, "{plain}");
+        let mut e = row("ERROR");
+        e.error = Some(format!("{}\nsecond line", "x".repeat(300)));
+        let plain = render(&[e], false);
+        assert_eq!(plain.lines().count(), 1);
+        assert!(plain.trim_end().chars().count() <= LINE_CHARS, "{plain}");
     }
 }

@@ -86,7 +86,7 @@ fn occurrences(template: &str, key: &str) -> usize {
 }
 
 fn pct(x: f64) -> String {
-    crate::model::gain_text(x)
+    crate::text::number::effect(x)
 }
 
 /// The last k iterations shown in full: the source's keepTarget =
@@ -345,17 +345,19 @@ fn state_text(v: &PlanView) -> String {
             .find(|r| r.is(Verdict::Keep))
             .map(|r| format!("iteration {}", r.iteration))
             .unwrap_or_else(|| "the baseline".into());
-        let _ = writeln!(s, "- Baseline (iteration 0): {metric} = {}.", fmt_num(base));
         let _ = writeln!(
             s,
-            "- Best: {metric} = {} ({best_at}), {} vs the baseline in the Brief's direction.",
-            fmt_num(best),
-            pct(crate::report::summary::improvement(
-                v.brief.metric.direction,
-                base,
-                best
-            ))
+            "- Baseline (iteration 0): {metric} = {} (median).",
+            fmt_num(base)
         );
+        let _ = writeln!(
+            s,
+            "- Best: {metric} = {} ({best_at}; the median of its own runs, measured apart from the baseline's, so not comparable with it).",
+            fmt_num(best),
+        );
+        if let Ok(h) = crate::report::headline::Headline::of_view(h, v.brief.metric.direction) {
+            let _ = writeln!(s, "- Result so far: {}.", h.sentence());
+        }
     }
     if let Some(noise) = v.orientation.noise {
         let _ = writeln!(
@@ -554,14 +556,14 @@ fn full_iteration(r: &IterationRecord) -> String {
     let predicted = r
         .predicted
         .as_ref()
-        .map(|p| format!("{} ± {:.1}%", pct(p.effect), p.sd * 100.0))
+        .map(|p| crate::text::number::predicted(p.effect, p.sd))
         .unwrap_or_else(|| "—".into());
     let measured = match &r.measured {
         Some(m) => format!(
-            "{} ({} pairs, p = {:.3})",
+            "{} ({} pairs, {})",
             r.effect_text(),
             m.pairs.len(),
-            m.p
+            m.p_text()
         ),
         None => "not measured".into(),
     };
@@ -722,9 +724,8 @@ pub(crate) fn plan_text(plan: &Plan) -> String {
     }
     let _ = writeln!(
         s,
-        "- Predicted effect: {} ± {:.1}%",
-        pct(plan.predicted_effect),
-        plan.predicted_sd * 100.0
+        "- Predicted effect: {}",
+        crate::text::number::predicted(plan.predicted_effect, plan.predicted_sd)
     );
     s.trim_end().to_string()
 }
@@ -810,14 +811,14 @@ pub(crate) fn learn(v: &LearnView) -> String {
     let predicted = r
         .predicted
         .as_ref()
-        .map(|p| format!("{} ± {:.1}%", pct(p.effect), p.sd * 100.0))
+        .map(|p| crate::text::number::predicted(p.effect, p.sd))
         .unwrap_or_else(|| "no prediction".into());
     let measured = match &r.measured {
         Some(m) => format!(
-            "{} over {} pairs (p = {:.3}; medians {} → {} {})",
+            "{} over {} pairs ({}; medians {} → {} {})",
             r.effect_text(),
             m.pairs.len(),
-            m.p,
+            m.p_text(),
             fmt_num(m.base_median),
             fmt_num(m.cand_median),
             v.brief.metric.name

@@ -42,6 +42,44 @@ impl Invocation<'_> {
     pub(crate) fn files_dir_for(iterations_dir: &Path, iteration: u32) -> PathBuf {
         crate::archive::layout::Layout::of(iterations_dir).artifacts_of(iteration)
     }
+
+    /// What this call's files are named after: the step (or the subagent's
+    /// name), with the attempt from the second on (`plan`, `plan-2`,
+    /// `reviewer`).
+    pub(crate) fn stem(&self) -> String {
+        let name = match self.subagent {
+            Some((name, _)) => name,
+            None => self.phase.as_str(),
+        };
+        if self.attempt > 1 {
+            format!("{name}-{}", self.attempt)
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// The files this call left in [`Invocation::files_dir`] (its prompt,
+    /// result, output or transcript, as its driver writes them), relative
+    /// to the iterations folder, sorted: what `ooda trace` names.
+    pub(crate) fn written(&self) -> Vec<String> {
+        let prefix = format!("{}.", self.stem());
+        let mut out: Vec<String> = std::fs::read_dir(self.files_dir)
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                    .map(|e| {
+                        let p = e.path();
+                        p.strip_prefix(self.iterations_dir)
+                            .unwrap_or(&p)
+                            .display()
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
 }
 
 /// What one step returned.

@@ -270,7 +270,13 @@ impl<'a> Talk<'a> {
             span: &span,
         };
         let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;
-        let reply = self.agent.call(&inv, lease.as_ref(), t.cancel);
+        let reply = self
+            .agent
+            .call(&inv, lease.as_ref(), t.cancel)
+            .map(|mut r| {
+                r.call.files = inv.written();
+                r
+            });
         *self.last_call.borrow_mut() = Some(span);
         reply
     }

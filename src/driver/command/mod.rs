@@ -166,15 +166,11 @@ impl CommandAgent {
     fn run(&self, inv: &Invocation, lease: &dyn Lease, cancel: &AtomicBool) -> Result<Reply> {
         crate::atomic::create_dir_all(inv.files_dir)?;
         // A subagent's files are named after it; OODA_PHASE says its role.
-        let (step, step_name) = match inv.subagent {
-            Some((name, role)) => (role.as_str(), name),
-            None => (inv.phase.as_str(), inv.phase.as_str()),
+        let step = match inv.subagent {
+            Some((_, role)) => role.as_str(),
+            None => inv.phase.as_str(),
         };
-        let stem = if inv.attempt > 1 {
-            format!("{step_name}-{}", inv.attempt)
-        } else {
-            step_name.to_string()
-        };
+        let stem = inv.stem();
         let prompt_file = inv.files_dir.join(format!("{stem}.prompt.md"));
         let output_file = inv.files_dir.join(format!("{stem}.result.json"));
         let log_file = inv.files_dir.join(format!("{stem}.output.txt"));
@@ -308,6 +304,7 @@ impl CommandAgent {
             warnings: parsed.warnings.iter().map(|w| redact::redact(w)).collect(),
             waited: 0.0,
             output: Some(relative(inv.iterations_dir, &log_file)),
+            files: Vec::new(),
         };
         Ok(Reply {
             call,

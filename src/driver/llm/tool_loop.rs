@@ -205,7 +205,7 @@ impl<'a> Loop<'a> {
         timeout: Duration,
     ) -> Result<Loop<'a>> {
         crate::atomic::create_dir_all(inv.files_dir)?;
-        let stem = stem(inv);
+        let stem = inv.stem();
         let secrets: Vec<String> = setup
             .secret_vars
             .iter()
@@ -771,6 +771,7 @@ impl<'a> Loop<'a> {
             warnings: Vec::new(),
             waited: 0.0,
             output: Some(relative(self.inv.iterations_dir, &self.transcript)),
+            files: Vec::new(),
         };
         Ok(Reply {
             call,
@@ -811,19 +812,6 @@ fn scrub(secrets: &[String], text: &str) -> String {
     t
 }
 
-fn stem(inv: &Invocation) -> String {
-    let name = match inv.subagent {
-        Some((name, _)) => name.to_string(),
-        None => inv.phase.as_str().to_string(),
-    };
-    if inv.attempt > 1 {
-        format!("{name}-{}", inv.attempt)
-    } else {
-        name
-    }
-}
-
-/// The instructions every request starts with.
 /// Whether the worktree at `dir` holds any change against its HEAD (an
 /// edit, a new file): EXECUTE starts from a clean one.
 fn worktree_changed(dir: &std::path::Path) -> bool {
@@ -835,6 +823,7 @@ fn worktree_changed(dir: &std::path::Path) -> bool {
     repo.statuses(Some(&mut opts)).is_ok_and(|s| !s.is_empty())
 }
 
+/// The instructions every request starts with.
 fn system_prompt(inv: &Invocation, edits: bool, allowed: &[String]) -> String {
     let who = match inv.subagent {
         Some((name, role)) => format!("the `{name}` subagent ({} role)", role.as_str()),

@@ -373,11 +373,9 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
                 "confirmation",
                 Grade::Warn,
                 format!(
-                    "the confirmation test after iteration {} does not exclude no gain ({:+.1}%, 95% CI [{:+.1}, {:+.1}])",
+                    "the confirmation test after iteration {} does not exclude no gain ({} (95% CI))",
                     r.iteration,
-                    c.effect * 100.0,
-                    c.ci.0 * 100.0,
-                    c.ci.1 * 100.0
+                    crate::text::number::effect_ci(c.effect, c.ci)
                 ),
             )),
             _ => {}

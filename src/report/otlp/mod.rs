@@ -126,6 +126,12 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             put("ooda.start_commit", a("start_commit"));
             put("ooda.seed", a("seed"));
             put("ooda.stop_reason", n.verdict.clone().into());
+            // The headline the run stopped with (report/headline.rs).
+            put("ooda.result", a("result"));
+            put("ooda.result.kind", a("result_kind"));
+            put("ooda.result.gain", a("gain"));
+            put("ooda.result.gain_ci_low", a("gain_ci_low"));
+            put("ooda.result.gain_ci_high", a("gain_ci_high"));
             ("invoke_workflow ooda".to_string(), SpanKind::Internal)
         }
         Kind::Iteration => {

@@ -156,7 +156,7 @@ fn word<T: Serialize>(t: &T) -> String {
 }
 
 fn percent(x: f64) -> String {
-    format!("{:+.1}%", x * 100.0)
+    crate::text::number::effect(x)
 }
 
 /// The nodes as a flat arena while the log is read; parents by index.
@@ -464,6 +464,7 @@ impl Builder {
                 cost_usd,
                 model,
                 problem,
+                files,
             } => {
                 // Older logs wrote the result beside its call: the latest
                 // call of that phase and attempt without a result is its.
@@ -504,6 +505,10 @@ impl Builder {
                     n.set("exit_code", *code);
                 }
                 n.error.clone_from(problem);
+                if !files.is_empty() {
+                    n.set("files", files.join(", "));
+                    self.note(c, r, format!("files: {}", files.join(", ")));
+                }
             }
             Event::CommandFinished {
                 outcome,
@@ -608,9 +613,8 @@ impl Builder {
                     p,
                     r,
                     format!(
-                        "plan: {hypothesis} (predicted {} ± {:.1}%{cites})",
-                        percent(*predicted_effect),
-                        predicted_sd * 100.0
+                        "plan: {hypothesis} (predicted {}{cites})",
+                        crate::text::number::predicted(*predicted_effect, *predicted_sd)
                     ),
                 );
                 if let Some(it) = self.up(p, Kind::Iteration) {
@@ -807,13 +811,32 @@ impl Builder {
                     n.verdict = Some(if *full { "replayed" } else { "replayed (plan)" }.into());
                 }
             }
-            Event::RunFinished { reason, detail } => {
+            Event::RunFinished {
+                reason,
+                detail,
+                result,
+            } => {
                 let run = self.up(p, Kind::Run).unwrap_or(p);
                 let n = &mut self.nodes[run];
                 n.end = Some(r.ts);
                 n.status = Status::Ok;
                 n.verdict = Some(reason.clone());
-                self.note(run, r, format!("stopped: {reason} — {detail}"));
+                if let Some(res) = result {
+                    n.set("result", res.text.clone());
+                    n.set("result_kind", res.kind.clone());
+                    if let Some(g) = res.gain {
+                        n.set("gain", g);
+                    }
+                    if let Some(ci) = res.ci {
+                        n.set("gain_ci_low", ci.0);
+                        n.set("gain_ci_high", ci.1);
+                    }
+                }
+                let said = result
+                    .as_ref()
+                    .map(|res| format!("; {}", res.text))
+                    .unwrap_or_default();
+                self.note(run, r, format!("stopped: {reason} — {detail}{said}"));
             }
             Event::Interrupted { phase } => {
                 self.nodes[p].status = Status::Cancelled;

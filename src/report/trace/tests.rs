@@ -41,6 +41,7 @@ fn result(phase: Phase, attempt: u32, outcome: CallOutcome, tokens: u64) -> Even
         cost_usd: Some(0.5),
         model: None,
         problem: None,
+        files: Vec::new(),
     }
 }
 
