@@ -176,3 +176,73 @@ fn failing_guards_are_invalid_unmeasured_and_five_in_a_row_are_red_until_ack() {
     let r = t.record("g", 6);
     assert!(r.acknowledged.unwrap().contains("guard fixed"));
 }
+
+/// Quiet by default (issue 46): a night written to a file is a line per
+/// iteration and the stop on stdout, the result last, and nothing routine
+/// on stderr; a tick is two lines; `ooda status` is one line of at most
+/// 120 characters per Brief. With `-v` every phase is a line again.
+#[test]
+fn a_night_to_a_log_is_a_line_per_iteration_and_ends_with_the_result() {
+    let t = Test::new();
+    t.brief("q", &knob_brief("budget: { iterations: 6 }\n"));
+    t.brief(
+        "a-second-brief-with-a-long-name",
+        &knob_brief("budget: { iterations: 6 }\n"),
+    );
+    t.commit("two Briefs");
+    let r = t.ooda(&["run", "q"]);
+    assert_eq!(r.code, 4, "{}{}", r.stdout, r.stderr);
+    let lines = r.stdout.lines().count() + r.stderr.lines().count();
+    assert!(
+        lines <= 2 * 6,
+        "{lines} lines for 6 iterations:\n{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let last = r.stdout.lines().last().unwrap();
+    assert!(
+        last.starts_with("q: ") && last.ends_with(" — iterations/q/summary.md"),
+        "{last}"
+    );
+    // The same result as the report's first line and status.
+    let summary = t.read("iterations/q/summary.md");
+    let result = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("**Result:** "))
+        .unwrap();
+    let short = last
+        .strip_prefix("q: ")
+        .unwrap()
+        .split(" — ")
+        .next()
+        .unwrap()
+        .split(", ")
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let number = short.split_once(' ').map(|(_, n)| n).unwrap();
+    assert!(result.contains(number), "{result} vs {last}");
+    t.ooda(&["tick", "a-second-brief-with-a-long-name"])
+        .expect(0);
+    let tick = t
+        .ooda(&["tick", "a-second-brief-with-a-long-name"])
+        .expect(0);
+    assert_eq!(
+        tick.stdout.lines().count() + tick.stderr.lines().count(),
+        2,
+        "{}{}",
+        tick.stdout,
+        tick.stderr
+    );
+    let status = t.ooda(&["status", "--color", "never"]).expect(0).stdout;
+    assert_eq!(status.lines().count(), 2, "{status}");
+    for l in status.lines() {
+        assert!(l.chars().count() <= 120, "{} chars: {l}", l.chars().count());
+    }
+    assert!(status.contains(number), "{status}");
+    // -v: every phase is a timestamped line again.
+    let v = t
+        .ooda(&["-v", "tick", "a-second-brief-with-a-long-name"])
+        .expect(0);
+    assert!(v.stderr.contains("iteration 2: PLAN"), "{}", v.stderr);
+}
