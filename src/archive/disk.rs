@@ -50,6 +50,11 @@ impl Usage {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// Forgets the recorded measurement (a reset Brief's was its old run's).
+    pub(crate) fn forget(project: &Project, brief: &str) {
+        let _ = std::fs::remove_file(path(&project.root, brief));
+    }
+
     fn record(&self, project: &Project, brief: &str) {
         let p = path(&project.root, brief);
         if let Some(dir) = p.parent()

@@ -522,6 +522,7 @@ mod tests {
                 noise_changed: false,
                 d_mean: 0.1,
                 d_ci: (0.05, 0.15),
+                direction: None,
             }),
             failure_output: None,
             base_failed: false,

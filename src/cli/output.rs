@@ -47,6 +47,7 @@ pub(crate) fn out(text: &str) -> Result<()> {
 /// A diagnostic on stderr, unless `-q`.
 pub(crate) fn err_line(quiet: bool, text: &str) {
     if !quiet {
+        clear_live();
         let _ = writeln!(std::io::stderr(), "{text}");
     }
 }
@@ -59,16 +60,17 @@ pub(crate) fn err_line(quiet: bool, text: &str) {
 pub(crate) fn progress_printer(quiet: bool) -> Print {
     let log = Log::new(Zone::from_env(), quiet);
     let tty = std::io::stderr().is_terminal();
-    let bar: Mutex<Option<ProgressBar>> = Mutex::new(None);
-    let spinner = ProgressStyle::with_template("{spinner} {msg} ({elapsed})").ok();
-    let pairs = ProgressStyle::with_template("{bar:20.cyan/blue} {msg} ({elapsed})")
+    // One line, cut to the terminal's width: a wrapped line is redrawn as
+    // several and scrolls.
+    let spinner = ProgressStyle::with_template("{spinner} {elapsed:>4} {wide_msg}").ok();
+    let pairs = ProgressStyle::with_template("{bar:16.cyan/blue} {elapsed:>4} {wide_msg}")
         .ok()
         .map(|s| s.progress_chars("=> "));
     Box::new(move |s: &Shown| {
         if quiet {
             return;
         }
-        let mut bar = bar.lock().unwrap_or_else(|p| p.into_inner());
+        let mut bar = LIVE.lock().unwrap_or_else(|p| p.into_inner());
         let live = |bar: &mut Option<ProgressBar>| -> ProgressBar {
             bar.get_or_insert_with(|| {
                 let pb = ProgressBar::new_spinner();
@@ -106,6 +108,17 @@ pub(crate) fn progress_printer(quiet: bool) -> Print {
     })
 }
 
+/// The live line on a terminal, shared so that what `run` and `tick` print
+/// on stdout never lands on it.
+static LIVE: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// Clears the live line, if one is drawn: before a line on stdout.
+fn clear_live() {
+    if let Some(pb) = LIVE.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        pb.finish_and_clear();
+    }
+}
+
 /// Prints what a step did and returns the exit it implies, also when nobody
 /// reads stdout any more: a red light is exit 3 whoever listens. The last
 /// line is the result (the headline and where the report is): after every
@@ -122,11 +135,18 @@ pub(crate) fn report_step(
     // What `ooda status` shows as the Brief's disk use, as of this tick.
     crate::archive::disk::Usage::refresh(project, name);
     let iteration = |iteration: u32, verdict: Verdict| {
-        let effect = read
+        let rec = read
             .as_ref()
-            .and_then(|r| r.history.get(iteration as usize))
-            .and_then(|r| r.measured.as_ref())
-            .map(|m| crate::text::number::effect_ci(m.effect, m.ci));
+            .and_then(|r| r.history.get(iteration as usize));
+        // What was measured; for what failed, why (a log shows nothing
+        // else of it).
+        let effect = rec.and_then(|r| match &r.measured {
+            Some(_) => Some(r.effect_text()),
+            None if verdict.is_failure() => {
+                Some(format!("— {}", crate::text::clip::clip(&r.reason, 160)))
+            }
+            None => None,
+        });
         (
             format!(
                 "{name}: iteration {iteration} {}{}",
@@ -182,12 +202,9 @@ pub(crate) fn report_step(
     if (stopped || (each && !matches!(outcome, StepOutcome::Baseline)))
         && let Some(r) = &read
     {
-        let h = r.headline();
-        lines.push((
-            format!("{name}: {}", h.result_line(name)),
-            json!({"brief": name, "outcome": "result", "headline": h.json(), "summary": format!("iterations/{name}/summary.md")}),
-        ));
+        lines.push(r.result(name));
     }
+    clear_live();
     let mut printed = Ok(());
     for (text, value) in lines {
         if printed.is_err() {
@@ -239,6 +256,35 @@ impl Read {
             self.direction,
             &self.best_commit,
         )
+    }
+
+    /// The result line, in words and as JSON.
+    fn result(&self, name: &str) -> (String, serde_json::Value) {
+        let h = self.headline();
+        (
+            format!("{name}: {}", h.result_line(name)),
+            json!({"brief": name, "outcome": "result", "headline": h.json(), "summary": format!("iterations/{name}/summary.md")}),
+        )
+    }
+}
+
+/// The result line alone, as the last line of a `run` that ends for
+/// another reason than a stop (`--max-iterations`).
+pub(crate) fn report_result(project: &Project, name: &str, json: bool, quiet: bool) -> Result<()> {
+    let Some(r) = Read::of(project, name) else {
+        return Ok(());
+    };
+    clear_live();
+    let (text, value) = r.result(name);
+    match if json {
+        out(&format!("{value}\n"))
+    } else if !quiet {
+        out(&format!("{text}\n"))
+    } else {
+        Ok(())
+    } {
+        Ok(()) | Err(Error::BrokenPipe) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

@@ -61,6 +61,8 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
     let tip = ws.branch_tip()?;
     let mut done = ws.remove(&stamp)?;
     let _ = std::fs::remove_dir_all(project.root.join(".ooda/preflight").join(&name));
+    // The disk figure `ooda status` shows was the old run's.
+    crate::archive::disk::Usage::forget(&project, &name);
     if dir.exists() {
         if discard {
             std::fs::remove_dir_all(&dir)

@@ -55,6 +55,7 @@ pub(crate) fn run(
                 g.quiet,
                 &format!("[{}] --max-iterations {done} reached", machine.brief().name),
             );
+            super::output::report_result(&project, &machine.brief().name, g.json, g.quiet)?;
             return Ok(Exit::Ok);
         }
         if interrupt.is_set() {

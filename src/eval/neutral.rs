@@ -24,8 +24,8 @@ pub(crate) fn neutral(
     }
     *discard = Some(Neutral);
     reason.push_str(&format!(
-        "; neutral: its plan expected no gain (predicted {:+.1}%, θ₁ {:.1}%{}) and none was measured, so no direction is falsified",
-        plan.predicted_effect * 100.0,
+        "; neutral: its plan expected no gain (predicted {}, θ₁ {:.1}%{}) and none was measured, so no direction is falsified",
+        crate::text::number::effect(plan.predicted_effect),
         theta1 * 100.0,
         if plan.predicted_effect.abs() < theta1 {
             ""

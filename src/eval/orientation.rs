@@ -164,6 +164,7 @@ mod tests {
             noise_changed: true,
             d_mean: 0.0,
             d_ci: (-0.05, 0.05),
+            direction: None,
         });
         let later = Orientation::of(&[base, noisy], 0.0, 0.05, 12);
         assert!(

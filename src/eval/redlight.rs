@@ -569,6 +569,7 @@ mod tests {
                 -(1.0 - effect + half_ci).ln(),
                 -(1.0 - effect - half_ci).ln(),
             ),
+            direction: None,
         });
         r
     }

@@ -165,6 +165,7 @@ pub fn screen(
             noise_changed: false,
             d_mean: d,
             d_ci,
+            direction: Some(dir),
         },
         reason,
     }

@@ -54,6 +54,8 @@ fn is_notice(e: &Event) -> bool {
         | Event::StopLifted { .. }
         | Event::EnvironmentChange { .. }
         | Event::MeasureLockWaiting { .. }
+        // How long the wait announced above took.
+        | Event::MeasureLockAcquired { .. }
         | Event::AgentUnavailable { .. }
         | Event::ModelResult { .. } => true,
         // Information (a budget nearly used, as every run that uses its
@@ -227,11 +229,9 @@ impl Progress {
             } => one(format!(
                 "waiting to measure: {} holds the measurement lock ({} so far)",
                 if self.verbose {
-                    holder.as_str()
+                    holder.clone()
                 } else {
-                    // `brief NAME in DIR (pid N) since TIME`: the name is
-                    // what a reader needs; where and which process, with -v.
-                    holder.split(" in ").next().unwrap_or(holder)
+                    holder_name(holder)
                 },
                 secs(*waited_seconds)
             )),
@@ -264,6 +264,22 @@ impl Progress {
             )),
             _ => Vec::new(),
         }
+    }
+}
+
+/// `brief NAME in DIR (pid N) since TIME`, as a reader needs it: the
+/// Brief's name, and whether it is another project's (where and which
+/// process, with -v).
+fn holder_name(holder: &str) -> String {
+    let Some((name, rest)) = holder.split_once(" in ") else {
+        return holder.to_string();
+    };
+    let dir = rest.split(" (pid ").next().unwrap_or(rest);
+    let ours = std::env::current_dir().is_ok_and(|d| d == std::path::Path::new(dir));
+    if ours {
+        name.to_string()
+    } else {
+        format!("{name} of another project")
     }
 }
 
@@ -381,7 +397,7 @@ mod tests {
             vec![
                 "live [k] iteration 2: EVALUATE",
                 "2/12 live [k] pair 2 (of at most 12): base 100 cand 90; running effect +10.0% [+8.0, +12.0] (95% interval, this series' noise)",
-                "3/12 live [k] pair 3 (of at most 12): base 100 cand 650; running effect 6.50× worse [3.00×, 10.00×] (95% interval, this series' noise)",
+                "3/12 live [k] pair 3 (of at most 12): base 100 cand 650; running effect 6.50× worse [3.00×, 10.0×] (95% interval, this series' noise)",
                 "live [k] plan: running agent `claude` (attempt 2 of 3)",
             ]
         );

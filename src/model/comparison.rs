@@ -40,6 +40,12 @@ pub struct Comparison {
     pub d_mean: f64,
     #[serde(default)]
     pub d_ci: (f64, f64),
+    /// The Brief's direction when it was measured, so that every text of
+    /// the effect is written the one way (text/number.rs: past ten times
+    /// better, a minimized metric's gain is a factor, a maximized one's
+    /// +95% is not); none in records written before it was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<super::Direction>,
 }
 
 impl Comparison {

@@ -18,11 +18,15 @@ pub struct Confirmation {
 }
 
 impl Confirmation {
-    /// The one-sided level a confirmation is held to: its 95% interval
-    /// excluding no gain is its one-sided p at most 0.025.
-    pub const ALPHA: f64 = 0.025;
+    /// The one-sided level of each of its two looks: its 97.5% interval
+    /// excluding no gain is its one-sided p at most 0.0125, and two looks
+    /// at that level keep the claim's one-sided level within 2.5%.
+    pub const ALPHA: f64 = 0.0125;
 
-    /// `p = 0.003 ≤ α′ = 0.025`.
+    /// The level of the interval it reports.
+    pub const LEVEL: &str = "97.5%";
+
+    /// `p = 0.003 ≤ α′ = 0.0125`.
     pub fn p_text(&self) -> String {
         crate::text::number::p_value(self.p, Self::ALPHA)
     }

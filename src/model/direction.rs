@@ -26,3 +26,13 @@ impl fmt::Display for Direction {
         })
     }
 }
+
+impl Direction {
+    /// The direction as the number formatter takes it (text/number.rs).
+    pub(crate) fn sense(self) -> crate::text::number::Sense {
+        match self {
+            Direction::Minimize => crate::text::number::Sense::Minimize,
+            Direction::Maximize => crate::text::number::Sense::Maximize,
+        }
+    }
+}

@@ -365,7 +365,10 @@ impl IterationRecord {
     /// One line for digests and summaries: signed effect in percent, if measured.
     pub fn effect_text(&self) -> String {
         match &self.measured {
-            Some(m) => crate::text::number::effect_ci(m.effect, m.ci),
+            Some(m) => match m.direction {
+                Some(d) => crate::text::number::effect_ci_in(d.sense(), m.effect, m.ci),
+                None => crate::text::number::effect_ci(m.effect, m.ci),
+            },
             None => "—".into(),
         }
     }

@@ -223,12 +223,13 @@ impl Series {
             .find(|f| f.has(flag::CALIBRATION))
             .map(|f| f.calibration_median)
             .filter(|m| *m > 0.0);
-        // The keeps the base is made of: (commit, d, variance).
+        // The keeps the base is made of: (commit, d, squared half-width),
+        // chained as the headline chains them.
         let mut chain: Vec<(u64, f64, f64)> = Vec::new();
         let sum = |chain: &[(u64, f64, f64)]| {
             let d: f64 = chain.iter().map(|l| l.1).sum();
-            let var: f64 = chain.iter().map(|l| l.2).sum();
-            (d, 1.96 * var.sqrt())
+            let h2: f64 = chain.iter().map(|l| l.2).sum();
+            (d, h2.sqrt())
         };
         for f in facts {
             let (base, _) = sum(&chain);
@@ -251,7 +252,7 @@ impl Series {
                         .push((f.iteration, oriented(dir, m0, f.base_median)));
                 }
                 if mark == Mark::Keep {
-                    chain.push((f.commit, p.d, p.se * p.se));
+                    chain.push((f.commit, p.d, p.half * p.half));
                 }
             } else if f.iteration > 0 {
                 s.unmeasured.push(Unmeasured {
@@ -439,9 +440,10 @@ fn tick_label(dir: Direction, y: f64) -> String {
         return "0 (the start)".into();
     }
     let g = crate::eval::gain(dir, y);
-    let text = crate::text::number::effect(g);
+    let text = crate::text::number::effect_in(dir.sense(), g);
     // `+50.0%` → `+50%`, `2.00× worse` → `2× worse`.
     text.replace(".00×", "×")
+        .replace(".0×", "×")
         .replace(".0%", "%")
         .replace(".00%", "%")
 }
@@ -627,7 +629,8 @@ fn draw(
         geometry.others.push(chart.backend_coord(&at));
     }
     for c in &s.confirmations {
-        let x = f64::from(c.iteration);
+        // Beside the iteration it followed, not over its marker.
+        let x = f64::from(c.iteration) + 0.35;
         chart.draw_series(std::iter::once(PathElement::new(
             vec![(x, c.lo), (x, c.hi)],
             CONFIRM.stroke_width(2),
@@ -715,7 +718,7 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, s: &Series) -> DrawResult {
     }
     if drift {
         area.draw(&Text::new(
-            "(apart from the chain: the machine drifted)".to_string(),
+            "(where it leaves the chain, the machine's speed drifted)".to_string(),
             (x0 + 24, y - 9),
             ("sans-serif", 11).into_font(),
         ))?;

@@ -15,14 +15,16 @@
 //!   interval excludes no gain;
 //! - before one exists, the **chained estimate**: the kept changes' own
 //!   paired estimates added on the log scale (each kept change was measured
-//!   against the base it replaced, so the sum is start → best), with the
-//!   normal-approximation interval of the sum of independent estimates. It
-//!   says it is an estimate, and it carries the winner's curse of each keep
-//!   (the confirmation does not).
+//!   against the base it replaced, so the sum is start → best), with each
+//!   keep's own 95% half-width combined in quadrature: the interval of a
+//!   sum of independent estimates, each at its own t quantile, so one keep
+//!   gives exactly its own interval and a few pairs are not made to look
+//!   precise. It says it is an estimate, and it carries the winner's curse
+//!   of each keep (the confirmation does not).
 
 use crate::archive::history::fact::{Fact, flag};
 use crate::model::{Confirmation, Direction, Verdict};
-use crate::text::number;
+use crate::text::number::{self, Sense};
 
 /// What a run achieved, in one number with its interval.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +37,7 @@ pub(crate) enum Headline {
         effect: f64,
         ci: (f64, f64),
         keeps: usize,
+        sense: Sense,
     },
     /// The kept changes' paired estimates chained (no confirmation of the
     /// current best yet). `ci` is `None` when a keep had no interval.
@@ -42,16 +45,18 @@ pub(crate) enum Headline {
         effect: f64,
         ci: Option<(f64, f64)>,
         keeps: usize,
+        sense: Sense,
     },
 }
 
 /// One kept change on the way to the current best: its commit's hash (as
-/// the archive's rows hold it), its mean log ratio and standard error.
+/// the archive's rows hold it), its mean log ratio and the half-width of
+/// its 95% interval.
 #[derive(Debug, Clone, Copy)]
 struct Link {
     commit: u64,
     d: f64,
-    se: f64,
+    half: f64,
 }
 
 impl Headline {
@@ -70,6 +75,7 @@ impl Headline {
                 effect: c.effect,
                 ci: c.ci,
                 keeps,
+                sense: dir.sense(),
             };
         }
         if chain.is_empty() {
@@ -78,8 +84,7 @@ impl Headline {
             };
         }
         let d: f64 = chain.iter().map(|l| l.d).sum();
-        let var: f64 = chain.iter().map(|l| l.se * l.se).sum();
-        let half = 1.96 * var.sqrt();
+        let half = chain.iter().map(|l| l.half * l.half).sum::<f64>().sqrt();
         Headline::Chained {
             effect: crate::eval::gain(dir, d),
             ci: half.is_finite().then(|| {
@@ -89,6 +94,7 @@ impl Headline {
                 )
             }),
             keeps,
+            sense: dir.sense(),
         }
     }
 
@@ -122,6 +128,21 @@ impl Headline {
             _ => None,
         };
         Ok(Headline::of(history.facts(), dir, confirmed.as_ref()))
+    }
+
+    /// The result line of the Brief `name` as its archive on disk says it
+    /// (for a reader without the machine: the daemon's log at a stop).
+    pub(crate) fn result_line_of(project: &crate::project::Project, name: &str) -> Option<String> {
+        let dir = project.iterations_dir(name);
+        let history = crate::archive::history::load(&dir).ok()?;
+        let brief =
+            crate::brief::Brief::load_in(&project.brief_path(name).ok()?, &project.agent_names())
+                .ok()?;
+        let best = match crate::archive::state::peek(&dir) {
+            Ok(crate::archive::state::Loaded::Ok(s)) => s.best_commit,
+            _ => String::new(),
+        };
+        Some(Headline::of_records(&history, brief.metric.direction, &best).result_line(name))
     }
 
     /// The keeps on the way to the current best.
@@ -160,15 +181,20 @@ impl Headline {
     pub(crate) fn short(&self) -> String {
         match self {
             Headline::Nothing { .. } => "no keeps".into(),
-            Headline::Measured { effect, ci, .. } if ci.0 > 0.0 => {
-                format!("confirmed {}", number::effect_ci(*effect, *ci))
+            Headline::Measured {
+                effect, ci, sense, ..
+            } if ci.0 > 0.0 => {
+                format!("confirmed {}", number::effect_ci_in(*sense, *effect, *ci))
             }
-            Headline::Measured { effect, ci, .. } => {
-                format!("not confirmed: {}", number::effect_ci(*effect, *ci))
-            }
-            Headline::Chained { effect, ci, .. } => {
-                format!("estimated {}", effect_text(*effect, *ci))
-            }
+            Headline::Measured {
+                effect, ci, sense, ..
+            } => format!(
+                "not confirmed: {}",
+                number::effect_ci_in(*sense, *effect, *ci)
+            ),
+            Headline::Chained {
+                effect, ci, sense, ..
+            } => format!("estimated {}", effect_text(*sense, *effect, *ci)),
         }
     }
 
@@ -185,14 +211,15 @@ impl Headline {
                 effect,
                 ci,
                 keeps,
+                sense,
             } => format!(
-                "{} {} (95% CI) — the start of the run against the best ({}), re-measured side by side in fresh pairs after iteration {after}{}",
+                "{} {} (97.5% CI) — the start of the run against the best ({}), re-measured side by side in fresh pairs after iteration {after}{}",
                 if ci.0 > 0.0 {
                     "confirmed gain"
                 } else {
                     "not confirmed:"
                 },
-                number::effect_ci(*effect, *ci),
+                number::effect_ci_in(*sense, *effect, *ci),
                 plural(*keeps, "keep"),
                 if ci.0 > 0.0 {
                     ""
@@ -200,9 +227,14 @@ impl Headline {
                     "; its interval does not exclude no gain"
                 }
             ),
-            Headline::Chained { effect, ci, keeps } => format!(
+            Headline::Chained {
+                effect,
+                ci,
+                keeps,
+                sense,
+            } => format!(
                 "estimated gain {}{} — the paired estimates of the {} chained; not yet confirmed by re-measuring the start against the best (each keep's estimate overstates a little: the winner's curse)",
-                effect_text(*effect, *ci),
+                effect_text(*sense, *effect, *ci),
                 if ci.is_some() { " (95% CI)" } else { "" },
                 plural(*keeps, "kept change")
             ),
@@ -236,10 +268,10 @@ impl Headline {
     }
 }
 
-fn effect_text(effect: f64, ci: Option<(f64, f64)>) -> String {
+fn effect_text(sense: Sense, effect: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
-        Some(ci) => number::effect_ci(effect, ci),
-        None => number::effect(effect),
+        Some(ci) => number::effect_ci_in(sense, effect, ci),
+        None => number::effect_in(sense, effect),
     }
 }
 
@@ -262,7 +294,7 @@ fn chain(facts: &[Fact], dir: Direction) -> Vec<Link> {
             chain.push(Link {
                 commit: f.commit,
                 d: p.d,
-                se: p.se,
+                half: p.half,
             });
         }
         if f.has(flag::ROLLBACK) {
@@ -277,14 +309,14 @@ fn chain(facts: &[Fact], dir: Direction) -> Vec<Link> {
 }
 
 /// A measured iteration's paired estimate on the log scale (positive =
-/// better): its mean log ratio, its 95% interval and the standard error
-/// that interval implies (NaN with fewer than two pairs).
+/// better): its mean log ratio, its 95% interval and that interval's
+/// half-width (NaN with fewer than two pairs, whose interval is none).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Paired {
     pub d: f64,
     pub lo: f64,
     pub hi: f64,
-    pub se: f64,
+    pub half: f64,
 }
 
 impl Paired {
@@ -292,16 +324,15 @@ impl Paired {
         let m = f.measured()?;
         let (a, b) = (log_ratio(dir, m.ci.0), log_ratio(dir, m.ci.1));
         let (lo, hi) = (a.min(b), a.max(b));
-        let t = if f.pairs >= 2 {
-            crate::stats::t_quantile(0.975, f64::from(f.pairs - 1))
-        } else {
-            f64::NAN
-        };
         Some(Paired {
             d: log_ratio(dir, m.effect),
             lo,
             hi,
-            se: (hi - lo) / (2.0 * t),
+            half: if f.pairs >= 2 {
+                (hi - lo) / 2.0
+            } else {
+                f64::NAN
+            },
         })
     }
 }
@@ -349,6 +380,7 @@ mod tests {
             noise_changed: false,
             d_mean: d,
             d_ci: (d - h, d + h),
+            direction: None,
         });
         if v == Verdict::Keep {
             r.commit = Some(format!("{i:040}"));
@@ -363,22 +395,25 @@ mod tests {
     #[test]
     fn the_kept_changes_chain_on_the_log_scale_whatever_the_medians_say() {
         for dir in [Direction::Minimize, Direction::Maximize] {
-            let t = crate::stats::t_quantile(0.975, 11.0);
             let h = vec![
                 IterationRecord::new(0, Verdict::Baseline),
-                rec(1, Verdict::Keep, dir, 0.2, 0.05 * t, 12),
+                rec(1, Verdict::Keep, dir, 0.2, 0.05, 12),
                 // A discard is not part of the best, however it measured.
-                rec(2, Verdict::Discard, dir, 0.5, 0.4 * t, 12),
-                rec(3, Verdict::Keep, dir, 0.1, 0.05 * t, 12),
+                rec(2, Verdict::Discard, dir, 0.5, 0.4, 12),
+                rec(3, Verdict::Keep, dir, 0.1, 0.05, 12),
             ];
             let got = Headline::of(&facts(&h), dir, None);
-            let Headline::Chained { effect, ci, keeps } = got.clone() else {
+            let Headline::Chained {
+                effect, ci, keeps, ..
+            } = got.clone()
+            else {
                 panic!("{got:?}")
             };
             assert_eq!(keeps, 2);
             let g = |x: f64| crate::eval::gain(dir, x);
             assert!((effect - g(0.3)).abs() < 1e-9, "{effect}");
-            let half = 1.96 * (2.0f64 * 0.05 * 0.05).sqrt();
+            // The keeps' own half-widths in quadrature.
+            let half = (2.0f64 * 0.05 * 0.05).sqrt();
             let (lo, hi) = ci.unwrap();
             assert!((lo - g(0.3 - half)).abs() < 1e-9, "{lo}");
             assert!((hi - g(0.3 + half)).abs() < 1e-9, "{hi}");
@@ -425,6 +460,22 @@ mod tests {
     }
 
     #[test]
+    fn one_keep_is_estimated_with_exactly_its_own_interval() {
+        let dir = Direction::Maximize;
+        let h = vec![
+            IterationRecord::new(0, Verdict::Baseline),
+            rec(1, Verdict::Keep, dir, 3.86, 0.6, 3),
+        ];
+        let Headline::Chained { effect, ci, .. } = Headline::of(&facts(&h), dir, None) else {
+            panic!()
+        };
+        let m = h[1].measured.as_ref().unwrap();
+        assert!((effect - m.effect).abs() < 1e-9);
+        let (lo, hi) = ci.unwrap();
+        assert!((lo - m.ci.0).abs() < 1e-9 && (hi - m.ci.1).abs() < 1e-9);
+    }
+
+    #[test]
     fn a_rollback_takes_its_keeps_out_of_the_chain() {
         let dir = Direction::Minimize;
         let mut back = IterationRecord::new(3, Verdict::Discard);
@@ -466,7 +517,7 @@ mod tests {
             yes.result_line("q"),
             "1 keep, confirmed +55.7% [+50.2, +60.6] — iterations/q/summary.md"
         );
-        assert!(yes.sentence().starts_with("confirmed gain +55.7% [+50.2, +60.6] (95% CI) — the start of the run against the best (1 keep)"), "{}", yes.sentence());
+        assert!(yes.sentence().starts_with("confirmed gain +55.7% [+50.2, +60.6] (97.5% CI) — the start of the run against the best (1 keep)"), "{}", yes.sentence());
         let no = Headline::of(&facts(&h), dir, Some(&(1, c((-0.01, 0.12)))));
         assert_eq!(no.short(), "not confirmed: +55.7% [-1.0, +12.0]");
         assert!(no.sentence().contains("does not exclude no gain"));

@@ -162,13 +162,17 @@ pub(crate) fn render(
                 Some((it, c)) => {
                     let _ = writeln!(
                         s,
-                        "| **{}** (start vs best, after iteration {it}) | **{}** (95% CI), {}, {} pairs |",
+                        "| **{}** (start vs best, after iteration {it}) | **{}** (97.5% CI), {}, {} pairs |",
                         if c.ci.0 > 0.0 {
                             "confirmed gain"
                         } else {
                             "not confirmed"
                         },
-                        crate::text::number::effect_ci(c.effect, c.ci),
+                        crate::text::number::effect_ci_in(
+                            brief.metric.direction.sense(),
+                            c.effect,
+                            c.ci
+                        ),
                         c.p_text(),
                         c.pairs.len()
                     );
@@ -1155,7 +1159,7 @@ fn unconfirmed_text(history: View, state: &State, lists: &Lists) -> Result<Strin
     }
     Ok(match history.latest_confirmation()? {
         Some((it, c)) => format!(
-            "not yet measured for the current best (the test after iteration {it} measured an earlier best: {} (95% CI))",
+            "not yet measured for the current best (the test after iteration {it} measured an earlier best: {} (97.5% CI))",
             crate::text::number::effect_ci(c.effect, c.ci)
         ),
         None => "not yet measured (after every 10 keeps and when the run stops)".into(),

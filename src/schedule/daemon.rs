@@ -488,6 +488,13 @@ impl Worker {
                     match outcome {
                         StepOutcome::Baseline | StepOutcome::Iteration { .. } => {}
                         StepOutcome::Stopped(..) | StepOutcome::Finished(_) => {
+                            // The run's result, as `ooda run` ends with it.
+                            if let Some(line) = crate::report::headline::Headline::result_line_of(
+                                &self.project,
+                                &self.name,
+                            ) {
+                                self.log.info(Some(&self.name), &line);
+                            }
                             last_park_message.clear();
                             self.park_message(
                                 &mut last_park_message,

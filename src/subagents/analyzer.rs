@@ -140,11 +140,11 @@ fn report(
                 a.effect_sum / a.measured as f64
             };
             format!(
-                "{name}: {} tried, {} kept, {} significantly worse, mean effect {:+.1}%",
+                "{name}: {} tried, {} kept, {} significantly worse, mean effect {}",
                 a.tries,
                 a.keeps,
                 a.worse,
-                mean * 100.0
+                crate::text::number::effect(mean)
             )
         })
         .collect();
@@ -406,6 +406,7 @@ mod tests {
             noise_changed: true,
             d_mean: 0.0,
             d_ci: (0.0, 0.0),
+            direction: None,
         });
         assert_eq!(
             triggers(&[base, last], 5),

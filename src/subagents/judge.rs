@@ -163,7 +163,7 @@ fn parts(
                     "Confirmed gain (start of run against the best, in fresh pairs): {}\n",
                     match crate::archive::history::latest_confirmation(history) {
                         Some((it, c)) => format!(
-                            "{} (95% CI), {}, after iteration {it}",
+                            "{} (97.5% CI), {}, after iteration {it}",
                             crate::text::number::effect_ci(c.effect, c.ci),
                             c.p_text()
                         ),

@@ -437,15 +437,24 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
     if let Some(base) = base {
         // Medians of different iterations, measured apart: shown with
         // where they come from, never compared.
+        let when = |i: u32| {
+            g.records
+                .iter()
+                .find(|r| r.iteration == i)
+                .map(|r| format!(", measured {}", r.finished.format("%Y-%m-%d %H:%M UTC")))
+                .unwrap_or_default()
+        };
         let _ = writeln!(
             s,
-            "{} medians: baseline {}, best {} ({}; its own runs), measured at different times.\n",
+            "{} medians: baseline {}{}; best {} ({}; its own runs{}). Measured apart, they are not compared: the result above is.\n",
             input.metric,
             crate::text::clip::fmt_num(base),
+            when(0),
             crate::text::clip::fmt_num(best),
             best_at
                 .map(|i| format!("iteration {i}"))
-                .unwrap_or_else(|| "the baseline".into())
+                .unwrap_or_else(|| "the baseline".into()),
+            best_at.map(when).unwrap_or_default()
         );
     }
     let _ = writeln!(s, "## Kept\n");

@@ -4,35 +4,66 @@
 //! for a minimized metric `g = 1 − cand/base`, for a maximized one
 //! `g = cand/base − 1`. Each has one unbounded side (a minimized metric can
 //! get any number of times worse, a maximized one any number of times
-//! better), where a percentage reads as nothing ("-549.8%"). So past
-//! [`FACTOR`] on that side every number of the text (the estimate and both
-//! bounds) is written as the ratio cand/base with "×"; otherwise all three
-//! are percentages. Never one unit for the estimate and another for a
-//! bound, and the bounds are always low to high.
+//! better), where a percentage reads as nothing ("-549.8%"), and one side
+//! where percentages crowd against 100% ("+100.0%" for a 8,700× speed-up).
+//! So past [`FACTOR`] on the unbounded side, or [`BOUNDED_FACTOR`] on the
+//! other, every number of the text (the estimate and both bounds) is
+//! written as a factor with "×"; otherwise all three are percentages, with
+//! the decimals that keep them apart from ±100%. Never one unit for the
+//! estimate and another for a bound, and the bounds are always low to high.
 //!
-//! Which side is unbounded follows from the numbers: only a minimized
-//! metric has `g ≤ −1`, only a maximized one `g ≥ 1`.
+//! The bounded side needs the metric's [`Sense`] (a gain of 0.95 is 20×
+//! faster for a minimized metric, +95% for a maximized one); without it
+//! the unbounded side still follows from the numbers (only a minimized
+//! metric has `g ≤ −1`, only a maximized one `g ≥ 1`).
 //!
 //! A p-value is never written without what it was compared with
 //! ([`p_value`]), and a one-sided bound says its level and whether it used
-//! the pooled noise history ([`bound`]).
+//! the pooled noise history ([`upper_bound`]).
 
 /// From this ratio of the candidate's value to the base's on the unbounded
 /// side (twice the base's value or more), effects are written as factors.
 pub(crate) const FACTOR: f64 = 2.0;
 
+/// From this factor on the bounded side (ten times better for a minimized
+/// metric, ten times worse for a maximized one), effects are written as
+/// factors: below it a percentage still reads (+80% is 5× faster).
+pub(crate) const BOUNDED_FACTOR: f64 = 10.0;
+
+/// Whether a metric is minimized or maximized, as the formatter needs it
+/// (the layer below the Brief's `Direction`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sense {
+    Minimize,
+    Maximize,
+}
+
 /// A gain alone: `+12.3%`, `-0.35%`, `3.98× worse`.
 pub(crate) fn effect(g: f64) -> String {
-    Texts::of(&[g]).point(g)
+    Texts::of(&[g], None).point(g)
+}
+
+/// [`effect`] of a metric whose sense is known: `8721× better`.
+pub(crate) fn effect_in(sense: Sense, g: f64) -> String {
+    Texts::of(&[g], Some(sense)).point(g)
 }
 
 /// A gain and its interval, in one unit, low bound first:
 /// `+12.3% [+8.0, +16.1]`, `3.98× worse [3.90×, 4.10×]`.
 pub(crate) fn effect_ci(g: f64, ci: (f64, f64)) -> String {
-    let t = Texts::of(&[g, ci.0, ci.1]);
-    // Low to high in the unit written: a minimized metric's worst bound is
-    // its lowest gain and its highest ratio.
-    let (lo, hi) = if t.ratio(ci.0) <= t.ratio(ci.1) {
+    interval(None, g, ci)
+}
+
+/// [`effect_ci`] of a metric whose sense is known:
+/// `8721× better [7002×, 10862×]`.
+pub(crate) fn effect_ci_in(sense: Sense, g: f64, ci: (f64, f64)) -> String {
+    interval(Some(sense), g, ci)
+}
+
+fn interval(sense: Option<Sense>, g: f64, ci: (f64, f64)) -> String {
+    let t = Texts::of(&[g, ci.0, ci.1], sense);
+    // Low to high in the unit written.
+    let (lo, hi) = if t.shown(ci.0) <= t.shown(ci.1) {
         ci
     } else {
         (ci.1, ci.0)
@@ -78,35 +109,63 @@ pub(crate) fn upper_bound(level: u32, g: f64, pooled: bool) -> String {
 /// How a set of gains written together is written: the unit chosen once
 /// for all of them.
 enum Texts {
-    /// Percentages with this many decimals (two when every number is below
-    /// one percent, so `+0.35%` is not `+0.3%` beside `+0.4%`).
+    /// Percentages with this many decimals.
     Percent(usize),
-    /// Ratios cand/base. `Some(word)` when all are past the base on the
-    /// unbounded side ("worse" for a minimized metric, "better" for a
-    /// maximized one); `None` when some are on the other side of it.
-    Factor {
-        minimize: bool,
-        word: Option<&'static str>,
-    },
+    /// Factors: of the ratio cand/base (`minimize` says which way the
+    /// gains run), written as `word` when all are on one side of the base
+    /// (the factor being how many times worse or better), as "× the base"
+    /// (the ratio itself) when they straddle it.
+    Factor { minimize: bool, side: Option<Side> },
+}
+
+/// Which side of the base a set of factors all lie on.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    /// The ratio cand/base above 1.
+    Above,
+    Below,
 }
 
 impl Texts {
-    fn of(gs: &[f64]) -> Texts {
-        let finite = || gs.iter().copied().filter(|g| g.is_finite());
-        let worse = finite().any(|g| g <= 1.0 - FACTOR);
-        let better = finite().any(|g| g >= FACTOR - 1.0);
-        if worse || better {
+    fn of(gs: &[f64], sense: Option<Sense>) -> Texts {
+        let finite: Vec<f64> = gs.iter().copied().filter(|g| g.is_finite()).collect();
+        let minimize = match sense {
+            Some(s) => Some(s == Sense::Minimize),
             // A minimized metric's gains are below 1, a maximized one's
-            // above −1: `worse` and `better` together cannot come from one
-            // metric, and then "worse" wins as the safer reading.
-            let minimize = worse;
+            // above −1: the unbounded side says which.
+            None if finite.iter().any(|g| *g <= 1.0 - FACTOR) => Some(true),
+            None if finite.iter().any(|g| *g >= FACTOR - 1.0) => Some(false),
+            None => None,
+        };
+        if let Some(minimize) = minimize {
             let ratio = |g: f64| if minimize { 1.0 - g } else { 1.0 + g };
-            let past = finite().all(|g| ratio(g) > 1.0);
-            let word = past.then_some(if minimize { "worse" } else { "better" });
-            return Texts::Factor { minimize, word };
+            let far = finite
+                .iter()
+                .any(|g| ratio(*g) >= FACTOR || ratio(*g) <= 1.0 / BOUNDED_FACTOR);
+            if far {
+                let side = if finite.iter().all(|g| ratio(*g) > 1.0) {
+                    Some(Side::Above)
+                } else if finite.iter().all(|g| ratio(*g) < 1.0) {
+                    Some(Side::Below)
+                } else {
+                    None
+                };
+                return Texts::Factor { minimize, side };
+            }
         }
-        let small = finite().all(|g| g.abs() < 0.01);
-        Texts::Percent(if small { 2 } else { 1 })
+        // Two decimals when every number is below one percent (and not
+        // all exactly none).
+        let small = finite.iter().all(|g| g.abs() < 0.01) && finite.iter().any(|g| *g != 0.0);
+        // Never `+100.0%` for what is not: near ±100%, two significant
+        // digits of what the estimate (the first) leaves to 100, up to
+        // four decimals.
+        let near = gs
+            .first()
+            .filter(|g| g.is_finite() && g.abs() < 1.0)
+            .map(|g| (-(100.0 - g.abs() * 100.0).log10()).ceil() as i64 + 1)
+            .unwrap_or(0);
+        let decimals = near.clamp(if small { 2 } else { 1 }, 4) as usize;
+        Texts::Percent(decimals)
     }
 
     fn ratio(&self, g: f64) -> f64 {
@@ -116,14 +175,39 @@ impl Texts {
         }
     }
 
+    /// The number written for `g`, for ordering bounds.
+    fn shown(&self, g: f64) -> f64 {
+        match self {
+            Texts::Percent(_) => g,
+            Texts::Factor {
+                side: Some(Side::Below),
+                ..
+            } => 1.0 / self.ratio(g),
+            Texts::Factor { .. } => self.ratio(g),
+        }
+    }
+
+    fn word(&self) -> &'static str {
+        match self {
+            Texts::Factor {
+                minimize,
+                side: Some(side),
+            } => match (minimize, side) {
+                (true, Side::Above) | (false, Side::Below) => "worse",
+                _ => "better",
+            },
+            _ => "the base",
+        }
+    }
+
     fn point(&self, g: f64) -> String {
         if !g.is_finite() {
             return "—".into();
         }
         match self {
-            Texts::Percent(d) => format!("{:+.*}%", *d, g * 100.0),
-            Texts::Factor { word: Some(w), .. } => format!("{:.2}× {w}", self.ratio(g)),
-            Texts::Factor { word: None, .. } => format!("{:.2}× the base", self.ratio(g)),
+            // `+0.0`, never `-0.0`.
+            Texts::Percent(d) => format!("{:+.*}%", *d, g * 100.0 + 0.0),
+            Texts::Factor { .. } => format!("{}× {}", factor(self.shown(g)), self.word()),
         }
     }
 
@@ -132,9 +216,20 @@ impl Texts {
             return "—".into();
         }
         match self {
-            Texts::Percent(d) => format!("{:+.*}", *d, g * 100.0),
-            Texts::Factor { .. } => format!("{:.2}×", self.ratio(g)),
+            Texts::Percent(d) => format!("{:+.*}", *d, g * 100.0 + 0.0),
+            Texts::Factor { .. } => format!("{}×", factor(self.shown(g))),
         }
+    }
+}
+
+/// A factor to three significant digits at most (`3.98`, `43.1`, `8721`).
+fn factor(f: f64) -> String {
+    if f < 10.0 {
+        format!("{f:.2}")
+    } else if f < 100.0 {
+        format!("{f:.1}")
+    } else {
+        format!("{f:.0}")
     }
 }
 
@@ -199,8 +294,8 @@ mod tests {
             (false, 0.2, 0.1, 0.3, "-80.0% [-90.0, -70.0]"),
             // Past the factor on the unbounded side: all three factors,
             // low to high.
-            (true, 6.0, 10.41, 3.46, "6.00× worse [3.46×, 10.41×]"),
-            (false, 6.0, 3.46, 10.41, "6.00× better [3.46×, 10.41×]"),
+            (true, 6.0, 10.41, 3.46, "6.00× worse [3.46×, 10.4×]"),
+            (false, 6.0, 3.46, 10.41, "6.00× better [3.46×, 10.4×]"),
             // Only a bound past it: still one unit.
             (true, 1.482, 3.17, 1.01, "1.48× worse [1.01×, 3.17×]"),
             (false, 1.5, 1.1, 2.5, "1.50× better [1.10×, 2.50×]"),
@@ -210,18 +305,61 @@ mod tests {
             // Exactly the factor.
             (true, 2.0, 1.9, 2.1, "2.00× worse [1.90×, 2.10×]"),
             (false, 2.0, 1.9, 2.1, "2.00× better [1.90×, 2.10×]"),
+            // Near 100% on the bounded side without the sense: decimals.
+            (
+                true,
+                0.000115,
+                0.00009,
+                0.00014,
+                "+99.989% [+99.986, +99.991]",
+            ),
             // No change.
-            (true, 1.0, 1.0, 1.0, "+0.00% [+0.00, +0.00]"),
+            (true, 1.0, 1.0, 1.0, "+0.0% [+0.0, +0.0]"),
         ];
         for &(min, e, a, b, want) in table {
             let got = effect_ci(g(min, 1.0, e), (g(min, 1.0, a), g(min, 1.0, b)));
             assert_eq!(got, want, "minimize {min}, {e} [{a}, {b}]");
+        }
+        // With the sense: past ten times on the bounded side, factors.
+        let min = Sense::Minimize;
+        let max = Sense::Maximize;
+        assert_eq!(
+            effect_ci_in(
+                min,
+                g(true, 1.0, 0.000115),
+                (g(true, 1.0, 0.00014), g(true, 1.0, 0.00009))
+            ),
+            "8696× better [7143×, 11111×]"
+        );
+        assert_eq!(
+            effect_ci_in(
+                max,
+                g(false, 1.0, 0.05),
+                (g(false, 1.0, 0.04), g(false, 1.0, 0.07))
+            ),
+            "20.0× worse [14.3×, 25.0×]"
+        );
+        // Below it, percentages (the quickstart's 4.9×).
+        assert_eq!(
+            effect_ci_in(min, 0.795, (0.793, 0.796)),
+            "+79.5% [+79.3, +79.6]"
+        );
+        assert_eq!(effect_in(max, 0.95), "+95.0%");
+        assert_eq!(effect_in(min, 0.95), "20.0× better");
+        assert_eq!(effect_in(max, 52.26), "53.3× better");
+        // The sense agrees with what the numbers say alone.
+        for (e, a, b) in [(6.0, 10.41, 3.46), (0.9, 0.85, 0.95), (1.6, 0.7, 5.1)] {
+            assert_eq!(
+                effect_ci_in(min, g(true, 1.0, e), (g(true, 1.0, a), g(true, 1.0, b))),
+                effect_ci(g(true, 1.0, e), (g(true, 1.0, a), g(true, 1.0, b)))
+            );
         }
         assert_eq!(effect(g(true, 1.0, 3.98)), "3.98× worse");
         assert_eq!(effect(g(false, 1.0, 3.98)), "3.98× better");
         assert_eq!(effect(0.123), "+12.3%");
         assert_eq!(effect(-0.004), "-0.40%");
         assert_eq!(effect(f64::NAN), "—");
+        assert_eq!(effect(-0.0), "+0.0%");
         assert_eq!(predicted(0.05, 0.05), "+5.0% (sd 5.0%)");
     }
 

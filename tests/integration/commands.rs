@@ -533,7 +533,9 @@ fn check_measure_waits_for_the_measurement_lock_and_says_so() {
     // The other Brief by name, with the time waited; where it runs and its
     // pid only with -v.
     assert!(
-        all.contains("waiting to measure: brief other holds the measurement lock ("),
+        all.contains(
+            "waiting to measure: brief other of another project holds the measurement lock ("
+        ),
         "{all}"
     );
     assert!(

@@ -616,3 +616,26 @@ fn a_confined_agent_that_changes_a_mode_in_the_checkout_is_still_blocked() {
         rec.reason
     );
 }
+
+/// `ooda trace` names every call's files (issue 46): the prompt and what the
+/// agent said are one step away.
+#[test]
+fn the_trace_names_each_calls_files() {
+    let t = project(1);
+    t.ooda(&["run", "b"]);
+    let trace = t.ooda(&["trace", "b", "1"]).expect(0).stdout;
+    for f in [
+        "files: artifacts/iter-001/plan.output.txt, artifacts/iter-001/plan.prompt.md",
+        "artifacts/iter-001/execute.prompt.md",
+        "artifacts/iter-001/learn.prompt.md",
+    ] {
+        assert!(trace.contains(f), "{f}:\n{trace}");
+    }
+    for f in trace
+        .lines()
+        .filter_map(|l| l.split_once("files: ").map(|(_, f)| f))
+        .flat_map(|f| f.split(", "))
+    {
+        assert!(t.exists(&format!("iterations/b/{}", f.trim())), "{f}");
+    }
+}

@@ -750,6 +750,7 @@ mod tests {
             noise_changed: false,
             d_mean: -0.05,
             d_ci: (-0.08, -0.02),
+            direction: None,
         });
         r.falsified = Some("TILE=32 is not faster than TILE=16".into());
         r.patterns = vec![Pattern {

@@ -262,6 +262,19 @@ fn paint(text: &str, color: bool) -> String {
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
+/// The Brief's name as the line shows it: a long one is cut.
+fn name(r: &BriefStatus) -> String {
+    clip::clip(&r.brief, 24)
+}
+
+/// The keeps of the headline (on the way to the current best).
+fn headline_keeps(r: &BriefStatus) -> u64 {
+    r.headline
+        .as_ref()
+        .and_then(|h| h["keeps"].as_u64())
+        .unwrap_or(r.keeps as u64)
+}
+
 fn ago(t: DateTime<Utc>) -> String {
     format!(
         "{} ago",
@@ -307,26 +320,27 @@ pub(crate) fn render(rows: &[BriefStatus], color: bool) -> String {
                 } else {
                     "s"
                 },
-                match &r.result {
-                    Some(res) if r.keeps > 0 => format!(
-                        "{} keep{}, {res}",
-                        r.keeps,
-                        if r.keeps == 1 { "" } else { "s" }
-                    ),
-                    Some(res) => res.clone(),
-                    None => "no baseline yet".into(),
+                // The keeps the result is made of (a rollback takes some
+                // out), as the report and the last line of a run count them.
+                match (&r.result, headline_keeps(r)) {
+                    (Some(res), k) if k > 0 => {
+                        format!("{k} keep{}, {res}", if k == 1 { "" } else { "s" })
+                    }
+                    (Some(res), _) => res.clone(),
+                    (None, _) => "no baseline yet".into(),
                 }
             ));
             // What stops or warns takes the room the rest leaves (the
             // whole of it is in `ooda status BRIEF`).
             let middle = match (&r.stop_reason, &r.warning, &r.in_flight) {
-                (Some(reason), _, _) => Some(format!("stopped: {reason}")),
+                // The status word already says it stopped.
+                (Some(reason), _, _) => Some(reason.clone()),
                 (None, Some(w), _) => Some(format!("warning: {w}")),
                 (None, None, Some(f)) => Some(f.clone()),
                 _ => None,
             };
             let tail = r.last_event.map(ago);
-            let head = format!("{:<width$} {:<7} ", r.brief, r.status)
+            let head = format!("{:<width$} {:<7} ", name(r), r.status)
                 .chars()
                 .count();
             let used = head
@@ -340,12 +354,12 @@ pub(crate) fn render(rows: &[BriefStatus], color: bool) -> String {
             }
             parts.extend(tail);
         }
-        let head = format!("{:<width$} {:<7} ", r.brief, r.status);
+        let head = format!("{:<width$} {:<7} ", name(r), r.status);
         let room = LINE_CHARS.saturating_sub(head.chars().count());
         let line = clip::clip(&parts.join("; "), room);
         s.push_str(&format!(
             "{:<width$} {}{} {line}\n",
-            r.brief,
+            name(r),
             paint(&r.status, color),
             " ".repeat(7usize.saturating_sub(r.status.chars().count()))
         ));
@@ -372,12 +386,13 @@ pub(crate) fn render_detail(r: &BriefStatus, color: bool) -> String {
     field(
         "iterations",
         format!(
-            "{}{}, {} keeps",
+            "{}{}, {} keep{}",
             r.iterations,
             r.budget_iterations
                 .map(|b| format!(" of {b}"))
                 .unwrap_or_default(),
-            r.keeps
+            r.keeps,
+            if r.keeps == 1 { "" } else { "s" }
         ),
     );
     if let Some(f) = &r.in_flight {

@@ -270,7 +270,8 @@ pub fn plan(
 }
 
 /// Coordinate refinement: the best point with each knob at the value whose
-/// own one-knob move from it measured best (when that beat staying), if
+/// own one-knob move from it measured best (when that beat staying by a
+/// quarter of θ₁ at least), if
 /// two knobs or more have one and that point was never tried, with the
 /// knobs it moves.
 ///
@@ -293,7 +294,7 @@ pub fn refinement(
         for (r, base) in history.iter().zip(&bases) {
             let Some(m) = &r.measured else { continue };
             // Measured against this best, in full pairs, one knob apart.
-            if base != best || r.screen || r.knobs.is_empty() {
+            if base != best || r.screened() || r.knobs.is_empty() {
                 continue;
             }
             let mut apart = brief
@@ -303,7 +304,11 @@ pub fn refinement(
             let (Some(only), None) = (apart.next(), apart.next()) else {
                 continue;
             };
+            // Better than staying by a quarter of θ₁ at least: noise alone
+            // rarely measures that much, and a move's own gain below θ₁
+            // (futile alone) says nothing of it with another knob.
             if only.name == knob.name
+                && m.effect >= m.theta1 / 4.0
                 && m.effect > 0.0
                 && top.is_none_or(|(e, _)| m.effect > e)
                 && let Some(v) = r.knobs.get(&knob.name)
@@ -910,6 +915,7 @@ mod tests {
             noise_changed: false,
             d_mean: d,
             d_ci: (d, d),
+            direction: None,
         }
     }
 

@@ -373,7 +373,7 @@ fn run(x: &Inputs, iterations: &[Graded]) -> Graded {
                 "confirmation",
                 Grade::Warn,
                 format!(
-                    "the confirmation test after iteration {} does not exclude no gain ({} (95% CI))",
+                    "the confirmation test after iteration {} does not exclude no gain ({} (97.5% CI))",
                     r.iteration,
                     crate::text::number::effect_ci(c.effect, c.ci)
                 ),
