@@ -111,22 +111,27 @@ impl Headline {
 
     /// [`Headline::of`] an archive alone, for a reader without the state:
     /// the current best is the last keep of the chain, and its latest
-    /// confirmation is used.
+    /// confirmation is used (not merely the latest confirmation, which
+    /// after a rollback may be of another commit).
     pub(crate) fn of_view(
         history: crate::archive::history::View,
         dir: Direction,
     ) -> crate::error::Result<Headline> {
         let best = chain(history.facts(), dir).last().map(|l| l.commit);
-        let confirmed = match history.latest_confirmation()? {
-            Some((it, c))
-                if best.is_some_and(|b| {
-                    b == crate::archive::history::fact::hash(c.best.as_bytes())
-                }) =>
-            {
-                Some((it, c))
+        let mut confirmed = None;
+        if let Some(b) = best {
+            for r in history.flagged(flag::CONFIRMATION) {
+                let r = r?;
+                if let Some(c) = r
+                    .confirmation
+                    .as_ref()
+                    .filter(|c| crate::archive::history::fact::hash(c.best.as_bytes()) == b)
+                {
+                    confirmed = Some((r.iteration, c.clone()));
+                    break;
+                }
             }
-            _ => None,
-        };
+        }
         Ok(Headline::of(history.facts(), dir, confirmed.as_ref()))
     }
 
@@ -473,6 +478,34 @@ mod tests {
         assert!((effect - m.effect).abs() < 1e-9);
         let (lo, hi) = ci.unwrap();
         assert!((lo - m.ci.0).abs() < 1e-9 && (hi - m.ci.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn read_without_the_state_the_best_is_matched_to_its_own_confirmation() {
+        let dir = Direction::Minimize;
+        let conf = |best: String, effect: f64| Confirmation {
+            start: "s".into(),
+            best,
+            pairs: Vec::new(),
+            best_median: 1.0,
+            start_median: 2.0,
+            effect,
+            ci: (effect - 0.01, effect + 0.01),
+            p: 0.001,
+            why: String::new(),
+        };
+        let mut keep = rec(1, Verdict::Keep, dir, 0.3, 0.05, 12);
+        keep.confirmation = Some(conf(format!("{:040}", 1), 0.25));
+        // A later test of another commit (an anchor's, after a rollback).
+        let mut later = rec(2, Verdict::Discard, dir, -0.1, 0.05, 12);
+        later.confirmation = Some(conf("f".repeat(40), 0.9));
+        let held = crate::archive::history::History::of(vec![
+            IterationRecord::new(0, Verdict::Baseline),
+            keep,
+            later,
+        ]);
+        let h = Headline::of_view(held.view(), dir).unwrap();
+        assert_eq!(h.effect(), Some((0.25, Some((0.24, 0.26)))), "{h:?}");
     }
 
     #[test]
