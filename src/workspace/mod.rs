@@ -1195,10 +1195,14 @@ fn clean_untracked(repo: &Repository, root: &Path) -> Result<()> {
 /// is tested, never written by hand and never committed: Python's bytecode
 /// cache (`__pycache__/`), the caches of pytest, mypy, ruff, hypothesis,
 /// tox and nox, setuptools' `*.egg-info/` and `.eggs/`, Jupyter's
-/// checkpoints. An agent that runs the code while editing leaves them even
-/// where the project's `.gitignore` does not name them; they are removed
-/// like ignored files, not taken as its change. A `.pyc` outside
-/// `__pycache__` is not one: Python imports it as a module of its own.
+/// checkpoints; and, for every other ecosystem, what a tool names a hidden
+/// cache: a folder or file whose name starts with a dot and ends in
+/// "cache" (`.cache/`, `.parcel-cache/`, `.sass-cache/`, `.eslintcache`,
+/// `.stylelintcache`). An agent that runs the code while editing leaves
+/// them even where the project's `.gitignore` does not name them; they are
+/// removed like ignored files, not taken as its change. A `.pyc` outside
+/// `__pycache__` is not one (Python imports it as a module of its own), nor
+/// a visible `cache/` folder, which a project may keep its sources in.
 pub(crate) fn is_cache_file(rel_path: &str) -> bool {
     const DIRS: [&str; 9] = [
         "__pycache__",
@@ -1211,10 +1215,12 @@ pub(crate) fn is_cache_file(rel_path: &str) -> bool {
         ".eggs",
         ".ipynb_checkpoints",
     ];
+    let hidden_cache =
+        |p: &str| p.len() > 1 && p.starts_with('.') && p.to_ascii_lowercase().ends_with("cache");
     let mut parts = rel_path.split('/').peekable();
     while let Some(p) = parts.next() {
         let dir = parts.peek().is_some();
-        if dir && (DIRS.contains(&p) || p.ends_with(".egg-info")) {
+        if hidden_cache(p) || (dir && (DIRS.contains(&p) || p.ends_with(".egg-info"))) {
             return true;
         }
     }
@@ -1647,15 +1653,27 @@ mod tests {
             "pkg/sub/__pycache__/b.cpython-312.pyc",
             ".pytest_cache/v/cache/lastfailed",
             "src/pkg.egg-info/PKG-INFO",
+            // Other ecosystems' hidden caches, as their tools name them.
+            ".parcel-cache/data.mdb",
+            "web/.sass-cache/3f2a/main.scssc",
+            ".cache/babel-loader/0a1b.json",
+            "web/.eslintcache",
+            ".stylelintcache",
+            ".ruff_cache/0.6.9/123",
         ] {
             assert!(is_cache_file(cache), "{cache}");
         }
-        // Importable by itself, or the folder's own name: not a cache.
+        // Importable by itself, the folder's own name, or sources a project
+        // keeps in a visible folder named cache: not a cache.
         for not in [
             "time.pyc",
             "pkg/fast.pyc",
             "__pycache__",
             "src/pytest_cache.py",
+            "src/cache/lru.rs",
+            "query_cache.py",
+            ".github/workflows/ci.yml",
+            ".",
         ] {
             assert!(!is_cache_file(not), "{not}");
         }
