@@ -14,6 +14,7 @@ use crate::exit::Exit;
 use crate::model::Verdict;
 use crate::phases::{Machine, Print, StepOutcome};
 use crate::project::Project;
+use crate::report::headline::Saved;
 use crate::run::interrupt::Interrupt;
 use crate::validate::cron::Zone;
 
@@ -131,9 +132,7 @@ pub(crate) fn report_step(
     json: bool,
     quiet: bool,
 ) -> Result<Exit> {
-    let read = Read::of(project, name);
-    // What `ooda status` shows as the Brief's disk use, as of this tick.
-    crate::archive::disk::Usage::refresh(project, name);
+    let read = Saved::load(project, name);
     let iteration = |iteration: u32, verdict: Verdict| {
         let rec = read
             .as_ref()
@@ -202,7 +201,7 @@ pub(crate) fn report_step(
     if (stopped || (each && !matches!(outcome, StepOutcome::Baseline)))
         && let Some(r) = &read
     {
-        lines.push(r.result(name));
+        lines.push(result(r, name));
     }
     clear_live();
     let mut printed = Ok(());
@@ -224,58 +223,23 @@ pub(crate) fn report_step(
     }
 }
 
-/// A Brief's archive as a step left it, read for the lines that report it
-/// (`None` when it cannot be read: the step's own line still prints).
-struct Read {
-    history: Vec<crate::model::IterationRecord>,
-    direction: crate::model::Direction,
-    best_commit: String,
-}
-
-impl Read {
-    fn of(project: &Project, name: &str) -> Option<Read> {
-        let dir = project.iterations_dir(name);
-        let history = crate::archive::history::load(&dir).ok()?;
-        let brief =
-            crate::brief::Brief::load_in(&project.brief_path(name).ok()?, &project.agent_names())
-                .ok()?;
-        let best_commit = match crate::archive::state::peek(&dir) {
-            Ok(crate::archive::state::Loaded::Ok(s)) => s.best_commit,
-            _ => String::new(),
-        };
-        Some(Read {
-            history,
-            direction: brief.metric.direction,
-            best_commit,
-        })
-    }
-
-    fn headline(&self) -> crate::report::headline::Headline {
-        crate::report::headline::Headline::of_records(
-            &self.history,
-            self.direction,
-            &self.best_commit,
-        )
-    }
-
-    /// The result line, in words and as JSON.
-    fn result(&self, name: &str) -> (String, serde_json::Value) {
-        let h = self.headline();
-        (
-            format!("{name}: {}", h.result_line(name)),
-            json!({"brief": name, "outcome": "result", "headline": h.json(), "summary": format!("iterations/{name}/summary.md")}),
-        )
-    }
+/// The result line, in words and as JSON.
+fn result(saved: &Saved, name: &str) -> (String, serde_json::Value) {
+    let h = saved.headline();
+    (
+        format!("{name}: {}", h.result_line(name)),
+        json!({"brief": name, "outcome": "result", "headline": h.json(), "summary": format!("iterations/{name}/summary.md")}),
+    )
 }
 
 /// The result line alone, as the last line of a `run` that ends for
 /// another reason than a stop (`--max-iterations`).
 pub(crate) fn report_result(project: &Project, name: &str, json: bool, quiet: bool) -> Result<()> {
-    let Some(r) = Read::of(project, name) else {
+    let Some(r) = Saved::load(project, name) else {
         return Ok(());
     };
     clear_live();
-    let (text, value) = r.result(name);
+    let (text, value) = result(&r, name);
     match if json {
         out(&format!("{value}\n"))
     } else if !quiet {

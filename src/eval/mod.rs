@@ -449,6 +449,53 @@ pub fn gain(dir: Direction, d: f64) -> f64 {
     }
 }
 
+/// A measured iteration as tests need one: `n` pairs of medians `base` →
+/// `cand`, mean log ratio `d` with a symmetric 95% interval of ±`half`, in
+/// `dir`; a keep gets a commit named after its number.
+#[cfg(test)]
+pub(crate) fn measured_for_test(
+    i: u32,
+    verdict: crate::model::Verdict,
+    dir: Direction,
+    (base, cand): (f64, f64),
+    d: f64,
+    half: f64,
+    n: usize,
+) -> crate::model::IterationRecord {
+    let mut r = crate::model::IterationRecord::new(i, verdict);
+    r.measured = Some(Comparison {
+        pairs: vec![
+            Pair {
+                base,
+                cand,
+                cand_first: false,
+                d,
+            };
+            n
+        ],
+        base_median: base,
+        cand_median: cand,
+        effect: gain(dir, d),
+        ci: (gain(dir, d - half), gain(dir, d + half)),
+        p: 0.5,
+        looks: 1,
+        theta1: 0.02,
+        alpha: 0.05,
+        delta0: 0.0,
+        rule: String::new(),
+        alpha_look: 0.017,
+        s_h: 0.02,
+        noise_changed: false,
+        d_mean: d,
+        d_ci: (d - half, d + half),
+        direction: None,
+    });
+    if verdict == crate::model::Verdict::Keep {
+        r.commit = Some(format!("{i:040}"));
+    }
+    r
+}
+
 /// Examines the pairs measured so far with the sequential rule, if a look is due.
 pub(crate) fn look_now(
     pairs: &[Pair],

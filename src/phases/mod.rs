@@ -233,6 +233,10 @@ impl<'a> Machine<'a> {
         }
         self.task = None;
         self.note_failure(out.as_ref().err());
+        // What `ooda status` shows as the Brief's disk use, as of this
+        // step: measured here once, whoever drove the step (tick, run,
+        // a schedule, the daemon).
+        crate::archive::disk::Usage::refresh(self.project, &self.brief.name);
         out
     }
 

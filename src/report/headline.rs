@@ -135,21 +135,6 @@ impl Headline {
         Ok(Headline::of(history.facts(), dir, confirmed.as_ref()))
     }
 
-    /// The result line of the Brief `name` as its archive on disk says it
-    /// (for a reader without the machine: the daemon's log at a stop).
-    pub(crate) fn result_line_of(project: &crate::project::Project, name: &str) -> Option<String> {
-        let dir = project.iterations_dir(name);
-        let history = crate::archive::history::load(&dir).ok()?;
-        let brief =
-            crate::brief::Brief::load_in(&project.brief_path(name).ok()?, &project.agent_names())
-                .ok()?;
-        let best = match crate::archive::state::peek(&dir) {
-            Ok(crate::archive::state::Loaded::Ok(s)) => s.best_commit,
-            _ => String::new(),
-        };
-        Some(Headline::of_records(&history, brief.metric.direction, &best).result_line(name))
-    }
-
     /// The keeps on the way to the current best.
     pub(crate) fn keeps(&self) -> usize {
         match self {
@@ -273,6 +258,38 @@ impl Headline {
     }
 }
 
+/// A Brief's archive as a step left it on disk, read by those that report
+/// it without the machine (the lines `run` and `tick` print, the daemon's
+/// log at a stop): `None` when it cannot be read.
+pub(crate) struct Saved {
+    pub(crate) history: Vec<crate::model::IterationRecord>,
+    pub(crate) direction: Direction,
+    best_commit: String,
+}
+
+impl Saved {
+    pub(crate) fn load(project: &crate::project::Project, name: &str) -> Option<Saved> {
+        let dir = project.iterations_dir(name);
+        let history = crate::archive::history::load(&dir).ok()?;
+        let brief =
+            crate::brief::Brief::load_in(&project.brief_path(name).ok()?, &project.agent_names())
+                .ok()?;
+        let best_commit = match crate::archive::state::peek(&dir) {
+            Ok(crate::archive::state::Loaded::Ok(s)) => s.best_commit,
+            _ => String::new(),
+        };
+        Some(Saved {
+            history,
+            direction: brief.metric.direction,
+            best_commit,
+        })
+    }
+
+    pub(crate) fn headline(&self) -> Headline {
+        Headline::of_records(&self.history, self.direction, &self.best_commit)
+    }
+}
+
 fn effect_text(sense: Sense, effect: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
         Some(ci) => number::effect_ci_in(sense, effect, ci),
@@ -353,44 +370,12 @@ pub(crate) fn log_ratio(dir: Direction, g: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Comparison, IterationRecord, Pair};
+    use crate::model::IterationRecord;
 
-    /// A keep (or discard) of a paired gain `g` with a symmetric log
+    /// A keep (or discard) of a paired log ratio `d` with a symmetric log
     /// interval of half-width `h` over `n` pairs.
     fn rec(i: u32, v: Verdict, dir: Direction, d: f64, h: f64, n: usize) -> IterationRecord {
-        let mut r = IterationRecord::new(i, v);
-        let g = |x: f64| crate::eval::gain(dir, x);
-        r.measured = Some(Comparison {
-            pairs: vec![
-                Pair {
-                    base: 1.0,
-                    cand: 1.0,
-                    cand_first: false,
-                    d,
-                };
-                n
-            ],
-            base_median: 100.0,
-            cand_median: 100.0,
-            effect: g(d),
-            ci: (g(d - h), g(d + h)),
-            p: 0.01,
-            looks: 1,
-            theta1: 0.02,
-            alpha: 0.05,
-            delta0: 0.0,
-            rule: String::new(),
-            alpha_look: 0.017,
-            s_h: 0.02,
-            noise_changed: false,
-            d_mean: d,
-            d_ci: (d - h, d + h),
-            direction: None,
-        });
-        if v == Verdict::Keep {
-            r.commit = Some(format!("{i:040}"));
-        }
-        r
+        crate::eval::measured_for_test(i, v, dir, (100.0, 100.0), d, h, n)
     }
 
     fn facts(h: &[IterationRecord]) -> Vec<Fact> {

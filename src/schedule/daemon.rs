@@ -489,11 +489,13 @@ impl Worker {
                         StepOutcome::Baseline | StepOutcome::Iteration { .. } => {}
                         StepOutcome::Stopped(..) | StepOutcome::Finished(_) => {
                             // The run's result, as `ooda run` ends with it.
-                            if let Some(line) = crate::report::headline::Headline::result_line_of(
-                                &self.project,
-                                &self.name,
-                            ) {
-                                self.log.info(Some(&self.name), &line);
+                            if let Some(saved) =
+                                crate::report::headline::Saved::load(&self.project, &self.name)
+                            {
+                                self.log.info(
+                                    Some(&self.name),
+                                    &saved.headline().result_line(&self.name),
+                                );
                             }
                             last_park_message.clear();
                             self.park_message(

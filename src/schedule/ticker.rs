@@ -175,8 +175,6 @@ pub(crate) fn tick(cx: &TickContext, slot: &Slot) -> Result<StepOutcome> {
         })?;
     let started = Instant::now();
     let result = machine.step();
-    // What `ooda status` shows as the Brief's disk use, as of this tick.
-    crate::archive::disk::Usage::refresh(cx.project, cx.name);
     let outcome = match &result {
         Ok(StepOutcome::Baseline) => "baseline",
         Ok(StepOutcome::Iteration { .. }) => "iteration",

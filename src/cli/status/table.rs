@@ -43,6 +43,9 @@ pub struct BriefStatus {
     /// The same, in a sentence saying how it was measured.
     #[serde(skip)]
     pub result_sentence: Option<String>,
+    /// The keeps the result is made of (a rollback takes some out).
+    #[serde(skip)]
+    pub result_keeps: Option<usize>,
     pub budget_iterations: Option<u32>,
     pub last_event: Option<DateTime<Utc>>,
     /// Disk taken by `iterations/<brief>/` and by its worktrees, as last
@@ -240,6 +243,7 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         out.headline = Some(h.json());
         out.result = Some(h.short());
         out.result_sentence = Some(h.sentence());
+        out.result_keeps = Some(h.keeps());
     }
     out.last_event = crate::events::last_timestamp(&dir);
     out
@@ -265,14 +269,6 @@ fn paint(text: &str, color: bool) -> String {
 /// The Brief's name as the line shows it: a long one is cut.
 fn name(r: &BriefStatus) -> String {
     clip::clip(&r.brief, 24)
-}
-
-/// The keeps of the headline (on the way to the current best).
-fn headline_keeps(r: &BriefStatus) -> u64 {
-    r.headline
-        .as_ref()
-        .and_then(|h| h["keeps"].as_u64())
-        .unwrap_or(r.keeps as u64)
 }
 
 fn ago(t: DateTime<Utc>) -> String {
@@ -322,7 +318,7 @@ pub(crate) fn render(rows: &[BriefStatus], color: bool) -> String {
                 },
                 // The keeps the result is made of (a rollback takes some
                 // out), as the report and the last line of a run count them.
-                match (&r.result, headline_keeps(r)) {
+                match (&r.result, r.result_keeps.unwrap_or(r.keeps)) {
                     (Some(res), k) if k > 0 => {
                         format!("{k} keep{}, {res}", if k == 1 { "" } else { "s" })
                     }

@@ -336,20 +336,40 @@ fn refine(
     best: &Point,
 ) -> Option<Plan> {
     let (point, moved) = refinement(brief, history, best)?;
+    Some(labelled(
+        describe_at(brief, history, surrogate, best, point),
+        "Coordinate refinement",
+        &format!(
+            "{} each measured better alone from the best, too little to keep, and were never measured together: knobs can interact",
+            moved.join(" and ")
+        ),
+    ))
+}
+
+/// [`describe`] of `point`, with the surrogate's prediction of it against
+/// the best.
+fn describe_at(
+    brief: &Brief,
+    history: &[IterationRecord],
+    surrogate: &Surrogate,
+    best: &Point,
+    point: Point,
+) -> Plan {
     let d = surrogate.difference(&point, &surrogate.anchor(best));
-    let mut plan = describe(brief, history, surrogate, best, point, d);
+    describe(brief, history, surrogate, best, point, d)
+}
+
+/// A described plan proposed for another reason than the model's pick:
+/// its hypothesis says which (`Sweep: …`), its change why.
+fn labelled(mut plan: Plan, label: &str, why: &str) -> Plan {
     plan.hypothesis = format!(
-        "Coordinate refinement: {}",
+        "{label}: {}",
         plan.hypothesis
             .strip_prefix("Exploration: ")
             .unwrap_or(&plan.hypothesis)
     );
-    plan.change = format!(
-        "{}; {} each measured better alone from the best, too little to keep, and were never measured together: knobs can interact",
-        plan.change,
-        moved.join(" and ")
-    );
-    Some(plan)
+    plan.change = format!("{}; {why}", plan.change);
+    plan
 }
 
 /// Sweep points left before the search stops: the `allowance` less those
@@ -406,18 +426,10 @@ fn sweep(
         }
     }
     let (_, point) = far?;
-    let anchor = surrogate.anchor(best);
-    let d = surrogate.difference(&point, &anchor);
-    let mut plan = describe(brief, history, surrogate, best, point, d);
-    plan.hypothesis = format!(
-        "Sweep: {}",
-        plan.hypothesis
-            .strip_prefix("Exploration: ")
-            .unwrap_or(&plan.hypothesis)
-    );
-    plan.change = format!(
-        "{}; the model sees no likely gain left, so the point farthest from every measured one is screened (one run) before the search stops",
-        plan.change
+    let mut plan = labelled(
+        describe_at(brief, history, surrogate, best, point),
+        "Sweep",
+        "the model sees no likely gain left, so the point farthest from every measured one is screened (one run) before the search stops",
     );
     plan.screen = true;
     Some(plan)

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Calibration, Comparison, IterationRecord, Pair};
+use crate::model::{Calibration, IterationRecord};
 
 fn brief(direction: &str) -> Brief {
     let text = format!(
@@ -11,39 +11,7 @@ fn brief(direction: &str) -> Brief {
 /// A measured iteration: medians `base` → `cand` (a minimized metric),
 /// its paired log ratio `d` with a 95% interval of ±`h`, over 12 pairs.
 fn measured(i: u32, verdict: Verdict, base: f64, cand: f64, d: f64, h: f64) -> IterationRecord {
-    let mut r = IterationRecord::new(i, verdict);
-    let g = |x: f64| crate::eval::gain(Direction::Minimize, x);
-    r.measured = Some(Comparison {
-        pairs: vec![
-            Pair {
-                base,
-                cand,
-                cand_first: false,
-                d,
-            };
-            12
-        ],
-        base_median: base,
-        cand_median: cand,
-        effect: g(d),
-        ci: (g(d - h), g(d + h)),
-        p: 0.5,
-        looks: 1,
-        theta1: 0.02,
-        alpha: 0.05,
-        delta0: 0.0,
-        rule: String::new(),
-        alpha_look: 0.017,
-        s_h: 0.02,
-        noise_changed: false,
-        d_mean: d,
-        d_ci: (d - h, d + h),
-        direction: None,
-    });
-    if verdict == Verdict::Keep {
-        r.commit = Some(format!("{i:040}"));
-    }
-    r
+    crate::eval::measured_for_test(i, verdict, Direction::Minimize, (base, cand), d, h, 12)
 }
 
 fn baseline(median: f64) -> IterationRecord {
