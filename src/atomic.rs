@@ -5,6 +5,10 @@
 //! written to a temporary sibling, fsynced, renamed over the target, and the
 //! folder is fsynced so the rename itself is durable. A full disk surfaces as
 //! an error naming the file while the previous version stays intact.
+//!
+//! The other half is reading what someone else could have planted (an agent,
+//! a damaged archive): [`read_capped`] never blocks on a FIFO, never reads a
+//! device, and never holds more than its cap in memory.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -80,6 +84,92 @@ mod tests {
         assert!(
             err.contains("/nonexistent-dir-for-ooda/state.json"),
             "{err}"
+        );
+    }
+}
+
+/// The most of one archive file (an iteration file, the state, the event
+/// log's live part, an index) ooda reads: far above what a night writes,
+/// far below what would exhaust memory.
+pub(crate) const ARCHIVE_MAX: u64 = 256 << 20;
+
+/// A file of ooda's archive, whole: `std::fs::read` that refuses what is
+/// not a regular file (a FIFO would hang the reader, `/dev/zero` never
+/// ends) and a file above [`ARCHIVE_MAX`] (planted, or damaged), with an
+/// error that names why.
+pub(crate) fn read_file(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
+    let path = path.as_ref();
+    match read_capped(path, ARCHIVE_MAX)? {
+        (bytes, false) => Ok(bytes),
+        (_, true) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, more than ooda ever writes there: move it aside (it may have been planted or damaged)",
+                ARCHIVE_MAX >> 20
+            ),
+        )),
+    }
+}
+
+/// [`read_file`] as text (`std::fs::read_to_string`).
+pub(crate) fn read_string(path: impl AsRef<Path>) -> std::io::Result<String> {
+    String::from_utf8(read_file(path)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
+/// At most `cap` bytes of the regular file at `path`, and whether there was
+/// more. A FIFO, a device or a socket is refused without blocking (it is
+/// opened non-blocking and checked before a byte is read): an agent can
+/// plant one wherever ooda reads, and `/dev/zero` never ends. The read is
+/// streamed, so a 3 GiB sparse file costs `cap` bytes of memory.
+pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<(Vec<u8>, bool)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, a device or a socket): ooda reads only regular files here",
+        ));
+    }
+    let mut buf = Vec::with_capacity(meta.len().min(cap).min(1 << 20) as usize);
+    f.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    let more = buf.len() as u64 > cap;
+    buf.truncate(cap as usize);
+    Ok((buf, more))
+}
+
+#[cfg(test)]
+mod capped_tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_a_device_and_a_long_file_are_read_safely() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // Nobody writes the FIFO: a blocking open would hang here.
+        let e = read_capped(&fifo, 10).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(read_capped(Path::new("/dev/zero"), 10).is_err());
+        let long = dir.path().join("long");
+        let f = File::create(&long).unwrap();
+        f.set_len(3 << 30).unwrap(); // sparse: 3 GiB of nothing
+        let (bytes, more) = read_capped(&long, 1000).unwrap();
+        assert_eq!((bytes.len(), more), (1000, true));
+        fs::write(&long, "short").unwrap();
+        assert_eq!(
+            read_capped(&long, 1000).unwrap(),
+            (b"short".to_vec(), false)
         );
     }
 }

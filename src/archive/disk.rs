@@ -46,7 +46,7 @@ impl Usage {
 
     /// The last recorded measurement of `brief`, if any.
     pub(crate) fn last(project: &Project, brief: &str) -> Option<Usage> {
-        let bytes = std::fs::read(path(&project.root, brief)).ok()?;
+        let bytes = crate::atomic::read_file(path(&project.root, brief)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 

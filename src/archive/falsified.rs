@@ -127,7 +127,7 @@ pub fn falsified_in(v: View, max_chars: usize) -> Result<FalsifiedList> {
 
 /// The lines of a `falsified.md` by iteration: (direction, text).
 fn falsified_lines(path: &std::path::Path) -> std::collections::HashMap<u32, (String, String)> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = crate::atomic::read_string(path).unwrap_or_default();
     text.lines()
         .filter_map(|l| {
             let rest = l.strip_prefix("- ")?;

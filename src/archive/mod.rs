@@ -606,7 +606,7 @@ mod tests {
             a.history.view().get(1).unwrap()
         );
         assert!(
-            std::fs::read_to_string(&summary)
+            crate::atomic::read_string(&summary)
                 .unwrap()
                 .contains("[1](iter-001.md)")
         );

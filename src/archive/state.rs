@@ -382,7 +382,7 @@ pub(crate) enum Loaded {
 /// an earlier version is migrated in memory only.
 pub(crate) fn peek(dir: &Path) -> Result<Loaded> {
     let path = State::path(dir);
-    match std::fs::read(&path) {
+    match crate::atomic::read_file(&path) {
         Ok(t) => Ok(match parse(&t) {
             Ok(s) => Loaded::Ok(Box::new(s)),
             Err(message) => Loaded::Corrupt {
@@ -397,7 +397,7 @@ pub(crate) fn peek(dir: &Path) -> Result<Loaded> {
 
 pub(crate) fn load(dir: &Path) -> Result<Loaded> {
     let path = State::path(dir);
-    let text = match std::fs::read(&path) {
+    let text = match crate::atomic::read_file(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Loaded::Missing),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),

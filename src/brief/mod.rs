@@ -101,6 +101,10 @@ pub struct Metric {
     /// The practical minimum effect as a fraction: `1%` is 0.01.
     pub noise_floor: f64,
     pub timeout: Duration,
+    /// ooda's own variables (`OODA_SIDE`, `OODA_ITERATION`, …) the setup,
+    /// guards and metric are given (`metric.env`). None by default: each
+    /// one lets the candidate's code tell that it is being measured.
+    pub env: Vec<String>,
 }
 
 /// How the metric is read from the command's output.
@@ -182,6 +186,42 @@ impl Scope {
     pub fn protects(&self, rel_path: &str) -> bool {
         self.protect_set.is_match(normalize(rel_path))
     }
+
+    /// Whether `rel_path` is one of ooda's own files ([`OODA_OWN`]) that an
+    /// allow pattern names by its literal first component (`templates/**`,
+    /// `ooda.yaml`): only such a pattern opens it, never `**` or `*.md`.
+    pub fn names_own(&self, rel_path: &str) -> bool {
+        let Some(own) = own_root(rel_path) else {
+            return false;
+        };
+        self.allows(rel_path)
+            && self.allow.iter().any(|a| {
+                let a = normalize(a);
+                a.split('/').next() == Some(own)
+            })
+    }
+}
+
+/// ooda's own files, as the project root holds them: what configures a
+/// night (`ooda.yaml`, the Briefs, the subagent definitions, the prompt
+/// templates) and what records it (`.ooda/`, `iterations/`). A kept change
+/// to one is merged by a human who trusts the branch, and would disarm the
+/// next night (`sandbox: off`, `protect: []`, a reviewer that approves
+/// everything), so no scope reaches them unless it names them.
+pub(crate) const OODA_OWN: &[&str] = &[
+    "ooda.yaml",
+    "briefs",
+    "subagents",
+    "templates",
+    ".ooda",
+    "iterations",
+];
+
+/// The entry of [`OODA_OWN`] that `rel_path` is or lies beneath.
+pub(crate) fn own_root(rel_path: &str) -> Option<&'static str> {
+    let p = normalize(rel_path);
+    let first = p.split('/').next()?;
+    OODA_OWN.iter().copied().find(|o| *o == first)
 }
 
 fn normalize(rel_path: &str) -> String {
@@ -234,6 +274,7 @@ const METRIC_KEYS: &[&str] = &[
     "target",
     "noise_floor",
     "timeout",
+    "env",
 ];
 const SCOPE_KEYS: &[&str] = &["allow", "protect", "max_file_size"];
 
@@ -325,15 +366,24 @@ impl Brief {
     pub fn scope_violation<'p>(&self, paths: impl Iterator<Item = &'p str>) -> Option<String> {
         let mut protected = Vec::new();
         let mut outside = Vec::new();
+        let mut own = Vec::new();
         for p in paths {
             if p == self.knobs_file.trim_start_matches("./") {
                 continue;
             }
-            if self.scope.protects(p) {
+            if own_root(p).is_some() && !self.scope.names_own(p) {
+                own.push(p.to_string());
+            } else if self.scope.protects(p) {
                 protected.push(p.to_string());
             } else if !self.scope.allows(p) {
                 outside.push(p.to_string());
             }
+        }
+        if !own.is_empty() {
+            return Some(format!(
+                "changed ooda's own configuration or archive: {} (ooda.yaml, briefs/, subagents/, templates/, .ooda/ and iterations/ are out of every scope unless scope.allow names them, e.g. `templates/**`); a kept change to them would change how the next night is run and judged",
+                own.join(", ")
+            ));
         }
         if !protected.is_empty() {
             return Some(format!(
@@ -370,6 +420,7 @@ fn placeholder_metric() -> Metric {
         target: None,
         noise_floor: 0.0,
         timeout: DEFAULT_TIMEOUT,
+        env: Vec::new(),
     }
 }
 
@@ -872,7 +923,7 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
         draft.knobs_file = ck.expect(
             &e.value,
             "knobs_file",
-            "a relative path inside the repository",
+            "a relative path inside the repository, outside .git/ and ooda's own folders (briefs/, subagents/, templates/, iterations/, .ooda/)",
             "knobs_file: ooda.knobs.env",
             |n| {
                 let p = n.scalar()?.trim();
@@ -881,7 +932,11 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
                     && !path
                         .components()
                         .any(|c| matches!(c, std::path::Component::ParentDir));
-                (!p.is_empty() && inside && !p.ends_with('/')).then(|| p.to_string())
+                // ooda writes this file: in git's folder it would be a hook,
+                // in ooda's own folders a Brief or a template.
+                let first = p.trim_start_matches("./").split('/').next().unwrap_or("");
+                let ours = first == ".git" || own_root(p).is_some();
+                (!p.is_empty() && inside && !ours && !p.ends_with('/')).then(|| p.to_string())
             },
         );
     }
@@ -1071,6 +1126,35 @@ fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric
         ),
         None => Some(DEFAULT_TIMEOUT),
     };
+    let env = match fields.get("env") {
+        Some(e) => ck.strings(
+            &e.value,
+            "metric.env",
+            "a list of ooda's environment variables (names starting with OODA_) the measured commands are given",
+            "a variable name like OODA_SIDE",
+            "env: [OODA_SIDE]",
+        ),
+        None => Some(Vec::new()),
+    };
+    if let (Some(e), Some(names)) = (fields.get("env"), &env) {
+        for n in names {
+            let ok = n.strip_prefix("OODA_").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            });
+            if !ok {
+                ck.report(
+                    Some(e.value.line),
+                    Some("metric.env"),
+                    format!("`{n}` is not one of ooda's variables: the measured commands get the rest of ooda's environment anyway, and only names starting with OODA_ are withheld"),
+                )
+                .expected("names like OODA_SIDE, OODA_ITERATION, OODA_BRIEF")
+                .example("env: [OODA_SIDE]");
+            }
+        }
+    }
 
     if ck.problems.len() > before {
         return None;
@@ -1084,6 +1168,7 @@ fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric
         target,
         noise_floor: noise_floor?,
         timeout: timeout?,
+        env: env?,
     })
 }
 

@@ -72,6 +72,10 @@ pub fn point_at(
     }
 }
 
+/// The longest knobs file ooda reads: one short line per knob fits many
+/// times over.
+pub(crate) const MAX_KNOBS_FILE: u64 = 64 * 1024;
+
 /// A stable text key for "has this point been evaluated before?".
 pub fn key(point: &Point) -> String {
     point
@@ -92,8 +96,14 @@ pub fn render_env(point: &Point) -> String {
 /// Reads the knobs file of a worktree; only declared knobs are taken, and a
 /// value outside its spec is an error naming the line (a human may edit it).
 pub fn read_env(path: &Path, knobs: &[Knob]) -> Result<Point> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let text = match crate::atomic::read_capped(path, MAX_KNOBS_FILE) {
+        Ok((_, true)) => {
+            return Err(Error::Input(format!(
+                "{} is longer than {MAX_KNOBS_FILE} bytes: a knobs file holds one `NAME=value` line per knob",
+                path.display()
+            )));
+        }
+        Ok((bytes, false)) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Point::new()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };

@@ -34,7 +34,7 @@ pub(crate) fn run(g: &Globals, brief: &str, iteration: u32, full: bool) -> Resul
     if g.json {
         out(&format!(
             "{}\n",
-            std::fs::read_to_string(dir.join("replay.json")).unwrap_or_default()
+            crate::atomic::read_string(dir.join("replay.json")).unwrap_or_default()
         ))?;
         return Ok(Exit::Ok);
     }

@@ -16,7 +16,7 @@ pub(crate) fn run(g: &Globals, brief: &str) -> Result<Exit> {
     } else {
         layout.summary()
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = crate::atomic::read_string(&path).map_err(|e| {
         Error::Input(format!(
             "{}: {e} (no run yet? start one with `ooda tick {}`)",
             path.display(),

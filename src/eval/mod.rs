@@ -126,12 +126,20 @@ impl Evaluator<'_> {
             worktree: wt.side.as_str().into(),
             command: redact::redact(command),
         })?;
+        // ooda's own variables only where the Brief asks for them
+        // (`metric.env`): each one tells the candidate's code it is measured.
         let mut env = wt.env.clone();
-        env.push(("OODA_SIDE".into(), wt.side.as_str().into()));
-        if let Some(i) = self.span.iteration() {
-            env.push(("OODA_ITERATION".into(), i.to_string()));
+        for name in &self.brief.metric.env {
+            let value = match name.as_str() {
+                "OODA_SIDE" => Some(wt.side.as_str().to_string()),
+                "OODA_ITERATION" => self.span.iteration().map(|i| i.to_string()),
+                "OODA_BRIEF" => Some(self.brief.name.clone()),
+                other => std::env::var(other).ok(),
+            };
+            if let Some(v) = value {
+                env.push((name.clone(), v));
+            }
         }
-        env.push(("OODA_BRIEF".into(), self.brief.name.clone()));
         let spec = CommandSpec {
             command,
             cwd: &wt.dir,
@@ -141,6 +149,7 @@ impl Evaluator<'_> {
             stdin: None,
             landlock: None,
             writable: Vec::new(),
+            measured: true,
         };
         let out = self
             .lease

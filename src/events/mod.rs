@@ -489,10 +489,19 @@ pub(crate) fn read_live(dir: &Path) -> Result<Vec<Record>> {
 
 fn live_text(dir: &Path) -> Result<String> {
     let path = dir.join(FILE);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => Ok(t),
+    // Lossy: a damaged line (a byte that is not UTF-8) costs that line,
+    // which the parse then skips, never the whole log.
+    match crate::atomic::read_file(&path) {
+        Ok(b) => Ok(String::from_utf8_lossy(&b).into_owned()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(Error::io(format!("reading {}", path.display()), e)),
+        Err(e) => Err(Error::Corrupt {
+            path: path.clone(),
+            message: format!(
+                "the event log could not be read ({e}); move it aside (`mv {} {}.damaged`): the iteration files hold every decision, and the next tick starts a new log",
+                path.display(),
+                path.display()
+            ),
+        }),
     }
 }
 
@@ -526,7 +535,7 @@ mod tests {
             })
             .unwrap();
         it.emit(Event::PhaseStarted { phase: Phase::Plan }).unwrap();
-        let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+        let text = crate::atomic::read_string(dir.path().join("events.jsonl")).unwrap();
         let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
         assert_eq!(first["type"], "iteration_started");
         assert_eq!(first["iteration"], 1);
@@ -547,7 +556,7 @@ mod tests {
             message: format!("the agent said {key}"),
         })
         .unwrap();
-        let text = std::fs::read_to_string(dir.path().join("events.jsonl")).unwrap();
+        let text = crate::atomic::read_string(dir.path().join("events.jsonl")).unwrap();
         assert!(!text.contains(key), "{text}");
         assert_eq!(read_all(dir.path()).unwrap().len(), 1);
     }

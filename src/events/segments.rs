@@ -120,7 +120,8 @@ const CARRIED_TYPES: [&str; 3] = [
 /// Appends the run starts and anomalies of the live log to
 /// `events/carried.jsonl` (synced), before the log is moved.
 fn keep_anomalies(live: &Path, folder: &Path) -> Result<()> {
-    let bytes = fs::read(live).map_err(|e| Error::io(format!("reading {}", live.display()), e))?;
+    let bytes = crate::atomic::read_file(live)
+        .map_err(|e| Error::io(format!("reading {}", live.display()), e))?;
     let mut found = String::new();
     for line in String::from_utf8_lossy(&bytes).lines() {
         if CARRIED_TYPES.iter().any(|t| line.contains(t))
@@ -147,7 +148,7 @@ fn keep_anomalies(live: &Path, folder: &Path) -> Result<()> {
 
 /// The records carried over from the sealed parts, each once.
 fn carried(dir: &Path) -> Vec<super::Record> {
-    let Ok(bytes) = fs::read(dir.join(DIR).join(CARRIED)) else {
+    let Ok(bytes) = crate::atomic::read_file(dir.join(DIR).join(CARRIED)) else {
         return Vec::new();
     };
     let mut seen = std::collections::HashSet::new();
@@ -184,11 +185,28 @@ pub(crate) fn read(path: &Path) -> Result<Option<String>> {
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
     let mut bytes = Vec::new();
-    let read = if path.extension().is_some_and(|e| e == "gz") {
-        GzDecoder::new(BufReader::new(file)).read_to_end(&mut bytes)
+    // Bounded, and regular files only: a FIFO or a device planted among
+    // the parts must not hang or fill the reader.
+    let cap = crate::atomic::ARCHIVE_MAX;
+    let read = if !file.metadata().is_ok_and(|m| m.is_file()) {
+        Err(std::io::Error::other("not a regular file"))
+    } else if path.extension().is_some_and(|e| e == "gz") {
+        GzDecoder::new(BufReader::new(file))
+            .take(cap + 1)
+            .read_to_end(&mut bytes)
     } else {
-        BufReader::new(file).read_to_end(&mut bytes)
+        BufReader::new(file).take(cap + 1).read_to_end(&mut bytes)
     };
+    let read = read.and_then(|n| {
+        if n as u64 > cap {
+            Err(std::io::Error::other(format!(
+                "longer than {} MiB",
+                cap >> 20
+            )))
+        } else {
+            Ok(n)
+        }
+    });
     read.map_err(|e| {
         Error::Corrupt {
             path: path.to_path_buf(),

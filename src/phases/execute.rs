@@ -78,17 +78,35 @@ pub(crate) fn run(
             message: note,
         })?;
     }
-    if !plan.knobs.is_empty() {
-        let path = ws.cand_dir.join(&t.brief.knobs_file);
-        crate::atomic::write_atomic(
-            &path,
+    // The knobs file is ooda's: the benchmark sources it, so an agent's
+    // edit to it is shell in the measurement. It is checked before ooda
+    // writes it (from the plan's knobs, else it stays the base's).
+    let knobs_edit = ws.owned_edit(&ws.cand_dir, &t.brief.knobs_file)?.map(|what| {
+        format!(
+            "the agent changed the knobs file ({what}); ooda writes {} itself from the plan's knobs, and the benchmark reads it, so an edit to it is never measured or kept: propose knob values in the plan instead",
+            t.brief.knobs_file
+        )
+    });
+    if knobs_edit.is_none() && !plan.knobs.is_empty() {
+        Workspace::write_owned(
+            &ws.cand_dir,
+            &t.brief.knobs_file,
             crate::brief::points::render_env(&plan.knobs).as_bytes(),
         )?;
     }
     let candidate = ws.candidate(t.brief.scope.max_file_size)?;
     let changed = candidate.changed;
     let odd = &candidate.contents.odd_changed;
-    let mut violation = if odd.is_empty() {
+    let long = &candidate.contents.too_long;
+    let mut violation = if knobs_edit.is_some() {
+        knobs_edit
+    } else if !long.is_empty() {
+        Some(format!(
+            "path(s) longer than the system's limit of {} bytes, which ooda can neither read nor store: {} (clipped); keep paths short",
+            libc::PATH_MAX,
+            crate::text::clip::clip(&long.join(", "), 300)
+        ))
+    } else if odd.is_empty() {
         crate::workspace::content_violation(t.brief, &changed)
     } else {
         Some(format!(

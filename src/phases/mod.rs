@@ -120,6 +120,15 @@ impl<'a> Machine<'a> {
             &brief.name,
         )?
         .with_owned_file(&brief.knobs_file);
+        // The model tiers' keys are for ooda's own requests: no command of
+        // the Brief's gets them (a candidate's benchmark would print them).
+        crate::run::exec::withhold(
+            project
+                .config
+                .models
+                .values()
+                .filter_map(|t| t.api_key_env.clone()),
+        );
         let progress: Arc<dyn Sink> = Arc::new(Progress::new(&brief.name, verbose, print));
         let mut watchers = vec![progress];
         // With OTEL_EXPORTER_OTLP_ENDPOINT set, each iteration goes to the

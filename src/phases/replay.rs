@@ -120,7 +120,7 @@ pub(crate) fn list(iterations_dir: &Path) -> Vec<(PathBuf, ReplayRecord)> {
         .flatten()
         .filter_map(|e| {
             let dir = e.path();
-            let text = std::fs::read_to_string(dir.join("replay.json")).ok()?;
+            let text = crate::atomic::read_string(dir.join("replay.json")).ok()?;
             Some((dir, serde_json::from_str(&text).ok()?))
         })
         .collect();
@@ -198,7 +198,7 @@ pub(crate) fn run(
     let before = &history[..n as usize];
     for r in before {
         let name = crate::archive::history::file_name(r.iteration);
-        if let Ok(text) = std::fs::read(iterations.join(&name)) {
+        if let Ok(text) = crate::atomic::read_file(iterations.join(&name)) {
             crate::atomic::write_atomic(&dir.join(&name), &text)?;
         }
     }
@@ -385,9 +385,12 @@ fn measure(
     };
     let out = driver.execute(&t, plan)?;
     calls.extend(out.calls);
-    if !plan.knobs.is_empty() {
-        crate::atomic::write_atomic(
-            &cand.join(&brief.knobs_file),
+    // As in the run: the knobs file is ooda's, never the agent's.
+    let knobs_edit = ws.owned_edit(cand, &brief.knobs_file)?;
+    if knobs_edit.is_none() && !plan.knobs.is_empty() {
+        crate::workspace::Workspace::write_owned(
+            cand,
+            &brief.knobs_file,
             crate::brief::points::render_env(&plan.knobs).as_bytes(),
         )?;
     }
@@ -395,6 +398,11 @@ fn measure(
         phase: Phase::Execute,
         seconds: started.elapsed().as_secs_f64(),
     })?;
+    if let Some(what) = knobs_edit {
+        return Ok(Err(format!(
+            "the agent changed the knobs file, which ooda writes itself: {what}"
+        )));
+    }
     if let Some(b) = out.breach {
         return Ok(Err(format!(
             "the agent changed files it must not touch: {}",

@@ -55,6 +55,33 @@ pub struct CommandSpec<'a> {
     pub landlock: Option<i32>,
     /// With `landlock`, writable besides `cwd` and the private `TMPDIR`.
     pub writable: Vec<PathBuf>,
+    /// A measured command (setup, guards, metric, analyze): it runs as the
+    /// user would run it, without ooda's `OODA_*` variables (the candidate's
+    /// code must not be able to tell it is measured; `env` adds back what
+    /// `metric.env` names) and without the model tiers' keys ([`withhold`]).
+    pub measured: bool,
+}
+
+/// Names (comma-separated) of `OODA_*` variables of ooda's own
+/// environment that measured commands still get: a harness that starts
+/// ooda may hand its benchmarks a variable of its own this way.
+pub(crate) const PASS_ENV: &str = "OODA_PASS_ENV";
+
+/// Environment variables no measured command gets: the model tiers' API
+/// keys (`models: {api_key_env: …}`), which the Brief's own commands never
+/// need and a candidate's code would print.
+static WITHHELD: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Adds `names` to what measured commands never get (see [`WITHHELD`]).
+pub(crate) fn withhold(names: impl IntoIterator<Item = String>) {
+    let mut w = WITHHELD
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for n in names {
+        if !w.contains(&n) {
+            w.push(n);
+        }
+    }
 }
 
 /// What a command did.
@@ -208,6 +235,21 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
             .is_some_and(|n| n.starts_with("OTEL_EXPORTER_OTLP_"))
         {
             command.env_remove(&name);
+        }
+    }
+    if spec.measured {
+        let withheld = WITHHELD
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let passed = std::env::var(PASS_ENV).unwrap_or_default();
+        let passed: Vec<&str> = passed.split(',').map(str::trim).collect();
+        for (name, _) in std::env::vars_os() {
+            let ours = name.to_str().is_some_and(|n| {
+                (n.starts_with("OODA_") && !passed.contains(&n)) || withheld.iter().any(|w| w == n)
+            });
+            if ours {
+                command.env_remove(&name);
+            }
         }
     }
     command
@@ -702,6 +744,7 @@ mod tests {
             stdin: None,
             landlock: None,
             writable: Vec::new(),
+            measured: false,
         }
     }
 

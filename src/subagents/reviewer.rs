@@ -123,7 +123,7 @@ pub(crate) fn measurement_files_at(
     ws: &Workspace,
     start: git2::Oid,
     brief: &Brief,
-) -> Result<BTreeSet<String>> {
+) -> Result<Measuring> {
     let repo = ws.base_repo()?;
     let tree = repo
         .find_commit(start)
@@ -144,7 +144,7 @@ pub(crate) struct Context<'a> {
     /// The files the metric, setup and guards run or read
     /// ([`measurement_files`], found as the run started: a keep earlier in
     /// the night cannot change what counts as part of the measurement).
-    pub measuring: &'a BTreeSet<String>,
+    pub measuring: &'a Measuring,
     pub max_diff_lines: usize,
 }
 
@@ -275,12 +275,19 @@ pub(crate) fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
 
 /// The rules about where a change is: protected, outside the scope, part
 /// of the measurement.
-fn path_rules(
-    p: &str,
-    scope: &crate::brief::Scope,
-    measuring: &BTreeSet<String>,
-    out: &mut Vec<Finding>,
-) {
+fn path_rules(p: &str, scope: &crate::brief::Scope, measuring: &Measuring, out: &mut Vec<Finding>) {
+    if let Some(own) = crate::brief::own_root(p) {
+        // Reached only when scope.allow names it: still never kept unseen.
+        out.push(finding(
+            p,
+            None,
+            "ooda-config",
+            format!(
+                "changes ooda's own {own}: merged, it changes how the next night is run and judged; a human must make this change, not a kept iteration"
+            ),
+        ));
+        return;
+    }
     if scope.protects(p) {
         out.push(finding(
             p,
@@ -298,7 +305,19 @@ fn path_rules(
             "changed outside scope.allow".into(),
         ));
     }
-    if measuring.contains(p) {
+    if measuring.data.contains(p) {
+        // Sourced or given as data: the workload, not the program. Only an
+        // allow pattern that is this very path opens it.
+        let named = scope.allow.iter().any(|a| a.trim_start_matches("./") == p);
+        if !named {
+            out.push(finding(
+                p,
+                None,
+                "measurement",
+                "the metric, setup or a guard reads this file (sourced, or given to it as data) rather than running it as the program under test: a change to it changes the measurement, not the program".into(),
+            ));
+        }
+    } else if measuring.contains(p) {
         // A file the Brief's allow list names is the program under test
         // (`python3 solve.py`); with no allow list it is only flagged.
         let explicitly_allowed = !scope.allow.is_empty() && scope.allows(p);
@@ -605,45 +624,143 @@ fn test_rules(f: &FileChange, out: &mut Vec<Finding>) {
     }
 }
 
-/// Words of a shell line that could name a file of the repository.
-fn path_words(line: &str) -> impl Iterator<Item = String> + '_ {
-    line.split(|c: char| c.is_whitespace() || ";&|()<>=,`$".contains(c))
-        .map(|w| w.trim_matches(['"', '\'']))
-        .filter(|w| {
-            !w.is_empty() && !w.starts_with('-') && !w.starts_with('/') && !w.contains("..")
-        })
-        .map(|w| w.trim_start_matches("./").to_string())
-}
-
 /// The repository files the metric, setup and guard commands run or read,
 /// where that is known: each word of a command that names a file of the
 /// repository as the run started, and the words of that file (one level: a
 /// `bench.sh` that runs `bench/run.py` on `data/input.txt` names all three).
-pub(crate) fn measurement_files(
-    brief: &Brief,
-    read: &dyn Fn(&str) -> Option<String>,
-) -> BTreeSet<String> {
+/// Found without running anything.
+pub(crate) struct Measuring {
+    /// Every such file.
+    pub all: BTreeSet<String>,
+    /// Those only read, never run as a program: sourced (`. params.sh`),
+    /// given as an argument (`python3 run.py data/input.txt`), redirected
+    /// in. Not the code under test, whatever glob allows them.
+    pub data: BTreeSet<String>,
+}
+
+impl Measuring {
+    pub(crate) fn contains(&self, p: &str) -> bool {
+        self.all.contains(p)
+    }
+}
+
+pub(crate) fn measurement_files(brief: &Brief, read: &dyn Fn(&str) -> Option<String>) -> Measuring {
     let m = &brief.metric;
     let commands: Vec<&str> = std::iter::once(m.command.as_str())
         .chain(m.setup.as_deref())
         .chain(brief.guards.iter().map(String::as_str))
         .collect();
-    let mut out = BTreeSet::new();
+    let mut all = BTreeSet::new();
+    let mut runs = BTreeSet::new();
+    let mut data = BTreeSet::new();
+    let mut note = |w: String, is_data: bool| {
+        if is_data {
+            data.insert(w.clone());
+        } else {
+            runs.insert(w.clone());
+        }
+    };
     for c in commands {
-        for w in path_words(c) {
+        for (w, is_data) in uses(c) {
             let Some(text) = read(&w) else { continue };
-            if out.insert(w) && text.len() <= 256 * 1024 {
+            note(w.clone(), is_data);
+            if all.insert(w) && text.len() <= 256 * 1024 {
                 for inner in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
-                    for w2 in path_words(inner) {
+                    for (w2, d2) in uses(inner) {
                         if read(&w2).is_some() {
-                            out.insert(w2);
+                            note(w2.clone(), d2);
+                            all.insert(w2);
                         }
                     }
                 }
             }
         }
     }
+    // Run anywhere: the program under test, even where it is also read.
+    data.retain(|d| !runs.contains(d));
+    Measuring { all, data }
+}
+
+/// The path words of a shell line, each with whether it is only read:
+/// a word in command position, or the script after an interpreter
+/// (`python3 x.py`), is run; one after `.`/`source`, a redirection or any
+/// other argument is read.
+fn uses(line: &str) -> Vec<(String, bool)> {
+    const INTERPRETERS: &[&str] = &[
+        "sh", "bash", "dash", "zsh", "ksh", "python", "python2", "python3", "pypy", "pypy3",
+        "node", "deno", "bun", "ruby", "perl", "php", "lua", "luajit", "julia", "Rscript", "tclsh",
+        "awk", "gawk", "ts-node", "tsx",
+    ];
+    const PREFIXES: &[&str] = &[
+        "then", "do", "else", "exec", "time", "nice", "env", "command", "nohup", "!",
+    ];
+    let mut tokens: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for c in line.chars() {
+        if c.is_whitespace() || ";&|()<>`".contains(c) {
+            if !cur.is_empty() {
+                tokens.push(std::mem::take(&mut cur));
+            }
+            if !c.is_whitespace() {
+                tokens.push(c.to_string());
+            }
+        } else {
+            cur.push(c);
+        }
+    }
+    if !cur.is_empty() {
+        tokens.push(cur);
+    }
+    let mut out = Vec::new();
+    let (mut at_command, mut runs_next) = (true, false);
+    for t in &tokens {
+        if matches!(t.as_str(), ";" | "&" | "|" | "(" | ")" | "`") {
+            at_command = true;
+            runs_next = false;
+            continue;
+        }
+        if matches!(t.as_str(), "<" | ">") {
+            continue;
+        }
+        let w = t.trim_matches(['"', '\'']);
+        if at_command {
+            if PREFIXES.contains(&w) || (w.contains('=') && !w.starts_with('-')) {
+                continue;
+            }
+            at_command = false;
+            let name = w.rsplit('/').next().unwrap_or(w);
+            if INTERPRETERS.contains(&name) || name.starts_with("python3.") {
+                runs_next = true;
+                continue;
+            }
+            if w == "." || w == "source" {
+                continue;
+            }
+            if let Some(p) = path_word(w) {
+                out.push((p, false));
+            }
+            continue;
+        }
+        if w.starts_with('-') {
+            continue;
+        }
+        if let Some(p) = path_word(w) {
+            out.push((p, !runs_next));
+            runs_next = false;
+        }
+    }
     out
+}
+
+/// `w` as a path relative to the repository, when it can be one.
+fn path_word(w: &str) -> Option<String> {
+    let ok = !w.is_empty()
+        && !w.starts_with('-')
+        && !w.starts_with('/')
+        && !w.contains("..")
+        && !w.contains(['$', '=', ',', '*', '?']);
+    ok.then(|| w.trim_start_matches("./").to_string())
+        .filter(|p| !p.is_empty())
 }
 
 #[cfg(test)]
@@ -701,6 +818,68 @@ mod tests {
         };
         let (f, s) = review(&change, &cx);
         (f.iter().map(|f| f.rule.clone()).collect(), s)
+    }
+
+    #[test]
+    fn what_the_benchmark_reads_is_told_from_what_it_runs() {
+        let uses_of = |l: &str| uses(l);
+        assert_eq!(
+            uses_of("python3 src/run.py data/input.txt > out.txt"),
+            [
+                ("src/run.py".to_string(), false),
+                ("data/input.txt".to_string(), true),
+                ("out.txt".to_string(), true)
+            ]
+        );
+        assert_eq!(
+            uses_of(". ./src/params.sh && ./bin/solve < src/case.txt"),
+            [
+                ("src/params.sh".to_string(), true),
+                ("bin/solve".to_string(), false),
+                ("src/case.txt".to_string(), true)
+            ]
+        );
+        assert_eq!(
+            uses_of("N=3 exec node web/main.js --size \"$N\""),
+            [("web/main.js".to_string(), false)]
+        );
+        // A sourced workload inside a broad allow glob is still flagged.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(
+            dir.path().join("bench.sh"),
+            "#!/bin/sh\n. src/params.sh\npython3 src/run.py\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("src/params.sh"), "N=1000\n").unwrap();
+        std::fs::write(dir.path().join("src/run.py"), "").unwrap();
+        let b = brief(dir.path());
+        let root = dir.path().to_path_buf();
+        let measuring =
+            measurement_files(&b, &|p: &str| std::fs::read_to_string(root.join(p)).ok());
+        assert!(
+            measuring.data.contains("src/params.sh"),
+            "{:?}",
+            measuring.data
+        );
+        assert!(!measuring.data.contains("src/run.py"));
+        let cx = Context {
+            brief: &b,
+            guards: &[],
+            measuring: &measuring,
+            max_diff_lines: 50,
+        };
+        let change = |path: &str| Change {
+            files: vec![file(path, FileStatus::Modified, &["N=1"], &["N=1000"])],
+            patch: String::new(),
+        };
+        let (f, _) = review(&change("src/params.sh"), &cx);
+        assert!(
+            f.iter().any(|f| f.rule == "measurement" && !f.advisory),
+            "{f:?}"
+        );
+        let (f, _) = review(&change("src/run.py"), &cx);
+        assert!(!f.iter().any(|f| f.rule == "measurement"), "{f:?}");
     }
 
     #[test]
@@ -908,7 +1087,10 @@ mod tests {
             let cx = Context {
                 brief: &b,
                 guards: &[],
-                measuring: &BTreeSet::new(),
+                measuring: &Measuring {
+                    all: BTreeSet::new(),
+                    data: BTreeSet::new(),
+                },
                 max_diff_lines: 50,
             };
             let (f, _) = review(&change, &cx);
@@ -933,7 +1115,10 @@ mod tests {
         let cx = Context {
             brief: &b,
             guards: &guards,
-            measuring: &BTreeSet::new(),
+            measuring: &Measuring {
+                all: BTreeSet::new(),
+                data: BTreeSet::new(),
+            },
             max_diff_lines: 50,
         };
         let (f, _) = review(&Change::default(), &cx);

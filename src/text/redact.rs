@@ -26,6 +26,13 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"(?-u:\b)github_pat_[A-Za-z0-9_]{20,}", "[REDACTED]"),
         // AWS access key ids.
         (r"(?-u:\b)(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)", "[REDACTED]"),
+        // Private key blocks inside escaped JSON (a tool call's arguments
+        // as the event log stores them): `\n` is two characters there, so
+        // the block below would stop at its first line.
+        (
+            r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----(?:\\[rn])+(?:\\[rn]|[A-Za-z0-9+/=:, -])*(?:-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----)?",
+            "[REDACTED PRIVATE KEY]",
+        ),
         // Private key blocks (PEM, OpenSSH, PGP), also cut off before their end.
         (
             r"-----BEGIN[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[ A-Z0-9_-]*PRIVATE KEY(?: BLOCK)?-----|(?:\r?\n[A-Za-z0-9+/=:, -]*)*)",
@@ -54,8 +61,11 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // Assignments whose key names a secret: API_KEY=…, GITHUB_TOKEN: …,
         // "client_secret": "…", password=…. Keys must end in the secret word, so
         // max_tokens=100 and $PWD stay.
+        // `.env` names too: DB_PASS, MYSQL_PWD, STRIPE_KEY, SECRET_KEY_BASE,
+        // GPG_PASSPHRASE. A value in escaped quotes (`\"…\"`, inside a JSON
+        // string) is taken whole.
         (
-            r#"(?i)(?-u:\b)([A-Za-z0-9_.\-]*(?:api_?key|token|secret|password|passwd|access_key)["']?\s*[=:]\s*)("[^"\n]*"|'[^'\n]*'|[^\s,;&"']+)"#,
+            r#"(?i)(?-u:\b)([A-Za-z0-9_.\-]*(?:api_?key|token|secret|secret_key_base|password|passwd|passphrase|access_key|private_key|_pass|_pwd|_key)(?:\\?["'])?\s*[=:]\s*)(\\"(?:[^"\\\n]|\\[^"])*\\"|"[^"\n]*"|'[^'\n]*'|[^\s,;&"'\\]+)"#,
             "${1}[REDACTED]",
         ),
     ]
@@ -130,18 +140,104 @@ pub(crate) fn secret_values(env: impl IntoIterator<Item = (String, String)>) -> 
     use base64::Engine;
     let mut out: Vec<String> = Vec::new();
     for value in secret_env(env) {
-        let engines = [
-            base64::engine::general_purpose::STANDARD.encode(&value),
-            base64::engine::general_purpose::STANDARD_NO_PAD.encode(&value),
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&value),
-        ];
-        out.push(value);
-        out.extend(engines);
+        // Reversed, hex and base64: what a benchmark that prints the key
+        // "disguised" would print.
+        for v in [value.clone(), value.chars().rev().collect()] {
+            out.extend([
+                base64::engine::general_purpose::STANDARD.encode(&v),
+                base64::engine::general_purpose::STANDARD_NO_PAD.encode(&v),
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&v),
+                hex(&v),
+                hex(&v).to_ascii_uppercase(),
+            ]);
+            out.push(v);
+        }
     }
     out.sort_by_key(|v| std::cmp::Reverse(v.len()));
     out.dedup();
     out
 }
+
+fn hex(s: &str) -> String {
+    s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The length of a stretch of a secret (or of its reversed or hex form)
+/// that is redacted wherever it stands: a key printed in two halves, or
+/// with a character changed, still shows stretches this long.
+const FRAGMENT: usize = 12;
+
+/// The forms a fragment is looked for in, and one regex of all their
+/// stretches of [`FRAGMENT`] characters. Secrets shorter than 16 are
+/// matched whole only.
+pub(crate) struct Fragments {
+    forms: Vec<String>,
+    re: Option<Regex>,
+}
+
+impl Fragments {
+    pub(crate) fn of(env: impl IntoIterator<Item = (String, String)>) -> Fragments {
+        let mut forms = Vec::new();
+        for value in secret_env(env).into_iter().filter(|v| v.len() >= 16) {
+            let rev: String = value.chars().rev().collect();
+            forms.extend([hex(&value), hex(&rev), value, rev]);
+        }
+        let mut stretches: Vec<String> = forms
+            .iter()
+            .filter(|f| f.is_ascii())
+            .flat_map(|f| {
+                (0..=f.len().saturating_sub(FRAGMENT))
+                    .map(move |i| regex::escape(&f[i..i + FRAGMENT]))
+            })
+            .collect();
+        stretches.sort();
+        stretches.dedup();
+        let re = (!stretches.is_empty())
+            .then(|| Regex::new(&stretches.join("|")).ok())
+            .flatten();
+        Fragments { forms, re }
+    }
+
+    /// `text` with every stretch of a known secret replaced, each grown to
+    /// as much of the secret as stands there.
+    pub(crate) fn redact(&self, text: &str) -> String {
+        let Some(re) = &self.re else {
+            return text.to_string();
+        };
+        if !re.is_match(text) {
+            return text.to_string();
+        }
+        let inside = |s: &str| self.forms.iter().any(|f| f.contains(s));
+        let mut ranges: Vec<(usize, usize)> = Vec::new();
+        for m in re.find_iter(text) {
+            let (mut a, mut b) = (m.start(), m.end());
+            while b < text.len() && text.is_char_boundary(b + 1) && inside(&text[a..b + 1]) {
+                b += 1;
+            }
+            while a > 0 && text.is_char_boundary(a - 1) && inside(&text[a - 1..b]) {
+                a -= 1;
+            }
+            match ranges.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => ranges.push((a, b)),
+            }
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (a, b) in ranges {
+            if a < at {
+                continue;
+            }
+            out.push_str(&text[at..a]);
+            out.push_str("[REDACTED]");
+            at = b;
+        }
+        out.push_str(&text[at..]);
+        out
+    }
+}
+
+static FRAGMENTS: LazyLock<Fragments> = LazyLock::new(|| Fragments::of(std::env::vars()));
 
 /// The values of the secret-named variables of `env`, as they are.
 fn secret_env(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
@@ -163,7 +259,81 @@ fn secret_env(env: impl IntoIterator<Item = (String, String)>) -> Vec<String> {
 /// shapes, keeping the name of an assignment (`API_KEY=[REDACTED]`) so the
 /// reader still knows what was there.
 pub(crate) fn redact(text: &str) -> String {
-    redact_cores(&redact_with(text, &SECRET_VALUES), &SECRET_CORES)
+    let once = |t: &str| {
+        FRAGMENTS.redact(&redact_cores(
+            &redact_with(t, &SECRET_VALUES),
+            &SECRET_CORES,
+        ))
+    };
+    unescaped(&once(text), once)
+}
+
+/// `text` redacted once more line by line with JSON's whitespace escapes
+/// undone (`\n` read as a line break), for the lines that hold them: a
+/// tool call stored as escaped JSON carries a private key on one line,
+/// where the rules that read a block line by line do not see it. What
+/// changes is escaped again, so the line stays the JSON it was.
+fn unescaped(text: &str, once: impl Fn(&str) -> String) -> String {
+    if !text.contains('\\') {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let open = unescape_ws(line);
+        if open == line {
+            out.push_str(line);
+            continue;
+        }
+        let clean = once(&open);
+        if clean == open {
+            out.push_str(line);
+        } else {
+            out.push_str(&escape_ws(&clean));
+        }
+    }
+    out
+}
+
+/// `\n`, `\r` and `\t` as the characters they stand for (`\\` stays).
+fn unescape_ws(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('n') => {
+                chars.next();
+                out.push('\n');
+            }
+            Some('r') => {
+                chars.next();
+                out.push('\r');
+            }
+            Some('t') => {
+                chars.next();
+                out.push('\t');
+            }
+            Some('\\') => {
+                chars.next();
+                out.push_str("\\\\");
+            }
+            _ => out.push('\\'),
+        }
+    }
+    out
+}
+
+/// The inverse of [`unescape_ws`] on a line that held no raw line break.
+fn escape_ws(text: &str) -> String {
+    text.replace('\n', "\\n")
+        .replace('\r', "\\r")
+        .replace('\t', "\\t")
 }
 
 /// See [`secret_cores`]. Read once, like [`SECRET_VALUES`].
@@ -246,7 +416,8 @@ pub(crate) fn redact_json(v: &mut serde_json::Value) {
 /// stays JSON), else as text (bytes that are not UTF-8 replaced). Returns
 /// what the file held before, when it was UTF-8 text: the one read of it.
 pub(crate) fn redact_file(path: &std::path::Path) -> crate::error::Result<Option<String>> {
-    let Ok(bytes) = std::fs::read(path) else {
+    // Bounded: what an agent wrote may be a FIFO or gigabytes long.
+    let Ok((bytes, false)) = crate::atomic::read_capped(path, 16 << 20) else {
         return Ok(None);
     };
     let text = String::from_utf8_lossy(&bytes);
@@ -535,6 +706,76 @@ mod tests {
             redact("git clone https://user:hunter2@example.com/r.git"),
             "git clone https://user:[REDACTED]@example.com/r.git"
         );
+    }
+
+    #[test]
+    fn a_known_secret_is_found_reversed_in_hex_in_base64_and_in_halves() {
+        let key = "sk-live-9fQ2xLr7Vb3Nw8Kp4Tz6Hm1Dc5Ys0Ja";
+        let env = || [("MY_SERVICE_TOKEN".to_string(), key.to_string())];
+        let values = secret_values(env());
+        let frags = Fragments::of(env());
+        let scrub = |t: &str| frags.redact(&redact_with(t, &values));
+        let rev: String = key.chars().rev().collect();
+        let hexed: String = rev.bytes().map(|b| format!("{b:02x}")).collect();
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&rev);
+        for leak in [
+            key.to_string(),
+            rev.clone(),
+            hexed.clone(),
+            b64,
+            format!("first {} then {}", &key[..18], &key[18..]),
+            format!("{}\n{}", &hexed[..30], &hexed[30..]),
+        ] {
+            let out = scrub(&format!("out: {leak} end"));
+            for part in [
+                &key[..12],
+                &key[12..24],
+                &key[24..],
+                &hexed[..20],
+                &hexed[40..60],
+            ] {
+                assert!(!out.contains(part), "{leak} → {out}");
+            }
+            assert!(out.starts_with("out: ") && out.ends_with(" end"), "{out}");
+        }
+        // Ordinary text beside it stays.
+        assert_eq!(scrub("commit 0123456789abcdef"), "commit 0123456789abcdef");
+    }
+
+    #[test]
+    fn a_private_key_in_escaped_json_is_redacted_whole() {
+        let body =
+            "MIIEowIBAAKCAQEA7s9Qk2lXnZ3vB8rT5yW1hJ4mC6pD0fG2aK9eL3uN7oP1qR5sT8vX2zY4bW6cE0dF";
+        let args = serde_json::json!({
+            "path": "k.pem",
+            "content": format!("-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\n"),
+        })
+        .to_string();
+        let out = redact(&args);
+        assert!(!out.contains(&body[..20]), "{out}");
+        assert!(out.contains("[REDACTED PRIVATE KEY]"), "{out}");
+        // Still the JSON it was, less the key.
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["path"], "k.pem");
+        // A password in escaped quotes inside a JSON string.
+        let line = serde_json::json!({"cmd": "DB_PASS=\"hunter2 horse\" ./run"}).to_string();
+        let out = redact(&line);
+        assert!(!out.contains("hunter2"), "{out}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap();
+    }
+
+    #[test]
+    fn dot_env_assignments_are_redacted() {
+        for (line, clean) in [
+            ("DB_PASS=correcthorse", "DB_PASS=[REDACTED]"),
+            ("MYSQL_PWD=correcthorse", "MYSQL_PWD=[REDACTED]"),
+            ("STRIPE_KEY=rk_abcdef123", "STRIPE_KEY=[REDACTED]"),
+            ("SECRET_KEY_BASE=abcdef0123", "SECRET_KEY_BASE=[REDACTED]"),
+            ("GPG_PASSPHRASE='two words'", "GPG_PASSPHRASE=[REDACTED]"),
+        ] {
+            assert_eq!(redact(line), clean);
+        }
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub(crate) struct Contents {
     /// Paths that are not UTF-8 and differ from the base (changed, deleted
     /// or new), named lossily: the change cannot be committed as it stands.
     pub odd_changed: Vec<String>,
+    /// Paths past the system's length limit (`PATH_MAX`), which no file
+    /// call reaches: what is below them can be neither read nor stored.
+    pub too_long: Vec<String>,
 }
 
 /// What changed in a worktree since its candidate was recorded
@@ -99,6 +102,7 @@ impl Walk<'_> {
             base,
             odd_base,
             odd_changed: Vec::new(),
+            too_long: Vec::new(),
         };
         self.dir(self.root, "", &mut out)?;
         // The base's non-UTF-8 files, read from disk by their bytes.
@@ -154,7 +158,13 @@ impl Walk<'_> {
             }
             let rel = format!("{prefix}{name}");
             let path = e.path();
-            let meta = fs::symlink_metadata(&path).ctx(|| format!("reading {}", path.display()))?;
+            let meta = match fs::symlink_metadata(&path) {
+                Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+                    out.too_long.push(rel);
+                    continue;
+                }
+                r => r.ctx(|| format!("reading {}", path.display()))?,
+            };
             // The base is sorted: the first path at or after `rel/` tells.
             let tracked_below = |rel: &str| {
                 let p = format!("{rel}/");

@@ -100,6 +100,85 @@ impl Workspace {
         self
     }
 
+    /// How a worktree's copy (`dir`: the candidate's, or a scratch
+    /// worktree's) of a file ooda writes itself (the knobs file) differs
+    /// from what the worktree's HEAD holds, or `None` when it does not.
+    /// Such a file is sourced by the benchmark and committed on keep, so an
+    /// agent's edit to it is shell in the measurement: it is found here,
+    /// after the agent and before ooda writes the file, and blocked.
+    pub(crate) fn owned_edit(&self, dir: &Path, rel: &str) -> Result<Option<String>> {
+        let rel = rel.trim_start_matches("./");
+        let mut at = dir.to_path_buf();
+        let parts: Vec<&str> = rel.split('/').collect();
+        for (i, part) in parts.iter().enumerate() {
+            at.push(part);
+            match fs::symlink_metadata(&at) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    let shown = at.strip_prefix(dir).unwrap_or(&at).display();
+                    return Ok(Some(format!("{shown} was made a symlink")));
+                }
+                Ok(m) if i + 1 < parts.len() && !m.is_dir() => {
+                    let shown = at.strip_prefix(dir).unwrap_or(&at).display();
+                    return Ok(Some(format!("{shown} was made a file")));
+                }
+                Ok(m) if i + 1 == parts.len() && !m.is_file() => {
+                    return Ok(Some(format!("{rel} is no longer a regular file")));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let repo = if dir == self.cand_dir {
+            self.cand_repo()?
+        } else {
+            self.open_scratch(dir)?
+        };
+        let tree = head_tree(&repo)?;
+        let before = tree
+            .get_path(Path::new(rel))
+            .ok()
+            .and_then(|e| repo.find_blob(e.id()).ok())
+            .map(|b| b.content().to_vec());
+        let path = dir.join(rel);
+        let now = match fs::symlink_metadata(&path) {
+            Ok(m) if m.len() > crate::brief::points::MAX_KNOBS_FILE => {
+                return Ok(Some(format!("{rel} grew to {} bytes", m.len())));
+            }
+            Ok(_) => Some(fs::read(&path).ctx(|| format!("reading {}", path.display()))?),
+            Err(_) => None,
+        };
+        Ok(match (before, now) {
+            (b, n) if b == n => None,
+            (_, None) => Some(format!("{rel} was deleted")),
+            (None, Some(_)) => Some(format!("{rel} was created")),
+            (Some(_), Some(_)) => Some(format!("{rel} was edited")),
+        })
+    }
+
+    /// Writes a file ooda owns in a worktree (`dir`), never through a
+    /// link: every folder on its path must be a real folder of the worktree
+    /// (`owned_edit` found none that is not), and the file is replaced by a
+    /// rename, which replaces a link rather than following it.
+    pub(crate) fn write_owned(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
+        let rel = rel.trim_start_matches("./");
+        let mut at = dir.to_path_buf();
+        let parts: Vec<&str> = rel.split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            at.push(part);
+            match fs::symlink_metadata(&at) {
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => {
+                    return Err(Error::Input(format!(
+                        "{} is not a folder of the worktree, so ooda will not write {rel} there",
+                        at.display()
+                    )));
+                }
+                Err(_) => fs::create_dir(&at).ctx(|| format!("creating {}", at.display()))?,
+            }
+        }
+        crate::atomic::write_atomic(&dir.join(rel), bytes)
+    }
+
     /// Where the base worktree's last successful setup is recorded: inside
     /// its git metadata, so a recreated worktree starts without it.
     fn setup_marker(&self) -> Result<PathBuf> {
@@ -380,6 +459,7 @@ impl Workspace {
         let obj = cand
             .find_object(target, None)
             .ctx(|| format!("finding {target}"))?;
+        defuse_links(&cand, &self.cand_dir, target)?;
         cand.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
             .ctx(|| "resetting the candidate worktree".into())?;
         clean_untracked(&cand, &self.cand_dir)?;
@@ -1123,6 +1203,7 @@ fn relative_commondir(record: &Path) -> Result<()> {
 
 /// Makes a detached worktree exactly `commit`: HEAD, index, files.
 fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
+    defuse_links(repo, root, commit)?;
     repo.set_head_detached(commit)
         .ctx(|| format!("moving {}", root.display()))?;
     let obj = repo
@@ -1131,6 +1212,73 @@ fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
     repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
         .ctx(|| format!("resetting {}", root.display()))?;
     clean_untracked(repo, root)
+}
+
+/// Removes the symlinks an agent planted where a reset is about to write.
+///
+/// A forced checkout writes each tracked file by its path. A folder the
+/// agent replaced with a link (`src -> /home/me/project/src`) would have the
+/// base's files written through it: into the user's checkout, over their
+/// uncommitted work, or into `$HOME`. So before any reset every tracked path
+/// of the target commit and of the worktree's index (what the reset
+/// removes) is checked component by component, and a link found on it is
+/// removed as a link (nothing it points at is touched); the reset then puts
+/// back what the commit holds, tracked links included. Returns the links
+/// removed.
+pub(crate) fn defuse_links(repo: &Repository, root: &Path, target: Oid) -> Result<Vec<String>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut paths: Vec<Vec<u8>> = Vec::new();
+    let tree = repo
+        .find_commit(target)
+        .and_then(|c| c.tree())
+        .ctx(|| format!("reading the tree of {target}"))?;
+    // By hand, not `Tree::walk`: that hands folder names over as UTF-8
+    // and fails on any other.
+    let mut stack = vec![(Vec::new(), tree)];
+    while let Some((dir, tree)) = stack.pop() {
+        for entry in tree.iter() {
+            let mut p = dir.clone();
+            p.extend_from_slice(entry.name_bytes());
+            if entry.kind() == Some(git2::ObjectType::Tree) {
+                let sub = repo
+                    .find_tree(entry.id())
+                    .ctx(|| format!("reading a folder of {target}"))?;
+                p.push(b'/');
+                stack.push((p, sub));
+            } else {
+                paths.push(p);
+            }
+        }
+    }
+    if let Ok(index) = repo.index() {
+        paths.extend(index.iter().map(|e| e.path));
+    }
+    let mut checked = std::collections::HashSet::new();
+    let mut removed = Vec::new();
+    for rel in &paths {
+        let mut at = root.to_path_buf();
+        for part in rel.split(|b| *b == b'/') {
+            if part.is_empty() || part == b"." || part == b".." {
+                break;
+            }
+            at.push(std::ffi::OsStr::from_bytes(part));
+            if !checked.insert(at.clone()) {
+                continue;
+            }
+            let Ok(meta) = fs::symlink_metadata(&at) else {
+                break; // missing: nothing below it to write through
+            };
+            if meta.file_type().is_symlink() {
+                fs::remove_file(&at).ctx(|| format!("removing the link {}", at.display()))?;
+                removed.push(at.strip_prefix(root).unwrap_or(&at).display().to_string());
+                break;
+            }
+            if !meta.is_dir() {
+                break;
+            }
+        }
+    }
+    Ok(removed)
 }
 
 fn patch_text(diff: &git2::Diff) -> Result<String> {

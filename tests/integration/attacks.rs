@@ -21,7 +21,7 @@ use crate::test::{QUIET_CONFIG, Snapshot, Test, knob_brief};
 /// PLAN proposes X = 40 (a real gain on the test landscape); EXECUTE makes a
 /// legitimate edit, then runs the attack with its output logged to
 /// `$AGENT_DIR/attack.log`; `$ROOT` is the user's checkout.
-fn agent_script(attack: &str) -> String {
+pub(crate) fn agent_script(attack: &str) -> String {
     format!(
         r#"#!/bin/sh
 cat > /dev/null
@@ -40,20 +40,20 @@ esac
     )
 }
 
-struct Attack {
-    t: Test,
+pub(crate) struct Attack {
+    pub(crate) t: Test,
     /// Outside the repository, writable for the agent: its log and markers.
-    dir: tempfile::TempDir,
+    pub(crate) dir: tempfile::TempDir,
     before: Option<Snapshot>,
     refs: String,
 }
 
 impl Attack {
-    fn new(attack: &str) -> Attack {
+    pub(crate) fn new(attack: &str) -> Attack {
         Attack::with_metric(attack, "./bench.sh")
     }
 
-    fn with_metric(attack: &str, metric: &str) -> Attack {
+    pub(crate) fn with_metric(attack: &str, metric: &str) -> Attack {
         let t = Test::new();
         t.write(
             "ooda.yaml",
@@ -78,7 +78,7 @@ impl Attack {
     }
 
     /// The same night with `sandbox: off`, committed.
-    fn unsandboxed(&self) {
+    pub(crate) fn unsandboxed(&self) {
         let cfg = self.t.read("ooda.yaml");
         self.t.write(
             "ooda.yaml",
@@ -87,13 +87,13 @@ impl Attack {
         self.t.commit("no sandbox");
     }
 
-    fn ooda(&self, args: &[&str]) -> crate::test::Run {
+    pub(crate) fn ooda(&self, args: &[&str]) -> crate::test::Run {
         self.t
             .ooda_env(args, &[("AGENT_DIR", self.dir.path().to_str().unwrap())])
     }
 
     /// The baseline, the snapshot, then the attacking iteration.
-    fn run(&mut self) -> IterationRecord {
+    pub(crate) fn run(&mut self) -> IterationRecord {
         self.ooda(&["tick", "b"]).expect(0);
         self.before = Some(self.t.snapshot());
         self.refs = self.t.ooda_refs();
@@ -101,17 +101,17 @@ impl Attack {
         self.t.record("b", 1)
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("attack.log")).unwrap_or_default()
     }
 
-    fn marker(&self, name: &str) -> bool {
+    pub(crate) fn marker(&self, name: &str) -> bool {
         self.dir.path().join(name).exists()
     }
 
     /// The checkout is byte-identical, ooda's refs are ooda's, and the log
     /// shows the attack ran and was refused (`denial`).
-    fn assert_contained(&self, denial: &str) {
+    pub(crate) fn assert_contained(&self, denial: &str) {
         self.t
             .snapshot()
             .assert_same(self.before.as_ref().unwrap(), &self.log());
@@ -150,7 +150,7 @@ impl Attack {
     }
 
     /// What the branch holds at `path`, if it is there.
-    fn kept(&self, path: &str) -> Option<String> {
+    pub(crate) fn kept(&self, path: &str) -> Option<String> {
         let out = Command::new("git")
             .args(["show", &format!("ooda/b:{path}")])
             .current_dir(self.t.path())
@@ -162,7 +162,7 @@ impl Attack {
     }
 }
 
-const DENIED: &str = "ermission denied";
+pub(crate) const DENIED: &str = "ermission denied";
 
 /// Shell lines that set `$helper` to the agent's `ooda __contain` ancestor
 /// (stopping at init, should there be none).

@@ -168,7 +168,7 @@ fn a_second_metric_line_appended_by_the_candidate_is_a_crash_not_a_measurement()
         crate::test::knob_bench()
     );
     t.script("bench.sh", &rigged);
-    t.brief("r", &knob_brief(""));
+    t.brief("r", &crate::test::side_env(&knob_brief("")));
     t.commit("brief");
     t.ooda(&["tick", "r"]).expect(0);
     t.ooda(&["tick", "r"]).expect(0);
@@ -192,7 +192,10 @@ fn a_second_metric_line_appended_by_the_candidate_is_a_crash_not_a_measurement()
 fn a_hanging_command_times_out_as_a_crash() {
     let t = Test::new();
     t.script("bench.sh", &crate::test::bench_after("if [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then sleep 60 & wait; fi\n", crate::test::LANDSCAPE, 0.01));
-    t.brief("h", &knob_brief("").replace("timeout: 20s", "timeout: 1s"));
+    t.brief(
+        "h",
+        &crate::test::side_env(&knob_brief("").replace("timeout: 20s", "timeout: 1s")),
+    );
     t.commit("brief");
     t.ooda(&["tick", "h"]).expect(0);
     t.ooda(&["tick", "h"]).expect(0);

@@ -1227,3 +1227,126 @@ fn an_execute_that_edits_and_ends_in_prose_is_measured() {
         "{execute:?}"
     );
 }
+
+/// A hostile model through the tools: a FIFO made with an allowed command
+/// and read (a blocking read would hold the Brief's lock all night), an
+/// argument of 2 MB (sent back with every request, were it kept), and a
+/// private key written to a file (stored as escaped JSON in the event
+/// log, where only its first line used to be redacted).
+#[test]
+fn a_fifo_a_huge_argument_and_an_escaped_key_neither_hang_nor_leak() {
+    let api = Api::OpenAi;
+    let body = "MIIEowIBAAKCAQEA7s9Qk2lXnZ3vB8rT5yW1hJ4mC6pD0fG2aK9eL3uN7oP1qR5sT8vX2zY4bW6cE0dF";
+    let pem =
+        format!("-----BEGIN RSA PRIVATE KEY-----\n{body}\n{body}\n-----END RSA PRIVATE KEY-----\n");
+    let huge = "x".repeat(2 << 20);
+    let s = serve_script(
+        api,
+        Box::new(move |s, n, wrong| {
+            if s.system.contains("PLAN phase") {
+                return ok(api, n, &[("finish", plan_answer())]);
+            }
+            if s.system.contains("LEARN phase") {
+                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
+            }
+            if s.system.contains("subagent") {
+                return ok(
+                    api,
+                    n,
+                    &[(
+                        "finish",
+                        json!({"answer": {"verdict": "approve", "findings": []}}),
+                    )],
+                );
+            }
+            if s.all.len() > 1 << 20 {
+                wrong(format!("request {n} carries {} bytes", s.all.len()));
+            }
+            let last = s.results.last().map(|(_, r)| r.clone()).unwrap_or_default();
+            match s.results.len() {
+                0 => ok(
+                    api,
+                    n,
+                    &[("run_command", json!({"command": "mkfifo src/pipe"}))],
+                ),
+                1 => ok(api, n, &[("read_file", json!({"path": "src/pipe"}))]),
+                2 => {
+                    if !last.contains("not a regular file") {
+                        wrong(format!("read_file of a FIFO answered {last}"));
+                    }
+                    ok(
+                        api,
+                        n,
+                        &[(
+                            "write_file",
+                            json!({"path": "src/big.txt", "content": huge}),
+                        )],
+                    )
+                }
+                3 => {
+                    if !last.contains("dropped") {
+                        wrong(format!("a 2 MB argument was taken: {last}"));
+                    }
+                    ok(
+                        api,
+                        n,
+                        &[("write_file", json!({"path": "src/key.txt", "content": pem}))],
+                    )
+                }
+                4 => ok(
+                    api,
+                    n,
+                    &[(
+                        "edit_file",
+                        json!({"path": "src/lib.txt", "old": "code", "new": "code tuned"}),
+                    )],
+                ),
+                _ => ok(
+                    api,
+                    n,
+                    &[("finish", json!({"answer": {"change": "tuned"}}))],
+                ),
+            }
+        }),
+    );
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
+            s.server.uri()
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("tools: {allow: [\"mkfifo src/pipe\"]}\nbudget: { iterations: 1 }\n")
+            .replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project for a hostile model");
+    let mut child = t.command(&["run", "b"]).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the night hung on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(4));
+    let wrong = s.wrong.lock().unwrap().clone();
+    assert!(wrong.is_empty(), "{wrong:?}");
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Blocked, "{}", rec.reason);
+    assert!(rec.reason.contains("secret"), "{}", rec.reason);
+    let events = t.read("iterations/b/events.jsonl");
+    assert!(events.contains("[REDACTED PRIVATE KEY]"));
+    assert!(
+        !events.contains(&body[..24]),
+        "the key's body is in the log"
+    );
+    let trace = t.ooda(&["trace", "b"]).expect(0).stdout;
+    assert!(!trace.contains(&body[..24]));
+}

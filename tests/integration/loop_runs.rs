@@ -124,7 +124,7 @@ fn tick_does_exactly_one_iteration() {
 fn a_crashing_candidate_is_a_crash() {
     let t = Test::new();
     t.script("bench.sh", &crate::test::bench_after("if [ \"$OODA_ITERATION\" != 0 ] && [ \"$OODA_SIDE\" = cand ]; then echo 'panicked at kernel' >&2; exit 3; fi\n", "100", 0.01));
-    t.brief("c", &knob_brief(""));
+    t.brief("c", &crate::test::side_env(&knob_brief("")));
     t.commit("brief");
     t.ooda(&["tick", "c"]).expect(0);
     t.ooda(&["tick", "c"]).expect(0);
@@ -143,7 +143,7 @@ fn failing_guards_are_invalid_unmeasured_and_five_in_a_row_are_red_until_ack() {
         "agent: builtin\n",
         "agent: builtin\nguards: [\"./guard.sh\"]\n",
     );
-    t.brief("g", &brief);
+    t.brief("g", &crate::test::side_env(&brief));
     t.commit("brief");
     let run = t.ooda(&["run", "g"]).expect(3);
     assert!(run.stdout.contains("red_failure_streak"), "{}", run.stdout);

@@ -7,6 +7,7 @@ mod decisions;
 mod environment;
 mod errors;
 mod growth;
+mod hostile;
 mod layout;
 mod llm;
 mod loop_runs;

@@ -355,10 +355,10 @@ fn a_red_stop_still_confirms_the_gain_kept_before_it() {
     t.script("guard.sh", FAILS_FROM_TWO);
     t.brief(
         "f",
-        &knob_brief("guards: [./guard.sh]\n").replace(
+        &crate::test::side_env(&knob_brief("guards: [./guard.sh]\n").replace(
             "  protect: [\"bench.sh\"]",
             "  protect: [\"bench.sh\", \"guard.sh\"]",
-        ),
+        )),
     );
     t.commit("guarded");
     let r = t.ooda(&["run", "f"]).expect(3);
@@ -428,7 +428,10 @@ fn a_confirmation_that_cannot_be_measured_says_why_in_the_summary() {
             0.02,
         ),
     );
-    t.brief("c", &knob_brief("budget: { iterations: 1 }\n"));
+    t.brief(
+        "c",
+        &crate::test::side_env(&knob_brief("budget: { iterations: 1 }\n")),
+    );
     t.commit("anchor fails");
     t.ooda(&["run", "c"]).expect(4);
     let rec = t.record("c", 1);

@@ -160,7 +160,9 @@ fn with_script(script: &str) -> Test {
     t.ignore(&["/killed", "/measuring"]);
     t.brief(
         "k",
-        &knob_brief("").replace("command: ./bench.sh", "command: ./wrapped.sh"),
+        &crate::test::side_env(
+            &knob_brief("").replace("command: ./bench.sh", "command: ./wrapped.sh"),
+        ),
     );
     t.commit("brief");
     t.ooda(&["tick", "k"]).expect(0);

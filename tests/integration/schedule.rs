@@ -370,7 +370,9 @@ fn a_burst_of_concurrent_ticks_makes_one_iteration_per_successful_tick_and_exit_
     t.script("gated.sh", GATED);
     t.brief(
         "k",
-        &knob_brief("").replace("command: ./bench.sh", "command: ./gated.sh"),
+        &crate::test::side_env(
+            &knob_brief("").replace("command: ./bench.sh", "command: ./gated.sh"),
+        ),
     );
     t.commit("brief");
     t.ooda(&["tick", "k"]).expect(0);
@@ -447,7 +449,9 @@ fn a_scheduled_run_skips_a_fire_time_that_finds_the_brief_busy() {
     t.script("gated.sh", GATED);
     t.brief(
         "k",
-        &knob_brief("").replace("command: ./bench.sh", "command: ./gated.sh"),
+        &crate::test::side_env(
+            &knob_brief("").replace("command: ./bench.sh", "command: ./gated.sh"),
+        ),
     );
     t.commit("brief");
     t.ooda(&["tick", "k"]).expect(0);
@@ -586,9 +590,11 @@ fn two_briefs(t: &Test, metric: &str, budget: &str) {
     for name in ["p", "q"] {
         t.brief(
             name,
-            &knob_brief(budget)
-                .replace("command: ./bench.sh", &format!("command: {metric}"))
-                .replace("timeout: 20s", "timeout: 120s"),
+            &crate::test::side_env(
+                &knob_brief(budget)
+                    .replace("command: ./bench.sh", &format!("command: {metric}"))
+                    .replace("timeout: 20s", "timeout: 120s"),
+            ),
         );
     }
     t.commit("briefs");
@@ -679,10 +685,10 @@ fn the_daemon_skips_invalid_and_red_briefs_and_resumes_after_ack() {
     );
     t.brief(
         "g",
-        &knob_brief("budget: { iterations: 6 }\n").replace(
+        &crate::test::side_env(&knob_brief("budget: { iterations: 6 }\n").replace(
             "agent: builtin\n",
             "agent: builtin\nguards: [\"./guard.sh\"]\n",
-        ),
+        )),
     );
     t.brief(
         "bad",
@@ -779,7 +785,9 @@ fn held_repo() -> Test {
     t.script("held.sh", HELD);
     t.brief(
         "k",
-        &knob_brief("").replace("command: ./bench.sh", "command: ./held.sh"),
+        &crate::test::side_env(
+            &knob_brief("").replace("command: ./bench.sh", "command: ./held.sh"),
+        ),
     );
     t.commit("brief");
     t.ooda(&["tick", "k"]).expect(0);

@@ -69,7 +69,13 @@ fn logged_bench(prelude: &str) -> String {
 fn project(prelude: &str, extra: &str) -> Test {
     let t = Test::new();
     t.script("bench.sh", &logged_bench(prelude));
-    t.brief("k", &knob_brief(extra));
+    // A prelude that fails on one side on purpose reads ooda's variables.
+    let brief = knob_brief(extra);
+    if prelude.contains("OODA_SIDE") {
+        t.brief("k", &crate::test::side_env(&brief));
+    } else {
+        t.brief("k", &brief);
+    }
     t.commit("k");
     t
 }

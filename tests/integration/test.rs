@@ -80,6 +80,18 @@ pub fn knob_bench() -> String {
 
 pub const QUIET_CONFIG: &str = "defaults:\n  pairs: 3\n  calibration_pairs: 3\n";
 
+/// `brief` with its measured commands given `OODA_SIDE` and
+/// `OODA_ITERATION` (`metric.env`), for benchmarks and guards that fail on
+/// purpose on one side or from one iteration on.
+pub fn side_env(brief: &str) -> String {
+    assert!(brief.contains("metric:\n"), "{brief}");
+    brief.replacen(
+        "metric:\n",
+        "metric:\n  env: [OODA_SIDE, OODA_ITERATION, OODA_BRIEF]\n",
+        1,
+    )
+}
+
 pub fn knob_brief(extra: &str) -> String {
     format!(
         "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\n  timeout: 20s\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\"]\nknobs:\n  X: {{ int: [10, 80], default: 10 }}\nagent: builtin\nseed: 1\n{extra}---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nbench.sh stays.\n"
@@ -206,6 +218,9 @@ impl Test {
         c.args(args)
             .current_dir(self.path())
             .env("OODA_TEST_DIR", self.path())
+            // The benchmarks count their runs there: passed on to measured
+            // commands, which get none of ooda's other variables.
+            .env("OODA_PASS_ENV", "OODA_TEST_DIR")
             // Each test its own host: parallel tests must not queue on
             // one measurement lock (a test of the lock shares one on purpose).
             .env(

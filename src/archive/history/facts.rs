@@ -452,7 +452,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         written(dir.path(), rows(3));
         let p = path(dir.path());
-        let mut bytes = std::fs::read(&p).unwrap();
+        let mut bytes = crate::atomic::read_file(&p).unwrap();
         bytes.truncate(bytes.len() - 10);
         std::fs::write(&p, &bytes).unwrap();
         assert!(read(dir.path()).is_none());

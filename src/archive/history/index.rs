@@ -362,7 +362,7 @@ fn read_lines(path: &Path, limit: usize) -> (Vec<Option<Line>>, usize) {
     slots.resize_with(limit, || None);
     // Bytes, line by line: a line torn inside a multi-byte character must
     // cost that line, not the whole index.
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(bytes) = crate::atomic::read_file(path) else {
         return (slots, 0);
     };
     let raws: Vec<&[u8]> = bytes
@@ -497,7 +497,7 @@ fn lines_text<'a>(
 }
 
 fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
+    crate::atomic::read_file(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))
 }
 
 fn mtime_of(meta: &std::fs::Metadata) -> u64 {
@@ -551,7 +551,7 @@ pub(crate) fn stale(dir: &Path, rows: &[(u32, super::fact::Source)]) -> Checked 
         if s.mtime_ns.saturating_add(RACY_NS) < s.taken_ns {
             continue;
         }
-        if std::fs::read(&path).map_or(true, |b| super::fact::hash(&b) != s.hash) {
+        if crate::atomic::read_file(&path).map_or(true, |b| super::fact::hash(&b) != s.hash) {
             out.stale.push(iteration);
         } else if s.mtime_ns.saturating_add(RACY_NS) < now {
             out.settled.push((iteration, now));
@@ -667,7 +667,7 @@ pub(crate) mod tests {
         let dir = archive(12);
         load(dir.path());
         let path = dir.path().join(FILE);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = crate::atomic::read_string(&path).unwrap();
         let mut lines: Vec<&str> = text.lines().collect();
         lines[3] = "{not json";
         lines[7] = "";
@@ -694,7 +694,7 @@ pub(crate) mod tests {
         let dir = archive(700);
         load(dir.path());
         let path = dir.path().join(FILE);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = crate::atomic::read_string(&path).unwrap();
         let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
         lines[100] = "{not json".into();
         lines[500] = lines[500][..lines[500].len() / 2].to_string();
@@ -716,14 +716,17 @@ pub(crate) mod tests {
         assert_eq!((h.len(), stats.parsed, stats.appended), (7, 7, 0));
         assert!(!dir.path().join(FILE).exists());
         history::load_and_repair(dir.path()).unwrap();
-        let before = std::fs::read(dir.path().join(FILE)).unwrap();
+        let before = crate::atomic::read_file(dir.path().join(FILE)).unwrap();
         let path = history::path_of(dir.path(), 2);
         let mut rec = history::read(&path).unwrap();
         rec.reason = "edited".into();
         std::fs::write(&path, history::render(&rec, &ctx()).unwrap()).unwrap();
         let (h, stats) = history::load_with_stats(dir.path(), false).unwrap();
         assert_eq!((h[2].reason.as_str(), stats.parsed), ("edited", 1));
-        assert_eq!(std::fs::read(dir.path().join(FILE)).unwrap(), before);
+        assert_eq!(
+            crate::atomic::read_file(dir.path().join(FILE)).unwrap(),
+            before
+        );
     }
 
     #[test]
@@ -740,7 +743,7 @@ pub(crate) mod tests {
         let (h, stats) = load(dir.path());
         assert_eq!(h[5].reason, "rewritten 39");
         assert!(stats.compacted, "{stats:?}");
-        let lines = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
+        let lines = crate::atomic::read_string(dir.path().join(FILE)).unwrap();
         assert_eq!(lines.lines().count(), 6);
     }
 
@@ -753,7 +756,7 @@ pub(crate) mod tests {
         age_files(dir.path());
         load(dir.path());
         let path = dir.path().join(FILE);
-        let mut bytes = std::fs::read(&path).unwrap();
+        let mut bytes = crate::atomic::read_file(&path).unwrap();
         // Cut the last line just after the first byte of an é.
         let at = bytes.iter().rposition(|b| *b == 0xc3).unwrap() + 1;
         bytes.truncate(at);
@@ -793,7 +796,7 @@ pub(crate) mod tests {
         rec.reason = "after the tear".into();
         history::write(dir.path(), &rec, &ctx()).unwrap();
         age_files(dir.path());
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = crate::atomic::read_string(&path).unwrap();
         let last: Line = serde_json::from_str(text.lines().last().unwrap()).unwrap();
         assert_eq!(last.record.reason, "after the tear");
     }

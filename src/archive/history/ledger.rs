@@ -218,7 +218,8 @@ impl Ledger {
 
     pub fn read(dir: &Path) -> Option<Ledger> {
         let l: Ledger =
-            serde_json::from_slice(&std::fs::read(Layout::of(dir).ledger()).ok()?).ok()?;
+            serde_json::from_slice(&crate::atomic::read_file(Layout::of(dir).ledger()).ok()?)
+                .ok()?;
         (l.version == VERSION).then_some(l)
     }
 

@@ -540,8 +540,8 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<IterationRecord> {
 }
 
 pub fn read(path: &Path) -> Result<IterationRecord> {
-    let bytes =
-        std::fs::read(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    let bytes = crate::atomic::read_file(path)
+        .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     parse_bytes(path, &bytes)
 }
 
@@ -633,7 +633,7 @@ pub fn load_files(dir: &Path) -> Result<Vec<IterationRecord>> {
     files(dir)?
         .iter()
         .map(|(n, path)| {
-            let bytes = std::fs::read(path)
+            let bytes = crate::atomic::read_file(path)
                 .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
             parse_numbered(path, *n, &bytes)
         })
@@ -768,7 +768,7 @@ mod tests {
         let written = write(dir.path(), &r, &ctx()).unwrap();
         assert_eq!(written, r, "nothing to redact in the sample");
         let path = path_of(dir.path(), r.iteration);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = crate::atomic::read_string(&path).unwrap();
         for section in [
             "## Goal",
             "## Plan",

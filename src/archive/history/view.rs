@@ -696,7 +696,7 @@ mod tests {
     /// editing it would (a later modification time, other bytes).
     fn edit(dir: &Path, i: u32, hypothesis: &str) {
         let path = history::path_of(dir, i);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = crate::atomic::read_string(&path).unwrap();
         // The front matter's `hypothesis:` (a folded block: its value is
         // the indented lines after it).
         let mut out = Vec::new();
@@ -806,14 +806,14 @@ mod tests {
         History::open(dir.path()).unwrap();
         let table = dir.path().join(facts::FILE);
         // Damaged.
-        let bytes = std::fs::read(&table).unwrap();
+        let bytes = crate::atomic::read_file(&table).unwrap();
         std::fs::write(&table, &bytes[..bytes.len() - 7]).unwrap();
         let h = History::open(dir.path()).unwrap();
         assert!(h.opened.rebuilt);
         assert_eq!(h.view().all().unwrap(), &records[..]);
         // Behind the index (a line appended after the table was written).
         let index = dir.path().join(index::FILE);
-        let mut text = std::fs::read_to_string(&index).unwrap();
+        let mut text = crate::atomic::read_string(&index).unwrap();
         text.push_str("{\"iteration\":3,\"torn\n");
         std::fs::write(&index, text).unwrap();
         assert!(History::open(dir.path()).unwrap().opened.rebuilt);
@@ -962,7 +962,7 @@ mod tests {
         // A line edited in the derived file is not believed.
         let path = dir.path().join(crate::archive::falsified::FALSIFIED_FILE);
         let first = direct[0].ids[0];
-        let text = std::fs::read_to_string(&path).unwrap();
+        let text = crate::atomic::read_string(&path).unwrap();
         let forged: String = text
             .lines()
             .map(|l| {

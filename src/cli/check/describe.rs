@@ -68,6 +68,20 @@ pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
         }
     }
     let _ = writeln!(s, "  sandbox     {}", sandbox_line(brief, project));
+    let _ = writeln!(
+        s,
+        "  privileges  {}",
+        crate::run::sandbox::describe_capabilities()
+    );
+    let _ = writeln!(
+        s,
+        "  servers     {}",
+        if crate::run::sandbox::can_hide_sockets() {
+            "a confined command gets a mount namespace in which the folders of your tmux, D-Bus, X, screen and ssh-agent sockets are empty"
+        } else {
+            "NOT hidden: this machine allows no mount namespace (neither root nor unprivileged user namespaces), so a confined command can ask your tmux or D-Bus server to run something unconfined; see docs/sandbox.md"
+        }
+    );
     let b = project.config.budget_for(brief);
     let _ = writeln!(
         s,
@@ -515,6 +529,7 @@ pub(crate) fn describe_json(brief: &Brief, project: &Project) -> serde_json::Val
                 .ok()
                 .and_then(|f| f.abi),
             "writable": project.config.sandbox.writable,
+            "privileges": crate::run::sandbox::describe_capabilities(),
         },
         "subagents": crate::subagents::Roster::load(&project.root, &project.config)
             .map(|r| r.definitions.iter().map(|d| json!({

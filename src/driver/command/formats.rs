@@ -591,7 +591,7 @@ mod tests {
     const GEMINI: &str = include_str!("../../../tests/fixtures/agent-outputs/gemini-json.json");
 
     fn plan_of(p: &Parsed) -> Value {
-        result_json(None, p.text.as_deref()).unwrap().0
+        result_json(None, p.text.as_deref(), "").unwrap().0
     }
 
     #[test]

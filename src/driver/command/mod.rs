@@ -230,6 +230,7 @@ impl CommandAgent {
             stdin: None,
             landlock: None,
             writable: self.writable(&drop_box.0),
+            measured: false,
         };
         self.refuse_wide(&spec.writable, inv.cwd)?;
         let out = lease
@@ -237,7 +238,11 @@ impl CommandAgent {
             .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
         // The agent wrote this file itself: it is archived, so it is
         // redacted (and stays JSON) before it is moved there.
-        let written = deliver(&agent_output_file, &output_file)?;
+        let (written, oversize) = match deliver(&agent_output_file, &output_file) {
+            Ok(w) => (w, None),
+            Err(Error::Input(why)) => (None, Some(why)),
+            Err(e) => return Err(e),
+        };
         if out.status == CommandOutcome::Interrupted {
             return Err(Error::Interrupted);
         }
@@ -284,8 +289,21 @@ impl CommandAgent {
             ),
             _ => (outcome, problem),
         };
-        let result =
-            crate::driver::agent::reply::result_json(written.as_deref(), parsed.text.as_deref());
+        // A subagent judges material it was shown (a reviewer, the diff):
+        // a block quoted from it is not its answer.
+        let shown = if inv.subagent.is_some() {
+            inv.prompt
+        } else {
+            ""
+        };
+        let result = match oversize {
+            Some(why) => Err(why),
+            None => crate::driver::agent::reply::result_json(
+                written.as_deref(),
+                parsed.text.as_deref(),
+                shown,
+            ),
+        };
         let problem = problem.or_else(|| match (&result, &parsed.problem) {
             // The tool's own complaint explains a missing result best.
             (Err(_), Some(p)) => Some(p.clone()),
@@ -463,9 +481,27 @@ fn last_words(output: &str) -> String {
 /// Redacts what the agent wrote into its private directory and moves it
 /// to its archived place; returns what it held. A symlink or a directory
 /// there is not a result: it is not followed.
+/// The largest `OODA_OUTPUT_FILE` ooda reads.
+const OUTPUT_FILE_MAX: u64 = 1 << 20;
+
 fn deliver(written: &Path, archived: &Path) -> Result<Option<String>> {
-    if !std::fs::symlink_metadata(written).is_ok_and(|m| m.is_file()) {
+    let Ok(meta) = std::fs::symlink_metadata(written) else {
         return Ok(None);
+    };
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    // An answer is a JSON object of a few KiB: a file of gigabytes (a
+    // sparse one costs the agent nothing) is not read, only named.
+    if meta.len() > OUTPUT_FILE_MAX {
+        let note = format!(
+            "the agent wrote {} to OODA_OUTPUT_FILE, above the {} an answer may hold: it was not read",
+            crate::validate::units::format_bytes(meta.len()),
+            crate::validate::units::format_bytes(OUTPUT_FILE_MAX)
+        );
+        crate::atomic::write_atomic(archived, note.as_bytes())?;
+        let _ = std::fs::remove_file(written);
+        return Err(Error::Input(note));
     }
     let text = redact::redact_file(written)?;
     let clean = std::fs::read(written)

@@ -325,7 +325,7 @@ impl<'a> Loop<'a> {
                 max_output: self.setup.tier.max_output,
                 temperature: None,
             };
-            let answer = match self.ask(&self.client, &req, self.deadline)? {
+            let mut answer = match self.ask(&self.client, &req, self.deadline)? {
                 Ok(a) => a,
                 // The prompt was too long for the server after all (the
                 // estimate is an estimate): fold what the rules allow and
@@ -364,15 +364,26 @@ impl<'a> Loop<'a> {
             if !answer.model.is_empty() {
                 self.model = Some(answer.model.clone());
             }
+            // Arguments above the cap are neither run nor kept: the
+            // transcript sends every call back with each request.
+            for call in &mut answer.calls {
+                tools::cap_arguments(call);
+            }
             self.memory.steps = self.requests;
             let reply = answer.message();
             self.log(&reply)?;
             self.memory.transcript.push(Turn::plain(reply));
             self.memory.depends.clear();
             if answer.calls.is_empty() {
-                if let Ok((v, _)) =
-                    crate::driver::agent::reply::result_json(None, Some(&answer.text))
-                {
+                if let Ok((v, _)) = crate::driver::agent::reply::result_json(
+                    None,
+                    Some(&answer.text),
+                    if self.inv.subagent.is_some() {
+                        self.inv.prompt
+                    } else {
+                        ""
+                    },
+                ) {
                     break End::Answer(v);
                 }
                 // Prose after the edit is the end of EXECUTE; prose before

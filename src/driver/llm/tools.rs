@@ -27,6 +27,19 @@ const READ_LINES: usize = 2_000;
 const LIST_MAX: usize = 2_000;
 /// Matches one `search_files` returns at most.
 const SEARCH_MAX: usize = 200;
+/// Bytes of one tool call's arguments at most: a whole source file for
+/// `write_file` fits many times over; more is refused and not kept, since
+/// the transcript sends every call back with each request.
+pub const ARGUMENTS_MAX: usize = 1 << 20;
+/// Characters of one `add_insight` at most: working memory holds 8,000.
+pub const INSIGHT_MAX: usize = 8_000;
+/// Bytes one `read_file` returns at most (besides its line limit), and the
+/// largest file `edit_file` rewrites.
+const READ_BYTES: usize = 256 * 1024;
+const EDIT_BYTES: u64 = 8 << 20;
+/// How long one file operation may take: reading a file of gigabytes for
+/// its line count stops here, and says so.
+const FILE_DEADLINE: Duration = Duration::from_secs(10);
 /// Files larger than this are not searched.
 const SEARCH_FILE_BYTES: u64 = 2 << 20;
 /// Characters of a command's output kept (after compression).
@@ -295,16 +308,20 @@ impl Bench<'_> {
         if p.is_dir() {
             return Err(format!("{path} is a folder; use list_files for folders"));
         }
-        let bytes = std::fs::read(&p).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("{path} is not UTF-8 text; it cannot be read or edited here"))?;
-        let lines: Vec<&str> = text.split_inclusive('\n').collect();
-        let total = lines.len();
         let from = usize::try_from(start.unwrap_or(1).max(1)).unwrap_or(usize::MAX);
         let last = end
             .map(|e| usize::try_from(e).unwrap_or(usize::MAX))
-            .unwrap_or(total);
-        let to = last.min(total).min(from.saturating_add(READ_LINES - 1));
+            .unwrap_or(usize::MAX)
+            .min(from.saturating_add(READ_LINES - 1));
+        let read = read_lines(&p, path, from, last, self.cancel)?;
+        let Some(total) = read.total else {
+            // The count stopped at the deadline: the file is huge.
+            return Ok(format!(
+                "[lines {from}-{} of {path}, a file too long to count its lines]\n{}",
+                from + read.lines.saturating_sub(1),
+                read.body
+            ));
+        };
         if total == 0 {
             return Ok(String::new());
         }
@@ -313,11 +330,22 @@ impl Bench<'_> {
                 "{path} has {total} lines; `start` {from} is past its end"
             ));
         }
-        let body: String = lines[from - 1..to.max(from - 1)].concat();
-        if from == 1 && to == total {
-            Ok(body)
+        let to = from + read.lines.saturating_sub(1);
+        let cut = if read.clipped {
+            format!(
+                " (cut at {} KiB: read fewer lines at a time)",
+                READ_BYTES / 1024
+            )
         } else {
-            Ok(format!("[lines {from}-{to} of {total} of {path}]\n{body}"))
+            String::new()
+        };
+        if from == 1 && to == total && !read.clipped {
+            Ok(read.body)
+        } else {
+            Ok(format!(
+                "[lines {from}-{to} of {total} of {path}{cut}]\n{}",
+                read.body
+            ))
         }
     }
 
@@ -349,7 +377,10 @@ impl Bench<'_> {
                 skipped += 1;
                 continue;
             }
-            let Ok(text) = std::fs::read_to_string(&f) else {
+            let Ok((bytes, _)) = read_regular(&f, "", SEARCH_FILE_BYTES) else {
+                continue;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
                 continue;
             };
             let rel = self.shown(&root, &f);
@@ -386,8 +417,16 @@ impl Bench<'_> {
 
     fn edit(&self, path: &str, old: &str, new: &str) -> Result<String, String> {
         let p = resolve(self.root, path, false)?;
-        let text = std::fs::read_to_string(&p)
-            .map_err(|e| format!("cannot read {path}: {e}; read_file it first"))?;
+        let (bytes, more) =
+            read_regular(&p, path, EDIT_BYTES).map_err(|e| format!("{e}; read_file it first"))?;
+        if more {
+            return Err(format!(
+                "{path} is larger than {} MiB; edit_file rewrites smaller files only",
+                EDIT_BYTES >> 20
+            ));
+        }
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("{path} is not UTF-8 text; it cannot be read or edited here"))?;
         if old.is_empty() {
             return Err("`old` is empty: copy the exact text to replace from read_file".into());
         }
@@ -418,6 +457,12 @@ impl Bench<'_> {
         if p.is_dir() {
             return Err(format!("{path} is a folder"));
         }
+        // Opening a FIFO for writing blocks until someone reads it.
+        if std::fs::metadata(&p).is_ok_and(|m| !m.is_file()) {
+            return Err(format!(
+                "{path} is not a regular file (a FIFO, a device or a socket); write_file writes regular files only"
+            ));
+        }
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot create the folder of {path}: {e}"))?;
@@ -445,6 +490,7 @@ impl Bench<'_> {
             stdin: None,
             landlock: None,
             writable: Vec::new(),
+            measured: false,
         };
         let out = match self.lease.run(&spec, self.cancel) {
             Ok(o) => o,
@@ -466,6 +512,131 @@ impl Bench<'_> {
         // and stores the rest (`context::triage`).
         Ok(Done::Text(format!("{head}\n{}", out.output)))
     }
+}
+
+/// Replaces arguments above [`ARGUMENTS_MAX`] (and an `add_insight` above
+/// [`INSIGHT_MAX`]) with a note the tool refuses, before they are run,
+/// logged or kept in the transcript.
+pub fn cap_arguments(call: &mut super::wire::ToolCall) {
+    let len = call.arguments.to_string().len();
+    let insight = call.name == INSIGHT
+        && call
+            .arguments
+            .get("text")
+            .and_then(Value::as_str)
+            .is_some_and(|t| t.chars().count() > INSIGHT_MAX);
+    if len > ARGUMENTS_MAX || insight {
+        call.arguments = Value::String(if insight {
+            format!(
+                "(an insight of {len} bytes, dropped: add_insight keeps at most {INSIGHT_MAX} characters; note one fact in a sentence)"
+            )
+        } else {
+            format!(
+                "(arguments of {len} bytes, dropped: one tool call takes at most {} KiB; write a large file in parts with edit_file)",
+                ARGUMENTS_MAX / 1024
+            )
+        });
+    }
+}
+
+/// A regular file's bytes, at most `cap`, for a tool: a FIFO, a device or
+/// a socket is refused without blocking (a command can make one), and the
+/// read never holds more than the cap.
+fn read_regular(p: &Path, shown: &str, cap: u64) -> Result<(Vec<u8>, bool), String> {
+    crate::atomic::read_capped(p, cap).map_err(|e| format!("cannot read {shown}: {e}"))
+}
+
+/// What [`read_lines`] read.
+struct Lines {
+    body: String,
+    /// Lines in `body`.
+    lines: usize,
+    /// The file's line count, or `None` when counting hit the deadline.
+    total: Option<usize>,
+    /// `body` stopped at [`READ_BYTES`] before `last`.
+    clipped: bool,
+}
+
+/// Lines `from..=last` of the regular file `p`, streamed: never more than
+/// [`READ_BYTES`] held, a FIFO or a device refused without blocking, the
+/// line count given up at [`FILE_DEADLINE`] or a cancellation.
+fn read_lines(
+    p: &Path,
+    shown: &str,
+    from: usize,
+    last: usize,
+    cancel: &AtomicBool,
+) -> Result<Lines, String> {
+    use std::io::{BufRead, Read};
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(format!(
+            "{shown} is not a regular file (a FIFO, a device or a socket); read_file reads regular files only"
+        ));
+    }
+    let started = std::time::Instant::now();
+    let mut reader = std::io::BufReader::new(f);
+    let mut out = Lines {
+        body: String::new(),
+        lines: 0,
+        total: Some(0),
+        clipped: false,
+    };
+    let mut line = Vec::new();
+    let mut n = 0usize;
+    loop {
+        line.clear();
+        // One line, but never more than the cap of it in memory.
+        let got = (&mut reader)
+            .take(READ_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if got == 0 {
+            break;
+        }
+        if line.last() == Some(&b'\n') || got <= READ_BYTES {
+            n += 1;
+        } else {
+            // The rest of an overlong line: skip it without keeping it.
+            let mut rest = Vec::new();
+            loop {
+                rest.clear();
+                let more = (&mut reader)
+                    .take(READ_BYTES as u64)
+                    .read_until(b'\n', &mut rest)
+                    .map_err(|e| format!("cannot read {shown}: {e}"))?;
+                if more == 0 || rest.last() == Some(&b'\n') {
+                    break;
+                }
+            }
+            n += 1;
+        }
+        if (from..=last).contains(&n) && !out.clipped {
+            let text = std::str::from_utf8(&line).map_err(|_| {
+                format!("{shown} is not UTF-8 text; it cannot be read or edited here")
+            })?;
+            if out.body.len() + text.len() > READ_BYTES {
+                out.clipped = true;
+            } else {
+                out.body.push_str(text);
+                out.lines += 1;
+            }
+        }
+        if n.is_multiple_of(4096)
+            && (started.elapsed() > FILE_DEADLINE
+                || cancel.load(std::sync::atomic::Ordering::Relaxed))
+        {
+            out.total = None;
+            return Ok(out);
+        }
+    }
+    out.total = Some(n);
+    Ok(out)
 }
 
 fn missing(tool: &str, what: &str) -> String {

@@ -56,7 +56,9 @@ impl Lease for Here<'_> {
             spec.landlock = self.0.abi;
             spec.writable.extend(self.0.writable.iter().cloned());
         }
-        if let Some(m) = &self.0.mark {
+        // A measured command carries no mark: the candidate's code must not
+        // see that ooda runs it (what it leaves behind dies with its helper).
+        if let Some(m) = self.0.mark.as_ref().filter(|_| !spec.measured) {
             spec.env
                 .push((crate::run::sandbox::MARK_ENV.to_string(), m.clone()));
         }
@@ -100,6 +102,7 @@ mod tests {
                     stdin: None,
                     landlock: None,
                     writable: Vec::new(),
+                    measured: false,
                 },
                 &AtomicBool::new(false),
             )

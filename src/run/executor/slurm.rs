@@ -520,6 +520,8 @@ impl Lease for Step<'_> {
             stdin: spec.stdin,
             landlock: None,
             writable: Vec::new(),
+            // srun passes its own environment on to the step.
+            measured: spec.measured,
         };
         let mut out = exec::run(&local, cancel)?;
         if matches!(out.status, CommandOutcome::Interrupted) {
@@ -821,6 +823,7 @@ fn call_within<S: AsRef<str>>(program: &str, args: &[S], timeout: Duration) -> R
         stdin: None,
         landlock: None,
         writable: Vec::new(),
+        measured: false,
     };
     let never = AtomicBool::new(false);
     let out = exec::run(&spec, &never).map_err(|e| Error::io(format!("running `{line}`"), e))?;

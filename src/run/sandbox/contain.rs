@@ -115,6 +115,23 @@ pub fn main(args: &[OsString]) -> i32 {
     };
     let mut command = Command::new(&args.argv[0]);
     command.args(&args.argv[1..]);
+    // A confined command does not reach the user's servers (tmux, D-Bus,
+    // X, the ssh agent): their folders are hidden in its own mount
+    // namespace, and the variables that name them are dropped.
+    let confined = args.abi.is_some();
+    let hidden = if confined {
+        let mut keep = args.writable.clone();
+        keep.extend(std::env::current_dir().ok());
+        super::sockets::c_paths(&super::sockets::folders(&keep))
+    } else {
+        Vec::new()
+    };
+    let maps = super::sockets::Maps::of_this_process();
+    if confined {
+        for v in super::sockets::SOCKET_ENV {
+            command.env_remove(v);
+        }
+    }
     // SAFETY: the helper is single-threaded, so the forked child may lock
     // and allocate; the closure resets the dispositions the helper changed
     // and enters the Landlock domain.
@@ -123,6 +140,10 @@ pub fn main(args: &[OsString]) -> i32 {
             for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR1] {
                 libc::signal(s, libc::SIG_DFL);
             }
+            // Before the capabilities go: as root, a mount namespace needs
+            // CAP_SYS_ADMIN. Where none can be had the gap stays (documented).
+            super::sockets::hide(&hidden, &maps);
+            super::caps::drop_privileges()?;
             let taken = ruleset
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -313,7 +334,12 @@ fn ruleset(abi: i32, writable: &[PathBuf]) -> Result<RulesetCreated, String> {
         .create()
         .map_err(|e| e.to_string())?
         .set_compatibility(CompatLevel::BestEffort)
-        .add_rules(path_beneath_rules(writable, write))
+        // Never a device beneath a grant: a root command would make one
+        // over the disk that holds the user's checkout.
+        .add_rules(path_beneath_rules(
+            writable,
+            write & !(AccessFs::MakeChar | AccessFs::MakeBlock),
+        ))
         .map_err(|e| e.to_string())?
         .add_rules(path_beneath_rules(
             DEVICE_FILES,

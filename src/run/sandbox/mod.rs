@@ -33,7 +33,12 @@
 //! Code that runs without it (the library's unit tests) starts commands
 //! directly, as before.
 
+mod caps;
 mod contain;
+mod sockets;
+
+pub(crate) use caps::describe as describe_capabilities;
+pub(crate) use sockets::can_hide as can_hide_sockets;
 
 use crate::model::{SandboxMode as Mode, SandboxSettings as Settings};
 use std::ffi::OsString;

@@ -1,0 +1,213 @@
+//! Other programs' servers: what a confined command must not ask.
+//!
+//! Landlock before ABI 9 does not control connecting to a UNIX socket by
+//! path. A confined command could ask the user's tmux server
+//! (`/tmp/tmux-<uid>/default`: `tmux run-shell`), its D-Bus session or
+//! systemd's user manager (`$XDG_RUNTIME_DIR/bus`, `systemd-run --user`), an
+//! X server or the ssh agent to do what it may not: those servers are not
+//! confined, and write the checkout for it. So a confined command gets a
+//! mount namespace of its own in which the folders of those sockets are
+//! empty (a small tmpfs is mounted over each), and an environment without
+//! the variables that name them.
+//!
+//! A mount namespace needs `CAP_SYS_ADMIN` (root) or an unprivileged user
+//! namespace (most distributions allow one; some turn them off). Where
+//! neither is to be had the folders stay visible, `ooda check` says so,
+//! and docs/sandbox.md says what a user can do instead.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+/// Variables that name a server's socket: the command does not get them.
+pub(crate) const SOCKET_ENV: &[&str] = &[
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "SSH_AUTH_SOCK",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+    "XDG_RUNTIME_DIR",
+];
+
+/// The folders of the servers' sockets on this machine that exist and hold
+/// none of `keep` (the command's worktree and grants, which must stay).
+pub(crate) fn folders(keep: &[PathBuf]) -> Vec<PathBuf> {
+    folders_in(keep, |n| std::env::var_os(n))
+}
+
+/// [`folders`] with the environment given.
+fn folders_in(keep: &[PathBuf], env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
+    // SAFETY: plain syscall.
+    let uid = unsafe { libc::getuid() };
+    let var = |n: &str| env(n).map(PathBuf::from);
+    let tmux_tmp = var("TMUX_TMPDIR").unwrap_or_else(|| PathBuf::from("/tmp"));
+    let mut out = vec![
+        tmux_tmp.join(format!("tmux-{uid}")),
+        PathBuf::from("/tmp").join(format!("tmux-{uid}")),
+        PathBuf::from("/tmp/.X11-unix"),
+        PathBuf::from("/tmp/.ICE-unix"),
+        PathBuf::from("/run/screen"),
+        PathBuf::from("/var/run/screen"),
+        var("XDG_RUNTIME_DIR").unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}"))),
+    ];
+    // The ssh agent's socket, and a session bus named by path.
+    if let Some(sock) = var("SSH_AUTH_SOCK")
+        && let Some(dir) = sock.parent()
+    {
+        out.push(dir.to_path_buf());
+    }
+    if let Some(bus) = env("DBUS_SESSION_BUS_ADDRESS")
+        .and_then(|a| a.into_string().ok())
+        .and_then(|a| {
+            a.split(',')
+                .find_map(|p| p.strip_prefix("unix:path=").map(String::from))
+        })
+        && let Some(dir) = Path::new(&bus).parent()
+    {
+        out.push(dir.to_path_buf());
+    }
+    let keep: Vec<PathBuf> = keep
+        .iter()
+        .map(|k| k.canonicalize().unwrap_or_else(|_| k.clone()))
+        .collect();
+    let mut found: Vec<PathBuf> = Vec::new();
+    for d in out {
+        let Ok(real) = d.canonicalize() else { continue };
+        let holds_a_grant = keep.iter().any(|k| k.starts_with(&real));
+        let folder = std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_dir());
+        if folder && !holds_a_grant && real != Path::new("/") && !found.contains(&real) {
+            found.push(real);
+        }
+    }
+    found
+}
+
+/// The folders as C strings, made before `fork` (no allocation after it).
+pub(crate) fn c_paths(folders: &[PathBuf]) -> Vec<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    folders
+        .iter()
+        .filter_map(|f| CString::new(f.as_os_str().as_bytes()).ok())
+        .collect()
+}
+
+/// Enters a mount namespace of its own and mounts an empty tmpfs over each
+/// folder. Between `fork` and `exec`: system calls, and writes of
+/// preformatted text. Returns whether the folders are hidden.
+pub(crate) fn hide(folders: &[CString], maps: &Maps) -> bool {
+    if folders.is_empty() {
+        return true;
+    }
+    // SAFETY: system calls with pointers to NUL-terminated locals.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            // Not root: a user namespace, mapping this user to itself.
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                return false;
+            }
+            if !write_proc(c"/proc/self/setgroups", b"deny")
+                || !write_proc(c"/proc/self/uid_map", &maps.uid)
+                || !write_proc(c"/proc/self/gid_map", &maps.gid)
+            {
+                return false;
+            }
+        }
+        // Mounts made here must not reach the parent's namespace.
+        if libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+        {
+            return false;
+        }
+        let mut all = true;
+        for f in folders {
+            let done = libc::mount(
+                c"tmpfs".as_ptr(),
+                f.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"size=64k,mode=0700".as_ptr().cast(),
+            ) == 0;
+            all &= done;
+        }
+        all
+    }
+}
+
+/// `uid_map` and `gid_map` lines for a user namespace that maps this user
+/// to itself, made before `fork`.
+pub(crate) struct Maps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl Maps {
+    pub(crate) fn of_this_process() -> Maps {
+        // SAFETY: plain syscalls.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        Maps {
+            uid: format!("{uid} {uid} 1").into_bytes(),
+            gid: format!("{gid} {gid} 1").into_bytes(),
+        }
+    }
+}
+
+/// Writes `bytes` to a `/proc` file in one `write`.
+unsafe fn write_proc(path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: the caller's contract: between fork and exec, plain calls.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let n = libc::write(fd, bytes.as_ptr().cast(), bytes.len());
+        libc::close(fd);
+        n == bytes.len() as isize
+    }
+}
+
+/// Whether this machine lets a command have a mount namespace of its own
+/// (tried in a child that runs `true`), for `ooda check`.
+pub(crate) fn can_hide() -> bool {
+    use std::os::unix::process::CommandExt;
+    let maps = Maps::of_this_process();
+    let probe = c_paths(&[std::env::temp_dir()]);
+    let mut c = std::process::Command::new("true");
+    // SAFETY: `hide` makes only system calls; the tmpfs is mounted over
+    // the temporary folder of the child's own namespace, which ends with it.
+    unsafe {
+        c.pre_exec(move || {
+            if hide(&probe, &maps) {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("no mount namespace"))
+            }
+        });
+    }
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_holding_a_grant_is_never_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir_all(run.join("inner")).unwrap();
+        let env = |n: &str| (n == "XDG_RUNTIME_DIR").then(|| run.clone().into_os_string());
+        let hidden = folders_in(&[dir.path().join("work")], env);
+        assert!(hidden.contains(&run.canonicalize().unwrap()), "{hidden:?}");
+        let kept = folders_in(&[run.join("inner")], env);
+        assert!(!kept.contains(&run.canonicalize().unwrap()), "{kept:?}");
+    }
+}
