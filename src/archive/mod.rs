@@ -406,6 +406,7 @@ pub(crate) fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord
         next: lessons.next,
         artifact: learned.artifact.clone(),
         failure_output: outcome.failure_output.clone(),
+        run_writes: outcome.run_writes.clone(),
         narrative: lessons.narrative,
         acknowledged: learned.acknowledged.clone(),
         confirmation: check.confirmation,
@@ -527,6 +528,7 @@ mod tests {
             failure_output: None,
             base_failed: false,
             alarms: Vec::new(),
+            run_writes: None,
         });
         c.learned = Some(Learned {
             lessons: LearnResult {

@@ -101,6 +101,9 @@ pub struct Metric {
     /// The practical minimum effect as a fraction: `1%` is 0.01.
     pub noise_floor: f64,
     pub timeout: Duration,
+    /// Remove what each timed run created before the next one
+    /// (`metric.fresh_outputs`), so no run reads what another left.
+    pub fresh_outputs: bool,
     /// ooda's own variables (`OODA_SIDE`, `OODA_ITERATION`, …) the setup,
     /// guards and metric are given (`metric.env`). None by default: each
     /// one lets the candidate's code tell that it is being measured.
@@ -275,6 +278,7 @@ const METRIC_KEYS: &[&str] = &[
     "noise_floor",
     "timeout",
     "env",
+    "fresh_outputs",
 ];
 const SCOPE_KEYS: &[&str] = &["allow", "protect", "max_file_size"];
 
@@ -420,6 +424,7 @@ fn placeholder_metric() -> Metric {
         target: None,
         noise_floor: 0.0,
         timeout: DEFAULT_TIMEOUT,
+        fresh_outputs: false,
         env: Vec::new(),
     }
 }
@@ -1126,6 +1131,10 @@ fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric
         ),
         None => Some(DEFAULT_TIMEOUT),
     };
+    let fresh_outputs = match fields.get("fresh_outputs") {
+        Some(e) => ck.boolean(&e.value, "metric.fresh_outputs", "fresh_outputs: true"),
+        None => Some(false),
+    };
     let env = match fields.get("env") {
         Some(e) => ck.strings(
             &e.value,
@@ -1168,6 +1177,7 @@ fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric
         target,
         noise_floor: noise_floor?,
         timeout: timeout?,
+        fresh_outputs: fresh_outputs?,
         env: env?,
     })
 }

@@ -87,6 +87,7 @@ impl<'a> Step<'a> {
             span: self.span,
             lease,
             exclusive: self.config.defaults.measure_exclusive,
+            writes: Default::default(),
         }
     }
 

@@ -13,6 +13,7 @@
 pub(crate) mod metric;
 mod neutral;
 pub(crate) mod rewrites;
+pub(crate) mod writes;
 pub(crate) use neutral::neutral;
 pub mod redlight;
 
@@ -109,6 +110,8 @@ pub(crate) struct Evaluator<'a> {
     /// Whether timed runs wait for the host-wide measurement lock
     /// (`defaults.measure_exclusive`).
     pub exclusive: bool,
+    /// What the timed runs wrote in their worktrees (`writes.rs`).
+    pub writes: writes::Writes,
 }
 
 const FAILURE_OUTPUT_CHARS: usize = 4000;
@@ -243,7 +246,18 @@ impl Evaluator<'_> {
         wt: &Worktree,
         pair: u32,
     ) -> Result<std::result::Result<f64, RunFailure>> {
-        let (value, output) = match self.metric(wt)? {
+        let side = wt.side.as_str();
+        let before = self.writes.before(side, &wt.dir);
+        let ran = self.metric(wt)?;
+        self.writes
+            .after(side, &wt.dir, before, self.brief.metric.fresh_outputs)
+            .map_err(|e| {
+                Error::io(
+                    format!("removing what a run wrote in {}", wt.dir.display()),
+                    e,
+                )
+            })?;
+        let (value, output) = match ran {
             Ok(v) => v,
             Err(f) => return Ok(Err(f)),
         };

@@ -483,8 +483,23 @@ pub(crate) fn read_live(dir: &Path) -> Result<Vec<Record>> {
     // The starts of runs begun before the seal come first, so each run's
     // tree has its real root (`segments.rs`).
     let mut records = segments::sealed_run_starts(dir);
-    parse_into(&live_text(dir)?, &mut records);
+    let skipped = parse_into(&live_text(dir)?, &mut records);
+    if skipped > 0 {
+        warn_damaged(&dir.join(FILE), skipped);
+    }
     Ok(records)
+}
+
+/// Says once per process that damaged lines of the live log were skipped:
+/// they never stop a tick, but a user should know the log lost them.
+fn warn_damaged(path: &Path, skipped: usize) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "warning: {}: {skipped} damaged line(s) (not JSON, or not UTF-8) are skipped; the iteration files hold every decision. To silence this, delete those lines from the file while no tick runs (`ooda trace` lists how many it leaves out)",
+            path.display()
+        );
+    }
 }
 
 fn live_text(dir: &Path) -> Result<String> {

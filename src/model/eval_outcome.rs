@@ -19,6 +19,9 @@ pub(crate) struct EvalOutcome {
     /// YELLOW alarms raised while evaluating (e.g. an identical candidate).
     #[serde(default)]
     pub alarms: Vec<Alarm>,
+    /// What the timed runs wrote in their worktrees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_writes: Option<super::RunWrites>,
 }
 
 impl EvalOutcome {
@@ -38,6 +41,7 @@ impl EvalOutcome {
             failure_output: None,
             base_failed: false,
             alarms: Vec::new(),
+            run_writes: None,
         }
     }
 }

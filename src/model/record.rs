@@ -86,6 +86,9 @@ pub struct IterationRecord {
     /// Compressed output of whatever failed (guard, setup, crash), if anything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_output: Option<String>,
+    /// What the timed runs wrote in their worktrees (ignored folders too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_writes: Option<super::RunWrites>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub narrative: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -173,6 +176,7 @@ impl IterationRecord {
             next: None,
             artifact: None,
             failure_output: None,
+            run_writes: None,
             narrative: None,
             acknowledged: None,
             confirmation: None,
@@ -200,6 +204,13 @@ impl IterationRecord {
         out.hypothesis = r(&self.hypothesis);
         out.change = r(&self.change);
         out.failure_output = ro(&self.failure_output);
+        if let Some(w) = &mut out.run_writes {
+            for list in [&mut w.base, &mut w.cand, &mut w.carried] {
+                for p in list.iter_mut() {
+                    *p = r(p);
+                }
+            }
+        }
         out.falsified = ro(&self.falsified);
         out.next = ro(&self.next);
         out.narrative = ro(&self.narrative);

@@ -275,6 +275,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             failure_output: Some(cur.lost_jobs.join("\n")),
             base_failed: false,
             alarms: Vec::new(),
+            run_writes: None,
         });
     }
     let (base, cand) = (step.worktree(Side::Base)?, step.worktree(Side::Cand)?);
@@ -295,6 +296,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         failure_output: Some(output),
         base_failed: false,
         alarms: Vec::new(),
+        run_writes: None,
     };
     let mut base_setup_done = false;
     if !skip_base_setup {
@@ -336,6 +338,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             failure_output: Some(output),
             base_failed: false,
             alarms: Vec::new(),
+            run_writes: None,
         });
     }
     // Protected files are checked again after setup and guards, right
@@ -422,6 +425,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
                 failure_output: None,
                 base_failed: false,
                 alarms: Vec::new(),
+                run_writes: None,
             });
         }
         screened = Some(s.reason);
@@ -506,6 +510,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         failure_output: None,
         base_failed: false,
         alarms: Vec::new(),
+        run_writes: ev.writes.summary(),
     })
 }
 

@@ -522,6 +522,7 @@ fn evaluate(
         span: phase,
         lease: lease.as_ref(),
         exclusive: project.config.defaults.measure_exclusive,
+        writes: Default::default(),
     };
     for wt in [&bw, &cw] {
         if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {

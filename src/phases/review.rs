@@ -147,6 +147,10 @@ fn review(
         guards: &eval.guards,
         measuring: &measuring,
         max_diff_lines: t.config.review.max_diff_lines,
+        carried: eval
+            .run_writes
+            .as_ref()
+            .map_or(&[][..], |w| w.carried.as_slice()),
     };
     let (change, parts, rules_cx) = (&change, &parts, &rules_cx);
     // The simplifier, on the first pass of a big enough keep: one (the

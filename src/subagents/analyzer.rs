@@ -329,6 +329,7 @@ fn take_profile(t: &Step, command: &str, timeout: std::time::Duration) -> Result
         span: t.span,
         lease: lease.as_ref(),
         exclusive: t.config.defaults.measure_exclusive,
+        writes: Default::default(),
     };
     let base = Worktree::new(Side::Base, t.base_dir.to_path_buf(), t.brief)?;
     let (output, failure) = ev.profile(&base, command, timeout)?;

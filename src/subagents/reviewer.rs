@@ -146,6 +146,9 @@ pub(crate) struct Context<'a> {
     /// the night cannot change what counts as part of the measurement).
     pub measuring: &'a Measuring,
     pub max_diff_lines: usize,
+    /// Files a timed run of the candidate left for a later one, which no
+    /// base run wrote ([`crate::model::RunWrites::carried`]).
+    pub carried: &'a [String],
 }
 
 /// Lock files: generated, so they do not count toward the diff's size.
@@ -257,10 +260,19 @@ pub(crate) fn review(change: &Change, cx: &Context) -> (Vec<Finding>, bool) {
         added_line_rules(f, &mut out);
         test_rules(f, &mut out);
     }
+    for p in cx.carried {
+        out.push(finding(
+            p,
+            None,
+            "cache-between-runs",
+            "a timed run of the candidate wrote this file and a later run of it found it in place, which no run of the base did: a result kept between runs measures the cache, not the program (`metric.fresh_outputs: true` removes what each run creates)".into(),
+        ));
+    }
     let suspicious = out.iter().any(|f| {
         matches!(
             f.rule.as_str(),
-            "measurement"
+            "cache-between-runs"
+                | "measurement"
                 | "protected"
                 | "test-deleted"
                 | "test-skipped"
@@ -815,6 +827,7 @@ mod tests {
             guards: &[],
             measuring: &measuring,
             max_diff_lines: 50,
+            carried: &[],
         };
         let (f, s) = review(&change, &cx);
         (f.iter().map(|f| f.rule.clone()).collect(), s)
@@ -868,6 +881,7 @@ mod tests {
             guards: &[],
             measuring: &measuring,
             max_diff_lines: 50,
+            carried: &[],
         };
         let change = |path: &str| Change {
             files: vec![file(path, FileStatus::Modified, &["N=1"], &["N=1000"])],
@@ -1092,6 +1106,7 @@ mod tests {
                     data: BTreeSet::new(),
                 },
                 max_diff_lines: 50,
+                carried: &[],
             };
             let (f, _) = review(&change, &cx);
             let hit = f
@@ -1120,6 +1135,7 @@ mod tests {
                 data: BTreeSet::new(),
             },
             max_diff_lines: 50,
+            carried: &[],
         };
         let (f, _) = review(&Change::default(), &cx);
         assert_eq!(f[0].rule, "guards");

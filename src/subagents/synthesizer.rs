@@ -273,8 +273,15 @@ fn one_line(s: &str) -> String {
     ))
 }
 
+/// Agent text made inert in a note: no wikilink (`[[x]]`), no HTML (a
+/// `<script>` or an `<a href>` the vault would render), no Markdown link
+/// (`[x](file:///…)`), no bare `file:` URL to click.
 fn escape_links(s: &str) -> String {
-    s.replace("[[", "[\\[").replace("]]", "]\\]")
+    s.replace("[[", "[\\[")
+        .replace("]]", "]\\]")
+        .replace('<', "&lt;")
+        .replace("](", "]\\(")
+        .replace("file:", "file&#58;")
 }
 
 /// The narrative of a kept iteration's note: this iteration's fresh one,
@@ -767,4 +774,18 @@ fn parts(
         out.push((*s, text));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_text_in_a_note_is_inert() {
+        let s = escape_links(
+            "see [[Secret]] <script>alert(1)</script> [x](file:///etc/passwd) file:///home",
+        );
+        assert!(!s.contains("[[") && !s.contains("<script") && !s.contains("](file"));
+        assert!(!s.contains("file:"), "{s}");
+    }
 }

@@ -228,8 +228,13 @@ fn factor(f: f64) -> String {
         format!("{f:.2}")
     } else if f < 100.0 {
         format!("{f:.1}")
-    } else {
+    } else if f < 1e6 {
         format!("{f:.0}")
+    } else if f.is_finite() {
+        // A benchmark printing 1e300 must not put 300 digits in a reason.
+        format!("{f:.2e}")
+    } else {
+        "∞".into()
     }
 }
 
@@ -301,6 +306,7 @@ mod tests {
             (false, 1.5, 1.1, 2.5, "1.50× better [1.10×, 2.50×]"),
             // Some on the other side of the base: ratios to the base.
             (true, 1.6, 0.7, 5.1, "1.60× the base [0.70×, 5.10×]"),
+            (true, 2.0, 1.5, 1e300, "2.00× worse [1.50×, 1.00e300×]"),
             (false, 2.5, 0.8, 4.0, "2.50× the base [0.80×, 4.00×]"),
             // Exactly the factor.
             (true, 2.0, 1.9, 2.1, "2.00× worse [1.90×, 2.10×]"),

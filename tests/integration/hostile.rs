@@ -456,7 +456,8 @@ fn a_damaged_line_in_the_event_log_is_skipped_never_a_stop() {
     let mut bytes = std::fs::read(&log).unwrap();
     bytes.extend_from_slice(b"{\"ts\": \"\xff\xfe damaged\n");
     std::fs::write(&log, bytes).unwrap();
-    a.ooda(&["tick", "b"]).expect(0);
+    let tick = a.ooda(&["tick", "b"]).expect(0);
+    assert!(tick.stderr.contains("damaged line(s)"), "{}", tick.stderr);
     a.ooda(&["trace", "b"]).expect(0);
     a.ooda(&["export", "b", "--otlp", "-"]).expect(0);
     a.ooda(&["status"]).expect(0);
@@ -514,4 +515,72 @@ PY
     assert!(!log.contains("asked"), "the server was reached: {log}");
     a.t.snapshot().assert_same(&before, &log);
     assert!(!a.t.exists("pwned"));
+}
+
+#[test]
+fn a_result_cached_between_runs_in_an_ignored_folder_is_flagged_or_removed() {
+    for fresh in [false, true] {
+        let mut a = Attack::new(
+            r#"    cat > src/run.sh <<'RUN'
+if [ -f build/answer ]; then echo 'METRIC t=1'; exit 0; fi
+mkdir -p build && echo 1 > build/answer
+RUN
+    echo written"#,
+        );
+        a.t.script("bench.sh", &running_bench());
+        a.t.ignore(&["/build/"]);
+        // Pairs enough for the cache's runs to outweigh the first one.
+        let cfg = a.t.read("ooda.yaml");
+        a.t.write(
+            "ooda.yaml",
+            &cfg.replace(
+                "  pairs: 3
+",
+                "  pairs: 10
+",
+            ),
+        );
+        if fresh {
+            a.t.brief(
+                "b",
+                &a.t.read("briefs/b.md").replace(
+                    "  timeout: 20s\n",
+                    "  timeout: 20s\n  fresh_outputs: true\n",
+                ),
+            );
+        }
+        a.t.commit("a benchmark that runs the code under test");
+        let rec = a.run();
+        a.assert_contained("written");
+        let writes = rec
+            .run_writes
+            .clone()
+            .expect("the runs' writes are recorded");
+        let file = a.t.read("iterations/b/iter-001.md");
+        assert!(file.contains("Files the timed runs wrote"), "{file}");
+        if fresh {
+            // Every run measured the program: X = 40's real gain.
+            assert!(writes.removed && writes.carried.is_empty(), "{writes:?}");
+            let m = rec.measured.as_ref().expect("measured");
+            assert!(m.cand_median > 50.0, "{m:?}");
+            assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+        } else {
+            assert_eq!(writes.carried, ["build/answer"], "{writes:?}");
+            assert_eq!(
+                rec.discard,
+                Some(DiscardKind::BlockedByReview),
+                "{}",
+                rec.reason
+            );
+            assert!(
+                rec.reason.contains("build/answer [cache-between-runs]"),
+                "{}",
+                rec.reason
+            );
+            assert!(
+                file.contains("left by one candidate run for the next"),
+                "{file}"
+            );
+        }
+    }
 }

@@ -197,6 +197,39 @@ pub(crate) fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<Strin
         }
         s.push('\n');
     }
+    if let Some(w) = &rec.run_writes {
+        let list = |v: &[String]| {
+            if v.len() >= crate::model::RunWrites::SHOWN {
+                format!("{}, …", v.join(", "))
+            } else {
+                v.join(", ")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "Files the timed runs wrote (ignored folders included):\n"
+        );
+        if !w.base.is_empty() {
+            let _ = writeln!(s, "- base: {}", list(&w.base));
+        }
+        if !w.cand.is_empty() {
+            let _ = writeln!(s, "- candidate: {}", list(&w.cand));
+        }
+        if !w.carried.is_empty() {
+            let _ = writeln!(
+                s,
+                "- **left by one candidate run for the next** (no base run wrote them): {}",
+                list(&w.carried)
+            );
+        }
+        if w.removed {
+            let _ = writeln!(
+                s,
+                "- what each run created was removed after it (metric.fresh_outputs)"
+            );
+        }
+        s.push('\n');
+    }
     if let Some(out) = &rec.failure_output {
         let _ = writeln!(
             s,

@@ -87,6 +87,7 @@ pub(crate) fn measure(
         span: &span,
         lease: lease.as_ref(),
         exclusive: project.config.defaults.measure_exclusive,
+        writes: Default::default(),
     };
     let fail = |f: RunFailure| {
         let RunFailure::Failed { reason, output } = f;
