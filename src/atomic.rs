@@ -111,6 +111,23 @@ pub(crate) fn read_file(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
     }
 }
 
+/// `File::open` for a file of the archive: a FIFO would block the open
+/// itself, and a device is no file of ours, so both are refused first.
+pub(crate) fn open_regular(path: impl AsRef<Path>) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, a device or a socket)",
+        ));
+    }
+    Ok(f)
+}
+
 /// [`read_file`] as text (`std::fs::read_to_string`).
 pub(crate) fn read_string(path: impl AsRef<Path>) -> std::io::Result<String> {
     String::from_utf8(read_file(path)?).map_err(|_| {

@@ -425,7 +425,7 @@ fn last_text(tail: &str) -> Option<&str> {
 /// The last few kilobytes of a file (its last lines), if it can be read.
 fn file_tail(path: &std::path::Path) -> Option<String> {
     use std::io::{Read as _, Seek as _, SeekFrom};
-    let mut f = std::fs::File::open(path).ok()?;
+    let mut f = crate::atomic::open_regular(path).ok()?;
     let len = f.metadata().ok()?.len();
     let from = len.saturating_sub(8 * 1024);
     f.seek(SeekFrom::Start(from)).ok()?;

@@ -928,7 +928,7 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
         draft.knobs_file = ck.expect(
             &e.value,
             "knobs_file",
-            "a relative path inside the repository, outside .git/ and ooda's own folders (briefs/, subagents/, templates/, iterations/, .ooda/)",
+            "a relative path of a file inside the repository (no `..`, no trailing `/`), in no `.git` folder and none of ooda's own files (ooda.yaml, briefs/, subagents/, templates/, iterations/, .ooda/)",
             "knobs_file: ooda.knobs.env",
             |n| {
                 let p = n.scalar()?.trim();
@@ -939,8 +939,7 @@ fn check_settings(ck: &mut Checker, root: &Node, draft: &mut Draft) {
                         .any(|c| matches!(c, std::path::Component::ParentDir));
                 // ooda writes this file: in git's folder it would be a hook,
                 // in ooda's own folders a Brief or a template.
-                let first = p.trim_start_matches("./").split('/').next().unwrap_or("");
-                let ours = first == ".git" || own_root(p).is_some();
+                let ours = p.split('/').any(|c| c == ".git") || own_root(p).is_some();
                 (!p.is_empty() && inside && !ours && !p.ends_with('/')).then(|| p.to_string())
             },
         );
@@ -1153,6 +1152,10 @@ fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric
                         .bytes()
                         .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
             });
+            const OURS: [&str; 3] = ["OODA_SIDE", "OODA_ITERATION", "OODA_BRIEF"];
+            let near = (!OURS.contains(&n.as_str()))
+                .then(|| crate::validate::yaml::suggest(n, &OURS))
+                .flatten();
             if !ok {
                 ck.report(
                     Some(e.value.line),
@@ -1161,6 +1164,14 @@ fn check_metric(ck: &mut Checker, node: &Node, key_line: usize) -> Option<Metric
                 )
                 .expected("names like OODA_SIDE, OODA_ITERATION, OODA_BRIEF")
                 .example("env: [OODA_SIDE]");
+            } else if let Some(near) = near {
+                ck.report(
+                    Some(e.value.line),
+                    Some("metric.env"),
+                    format!("`{n}` is not a variable ooda sets: did you mean {near}?"),
+                )
+                .expected("OODA_SIDE, OODA_ITERATION, OODA_BRIEF, or an OODA_* variable of ooda's own environment")
+                .example(format!("env: [{near}]"));
             }
         }
     }

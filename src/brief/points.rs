@@ -34,8 +34,9 @@ pub fn point_in_candidate(dir: &Path, brief: &crate::brief::Brief) -> Result<Poi
 /// narrowed mid-run) or a hand edit that changed.
 pub fn unreadable_advice(brief: &crate::brief::Brief) -> String {
     format!(
-        "That file is committed with the tree ooda measures (your HEAD's at the start of a run, the run's best on the branch ooda/{b} after it): make the knobs in briefs/{b}.md admit it again (widen the range), or run `ooda reset {b}` to start over from your HEAD",
-        b = brief.name
+        "That file is committed with the tree ooda measures (your HEAD's at the start of a run, the run's best on the branch ooda/{b} after it): make the knobs in briefs/{b}.md admit it again (widen the range), or run `ooda reset {b}` to start over from your HEAD. If {k} is not a knobs file at all (ooda writes it, one `NAME=value` line per knob), point `knobs_file` in briefs/{b}.md at a path of its own",
+        b = brief.name,
+        k = brief.knobs_file
     )
 }
 

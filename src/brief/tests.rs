@@ -780,8 +780,36 @@ fn knobs_file_must_stay_inside() {
         &p,
         Some(4),
         Some("knobs_file"),
-        "expected a relative path inside the repository",
+        "expected a relative path of a file inside the repository",
     );
+    // Never where a write of ooda's would be a hook or a Brief.
+    for bad in [
+        ".git/hooks/pre-commit",
+        "vendor/lib/.git/knobs.env",
+        "briefs/x.env",
+        "ooda.yaml",
+        "templates/plan.md",
+    ] {
+        let p = only(&with_front(&format!("{MINIMAL_FRONT}knobs_file: {bad}\n")));
+        assert_problem(&p, Some(4), Some("knobs_file"), "in no `.git` folder");
+    }
+}
+
+#[test]
+fn metric_env_names_only_oodas_variables() {
+    let p = only(&with_front(
+        "metric: {name: t, command: ./b.sh, direction: minimize, env: [HOME]}\nagent: claude\n",
+    ));
+    assert_problem(
+        &p,
+        Some(2),
+        Some("metric.env"),
+        "not one of ooda's variables",
+    );
+    let p = only(&with_front(
+        "metric: {name: t, command: ./b.sh, direction: minimize, env: [OODA_SID]}\nagent: claude\n",
+    ));
+    assert_problem(&p, Some(2), Some("metric.env"), "did you mean OODA_SIDE?");
 }
 
 #[test]

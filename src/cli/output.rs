@@ -140,6 +140,14 @@ pub(crate) fn report_step(
         // What was measured; for what failed, why (a log shows nothing
         // else of it).
         let effect = rec.and_then(|r| match &r.measured {
+            // Measured, then refused: the refusal is the news, not the gain.
+            Some(_) if r.discard_kind() == Some(crate::model::DiscardKind::BlockedByReview) => {
+                Some(format!(
+                    "{} — {}",
+                    r.effect_text(),
+                    crate::text::clip::clip(&r.reason, 160)
+                ))
+            }
             Some(_) => Some(r.effect_text()),
             None if verdict.is_failure() => {
                 Some(format!("— {}", crate::text::clip::clip(&r.reason, 160)))

@@ -393,7 +393,7 @@ fn scope_of(blocked: &[u32], th: &Thresholds) -> Option<Alarm> {
     (blocked.len() >= th.scope_violations).then(|| {
         Alarm::red(
             AlarmKind::Scope,
-            format!("{} changes were blocked for touching paths outside scope or protected paths (iterations {:?})", blocked.len(), blocked),
+            format!("{} changes were blocked for touching paths outside scope, protected paths or ooda's own files (the knobs file, ooda.yaml, briefs/…) (iterations {:?})", blocked.len(), blocked),
         )
     })
 }

@@ -26,7 +26,11 @@ type Stat = (u64, i128, u64);
 #[derive(Default)]
 struct Side {
     written: BTreeSet<String>,
+    /// Written by a run, and not there before it.
+    created: BTreeSet<String>,
     carried: BTreeSet<String>,
+    /// Every file of the worktree at the last look.
+    files: BTreeSet<String>,
 }
 
 /// The timed runs' writes so far, by side (`base`, `cand`, …).
@@ -55,7 +59,7 @@ impl Writes {
         if let Some(now) = &snap {
             let s = self.sides.entry(side).or_default();
             let found: Vec<String> = s
-                .written
+                .created
                 .iter()
                 .filter(|p| now.contains_key(*p))
                 .cloned()
@@ -87,11 +91,16 @@ impl Writes {
                 continue;
             }
             s.written.insert(p.clone());
-            if fresh && !before.contains_key(p) {
-                std::fs::remove_file(dir.join(p))?;
-                self.removed = true;
+            if !before.contains_key(p) {
+                s.created.insert(p.clone());
+                // Best effort: a file the run made unremovable is still
+                // named (carried) if a later run finds it.
+                if fresh && std::fs::remove_file(dir.join(p)).is_ok() {
+                    self.removed = true;
+                }
             }
         }
+        s.files = now.into_keys().collect();
         Ok(())
     }
 
@@ -99,16 +108,26 @@ impl Writes {
     /// was too big to watch).
     pub(crate) fn summary(&self) -> Option<RunWrites> {
         if self.gave_up {
-            return None;
+            return Some(RunWrites {
+                unwatched: true,
+                ..RunWrites::default()
+            });
         }
         let empty = Side::default();
         let base = self.sides.get("base").unwrap_or(&empty);
         let cand = self.sides.get("cand").unwrap_or(&empty);
         let list = |set: &BTreeSet<String>| set.iter().take(RunWrites::SHOWN).cloned().collect();
+        // A build output the base has too (a binary the metric's `make`
+        // rebuilt, a `.pyc`) is no cache of results: only a file the
+        // candidate's runs made, which the base's worktree has not at all.
         let carried: BTreeSet<String> = cand
             .carried
             .iter()
-            .filter(|p| !base.written.contains(*p))
+            .filter(|p| {
+                !base.written.contains(*p)
+                    && !base.files.contains(*p)
+                    && !crate::workspace::is_cache_file(p)
+            })
             .cloned()
             .collect();
         let out = RunWrites {
@@ -116,6 +135,7 @@ impl Writes {
             cand: list(&cand.written),
             carried: list(&carried),
             removed: self.removed,
+            unwatched: false,
         };
         (out != RunWrites::default()).then_some(out)
     }
@@ -183,6 +203,31 @@ mod tests {
         assert_eq!(s.carried, ["build/answer"]);
         assert_eq!(s.cand, ["build/answer", "results.txt"]);
         assert_eq!(s.base, ["results.txt"]);
+
+        // A build the metric's `make` redoes on the candidate's first run,
+        // a bytecode cache: the base has them too, so neither is a cache
+        // of results.
+        let base = tempfile::tempdir().unwrap();
+        let cand = tempfile::tempdir().unwrap();
+        for d in [base.path(), cand.path()] {
+            std::fs::create_dir_all(d.join("target")).unwrap();
+            std::fs::write(d.join("target/bench"), "old").unwrap();
+        }
+        let mut w = Writes::default();
+        for run in 0..3 {
+            let b = w.before("base", base.path());
+            w.after("base", base.path(), b, false).unwrap();
+            let c = w.before("cand", cand.path());
+            if run == 0 {
+                std::fs::remove_file(cand.path().join("target/bench")).unwrap();
+                std::fs::write(cand.path().join("target/bench"), "new").unwrap();
+                std::fs::create_dir_all(cand.path().join("__pycache__")).unwrap();
+                std::fs::write(cand.path().join("__pycache__/m.pyc"), "x").unwrap();
+            }
+            w.after("cand", cand.path(), c, false).unwrap();
+        }
+        let s = w.summary().unwrap();
+        assert!(s.carried.is_empty(), "{s:?}");
 
         // Fresh outputs: what a run created is gone before the next.
         let dir = tempfile::tempdir().unwrap();

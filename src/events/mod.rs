@@ -23,7 +23,6 @@ pub(crate) use progress::{Print, Progress, Shown};
 pub(crate) use sink::{EventFile, Sink};
 pub(crate) use span::Span;
 
-use std::fs::File;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -426,7 +425,7 @@ pub struct Record {
 /// must stay fast when the log is large).
 pub(crate) fn last_timestamp(dir: &Path) -> Option<DateTime<Utc>> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut f = File::open(dir.join(FILE)).ok()?;
+    let mut f = crate::atomic::open_regular(dir.join(FILE)).ok()?;
     let len = f.metadata().ok()?.len();
     let start = len.saturating_sub(16 * 1024);
     f.seek(SeekFrom::Start(start)).ok()?;

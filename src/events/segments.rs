@@ -179,7 +179,7 @@ pub(crate) fn sealed_run_starts(dir: &Path) -> Vec<super::Record> {
 /// inside a character) cost their line only. `None`: the file is gone (a
 /// seal finished compressing it meanwhile; list the segments again).
 pub(crate) fn read(path: &Path) -> Result<Option<String>> {
-    let file = match File::open(path) {
+    let file = match crate::atomic::open_regular(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
@@ -250,7 +250,7 @@ fn compress(plain: &Path) -> Result<(u64, PathBuf)> {
     if !gz.exists() {
         let tmp = plain.with_extension("jsonl.gz.tmp");
         let write = || -> std::io::Result<()> {
-            let mut input = BufReader::new(File::open(plain)?);
+            let mut input = BufReader::new(crate::atomic::open_regular(plain)?);
             let out = File::create(&tmp)?;
             let mut enc = GzEncoder::new(BufWriter::new(out), Compression::default());
             std::io::copy(&mut input, &mut enc)?;

@@ -40,10 +40,24 @@ pub(crate) struct EventFile {
 impl EventFile {
     pub(crate) fn open(dir: &Path) -> Result<EventFile> {
         let path = dir.join(super::FILE);
+        // Non-blocking: a FIFO planted in its place must fail the open, not
+        // hang the tick until someone reads it.
+        use std::os::unix::fs::OpenOptionsExt;
         let file = OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NONBLOCK)
             .open(&path)
+            .and_then(|f| {
+                if f.metadata()?.is_file() {
+                    Ok(f)
+                } else {
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidInput,
+                        "not a regular file (a FIFO, a device or a socket): move it aside",
+                    ))
+                }
+            })
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         Ok(EventFile {
             path,
@@ -76,7 +90,7 @@ impl Sink for EventFile {
 
     fn recorded(&self, id: &str) -> bool {
         use std::io::{Read, Seek, SeekFrom};
-        let Ok(mut f) = File::open(&self.path) else {
+        let Ok(mut f) = crate::atomic::open_regular(&self.path) else {
             return false;
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);

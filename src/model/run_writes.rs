@@ -19,6 +19,9 @@ pub struct RunWrites {
     /// What each run created was removed after it (`metric.fresh_outputs`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub removed: bool,
+    /// A worktree held more files than are watched: nothing is known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unwatched: bool,
 }
 
 impl RunWrites {

@@ -61,7 +61,7 @@ pub(crate) fn run(
         Err(Error::Input(format!(
             "{}: the starting commit cannot be measured: {}, so every iteration would be blocked. Try the commands with `ooda check {} --measure 3`, then tick again",
             brief.path.display(),
-            eval::rewrites::message(by, &files, "baseline"),
+            eval::rewrites::message(by, &files, "baseline", &brief.knobs_file),
             brief.name
         )))
     };

@@ -223,9 +223,10 @@ fn rewrote(
     };
     let (_, since) = ws.since(super::oid(tree)?, max_new)?;
     if since.changed.is_empty() {
-        return Ok((!since.created.is_empty()).then(|| eval::rewrites::created(by, &since.created)));
+        return Ok((!since.created.is_empty())
+            .then(|| eval::rewrites::created(by, &since.created, &step.brief.knobs_file)));
     }
-    let said = eval::rewrites::message(by, &since.changed, "candidate");
+    let said = eval::rewrites::message(by, &since.changed, "candidate", &step.brief.knobs_file);
     // The base's own run rewrote a file of its commit too: the benchmark
     // does it by itself, which no iteration can get past. The Brief's
     // problem, said as one (the tick fails with the fix), not a block that

@@ -665,22 +665,29 @@ pub(crate) fn measurement_files(brief: &Brief, read: &dyn Fn(&str) -> Option<Str
     let mut all = BTreeSet::new();
     let mut runs = BTreeSet::new();
     let mut data = BTreeSet::new();
-    let mut note = |w: String, is_data: bool| {
+    // An argument is data unless it is code (by its extension, or a
+    // script with a `#!` line): `timeout 60 python3 solve.py`, `g++ x.cpp`.
+    let mut note = |w: &str, how: Use, text: &str| {
+        let is_data = match how {
+            Use::Run => false,
+            Use::Read => true,
+            Use::Argument => !is_code(w) && !text.starts_with("#!"),
+        };
         if is_data {
-            data.insert(w.clone());
+            data.insert(w.to_string());
         } else {
-            runs.insert(w.clone());
+            runs.insert(w.to_string());
         }
     };
     for c in commands {
-        for (w, is_data) in uses(c) {
+        for (w, how) in uses(c) {
             let Some(text) = read(&w) else { continue };
-            note(w.clone(), is_data);
+            note(&w, how, &text);
             if all.insert(w) && text.len() <= 256 * 1024 {
                 for inner in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
-                    for (w2, d2) in uses(inner) {
-                        if read(&w2).is_some() {
-                            note(w2.clone(), d2);
+                    for (w2, how2) in uses(inner) {
+                        if let Some(t2) = read(&w2) {
+                            note(&w2, how2, &t2);
                             all.insert(w2);
                         }
                     }
@@ -693,11 +700,21 @@ pub(crate) fn measurement_files(brief: &Brief, read: &dyn Fn(&str) -> Option<Str
     Measuring { all, data }
 }
 
-/// The path words of a shell line, each with whether it is only read:
-/// a word in command position, or the script after an interpreter
-/// (`python3 x.py`), is run; one after `.`/`source`, a redirection or any
-/// other argument is read.
-fn uses(line: &str) -> Vec<(String, bool)> {
+/// How a shell line uses a path it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    /// In command position, or the script after an interpreter.
+    Run,
+    /// After `.`/`source`, or redirected in (`< input`).
+    Read,
+    /// Any other argument: data, or a source file a compiler or a wrapper
+    /// (`timeout 60 python3 x.py`, `g++ x.cpp`) takes; told apart by what
+    /// the file is ([`measurement_files`]).
+    Argument,
+}
+
+/// The path words of a shell line and how it uses each.
+fn uses(line: &str) -> Vec<(String, Use)> {
     const INTERPRETERS: &[&str] = &[
         "sh", "bash", "dash", "zsh", "ksh", "python", "python2", "python3", "pypy", "pypy3",
         "node", "deno", "bun", "ruby", "perl", "php", "lua", "luajit", "julia", "Rscript", "tclsh",
@@ -724,17 +741,29 @@ fn uses(line: &str) -> Vec<(String, bool)> {
         tokens.push(cur);
     }
     let mut out = Vec::new();
-    let (mut at_command, mut runs_next) = (true, false);
+    let (mut at_command, mut runs_next, mut reads_next) = (true, false, false);
     for t in &tokens {
         if matches!(t.as_str(), ";" | "&" | "|" | "(" | ")" | "`") {
             at_command = true;
             runs_next = false;
+            reads_next = false;
             continue;
         }
-        if matches!(t.as_str(), "<" | ">") {
+        if t == "<" {
+            reads_next = true;
+            continue;
+        }
+        if t == ">" {
             continue;
         }
         let w = t.trim_matches(['"', '\'']);
+        if reads_next {
+            reads_next = false;
+            if let Some(p) = path_word(w) {
+                out.push((p, Use::Read));
+            }
+            continue;
+        }
         if at_command {
             if PREFIXES.contains(&w) || (w.contains('=') && !w.starts_with('-')) {
                 continue;
@@ -746,10 +775,11 @@ fn uses(line: &str) -> Vec<(String, bool)> {
                 continue;
             }
             if w == "." || w == "source" {
+                reads_next = true;
                 continue;
             }
             if let Some(p) = path_word(w) {
-                out.push((p, false));
+                out.push((p, Use::Run));
             }
             continue;
         }
@@ -757,11 +787,26 @@ fn uses(line: &str) -> Vec<(String, bool)> {
             continue;
         }
         if let Some(p) = path_word(w) {
-            out.push((p, !runs_next));
+            out.push((p, if runs_next { Use::Run } else { Use::Argument }));
             runs_next = false;
         }
     }
     out
+}
+
+/// Source code by its extension: what a wrapper or a compiler is given is
+/// the program, not its data.
+fn is_code(path: &str) -> bool {
+    const CODE: &[&str] = &[
+        "py", "pyx", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rb", "pl", "pm", "sh", "bash", "zsh",
+        "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "rs", "go", "java", "kt", "kts", "scala", "cs",
+        "fs", "php", "lua", "jl", "r", "swift", "zig", "nim", "ml", "hs", "ex", "exs", "erl",
+        "clj", "dart", "f90", "f", "m", "mm", "cu", "v", "sql",
+    ];
+    std::path::Path::new(path)
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| CODE.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// `w` as a path relative to the repository, when it can be one.
@@ -836,26 +881,41 @@ mod tests {
     #[test]
     fn what_the_benchmark_reads_is_told_from_what_it_runs() {
         let uses_of = |l: &str| uses(l);
+        let s = |p: &str, u: Use| (p.to_string(), u);
         assert_eq!(
             uses_of("python3 src/run.py data/input.txt > out.txt"),
             [
-                ("src/run.py".to_string(), false),
-                ("data/input.txt".to_string(), true),
-                ("out.txt".to_string(), true)
+                s("src/run.py", Use::Run),
+                s("data/input.txt", Use::Argument),
+                s("out.txt", Use::Argument)
             ]
         );
         assert_eq!(
             uses_of(". ./src/params.sh && ./bin/solve < src/case.txt"),
             [
-                ("src/params.sh".to_string(), true),
-                ("bin/solve".to_string(), false),
-                ("src/case.txt".to_string(), true)
+                s("src/params.sh", Use::Read),
+                s("bin/solve", Use::Run),
+                s("src/case.txt", Use::Read)
             ]
         );
         assert_eq!(
             uses_of("N=3 exec node web/main.js --size \"$N\""),
-            [("web/main.js".to_string(), false)]
+            [s("web/main.js", Use::Run)]
         );
+        // Wrappers and compilers: the source they are given is the program.
+        for line in [
+            "timeout 60 python3 src/solve.py",
+            "g++ -O3 src/solve.cpp -o solve",
+            "hyperfine 'python3 src/solve.py'",
+            "uv run python src/solve.py",
+        ] {
+            assert!(
+                uses_of(line)
+                    .iter()
+                    .any(|(p, u)| p.starts_with("src/solve.") && (*u == Use::Run || is_code(p))),
+                "{line}"
+            );
+        }
         // A sourced workload inside a broad allow glob is still flagged.
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("src")).unwrap();

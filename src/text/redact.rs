@@ -61,11 +61,12 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         // Assignments whose key names a secret: API_KEY=…, GITHUB_TOKEN: …,
         // "client_secret": "…", password=…. Keys must end in the secret word, so
         // max_tokens=100 and $PWD stay.
-        // `.env` names too: DB_PASS, MYSQL_PWD, STRIPE_KEY, SECRET_KEY_BASE,
-        // GPG_PASSPHRASE. A value in escaped quotes (`\"…\"`, inside a JSON
-        // string) is taken whole.
+        // `.env` names too, in their UPPER_CASE only (DB_PASS, MYSQL_PWD,
+        // STRIPE_KEY): in code, `sort_key = …` and `first_pass = …` are no
+        // secrets. SECRET_KEY_BASE, GPG_PASSPHRASE, a private_key. A value
+        // in escaped quotes (`\"…\"`, inside a JSON string) is taken whole.
         (
-            r#"(?i)(?-u:\b)([A-Za-z0-9_.\-]*(?:api_?key|token|secret|secret_key_base|password|passwd|passphrase|access_key|private_key|_pass|_pwd|_key)(?:\\?["'])?\s*[=:]\s*)(\\"(?:[^"\\\n]|\\[^"])*\\"|"[^"\n]*"|'[^'\n]*'|[^\s,;&"'\\]+)"#,
+            r#"(?i)(?-u:\b)((?:[A-Za-z0-9_.\-]*(?:api_?key|token|secret|secret_key_base|password|passwd|passphrase|access_key|private_key)|(?-i:[A-Z][A-Z0-9_]*(?:_PASS|_PWD|_KEY)))(?:\\?["'])?\s*[=:]\s*)(\\"(?:[^"\\\n]|\\[^"])*\\"|"[^"\n]*"|'[^'\n]*'|[^\s,;&"'\\]+)"#,
             "${1}[REDACTED]",
         ),
     ]
@@ -178,7 +179,12 @@ pub(crate) struct Fragments {
 impl Fragments {
     pub(crate) fn of(env: impl IntoIterator<Item = (String, String)>) -> Fragments {
         let mut forms = Vec::new();
-        for value in secret_env(env).into_iter().filter(|v| v.len() >= 16) {
+        // As random as a key: a path or a word list (`/home/alice/…`) would
+        // blank every mention of its folders.
+        for value in secret_env(env)
+            .into_iter()
+            .filter(|v| v.len() >= 16 && !v.contains('/') && entropy(v) >= 3.5)
+        {
             let rev: String = value.chars().rev().collect();
             forms.extend([hex(&value), hex(&rev), value, rev]);
         }
@@ -739,6 +745,15 @@ mod tests {
             }
             assert!(out.starts_with("out: ") && out.ends_with(" end"), "{out}");
         }
+        // A value that is a path is no key: its stretches are not sought.
+        let f = Fragments::of([(
+            "SSL_KEY".to_string(),
+            "/home/alice/.ssh/server.key".to_string(),
+        )]);
+        assert_eq!(
+            f.redact("built /home/alice/project"),
+            "built /home/alice/project"
+        );
         // Ordinary text beside it stays.
         assert_eq!(scrub("commit 0123456789abcdef"), "commit 0123456789abcdef");
     }
@@ -763,6 +778,19 @@ mod tests {
         let out = redact(&line);
         assert!(!out.contains("hunter2"), "{out}");
         serde_json::from_str::<serde_json::Value>(&out).unwrap();
+    }
+
+    #[test]
+    fn code_with_key_and_pass_names_is_not_a_secret() {
+        for code in [
+            "sort_key = lambda r: r.score",
+            "cache_key = \"user_profile_settings_v2\"",
+            "first_pass = \"warmup_iteration_cache\"",
+            "partition_key='events_by_customer_id'",
+        ] {
+            assert_eq!(redact(code), code);
+            assert!(!adds_secret(code), "{code}");
+        }
     }
 
     #[test]

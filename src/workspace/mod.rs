@@ -479,6 +479,10 @@ impl Workspace {
             .ctx(|| format!("reading the tree of {target}"))?;
         for rel in &self.owned {
             let p = root.join(rel);
+            // Never through a link on its path: that would delete outside.
+            if !real_folders_to(root, rel) {
+                continue;
+            }
             if tree.get_path(Path::new(rel)).is_err() && fs::symlink_metadata(&p).is_ok() {
                 fs::remove_file(&p).ctx(|| format!("removing {}", p.display()))?;
             }
@@ -1212,6 +1216,22 @@ fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
     repo.reset(&obj, ResetType::Hard, Some(CheckoutBuilder::new().force()))
         .ctx(|| format!("resetting {}", root.display()))?;
     clean_untracked(repo, root)
+}
+
+/// Whether every folder on `rel`'s path beneath `root` is a real folder
+/// (or missing), not a symlink or a file.
+fn real_folders_to(root: &Path, rel: &str) -> bool {
+    let mut at = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
+    }
+    true
 }
 
 /// Removes the symlinks an agent planted where a reset is about to write.

@@ -478,29 +478,41 @@ fn a_server_of_the_users_is_out_of_reach() {
         return;
     }
     let a = Attack::new(
-        r#"    python3 - "$AGENT_DIR/run/bus" "$ROOT" <<'PY' && echo asked
+        r#"    for sock in "$AGENT_DIR/run/bus" "$(cat "$AGENT_DIR/editor")"; do
+    python3 - "$sock" "$ROOT" <<'PY' && echo "asked $sock"
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(("touch " + sys.argv[2] + "/pwned\n").encode())
 s.close()
 PY
+    done
     echo "tried; XDG_RUNTIME_DIR=$XDG_RUNTIME_DIR TMUX=$TMUX""#,
     );
     let run = a.dir.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
-    let listener = std::os::unix::net::UnixListener::bind(run.join("bus")).unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut line = String::new();
-            if std::io::BufReader::new(stream).read_line(&mut line).is_ok() {
-                let _ = std::process::Command::new("sh")
-                    .arg("-c")
-                    .arg(line)
-                    .status();
+    // A session bus in the runtime folder, and an editor's socket in /tmp
+    // (VS Code's), each a server that runs what it is sent.
+    let editor = std::path::PathBuf::from(format!(
+        "/tmp/vscode-ipc-ooda-test-{}.sock",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&editor);
+    std::fs::write(a.dir.path().join("editor"), editor.to_str().unwrap()).unwrap();
+    for path in [run.join("bus"), editor.clone()] {
+        let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut line = String::new();
+                if std::io::BufReader::new(stream).read_line(&mut line).is_ok() {
+                    let _ = std::process::Command::new("sh")
+                        .arg("-c")
+                        .arg(line)
+                        .status();
+                }
             }
-        }
-    });
+        });
+    }
     let env = [
         ("AGENT_DIR", a.dir.path().to_str().unwrap()),
         ("XDG_RUNTIME_DIR", run.to_str().unwrap()),
@@ -510,6 +522,7 @@ PY
     let before = a.t.snapshot();
     a.t.ooda_env(&["tick", "b"], &env).expect(0);
     std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = std::fs::remove_file(&editor);
     let log = a.log();
     assert!(log.contains("tried; XDG_RUNTIME_DIR= TMUX=\n"), "{log}");
     assert!(!log.contains("asked"), "the server was reached: {log}");
@@ -582,5 +595,44 @@ RUN
                 "{file}"
             );
         }
+    }
+}
+
+/// A FIFO or `/dev/zero` planted in the archive: every reader refuses it at
+/// once, none hangs or fills memory.
+#[test]
+fn a_fifo_or_a_device_in_the_archive_hangs_no_reader() {
+    let mut a = Attack::new("    echo fine");
+    a.run();
+    let dir = a.t.path().join("iterations/b");
+    let events = dir.join("events.jsonl");
+    std::fs::remove_file(&events).unwrap();
+    let c = std::ffi::CString::new(events.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink("/dev/zero", dir.join("iter-002.md")).unwrap();
+    for args in [
+        &["trace", "b"][..],
+        &["status"][..],
+        &["report", "b"][..],
+        &["tick", "b"][..],
+    ] {
+        let mut child = a.t.command(args).spawn().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                break st;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("`ooda {}` hung on the planted archive", args.join(" "));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        // A clear refusal or a run that skips it: never a hang or a crash.
+        assert!(
+            status.code().is_some_and(|c| c != 101),
+            "{args:?}: {status:?}"
+        );
     }
 }

@@ -48,7 +48,7 @@ pub(crate) fn read(dir: &Path) -> Option<Table> {
     // Read through a small buffer: the table is megabytes at 10,000
     // iterations, and a buffer that size costs more in fresh pages than
     // the decoding does.
-    let file = std::fs::File::open(path(dir)).ok()?;
+    let file = crate::atomic::open_regular(path(dir)).ok()?;
     let len = file.metadata().ok()?.len() as usize;
     let mut r = std::io::BufReader::with_capacity(64 * 1024, file);
     let mut head = [0u8; HEADER];

@@ -233,7 +233,7 @@ pub(crate) fn read_span(dir: &Path, wanted: &[(u32, Source)]) -> Vec<Option<Iter
         .collect();
     order.sort_by_key(|&i| wanted[i].1.line_at);
     let mut out: Vec<Option<IterationRecord>> = wanted.iter().map(|_| None).collect();
-    let Ok(mut f) = std::fs::File::open(dir.join(FILE)) else {
+    let Ok(mut f) = crate::atomic::open_regular(dir.join(FILE)) else {
         return out;
     };
     // Runs of lines read together: (first offset, end, members).

@@ -228,6 +228,12 @@ pub(crate) fn render(rec: &IterationRecord, ctx: &RenderContext) -> Result<Strin
                 "- what each run created was removed after it (metric.fresh_outputs)"
             );
         }
+        if w.unwatched {
+            let _ = writeln!(
+                s,
+                "- not watched: a worktree holds more than 200,000 files, so what the runs wrote (a cache between runs too) is unknown"
+            );
+        }
         s.push('\n');
     }
     if let Some(out) = &rec.failure_output {

@@ -37,6 +37,20 @@ pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
     if let Some(t) = m.target {
         let _ = writeln!(s, "  target      {}", fmt_num(t));
     }
+    let _ = writeln!(
+        s,
+        "  measured    as by hand: {}; {}",
+        if m.env.is_empty() {
+            "none of ooda's OODA_* variables".to_string()
+        } else {
+            format!("ooda's variables {} only (metric.env)", m.env.join(", "))
+        },
+        if m.fresh_outputs {
+            "what each timed run creates is removed after it (metric.fresh_outputs)"
+        } else {
+            "what the timed runs write is recorded, a cache between runs flagged"
+        }
+    );
     for g in &brief.guards {
         let _ = writeln!(s, "  guard       `{g}`");
     }
@@ -73,11 +87,18 @@ pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
         "  privileges  {}",
         crate::run::sandbox::describe_capabilities()
     );
+    let confined = project
+        .config
+        .sandbox
+        .in_force(agent_name(brief, project).as_deref())
+        .is_ok_and(|f| f.abi.is_some());
     let _ = writeln!(
         s,
         "  servers     {}",
-        if crate::run::sandbox::can_hide_sockets() {
-            "a confined command gets a mount namespace in which the folders of your tmux, D-Bus, X, screen and ssh-agent sockets are empty"
+        if !confined {
+            "not hidden: this Brief's commands are not confined (the builtin driver runs your own code; `sandbox: on` in ooda.yaml confines them, and hides your tmux, D-Bus, X, screen and ssh-agent sockets from them)"
+        } else if crate::run::sandbox::can_hide_sockets() {
+            "hidden: each command gets a mount namespace in which the folders of your tmux, D-Bus, X, screen and ssh-agent sockets are empty"
         } else {
             "NOT hidden: this machine allows no mount namespace (neither root nor unprivileged user namespaces), so a confined command can ask your tmux or D-Bus server to run something unconfined; see docs/sandbox.md"
         }
@@ -293,11 +314,45 @@ fn sandbox_line(brief: &Brief, project: &Project) -> String {
     }
 }
 
+/// ooda's variables the Brief's commands or their scripts read but no
+/// longer get (measured commands get none unless `metric.env` names them):
+/// a benchmark that branches on `$OODA_SIDE` would silently stop doing so.
+fn withheld_variables(brief: &Brief, project: &Project) -> Vec<String> {
+    let read = |p: &str| std::fs::read_to_string(project.root.join(p)).ok();
+    let measuring = crate::subagents::reviewer::measurement_files(brief, &read);
+    let m = &brief.metric;
+    let mut texts: Vec<(String, String)> = std::iter::once(m.command.clone())
+        .chain(m.setup.clone())
+        .chain(brief.guards.iter().cloned())
+        .map(|c| (format!("`{c}`"), c))
+        .collect();
+    texts.extend(
+        measuring
+            .all
+            .iter()
+            .filter_map(|p| read(p).map(|t| (p.clone(), t))),
+    );
+    let mut out = Vec::new();
+    for var in ["OODA_SIDE", "OODA_ITERATION", "OODA_BRIEF"] {
+        if m.env.iter().any(|e| e == var) {
+            continue;
+        }
+        if let Some((who, _)) = texts.iter().find(|(_, t)| t.contains(var)) {
+            out.push(format!(
+                "{who} reads ${var}, which measured commands no longer get: add `env: [{var}]` under `metric:` in {} if it must (each such variable lets the candidate's code tell it is measured)",
+                brief.path.display()
+            ));
+        }
+    }
+    out
+}
+
 /// What may go wrong but does not stop the night: a project template from an
 /// older release that offers `OODA_OUTPUT_FILE` to a tool that cannot write
 /// it (the fenced block still works; the wasted attempts do not).
 pub(crate) fn warnings(brief: &Brief, project: &Project) -> Vec<String> {
     let mut out = subagent_warnings(brief, project);
+    out.extend(withheld_variables(brief, project));
     out.extend(committed(brief, project).warnings);
     out.extend(unignored_state(brief, project));
     if project.config.placement_for(brief) == crate::model::Placement::Slurm {

@@ -136,7 +136,13 @@ pub(crate) fn measure(
             let _ = writeln!(
                 s,
                 "{}",
-                crate::eval::rewrites::message(&format!("warning: {by}"), paths, "check").replacen(
+                crate::eval::rewrites::message(
+                    &format!("warning: {by}"),
+                    paths,
+                    "check",
+                    &brief.knobs_file
+                )
+                .replacen(
                     "which would be committed:",
                     "which a tick would block as a change to committed files:",
                     1

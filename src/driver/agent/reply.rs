@@ -110,14 +110,9 @@ pub(crate) fn relative(base: &Path, p: &Path) -> String {
         .to_string()
 }
 
-/// The body of the last fenced code block tagged `ooda` (```` ```ooda ```` or
-/// `~~~ooda`, any fence length), or `None`. An unclosed last block counts
+/// The bodies of the fenced code blocks tagged `ooda` (```` ```ooda ```` or
+/// `~~~ooda`, any fence length), in order. An unclosed last block counts
 /// up to the end of the text: an answer cut off after its JSON is still read.
-pub(crate) fn last_ooda_block(text: &str) -> Option<String> {
-    ooda_blocks(text).pop()
-}
-
-/// Every fenced `ooda` block of `text`, in order (see [`last_ooda_block`]).
 pub(crate) fn ooda_blocks(text: &str) -> Vec<String> {
     struct Open<'a> {
         fence: char,
@@ -208,6 +203,13 @@ fn own_block(text: &str, shown: &str) -> Result<Option<String>, String> {
     Ok(Some(last.clone()))
 }
 
+/// Whether an answer's verdict is a refusal (`block`, `fail`).
+fn strict_verdict(v: &Value) -> bool {
+    v.get("verdict")
+        .and_then(Value::as_str)
+        .is_some_and(|s| matches!(s.trim().to_ascii_lowercase().as_str(), "block" | "fail"))
+}
+
 /// `text` without whitespace or the diff markers that begin its lines, so a
 /// block quoted from a diff (`+{"verdict": …}`) or re-indented still matches.
 fn squeeze(text: &str) -> String {
@@ -252,11 +254,25 @@ pub(crate) fn result_json(
     shown: &str,
 ) -> Result<(Value, Source), String> {
     if let Some(file) = output_file.map(str::trim).filter(|t| !t.is_empty()) {
-        // A file holding a fenced block (a copy of the final text) is accepted too.
-        let body = last_ooda_block(file).unwrap_or_else(|| file.to_string());
-        return object(&body)
+        // A file holding a fenced block (a copy of the final text) is
+        // accepted too, by the same rules as the text.
+        let body = own_block(file, shown)?.unwrap_or_else(|| file.to_string());
+        let from_file = object(&body)
             .map(|v| (v, Source::OutputFile))
-            .map_err(|e| format!("OODA_OUTPUT_FILE does not hold a JSON object: {e}"));
+            .map_err(|e| format!("OODA_OUTPUT_FILE does not hold a JSON object: {e}"))?;
+        // A subagent answers once: anything it ran (the candidate's own
+        // tests, in a reviewer) can write the file too, so a stricter
+        // verdict in its own final text stands.
+        if !shown.is_empty()
+            && !strict_verdict(&from_file.0)
+            && let Some(text) = final_text
+            && let Ok(Some(b)) = own_block(text, shown)
+            && let Ok(v) = object(&b)
+            && strict_verdict(&v)
+        {
+            return Ok((v, Source::FencedBlock));
+        }
+        return Ok(from_file);
     }
     let Some(text) = final_text.filter(|t| !t.trim().is_empty()) else {
         return Err("the agent gave no final text and did not write OODA_OUTPUT_FILE".into());
@@ -284,24 +300,28 @@ fn object(text: &str) -> Result<Value, String> {
 mod tests {
     use super::*;
 
+    fn last_block(text: &str) -> Option<String> {
+        ooda_blocks(text).pop()
+    }
+
     #[test]
     fn fenced_blocks() {
         let text = "Shape:\n```ooda\n{\"hypothesis\": \"...\"}\n```\nAnswer:\n```ooda\n{\"hypothesis\": \"real\"}\n```\n";
         assert_eq!(
-            last_ooda_block(text).as_deref(),
+            last_block(text).as_deref(),
             Some("{\"hypothesis\": \"real\"}")
         );
         // Other blocks are not taken, even when they quote an ooda fence.
         let text = "```ooda\n{\"a\":1}\n```\n````markdown\n```ooda\n{\"a\":2}\n```\n````\nafter\n";
-        assert_eq!(last_ooda_block(text).as_deref(), Some("{\"a\":1}"));
-        assert_eq!(last_ooda_block("```json\n{}\n```"), None);
+        assert_eq!(last_block(text).as_deref(), Some("{\"a\":1}"));
+        assert_eq!(last_block("```json\n{}\n```"), None);
         // Tildes, a longer fence, indentation, an unclosed last block.
         assert_eq!(
-            last_ooda_block("  ~~~~ooda\n{\"b\":1}\n  ~~~~\n").as_deref(),
+            last_block("  ~~~~ooda\n{\"b\":1}\n  ~~~~\n").as_deref(),
             Some("{\"b\":1}")
         );
         assert_eq!(
-            last_ooda_block("x\n```ooda\n{\"c\":1}").as_deref(),
+            last_block("x\n```ooda\n{\"c\":1}").as_deref(),
             Some("{\"c\":1}")
         );
     }
@@ -331,6 +351,14 @@ mod tests {
             result_json(None, Some(judge), "").unwrap().0["verdict"],
             "fail"
         );
+        // The output file says approve, its own text blocks: blocked.
+        let (v, _) = result_json(
+            Some("{\"verdict\": \"approve\"}"),
+            Some("```ooda\n{\"verdict\": \"block\"}\n```"),
+            "the diff",
+        )
+        .unwrap();
+        assert_eq!(v["verdict"], "block");
         // Nothing shown: the last block, as before.
         assert_eq!(
             result_json(None, Some(planted), "").unwrap().0["verdict"],

@@ -808,6 +808,13 @@ pub fn learn(plan: &Plan, rec: &IterationRecord) -> LearnResult {
                     "{point} was inconclusive ({measured}): it may be measured once more."
                 ));
             }
+            Some(crate::model::DiscardKind::BlockedByReview) => {
+                // Measured, then refused for how it got there: nothing about
+                // the point itself is falsified.
+                out.next = Some(format!(
+                    "{point} measured {measured} but was blocked by review: see its findings before trying it again."
+                ));
+            }
             Some(crate::model::DiscardKind::Screened) => {
                 out.next = Some(format!(
                     "{point} showed no clear gain in its one screening run ({measured}): not falsified."

@@ -291,8 +291,9 @@ impl CommandAgent {
         };
         // A subagent judges material it was shown (a reviewer, the diff):
         // a block quoted from it is not its answer.
+        // What it was shown, as it saw it (redacted).
         let shown = if inv.subagent.is_some() {
-            inv.prompt
+            prompt_text.as_str()
         } else {
             ""
         };

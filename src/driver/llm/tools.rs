@@ -613,13 +613,30 @@ fn read_lines(
                 if more == 0 || rest.last() == Some(&b'\n') {
                     break;
                 }
+                // A line of a terabyte of zeros (`truncate -s 1T`) ends here.
+                if started.elapsed() > FILE_DEADLINE
+                    || cancel.load(std::sync::atomic::Ordering::Relaxed)
+                {
+                    out.total = None;
+                    return Ok(out);
+                }
             }
             n += 1;
         }
         if (from..=last).contains(&n) && !out.clipped {
-            let text = std::str::from_utf8(&line).map_err(|_| {
-                format!("{shown} is not UTF-8 text; it cannot be read or edited here")
-            })?;
+            // An overlong line was cut at the cap, maybe inside a character:
+            // only a line read whole must be UTF-8.
+            let text = match std::str::from_utf8(&line) {
+                Ok(t) => t,
+                Err(e) if got > READ_BYTES && e.error_len().is_none() => {
+                    std::str::from_utf8(&line[..e.valid_up_to()]).unwrap_or_default()
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "{shown} is not UTF-8 text; it cannot be read or edited here"
+                    ));
+                }
+            };
             if out.body.len() + text.len() > READ_BYTES {
                 out.clipped = true;
             } else {

@@ -56,11 +56,15 @@ impl Lease for Here<'_> {
             spec.landlock = self.0.abi;
             spec.writable.extend(self.0.writable.iter().cloned());
         }
-        // A measured command carries no mark: the candidate's code must not
-        // see that ooda runs it (what it leaves behind dies with its helper).
-        if let Some(m) = self.0.mark.as_ref().filter(|_| !spec.measured) {
-            spec.env
-                .push((crate::run::sandbox::MARK_ENV.to_string(), m.clone()));
+        // A measured command carries the mark under a name that says
+        // nothing of ooda (it gets none of ooda's OODA_* variables).
+        if let Some(m) = &self.0.mark {
+            let name = if spec.measured {
+                crate::run::sandbox::MEASURED_MARK_ENV
+            } else {
+                crate::run::sandbox::MARK_ENV
+            };
+            spec.env.push((name.to_string(), m.clone()));
         }
         exec::run(&spec, cancel)
     }

@@ -14,16 +14,20 @@
 //! What stays is Docker's default set less `CAP_MKNOD`, `CAP_SETPCAP` and
 //! `CAP_SETFCAP`, plus `CAP_SYS_NICE` and `CAP_IPC_LOCK` (benchmarks pin
 //! priorities and lock memory): file ownership and permission overrides
-//! (which Landlock still confines to the grants), killing (which Landlock
-//! from ABI 6 confines to the sandbox), changing user, binding low ports,
-//! raw sockets, `chroot`, writing the audit log. For a user who is not root
-//! there is nothing to drop, and nothing here fails.
+//! (which Landlock still confines to the grants, for writes), killing
+//! (which Landlock from ABI 6 confines to the sandbox), changing user,
+//! binding low ports, raw sockets, `chroot`, writing the audit log. For a
+//! user who is not root there is nothing to drop, and nothing here fails.
+//!
+//! What no capability set can fix: Landlock does not control `chmod` and
+//! `chown`, and root owns the system's files, so a root command can still
+//! change their modes (a setuid bit on an interpreter). `ooda check` says
+//! so; run ooda as a user of its own.
 
 /// The capabilities a command keeps (numbers of `linux/capability.h`).
 pub(crate) const KEPT: &[(u32, &str)] = &[
     (0, "CAP_CHOWN"),
     (1, "CAP_DAC_OVERRIDE"),
-    (2, "CAP_DAC_READ_SEARCH"),
     (3, "CAP_FOWNER"),
     (4, "CAP_FSETID"),
     (5, "CAP_KILL"),
@@ -126,7 +130,7 @@ pub(crate) fn describe() -> String {
         return "no capabilities beyond the kept set (not root): nothing to drop".into();
     }
     format!(
-        "running with capabilities (root): every command runs without CAP_MKNOD, CAP_SYS_ADMIN, CAP_LINUX_IMMUTABLE and the rest, keeping {} only, with no_new_privs",
+        "running with capabilities (root): every command runs without CAP_MKNOD, CAP_SYS_ADMIN, CAP_LINUX_IMMUTABLE and the rest, keeping {} only, with no_new_privs. Still, as root a command may chmod and chown the files root owns outside its worktree (Landlock does not control metadata): run ooda as a user of its own",
         KEPT.iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", ")
     )
 }

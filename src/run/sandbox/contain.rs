@@ -126,6 +126,11 @@ pub fn main(args: &[OsString]) -> i32 {
     } else {
         Vec::new()
     };
+    let hidden_files = if confined {
+        super::sockets::c_paths(&super::sockets::files())
+    } else {
+        Vec::new()
+    };
     let maps = super::sockets::Maps::of_this_process();
     if confined {
         for v in super::sockets::SOCKET_ENV {
@@ -142,7 +147,12 @@ pub fn main(args: &[OsString]) -> i32 {
             }
             // Before the capabilities go: as root, a mount namespace needs
             // CAP_SYS_ADMIN. Where none can be had the gap stays (documented).
-            super::sockets::hide(&hidden, &maps);
+            if super::sockets::hide(&hidden, &hidden_files, &maps) == super::sockets::Hidden::Broken
+            {
+                // Half a namespace: the command would not run as the user,
+                // or would see a server's folder. It does not run.
+                return Err(std::io::Error::from_raw_os_error(libc::EPERM));
+            }
             super::caps::drop_privileges()?;
             let taken = ruleset
                 .lock()

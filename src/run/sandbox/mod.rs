@@ -188,6 +188,11 @@ pub(crate) fn sweep_orphans() -> usize {
 /// The environment variable that marks every command of one tick.
 pub(crate) const MARK_ENV: &str = "OODA_STEP";
 
+/// The same mark under a name that says nothing of ooda, for measured
+/// commands, which get none of ooda's `OODA_*` variables: what a killed
+/// tick's benchmark left running is found by it all the same.
+pub(crate) const MEASURED_MARK_ENV: &str = "STEP_TOKEN";
+
 /// A fresh mark for this tick's commands.
 pub(crate) fn new_mark() -> String {
     let nanos = std::time::SystemTime::now()
@@ -203,6 +208,7 @@ pub(crate) fn new_mark() -> String {
 /// this, is what confines it.
 pub(crate) fn kill_marked(mark: &str) -> usize {
     let needle = format!("{MARK_ENV}={mark}");
+    let measured = format!("{MEASURED_MARK_ENV}={mark}");
     let me = std::process::id();
     let mut killed = 0;
     // In rounds, stopped before killed, so a forking process cannot leave
@@ -214,8 +220,10 @@ pub(crate) fn kill_marked(mark: &str) -> usize {
                     .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
                     .filter(|pid| *pid != me)
                     .filter(|pid| {
-                        std::fs::read(format!("/proc/{pid}/environ"))
-                            .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle.as_bytes()))
+                        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                            env.split(|b| *b == 0)
+                                .any(|v| v == needle.as_bytes() || v == measured.as_bytes())
+                        })
                     })
                     .collect()
             })

@@ -20,6 +20,10 @@ use std::path::{Path, PathBuf};
 
 /// Variables that name a server's socket: the command does not get them.
 pub(crate) const SOCKET_ENV: &[&str] = &[
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
     "TMUX",
     "TMUX_PANE",
     "STY",
@@ -49,8 +53,17 @@ fn folders_in(keep: &[PathBuf], env: impl Fn(&str) -> Option<std::ffi::OsString>
         PathBuf::from("/tmp/.ICE-unix"),
         PathBuf::from("/run/screen"),
         PathBuf::from("/var/run/screen"),
+        PathBuf::from(format!("/tmp/emacs{uid}")),
         var("XDG_RUNTIME_DIR").unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}"))),
     ];
+    // Editors' servers: Neovim's folders (`/tmp/nvim.<user>/`).
+    if let Ok(rd) = std::fs::read_dir("/tmp") {
+        for e in rd.flatten() {
+            if e.file_name().to_string_lossy().starts_with("nvim.") {
+                out.push(e.path());
+            }
+        }
+    }
     // The ssh agent's socket, and a session bus named by path.
     if let Some(sock) = var("SSH_AUTH_SOCK")
         && let Some(dir) = sock.parent()
@@ -83,6 +96,42 @@ fn folders_in(keep: &[PathBuf], env: impl Fn(&str) -> Option<std::ffi::OsString>
     found
 }
 
+/// Servers' sockets that sit in a folder that cannot be emptied (`/run`,
+/// `/tmp`): the container engines' (a root shell for any member of their
+/// group) and editors' (VS Code runs commands for its terminal). Each is
+/// covered by `/dev/null`.
+pub(crate) fn files() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = [
+        "/run/docker.sock",
+        "/var/run/docker.sock",
+        "/run/podman/podman.sock",
+        "/run/containerd/containerd.sock",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    if let Ok(rd) = std::fs::read_dir("/tmp") {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with("vscode-") && n.ends_with(".sock") {
+                out.push(e.path());
+            }
+        }
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    for f in out {
+        let Ok(real) = f.canonicalize() else { continue };
+        let socket = std::fs::symlink_metadata(&real).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_socket()
+        });
+        if socket && !found.contains(&real) {
+            found.push(real);
+        }
+    }
+    found
+}
+
 /// The folders as C strings, made before `fork` (no allocation after it).
 pub(crate) fn c_paths(folders: &[PathBuf]) -> Vec<CString> {
     use std::os::unix::ffi::OsStrExt;
@@ -92,25 +141,36 @@ pub(crate) fn c_paths(folders: &[PathBuf]) -> Vec<CString> {
         .collect()
 }
 
+/// What [`hide`] did.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hidden {
+    Yes,
+    /// No namespace could be had: nothing changed, the gap stays.
+    Impossible,
+    /// A user namespace was entered but could not be set up (the command
+    /// would run as the overflow user): it must not run.
+    Broken,
+}
+
 /// Enters a mount namespace of its own and mounts an empty tmpfs over each
 /// folder. Between `fork` and `exec`: system calls, and writes of
-/// preformatted text. Returns whether the folders are hidden.
-pub(crate) fn hide(folders: &[CString], maps: &Maps) -> bool {
-    if folders.is_empty() {
-        return true;
+/// preformatted text.
+pub(crate) fn hide(folders: &[CString], files: &[CString], maps: &Maps) -> Hidden {
+    if folders.is_empty() && files.is_empty() {
+        return Hidden::Yes;
     }
     // SAFETY: system calls with pointers to NUL-terminated locals.
     unsafe {
         if libc::unshare(libc::CLONE_NEWNS) != 0 {
             // Not root: a user namespace, mapping this user to itself.
             if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
-                return false;
+                return Hidden::Impossible;
             }
             if !write_proc(c"/proc/self/setgroups", b"deny")
                 || !write_proc(c"/proc/self/uid_map", &maps.uid)
                 || !write_proc(c"/proc/self/gid_map", &maps.gid)
             {
-                return false;
+                return Hidden::Broken;
             }
         }
         // Mounts made here must not reach the parent's namespace.
@@ -122,7 +182,9 @@ pub(crate) fn hide(folders: &[CString], maps: &Maps) -> bool {
             std::ptr::null(),
         ) != 0
         {
-            return false;
+            // Mounts made now could reach the parent's namespace (and hide
+            // the user's own sockets from the user): none is made.
+            return Hidden::Impossible;
         }
         let mut all = true;
         for f in folders {
@@ -135,7 +197,19 @@ pub(crate) fn hide(folders: &[CString], maps: &Maps) -> bool {
             ) == 0;
             all &= done;
         }
-        all
+        for f in files {
+            let done = libc::mount(
+                c"/dev/null".as_ptr(),
+                f.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            ) == 0;
+            all &= done;
+        }
+        // A folder that could not be covered stays visible: the gap, not a
+        // reason to refuse the command.
+        if all { Hidden::Yes } else { Hidden::Impossible }
     }
 }
 
@@ -181,12 +255,10 @@ pub(crate) fn can_hide() -> bool {
     // SAFETY: `hide` makes only system calls; the tmpfs is mounted over
     // the temporary folder of the child's own namespace, which ends with it.
     unsafe {
-        c.pre_exec(move || {
-            if hide(&probe, &maps) {
-                Ok(())
-            } else {
-                Err(std::io::Error::other("no mount namespace"))
-            }
+        c.pre_exec(move || match hide(&probe, &[], &maps) {
+            Hidden::Yes => Ok(()),
+            // No allocation after fork: an error from a number.
+            _ => Err(std::io::Error::from_raw_os_error(libc::EPERM)),
         });
     }
     c.stdout(std::process::Stdio::null())
