@@ -383,8 +383,11 @@ fn measure(
         span: &phase,
         ..*plan_turn
     };
+    let start = ws.scratch_head(cand)?;
     let out = driver.execute(&t, plan)?;
     calls.extend(out.calls);
+    // A commit the agent made hides nothing from the checks below.
+    ws.rewind_scratch(cand, start)?;
     // As in the run: the knobs file is ooda's, never the agent's.
     let knobs_edit = ws.owned_edit(cand, &brief.knobs_file)?;
     if knobs_edit.is_none() && !plan.knobs.is_empty() {

@@ -655,6 +655,31 @@ impl Workspace {
         self.read_worktree(&self.open_scratch(dir)?, dir, max_new)
     }
 
+    /// The commit a scratch worktree's HEAD is at.
+    pub(crate) fn scratch_head(&self, dir: &Path) -> Result<Oid> {
+        let repo = self.open_scratch(dir)?;
+        repo.head()
+            .ok()
+            .and_then(|h| h.target())
+            .ok_or_else(|| Error::Internal(format!("{} has no HEAD", dir.display())))
+    }
+
+    /// Moves a scratch worktree's HEAD back to `to` when an agent committed
+    /// there, keeping its edits as uncommitted changes: what is checked
+    /// (the scope, the knobs file) is always against `to`. Whether it moved.
+    pub(crate) fn rewind_scratch(&self, dir: &Path, to: Oid) -> Result<bool> {
+        let repo = self.open_scratch(dir)?;
+        if repo.head().ok().and_then(|h| h.target()) == Some(to) {
+            return Ok(false);
+        }
+        let obj = repo.find_object(to, None).ctx(|| format!("finding {to}"))?;
+        repo.set_head_detached(to)
+            .ctx(|| format!("moving {}", dir.display()))?;
+        repo.reset(&obj, ResetType::Mixed, None)
+            .ctx(|| format!("rewinding {}", dir.display()))?;
+        Ok(true)
+    }
+
     /// A scratch worktree (`scratch`'s folder), opened through git's record
     /// of it like the loop's own: an agent worked there, and its `.git`
     /// entry may now name any repository.

@@ -636,3 +636,46 @@ fn a_fifo_or_a_device_in_the_archive_hangs_no_reader() {
         );
     }
 }
+
+/// `ooda replay --full` without the sandbox: an agent that commits its
+/// knobs-file edit in the scratch worktree hides it from nothing.
+#[test]
+fn a_replayed_agent_that_commits_a_knobs_file_edit_is_refused() {
+    let t = crate::test::Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!("{}sandbox: off\n", crate::test::QUIET_CONFIG),
+    );
+    t.script(
+        "ooda-agent.sh",
+        r#"#!/bin/sh
+cat > /dev/null
+case "$OODA_PHASE" in
+  plan) printf '```ooda\n{"hypothesis": "X=40", "change": "X to 40", "cites": [0], "predicted_effect": 0.05, "predicted_sd": 0.05, "knobs": {"X": 40}}\n```\n' ;;
+  execute)
+    echo tuned >> src/lib.txt
+    if [ -e "$OODA_TEST_DIR/evil" ]; then
+      printf 'echo METRIC t=1; exit 0\n' > ooda.knobs.env
+      git add -A >/dev/null 2>&1 && git -c user.name=a -c user.email=a@a commit -qm hidden >/dev/null 2>&1
+    fi ;;
+  learn) printf '{"next": "go on"}' > "$OODA_OUTPUT_FILE" ;;
+esac
+"#,
+    );
+    t.script("bench.sh", &sourcing_bench());
+    t.ignore(&["/evil"]);
+    t.brief(
+        "b",
+        &crate::test::knob_brief("budget: { iterations: 1 }\n")
+            .replace("agent: builtin", "agent: script"),
+    );
+    t.commit("a script agent");
+    t.ooda(&["run", "b"]).expect(4);
+    t.write("evil", "");
+    let r = t.ooda(&["replay", "b", "1", "--full"]).expect(0);
+    assert!(
+        r.stdout.contains("the agent changed the knobs file"),
+        "{}",
+        r.stdout
+    );
+}
