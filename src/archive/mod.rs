@@ -356,7 +356,13 @@ fn new_state(dir: &Path, brief: &Brief, hash: &str, ws: &Workspace) -> Result<St
 pub(crate) fn record_of(cur: &InFlight, state: &State) -> Option<IterationRecord> {
     let outcome = cur.eval.as_ref()?;
     let learned = cur.learned.as_ref()?;
-    let plan = cur.plan.clone().unwrap_or_default();
+    // A plan the validator rejected is not the iteration's plan: it
+    // predicted nothing and cites nothing (the reason says why it was
+    // refused, the calls table shows each try).
+    let plan = match &cur.cut {
+        Some(crate::model::Cut::PlanRejected { .. }) => crate::model::Plan::default(),
+        _ => cur.plan.clone().unwrap_or_default(),
+    };
     let check = cur.check.clone().unwrap_or_default();
     let lessons = learned.lessons.clone();
     Some(IterationRecord {

@@ -464,9 +464,12 @@ fn citing_iterations_that_do_not_exist_is_rejected_with_the_validators_message()
         "{}",
         rec.reason
     );
-    // The validator's message went back to the agent, and the rejected plan is on record.
+    // The validator's message went back to the agent; the rejected plan is
+    // not archived as the iteration's plan (it predicted and cites nothing),
+    // its tries are.
     assert!(f.prompt(1, "plan", 2).contains("do not exist: [99]"));
-    assert_eq!(rec.hypothesis, "X=40 sits at the bottom of the cost curve");
+    assert_eq!(rec.hypothesis, "");
+    assert!(rec.predicted.is_none() && rec.cites.is_empty());
     assert!(
         f.iter_file(1).contains("| plan | 3 | rejected |")
             || f.iter_file(1).contains("| 3 | rejected |")

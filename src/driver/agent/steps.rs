@@ -631,11 +631,13 @@ const MAX_PATTERNS_PER_ITERATION: usize = 8;
 /// Reads a LEARN answer leniently: unknown keys and malformed entries are
 /// dropped rather than failing the whole answer.
 fn read_learn(v: &Value) -> std::result::Result<LearnResult, String> {
+    // "none", "N/A", "-": a model's way of leaving a field empty, never a
+    // falsified idea to archive (and keep every later plan away from).
     let text = |k: &str| {
         v.get(k)
             .and_then(Value::as_str)
             .map(str::trim)
-            .filter(|s| !s.is_empty())
+            .filter(|s| !s.is_empty() && !placeholder(s))
     };
     let mut out = LearnResult::default();
     if let Some(ps) = v.get("patterns").and_then(Value::as_array) {
@@ -659,6 +661,29 @@ fn read_learn(v: &Value) -> std::result::Result<LearnResult, String> {
         );
     }
     Ok(out)
+}
+
+/// A word that stands for nothing (`none`, `N/A`, `null`, `-`).
+fn placeholder(s: &str) -> bool {
+    let w = s
+        .trim_matches(|c: char| c.is_whitespace() || ".()[]\"'`*_".contains(c))
+        .to_ascii_lowercase();
+    matches!(
+        w.as_str(),
+        "" | "none"
+            | "n/a"
+            | "na"
+            | "null"
+            | "nil"
+            | "nothing"
+            | "-"
+            | "—"
+            | "no"
+            | "tbd"
+            | "none yet"
+            | "nothing falsified"
+            | "not applicable"
+    )
 }
 
 /// The runner's own lessons (used when the agent gives none): a discarded
@@ -719,6 +744,14 @@ mod tests {
         assert_eq!(l.patterns.len(), 1);
         assert_eq!(l.falsified, None);
         assert_eq!(l.next.as_deref(), Some("the symbol table"));
+        // A placeholder is no falsified idea.
+        for none in ["none", "None.", "N/A", "-", "`null`", "nothing falsified"] {
+            let l = read_learn(&serde_json::json!({"falsified": none, "next": "go on"})).unwrap();
+            assert_eq!(l.falsified, None, "{none}");
+        }
+        let l = read_learn(&serde_json::json!({"falsified": "none of the sieve variants helped"}))
+            .unwrap();
+        assert!(l.falsified.is_some());
         assert!(read_learn(&serde_json::json!({"verdict": "keep"})).is_err());
     }
 
