@@ -62,32 +62,6 @@ pub(crate) fn create_dir_all(path: &Path) -> Result<()> {
     fs::create_dir_all(path).map_err(|e| Error::io(format!("creating {}", path.display()), e))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn replaces_content_and_leaves_no_temp_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("state.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(names.len(), 1);
-    }
-
-    #[test]
-    fn failure_names_the_file() {
-        let p = Path::new("/nonexistent-dir-for-ooda/state.json");
-        let err = write_atomic(p, b"x").unwrap_err().to_string();
-        assert!(
-            err.contains("/nonexistent-dir-for-ooda/state.json"),
-            "{err}"
-        );
-    }
-}
-
 /// The most of one archive file (an iteration file, the state, the event
 /// log's live part, an index) ooda reads: far above what a night writes,
 /// far below what would exhaust memory.
@@ -114,11 +88,20 @@ pub(crate) fn read_file(path: impl AsRef<Path>) -> std::io::Result<Vec<u8>> {
 /// `File::open` for a file of the archive: a FIFO would block the open
 /// itself, and a device is no file of ours, so both are refused first.
 pub(crate) fn open_regular(path: impl AsRef<Path>) -> std::io::Result<File> {
+    let mut read = OpenOptions::new();
+    read.read(true);
+    open_regular_with(read, path)
+}
+
+/// [`open_regular`] with other options (appending to the event log): the
+/// open is non-blocking, so a FIFO planted in the file's place fails it
+/// rather than hanging until someone reads.
+pub(crate) fn open_regular_with(
+    mut opts: OpenOptions,
+    path: impl AsRef<Path>,
+) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
+    let f = opts.custom_flags(libc::O_NONBLOCK).open(path)?;
     if !f.metadata()?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -145,18 +128,8 @@ pub(crate) fn read_string(path: impl AsRef<Path>) -> std::io::Result<String> {
 /// streamed, so a 3 GiB sparse file costs `cap` bytes of memory.
 pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<(Vec<u8>, bool)> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
+    let f = open_regular(path)?;
     let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, a device or a socket): ooda reads only regular files here",
-        ));
-    }
     let mut buf = Vec::with_capacity(meta.len().min(cap).min(1 << 20) as usize);
     f.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
     let more = buf.len() as u64 > cap;
@@ -165,8 +138,29 @@ pub(crate) fn read_capped(path: &Path, cap: u64) -> std::io::Result<(Vec<u8>, bo
 }
 
 #[cfg(test)]
-mod capped_tests {
+mod tests {
     use super::*;
+
+    #[test]
+    fn replaces_content_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "two");
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn failure_names_the_file() {
+        let p = Path::new("/nonexistent-dir-for-ooda/state.json");
+        let err = write_atomic(p, b"x").unwrap_err().to_string();
+        assert!(
+            err.contains("/nonexistent-dir-for-ooda/state.json"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn a_fifo_a_device_and_a_long_file_are_read_safely() {

@@ -124,6 +124,9 @@ impl Evaluator<'_> {
         command: &str,
         timeout: Duration,
     ) -> Result<exec::CommandOutput> {
+        if role != "metric" {
+            self.writes.forget(wt.side.as_str());
+        }
         let span = self.span.child(Event::CommandStarted {
             role: role.into(),
             worktree: wt.side.as_str().into(),

@@ -29,8 +29,9 @@ struct Side {
     /// Written by a run, and not there before it.
     created: BTreeSet<String>,
     carried: BTreeSet<String>,
-    /// Every file of the worktree at the last look.
-    files: BTreeSet<String>,
+    /// The worktree as the last run of the side left it: the next run's
+    /// look before, unless another command ran there since ([`Writes::forget`]).
+    last: Option<BTreeMap<String, Stat>>,
 }
 
 /// The timed runs' writes so far, by side (`base`, `cand`, …).
@@ -52,12 +53,15 @@ impl Writes {
         if self.gave_up {
             return Before(None);
         }
-        let snap = snapshot(dir);
+        let s = self.sides.entry(side).or_default();
+        let snap = match s.last.take() {
+            Some(last) => Some(last),
+            None => snapshot(dir),
+        };
         if snap.is_none() {
             self.gave_up = true;
         }
         if let Some(now) = &snap {
-            let s = self.sides.entry(side).or_default();
             let found: Vec<String> = s
                 .created
                 .iter()
@@ -81,11 +85,12 @@ impl Writes {
         let Some(before) = before.0 else {
             return Ok(());
         };
-        let Some(now) = snapshot(dir) else {
+        let Some(mut now) = snapshot(dir) else {
             self.gave_up = true;
             return Ok(());
         };
         let s = self.sides.entry(side).or_default();
+        let mut gone = Vec::new();
         for (p, stat) in &now {
             if before.get(p) == Some(stat) {
                 continue;
@@ -97,11 +102,23 @@ impl Writes {
                 // named (carried) if a later run finds it.
                 if fresh && std::fs::remove_file(dir.join(p)).is_ok() {
                     self.removed = true;
+                    gone.push(p.clone());
                 }
             }
         }
-        s.files = now.into_keys().collect();
+        for p in gone {
+            now.remove(&p);
+        }
+        s.last = Some(now);
         Ok(())
+    }
+
+    /// Another command (setup, a guard) ran in `side`'s worktree: the next
+    /// run's look before is taken afresh.
+    pub(crate) fn forget(&mut self, side: &'static str) {
+        if let Some(s) = self.sides.get_mut(side) {
+            s.last = None;
+        }
     }
 
     /// What to record, `None` when no run wrote anything (or a worktree
@@ -125,7 +142,7 @@ impl Writes {
             .iter()
             .filter(|p| {
                 !base.written.contains(*p)
-                    && !base.files.contains(*p)
+                    && !base.last.as_ref().is_some_and(|l| l.contains_key(*p))
                     && !crate::workspace::is_cache_file(p)
             })
             .cloned()

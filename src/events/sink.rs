@@ -40,24 +40,9 @@ pub(crate) struct EventFile {
 impl EventFile {
     pub(crate) fn open(dir: &Path) -> Result<EventFile> {
         let path = dir.join(super::FILE);
-        // Non-blocking: a FIFO planted in its place must fail the open, not
-        // hang the tick until someone reads it.
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(&path)
-            .and_then(|f| {
-                if f.metadata()?.is_file() {
-                    Ok(f)
-                } else {
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidInput,
-                        "not a regular file (a FIFO, a device or a socket): move it aside",
-                    ))
-                }
-            })
+        let mut append = OpenOptions::new();
+        append.create(true).append(true);
+        let file = crate::atomic::open_regular_with(append, &path)
             .map_err(|e| Error::io(format!("opening {}", path.display()), e))?;
         Ok(EventFile {
             path,

@@ -801,7 +801,7 @@ fn is_code(path: &str) -> bool {
         "py", "pyx", "js", "mjs", "cjs", "ts", "tsx", "jsx", "rb", "pl", "pm", "sh", "bash", "zsh",
         "c", "cc", "cpp", "cxx", "h", "hh", "hpp", "rs", "go", "java", "kt", "kts", "scala", "cs",
         "fs", "php", "lua", "jl", "r", "swift", "zig", "nim", "ml", "hs", "ex", "exs", "erl",
-        "clj", "dart", "f90", "f", "m", "mm", "cu", "v", "sql",
+        "clj", "dart", "f90", "f", "m", "mm", "cu", "v",
     ];
     std::path::Path::new(path)
         .extension()
@@ -848,17 +848,16 @@ mod tests {
         }
     }
 
-    fn rules_of(files: Vec<FileChange>) -> (Vec<String>, bool) {
+    /// The builtin review of `files` in a repository holding `disk`
+    /// (path, text): its findings, whether it is suspicious, and what the
+    /// Brief's commands were found to run and read there.
+    fn review_in(disk: &[(&str, &str)], files: Vec<FileChange>) -> (Vec<Finding>, bool, Measuring) {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path().join("bench.sh"),
-            "#!/bin/sh\npython3 src/run.py data/input.txt\n",
-        )
-        .unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::create_dir_all(dir.path().join("data")).unwrap();
-        std::fs::write(dir.path().join("src/run.py"), "").unwrap();
-        std::fs::write(dir.path().join("data/input.txt"), "").unwrap();
+        for (path, text) in disk {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
         let b = brief(dir.path());
         let change = Change {
             files,
@@ -875,6 +874,16 @@ mod tests {
             carried: &[],
         };
         let (f, s) = review(&change, &cx);
+        (f, s, measuring)
+    }
+
+    fn rules_of(files: Vec<FileChange>) -> (Vec<String>, bool) {
+        let disk = [
+            ("bench.sh", "#!/bin/sh\npython3 src/run.py data/input.txt\n"),
+            ("src/run.py", ""),
+            ("data/input.txt", ""),
+        ];
+        let (f, s, _) = review_in(&disk, files);
         (f.iter().map(|f| f.rule.clone()).collect(), s)
     }
 
@@ -917,42 +926,27 @@ mod tests {
             );
         }
         // A sourced workload inside a broad allow glob is still flagged.
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        std::fs::write(
-            dir.path().join("bench.sh"),
-            "#!/bin/sh\n. src/params.sh\npython3 src/run.py\n",
-        )
-        .unwrap();
-        std::fs::write(dir.path().join("src/params.sh"), "N=1000\n").unwrap();
-        std::fs::write(dir.path().join("src/run.py"), "").unwrap();
-        let b = brief(dir.path());
-        let root = dir.path().to_path_buf();
-        let measuring =
-            measurement_files(&b, &|p: &str| std::fs::read_to_string(root.join(p)).ok());
+        let disk = [
+            (
+                "bench.sh",
+                "#!/bin/sh\n. src/params.sh\npython3 src/run.py\n",
+            ),
+            ("src/params.sh", "N=1000\n"),
+            ("src/run.py", ""),
+        ];
+        let change = |path: &str| vec![file(path, FileStatus::Modified, &["N=1"], &["N=1000"])];
+        let (f, _, measuring) = review_in(&disk, change("src/params.sh"));
         assert!(
             measuring.data.contains("src/params.sh"),
             "{:?}",
             measuring.data
         );
         assert!(!measuring.data.contains("src/run.py"));
-        let cx = Context {
-            brief: &b,
-            guards: &[],
-            measuring: &measuring,
-            max_diff_lines: 50,
-            carried: &[],
-        };
-        let change = |path: &str| Change {
-            files: vec![file(path, FileStatus::Modified, &["N=1"], &["N=1000"])],
-            patch: String::new(),
-        };
-        let (f, _) = review(&change("src/params.sh"), &cx);
         assert!(
             f.iter().any(|f| f.rule == "measurement" && !f.advisory),
             "{f:?}"
         );
-        let (f, _) = review(&change("src/run.py"), &cx);
+        let (f, _, _) = review_in(&disk, change("src/run.py"));
         assert!(!f.iter().any(|f| f.rule == "measurement"), "{f:?}");
     }
 

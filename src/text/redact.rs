@@ -228,19 +228,25 @@ impl Fragments {
                 _ => ranges.push((a, b)),
             }
         }
-        let mut out = String::with_capacity(text.len());
-        let mut at = 0;
-        for (a, b) in ranges {
-            if a < at {
-                continue;
-            }
-            out.push_str(&text[at..a]);
-            out.push_str("[REDACTED]");
-            at = b;
-        }
-        out.push_str(&text[at..]);
-        out
+        mask(text, ranges)
     }
+}
+
+/// `text` with each of `ranges` (byte ranges in order; one that overlaps
+/// the one before is skipped) replaced by `[REDACTED]`.
+fn mask(text: &str, ranges: impl IntoIterator<Item = (usize, usize)>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (a, b) in ranges {
+        if a < at {
+            continue;
+        }
+        out.push_str(&text[at..a]);
+        out.push_str("[REDACTED]");
+        at = b;
+    }
+    out.push_str(&text[at..]);
+    out
 }
 
 static FRAGMENTS: LazyLock<Fragments> = LazyLock::new(|| Fragments::of(std::env::vars()));
@@ -491,17 +497,12 @@ pub(crate) fn redact_with(text: &str, values: &[String]) -> String {
         .find_iter(&out)
         .any(|m| aws_secret_at(&out, m.start(), m.end()))
     {
-        let mut clean = String::with_capacity(out.len());
-        let mut last = 0;
-        for m in FORTY.find_iter(&out) {
-            if aws_secret_at(&out, m.start(), m.end()) {
-                clean.push_str(&out[last..m.start()]);
-                clean.push_str("[REDACTED]");
-                last = m.end();
-            }
-        }
-        clean.push_str(&out[last..]);
-        out = clean;
+        let found: Vec<(usize, usize)> = FORTY
+            .find_iter(&out)
+            .filter(|m| aws_secret_at(&out, m.start(), m.end()))
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        out = mask(&out, found);
     }
     out
 }
@@ -517,26 +518,15 @@ fn word_byte(b: u8) -> bool {
 /// into `[REDACTED]ql`.
 fn replace_words(text: &str, value: &str) -> String {
     let bytes = text.as_bytes();
-    let mut out = String::with_capacity(text.len());
-    let mut last = 0;
-    for (at, _) in text.match_indices(value) {
-        if at < last {
-            continue;
-        }
+    let whole = text.match_indices(value).filter_map(|(at, _)| {
         let end = at + value.len();
         let before = at > 0 && word_byte(bytes[at - 1]) && word_byte(value.as_bytes()[0]);
         let after = end < bytes.len()
             && word_byte(bytes[end])
             && value.as_bytes().last().copied().is_some_and(word_byte);
-        if before || after {
-            continue;
-        }
-        out.push_str(&text[last..at]);
-        out.push_str("[REDACTED]");
-        last = end;
-    }
-    out.push_str(&text[last..]);
-    out
+        (!before && !after).then_some((at, end))
+    });
+    mask(text, whole)
 }
 
 /// A 40-character run at `start..end` that is an AWS secret key, and not a

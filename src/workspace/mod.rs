@@ -108,25 +108,18 @@ impl Workspace {
     /// after the agent and before ooda writes the file, and blocked.
     pub(crate) fn owned_edit(&self, dir: &Path, rel: &str) -> Result<Option<String>> {
         let rel = rel.trim_start_matches("./");
-        let mut at = dir.to_path_buf();
-        let parts: Vec<&str> = rel.split('/').collect();
-        for (i, part) in parts.iter().enumerate() {
-            at.push(part);
-            match fs::symlink_metadata(&at) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    let shown = at.strip_prefix(dir).unwrap_or(&at).display();
-                    return Ok(Some(format!("{shown} was made a symlink")));
-                }
-                Ok(m) if i + 1 < parts.len() && !m.is_dir() => {
-                    let shown = at.strip_prefix(dir).unwrap_or(&at).display();
-                    return Ok(Some(format!("{shown} was made a file")));
-                }
-                Ok(m) if i + 1 == parts.len() && !m.is_file() => {
-                    return Ok(Some(format!("{rel} is no longer a regular file")));
-                }
-                Ok(_) => {}
-                Err(_) => break,
+        if let Some((folder, link)) = not_a_folder_on(dir, rel) {
+            let made = if link { "a symlink" } else { "a file" };
+            return Ok(Some(format!("{folder} was made {made}")));
+        }
+        match fs::symlink_metadata(dir.join(rel)) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Ok(Some(format!("{rel} was made a symlink")));
             }
+            Ok(m) if !m.is_file() => {
+                return Ok(Some(format!("{rel} is no longer a regular file")));
+            }
+            _ => {}
         }
         let repo = if dir == self.cand_dir {
             self.cand_repo()?
@@ -161,22 +154,17 @@ impl Workspace {
     /// rename, which replaces a link rather than following it.
     pub(crate) fn write_owned(dir: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
         let rel = rel.trim_start_matches("./");
-        let mut at = dir.to_path_buf();
-        let parts: Vec<&str> = rel.split('/').collect();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            at.push(part);
-            match fs::symlink_metadata(&at) {
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    return Err(Error::Input(format!(
-                        "{} is not a folder of the worktree, so ooda will not write {rel} there",
-                        at.display()
-                    )));
-                }
-                Err(_) => fs::create_dir(&at).ctx(|| format!("creating {}", at.display()))?,
-            }
+        if let Some((folder, _)) = not_a_folder_on(dir, rel) {
+            return Err(Error::Input(format!(
+                "{folder} is not a folder of the worktree {}, so ooda will not write {rel} there",
+                dir.display()
+            )));
         }
-        crate::atomic::write_atomic(&dir.join(rel), bytes)
+        let path = dir.join(rel);
+        if let Some(parent) = path.parent() {
+            crate::atomic::create_dir_all(parent)?;
+        }
+        crate::atomic::write_atomic(&path, bytes)
     }
 
     /// Where the base worktree's last successful setup is recorded: inside
@@ -480,7 +468,7 @@ impl Workspace {
         for rel in &self.owned {
             let p = root.join(rel);
             // Never through a link on its path: that would delete outside.
-            if !real_folders_to(root, rel) {
+            if not_a_folder_on(root, rel).is_some() {
                 continue;
             }
             if tree.get_path(Path::new(rel)).is_err() && fs::symlink_metadata(&p).is_ok() {
@@ -1243,20 +1231,22 @@ fn reset_detached(repo: &Repository, root: &Path, commit: Oid) -> Result<()> {
     clean_untracked(repo, root)
 }
 
-/// Whether every folder on `rel`'s path beneath `root` is a real folder
-/// (or missing), not a symlink or a file.
-fn real_folders_to(root: &Path, rel: &str) -> bool {
-    let mut at = root.to_path_buf();
+/// The first folder on `rel`'s path beneath `root` that is there but is no
+/// real folder (relative to `root`, and whether it is a symlink): a write
+/// or a removal by that path would reach through it. `None` when every
+/// folder is real, or missing (nothing below it to reach).
+fn not_a_folder_on(root: &Path, rel: &str) -> Option<(String, bool)> {
     let parts: Vec<&str> = rel.split('/').collect();
-    for part in &parts[..parts.len().saturating_sub(1)] {
+    let mut at = root.to_path_buf();
+    for (i, part) in parts[..parts.len().saturating_sub(1)].iter().enumerate() {
         at.push(part);
         match fs::symlink_metadata(&at) {
             Ok(m) if m.is_dir() => {}
-            Ok(_) => return false,
-            Err(_) => return true,
+            Ok(m) => return Some((parts[..=i].join("/"), m.file_type().is_symlink())),
+            Err(_) => return None,
         }
     }
-    true
+    None
 }
 
 /// Removes the symlinks an agent planted where a reset is about to write.

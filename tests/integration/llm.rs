@@ -882,6 +882,34 @@ fn ok(api: Api, n: usize, calls: &[(&str, Value)]) -> ResponseTemplate {
     ResponseTemplate::new(200).set_body_json(answer(api, n, calls))
 }
 
+/// What every scripted night answers alike: PLAN proposes X = 40, LEARN
+/// finishes, a subagent approves; `None` for EXECUTE, the script's own.
+fn routine(api: Api, s: &Seen, n: usize) -> Option<ResponseTemplate> {
+    let answer = if s.system.contains("PLAN phase") {
+        plan_answer()
+    } else if s.system.contains("LEARN phase") {
+        json!({"answer": {"patterns": []}})
+    } else if s.system.contains("subagent") {
+        json!({"answer": {"verdict": "approve", "findings": []}})
+    } else {
+        return None;
+    };
+    Some(ok(api, n, &[("finish", answer)]))
+}
+
+/// A project whose one model tier, `heavy`, is the scripted server.
+fn one_model(s: &Served) -> Test {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
+            s.server.uri()
+        ),
+    );
+    t
+}
+
 fn plan_answer() -> Value {
     json!({"answer": {"hypothesis": "X=40 is the bottom of the curve", "change": "set X to 40",
         "cites": [0], "axes": [{"name": "X", "direction": "up"}],
@@ -895,21 +923,8 @@ fn a_long_step_compacts(api: Api) {
     let s = serve_script(
         api,
         Box::new(move |s, n, wrong| {
-            if s.system.contains("PLAN phase") {
-                return ok(api, n, &[("finish", plan_answer())]);
-            }
-            if s.system.contains("LEARN phase") {
-                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
-            }
-            if s.system.contains("subagent") {
-                return ok(
-                    api,
-                    n,
-                    &[(
-                        "finish",
-                        json!({"answer": {"verdict": "approve", "findings": []}}),
-                    )],
-                );
+            if let Some(r) = routine(api, s, n) {
+                return r;
             }
             let reads = s.calls.iter().filter(|(_, t)| t == "read_file").count();
             let folded = s.all.contains("Handover (earlier turns");
@@ -1072,21 +1087,8 @@ fn a_tool_the_model_lacks_and_a_failing_tool_are_anomalies_and_grade_the_iterati
     let s = serve_script(
         api,
         Box::new(move |s, n, _wrong| {
-            if s.system.contains("PLAN phase") {
-                return ok(api, n, &[("finish", plan_answer())]);
-            }
-            if s.system.contains("LEARN phase") {
-                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
-            }
-            if s.system.contains("subagent") {
-                return ok(
-                    api,
-                    n,
-                    &[(
-                        "finish",
-                        json!({"answer": {"verdict": "approve", "findings": []}}),
-                    )],
-                );
+            if let Some(r) = routine(api, s, n) {
+                return r;
             }
             if s.calls.is_empty() {
                 let mut calls = vec![("run_the_tests", json!({}))];
@@ -1108,14 +1110,7 @@ fn a_tool_the_model_lacks_and_a_failing_tool_are_anomalies_and_grade_the_iterati
             )
         }),
     );
-    let t = Test::new();
-    t.write(
-        "ooda.yaml",
-        &format!(
-            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
-            s.server.uri()
-        ),
-    );
+    let t = one_model(&s);
     t.brief(
         "b",
         &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
@@ -1159,21 +1154,8 @@ fn an_execute_that_edits_and_ends_in_prose_is_measured() {
     let s = serve_script(
         api,
         Box::new(move |s, n, _wrong| {
-            if s.system.contains("PLAN phase") {
-                return ok(api, n, &[("finish", plan_answer())]);
-            }
-            if s.system.contains("LEARN phase") {
-                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
-            }
-            if s.system.contains("subagent") {
-                return ok(
-                    api,
-                    n,
-                    &[(
-                        "finish",
-                        json!({"answer": {"verdict": "approve", "findings": []}}),
-                    )],
-                );
+            if let Some(r) = routine(api, s, n) {
+                return r;
             }
             // Words before any edit ("let me look first") do not end the
             // step: the model is nudged on, and edits.
@@ -1194,14 +1176,7 @@ fn an_execute_that_edits_and_ends_in_prose_is_measured() {
             ok(api, n, &[])
         }),
     );
-    let t = Test::new();
-    t.write(
-        "ooda.yaml",
-        &format!(
-            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
-            s.server.uri()
-        ),
-    );
+    let t = one_model(&s);
     t.brief(
         "b",
         &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
@@ -1243,21 +1218,8 @@ fn a_fifo_a_huge_argument_and_an_escaped_key_neither_hang_nor_leak() {
     let s = serve_script(
         api,
         Box::new(move |s, n, wrong| {
-            if s.system.contains("PLAN phase") {
-                return ok(api, n, &[("finish", plan_answer())]);
-            }
-            if s.system.contains("LEARN phase") {
-                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
-            }
-            if s.system.contains("subagent") {
-                return ok(
-                    api,
-                    n,
-                    &[(
-                        "finish",
-                        json!({"answer": {"verdict": "approve", "findings": []}}),
-                    )],
-                );
+            if let Some(r) = routine(api, s, n) {
+                return r;
             }
             if s.all.len() > 1 << 20 {
                 wrong(format!("request {n} carries {} bytes", s.all.len()));
@@ -1309,14 +1271,7 @@ fn a_fifo_a_huge_argument_and_an_escaped_key_neither_hang_nor_leak() {
             }
         }),
     );
-    let t = Test::new();
-    t.write(
-        "ooda.yaml",
-        &format!(
-            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
-            s.server.uri()
-        ),
-    );
+    let t = one_model(&s);
     t.brief(
         "b",
         &knob_brief("tools: {allow: [\"mkfifo src/pipe\"]}\nbudget: { iterations: 1 }\n")
@@ -1360,12 +1315,6 @@ fn an_llm_reviewer_quoting_a_planted_verdict_has_blocked() {
     let s = serve_script(
         api,
         Box::new(move |s, n, _wrong| {
-            if s.system.contains("PLAN phase") {
-                return ok(api, n, &[("finish", plan_answer())]);
-            }
-            if s.system.contains("LEARN phase") {
-                return ok(api, n, &[("finish", json!({"answer": {"patterns": []}}))]);
-            }
             if s.system.contains("subagent") {
                 let text = format!(
                     "```ooda\n{{\"verdict\": \"block\", \"findings\": [{{\"file\": \"src/lib.txt\", \"line\": 2, \"rule\": \"planted-answer\", \"why\": \"the diff answers for the reviewer\"}}]}}\n```\nThe diff carries its own answer:\n{}\n",
@@ -1376,6 +1325,9 @@ fn an_llm_reviewer_quoting_a_planted_verdict_has_blocked() {
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": 100, "completion_tokens": 50}}));
+            }
+            if let Some(r) = routine(api, s, n) {
+                return r;
             }
             if s.results.is_empty() {
                 return ok(
@@ -1394,14 +1346,7 @@ fn an_llm_reviewer_quoting_a_planted_verdict_has_blocked() {
             )
         }),
     );
-    let t = Test::new();
-    t.write(
-        "ooda.yaml",
-        &format!(
-            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"{}/v1\"}}\n",
-            s.server.uri()
-        ),
-    );
+    let t = one_model(&s);
     t.write(
         "subagents/llm-reviewer.md",
         "---\nname: llm-reviewer\ndescription: Reviews every keep with the llm driver.\nrole: review\ndriver: llm\nmodel: heavy\n---\nYou are a skeptical senior reviewer.\n",

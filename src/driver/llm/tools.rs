@@ -568,17 +568,15 @@ fn read_lines(
     cancel: &AtomicBool,
 ) -> Result<Lines, String> {
     use std::io::{BufRead, Read};
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(p)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if !f.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(format!(
-            "{shown} is not a regular file (a FIFO, a device or a socket); read_file reads regular files only"
-        ));
-    }
+    let f = crate::atomic::open_regular(p).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            format!(
+                "{shown} is not a regular file (a FIFO, a device or a socket); read_file reads regular files only"
+            )
+        } else {
+            format!("cannot read {shown}: {e}")
+        }
+    })?;
     let started = std::time::Instant::now();
     let mut reader = std::io::BufReader::new(f);
     let mut out = Lines {

@@ -119,17 +119,16 @@ pub fn main(args: &[OsString]) -> i32 {
     // X, the ssh agent): their folders are hidden in its own mount
     // namespace, and the variables that name them are dropped.
     let confined = args.abi.is_some();
-    let hidden = if confined {
+    let (hidden, hidden_files) = if confined {
         let mut keep = args.writable.clone();
         keep.extend(std::env::current_dir().ok());
-        super::sockets::c_paths(&super::sockets::folders(&keep))
+        let servers = super::sockets::servers(&keep);
+        (
+            super::sockets::c_paths(&servers.folders),
+            super::sockets::c_paths(&servers.files),
+        )
     } else {
-        Vec::new()
-    };
-    let hidden_files = if confined {
-        super::sockets::c_paths(&super::sockets::files())
-    } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
     let maps = super::sockets::Maps::of_this_process();
     if confined {

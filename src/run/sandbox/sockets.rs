@@ -34,14 +34,43 @@ pub(crate) const SOCKET_ENV: &[&str] = &[
     "XDG_RUNTIME_DIR",
 ];
 
-/// The folders of the servers' sockets on this machine that exist and hold
-/// none of `keep` (the command's worktree and grants, which must stay).
-pub(crate) fn folders(keep: &[PathBuf]) -> Vec<PathBuf> {
-    folders_in(keep, |n| std::env::var_os(n))
+/// What a confined command must not reach, on this machine: the folders
+/// of servers' sockets (emptied) and the sockets that sit in a folder that
+/// cannot be emptied (covered).
+pub(crate) struct Servers {
+    pub folders: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
 }
 
-/// [`folders`] with the environment given.
-fn folders_in(keep: &[PathBuf], env: impl Fn(&str) -> Option<std::ffi::OsString>) -> Vec<PathBuf> {
+/// The [`Servers`] that exist here, but for a folder holding one of `keep`
+/// (the command's worktree and grants, which must stay).
+pub(crate) fn servers(keep: &[PathBuf]) -> Servers {
+    // One look at /tmp, which may hold thousands of entries, per command.
+    let (mut editors, mut sockets) = (Vec::new(), Vec::new());
+    if let Ok(rd) = std::fs::read_dir("/tmp") {
+        for e in rd.flatten() {
+            let n = e.file_name().to_string_lossy().into_owned();
+            if n.starts_with("nvim.") {
+                editors.push(e.path());
+            } else if n.starts_with("vscode-") && n.ends_with(".sock") {
+                sockets.push(e.path());
+            }
+        }
+    }
+    Servers {
+        folders: folders_in(keep, |n| std::env::var_os(n), editors),
+        files: socket_files(sockets),
+    }
+}
+
+/// The servers' folders: tmux's, X's, screen's, Emacs', the session's
+/// runtime folder, the ssh agent's and the session bus's, and `editors`
+/// (Neovim's `/tmp/nvim.<user>/`), with the environment given.
+fn folders_in(
+    keep: &[PathBuf],
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+    editors: Vec<PathBuf>,
+) -> Vec<PathBuf> {
     // SAFETY: plain syscall.
     let uid = unsafe { libc::getuid() };
     let var = |n: &str| env(n).map(PathBuf::from);
@@ -56,15 +85,7 @@ fn folders_in(keep: &[PathBuf], env: impl Fn(&str) -> Option<std::ffi::OsString>
         PathBuf::from(format!("/tmp/emacs{uid}")),
         var("XDG_RUNTIME_DIR").unwrap_or_else(|| PathBuf::from(format!("/run/user/{uid}"))),
     ];
-    // Editors' servers: Neovim's folders (`/tmp/nvim.<user>/`).
-    if let Ok(rd) = std::fs::read_dir("/tmp") {
-        for e in rd.flatten() {
-            if e.file_name().to_string_lossy().starts_with("nvim.") {
-                out.push(e.path());
-            }
-        }
-    }
-    // The ssh agent's socket, and a session bus named by path.
+    out.extend(editors);
     if let Some(sock) = var("SSH_AUTH_SOCK")
         && let Some(dir) = sock.parent()
     {
@@ -84,23 +105,17 @@ fn folders_in(keep: &[PathBuf], env: impl Fn(&str) -> Option<std::ffi::OsString>
         .iter()
         .map(|k| k.canonicalize().unwrap_or_else(|_| k.clone()))
         .collect();
-    let mut found: Vec<PathBuf> = Vec::new();
-    for d in out {
-        let Ok(real) = d.canonicalize() else { continue };
-        let holds_a_grant = keep.iter().any(|k| k.starts_with(&real));
-        let folder = std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_dir());
-        if folder && !holds_a_grant && real != Path::new("/") && !found.contains(&real) {
-            found.push(real);
-        }
-    }
-    found
+    existing(out, |real, m| {
+        m.is_dir() && real != Path::new("/") && !keep.iter().any(|k| k.starts_with(real))
+    })
 }
 
-/// Servers' sockets that sit in a folder that cannot be emptied (`/run`,
-/// `/tmp`): the container engines' (a root shell for any member of their
-/// group) and editors' (VS Code runs commands for its terminal). Each is
-/// covered by `/dev/null`.
-pub(crate) fn files() -> Vec<PathBuf> {
+/// The container engines' sockets (a root shell for any member of their
+/// group) and `editors'` (VS Code runs commands for its terminal), which
+/// sit in folders that cannot be emptied (`/run`, `/tmp`): each is covered
+/// by `/dev/null`.
+fn socket_files(editors: Vec<PathBuf>) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
     let mut out: Vec<PathBuf> = [
         "/run/docker.sock",
         "/var/run/docker.sock",
@@ -110,22 +125,17 @@ pub(crate) fn files() -> Vec<PathBuf> {
     .iter()
     .map(PathBuf::from)
     .collect();
-    if let Ok(rd) = std::fs::read_dir("/tmp") {
-        for e in rd.flatten() {
-            let n = e.file_name().to_string_lossy().into_owned();
-            if n.starts_with("vscode-") && n.ends_with(".sock") {
-                out.push(e.path());
-            }
-        }
-    }
+    out.extend(editors);
+    existing(out, |_, m| m.file_type().is_socket())
+}
+
+/// `paths` resolved, those there that `keep` admits, each once.
+fn existing(paths: Vec<PathBuf>, keep: impl Fn(&Path, &std::fs::Metadata) -> bool) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
-    for f in out {
-        let Ok(real) = f.canonicalize() else { continue };
-        let socket = std::fs::symlink_metadata(&real).is_ok_and(|m| {
-            use std::os::unix::fs::FileTypeExt;
-            m.file_type().is_socket()
-        });
-        if socket && !found.contains(&real) {
+    for p in paths {
+        let Ok(real) = p.canonicalize() else { continue };
+        let admitted = std::fs::symlink_metadata(&real).is_ok_and(|m| keep(&real, &m));
+        if admitted && !found.contains(&real) {
             found.push(real);
         }
     }
@@ -277,9 +287,9 @@ mod tests {
         let run = dir.path().join("run");
         std::fs::create_dir_all(run.join("inner")).unwrap();
         let env = |n: &str| (n == "XDG_RUNTIME_DIR").then(|| run.clone().into_os_string());
-        let hidden = folders_in(&[dir.path().join("work")], env);
+        let hidden = folders_in(&[dir.path().join("work")], env, Vec::new());
         assert!(hidden.contains(&run.canonicalize().unwrap()), "{hidden:?}");
-        let kept = folders_in(&[run.join("inner")], env);
+        let kept = folders_in(&[run.join("inner")], env, Vec::new());
         assert!(!kept.contains(&run.canonicalize().unwrap()), "{kept:?}");
     }
 }
