@@ -284,6 +284,9 @@ pub struct ModelTier {
     /// How long one request may take (a local server that hangs must not
     /// hold the step until its own timeout).
     pub timeout: Duration,
+    /// How the model calls tools; `None` is auto: native, unless `ooda check
+    /// --preflight` found this model cannot (`.ooda/preflight/tools.json`).
+    pub tools: Option<ToolsMode>,
 }
 
 /// What a tier's window is taken to be when `ooda.yaml` does not say.
@@ -326,6 +329,45 @@ impl Provider {
         match self {
             Provider::Openai => "openai",
             Provider::Anthropic => "anthropic",
+        }
+    }
+}
+
+/// How a model is offered its tools (`models.<tier>.tools`).
+///
+/// Small local models often have a chat template without tools (the server
+/// drops them silently) or never use the ones they are given, while they
+/// can still write a call, or an edit, as text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsMode {
+    /// The API's own tool calls (calls written as text are read too).
+    Native,
+    /// The tools described in the system prompt; the model writes each call
+    /// as `<tool_call>{"name": …, "arguments": …}</tool_call>`.
+    Text,
+    /// No tools: EXECUTE answers with search/replace blocks ooda applies;
+    /// the files the plan names are shown in the prompt.
+    None,
+}
+
+impl ToolsMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolsMode::Native => "native",
+            ToolsMode::Text => "text",
+            ToolsMode::None => "none",
+        }
+    }
+
+    pub(crate) const ALL: [ToolsMode; 3] = [ToolsMode::Native, ToolsMode::Text, ToolsMode::None];
+
+    /// How `ooda check` and the preflight say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ToolsMode::Native => "native tool calls",
+            ToolsMode::Text => "tool calls as text",
+            ToolsMode::None => "no tool calls (edit-format mode)",
         }
     }
 }

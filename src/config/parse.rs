@@ -56,6 +56,7 @@ const RED_LIGHT_KEYS: &[&str] = &[
     "mismatch_chi2",
     "mismatch_bias",
     "failure_streak",
+    "agent_ineffective",
     "scope_violations",
     "plateau",
     "regressions",
@@ -84,6 +85,7 @@ const MODEL_KEYS: &[&str] = &[
     "max_output",
     "max_retries",
     "timeout",
+    "tools",
 ];
 
 pub(super) fn check_config(ck: &mut Checker, root: &Node, cfg: &mut Config) {
@@ -469,12 +471,13 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresh
     let Some(fields) = ck.map(node, "defaults.red_lights", RED_LIGHT_KEYS, example) else {
         return;
     };
-    let counts: [(&str, &mut usize); 8] = [
+    let counts: [(&str, &mut usize); 9] = [
         ("flip_window", &mut th.flip_window),
         ("flip_min", &mut th.flip_min),
         ("trend_window", &mut th.trend_window),
         ("mismatch_window", &mut th.mismatch_window),
         ("failure_streak", &mut th.failure_streak),
+        ("agent_ineffective", &mut th.agent_ineffective),
         ("scope_violations", &mut th.scope_violations),
         ("plateau", &mut th.plateau),
         ("regressions", &mut th.regressions),
@@ -492,7 +495,12 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresh
         // would never fill, and its light never fire.
         let windowed = matches!(
             name,
-            "flip_window" | "trend_window" | "mismatch_window" | "failure_streak" | "regressions"
+            "flip_window"
+                | "trend_window"
+                | "mismatch_window"
+                | "failure_streak"
+                | "agent_ineffective"
+                | "regressions"
         );
         let v = fields.get(name).and_then(|e| {
             if windowed {
@@ -877,6 +885,18 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
             |n| crate::brief::parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
         )
     });
+    let tools = fields.get("tools").and_then(|e| {
+        ck.expect(
+            &e.value,
+            &join(&path, "tools"),
+            &format!(
+                "one of {} (leave it out for auto)",
+                spellings(&ToolsMode::ALL, ToolsMode::as_str)
+            ),
+            "tools: text",
+            |n| one_of(&ToolsMode::ALL, n.scalar()?, ToolsMode::as_str),
+        )
+    });
 
     if let (Some(w), Some(o)) = (context_window, max_output)
         && o >= w
@@ -904,5 +924,6 @@ fn check_model(ck: &mut Checker, entry: &Entry) -> Option<ModelTier> {
             .map(|r| u32::try_from(r.min(20)).unwrap_or(20))
             .unwrap_or(DEFAULT_MAX_RETRIES),
         timeout: timeout.unwrap_or(DEFAULT_REQUEST_TIMEOUT),
+        tools,
     })
 }

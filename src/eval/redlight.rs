@@ -380,6 +380,96 @@ pub fn failure_streak(history: &[IterationRecord], th: &Thresholds) -> Option<Al
     ))
 }
 
+/// Iterations in a row whose agent never produced a change to measure
+/// (`invalid` without a measurement; outages skipped, as for the failure
+/// streak), with what stopped them most often: a model too weak for its
+/// task fails the same way every time, and the night should say how.
+pub fn agent_ineffective(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
+    let tail: Vec<&IterationRecord> = history
+        .iter()
+        .rev()
+        .filter(|r| !r.cut_by_outage() && r.verdict != Verdict::Baseline)
+        .take(th.agent_ineffective)
+        .collect();
+    if tail.len() < th.agent_ineffective || !tail.iter().all(|r| ineffective_cause(r).is_some()) {
+        return None;
+    }
+    let mut causes: Vec<(&'static str, usize)> = Vec::new();
+    for r in &tail {
+        let c = ineffective_cause(r).unwrap_or("other");
+        match causes.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => causes.push((c, 1)),
+        }
+    }
+    causes.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let ids: Vec<String> = tail.iter().rev().map(|r| r.iteration.to_string()).collect();
+    let others: Vec<String> = causes[1..]
+        .iter()
+        .map(|(c, n)| format!("{c} ({n})"))
+        .collect();
+    Some(Alarm::red(
+        AlarmKind::AgentIneffective,
+        format!(
+            "{} iterations in a row never reached EVALUATE ({}); the dominant cause: {} ({} of {}){}; the last said: {}",
+            tail.len(),
+            ids.join(", "),
+            causes[0].0,
+            causes[0].1,
+            tail.len(),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!("; also {}", others.join(", "))
+            },
+            tail[0].reason
+        ),
+    ))
+}
+
+/// Why one iteration's agent ran and produced nothing to measure, in the
+/// words the morning report uses; `None` when it did produce a change (a
+/// guard then failed it), or did not run at all (its process or its API
+/// failed: the failure streak's, not a weak model's).
+pub(crate) fn ineffective_cause(r: &IterationRecord) -> Option<&'static str> {
+    let warned = |w: &str| {
+        r.agent_calls
+            .iter()
+            .any(|c| c.warnings.iter().any(|x| x.contains(w)))
+    };
+    let reason = r.reason.as_str();
+    let ran = !reason.contains("model API:")
+        && !reason.starts_with("plan rejected (agent)")
+        && !reason.contains("exited with code");
+    if r.verdict != Verdict::Invalid || r.measured.is_some() || !r.changed_paths.is_empty() || !ran
+    {
+        return None;
+    }
+    Some(
+        if reason.contains("already falsified") || reason.starts_with("plan rejected (falsified)") {
+            "plans rejected as falsified"
+        } else if reason.starts_with("plan rejected (repeat)") {
+            "plans rejected as repeats"
+        } else if reason.starts_with("plan rejected") {
+            "plans rejected"
+        } else if warned("search/replace blocks did not apply")
+            || reason.contains("search/replace blocks did not apply")
+        {
+            "edits did not apply"
+        } else if warned("made no tool calls") {
+            "no tool calls"
+        } else if reason.contains("cut off at max_output") || warned("cut off at max_output") {
+            "answers cut off at max_output"
+        } else if reason.contains("changed nothing") {
+            "EXECUTE changed nothing"
+        } else if reason.contains("timed out") {
+            "steps timed out"
+        } else {
+            "other failures"
+        },
+    )
+}
+
 pub fn scope(history: &[IterationRecord], th: &Thresholds) -> Option<Alarm> {
     let blocked: Vec<u32> = history
         .iter()
@@ -428,6 +518,7 @@ pub fn red_alarms(history: &[IterationRecord], dir: Direction, th: &Thresholds) 
         direction_flips(w, th),
         regressions(w, th),
         model_mismatch(w, dir, th),
+        agent_ineffective(w, th),
         failure_streak(w, th),
         scope(w, th),
     ]
@@ -521,6 +612,7 @@ pub fn red_alarms_in(v: View<'_>, dir: Direction, th: &Thresholds) -> Vec<Alarm>
         direction_flips(w, th),
         regressions(w, th),
         model_mismatch(w, dir, th),
+        agent_ineffective(w, th),
         failure_streak(w, th),
         scope_of(&blocked, th),
     ]
@@ -831,6 +923,61 @@ mod tests {
             })
             .collect();
         assert!(model_mismatch(&calibrated, Direction::Minimize, &th).is_none());
+    }
+
+    #[test]
+    fn an_agent_that_never_produces_a_change_is_red_with_its_dominant_cause() {
+        let th = Thresholds::default();
+        let weak = |i: u32, reason: &str, warning: Option<&str>| {
+            let mut r = IterationRecord::new(i, Verdict::Invalid);
+            r.reason = reason.into();
+            if let Some(w) = warning {
+                let mut c = crate::model::AgentCall::new(
+                    crate::model::Phase::Execute,
+                    1,
+                    crate::model::CallOutcome::Ok,
+                );
+                c.warnings.push(w.into());
+                r.agent_calls.push(c);
+            }
+            r
+        };
+        let nothing = "execute failed: the agent changed nothing, so there is nothing to measure";
+        let mut h = vec![baseline()];
+        for i in 1..=3 {
+            h.push(weak(i, nothing, Some("the model made no tool calls")));
+        }
+        h.push(weak(4, "plan rejected (falsified) after 3 attempts: this hypothesis was already falsified in iteration 2", None));
+        assert!(agent_ineffective(&h, &th).is_none(), "four is not five");
+        h.push(weak(5, nothing, Some("the model made no tool calls")));
+        let a = agent_ineffective(&h, &th).expect("five in a row");
+        assert!(
+            a.evidence.contains(
+                "the dominant cause: no tool calls (4 of 5); also plans rejected as falsified (1)"
+            ),
+            "{}",
+            a.evidence
+        );
+        // It is the more specific light: it stops the night before the
+        // failure streak does.
+        assert_eq!(
+            red_alarms(&h, Direction::Minimize, &th)[0].kind,
+            AlarmKind::AgentIneffective
+        );
+        // A change a guard failed, or an API that refused, is a failure,
+        // not an ineffective agent.
+        let mut guarded = weak(6, "guard failed", None);
+        guarded.changed_paths.push("src/a.rs".into());
+        let mut h2 = h.clone();
+        h2.push(guarded);
+        assert!(agent_ineffective(&h2, &th).is_none());
+        h.push(weak(
+            6,
+            "plan rejected (format): model API: HTTP 400 invalid_request_error",
+            None,
+        ));
+        assert!(agent_ineffective(&h, &th).is_none());
+        assert!(failure_streak(&h, &th).is_some());
     }
 
     #[test]

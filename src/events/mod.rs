@@ -258,6 +258,10 @@ pub enum Event {
         tool_call_id: String,
         tool: String,
         arguments: String,
+        /// How the model wrote a call the API did not return as one
+        /// (`tool_call tags`, `fenced JSON`, `bare JSON`, `function call`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        written_as: Option<String>,
     },
     ToolResult {
         tool_call_id: String,

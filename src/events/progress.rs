@@ -144,6 +144,8 @@ impl Progress {
                 | AnomalyKind::AgentIgnoredFiles
                 | AnomalyKind::BudgetCut
                 | AnomalyKind::JudgeFailed
+                | AnomalyKind::RepeatedAnswer
+                | AnomalyKind::ExamplePrediction
                 | AnomalyKind::ContextDuplicate => one(message.clone()),
                 AnomalyKind::ConfirmationFailed => one(format!("confirmation failed: {message}")),
                 AnomalyKind::ScopeViolation

@@ -33,6 +33,7 @@ pub enum AlarmKind {
     PredictionsUnreliable,
     PredictionsBiased,
     FailureStreak,
+    AgentIneffective,
     Scope,
     /// An unconfined agent step changed the user's checkout, refs, git
     /// config or hooks, a Brief or ooda.yaml.
@@ -51,7 +52,7 @@ pub enum AlarmKind {
 }
 
 impl AlarmKind {
-    const KNOWN: [AlarmKind; 15] = [
+    const KNOWN: [AlarmKind; 16] = [
         AlarmKind::ExactCycle,
         AlarmKind::DirectionFlips,
         AlarmKind::Divergence,
@@ -59,6 +60,7 @@ impl AlarmKind {
         AlarmKind::PredictionsUnreliable,
         AlarmKind::PredictionsBiased,
         AlarmKind::FailureStreak,
+        AlarmKind::AgentIneffective,
         AlarmKind::Scope,
         AlarmKind::Tamper,
         AlarmKind::Oscillation,
@@ -78,6 +80,7 @@ impl AlarmKind {
             AlarmKind::PredictionsUnreliable => "predictions_unreliable",
             AlarmKind::PredictionsBiased => "predictions_biased",
             AlarmKind::FailureStreak => "failure_streak",
+            AlarmKind::AgentIneffective => "agent_ineffective",
             AlarmKind::Scope => "scope",
             AlarmKind::Tamper => "tamper",
             AlarmKind::Oscillation => "oscillation",
@@ -109,6 +112,7 @@ impl AlarmKind {
             | AlarmKind::PredictionsBiased
             | AlarmKind::ModelMismatch => StopReason::RedModelMismatch,
             AlarmKind::FailureStreak => StopReason::RedFailureStreak,
+            AlarmKind::AgentIneffective => StopReason::RedAgentIneffective,
             AlarmKind::Scope => StopReason::RedScope,
             AlarmKind::Tamper => StopReason::RedTamper,
             AlarmKind::Other(k) if k == "anomaly" => StopReason::RedAnomaly,
@@ -128,6 +132,7 @@ impl AlarmKind {
             StopReason::RedDivergence => AlarmKind::Divergence,
             StopReason::RedModelMismatch => AlarmKind::ModelMismatch,
             StopReason::RedFailureStreak => AlarmKind::FailureStreak,
+            StopReason::RedAgentIneffective => AlarmKind::AgentIneffective,
             StopReason::RedScope => AlarmKind::Scope,
             StopReason::RedTamper => AlarmKind::Tamper,
             StopReason::RedAnomaly => AlarmKind::Other("anomaly".into()),

@@ -34,6 +34,12 @@ pub enum AnomalyKind {
     NotifyFailed,
     /// A judge subagent could not judge the run, or broke its fence.
     JudgeFailed,
+    /// The agent gave the same answer again after being told what was
+    /// wrong with it (a small model at temperature 0 does).
+    RepeatedAnswer,
+    /// A plan's prediction is the example of the PLAN prompt, not an
+    /// estimate of the model's own.
+    ExamplePrediction,
     /// A YELLOW alarm of CHECK or EVALUATE.
     Alarm(AlarmKind),
 }
@@ -53,6 +59,8 @@ impl AnomalyKind {
             AnomalyKind::ContextDuplicate => "context_duplicate",
             AnomalyKind::NotifyFailed => "notify_failed",
             AnomalyKind::JudgeFailed => "judge_failed",
+            AnomalyKind::RepeatedAnswer => "repeated_answer",
+            AnomalyKind::ExamplePrediction => "example_prediction",
             AnomalyKind::Alarm(k) => k.as_str(),
         }
     }
@@ -72,6 +80,8 @@ impl AnomalyKind {
             AnomalyKind::ContextDuplicate,
             AnomalyKind::NotifyFailed,
             AnomalyKind::JudgeFailed,
+            AnomalyKind::RepeatedAnswer,
+            AnomalyKind::ExamplePrediction,
         ]
         .into_iter()
         .find(|k| k.as_str() == text)

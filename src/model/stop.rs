@@ -17,6 +17,9 @@ pub enum StopReason {
     RedDivergence,
     RedModelMismatch,
     RedFailureStreak,
+    /// Iterations in a row never reached EVALUATE (the agent produced no
+    /// change to measure).
+    RedAgentIneffective,
     RedScope,
     /// Without the sandbox, an agent step changed what it must not touch
     /// (the user's checkout, refs, git config or hooks, a Brief, ooda.yaml).
@@ -27,7 +30,7 @@ pub enum StopReason {
 }
 
 impl StopReason {
-    pub const ALL: [StopReason; 14] = [
+    pub const ALL: [StopReason; 15] = [
         StopReason::GoalReached,
         StopReason::BudgetIterations,
         StopReason::BudgetWall,
@@ -39,6 +42,7 @@ impl StopReason {
         StopReason::RedDivergence,
         StopReason::RedModelMismatch,
         StopReason::RedFailureStreak,
+        StopReason::RedAgentIneffective,
         StopReason::RedScope,
         StopReason::RedTamper,
         StopReason::RedAnomaly,
@@ -57,6 +61,7 @@ impl StopReason {
             StopReason::RedDivergence => "red_divergence",
             StopReason::RedModelMismatch => "red_model_mismatch",
             StopReason::RedFailureStreak => "red_failure_streak",
+            StopReason::RedAgentIneffective => "red_agent_ineffective",
             StopReason::RedScope => "red_scope",
             StopReason::RedTamper => "red_tamper",
             StopReason::RedAnomaly => "red_anomaly",
@@ -75,6 +80,7 @@ impl StopReason {
                 | StopReason::RedDivergence
                 | StopReason::RedModelMismatch
                 | StopReason::RedFailureStreak
+                | StopReason::RedAgentIneffective
                 | StopReason::RedScope
                 | StopReason::RedTamper
                 | StopReason::RedAnomaly

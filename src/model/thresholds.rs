@@ -23,6 +23,10 @@ pub struct Thresholds {
     pub mismatch_chi2: f64,
     pub mismatch_bias: f64,
     pub failure_streak: usize,
+    /// Iterations in a row whose agent never produced a change to measure
+    /// (no tool calls, edits that did not apply, every plan rejected): the
+    /// model is too weak for the task, whatever the threshold of failures.
+    pub agent_ineffective: usize,
     pub scope_violations: usize,
     /// Non-keeps in a row that count as a plateau (the analyzer is called).
     pub plateau: usize,
@@ -44,6 +48,7 @@ impl Default for Thresholds {
             mismatch_chi2: 31.4,
             mismatch_bias: 3.48,
             failure_streak: 5,
+            agent_ineffective: 5,
             scope_violations: 3,
             plateau: 4,
             regressions: 5,

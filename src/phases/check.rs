@@ -245,6 +245,7 @@ pub(crate) fn setting_for(reason: StopReason) -> Option<&'static str> {
     Some(match reason {
         StopReason::Stalled => "defaults.stall_after",
         StopReason::RedFailureStreak => "defaults.red_lights.failure_streak",
+        StopReason::RedAgentIneffective => "defaults.red_lights.agent_ineffective",
         StopReason::RedScope => "defaults.red_lights.scope_violations",
         StopReason::RedOscillation => "defaults.red_lights.flip_min",
         StopReason::RedModelMismatch => "defaults.red_lights.mismatch_chi2",
@@ -266,6 +267,10 @@ pub(crate) fn what_to_raise(reason: StopReason, config: &Config) -> Option<Strin
         StopReason::RedFailureStreak => format!(
             "raise `defaults.red_lights.failure_streak` (now {})",
             th.failure_streak
+        ),
+        StopReason::RedAgentIneffective => format!(
+            "raise `defaults.red_lights.agent_ineffective` (now {})",
+            th.agent_ineffective
         ),
         StopReason::RedScope => format!(
             "raise `defaults.red_lights.scope_violations` (now {})",
@@ -315,6 +320,7 @@ pub(crate) fn lifted(stop: &Stop, history: View, brief: &Brief, config: &Config)
         | StopReason::RedOscillation
         | StopReason::RedModelMismatch
         | StopReason::RedFailureStreak
+        | StopReason::RedAgentIneffective
         | StopReason::RedScope => stop_condition(history, brief, config)?.is_none(),
         StopReason::RedAnomaly => stop
             .detail

@@ -455,6 +455,7 @@ pub(crate) fn usage_section(history: View) -> Result<String> {
     }
     row("all", &all);
     s.push('\n');
+    s.push_str(&ways_of_working(history.recent()));
     let (outages, waited) = ledger.outages();
     if outages > 0 {
         let cut = history
@@ -475,6 +476,67 @@ pub(crate) fn usage_section(history: View) -> Result<String> {
         );
     }
     Ok(s)
+}
+
+/// How the agent worked, from its calls' warnings over the iterations the
+/// runner holds: a model that never called a tool, wrote its calls as
+/// text, was cut off or copied the prompt's example is said here in words,
+/// not only in each iteration's call table.
+fn ways_of_working(recent: &[IterationRecord]) -> String {
+    let kinds: [(&str, &str); 6] = [
+        ("made no tool calls", "the model made no tool calls"),
+        (
+            "they were run as calls",
+            "the model wrote its tool calls as text (they were run)",
+        ),
+        (
+            "cut off at max_output",
+            "answers were cut off at max_output",
+        ),
+        (
+            "search/replace blocks did not apply",
+            "search/replace blocks did not apply",
+        ),
+        (
+            "did not validate",
+            "tool calls written as text did not validate",
+        ),
+        (
+            "is the example in templates/plan.md",
+            "the plan's prediction was the prompt's example",
+        ),
+    ];
+    let mut lines = Vec::new();
+    for (needle, words) in kinds {
+        let its: Vec<String> = recent
+            .iter()
+            .filter(|r| {
+                r.agent_calls
+                    .iter()
+                    .any(|c| c.warnings.iter().any(|w| w.contains(needle)))
+            })
+            .map(|r| r.iteration.to_string())
+            .collect();
+        if !its.is_empty() {
+            let shown: Vec<&str> = its
+                .iter()
+                .rev()
+                .take(12)
+                .rev()
+                .map(String::as_str)
+                .collect();
+            lines.push(format!(
+                "- {words}: {} iteration(s) ({}{})",
+                its.len(),
+                if its.len() > shown.len() { "…, " } else { "" },
+                shown.join(", ")
+            ));
+        }
+    }
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("How the agent worked:\n\n{}\n\n", lines.join("\n"))
 }
 
 /// What the event log adds to the archive: the run's metrics (and, from

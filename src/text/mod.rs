@@ -8,5 +8,6 @@
 
 pub mod clip;
 pub mod compress;
+pub(crate) mod json_scan;
 pub(crate) mod number;
 pub(crate) mod redact;

@@ -803,9 +803,10 @@ fn model_api_failures_are_data_and_five_in_a_row_stop_the_night_red() {
                     // A proxy's page where JSON was expected.
                     ResponseTemplate::new(200).set_body_string("<html>502 from the proxy</html>")
                 } else {
-                    ResponseTemplate::new(500)
-                        .insert_header("retry-after-ms", "5")
-                        .set_body_string(r#"{"error":{"message":"The server had an error","type":"server_error"}}"#)
+                    // The request itself is wrong (a 5xx would be an
+                    // outage, waited out).
+                    ResponseTemplate::new(400)
+                        .set_body_string(r#"{"error":{"message":"'messages' is malformed","type":"invalid_request_error"}}"#)
                 }
             })
             .mount(&server),
@@ -830,12 +831,12 @@ fn model_api_failures_are_data_and_five_in_a_row_stop_the_night_red() {
     assert!(
         second
             .reason
-            .contains("model API: HTTP 500 server_error after 5 tries (The server had an error)"),
+            .contains("model API: HTTP 400 invalid_request_error ('messages' is malformed)"),
         "{}",
         second.reason
     );
-    // One garbage answer (not retried) and four PLANs of five tries each.
-    assert_eq!(*count.lock().unwrap(), 1 + 4 * 5);
+    // One garbage answer and four refused PLANs, none of them retried.
+    assert_eq!(*count.lock().unwrap(), 1 + 4);
 }
 
 type Play = Box<dyn Fn(&Seen, usize, &dyn Fn(String)) -> ResponseTemplate + Send + Sync>;
@@ -1373,5 +1374,388 @@ fn an_llm_reviewer_quoting_a_planted_verdict_has_blocked() {
         r.verdict,
         Some(ooda::testing::model::ReviewVerdict::Block),
         "{r:?}"
+    );
+}
+
+/// An answer in words only, as a model without tool calls gives it.
+fn said(n: usize, content: &str) -> ResponseTemplate {
+    ResponseTemplate::new(200).set_body_json(json!({
+        "id": format!("chatcmpl-{n}"), "object": "chat.completion", "model": "small-local",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 500, "completion_tokens": 40}}))
+}
+
+const EDIT_PLAN: &str = r#"{"hypothesis": "work through fast halves t", "change": "make work in src/work.sh call fast", "cites": [0], "axes": [{"name": "algorithm", "direction": "apply"}], "predicted_effect": 0.5, "predicted_sd": 0.1}"#;
+
+/// A project whose gain is in the edit itself: t halves when the program
+/// the benchmark runs, src/work.sh, calls `fast`. Its one model tier is the scripted server, offered its
+/// tools as `tools` says.
+fn edit_gain_project(s: &Served, tools: &str) -> Test {
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: small-local, base_url: \"{}/v1\", tools: {tools}}}\n",
+            s.server.uri()
+        ),
+    );
+    t.script(
+        "bench.sh",
+        &crate::test::bench_after("F=$(sh src/work.sh); export F\n", "ENVIRON[\"F\"]", 0.01),
+    );
+    t.write(
+        "src/work.sh",
+        "slow() { echo 100; }\nfast() { echo 50; }\nwork() {\n    echo $(slow)\n}\nwork\n",
+    );
+    t.brief(
+        "b",
+        "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\n  timeout: 20s\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\"]\nagent: llm\nseed: 1\nbudget: { iterations: 1 }\n---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nbench.sh stays.\n",
+    );
+    t.commit("a project for a small local model");
+    t
+}
+
+/// Whether the request offered tools the API way, or sent a tool role.
+fn native_tools_in(s: &Seen) -> bool {
+    s.all.contains("\"tools\":[") || !s.results.is_empty()
+}
+
+/// A model that never returns a structured call (`tools: text`): it writes
+/// each call as text, in the three common forms, and the night reaches
+/// EVALUATE and keeps the gain its edit made.
+#[test]
+fn a_night_whose_model_writes_its_calls_as_text_keeps_a_real_gain() {
+    let s = serve_script(
+        Api::OpenAi,
+        Box::new(move |s, n, wrong| {
+            if native_tools_in(s) {
+                wrong(format!("request {n}: tools sent the API way in text mode"));
+            }
+            if s.system.contains("PLAN phase") {
+                return said(
+                    n,
+                    &format!(
+                        "<tool_call>\n{{\"name\": \"finish\", \"arguments\": {{\"answer\": {EDIT_PLAN}}}}}\n</tool_call>"
+                    ),
+                );
+            }
+            if s.system.contains("EXECUTE phase") {
+                if !s.all.contains("[result of your `read_file` call]") {
+                    return said(
+                        n,
+                        "Let me read it.\n<tool_call>{\"name\": \"read_file\", \"arguments\": {\"path\": \"src/work.sh\"}}</tool_call>",
+                    );
+                }
+                if !s.all.contains("[result of your `edit_file` call]") {
+                    return said(
+                        n,
+                        "```json\n{\"name\": \"edit_file\", \"arguments\": {\"path\": \"src/work.sh\", \"old\": \"$(slow)\", \"new\": \"$(fast)\"}}\n```",
+                    );
+                }
+                return said(
+                    n,
+                    "{\"name\": \"finish\", \"arguments\": {\"answer\": {\"change\": \"work calls fast\"}}}",
+                );
+            }
+            if s.system.contains("LEARN phase") {
+                return said(n, "```json\n{\"answer\": {\"patterns\": []}}\n```");
+            }
+            said(
+                n,
+                "<tool_call>{\"name\": \"finish\", \"arguments\": {\"answer\": {\"verdict\": \"approve\", \"findings\": []}}}</tool_call>",
+            )
+        }),
+    );
+    let t = edit_gain_project(&s, "text");
+    let rec = kept(&t, &s, "wrote 3 tool call(s) as text");
+    let ev = t.events("b");
+    let forms: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["type"] == "tool_call")
+        .filter_map(|e| e["written_as"].as_str())
+        .collect();
+    for f in ["tool_call tags", "fenced JSON", "bare JSON"] {
+        assert!(forms.contains(&f), "{f}: {forms:?}");
+    }
+    assert!(rec.changed_paths.iter().any(|p| p == "src/work.sh"));
+}
+
+/// A model without tools at all (`tools: none`): EXECUTE is shown the
+/// file, answers with a search/replace block that does not match, is sent
+/// that exact block back, fixes it, and the night keeps the gain.
+#[test]
+fn a_night_in_edit_format_mode_applies_search_replace_blocks_and_keeps_a_real_gain() {
+    let s = serve_script(
+        Api::OpenAi,
+        Box::new(move |s, n, wrong| {
+            if native_tools_in(s) {
+                wrong(format!("request {n}: tools sent in edit-format mode"));
+            }
+            if s.system.contains("PLAN phase") {
+                return said(n, &format!("```ooda\n{EDIT_PLAN}\n```"));
+            }
+            if s.system.contains("EXECUTE phase") {
+                if !s.system.contains("<<<<<<< SEARCH") {
+                    wrong(format!("request {n}: EXECUTE was not told the edit format"));
+                }
+                if !s.all.contains("work() {") {
+                    wrong(format!("request {n}: EXECUTE was not shown the file"));
+                }
+                if !s.all.contains("This block was not applied") {
+                    return said(
+                        n,
+                        "src/work.sh\n```sh\n<<<<<<< SEARCH\n    echo $(slower)\n=======\n    echo $(fast)\n>>>>>>> REPLACE\n```",
+                    );
+                }
+                if !s.all.contains("echo $(slower)") {
+                    wrong(format!("request {n}: the failed block was not sent back"));
+                }
+                return said(
+                    n,
+                    "src/work.sh\n```sh\n<<<<<<< SEARCH\n    echo $(slow)\n=======\n    echo $(fast)\n>>>>>>> REPLACE\n```\n```ooda\n{\"change\": \"work calls fast\"}\n```",
+                );
+            }
+            if s.system.contains("LEARN phase") {
+                return said(n, "```ooda\n{\"patterns\": []}\n```");
+            }
+            said(
+                n,
+                "```ooda\n{\"verdict\": \"approve\", \"findings\": []}\n```",
+            )
+        }),
+    );
+    let t = edit_gain_project(&s, "none");
+    let rec = kept(&t, &s, "1 of 2 search/replace blocks did not apply");
+    assert!(
+        rec.changed_paths.iter().any(|p| p == "src/work.sh"),
+        "{:?}",
+        rec.changed_paths
+    );
+}
+
+/// Runs the night of `t` and checks it kept the gain, that the script saw
+/// nothing wrong, and that EXECUTE's warnings say `warning`.
+fn kept(t: &Test, s: &Served, warning: &str) -> ooda::testing::archive::history::IterationRecord {
+    t.ooda(&["run", "b"]).expect(4);
+    let wrong = s.wrong.lock().unwrap().clone();
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    let rec = t.record("b", 1);
+    assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
+    let execute = rec
+        .agent_calls
+        .iter()
+        .find(|c| c.phase == ooda::testing::model::Phase::Execute)
+        .expect("an EXECUTE call");
+    assert!(
+        execute.warnings.iter().any(|w| w.contains(warning)),
+        "{:?}",
+        execute.warnings
+    );
+    rec
+}
+
+/// `ooda check --preflight` against three servers: one that calls tools
+/// natively, one that writes the call as text, one that never calls. Each
+/// is classified and recorded for the nights that follow; the server's
+/// window is read; a plan that changes the protected benchmark is a
+/// problem, not "OK".
+#[test]
+fn the_preflight_tells_native_text_and_no_tool_calls_apart() {
+    let probe_asked = |s: &Seen| s.all.contains("Call the list_files tool");
+    let native = serve_script(
+        Api::OpenAi,
+        Box::new(move |s, n, _| {
+            if probe_asked(s) {
+                return ok(Api::OpenAi, n, &[("list_files", json!({"dir": "."}))]);
+            }
+            ok(
+                Api::OpenAi,
+                n,
+                &[(
+                    "finish",
+                    json!({"answer": serde_json::from_str::<Value>(EDIT_PLAN).unwrap()}),
+                )],
+            )
+        }),
+    );
+    let text = serve_script(
+        Api::OpenAi,
+        Box::new(move |s, n, _| {
+            if probe_asked(s) {
+                return said(
+                    n,
+                    "<tool_call>\n{\"name\": \"list_files\", \"arguments\": {\"dir\": \".\"}}\n</tool_call>",
+                );
+            }
+            said(
+                n,
+                &format!(
+                    "<tool_call>{{\"name\": \"finish\", \"arguments\": {{\"answer\": {}}}}}</tool_call>",
+                    EDIT_PLAN.replace(
+                        "make work in src/work.sh call fast",
+                        "make bench.sh report less"
+                    )
+                ),
+            )
+        }),
+    );
+    let none = serve_script(
+        Api::OpenAi,
+        Box::new(move |s, n, _| {
+            if probe_asked(s) {
+                return said(n, "Sure! Here are the files of the project: src/work.sh.");
+            }
+            said(n, &format!("```ooda\n{EDIT_PLAN}\n```"))
+        }),
+    );
+    none._rt.block_on(
+        Mock::given(wiremock::matchers::method("GET"))
+            .and(wiremock::matchers::path("/props"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(
+                json!({"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}),
+            ))
+            .mount(&none.server),
+    );
+    for (served, tools_line, ok_line, mode) in [
+        (
+            &native,
+            "tools       native tool calls",
+            "preflight OK",
+            "native",
+        ),
+        (
+            &text,
+            "tools       tool calls as text: the model wrote its `list_files` call as tool_call tags",
+            "preflight FAILED",
+            "text",
+        ),
+        (
+            &none,
+            "tools       no tool calls (edit-format mode)",
+            "preflight OK",
+            "none",
+        ),
+    ] {
+        let t = Test::new();
+        t.write(
+            "ooda.yaml",
+            &format!(
+                "{QUIET_CONFIG}models:\n  heavy: {{provider: openai, model: small-local, base_url: \"{}/v1\", context_window: 8192, max_output: 1024}}\n",
+                served.server.uri()
+            ),
+        );
+        t.brief(
+            "b",
+            "---\nmetric:\n  name: t\n  command: ./bench.sh\n  direction: minimize\nscope:\n  allow: [\"src/**\"]\n  protect: [\"bench.sh\"]\nagent: llm\n---\n# Goal\nMake t small.\n\n# Success\nt drops.\n\n# Must not break\nbench.sh stays.\n",
+        );
+        t.commit("a project");
+        let r = t.ooda(&["check", "b", "--preflight"]);
+        assert!(
+            r.stdout.contains(tools_line),
+            "{mode}:\n{}\n{}",
+            r.stdout,
+            r.stderr
+        );
+        assert!(r.stdout.contains(ok_line), "{mode}:\n{}", r.stdout);
+        let record: Value = serde_json::from_str(&t.read(".ooda/preflight/tools.json")).unwrap();
+        let key = format!("openai small-local at {}/v1", served.server.uri());
+        assert_eq!(record[&key], mode, "{record}");
+        // The nights that follow run in the mode found.
+        let c = t.ooda(&["check", "b"]);
+        assert!(
+            c.stdout
+                .contains(&format!("small-local at {}/v1, ", served.server.uri())),
+            "{}",
+            c.stdout
+        );
+        match mode {
+            "text" => assert!(
+                r.stdout.contains("the plan proposes changing bench.sh"),
+                "{}",
+                r.stdout
+            ),
+            "none" => assert!(
+                r.stdout
+                    .contains("window      8192 tokens (the server's /props n_ctx)"),
+                "{}",
+                r.stdout
+            ),
+            _ => {}
+        }
+    }
+}
+
+/// A local server that is not up yet: connections refused for 60 s, then
+/// it answers. The refusals are an outage, waited out; no iteration is
+/// lost to it and the night is not red.
+#[test]
+fn a_local_server_that_comes_up_a_minute_late_costs_no_iteration() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let t = Test::new();
+    t.write(
+        "ooda.yaml",
+        &format!(
+            "defaults:\n  pairs: 3\n  calibration_pairs: 3\n  agent_outage: 4m\nmodels:\n  heavy: {{provider: openai, model: test-heavy, base_url: \"http://127.0.0.1:{port}/v1\"}}\n"
+        ),
+    );
+    t.brief(
+        "b",
+        &knob_brief("budget: { iterations: 1 }\n").replace("agent: builtin", "agent: llm"),
+    );
+    t.commit("a project whose model server starts late");
+    let started = std::time::Instant::now();
+    let child = t
+        .command(&["run", "b"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(60));
+    let rt = runtime();
+    let listener =
+        std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free again");
+    let server = rt.block_on(MockServer::builder().listener(listener).start());
+    rt.block_on(
+        Mock::given(wiremock::matchers::method("POST"))
+            .respond_with(Script {
+                api: Api::OpenAi,
+                play: Box::new(|s, n, _| {
+                    routine(Api::OpenAi, s, n).unwrap_or_else(|| {
+                        ok(
+                            Api::OpenAi,
+                            n,
+                            &[("finish", json!({"answer": {"change": "set X to 40"}}))],
+                        )
+                    })
+                }),
+                requests: Arc::new(Mutex::new(0)),
+                wrong: Arc::new(Mutex::new(Vec::new())),
+            })
+            .mount(&server),
+    );
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(60));
+    assert!(!stdout.contains("red_"), "{stdout}");
+    assert_eq!(t.iterations("b"), [0, 1], "{stdout}");
+    let rec = t.record("b", 1);
+    assert_ne!(rec.verdict, Verdict::Invalid, "{}", rec.reason);
+    assert!(rec.measured.is_some(), "{}", rec.reason);
+    let ev = t.events("b");
+    let waits: Vec<&Value> = ev
+        .iter()
+        .filter(|e| e["type"] == "agent_unavailable")
+        .collect();
+    assert!(!waits.is_empty());
+    assert!(
+        waits[0]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot connect"),
+        "{:?}",
+        waits[0]
     );
 }

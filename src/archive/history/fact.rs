@@ -241,12 +241,29 @@ pub(crate) fn entry_text(rec: &IterationRecord) -> Option<String> {
     if !rec.falsifies() {
         return None;
     }
+    // LEARN's statement, else the change that was measured (EXECUTE's own
+    // account of it when it gave one), else the plan's hypothesis: what a
+    // discard falsifies is what was measured, not what was hoped.
     let text = match &rec.falsified {
         Some(f) if !f.trim().is_empty() => f.as_str(),
+        _ if !rec.change.trim().is_empty() => rec.change.as_str(),
         _ if !rec.hypothesis.trim().is_empty() => rec.hypothesis.as_str(),
         _ => return None,
     };
     Some(crate::text::clip::clip(text, 400))
+}
+
+/// The hash a plan's `change` is compared under with a falsified entry
+/// ([`Fact::entry`]); 0 for no change text.
+pub(crate) fn change_key(change: &str) -> u64 {
+    if change.trim().is_empty() {
+        return 0;
+    }
+    hash(
+        crate::text::clip::clip(change, 400)
+            .to_lowercase()
+            .as_bytes(),
+    )
 }
 
 /// Whether `summary.md`'s Review section lists a report of `rec`: a

@@ -518,6 +518,8 @@ pub(crate) fn describe_json(brief: &Brief, project: &Project) -> serde_json::Val
                 "command_line": a.command_line(),
                 "format": crate::config::AgentFormat::Text.as_str(),
                 "timeout_seconds": a.timeout.as_secs(),
+                "request_timeout_seconds": a.setup.tier.timeout.as_secs(),
+                "tools": a.setup.tools.as_str(),
             })
         }
         Ok(a) => json!({"name": a.name(), "driver": "builtin"}),
@@ -634,7 +636,7 @@ fn describe_llm(s: &mut String, a: &crate::driver::LlmAgent) {
     let t = &llm.tier;
     let _ = writeln!(
         s,
-        "  agent       llm driver: {} (model `{}`, {} tokens of context, {} out, {} retries, key {}, timeout {})",
+        "  agent       llm driver: {} (model `{}`, {} tokens of context, {} out, {} retries, key {}, {} per request, {} per step)",
         llm.describe(),
         llm.choice,
         t.context_window,
@@ -644,6 +646,7 @@ fn describe_llm(s: &mut String, a: &crate::driver::LlmAgent) {
             .as_deref()
             .map(|v| format!("from ${v}"))
             .unwrap_or_else(|| "none sent".into()),
+        crate::brief::format_duration(t.timeout),
         crate::brief::format_duration(a.timeout)
     );
     let allowed: Vec<String> = llm.allowed.iter().map(|c| format!("`{c}`")).collect();

@@ -25,7 +25,50 @@ pub(crate) fn preflight(
     cancel: &AtomicBool,
     print: Print,
 ) -> Result<(String, bool, serde_json::Value)> {
-    let main = MainAgent::for_brief(brief, &project.config)?;
+    let mut s = String::new();
+    let mut problems = Vec::new();
+    let mut probed = None;
+    let mut main = MainAgent::for_brief(brief, &project.config)?;
+    if let MainAgent::Llm(llm) = &main {
+        let tier = &llm.setup.tier;
+        let p = crate::driver::llm::probe::probe(tier, cancel)?;
+        let chosen = match (tier.tools, p.tools) {
+            (Some(set), _) => format!(" (the tier sets `tools: {}`)", set.as_str()),
+            (None, Some(found)) => {
+                record_tools(&project.root, tier, found)?;
+                format!(
+                    " (recorded: a night with this model runs in `tools: {}` mode)",
+                    found.as_str()
+                )
+            }
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "preflight: probed {}",
+            crate::driver::llm::tool_loop::endpoint(tier)
+        );
+        let _ = writeln!(
+            s,
+            "  tools       {}: {}{chosen}",
+            p.tools.map_or("unknown", |m| m.describe()),
+            p.detail
+        );
+        if let Some((n, said)) = &p.window {
+            let _ = writeln!(s, "  window      {n} tokens ({said})");
+        }
+        if let Some(o) = p.out_per_s {
+            let read = p
+                .in_per_s
+                .map(|i| format!(", {i:.0} tokens/s read"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "  throughput  {o:.1} tokens/s written{read}");
+        }
+        problems.extend(p.problems.iter().cloned());
+        probed = Some(p);
+        // The PLAN call below runs in the mode just recorded.
+        main = MainAgent::for_brief(brief, &project.config)?;
+    }
     let Some(agent) = main.caller() else {
         return Ok((
             "preflight: the builtin driver runs no agent process (no network, no key): nothing to try\n".into(),
@@ -77,7 +120,6 @@ pub(crate) fn preflight(
     let best = points::point_in(&cand, brief)?;
     let report = crate::driver::agent::steps::preflight(agent, &turn, &best)?;
     let c = &report.call;
-    let mut s = String::new();
     let _ = writeln!(
         s,
         "preflight: ran `{}` for PLAN: {} after {:.1}s{}",
@@ -116,6 +158,7 @@ pub(crate) fn preflight(
                 crate::text::clip::clip(&plan.hypothesis, 100),
                 crate::text::number::predicted(plan.predicted_effect, plan.predicted_sd)
             );
+            problems.extend(protected_in_plan(brief, &cand, plan)?);
             true
         }
         Err(why) => {
@@ -123,6 +166,10 @@ pub(crate) fn preflight(
             false
         }
     };
+    for p in &problems {
+        let _ = writeln!(s, "  problem     {p}");
+    }
+    let ok = ok && problems.is_empty();
     let _ = writeln!(
         s,
         "  files       {} (the prompt, the output, the answer)",
@@ -133,6 +180,8 @@ pub(crate) fn preflight(
         "{}",
         if ok {
             "preflight OK: the agent answered with a plan a night would accept"
+        } else if report.plan.is_ok() {
+            "preflight FAILED: the plan was read, and a night would trip over the problems above"
         } else {
             "preflight FAILED: a night would not get a usable plan from this agent (above)"
         }
@@ -142,7 +191,56 @@ pub(crate) fn preflight(
         "call": c,
         "plan": report.plan.as_ref().ok(),
         "problem": report.plan.as_ref().err(),
+        "problems": problems,
+        "probe": probed,
         "files": files.display().to_string(),
     });
     Ok((s, ok, data))
+}
+
+/// The files the plan names that the Brief does not let the agent change:
+/// a night would block the change, so the preflight is not "OK".
+fn protected_in_plan(
+    brief: &Brief,
+    cand: &std::path::Path,
+    plan: &crate::model::Plan,
+) -> Result<Vec<String>> {
+    // The change says what will be edited; a hypothesis may name the
+    // benchmark only to say what it measures.
+    let text = if plan.change.trim().is_empty() {
+        &plan.hypothesis
+    } else {
+        &plan.change
+    };
+    let named = crate::driver::agent::named_files::named_files(brief, cand, text, "")?;
+    Ok(named
+        .read
+        .iter()
+        .filter(|f| !brief.scope.allows(f) || brief.scope.protects(f) || **f == brief.knobs_file)
+        .map(|f| {
+            format!(
+                "the plan proposes changing {f}, which the Brief does not let the agent change (scope): a night would block that change; say in the Brief what may change, or protect less"
+            )
+        })
+        .collect())
+}
+
+/// Keeps what the probe found for this model, for the nights that follow
+/// (`LlmSetup::resolve` reads it when the tier leaves `tools` out).
+fn record_tools(
+    root: &std::path::Path,
+    tier: &crate::config::ModelTier,
+    mode: crate::config::ToolsMode,
+) -> Result<()> {
+    let path = crate::driver::llm::tool_loop::tools_record(root);
+    let mut v: serde_json::Value = crate::atomic::read_string(&path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .filter(serde_json::Value::is_object)
+        .unwrap_or_else(|| serde_json::json!({}));
+    v[crate::driver::llm::tool_loop::endpoint(tier)] = serde_json::json!(mode);
+    if let Some(dir) = path.parent() {
+        crate::atomic::create_dir_all(dir)?;
+    }
+    crate::atomic::write_atomic(&path, v.to_string().as_bytes())
 }

@@ -22,6 +22,92 @@ pub(crate) struct Rejection {
     pub message: String,
 }
 
+/// The first field of a plan answer with the wrong type, said with what was
+/// expected, what came and a corrected example: a small model that wrote
+/// `"change": {"diffs": …}` learns which field and how, not a parser's
+/// "invalid type: map, expected a string".
+pub(crate) fn plan_field_problem(answer: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let o = answer.as_object()?;
+    let kind = |v: &Value| match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    };
+    type Field = (&'static str, &'static str, fn(&Value) -> bool, &'static str);
+    let fields: [Field; 7] = [
+        (
+            "hypothesis",
+            "a string",
+            Value::is_string,
+            r#""hypothesis": "a sieve replaces trial division and does far less work per number""#,
+        ),
+        (
+            "change",
+            "a string: the change in one sentence (not the edit itself)",
+            Value::is_string,
+            r#""change": "replace is_prime's trial division with a sieve of Eratosthenes in primes.py""#,
+        ),
+        (
+            "cites",
+            "a list of iteration numbers",
+            |v| v.as_array().is_some_and(|a| a.iter().all(Value::is_u64)),
+            r#""cites": [0]"#,
+        ),
+        (
+            "axes",
+            "a list of objects with `name` and `direction`",
+            |v| {
+                v.as_array().is_some_and(|a| {
+                    a.iter().all(|x| {
+                        x.get("name").is_some_and(Value::is_string)
+                            && x.get("direction").is_some_and(Value::is_string)
+                    })
+                })
+            },
+            r#""axes": [{"name": "algorithm", "direction": "apply"}]"#,
+        ),
+        (
+            "predicted_effect",
+            "a number (a fraction: 0.3 = 30% better)",
+            Value::is_number,
+            r#""predicted_effect": 0.3"#,
+        ),
+        (
+            "predicted_sd",
+            "a number, 0 or more",
+            Value::is_number,
+            r#""predicted_sd": 0.1"#,
+        ),
+        (
+            "knobs",
+            "an object of knob values",
+            Value::is_object,
+            r#""knobs": {}"#,
+        ),
+    ];
+    for (name, want, fits, example) in fields {
+        match o.get(name) {
+            None if matches!(name, "hypothesis" | "predicted_effect" | "predicted_sd") => {
+                return Some(format!(
+                    "the field `{name}` is missing; it must be {want}, e.g. {example}"
+                ));
+            }
+            Some(v) if !fits(v) && !v.is_null() => {
+                return Some(format!(
+                    "the field `{name}` must be {want}, and it is {}; e.g. {example}",
+                    kind(v)
+                ));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Checks a plan against the rules every plan must follow, over the rows
 /// of the archive before the plan's iteration (history/fact.rs: texts and
 /// points compared by hash).
@@ -75,16 +161,43 @@ pub(crate) fn validate(
         });
     }
     let hyp = fact::hash(normalize(&plan.hypothesis).as_bytes());
-    if let Some(r) = history.iter().find(|r| {
-        (r.falsified == hyp && r.discard.is_none_or(DiscardKind::falsifies))
-            || (r.falsifies() && r.hypothesis == hyp)
-    }) {
+    if let Some(r) = history
+        .iter()
+        .find(|r| r.falsified == hyp && r.discard.is_none_or(DiscardKind::falsifies))
+    {
         return Err(Rejection {
             rule: "falsified",
             message: format!(
                 "this hypothesis was already falsified in iteration {}: propose a different change, or a new angle with a different hypothesis",
                 r.iteration
             ),
+        });
+    }
+    // A discard falsifies the change that was measured, which a weak
+    // executor may have made far from its plan (a sieve planned, one range
+    // edited): the idea may be tried once more with a different change;
+    // two measured changes of it discarded, or the same change again, and
+    // it is falsified.
+    let discarded: Vec<&Fact> = history
+        .iter()
+        .filter(|r| r.falsifies() && r.hypothesis == hyp)
+        .collect();
+    let key = fact::change_key(&plan.change);
+    let same = discarded.iter().find(|r| key == 0 || r.entry == key);
+    if discarded.len() >= 2 || same.is_some() {
+        let ids: Vec<u32> = discarded.iter().map(|r| r.iteration).collect();
+        let message = match same {
+            Some(r) if discarded.len() < 2 => format!(
+                "this hypothesis was measured in iteration {} with this same change and discarded: propose a different change that implements it (once more), or a different hypothesis",
+                r.iteration
+            ),
+            _ => format!(
+                "this hypothesis was already falsified: the changes measured for it in iterations {ids:?} were discarded; propose a different hypothesis"
+            ),
+        };
+        return Err(Rejection {
+            rule: "falsified",
+            message,
         });
     }
     // An idea the measurement could not settle may be tried again, but not
@@ -342,6 +455,47 @@ mod tests {
         let mut p = plan("z", vec![0], 32);
         p.predicted_effect = f64::NAN;
         assert_eq!(rule(p), "prediction");
+    }
+
+    #[test]
+    fn a_discard_falsifies_the_change_measured_not_the_idea_at_once() {
+        use crate::model::DiscardKind;
+        // A sieve was planned; the executor only edited a range, measured
+        // futile. EXECUTE's account of it is the record's change.
+        let mut weak = rec(1, Verdict::Discard, "a sieve of Eratosthenes", None);
+        weak.discard = Some(DiscardKind::Futile);
+        weak.change = "range(2, limit) instead of range(2, n)".into();
+        let mut h = vec![rec(0, Verdict::Baseline, "baseline", None), weak.clone()];
+        let mut p = plan("A sieve of  Eratosthenes", vec![1], 32);
+        p.knobs.clear();
+        p.change = "replace trial division with a sieve in primes.py".into();
+        assert_eq!(
+            validate(&p, &h, 2),
+            Ok(()),
+            "a different change may try the idea"
+        );
+        // The same change again is refused, with what to do instead.
+        let mut same = p.clone();
+        same.change = "RANGE(2, limit) instead of range(2, n)".into();
+        let rej = validate(&same, &h, 2).unwrap_err();
+        assert_eq!(rej.rule, "falsified");
+        assert!(
+            rej.message.contains("with this same change"),
+            "{}",
+            rej.message
+        );
+        // Two measured changes of the idea discarded: it is falsified.
+        let mut second = weak;
+        second.iteration = 2;
+        second.change = "a sieve that still divides".into();
+        h.push(second);
+        let rej = validate(&p, &h, 3).unwrap_err();
+        assert!(rej.message.contains("iterations [1, 2]"), "{}", rej.message);
+        // The falsified list names what was measured.
+        assert_eq!(
+            fact::entry_text(&h[1]).as_deref(),
+            Some("range(2, limit) instead of range(2, n)")
+        );
     }
 
     #[test]

@@ -231,6 +231,8 @@ pub(crate) enum Source {
     BareJson,
     /// The llm driver's `finish` tool.
     FinishTool,
+    /// The `finish` call, written as text (`text_calls.rs`).
+    TextCall,
 }
 
 impl Source {
@@ -240,6 +242,7 @@ impl Source {
             Source::FencedBlock => "```ooda block",
             Source::BareJson => "bare JSON",
             Source::FinishTool => "finish tool call",
+            Source::TextCall => "finish call written as text",
         }
     }
 }
@@ -285,7 +288,49 @@ pub(crate) fn result_json(
     if let Ok(v) = object(text) {
         return Ok((v, Source::BareJson));
     }
+    if let Some(read) = leading_object(text, shown) {
+        return Ok(read);
+    }
     Err("the final text has no fenced code block tagged `ooda`: end your answer with ```ooda, the JSON, and ```".into())
+}
+
+/// A near-miss small models write: the answer object first, followed by a
+/// stray fence or a sentence, or fenced as ```json instead of ```ooda. Not
+/// an object that spells a tool call (that is not an answer), nor one that
+/// repeats what the agent was shown.
+fn leading_object(text: &str, shown: &str) -> Option<(Value, Source)> {
+    use crate::text::json_scan::{fenced_blocks, object_at};
+    let mut t = text.trim_start();
+    // `<answer>{…}</answer>`, as some templates teach.
+    if let Some(open) = t.find("<answer>") {
+        let inner = &t[open + "<answer>".len()..];
+        t = inner[..inner.find("</answer>").unwrap_or(inner.len())].trim_start();
+    }
+    let (v, raw, source) = if t.starts_with('{') {
+        let (v, end) = object_at(t, 0)?;
+        (v, &t[..end], Source::BareJson)
+    } else {
+        let &(start, _, body_start, body_end) = fenced_blocks(t).first()?;
+        let info = t[start..body_start].lines().next().unwrap_or("");
+        let tag = info.trim_start_matches(['`', '~']).trim();
+        if start != 0 || !(tag.is_empty() || tag.eq_ignore_ascii_case("json")) {
+            return None;
+        }
+        let body = t[body_start..body_end].trim_start();
+        let (v, end) = object_at(body, 0)?;
+        (v, &body[..end], Source::FencedBlock)
+    };
+    let call =
+        v.get("name").is_some() && (v.get("arguments").is_some() || v.get("parameters").is_some());
+    let quoted = !shown.is_empty() && {
+        let compact = |s: &str| s.split_whitespace().collect::<String>();
+        compact(shown).contains(&compact(raw))
+    };
+    (!call
+        && !quoted
+        && v.as_object()
+            .is_some_and(|o| o.len() > 1 || !o.contains_key("answer")))
+    .then_some((v, source))
 }
 
 fn object(text: &str) -> Result<Value, String> {

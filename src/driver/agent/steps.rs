@@ -314,6 +314,7 @@ fn plan_once(step: &Talk, best: &Point) -> Result<Proposal> {
     let mut retry: Option<String> = None;
     let mut proposed: Option<Plan> = None;
     let mut last: Option<(&'static str, String)> = None;
+    let mut previous: Option<serde_json::Value> = None;
     for attempt in 1..=PLAN_ATTEMPTS {
         let (text, _) = prompt::plan(&PlanView {
             template: &template,
@@ -351,8 +352,26 @@ fn plan_once(step: &Talk, best: &Point) -> Result<Proposal> {
                 breach: None,
             });
         }
+        if let Ok((v, _)) = &reply.result {
+            if previous.as_ref() == Some(v) {
+                t.span.emit(Event::Anomaly {
+                    kind: crate::model::AnomalyKind::RepeatedAnswer,
+                    message: format!(
+                        "PLAN attempt {attempt} repeated the previous attempt's answer word for word, after being told why it was rejected"
+                    ),
+                })?;
+            }
+            previous = Some(v.clone());
+        }
         match read_plan(t, &reply, best) {
             Ok(plan) => {
+                if let Some(w) = example_prediction(&template, &plan) {
+                    t.span.emit(Event::Anomaly {
+                        kind: crate::model::AnomalyKind::ExamplePrediction,
+                        message: w.clone(),
+                    })?;
+                    reply.call.warnings.push(w);
+                }
                 reply.call.problem = None;
                 step.finished(&reply.call)?;
                 calls.push(reply.call);
@@ -401,6 +420,28 @@ fn plan_once(step: &Talk, best: &Point) -> Result<Proposal> {
 
 type PlanError = (&'static str, String, Option<Box<Plan>>);
 
+/// The warning for a plan whose prediction is exactly the example the PLAN
+/// template shows (`"predicted_effect": 0.05, "predicted_sd": 0.03`): a
+/// model copying the example's numbers made no prediction, and the
+/// mismatch light, which needs ten measured ones, would take all night to
+/// say so.
+fn example_prediction(template: &str, plan: &Plan) -> Option<String> {
+    let number = |key: &str| {
+        let at = template.find(&format!("\"{key}\":"))? + key.len() + 3;
+        let rest = template[at..].trim_start();
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+            .unwrap_or(rest.len());
+        rest[..end].parse::<f64>().ok()
+    };
+    let (effect, sd) = (number("predicted_effect")?, number("predicted_sd")?);
+    (plan.predicted_effect == effect && plan.predicted_sd == sd).then(|| {
+        format!(
+            "the plan's prediction ({effect} ± {sd}) is the example in templates/plan.md, not an estimate: the model may be copying the prompt"
+        )
+    })
+}
+
 /// The reply as a validated plan, or the rule it broke, the message for the
 /// agent, and the plan as proposed (when it parsed).
 fn read_plan(t: &Step, reply: &Reply, best: &Point) -> Result<Plan, PlanError> {
@@ -420,11 +461,12 @@ fn read_plan_shape(t: &Step, reply: &Reply, best: &Point) -> Result<Plan, PlanEr
             return Err(("format", why, None));
         }
     };
-    let mut plan: Plan = serde_json::from_value(value).map_err(|e| {
+    let mut plan: Plan = serde_json::from_value(value.clone()).map_err(|e| {
+        let why = answers::plan_field_problem(&value).unwrap_or_else(|| e.to_string());
         (
             "format",
             format!(
-                "the answer (the {}) is not a valid plan ({e}); use exactly the fields of the JSON shown in the task",
+                "the answer (the {}) is not a valid plan: {why}; use exactly the fields of the JSON shown in the task",
                 source.as_str()
             ),
             None,

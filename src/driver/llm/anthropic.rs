@@ -13,7 +13,7 @@ pub(crate) const VERSION: &str = "2023-06-01";
 
 pub(crate) fn body(model: &str, req: &Request) -> Value {
     let mut messages: Vec<Value> = Vec::new();
-    for m in req.messages {
+    for m in &super::wire::with_text_calls_as_text(req.messages) {
         let (role, blocks) = match m.speaker {
             Speaker::User => ("user", vec![json!({"type": "text", "text": m.text})]),
             Speaker::Tool => (
@@ -142,6 +142,7 @@ pub(crate) fn parse(v: &Value) -> Result<Completion, String> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
+        speeds: None,
     })
 }
 

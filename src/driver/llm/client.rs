@@ -33,7 +33,13 @@ pub(crate) struct Answered {
     pub latency: Duration,
     /// Requests made, retries included.
     pub tries: u32,
+    /// The `max_output` of the try that answered: lower than asked when
+    /// an earlier try timed out.
+    pub max_output: u64,
 }
+
+/// The least `max_output` a timed-out request is retried with.
+const MIN_OUTPUT: u64 = 256;
 
 impl Client {
     pub(crate) fn new(tier: &ModelTier) -> Result<Client> {
@@ -81,12 +87,17 @@ impl Client {
         deadline: Instant,
         mut waiting: impl FnMut(&ApiError, Duration),
     ) -> Result<std::result::Result<Answered, ApiError>> {
-        let body = match self.tier.provider {
-            Provider::Openai => openai::body(&self.tier.model, self.tier.base_url(), req),
-            Provider::Anthropic => anthropic::body(&self.tier.model, req),
-        };
+        let mut max_output = req.max_output;
         let mut tries = 0;
         loop {
+            let req = Request {
+                max_output,
+                ..req.clone()
+            };
+            let body = match self.tier.provider {
+                Provider::Openai => openai::body(&self.tier.model, self.tier.base_url(), &req),
+                Provider::Anthropic => anthropic::body(&self.tier.model, &req),
+            };
             tries += 1;
             let started = Instant::now();
             let left = deadline.saturating_duration_since(started);
@@ -98,13 +109,36 @@ impl Client {
                 e.kind = "step_timeout".into();
                 return Ok(Err(ApiError { tries, ..e }));
             }
-            let error = match self.once(&body, request, cancel, self.tier.timeout.min(left))? {
+            let limit = self.tier.timeout.min(left);
+            let error = match self.once(&body, request, cancel, limit)? {
                 Ok(completion) => {
                     return Ok(Ok(Answered {
                         completion,
                         latency: started.elapsed(),
                         tries,
+                        max_output,
                     }));
+                }
+                Err(e) if e.kind == "timeout" => {
+                    let by = if limit < self.tier.timeout {
+                        "the step's remaining time".to_string()
+                    } else {
+                        format!(
+                            "the `timeout` of {}",
+                            crate::brief::format_duration(self.tier.timeout)
+                        )
+                    };
+                    let e = ApiError {
+                        message: format!(
+                            "no answer within {by}, with max_output {max_output} tokens: raise `timeout` or lower `max_output` for {} in ooda.yaml's `models`",
+                            self.tier.model
+                        ),
+                        ..e
+                    };
+                    // The same request would time out the same way: the
+                    // retry asks for half the answer.
+                    max_output = (max_output / 2).max(MIN_OUTPUT.min(max_output));
+                    e
                 }
                 Err(e) => e,
             };
@@ -154,6 +188,7 @@ impl Client {
         let send = async move {
             let response = match request.send().await {
                 Ok(r) => r,
+                Err(e) if e.is_timeout() => return Err(ApiError::timed_out()),
                 Err(e) => return Err(ApiError::transport(transport_words(&e))),
             };
             let status = response.status().as_u16();
@@ -172,6 +207,7 @@ impl Client {
                         }
                     }
                     Ok(None) => break,
+                    Err(e) if e.is_timeout() => return Err(ApiError::timed_out()),
                     Err(e) => return Err(ApiError::transport(transport_words(&e))),
                 }
             }
@@ -204,6 +240,31 @@ impl Client {
                 r = send => Ok(r),
                 () = watch => Err(Error::Interrupted),
             }
+        })
+    }
+
+    /// A GET of the server's own JSON (`/props`, `/models`) within 10 s;
+    /// `None` for anything but a JSON 200.
+    pub(crate) fn get_json(&self, url: &str) -> Option<Value> {
+        let mut request = self.http.get(url).timeout(Duration::from_secs(10));
+        if let Ok(Some(key)) = self.key() {
+            request = match self.tier.provider {
+                Provider::Openai => request.bearer_auth(key),
+                Provider::Anthropic => request
+                    .header("x-api-key", key)
+                    .header("anthropic-version", anthropic::VERSION),
+            };
+        }
+        self.rt.block_on(async move {
+            let r = request.send().await.ok()?;
+            if !r.status().is_success() {
+                return None;
+            }
+            let bytes = r.bytes().await.ok()?;
+            if bytes.len() > MAX_BODY {
+                return None;
+            }
+            serde_json::from_slice(&bytes).ok()
         })
     }
 
@@ -301,6 +362,7 @@ mod tests {
             max_output: DEFAULT_MAX_OUTPUT,
             max_retries: 4,
             timeout: Duration::from_secs(10),
+            tools: None,
         }
     }
 
@@ -475,6 +537,58 @@ mod tests {
         t.api_key_env = Some("HOME".into());
         let (out, _) = ask(&Client::new(&t).unwrap());
         assert_eq!(out.unwrap().completion.tokens.input, 10);
+    }
+
+    #[test]
+    fn a_timed_out_request_is_retried_asking_for_less_and_says_which_keys_to_change() {
+        // A CPU-served model: an answer of more than 512 tokens does not
+        // come within the second the tier allows.
+        let (rt, server) = server();
+        rt.block_on(
+            Mock::given(method("POST"))
+                .respond_with(|req: &wiremock::Request| {
+                    let body: serde_json::Value =
+                        serde_json::from_slice(&req.body).unwrap_or_default();
+                    let slow = body["max_tokens"].as_u64().unwrap_or(u64::MAX) > 512;
+                    ResponseTemplate::new(200)
+                        .set_body_json(ok_body())
+                        .set_delay(Duration::from_secs(if slow { 5 } else { 0 }))
+                })
+                .mount(&server),
+        );
+        let mut t = tier(Provider::Openai, &server.uri());
+        t.timeout = Duration::from_secs(1);
+        let c = Client::new(&t).unwrap();
+        let msgs = [Message::user("hi")];
+        let req = Request {
+            system: "s",
+            messages: &msgs,
+            tools: &[],
+            max_output: 1024,
+            temperature: None,
+        };
+        let mut waits = Vec::new();
+        let a = c
+            .complete(
+                &req,
+                1,
+                &AtomicBool::new(false),
+                Instant::now() + Duration::from_secs(60),
+                |e, _| waits.push(e.clone()),
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!((a.tries, a.max_output), (2, 512));
+        assert_eq!(waits[0].kind, "timeout");
+        assert!(
+            waits[0].describe().contains(
+                "no answer within the `timeout` of 1s, with max_output 1024 tokens: raise `timeout` or lower `max_output` for m"
+            ),
+            "{}",
+            waits[0].describe()
+        );
+        // Retries spent on timeouts are not an outage: the server is up.
+        assert!(!waits[0].outage());
     }
 
     #[test]

@@ -26,9 +26,14 @@ pub(crate) mod anthropic;
 pub(crate) mod client;
 pub mod context;
 pub(crate) mod decision;
+pub(crate) mod edit_blocks;
 pub(crate) mod openai;
+pub(crate) mod probe;
+#[cfg(test)]
+mod real_answers;
 pub(crate) mod retry;
 pub mod store;
+pub(crate) mod text_calls;
 pub(crate) mod tool_loop;
 pub mod tools;
 pub mod wire;
@@ -88,8 +93,10 @@ impl Caller for LlmAgent {
         true
     }
 
+    /// Without tools the model cannot read: EXECUTE's prompt shows it the
+    /// files the plan names.
     fn passes_files(&self) -> bool {
-        false
+        self.setup.tools == crate::config::ToolsMode::None
     }
 
     /// A `driver: llm` definition gets a setup of its own model

@@ -3,14 +3,16 @@
 
 use serde_json::{Value, json};
 
-use super::wire::{Completion, Request, Speaker, Tokens, ToolCall, arguments};
+use super::wire::{
+    Completion, Request, Speaker, Tokens, ToolCall, arguments, with_text_calls_as_text,
+};
 
 pub(crate) const PATH: &str = "/chat/completions";
 
 /// The request body.
 pub(crate) fn body(model: &str, base_url: &str, req: &Request) -> Value {
     let mut messages = vec![json!({"role": "system", "content": req.system})];
-    for m in req.messages {
+    for m in &with_text_calls_as_text(req.messages) {
         messages.push(match m.speaker {
             Speaker::User => json!({"role": "user", "content": m.text}),
             Speaker::Assistant if m.calls.is_empty() => {
@@ -132,6 +134,13 @@ pub(crate) fn parse(v: &Value, request: u32) -> Result<Completion, String> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string(),
+        speeds: v.get("timings").and_then(|t| {
+            let n = |k: &str| t.get(k).and_then(Value::as_f64);
+            Some((
+                n("predicted_per_second")?,
+                n("prompt_per_second").unwrap_or(0.0),
+            ))
+        }),
     })
 }
 

@@ -54,6 +54,14 @@ impl ApiError {
         }
     }
 
+    /// No whole answer within the try's limit (`client.rs` says which).
+    pub(crate) fn timed_out() -> ApiError {
+        ApiError {
+            kind: "timeout".into(),
+            ..ApiError::transport("the request timed out")
+        }
+    }
+
     /// A response that is not what the API documents (a proxy's HTML page,
     /// a truncated body): not retried, the same server would send it again.
     pub(crate) fn garbage(status: u16, what: impl Into<String>) -> ApiError {
@@ -96,6 +104,15 @@ impl ApiError {
             retry_after,
             tries: 1,
         }
+    }
+
+    /// Whether the failure says the server is away or busy (no connection,
+    /// 408/409/429, 5xx) rather than that the request is wrong: retries
+    /// spent, it is an outage to wait out, not the agent's failure. A
+    /// request that timed out is not one: the server answered too slowly
+    /// for the tier's limits, which waiting does not change.
+    pub(crate) fn outage(&self) -> bool {
+        self.retryable && !matches!(self.kind.as_str(), "timeout" | "step_timeout")
     }
 
     /// The wait before retry number `n` (0 for the first retry); `jitter`

@@ -17,10 +17,11 @@ use super::client::Client;
 use super::context::{Layers, Memory, Turn, Window};
 use super::retry::ApiError;
 use super::store::Store;
+use super::text_calls;
 use super::tools::{self, Bench, Done};
-use super::wire::{Completion, Message, Request, ToolCall};
+use super::wire::{Completion, Message, Request, ToolCall, ToolSpec};
 use crate::brief::Brief;
-use crate::config::{Config, ModelTier, TIERS};
+use crate::config::{Config, ModelTier, TIERS, ToolsMode};
 use crate::driver::agent::reply::{Source, relative};
 use crate::driver::agent::{Invocation, Reply};
 use crate::error::Result;
@@ -33,6 +34,10 @@ use crate::run::executor::Lease;
 pub(crate) const MAX_REQUESTS: u32 = 40;
 /// Times a model that answers in prose is asked to call `finish`.
 const NUDGES: u32 = 2;
+/// ... when it writes calls or edits as text, which small models get wrong
+/// more often and fix when told exactly what was wrong (aider allows three
+/// reflections too).
+const TEXT_NUDGES: u32 = 3;
 /// L2's request limits: one condensation may take this long in all.
 const CONDENSE_TIMEOUT: Duration = Duration::from_secs(60);
 const CONDENSE_INPUT: usize = 60_000;
@@ -55,6 +60,9 @@ pub(crate) struct LlmSetup {
     /// Every tier's `api_key_env`: emptied for the commands the agent
     /// runs, and their values scrubbed from everything written.
     pub secret_vars: Vec<String>,
+    /// How the model is offered its tools (the tier's `tools`, else what
+    /// the preflight found, else native).
+    pub tools: ToolsMode,
 }
 
 impl LlmSetup {
@@ -112,6 +120,10 @@ impl LlmSetup {
         allowed.extend(brief.tools_allow.iter().cloned());
         allowed.retain(|c| !c.trim().is_empty());
         allowed.dedup();
+        let tools = tier
+            .tools
+            .or_else(|| recorded_tools(&brief.path, &tier))
+            .unwrap_or(ToolsMode::Native);
         let mut secret_vars: Vec<String> = config
             .models
             .values()
@@ -128,6 +140,7 @@ impl LlmSetup {
             max_requests: MAX_REQUESTS,
             command_timeout: crate::eval::long_timeout(brief),
             secret_vars,
+            tools,
         })
     }
 
@@ -138,12 +151,7 @@ impl LlmSetup {
 
     /// What `ooda check` and the events say runs.
     pub(crate) fn describe(&self) -> String {
-        format!(
-            "{} {} at {}",
-            self.tier.provider.as_str(),
-            self.tier.model,
-            self.tier.base_url()
-        )
+        format!("{}, {}", endpoint(&self.tier), self.tools.describe())
     }
 
     /// Runs one step. See the module documentation.
@@ -167,7 +175,16 @@ struct Loop<'a> {
     store: Store,
     memory: Memory,
     system: String,
+    /// The tools sent with each request (none unless `tools: native`).
     specs: Vec<super::wire::ToolSpec>,
+    /// The tools a call written as text may name.
+    offered: Vec<super::wire::ToolSpec>,
+    /// `max_output` for the next request: lowered after a request timed
+    /// out, so a retry is not doomed the same way.
+    max_output: std::cell::Cell<u64>,
+    seen: Seen,
+    /// The previous answer's text, to tell a repeated one.
+    last_text: Option<String>,
     span: &'a Span,
     usage: Usage,
     model: Option<String>,
@@ -184,11 +201,67 @@ struct Loop<'a> {
     announced: usize,
 }
 
+/// What the step saw of the model's way of working, for the call's
+/// warnings: the morning report says why a model got nothing done.
+#[derive(Default)]
+struct Seen {
+    structured: usize,
+    /// Calls written as text, by form.
+    text: std::collections::BTreeMap<&'static str, usize>,
+    /// Answers cut off at `max_output`.
+    cut_off: u32,
+    blocks_applied: usize,
+    blocks_failed: usize,
+    /// Objects that meant a call and were wrong.
+    wrong_calls: usize,
+}
+
+impl Seen {
+    fn warnings(&self, mode: ToolsMode, phase: Phase, max_output: u64) -> Vec<String> {
+        let mut w = Vec::new();
+        let text: usize = self.text.values().sum();
+        if text > 0 {
+            let forms: Vec<String> = self
+                .text
+                .iter()
+                .map(|(f, n)| format!("{n} as {f}"))
+                .collect();
+            w.push(format!(
+                "the model wrote {text} tool call(s) as text ({}); they were run as calls",
+                forms.join(", ")
+            ));
+        }
+        if self.structured == 0 && text == 0 && mode != ToolsMode::None && phase == Phase::Execute {
+            w.push("the model made no tool calls".into());
+        }
+        if self.cut_off > 0 {
+            w.push(format!(
+                "{} answer(s) were cut off at max_output ({max_output} tokens)",
+                self.cut_off
+            ));
+        }
+        if self.wrong_calls > 0 {
+            w.push(format!(
+                "{} tool call(s) written as text did not validate and were not run",
+                self.wrong_calls
+            ));
+        }
+        if self.blocks_failed > 0 {
+            w.push(format!(
+                "{} of {} search/replace blocks did not apply",
+                self.blocks_failed,
+                self.blocks_failed + self.blocks_applied
+            ));
+        }
+        w
+    }
+}
+
 /// How a step ended.
 enum End {
     /// The model called `finish` with the step's answer (or gave it as a
     /// fenced or bare JSON object).
-    Answer(Value),
+    Answer(Value, Source),
     /// EXECUTE ended in prose: its edit is the answer, as for an agent CLI
     /// (the JSON answer of EXECUTE is optional).
     Prose,
@@ -238,8 +311,22 @@ impl<'a> Loop<'a> {
             command_timeout: setup.command_timeout,
             output_cap: inv.output_cap,
         };
-        let specs = tools::specs(edits, !setup.allowed.is_empty());
-        let schema_chars: usize = specs
+        let offered = match setup.tools {
+            ToolsMode::None => tools::specs(false, false)
+                .into_iter()
+                .filter(|s| s.name == tools::FINISH)
+                .collect(),
+            _ => tools::specs(edits, !setup.allowed.is_empty()),
+        };
+        let specs = match setup.tools {
+            ToolsMode::Native => offered.clone(),
+            _ => Vec::new(),
+        };
+        let mut prompt = scrub(inv.prompt);
+        if setup.tools == ToolsMode::None && edits && inv.subagent.is_none() {
+            prompt.push_str(&files_shown(&bench, inv));
+        }
+        let schema_chars: usize = offered
             .iter()
             .map(|t| t.name.len() + t.description.len() + t.schema.to_string().len())
             .sum();
@@ -251,9 +338,13 @@ impl<'a> Loop<'a> {
             bench,
             client: Client::new(&setup.tier)?,
             store: Store::new(&inv.files_dir.join(format!("{stem}.refs")), "r"),
-            memory: Memory::new(&scrub(inv.prompt)),
-            system: system_prompt(inv, edits, &setup.allowed),
+            memory: Memory::new(&prompt),
+            system: system_prompt(inv, edits, &setup.allowed, setup.tools, &offered),
             specs,
+            offered,
+            max_output: std::cell::Cell::new(setup.tier.max_output),
+            seen: Seen::default(),
+            last_text: None,
             span: inv.span,
             usage: Usage::default(),
             model: None,
@@ -276,6 +367,13 @@ impl<'a> Loop<'a> {
 
     fn scrub(&self, text: &str) -> String {
         scrub(&self.secrets, text)
+    }
+
+    fn nudges(&self) -> u32 {
+        match self.setup.tools {
+            ToolsMode::Native => NUDGES,
+            _ => TEXT_NUDGES,
+        }
     }
 
     fn timed_out(&self) -> End {
@@ -322,7 +420,7 @@ impl<'a> Loop<'a> {
                 system: &prompt.system,
                 messages: &prompt.messages,
                 tools: &self.specs,
-                max_output: self.setup.tier.max_output,
+                max_output: self.max_output.get(),
                 temperature: None,
             };
             let mut answer = match self.ask(&self.client, &req, self.deadline)? {
@@ -344,6 +442,15 @@ impl<'a> Loop<'a> {
                 Err(e) if e.kind == "step_timeout" || Instant::now() >= self.deadline => {
                     break self.timed_out();
                 }
+                // A server that cannot be reached, or says it is busy or
+                // down, is an outage: waited out as a CLI's is, never the
+                // agent's failure.
+                Err(e) if e.outage() => {
+                    break End::Stopped(
+                        CallOutcome::Unavailable,
+                        format!("agent unavailable: {}", self.scrub(&e.describe())),
+                    );
+                }
                 Err(e) => break End::Stopped(CallOutcome::Failed, self.scrub(&e.describe())),
             };
             squeezed = false;
@@ -364,6 +471,38 @@ impl<'a> Loop<'a> {
             if !answer.model.is_empty() {
                 self.model = Some(answer.model.clone());
             }
+            // The same words again after being told what was wrong: the
+            // model is not taking the feedback in.
+            if answer.calls.is_empty()
+                && !answer.text.trim().is_empty()
+                && self.last_text.as_deref() == Some(answer.text.trim())
+            {
+                self.span.emit(Event::Anomaly {
+                    kind: AnomalyKind::RepeatedAnswer,
+                    message: format!(
+                        "request {}: the model repeated its previous answer word for word ({} chars)",
+                        self.requests,
+                        answer.text.trim().chars().count()
+                    ),
+                })?;
+            }
+            self.last_text = Some(answer.text.trim().to_string());
+            self.seen.structured += answer.calls.len();
+            if matches!(answer.finish.as_str(), "length" | "max_tokens") {
+                self.seen.cut_off += 1;
+            }
+            let mut written_as = Vec::new();
+            let mut wrong = Vec::new();
+            if answer.calls.is_empty() {
+                let found = text_calls::read(&answer.text, &self.offered, self.requests);
+                for (call, form) in found.calls {
+                    *self.seen.text.entry(form.as_str()).or_default() += 1;
+                    written_as.push(form.as_str());
+                    answer.calls.push(call);
+                }
+                self.seen.wrong_calls += found.problems.len();
+                wrong = found.problems;
+            }
             // Arguments above the cap are neither run nor kept: the
             // transcript sends every call back with each request.
             for call in &mut answer.calls {
@@ -375,35 +514,62 @@ impl<'a> Loop<'a> {
             self.memory.transcript.push(Turn::plain(reply));
             self.memory.depends.clear();
             if answer.calls.is_empty() {
-                if let Ok((v, _)) = crate::driver::agent::reply::result_json(
-                    None,
-                    Some(&answer.text),
-                    if self.inv.subagent.is_some() {
-                        self.inv.prompt
-                    } else {
-                        ""
-                    },
-                ) {
-                    break End::Answer(v);
+                let shown = if self.inv.subagent.is_some() {
+                    self.inv.prompt
+                } else {
+                    ""
+                };
+                let main_execute = self.inv.phase == Phase::Execute && self.inv.subagent.is_none();
+                // Edits written as blocks come first: the answer may follow
+                // them in the same text.
+                let mut failed = Vec::new();
+                if main_execute && self.setup.tools == ToolsMode::None {
+                    let blocks = super::edit_blocks::parse(&answer.text);
+                    let applied = super::edit_blocks::apply(&self.bench, &blocks)?;
+                    self.seen.blocks_applied += applied.done.len();
+                    self.seen.blocks_failed += applied.failed.len();
+                    failed = applied.failed;
+                }
+                let read =
+                    crate::driver::agent::reply::result_json(None, Some(&answer.text), shown);
+                let unread = unread_block(&read);
+                if failed.is_empty()
+                    && let Ok((v, source)) = read
+                {
+                    break End::Answer(v, source);
                 }
                 // Prose after the edit is the end of EXECUTE; prose before
                 // any ("let me look at the code first") is nudged on.
-                if self.inv.phase == Phase::Execute
-                    && self.inv.subagent.is_none()
-                    && worktree_changed(self.inv.cwd)
-                {
+                if main_execute && failed.is_empty() && worktree_changed(self.inv.cwd) {
                     break End::Prose;
                 }
-                if nudges == NUDGES {
-                    break End::Stopped(
-                        CallOutcome::NoResult,
-                        "the model answered in prose and never called finish with the step's JSON answer".into(),
-                    );
+                if nudges == self.nudges() {
+                    let why = if !failed.is_empty() {
+                        "the model's search/replace blocks did not apply".to_string()
+                    } else if answer.finish == "length" || answer.finish == "max_tokens" {
+                        format!(
+                            "the model's answer was cut off at max_output ({} tokens) and never finished",
+                            self.max_output.get()
+                        )
+                    } else if !wrong.is_empty() {
+                        format!("the model's tool calls did not validate ({})", wrong[0])
+                    } else if self.setup.tools == ToolsMode::None && main_execute {
+                        "the model answered in prose with no search/replace block and no JSON answer".to_string()
+                    } else {
+                        "the model answered in prose and never called finish with the step's JSON answer".to_string()
+                    };
+                    break End::Stopped(CallOutcome::NoResult, why);
                 }
                 nudges += 1;
-                let nudge = Message::user(
-                    "Call the finish tool with the step's JSON answer as `answer` (or use the other tools first if the work is not done).",
-                );
+                let nudge = Message::user(nudge(
+                    self.setup.tools,
+                    main_execute && self.setup.tools == ToolsMode::None,
+                    &answer,
+                    &failed,
+                    &wrong,
+                    unread.as_deref(),
+                    self.max_output.get(),
+                ));
                 self.log(&nudge)?;
                 self.memory.transcript.push(Turn::plain(nudge));
                 continue;
@@ -420,7 +586,7 @@ impl<'a> Loop<'a> {
                 source: d.source,
             })?;
             let mut finished = None;
-            for call in &answer.calls {
+            for (i, call) in answer.calls.iter().enumerate() {
                 self.span.emit(Event::ToolCall {
                     tool_call_id: call.id.clone(),
                     tool: call.name.clone(),
@@ -428,6 +594,7 @@ impl<'a> Loop<'a> {
                         &self.scrub(&call.arguments.to_string()),
                         2_000,
                     ),
+                    written_as: written_as.get(i).map(|f| f.to_string()),
                 })?;
                 let turn = if finished.is_some() {
                     // Nothing after finish is read, or run.
@@ -471,7 +638,12 @@ impl<'a> Loop<'a> {
                 self.memory.transcript.push(turn);
             }
             if let Some(v) = finished {
-                break End::Answer(v);
+                let source = if written_as.is_empty() {
+                    Source::FinishTool
+                } else {
+                    Source::TextCall
+                };
+                break End::Answer(v, source);
             }
         };
         self.reply(end)
@@ -547,6 +719,9 @@ impl<'a> Loop<'a> {
         let tier = client.tier();
         match out {
             Ok(a) => {
+                if a.max_output < req.max_output {
+                    self.max_output.set(a.max_output);
+                }
                 let t = a.completion.tokens;
                 span.emit(Event::ModelResponse {
                     request,
@@ -748,7 +923,7 @@ impl<'a> Loop<'a> {
     fn reply(self, end: End) -> Result<Reply> {
         let seconds = self.started.elapsed().as_secs_f64();
         let (outcome, problem, result) = match end {
-            End::Answer(v) => {
+            End::Answer(v, source) => {
                 let mut clean = v.clone();
                 crate::text::redact::redact_json(&mut clean);
                 crate::atomic::write_atomic(
@@ -758,7 +933,7 @@ impl<'a> Loop<'a> {
                         .join(format!("{}.result.json", self.stem)),
                     self.scrub(&clean.to_string()).as_bytes(),
                 )?;
-                (CallOutcome::Ok, None, Ok((v, Source::FinishTool)))
+                (CallOutcome::Ok, None, Ok((v, source)))
             }
             End::Prose => (
                 CallOutcome::Ok,
@@ -770,6 +945,9 @@ impl<'a> Loop<'a> {
                 (o, Some(crate::text::redact::redact(&p)), Err(p))
             }
         };
+        let warnings = self
+            .seen
+            .warnings(self.setup.tools, self.inv.phase, self.max_output.get());
         let call = AgentCall {
             phase: self.inv.phase,
             attempt: self.inv.attempt,
@@ -779,7 +957,7 @@ impl<'a> Loop<'a> {
             usage: self.usage,
             model: self.model.or_else(|| Some(self.setup.tier.model.clone())),
             problem,
-            warnings: Vec::new(),
+            warnings,
             waited: 0.0,
             output: Some(relative(self.inv.iterations_dir, &self.transcript)),
             files: Vec::new(),
@@ -790,6 +968,34 @@ impl<'a> Loop<'a> {
             tool_error: None,
         })
     }
+}
+
+/// `openai qwen15 at http://127.0.0.1:8080/v1`: the key of the preflight's
+/// record too.
+pub(crate) fn endpoint(tier: &ModelTier) -> String {
+    format!(
+        "{} {} at {}",
+        tier.provider.as_str(),
+        tier.model,
+        tier.base_url()
+    )
+}
+
+/// Where `ooda check --preflight` records how each model calls tools:
+/// `.ooda/preflight/tools.json` of the project holding `brief_path`.
+pub(crate) fn tools_record(root: &std::path::Path) -> std::path::PathBuf {
+    root.join(".ooda").join("preflight").join("tools.json")
+}
+
+/// What the preflight found for this tier, when it ran in this project.
+fn recorded_tools(brief_path: &std::path::Path, tier: &ModelTier) -> Option<ToolsMode> {
+    let root = brief_path
+        .ancestors()
+        .skip(1)
+        .find(|d| d.join("ooda.yaml").is_file())?;
+    let text = crate::atomic::read_string(tools_record(root)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(v.get(endpoint(tier))?.clone()).ok()
 }
 
 /// Whether the tier has prices (else no cost is claimed).
@@ -834,8 +1040,127 @@ fn worktree_changed(dir: &std::path::Path) -> bool {
     repo.statuses(Some(&mut opts)).is_ok_and(|s| !s.is_empty())
 }
 
+/// What the model is told after an answer that ended nothing: the
+/// blocks that did not apply, the calls that did not validate, that it
+/// was cut off, or how to end the step.
+pub(crate) fn nudge(
+    mode: ToolsMode,
+    edits_as_text: bool,
+    answer: &Completion,
+    failed: &[String],
+    wrong: &[String],
+    unread: Option<&str>,
+    max_output: u64,
+) -> String {
+    let mut parts = Vec::new();
+    if let Some(why) = unread {
+        parts.push(format!("Your answer could not be read: {why}."));
+    }
+    if !failed.is_empty() {
+        parts.push(format!(
+            "{} of your search/replace blocks were not applied (the others were, and stay):\n\n{}\n\nWrite corrected blocks for these only, with SEARCH copied exactly from the file's current lines.",
+            failed.len(),
+            failed.join("\n\n")
+        ));
+    }
+    for w in wrong {
+        parts.push(format!("Your tool call was not run: {w}."));
+    }
+    if answer.finish == "length" || answer.finish == "max_tokens" {
+        let what = match (mode, edits_as_text) {
+            (_, true) => "fewer, smaller search/replace blocks, no explanation",
+            (ToolsMode::None, false) => "only the fenced ```ooda JSON answer",
+            _ => "one tool call, or the finish call with the JSON answer, without explanation",
+        };
+        parts.push(format!(
+            "Your answer was cut off at {} tokens, the limit for one answer: answer shorter ({what}).",
+            if answer.tokens.output > 0 {
+                answer.tokens.output
+            } else {
+                max_output
+            }
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(match (mode, edits_as_text) {
+            (ToolsMode::Native, _) => "Call the finish tool with the step's JSON answer as `answer` (or use the other tools first if the work is not done).".to_string(),
+            (ToolsMode::Text, _) => format!(
+                "Write a tool call as <tool_call>{{\"name\": \"<tool>\", \"arguments\": {{…}}}}</tool_call> (or use the other tools first if the work is not done); end the step with {}.",
+                FINISH_AS_TEXT
+            ),
+            (ToolsMode::None, true) => "Write the change as search/replace blocks: the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE. Then end with the step's JSON answer in a fenced ```ooda block.".to_string(),
+            (ToolsMode::None, false) => "Answer with the step's JSON answer in a fenced ```ooda block, exactly the fields the task shows.".to_string(),
+        });
+    }
+    parts.join("\n\n")
+}
+
+/// Why a fenced answer the model clearly gave could not be read (a block
+/// that is not JSON); `None` when there was no such block.
+pub(crate) fn unread_block(read: &std::result::Result<(Value, Source), String>) -> Option<String> {
+    match read {
+        Err(e) if e.contains("```ooda block is not") => Some(e.clone()),
+        _ => None,
+    }
+}
+
+/// How a model without native tools ends a step.
+const FINISH_AS_TEXT: &str = "<tool_call>{\"name\": \"finish\", \"arguments\": {\"answer\": {…the step's JSON…}}}</tool_call>";
+
+/// The files an EXECUTE step without tools edits, as they are now: the
+/// model cannot read them. The plan's files, else the worktree's list.
+fn files_shown(bench: &Bench, inv: &Invocation) -> String {
+    const MAX: usize = 48_000;
+    let mut out = String::from("\n\n## The files, as they are now\n");
+    let mut used = 0;
+    let named: Vec<&String> = inv.files.edit.iter().chain(&inv.files.read).collect();
+    for f in &named {
+        let Ok(text) = bench.file_text(f) else {
+            continue;
+        };
+        if used + text.len() > MAX {
+            out.push_str(&format!(
+                "\n{f}: not shown ({} bytes; over what the prompt holds)\n",
+                text.len()
+            ));
+            continue;
+        }
+        used += text.len();
+        let ro = if inv.files.edit.contains(f) {
+            ""
+        } else {
+            " (read only)"
+        };
+        out.push_str(&format!(
+            "\n{f}{ro}\n```\n{text}{}```\n",
+            if text.ends_with('\n') { "" } else { "\n" }
+        ));
+    }
+    if named.is_empty() {
+        let listed = bench
+            .run(tools::LIST, &serde_json::json!({"dir": "."}))
+            .ok()
+            .and_then(|d| match d {
+                Done::Text(t) => Some(t),
+                Done::Error(_) => None,
+            })
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "\nThe plan names no file of the worktree. Its files:\n{}\n",
+            crate::text::clip::clip(&listed, 4_000)
+        ));
+    }
+    out
+}
+
 /// The instructions every request starts with.
-fn system_prompt(inv: &Invocation, edits: bool, allowed: &[String]) -> String {
+fn system_prompt(
+    inv: &Invocation,
+    edits: bool,
+    allowed: &[String],
+    mode: ToolsMode,
+    offered: &[ToolSpec],
+) -> String {
     let who = match inv.subagent {
         Some((name, role)) => format!("the `{name}` subagent ({} role)", role.as_str()),
         None => format!(
@@ -843,7 +1168,36 @@ fn system_prompt(inv: &Invocation, edits: bool, allowed: &[String]) -> String {
             inv.phase.as_str().to_uppercase()
         ),
     };
-    instructions(&who, edits, allowed)
+    match mode {
+        ToolsMode::Native => instructions(&who, edits, allowed),
+        ToolsMode::Text => text_instructions(&who, edits, allowed, offered),
+        ToolsMode::None => {
+            let work = if edits && inv.subagent.is_none() {
+                super::edit_blocks::HOW
+            } else {
+                "You cannot call tools or read files: answer from what the task shows."
+            };
+            format!(
+                "You are {who} of ooda, an unattended optimization loop. {work}\n\nEnd with the JSON answer the task asks for in a fenced ```ooda block."
+            )
+        }
+    }
+}
+
+/// The system prompt of `tools: text`: each tool with its arguments'
+/// schema, and how a call is written.
+fn text_instructions(who: &str, edits: bool, allowed: &[String], offered: &[ToolSpec]) -> String {
+    let native = instructions(who, edits, allowed);
+    let mut tools = String::new();
+    for t in offered {
+        tools.push_str(&format!(
+            "- {}: {}\n  arguments: {}\n",
+            t.name, t.description, t.schema
+        ));
+    }
+    format!(
+        "{native}\n\nThe tools are not given to you by the API: call one by writing, on its own,\n<tool_call>{{\"name\": \"<tool>\", \"arguments\": {{…}}}}</tool_call>\nooda runs it and answers with its result. One call per answer; wait for the result. The tools:\n{tools}\nEnd the step with {FINISH_AS_TEXT}."
+    )
 }
 
 /// The system prompt's instructions for `who` (the benchmark uses them too).

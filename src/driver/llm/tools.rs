@@ -415,6 +415,16 @@ impl Bench<'_> {
         Ok(serde_json::to_string(&hits).unwrap_or_default())
     }
 
+    /// A worktree file's text, by the rules `edit_file` reads it with.
+    pub(crate) fn file_text(&self, path: &str) -> Result<String, String> {
+        let p = resolve(self.root, path, false)?;
+        let (bytes, more) = read_regular(&p, path, EDIT_BYTES)?;
+        if more {
+            return Err(format!("{path} is larger than {} MiB", EDIT_BYTES >> 20));
+        }
+        String::from_utf8(bytes).map_err(|_| format!("{path} is not UTF-8 text"))
+    }
+
     fn edit(&self, path: &str, old: &str, new: &str) -> Result<String, String> {
         let p = resolve(self.root, path, false)?;
         let (bytes, more) =

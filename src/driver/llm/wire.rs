@@ -129,6 +129,9 @@ pub struct Completion {
     pub tokens: Tokens,
     /// The model that answered, as the API names it.
     pub model: String,
+    /// Tokens per second written and read, when the server reports them
+    /// (llama.cpp's `timings`).
+    pub speeds: Option<(f64, f64)>,
 }
 
 impl Completion {
@@ -136,6 +139,52 @@ impl Completion {
     pub fn message(&self) -> Message {
         Message::assistant(self.text.clone(), self.calls.clone())
     }
+}
+
+/// Ids given to calls the model wrote as text (`text_calls.rs`).
+pub const TEXT_CALL_PREFIX: &str = "text_";
+
+/// The transcript as a model that wrote its calls as text must see it: its
+/// own answers as it wrote them, and each result as a user message naming
+/// the tool (a `tool` role answering a call the API never made is refused
+/// by some servers and dropped by chat templates without tools).
+/// Consecutive user messages are joined: some templates require turns to
+/// alternate.
+pub fn with_text_calls_as_text(messages: &[Message]) -> Vec<Message> {
+    let text_call = |id: &str| id.starts_with(TEXT_CALL_PREFIX);
+    let mut names = std::collections::HashMap::new();
+    let mut out: Vec<Message> = Vec::new();
+    for m in messages {
+        let m = match m.speaker {
+            Speaker::Assistant => {
+                for c in &m.calls {
+                    names.insert(c.id.clone(), c.name.clone());
+                }
+                let mut a = m.clone();
+                a.calls.retain(|c| !text_call(&c.id));
+                a
+            }
+            Speaker::Tool if m.call_id.as_deref().is_some_and(text_call) => {
+                let id = m.call_id.as_deref().unwrap_or_default();
+                let name = names.get(id).map(String::as_str).unwrap_or("tool");
+                let what = if m.is_error {
+                    "error from"
+                } else {
+                    "result of"
+                };
+                Message::user(format!("[{what} your `{name}` call]\n{}", m.text))
+            }
+            _ => m.clone(),
+        };
+        match out.last_mut() {
+            Some(last) if last.speaker == Speaker::User && m.speaker == Speaker::User => {
+                last.text.push_str("\n\n");
+                last.text.push_str(&m.text);
+            }
+            _ => out.push(m),
+        }
+    }
+    out
 }
 
 /// The arguments as an object, whatever the model sent.

@@ -296,6 +296,7 @@ impl Builder {
                 tool_call_id,
                 tool,
                 arguments,
+                ..
             } => {
                 let mut n = self.node(r, Kind::ToolCall, tool.clone());
                 n.set("tool_call_id", tool_call_id.as_str());

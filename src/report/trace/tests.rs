@@ -224,6 +224,7 @@ fn a_decision_logged_before_its_tool_call_moves_onto_it() {
             tool_call_id: "t1".into(),
             tool: "read_file".into(),
             arguments: "{}".into(),
+            written_as: None,
         })
         .unwrap();
         c.emit(Event::ToolResult {
@@ -271,6 +272,7 @@ fn tool_call_ids_are_unique_per_agent_call_only() {
                 tool_call_id: "call_1".into(),
                 tool: "read_file".into(),
                 arguments: "{}".into(),
+                written_as: None,
             })
             .unwrap();
             c.emit(Event::ToolResult {

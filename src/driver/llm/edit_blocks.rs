@@ -1,0 +1,282 @@
+//! Edits written as search/replace blocks, for models that cannot call
+//! tools (`tools: none`).
+//!
+//! The format is the one aider's `diff` edit format made common, so models
+//! have seen it: the file's path on its own line, then
+//!
+//! ```text
+//! <<<<<<< SEARCH
+//! lines copied from the file
+//! =======
+//! the lines to put in their place
+//! >>>>>>> REPLACE
+//! ```
+//!
+//! usually inside a code fence. An empty SEARCH creates a file. Each block is
+//! applied through the same `edit_file`/`write_file` tools a native call
+//! would use, so the path rules (inside the worktree, not `.git`, regular
+//! files, the size caps) are the same code. A block whose SEARCH is not in
+//! the file is sent back exactly as the model wrote it, with the file's
+//! nearest lines, which is what a small model needs to fix it.
+
+use serde_json::json;
+
+use super::tools::{self, Bench, Done};
+use crate::error::Result;
+
+/// One block as written.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Block {
+    pub path: String,
+    pub search: String,
+    pub replace: String,
+    /// The block as the model wrote it, for the message when it fails.
+    pub written: String,
+}
+
+/// What applying an answer's blocks did.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// One line per block that was applied.
+    pub done: Vec<String>,
+    /// Each failed block with why, written for the model.
+    pub failed: Vec<String>,
+}
+
+fn marker(line: &str, c: char, word: &str) -> bool {
+    let t = line.trim();
+    let n = t.chars().take_while(|x| *x == c).count();
+    (5..=9).contains(&n) && t[n..].trim() == word
+}
+
+/// The blocks in `text`. A block names the last path-like line before it;
+/// blocks after it without a path of their own edit the same file.
+pub(crate) fn parse(text: &str) -> Vec<Block> {
+    let mut out = Vec::new();
+    let mut path: Option<String> = None;
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if !marker(line, '<', "SEARCH") {
+            if let Some(p) = path_in(line) {
+                path = Some(p);
+            }
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut search = Vec::new();
+        let mut replace = Vec::new();
+        let mut j = i + 1;
+        while j < lines.len() && !marker(lines[j], '=', "") {
+            search.push(lines[j]);
+            j += 1;
+        }
+        j += 1;
+        while j < lines.len() && !marker(lines[j], '>', "REPLACE") {
+            replace.push(lines[j]);
+            j += 1;
+        }
+        let end = j.min(lines.len().saturating_sub(1));
+        if let Some(p) = &path
+            && j < lines.len()
+        {
+            let join = |v: &[&str]| {
+                if v.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}\n", v.join("\n"))
+                }
+            };
+            out.push(Block {
+                path: p.clone(),
+                search: join(&search),
+                replace: join(&replace),
+                written: format!("{p}\n{}", lines[start..=end].join("\n")),
+            });
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// A line that is only a file path (`primes.py`, `src/a.rs:`, `**a.py**`,
+/// `# File: a.py`), as models write it above a block.
+fn path_in(line: &str) -> Option<String> {
+    let mut t = line.trim();
+    for prefix in ["# File:", "File:", "file:", "#", "//"] {
+        if let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim();
+        }
+    }
+    // A fence with the path as its info string: ```python primes.py
+    if t.starts_with("```") || t.starts_with("~~~") {
+        t = t.trim_start_matches(['`', '~']).trim();
+        t = t.split_whitespace().nth(1).unwrap_or("");
+    }
+    let t = t
+        .trim_matches(|c| matches!(c, '*' | '`' | '"' | '\'' | ':'))
+        .trim();
+    let ok = !t.is_empty()
+        && t.len() <= 4096
+        && !t.contains(char::is_whitespace)
+        && (t.contains('.') || t.contains('/'))
+        && !t.ends_with('.')
+        && t.chars()
+            .all(|c| c.is_alphanumeric() || "._-/+@".contains(c));
+    ok.then(|| t.to_string())
+}
+
+/// Applies `blocks` in order through the bench's own edit tools.
+pub(crate) fn apply(bench: &Bench, blocks: &[Block]) -> Result<Applied> {
+    let mut a = Applied::default();
+    for b in blocks {
+        let out = if b.search.trim().is_empty() {
+            if bench.file_text(&b.path).is_ok() {
+                Done::Error(format!(
+                    "{} exists and the SEARCH part is empty: copy the lines to replace from the file (an empty SEARCH only creates a new file)",
+                    b.path
+                ))
+            } else {
+                bench.run(tools::WRITE, &json!({"path": b.path, "content": b.replace}))?
+            }
+        } else {
+            let old = match bench.file_text(&b.path) {
+                Ok(text) => loose_match(&text, &b.search).unwrap_or_else(|| b.search.clone()),
+                Err(_) => b.search.clone(),
+            };
+            // The replacement keeps the file's own line ending.
+            let new = if old.ends_with('\n') || b.replace.is_empty() {
+                b.replace.clone()
+            } else {
+                b.replace.trim_end_matches('\n').to_string()
+            };
+            bench.run(
+                tools::EDIT,
+                &json!({"path": b.path, "old": old, "new": new}),
+            )?
+        };
+        match out {
+            Done::Text(t) => a.done.push(t),
+            Done::Error(e) => {
+                let near = bench
+                    .file_text(&b.path)
+                    .ok()
+                    .and_then(|text| nearest(&text, &b.search))
+                    .map(|n| format!("\nThe file's closest lines are:\n```\n{n}```"))
+                    .unwrap_or_default();
+                a.failed.push(format!(
+                    "This block was not applied ({e}):\n```\n{}\n```{near}",
+                    b.written
+                ));
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// The file's own text for `search` when they differ only in trailing
+/// spaces or a missing final newline, and the match is unique.
+fn loose_match(text: &str, search: &str) -> Option<String> {
+    if text.matches(search).count() == 1 {
+        return Some(search.to_string());
+    }
+    let want: Vec<&str> = search.lines().map(str::trim_end).collect();
+    if want.is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut hits = Vec::new();
+    for s in 0..lines.len() {
+        if s + want.len() > lines.len() {
+            break;
+        }
+        if (0..want.len()).all(|k| lines[s + k].trim_end() == want[k]) {
+            hits.push(s);
+        }
+    }
+    match hits.as_slice() {
+        [s] => Some(lines[*s..*s + want.len()].concat()),
+        _ => None,
+    }
+}
+
+/// Up to eight lines of `text` around the line most like the first line of
+/// `search` that is not blank.
+fn nearest(text: &str, search: &str) -> Option<String> {
+    let first = search.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let lines: Vec<&str> = text.lines().collect();
+    let score = |l: &str| {
+        let l = l.trim();
+        l.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| w.len() > 1 && first.contains(*w))
+            .count()
+    };
+    let (best, s) = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i, score(l)))
+        .max_by_key(|&(i, s)| (s, std::cmp::Reverse(i)))?;
+    if s == 0 {
+        return None;
+    }
+    let from = best.saturating_sub(1);
+    let to = (best + 7).min(lines.len());
+    Some(
+        lines[from..to]
+            .iter()
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    )
+}
+
+/// The instructions for a step that edits without tools.
+pub(crate) const HOW: &str = "You cannot call tools. Make the change by writing search/replace blocks, one per edit: the file's path on a line of its own, then\n```\n<<<<<<< SEARCH\nlines copied exactly from the file, whitespace included\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n```\nThe SEARCH part must match the file's current lines exactly and once; include a few unchanged lines around the change so it is unique. An empty SEARCH creates a new file. ooda applies the blocks and tells you which did not match. Change only what the task asks.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_name_their_file_and_keep_what_was_written() {
+        let text = "Here is the change.\n\nprimes.py\n```python\n<<<<<<< SEARCH\ndef is_prime(n):\n    return True\n=======\ndef is_prime(n):\n    return n > 1\n>>>>>>> REPLACE\n```\n\n**src/new.py**\n```\n<<<<<<< SEARCH\n=======\nX = 1\n>>>>>>> REPLACE\n```\n";
+        let b = parse(text);
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].path, "primes.py");
+        assert_eq!(b[0].search, "def is_prime(n):\n    return True\n");
+        assert_eq!(b[0].replace, "def is_prime(n):\n    return n > 1\n");
+        assert!(
+            b[0].written.contains("<<<<<<< SEARCH") && b[0].written.contains(">>>>>>> REPLACE")
+        );
+        assert_eq!(b[1].path, "src/new.py");
+        assert_eq!(b[1].search, "");
+        // No path before it, or an unclosed block: nothing to apply.
+        assert!(parse("<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n").is_empty());
+        assert!(parse("a.py\n<<<<<<< SEARCH\na\n=======\nb\n").is_empty());
+        // A sentence is not a path.
+        assert_eq!(path_in("Here is the change."), None);
+        assert_eq!(path_in("```python primes.py"), Some("primes.py".into()));
+        assert_eq!(path_in("# File: a/b.rs"), Some("a/b.rs".into()));
+    }
+
+    #[test]
+    fn trailing_spaces_do_not_stop_a_unique_match() {
+        let file = "a = 1   \nb = 2\nc = 3\n";
+        assert_eq!(
+            loose_match(file, "a = 1\nb = 2\n").as_deref(),
+            Some("a = 1   \nb = 2\n")
+        );
+        assert_eq!(loose_match("x\nx\n", "x\n"), None);
+        assert_eq!(
+            nearest(
+                "import os\n\ndef is_prime(n):\n    pass\n",
+                "def is_prime(k):\n"
+            )
+            .unwrap()
+            .lines()
+            .next(),
+            Some("")
+        );
+    }
+}
