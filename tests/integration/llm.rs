@@ -1469,6 +1469,13 @@ fn a_night_whose_model_writes_its_calls_as_text_keeps_a_real_gain() {
     );
     let t = edit_gain_project(&s, "text");
     let rec = kept(&t, &s, "wrote 3 tool call(s) as text");
+    let summary = t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains(
+            "- the model wrote its tool calls as text (they were run): 1 iteration(s) (1)"
+        ),
+        "{summary}"
+    );
     let ev = t.events("b");
     let forms: Vec<&str> = ev
         .iter()
@@ -1527,6 +1534,11 @@ fn a_night_in_edit_format_mode_applies_search_replace_blocks_and_keeps_a_real_ga
     );
     let t = edit_gain_project(&s, "none");
     let rec = kept(&t, &s, "1 of 2 search/replace blocks did not apply");
+    let summary = t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("- search/replace blocks did not apply: 1 iteration(s) (1)"),
+        "{summary}"
+    );
     assert!(
         rec.changed_paths.iter().any(|p| p == "src/work.sh"),
         "{:?}",
@@ -1757,5 +1769,46 @@ fn a_local_server_that_comes_up_a_minute_late_costs_no_iteration() {
             .contains("cannot connect"),
         "{:?}",
         waits[0]
+    );
+}
+
+/// A model that plans and then only talks: EXECUTE never calls a tool, five
+/// iterations in a row. The night stops on the ineffective-agent light (not
+/// the failure streak), and the summary says why in words.
+#[test]
+fn a_model_that_never_calls_a_tool_stops_the_night_as_an_ineffective_agent() {
+    let s = serve_script(
+        Api::OpenAi,
+        Box::new(move |s, n, _| {
+            if s.system.contains("PLAN phase") {
+                let plan: Value = serde_json::from_str(EDIT_PLAN).unwrap();
+                return ok(Api::OpenAi, n, &[("finish", json!({"answer": plan}))]);
+            }
+            if let Some(r) = routine(Api::OpenAi, s, n) {
+                return r;
+            }
+            said(
+                n,
+                "To make t smaller, work should call fast. That would help.",
+            )
+        }),
+    );
+    let t = edit_gain_project(&s, "native");
+    let brief = t
+        .read("briefs/b.md")
+        .replace("iterations: 1 }", "iterations: 8 }");
+    t.write("briefs/b.md", &brief);
+    t.commit("a longer night for a model that only talks");
+    let r = t.ooda(&["run", "b"]).expect(3);
+    assert!(r.stdout.contains("red_agent_ineffective"), "{}", r.stdout);
+    assert_eq!(t.iterations("b"), [0, 1, 2, 3, 4, 5]);
+    let summary = t.read("iterations/b/summary.md");
+    assert!(
+        summary.contains("the dominant cause: no tool calls (5 of 5)"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("- the model made no tool calls: 5 iteration(s) (1, 2, 3, 4, 5)"),
+        "{summary}"
     );
 }
