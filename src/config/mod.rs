@@ -657,6 +657,14 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(cfg.defaults.red_lights.failure_streak, 3);
+        // Unset, the ineffective-agent light follows the failure streak.
+        assert_eq!(cfg.defaults.red_lights.agent_ineffective, 3);
+        let own = Config::parse(
+            Path::new("ooda.yaml"),
+            "defaults:\n  red_lights:\n    failure_streak: 10\n    agent_ineffective: 4\n",
+        )
+        .expect("valid");
+        assert_eq!(own.defaults.red_lights.agent_ineffective, 4);
         assert_eq!(cfg.defaults.red_lights.trend_z, 2.5);
         assert_eq!(
             cfg.defaults.red_lights.flip_window,

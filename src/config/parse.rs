@@ -535,6 +535,11 @@ fn check_red_lights(ck: &mut Checker, node: &Node, th: &mut crate::model::Thresh
         )
         .example("red_lights: {flip_window: 16, flip_min: 14}");
     }
+    // Unset, it follows the failure streak: a night someone allowed ten
+    // failures must not stop at five weak answers.
+    if fields.get("agent_ineffective").is_none() {
+        th.agent_ineffective = th.failure_streak;
+    }
     let reals: [(&str, &mut f64); 3] = [
         ("trend_z", &mut th.trend_z),
         ("mismatch_chi2", &mut th.mismatch_chi2),

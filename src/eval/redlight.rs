@@ -438,8 +438,13 @@ pub(crate) fn ineffective_cause(r: &IterationRecord) -> Option<&'static str> {
             .any(|c| c.warnings.iter().any(|x| x.contains(w)))
     };
     let reason = r.reason.as_str();
-    let ran = !reason.contains("model API:")
-        && !reason.starts_with("plan rejected (agent)")
+    // A call that failed outright (a CLI's exit code, a model API's error)
+    // did not run the agent's work at all: that is the failure streak's.
+    let ran = !r
+        .agent_calls
+        .iter()
+        .any(|c| c.outcome == crate::model::CallOutcome::Failed)
+        && !reason.contains("model API:")
         && !reason.contains("exited with code");
     if r.verdict != Verdict::Invalid || r.measured.is_some() || !r.changed_paths.is_empty() || !ran
     {
@@ -450,8 +455,6 @@ pub(crate) fn ineffective_cause(r: &IterationRecord) -> Option<&'static str> {
             "plans rejected as falsified"
         } else if reason.starts_with("plan rejected (repeat)") {
             "plans rejected as repeats"
-        } else if reason.starts_with("plan rejected") {
-            "plans rejected"
         } else if warned("search/replace blocks did not apply")
             || reason.contains("search/replace blocks did not apply")
         {
@@ -460,6 +463,10 @@ pub(crate) fn ineffective_cause(r: &IterationRecord) -> Option<&'static str> {
             "no tool calls"
         } else if reason.contains("cut off at max_output") || warned("cut off at max_output") {
             "answers cut off at max_output"
+        } else if reason.contains("did not validate") {
+            "tool calls that did not validate"
+        } else if reason.starts_with("plan rejected") {
+            "plans rejected"
         } else if reason.contains("changed nothing") {
             "EXECUTE changed nothing"
         } else if reason.contains("timed out") {
@@ -978,6 +985,28 @@ mod tests {
         ));
         assert!(agent_ineffective(&h, &th).is_none());
         assert!(failure_streak(&h, &th).is_some());
+        // A model that never finishes a plan ran, and failed at PLAN.
+        let mut cut = vec![baseline()];
+        for i in 1..=5 {
+            let mut r = weak(
+                i,
+                "plan rejected (agent): the model's answer was cut off at max_output (1024 tokens) and never finished",
+                None,
+            );
+            r.agent_calls.push(crate::model::AgentCall::new(
+                crate::model::Phase::Plan,
+                1,
+                crate::model::CallOutcome::NoResult,
+            ));
+            cut.push(r);
+        }
+        let a = agent_ineffective(&cut, &th).expect("five PLANs cut off");
+        assert!(
+            a.evidence
+                .contains("answers cut off at max_output (5 of 5)"),
+            "{}",
+            a.evidence
+        );
     }
 
     #[test]

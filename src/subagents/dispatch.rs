@@ -438,6 +438,7 @@ pub(crate) fn run_command(
         files: &files,
         subagent: Some((&def.name, role)),
         span: &call_span,
+        sets_knobs: false,
     };
     // An outage of the provider is waited out as for the main agent (up to
     // `defaults.agent_outage`): it says nothing about the change.

@@ -8,11 +8,17 @@
 
 use serde_json::Value;
 
+/// The longest object looked for (a tool call's arguments are capped at
+/// 1 MiB).
+const SCAN_MAX: usize = 1 << 20;
+
 /// The JSON object that starts at byte `at` (a `{`) and where it ends.
 pub(crate) fn object_at(text: &str, at: usize) -> Option<(Value, usize)> {
     let bytes = text.as_bytes();
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for (i, &b) in bytes.iter().enumerate().skip(at) {
+    // No answer object is larger than a tool call's arguments may be.
+    let end = bytes.len().min(at.saturating_add(SCAN_MAX));
+    for (i, &b) in bytes.iter().enumerate().take(end).skip(at) {
         if in_string {
             match b {
                 _ if escaped => escaped = false,

@@ -187,6 +187,10 @@ pub(crate) fn validate(
     if discarded.len() >= 2 || same.is_some() {
         let ids: Vec<u32> = discarded.iter().map(|r| r.iteration).collect();
         let message = match same {
+            Some(r) if discarded.len() < 2 && key == 0 => format!(
+                "this hypothesis was measured in iteration {} and discarded: to try it once more, say in `change` what different change implements it; or propose a different hypothesis",
+                r.iteration
+            ),
             Some(r) if discarded.len() < 2 => format!(
                 "this hypothesis was measured in iteration {} with this same change and discarded: propose a different change that implements it (once more), or a different hypothesis",
                 r.iteration

@@ -187,6 +187,8 @@ struct Talk<'a> {
     t: &'a Step<'a>,
     /// The files this step is about (EXECUTE), for profiles that pass them.
     files: NamedFiles,
+    /// EXECUTE's plan sets knob values (ooda writes them after the step).
+    sets_knobs: std::cell::Cell<bool>,
     /// The span of the latest call: its `model_result` goes under it, so a
     /// trace pairs a call with its end by parent id, not by position.
     last_call: std::cell::RefCell<Option<crate::events::Span>>,
@@ -198,6 +200,7 @@ impl<'a> Talk<'a> {
             agent,
             t,
             files: NamedFiles::default(),
+            sets_knobs: std::cell::Cell::new(false),
             last_call: std::cell::RefCell::new(None),
         }
     }
@@ -268,6 +271,7 @@ impl<'a> Talk<'a> {
             files: &self.files,
             subagent: None,
             span: &span,
+            sets_knobs: phase == Phase::Execute && self.sets_knobs.get(),
         };
         let lease = t.executor.lease(crate::run::executor::Purpose::Agent)?;
         let reply = self
@@ -590,6 +594,7 @@ fn execute_once(step: &mut Talk, plan: &Plan) -> Result<Execution> {
         change_note: step.agent.change_note(),
         max_chars: step.t.config.defaults.prompt_budget,
     });
+    step.sets_knobs.set(!plan.knobs.is_empty());
     if step.agent.passes_files() {
         let plan_text = format!("{}\n{}", plan.hypothesis, plan.change);
         step.files = named_files(step.t.brief, step.t.cand_dir, &plan_text, &text)?;

@@ -633,6 +633,7 @@ mod tests {
             files: &NamedFiles::default(),
             subagent: None,
             span: &crate::events::Span::new("test", Vec::new()),
+            sets_knobs: false,
         };
         let local = crate::run::executor::Local::default();
         let lease =

@@ -49,6 +49,30 @@ fn marker(line: &str, c: char, word: &str) -> bool {
     (5..=9).contains(&n) && t[n..].trim() == word
 }
 
+/// A block's opening line: `<<<<<<< SEARCH`, or `<<<<<<< path` as a merge
+/// conflict spells it (models write both); the path, when it names one.
+fn opening(line: &str) -> Option<Option<String>> {
+    let t = line.trim();
+    let n = t.chars().take_while(|x| *x == '<').count();
+    if !(5..=9).contains(&n) {
+        return None;
+    }
+    match t[n..].trim() {
+        "SEARCH" => Some(None),
+        rest => path_in(rest).map(Some),
+    }
+}
+
+/// A block's closing line: `>>>>>>> REPLACE`, or `>>>>>>> path`.
+fn closing(line: &str) -> bool {
+    let t = line.trim();
+    let n = t.chars().take_while(|x| *x == '>').count();
+    (5..=9).contains(&n) && {
+        let rest = t[n..].trim();
+        rest == "REPLACE" || path_in(rest).is_some()
+    }
+}
+
 /// The blocks in `text`. A block names the last path-like line before it;
 /// blocks after it without a path of their own edit the same file.
 pub(crate) fn parse(text: &str) -> Vec<Block> {
@@ -58,25 +82,40 @@ pub(crate) fn parse(text: &str) -> Vec<Block> {
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        if !marker(line, '<', "SEARCH") {
+        let Some(named) = opening(line) else {
             if let Some(p) = path_in(line) {
                 path = Some(p);
             }
             i += 1;
             continue;
+        };
+        if named.is_some() {
+            path = named;
         }
         let start = i;
         let mut search = Vec::new();
         let mut replace = Vec::new();
         let mut j = i + 1;
         while j < lines.len() && !marker(lines[j], '=', "") {
-            search.push(lines[j]);
+            if !lines[j].trim().starts_with("```") {
+                search.push(lines[j]);
+            }
             j += 1;
         }
         j += 1;
-        while j < lines.len() && !marker(lines[j], '>', "REPLACE") {
-            replace.push(lines[j]);
+        let mut fence_inside = false;
+        while j < lines.len() && !closing(lines[j]) {
+            // A fence the model closed inside the block is not code, nor
+            // the blank lines around it.
+            if lines[j].trim().starts_with("```") {
+                fence_inside = true;
+            } else {
+                replace.push(lines[j]);
+            }
             j += 1;
+        }
+        while fence_inside && replace.last().is_some_and(|l| l.trim().is_empty()) {
+            replace.pop();
         }
         let end = j.min(lines.len().saturating_sub(1));
         if let Some(p) = &path
@@ -132,8 +171,9 @@ fn path_in(line: &str) -> Option<String> {
 pub(crate) fn apply(bench: &Bench, blocks: &[Block]) -> Result<Applied> {
     let mut a = Applied::default();
     for b in blocks {
+        let current = bench.file_text(&b.path);
         let out = if b.search.trim().is_empty() {
-            if bench.file_text(&b.path).is_ok() {
+            if bench.exists(&b.path) {
                 Done::Error(format!(
                     "{} exists and the SEARCH part is empty: copy the lines to replace from the file (an empty SEARCH only creates a new file)",
                     b.path
@@ -141,9 +181,18 @@ pub(crate) fn apply(bench: &Bench, blocks: &[Block]) -> Result<Applied> {
             } else {
                 bench.run(tools::WRITE, &json!({"path": b.path, "content": b.replace}))?
             }
+        } else if let Ok(text) = &current
+            && !text.contains(b.search.trim_end())
+            && !b.replace.trim().is_empty()
+            && text.matches(b.replace.trim_end()).count() == 1
+        {
+            // Small models send every block again with the next answer: a
+            // block whose SEARCH is gone and whose REPLACE is there was
+            // applied already.
+            Done::Text(format!("{}: this block was applied already", b.path))
         } else {
-            let old = match bench.file_text(&b.path) {
-                Ok(text) => loose_match(&text, &b.search).unwrap_or_else(|| b.search.clone()),
+            let old = match &current {
+                Ok(text) => loose_match(text, &b.search).unwrap_or_else(|| b.search.clone()),
                 Err(_) => b.search.clone(),
             };
             // The replacement keeps the file's own line ending.
@@ -174,6 +223,55 @@ pub(crate) fn apply(bench: &Bench, blocks: &[Block]) -> Result<Applied> {
         }
     }
     Ok(a)
+}
+
+/// Whole files written in fenced blocks, aider's `whole` format, which
+/// small models fall back to: a block is a new version of an editable file
+/// when the line before it names the file, or, with one editable file, when
+/// it starts as the file does and holds at least half as many lines. A
+/// snippet is not a file: nothing else is taken.
+pub(crate) fn whole_files(bench: &Bench, text: &str, editable: &[String]) -> Vec<(String, String)> {
+    use crate::text::json_scan::fenced_blocks;
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (start, _, body_start, body_end) in fenced_blocks(text) {
+        let body = &text[body_start..body_end];
+        if body.trim().is_empty() || body.contains("<<<<<<< SEARCH") {
+            continue;
+        }
+        // The path is the last line before the block that is not a fence
+        // (models put it inside a fence of its own too).
+        let named = text[..start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("```") && !l.starts_with("~~~"))
+            .and_then(path_in)
+            .or_else(|| path_in(text[start..body_start].lines().next().unwrap_or("")))
+            .filter(|p| editable.contains(p));
+        let path = match named {
+            Some(p) => p,
+            None if editable.len() == 1 => {
+                let Ok(current) = bench.file_text(&editable[0]) else {
+                    continue;
+                };
+                let first = |t: &str| {
+                    t.lines()
+                        .find(|l| !l.trim().is_empty())
+                        .map(str::trim_end)
+                        .map(str::to_string)
+                };
+                let alike = first(&current).is_some() && first(&current) == first(body);
+                if !alike || body.lines().count() * 2 < current.lines().count() {
+                    continue;
+                }
+                editable[0].clone()
+            }
+            None => continue,
+        };
+        out.retain(|(p, _)| *p != path);
+        out.push((path, body.to_string()));
+    }
+    out
 }
 
 /// The file's own text for `search` when they differ only in trailing
@@ -232,7 +330,7 @@ fn nearest(text: &str, search: &str) -> Option<String> {
 }
 
 /// The instructions for a step that edits without tools.
-pub(crate) const HOW: &str = "You cannot call tools. Make the change by writing search/replace blocks, one per edit: the file's path on a line of its own, then\n```\n<<<<<<< SEARCH\nlines copied exactly from the file, whitespace included\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n```\nThe SEARCH part must match the file's current lines exactly and once; include a few unchanged lines around the change so it is unique. An empty SEARCH creates a new file. ooda applies the blocks and tells you which did not match. Change only what the task asks.";
+pub(crate) const HOW: &str = "Make the change by writing search/replace blocks, one per edit: the file's path on a line of its own, then\n```\n<<<<<<< SEARCH\nlines copied exactly from the file, whitespace included\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n```\nThe SEARCH part must match the file's current lines exactly and once; include a few unchanged lines around the change so it is unique. An empty SEARCH creates a new file. ooda applies the blocks and tells you which did not match. Change only what the task asks.";
 
 #[cfg(test)]
 mod tests {
@@ -251,6 +349,16 @@ mod tests {
         );
         assert_eq!(b[1].path, "src/new.py");
         assert_eq!(b[1].search, "");
+        // A merge conflict's spelling, the path on its markers, with fences
+        // closed inside it (as Qwen2.5-Coder-1.5B writes it).
+        let b = parse(
+            "```\n<<<<<<< fib.py\ndef f():\n    return 1\n=======\ndef f():\n    return 2\n```\n\n```\n>>>>>>> fib.py\n```\n",
+        );
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!(
+            (b[0].path.as_str(), b[0].replace.as_str()),
+            ("fib.py", "def f():\n    return 2\n")
+        );
         // No path before it, or an unclosed block: nothing to apply.
         assert!(parse("<<<<<<< SEARCH\na\n=======\nb\n>>>>>>> REPLACE\n").is_empty());
         assert!(parse("a.py\n<<<<<<< SEARCH\na\n=======\nb\n").is_empty());
@@ -258,6 +366,113 @@ mod tests {
         assert_eq!(path_in("Here is the change."), None);
         assert_eq!(path_in("```python primes.py"), Some("primes.py".into()));
         assert_eq!(path_in("# File: a/b.rs"), Some("a/b.rs".into()));
+    }
+
+    #[test]
+    fn a_block_sent_again_is_applied_once_and_an_empty_search_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.py"), "x = slow()\n").unwrap();
+        std::fs::write(root.join("blob.bin"), [0u8, 159, 146, 150]).unwrap();
+        let lease = crate::run::executor::Local::default();
+        let lease =
+            crate::run::executor::Executor::lease(&lease, crate::run::executor::Purpose::Agent)
+                .unwrap();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let bench = Bench {
+            root,
+            archive: None,
+            blank_env: Vec::new(),
+            edits: true,
+            allowed: &[],
+            lease: lease.as_ref(),
+            cancel: &cancel,
+            command_timeout: std::time::Duration::from_secs(5),
+            output_cap: 1 << 20,
+        };
+        let block = "a.py\n<<<<<<< SEARCH\nx = slow()\n=======\nx = fast()\n>>>>>>> REPLACE\n";
+        let first = apply(&bench, &parse(block)).unwrap();
+        assert_eq!((first.done.len(), first.failed.len()), (1, 0));
+        // Small models send every block again with their next answer.
+        let again = apply(&bench, &parse(block)).unwrap();
+        assert_eq!(
+            (again.done.len(), again.failed.len()),
+            (1, 0),
+            "{:?}",
+            again.failed
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.py")).unwrap(),
+            "x = fast()\n"
+        );
+        let blob = apply(
+            &bench,
+            &parse("blob.bin\n<<<<<<< SEARCH\n=======\ntext\n>>>>>>> REPLACE\n"),
+        )
+        .unwrap();
+        assert_eq!(blob.failed.len(), 1);
+        assert!(blob.failed[0].contains("exists and the SEARCH part is empty"));
+        assert_eq!(
+            std::fs::read(root.join("blob.bin")).unwrap(),
+            [0u8, 159, 146, 150]
+        );
+        // A wrong SEARCH is sent back as written, with the closest lines.
+        let wrong = apply(
+            &bench,
+            &parse("a.py\n<<<<<<< SEARCH\nx = fast(2)\n=======\ny\n>>>>>>> REPLACE\n"),
+        )
+        .unwrap();
+        assert!(
+            wrong.failed[0].contains("x = fast(2)"),
+            "{}",
+            wrong.failed[0]
+        );
+        assert!(
+            wrong.failed[0].contains("closest lines"),
+            "{}",
+            wrong.failed[0]
+        );
+    }
+
+    #[test]
+    fn a_whole_file_in_a_fence_is_a_new_version_only_when_it_is_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let old = "\"\"\"Fib.\"\"\"\n\n\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n";
+        std::fs::write(root.join("fib.py"), old).unwrap();
+        let lease = crate::run::executor::Local::default();
+        let lease =
+            crate::run::executor::Executor::lease(&lease, crate::run::executor::Purpose::Agent)
+                .unwrap();
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let bench = Bench {
+            root,
+            archive: None,
+            blank_env: Vec::new(),
+            edits: true,
+            allowed: &[],
+            lease: lease.as_ref(),
+            cancel: &cancel,
+            command_timeout: std::time::Duration::from_secs(5),
+            output_cap: 1 << 20,
+        };
+        let editable = vec!["fib.py".to_string()];
+        let new = "\"\"\"Fib.\"\"\"\n\nimport functools\n\n@functools.lru_cache(None)\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n";
+        // Unnamed, one editable file, starting as it does: a new version.
+        let text = format!("### Change\n\n```python\n{new}```\n\nThis caches.");
+        assert_eq!(
+            whole_files(&bench, &text, &editable),
+            [("fib.py".to_string(), new.to_string())]
+        );
+        // Named on the line before.
+        let text = format!("fib.py\n```\n{new}```");
+        assert_eq!(whole_files(&bench, &text, &editable).len(), 1);
+        // A snippet is not the file; a file the plan did not name is not
+        // written.
+        let snippet = "```python\n@functools.lru_cache(None)\ndef fib(n):\n```";
+        assert!(whole_files(&bench, snippet, &editable).is_empty());
+        let other = format!("bench.py\n```\n{new}```");
+        assert!(whole_files(&bench, &other, &[]).is_empty());
     }
 
     #[test]

@@ -93,10 +93,10 @@ impl Caller for LlmAgent {
         true
     }
 
-    /// Without tools the model cannot read: EXECUTE's prompt shows it the
-    /// files the plan names.
+    /// Without native tools, EXECUTE's prompt shows the model the files
+    /// the plan names (in `none` mode it cannot read them at all).
     fn passes_files(&self) -> bool {
-        self.setup.tools == crate::config::ToolsMode::None
+        self.setup.tools != crate::config::ToolsMode::Native
     }
 
     /// A `driver: llm` definition gets a setup of its own model

@@ -74,7 +74,7 @@ pub(crate) fn probe(tier: &ModelTier, cancel: &AtomicBool) -> Result<Probe> {
                         format!("the model returned a structured `{}` call", c.calls[0].name),
                     )
                 } else {
-                    let found = text_calls::read(&c.text, &specs, 1);
+                    let found = text_calls::read(&c.text, &specs, 1, "");
                     match found.calls.first() {
                         Some((call, form)) => (
                             ToolsMode::Text,

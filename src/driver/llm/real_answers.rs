@@ -48,7 +48,7 @@ fn recorded(file: &str) -> Vec<Recorded> {
 /// What the loop makes of one answer, in a line.
 fn reading(r: &Recorded) -> String {
     let offered = specs(r.edits, true);
-    let found = text_calls::read(&r.content, &offered, 1);
+    let found = text_calls::read(&r.content, &offered, 1, "");
     if !found.calls.is_empty() {
         let calls: Vec<String> = found
             .calls
@@ -185,9 +185,48 @@ fn a_timed_out_request_has_no_answer_to_read() {
         assert!(r.content.is_empty());
         assert!(result_json(None, Some(&r.content), "").is_err());
         assert!(
-            text_calls::read(&r.content, &specs(true, true), 1)
+            text_calls::read(&r.content, &specs(true, true), 1, "")
                 .calls
                 .is_empty()
         );
+    }
+}
+
+/// aider's exchanges (`n4`, `n5`) were recorded as the server's stream,
+/// clipped to its first 2,000 bytes: what each holds is the start of an
+/// answer (a ```ooda block, a search/replace block, aider's own reflection
+/// "SearchReplaceNoExactMatch"). An incomplete answer must not be acted on:
+/// no call, no edit block and no answer is read from any of them.
+#[test]
+fn a_clipped_stream_is_never_acted_on() {
+    for file in ["n4-qwen15-aider.jsonl", "n5-qwen15-aider-long.jsonl"] {
+        let path = format!(
+            "{}/tests/fixtures/real-model/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut starts = 0;
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let raw = v["raw_response"].as_str().unwrap_or_default();
+            let mut content = String::new();
+            for data in raw.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                if let Ok(chunk) = serde_json::from_str::<Value>(data) {
+                    for c in chunk["choices"].as_array().into_iter().flatten() {
+                        content.push_str(c["delta"]["content"].as_str().unwrap_or_default());
+                    }
+                }
+            }
+            starts += usize::from(!content.is_empty());
+            assert!(
+                text_calls::read(&content, &specs(true, true), 1, "")
+                    .calls
+                    .is_empty(),
+                "{content}"
+            );
+            assert!(super::edit_blocks::parse(&content).is_empty(), "{content}");
+            assert!(result_json(None, Some(&content), "").is_err(), "{content}");
+        }
+        assert!(starts > 0, "{file}: no answer decoded");
     }
 }

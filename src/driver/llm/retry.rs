@@ -10,9 +10,11 @@
 //! `retry-after` in seconds or as an HTTP date) when it asks for at most
 //! 60 s, else 0.5 s·2ⁿ with ±25% jitter, capped at 8 s. The delay travels in
 //! the error value, so the loop that sleeps and the record that reports it
-//! agree. Retries exhausted, the failure is the agent's call failing, not an
-//! outage waited out: five such iterations in a row stop the night (the
-//! retries above are the waiting).
+//! agree. Retries exhausted, a failure that says the server is away or busy
+//! (no connection, 408, 409, 429, 502, 503, 504, 529) is an outage, waited
+//! out by the step's caller as a CLI's is (`ApiError::outage`); any other is
+//! the agent's call failing, and five such iterations in a row stop the
+//! night.
 
 use std::time::Duration;
 
@@ -107,12 +109,17 @@ impl ApiError {
     }
 
     /// Whether the failure says the server is away or busy (no connection,
-    /// 408/409/429, 5xx) rather than that the request is wrong: retries
-    /// spent, it is an outage to wait out, not the agent's failure. A
-    /// request that timed out is not one: the server answered too slowly
-    /// for the tier's limits, which waiting does not change.
+    /// 408, 409, 429, 502, 503, 504, 529 and other 5xx) rather than that
+    /// the request is wrong: retries spent, it is an outage to wait out,
+    /// not the agent's failure. Not one: a request that timed out (the
+    /// server is up and too slow for the tier's limits, which waiting does
+    /// not change), and a 500, 501 or 505, which a server gives the same
+    /// request every time (llama.cpp answers 500 to tools when it was
+    /// started without `--jinja`): waiting them out would wait all night.
     pub(crate) fn outage(&self) -> bool {
-        self.retryable && !matches!(self.kind.as_str(), "timeout" | "step_timeout")
+        self.retryable
+            && !matches!(self.kind.as_str(), "timeout" | "step_timeout")
+            && !matches!(self.status, Some(500 | 501 | 505))
     }
 
     /// The wait before retry number `n` (0 for the first retry); `jitter`
@@ -286,6 +293,23 @@ mod tests {
             "capped after the jitter"
         );
         assert!((e.delay(2, 0.999_999).as_secs_f64() - 2.5).abs() < 1e-3);
+    }
+
+    #[test]
+    fn a_server_away_or_busy_is_an_outage_and_a_request_it_refuses_is_not() {
+        for s in [408, 409, 429, 502, 503, 504, 529] {
+            assert!(err(s, &[], "").outage(), "{s}");
+        }
+        assert!(ApiError::transport("cannot connect").outage());
+        // The same request gets the same 500 every time (llama.cpp without
+        // --jinja refuses tools so): waiting would wait all night.
+        let jinja = r#"{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}"#;
+        for s in [400, 401, 404, 422, 500, 501] {
+            assert!(!err(s, &[], jinja).outage(), "{s}");
+        }
+        assert!(!ApiError::timed_out().outage());
+        let quota = r#"{"error":{"type":"insufficient_quota","code":"insufficient_quota"}}"#;
+        assert!(!err(429, &[], quota).outage());
     }
 
     #[test]

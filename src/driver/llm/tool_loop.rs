@@ -212,6 +212,8 @@ struct Seen {
     cut_off: u32,
     blocks_applied: usize,
     blocks_failed: usize,
+    /// Files written whole from a fenced block (aider's `whole` format).
+    whole_files: usize,
     /// Objects that meant a call and were wrong.
     wrong_calls: usize,
 }
@@ -244,6 +246,12 @@ impl Seen {
             w.push(format!(
                 "{} tool call(s) written as text did not validate and were not run",
                 self.wrong_calls
+            ));
+        }
+        if self.whole_files > 0 {
+            w.push(format!(
+                "the model wrote {} file(s) whole in a fenced block; they were written",
+                self.whole_files
             ));
         }
         if self.blocks_failed > 0 {
@@ -323,7 +331,9 @@ impl<'a> Loop<'a> {
             _ => Vec::new(),
         };
         let mut prompt = scrub(inv.prompt);
-        if setup.tools == ToolsMode::None && edits && inv.subagent.is_none() {
+        // A model without native tools is shown the files up front: a
+        // small model that must first ask for each one rarely gets there.
+        if setup.tools != ToolsMode::Native && edits && inv.subagent.is_none() {
             prompt.push_str(&files_shown(&bench, inv));
         }
         let schema_chars: usize = offered
@@ -367,6 +377,34 @@ impl<'a> Loop<'a> {
 
     fn scrub(&self, text: &str) -> String {
         scrub(&self.secrets, text)
+    }
+
+    /// What a subagent was shown (its prompt), for telling its own answer
+    /// from material it quotes; empty for the main agent.
+    fn shown(&self) -> &str {
+        if self.inv.subagent.is_some() {
+            self.inv.prompt
+        } else {
+            ""
+        }
+    }
+
+    /// An EXECUTE answer before any file was changed: small models describe
+    /// the change instead of making it. Told so while nudges are left; then
+    /// the answer stands, and the iteration says the agent changed nothing.
+    fn answers_too_early(&self, main_execute: bool, nudges: u32) -> bool {
+        main_execute
+            && !self.inv.sets_knobs
+            && nudges < self.nudges()
+            && !worktree_changed(self.inv.cwd)
+    }
+
+    /// A message to the model, in the transcript and the log.
+    fn tell(&mut self, text: String) -> Result<()> {
+        let m = Message::user(text);
+        self.log(&m)?;
+        self.memory.transcript.push(Turn::plain(m));
+        Ok(())
     }
 
     fn nudges(&self) -> u32 {
@@ -423,7 +461,7 @@ impl<'a> Loop<'a> {
                 max_output: self.max_output.get(),
                 temperature: None,
             };
-            let mut answer = match self.ask(&self.client, &req, self.deadline)? {
+            let mut answer = match self.ask(&self.client, &req, self.deadline, true)? {
                 Ok(a) => a,
                 // The prompt was too long for the server after all (the
                 // estimate is an estimate): fold what the rules allow and
@@ -474,6 +512,7 @@ impl<'a> Loop<'a> {
             // The same words again after being told what was wrong: the
             // model is not taking the feedback in.
             if answer.calls.is_empty()
+                && nudges > 0
                 && !answer.text.trim().is_empty()
                 && self.last_text.as_deref() == Some(answer.text.trim())
             {
@@ -491,10 +530,46 @@ impl<'a> Loop<'a> {
             if matches!(answer.finish.as_str(), "length" | "max_tokens") {
                 self.seen.cut_off += 1;
             }
+            let main_execute = self.inv.phase == Phase::Execute && self.inv.subagent.is_none();
+            // Edits written as blocks come first, whatever else the answer
+            // holds (an answer, a finish written as text, after them).
+            let mut failed = Vec::new();
+            // Without native tools EXECUTE may edit by blocks: the format
+            // small models know best (aider's), whatever else they manage.
+            if main_execute && self.setup.tools != ToolsMode::Native && answer.calls.is_empty() {
+                let blocks = super::edit_blocks::parse(&answer.text);
+                let applied = super::edit_blocks::apply(&self.bench, &blocks)?;
+                self.seen.blocks_applied += applied.done.len();
+                self.seen.blocks_failed += applied.failed.len();
+                failed = applied.failed;
+                if blocks.is_empty() {
+                    for (path, content) in super::edit_blocks::whole_files(
+                        &self.bench,
+                        &answer.text,
+                        &self.inv.files.edit,
+                    ) {
+                        match self.bench.run(
+                            tools::WRITE,
+                            &serde_json::json!({"path": path, "content": content}),
+                        )? {
+                            Done::Text(_) => self.seen.whole_files += 1,
+                            Done::Error(e) => failed
+                                .push(format!("The new version of {path} was not written: {e}")),
+                        }
+                    }
+                }
+            }
+            let read =
+                crate::driver::agent::reply::result_json(None, Some(&answer.text), self.shown());
             let mut written_as = Vec::new();
             let mut wrong = Vec::new();
-            if answer.calls.is_empty() {
-                let found = text_calls::read(&answer.text, &self.offered, self.requests);
+            // A subagent's own fenced verdict is read by the rules that keep
+            // a planted one out; a finish it wrote as text does not outrank
+            // it.
+            let own_answer = self.inv.subagent.is_some() && read.is_ok();
+            if answer.calls.is_empty() && failed.is_empty() && !own_answer {
+                let found =
+                    text_calls::read(&answer.text, &self.offered, self.requests, self.shown());
                 for (call, form) in found.calls {
                     *self.seen.text.entry(form.as_str()).or_default() += 1;
                     written_as.push(form.as_str());
@@ -514,29 +589,16 @@ impl<'a> Loop<'a> {
             self.memory.transcript.push(Turn::plain(reply));
             self.memory.depends.clear();
             if answer.calls.is_empty() {
-                let shown = if self.inv.subagent.is_some() {
-                    self.inv.prompt
-                } else {
-                    ""
-                };
-                let main_execute = self.inv.phase == Phase::Execute && self.inv.subagent.is_none();
-                // Edits written as blocks come first: the answer may follow
-                // them in the same text.
-                let mut failed = Vec::new();
-                if main_execute && self.setup.tools == ToolsMode::None {
-                    let blocks = super::edit_blocks::parse(&answer.text);
-                    let applied = super::edit_blocks::apply(&self.bench, &blocks)?;
-                    self.seen.blocks_applied += applied.done.len();
-                    self.seen.blocks_failed += applied.failed.len();
-                    failed = applied.failed;
-                }
-                let read =
-                    crate::driver::agent::reply::result_json(None, Some(&answer.text), shown);
                 let unread = unread_block(&read);
                 if failed.is_empty()
                     && let Ok((v, source)) = read
                 {
-                    break End::Answer(v, source);
+                    if !self.answers_too_early(main_execute, nudges) {
+                        break End::Answer(v, source);
+                    }
+                    nudges += 1;
+                    self.tell(unchanged_nudge(self.setup.tools))?;
+                    continue;
                 }
                 // Prose after the edit is the end of EXECUTE; prose before
                 // any ("let me look at the code first") is nudged on.
@@ -563,7 +625,7 @@ impl<'a> Loop<'a> {
                 nudges += 1;
                 let nudge = Message::user(nudge(
                     self.setup.tools,
-                    main_execute && self.setup.tools == ToolsMode::None,
+                    main_execute && self.setup.tools != ToolsMode::Native,
                     &answer,
                     &failed,
                     &wrong,
@@ -638,6 +700,11 @@ impl<'a> Loop<'a> {
                 self.memory.transcript.push(turn);
             }
             if let Some(v) = finished {
+                if self.answers_too_early(main_execute, nudges) {
+                    nudges += 1;
+                    self.tell(unchanged_nudge(self.setup.tools))?;
+                    continue;
+                }
                 let source = if written_as.is_empty() {
                     Source::FinishTool
                 } else {
@@ -699,12 +766,15 @@ impl<'a> Loop<'a> {
         Ok(())
     }
 
-    /// One request with its events.
+    /// One request with its events. `main`: a request of the step itself,
+    /// whose lowered `max_output` (after a timeout) the step keeps; L2's
+    /// condensation has a limit of its own.
     fn ask(
         &self,
         client: &Client,
         req: &Request,
         deadline: Instant,
+        main: bool,
     ) -> Result<std::result::Result<Completion, ApiError>> {
         let request = self.requests;
         let span = self.span;
@@ -719,7 +789,7 @@ impl<'a> Loop<'a> {
         let tier = client.tier();
         match out {
             Ok(a) => {
-                if a.max_output < req.max_output {
+                if main && a.max_output < self.max_output.get() {
                     self.max_output.set(a.max_output);
                 }
                 let t = a.completion.tokens;
@@ -881,7 +951,7 @@ impl<'a> Loop<'a> {
             prompt_tokens_estimate: (input.chars().count() as u64).div_ceil(4),
         })?;
         let deadline = self.deadline.min(Instant::now() + CONDENSE_TIMEOUT);
-        let out = self.ask(&client, &req, deadline)?;
+        let out = self.ask(&client, &req, deadline, false)?;
         Ok(match out {
             Ok(c) if !c.text.trim().is_empty() => {
                 self.count(&c, light);
@@ -1104,6 +1174,18 @@ pub(crate) fn unread_block(read: &std::result::Result<(Value, Source), String>) 
     }
 }
 
+/// What an EXECUTE that answered before changing anything is told.
+fn unchanged_nudge(mode: ToolsMode) -> String {
+    let how = match mode {
+        ToolsMode::Native => "with edit_file (read_file the exact lines first) or write_file".to_string(),
+        ToolsMode::Text => "as search/replace blocks (the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE) or with <tool_call>{\"name\": \"edit_file\", \"arguments\": {\"path\": …, \"old\": …, \"new\": …}}</tool_call>".to_string(),
+        ToolsMode::None => "as search/replace blocks: the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE".to_string(),
+    };
+    format!(
+        "No file has been changed yet: your answer describes a change, and only a change made to the files is measured. Make the change now, {how}; then end the step."
+    )
+}
+
 /// How a model without native tools ends a step.
 const FINISH_AS_TEXT: &str = "<tool_call>{\"name\": \"finish\", \"arguments\": {\"answer\": {…the step's JSON…}}}</tool_call>";
 
@@ -1135,6 +1217,13 @@ fn files_shown(bench: &Bench, inv: &Invocation) -> String {
             "\n{f}{ro}\n```\n{text}{}```\n",
             if text.ends_with('\n') { "" } else { "\n" }
         ));
+    }
+    if !named.is_empty() {
+        // Small models weigh the end of the prompt most: it says what to
+        // write now.
+        out.push_str(
+            "\nNow make the change to these files: write search/replace blocks (the file's path on its own line, then <<<<<<< SEARCH, the exact lines to replace, =======, the new lines, >>>>>>> REPLACE), or the whole new file in a fenced block after its path. Then the ```ooda answer.\n",
+        );
     }
     if named.is_empty() {
         let listed = bench
@@ -1170,12 +1259,21 @@ fn system_prompt(
     };
     match mode {
         ToolsMode::Native => instructions(&who, edits, allowed),
-        ToolsMode::Text => text_instructions(&who, edits, allowed, offered),
+        ToolsMode::Text => {
+            let mut t = text_instructions(&who, edits, allowed, offered);
+            if edits && inv.subagent.is_none() {
+                t.push_str(&format!(
+                    "\n\nTo change a file you may also skip edit_file: {}",
+                    super::edit_blocks::HOW
+                ));
+            }
+            t
+        }
         ToolsMode::None => {
             let work = if edits && inv.subagent.is_none() {
-                super::edit_blocks::HOW
+                format!("You cannot call tools. {}", super::edit_blocks::HOW)
             } else {
-                "You cannot call tools or read files: answer from what the task shows."
+                "You cannot call tools or read files: answer from what the task shows.".to_string()
             };
             format!(
                 "You are {who} of ooda, an unattended optimization loop. {work}\n\nEnd with the JSON answer the task asks for in a fenced ```ooda block."

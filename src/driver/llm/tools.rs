@@ -415,6 +415,12 @@ impl Bench<'_> {
         Ok(serde_json::to_string(&hits).unwrap_or_default())
     }
 
+    /// Whether anything is at `path` in the worktree (a file too large or
+    /// not text to read included): an empty SEARCH must not replace it.
+    pub(crate) fn exists(&self, path: &str) -> bool {
+        resolve(self.root, path, false).is_ok_and(|p| std::fs::symlink_metadata(p).is_ok())
+    }
+
     /// A worktree file's text, by the rules `edit_file` reads it with.
     pub(crate) fn file_text(&self, path: &str) -> Result<String, String> {
         let p = resolve(self.root, path, false)?;
