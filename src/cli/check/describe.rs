@@ -676,6 +676,7 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
         let example = NamedFiles {
             edit: vec!["<file the plan names>".into()],
             read: vec!["<other file the prompt names>".into()],
+            scoped: Vec::new(),
         };
         for (label, phase) in [
             ("plan", Phase::Plan),

@@ -20,7 +20,14 @@ use crate::error::{IoContext, Result};
 pub(crate) struct NamedFiles {
     pub edit: Vec<String>,
     pub read: Vec<String>,
+    /// Every committed file the agent may change, when there are at most
+    /// [`SCOPED_MAX`]: what a model that cannot read is shown when its plan
+    /// names no file.
+    pub scoped: Vec<String>,
 }
+
+/// The most files in scope that are listed in [`NamedFiles::scoped`].
+pub(crate) const SCOPED_MAX: usize = 8;
 
 /// The committed files of the worktree at `cand_dir` named in `plan_text`
 /// (editable when the scope allows them) and in `prompt` (read-only).
@@ -57,6 +64,15 @@ fn classify(brief: &Brief, files: &[String], plan_text: &str, prompt: &str) -> N
         } else {
             out.read.push(f.clone());
         }
+    }
+    let scoped: Vec<String> = files
+        .iter()
+        .filter(|f| f.as_str() != brief.knobs_file && brief.scope.allows(f) && !brief.scope.protects(f))
+        .filter(|f| crate::brief::own_root(f).is_none())
+        .cloned()
+        .collect();
+    if scoped.len() <= SCOPED_MAX {
+        out.scoped = scoped;
     }
     out
 }

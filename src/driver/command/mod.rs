@@ -555,6 +555,7 @@ mod tests {
         let files = NamedFiles {
             edit: vec!["src/a b.rs".into()],
             read: vec!["bench.sh".into()],
+            scoped: Vec::new(),
         };
         let aider = agent("aider");
         let tail = r#"--message-file "$OODA_PROMPT_FILE" < "$OODA_PROMPT_FILE""#;

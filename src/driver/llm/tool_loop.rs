@@ -546,7 +546,11 @@ impl<'a> Loop<'a> {
                     for (path, content) in super::edit_blocks::whole_files(
                         &self.bench,
                         &answer.text,
-                        &self.inv.files.edit,
+                        if self.inv.files.edit.is_empty() {
+                            &self.inv.files.scoped
+                        } else {
+                            &self.inv.files.edit
+                        },
                     ) {
                         match self.bench.run(
                             tools::WRITE,
@@ -617,6 +621,8 @@ impl<'a> Loop<'a> {
                         format!("the model's tool calls did not validate ({})", wrong[0])
                     } else if self.setup.tools == ToolsMode::None && main_execute {
                         "the model answered in prose with no search/replace block and no JSON answer".to_string()
+                    } else if self.setup.tools == ToolsMode::None {
+                        "the model answered in prose and never gave the step's JSON answer in a fenced ```ooda block".to_string()
                     } else {
                         "the model answered in prose and never called finish with the step's JSON answer".to_string()
                     };
@@ -1195,7 +1201,14 @@ fn files_shown(bench: &Bench, inv: &Invocation) -> String {
     const MAX: usize = 48_000;
     let mut out = String::from("\n\n## The files, as they are now\n");
     let mut used = 0;
-    let named: Vec<&String> = inv.files.edit.iter().chain(&inv.files.read).collect();
+    // The plan's files; when it names none, the few files the agent may
+    // change (a small model's plan often names a function, not its file).
+    let editable: &[String] = if inv.files.edit.is_empty() {
+        &inv.files.scoped
+    } else {
+        &inv.files.edit
+    };
+    let named: Vec<&String> = editable.iter().chain(&inv.files.read).collect();
     for f in &named {
         let Ok(text) = bench.file_text(f) else {
             continue;
@@ -1208,7 +1221,7 @@ fn files_shown(bench: &Bench, inv: &Invocation) -> String {
             continue;
         }
         used += text.len();
-        let ro = if inv.files.edit.contains(f) {
+        let ro = if editable.contains(f) {
             ""
         } else {
             " (read only)"
