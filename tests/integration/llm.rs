@@ -1512,8 +1512,13 @@ fn a_night_in_edit_format_mode_applies_search_replace_blocks_and_keeps_a_real_ga
                 if !s.all.contains("This block was not applied") {
                     return said(
                         n,
-                        "src/work.sh\n```sh\n<<<<<<< SEARCH\n    echo $(slower)\n=======\n    echo $(fast)\n>>>>>>> REPLACE\n```",
+                        "src/work.sh\n```sh\n<<<<<<< SEARCH\n    echo $(slower)\n=======\n    echo $(fast)\n>>>>>>> REPLACE\n```\nbench.sh\n```sh\n<<<<<<< SEARCH\nF=$(sh src/work.sh); export F\n=======\nF=1; export F\n>>>>>>> REPLACE\n```",
                     );
+                }
+                if !s.all.contains("bench.sh is shown read only") {
+                    wrong(format!(
+                        "request {n}: the block for the protected bench.sh was not refused"
+                    ));
                 }
                 if !s.all.contains("echo $(slower)") {
                     wrong(format!("request {n}: the failed block was not sent back"));
@@ -1533,7 +1538,9 @@ fn a_night_in_edit_format_mode_applies_search_replace_blocks_and_keeps_a_real_ga
         }),
     );
     let t = edit_gain_project(&s, "none");
-    let rec = kept(&t, &s, "1 of 2 search/replace blocks did not apply");
+    // The block for the protected benchmark was refused where the model
+    // could be told, so the change was not blocked.
+    let rec = kept(&t, &s, "2 of 3 search/replace blocks did not apply");
     let summary = t.read("iterations/b/summary.md");
     assert!(
         summary.contains("- search/replace blocks did not apply: 1 iteration(s) (1)"),

@@ -67,7 +67,9 @@ fn classify(brief: &Brief, files: &[String], plan_text: &str, prompt: &str) -> N
     }
     let scoped: Vec<String> = files
         .iter()
-        .filter(|f| f.as_str() != brief.knobs_file && brief.scope.allows(f) && !brief.scope.protects(f))
+        .filter(|f| {
+            f.as_str() != brief.knobs_file && brief.scope.allows(f) && !brief.scope.protects(f)
+        })
         .filter(|f| crate::brief::own_root(f).is_none())
         .cloned()
         .collect();

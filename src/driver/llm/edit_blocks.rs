@@ -235,7 +235,7 @@ pub(crate) fn whole_files(bench: &Bench, text: &str, editable: &[String]) -> Vec
     let mut out: Vec<(String, String)> = Vec::new();
     for (start, _, body_start, body_end) in fenced_blocks(text) {
         let body = &text[body_start..body_end];
-        if body.trim().is_empty() || body.contains("<<<<<<< SEARCH") {
+        if body.trim().is_empty() || body.contains("<<<<<<<") || body.contains(">>>>>>>") {
             continue;
         }
         // The path is the last line before the block that is not a fence

@@ -537,12 +537,26 @@ impl<'a> Loop<'a> {
             // Without native tools EXECUTE may edit by blocks: the format
             // small models know best (aider's), whatever else they manage.
             if main_execute && self.setup.tools != ToolsMode::Native && answer.calls.is_empty() {
-                let blocks = super::edit_blocks::parse(&answer.text);
+                let mut blocks = super::edit_blocks::parse(&answer.text);
+                // A block that changes nothing is no edit; one for a file
+                // shown read only (the benchmark, its tests) is refused here,
+                // where the model can still be told, not by the scope check
+                // after the step, which blocks the whole change.
+                blocks.retain(|b| b.search != b.replace);
+                let (ro, blocks): (Vec<_>, Vec<_>) = blocks
+                    .into_iter()
+                    .partition(|b| self.inv.files.read.contains(&b.path));
                 let applied = super::edit_blocks::apply(&self.bench, &blocks)?;
-                self.seen.blocks_applied += applied.done.len();
-                self.seen.blocks_failed += applied.failed.len();
                 failed = applied.failed;
-                if blocks.is_empty() {
+                for b in &ro {
+                    failed.push(format!(
+                        "This block was not applied: {} is shown read only (the Brief does not let the agent change it); change only the files shown without \"(read only)\":\n```\n{}\n```",
+                        b.path, b.written
+                    ));
+                }
+                self.seen.blocks_applied += applied.done.len();
+                self.seen.blocks_failed += failed.len();
+                if blocks.is_empty() && ro.is_empty() {
                     for (path, content) in super::edit_blocks::whole_files(
                         &self.bench,
                         &answer.text,
