@@ -44,6 +44,48 @@ pub(crate) fn object_at(text: &str, at: usize) -> Option<(Value, usize)> {
     None
 }
 
+/// `text` with what JSON does not allow and small models write anyway taken
+/// out: `#` and `//` comments to the end of a line, and a comma before a
+/// closing bracket; strings are left as they are. `None` when there was
+/// nothing to take out.
+pub(crate) fn without_comments(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        let comment = c == '#' || (c == '/' && chars.peek() == Some(&'/'));
+        if comment {
+            changed = true;
+            while chars.peek().is_some_and(|n| *n != '\n') {
+                chars.next();
+            }
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        }
+        if c == '}' || c == ']' {
+            let kept = out.trim_end().len();
+            if out[..kept].ends_with(',') {
+                out.truncate(kept - 1);
+                changed = true;
+            }
+        }
+        out.push(c);
+    }
+    changed.then_some(out)
+}
+
 /// `(start, end, body_start, body_end)` of each fenced block (``` or ~~~,
 /// any info string); an unclosed last block runs to the end.
 pub(crate) fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize, usize)> {
@@ -77,6 +119,16 @@ pub(crate) fn fenced_blocks(text: &str) -> Vec<(usize, usize, usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn comments_and_trailing_commas_are_taken_out_and_strings_kept() {
+        let t =
+            "{\n  \"a\": 0.1,  # a fraction\n  \"b\": \"x # y // z\", // why\n  \"c\": [1, 2,],\n}";
+        let v: Value = serde_json::from_str(&without_comments(t).unwrap()).unwrap();
+        assert_eq!(v["b"], "x # y // z");
+        assert_eq!(v["c"][1], 2);
+        assert_eq!(without_comments("{\"a\": 1}"), None);
+    }
 
     #[test]
     fn objects_are_found_inside_strings_braces_and_all() {

@@ -345,7 +345,12 @@ fn object(text: &str) -> Result<Value, String> {
     match serde_json::from_str::<Value>(text.trim()) {
         Ok(v) if v.is_object() => Ok(v),
         Ok(_) => Err("expected a JSON object `{...}`".into()),
-        Err(e) => Err(e.to_string()),
+        // Comments and trailing commas, which small models write into
+        // their JSON: read without them, else the parser's own words.
+        Err(e) => crate::text::json_scan::without_comments(text)
+            .and_then(|t| serde_json::from_str::<Value>(t.trim()).ok())
+            .filter(Value::is_object)
+            .ok_or_else(|| e.to_string()),
     }
 }
 
@@ -388,6 +393,8 @@ mod tests {
             format!("{plan}\n```"),
             format!("```json\n{plan}\n```\nThat is all."),
             format!("<decision>goal: g</decision>\n\n<answer>\n{plan}\n</answer>"),
+            // As Qwen2.5-Coder-1.5B wrote its plan on llama-server.
+            "```ooda\n{\n  \"hypothesis\": \"h\",\n  \"change\": \"c\",\n  \"predicted_effect\": 0.1,  # Predicted fraction\n}\n```".to_string(),
         ] {
             let (v, _) = result_json(None, Some(&text), "").unwrap();
             assert_eq!(v["change"], "c", "{text}");

@@ -633,6 +633,8 @@ impl<'a> Loop<'a> {
                         )
                     } else if !wrong.is_empty() {
                         format!("the model's tool calls did not validate ({})", wrong[0])
+                    } else if let Some(why) = &unread {
+                        format!("the model's answer could not be read ({why})")
                     } else if self.setup.tools == ToolsMode::None && main_execute {
                         "the model answered in prose with no search/replace block and no JSON answer".to_string()
                     } else if self.setup.tools == ToolsMode::None {
