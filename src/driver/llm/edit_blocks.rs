@@ -368,12 +368,8 @@ mod tests {
         assert_eq!(path_in("# File: a/b.rs"), Some("a/b.rs".into()));
     }
 
-    #[test]
-    fn a_block_sent_again_is_applied_once_and_an_empty_search_never_overwrites() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path();
-        std::fs::write(root.join("a.py"), "x = slow()\n").unwrap();
-        std::fs::write(root.join("blob.bin"), [0u8, 159, 146, 150]).unwrap();
+    /// Runs `f` with the edit tools on `root`.
+    fn on_bench(root: &std::path::Path, f: impl FnOnce(&Bench)) {
         let lease = crate::run::executor::Local::default();
         let lease =
             crate::run::executor::Executor::lease(&lease, crate::run::executor::Purpose::Agent)
@@ -390,48 +386,59 @@ mod tests {
             command_timeout: std::time::Duration::from_secs(5),
             output_cap: 1 << 20,
         };
-        let block = "a.py\n<<<<<<< SEARCH\nx = slow()\n=======\nx = fast()\n>>>>>>> REPLACE\n";
-        let first = apply(&bench, &parse(block)).unwrap();
-        assert_eq!((first.done.len(), first.failed.len()), (1, 0));
-        // Small models send every block again with their next answer.
-        let again = apply(&bench, &parse(block)).unwrap();
-        assert_eq!(
-            (again.done.len(), again.failed.len()),
-            (1, 0),
-            "{:?}",
-            again.failed
-        );
-        assert_eq!(
-            std::fs::read_to_string(root.join("a.py")).unwrap(),
-            "x = fast()\n"
-        );
-        let blob = apply(
-            &bench,
-            &parse("blob.bin\n<<<<<<< SEARCH\n=======\ntext\n>>>>>>> REPLACE\n"),
-        )
-        .unwrap();
-        assert_eq!(blob.failed.len(), 1);
-        assert!(blob.failed[0].contains("exists and the SEARCH part is empty"));
-        assert_eq!(
-            std::fs::read(root.join("blob.bin")).unwrap(),
-            [0u8, 159, 146, 150]
-        );
-        // A wrong SEARCH is sent back as written, with the closest lines.
-        let wrong = apply(
-            &bench,
-            &parse("a.py\n<<<<<<< SEARCH\nx = fast(2)\n=======\ny\n>>>>>>> REPLACE\n"),
-        )
-        .unwrap();
-        assert!(
-            wrong.failed[0].contains("x = fast(2)"),
-            "{}",
-            wrong.failed[0]
-        );
-        assert!(
-            wrong.failed[0].contains("closest lines"),
-            "{}",
-            wrong.failed[0]
-        );
+        f(&bench);
+    }
+
+    #[test]
+    fn a_block_sent_again_is_applied_once_and_an_empty_search_never_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.py"), "x = slow()\n").unwrap();
+        std::fs::write(root.join("blob.bin"), [0u8, 159, 146, 150]).unwrap();
+        on_bench(root, |bench| {
+            let block = "a.py\n<<<<<<< SEARCH\nx = slow()\n=======\nx = fast()\n>>>>>>> REPLACE\n";
+            let first = apply(bench, &parse(block)).unwrap();
+            assert_eq!((first.done.len(), first.failed.len()), (1, 0));
+            // Small models send every block again with their next answer.
+            let again = apply(bench, &parse(block)).unwrap();
+            assert_eq!(
+                (again.done.len(), again.failed.len()),
+                (1, 0),
+                "{:?}",
+                again.failed
+            );
+            assert_eq!(
+                std::fs::read_to_string(root.join("a.py")).unwrap(),
+                "x = fast()\n"
+            );
+            let blob = apply(
+                bench,
+                &parse("blob.bin\n<<<<<<< SEARCH\n=======\ntext\n>>>>>>> REPLACE\n"),
+            )
+            .unwrap();
+            assert_eq!(blob.failed.len(), 1);
+            assert!(blob.failed[0].contains("exists and the SEARCH part is empty"));
+            assert_eq!(
+                std::fs::read(root.join("blob.bin")).unwrap(),
+                [0u8, 159, 146, 150]
+            );
+            // A wrong SEARCH is sent back as written, with the closest lines.
+            let wrong = apply(
+                bench,
+                &parse("a.py\n<<<<<<< SEARCH\nx = fast(2)\n=======\ny\n>>>>>>> REPLACE\n"),
+            )
+            .unwrap();
+            assert!(
+                wrong.failed[0].contains("x = fast(2)"),
+                "{}",
+                wrong.failed[0]
+            );
+            assert!(
+                wrong.failed[0].contains("closest lines"),
+                "{}",
+                wrong.failed[0]
+            );
+        });
     }
 
     #[test]
@@ -440,39 +447,25 @@ mod tests {
         let root = dir.path();
         let old = "\"\"\"Fib.\"\"\"\n\n\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n";
         std::fs::write(root.join("fib.py"), old).unwrap();
-        let lease = crate::run::executor::Local::default();
-        let lease =
-            crate::run::executor::Executor::lease(&lease, crate::run::executor::Purpose::Agent)
-                .unwrap();
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let bench = Bench {
-            root,
-            archive: None,
-            blank_env: Vec::new(),
-            edits: true,
-            allowed: &[],
-            lease: lease.as_ref(),
-            cancel: &cancel,
-            command_timeout: std::time::Duration::from_secs(5),
-            output_cap: 1 << 20,
-        };
-        let editable = vec!["fib.py".to_string()];
-        let new = "\"\"\"Fib.\"\"\"\n\nimport functools\n\n@functools.lru_cache(None)\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n";
-        // Unnamed, one editable file, starting as it does: a new version.
-        let text = format!("### Change\n\n```python\n{new}```\n\nThis caches.");
-        assert_eq!(
-            whole_files(&bench, &text, &editable),
-            [("fib.py".to_string(), new.to_string())]
-        );
-        // Named on the line before.
-        let text = format!("fib.py\n```\n{new}```");
-        assert_eq!(whole_files(&bench, &text, &editable).len(), 1);
-        // A snippet is not the file; a file the plan did not name is not
-        // written.
-        let snippet = "```python\n@functools.lru_cache(None)\ndef fib(n):\n```";
-        assert!(whole_files(&bench, snippet, &editable).is_empty());
-        let other = format!("bench.py\n```\n{new}```");
-        assert!(whole_files(&bench, &other, &[]).is_empty());
+        on_bench(root, |bench| {
+            let editable = vec!["fib.py".to_string()];
+            let new = "\"\"\"Fib.\"\"\"\n\nimport functools\n\n@functools.lru_cache(None)\ndef fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n";
+            // Unnamed, one editable file, starting as it does: a new version.
+            let text = format!("### Change\n\n```python\n{new}```\n\nThis caches.");
+            assert_eq!(
+                whole_files(bench, &text, &editable),
+                [("fib.py".to_string(), new.to_string())]
+            );
+            // Named on the line before.
+            let text = format!("fib.py\n```\n{new}```");
+            assert_eq!(whole_files(bench, &text, &editable).len(), 1);
+            // A snippet is not the file; a file the plan did not name is not
+            // written.
+            let snippet = "```python\n@functools.lru_cache(None)\ndef fib(n):\n```";
+            assert!(whole_files(bench, snippet, &editable).is_empty());
+            let other = format!("bench.py\n```\n{new}```");
+            assert!(whole_files(bench, &other, &[]).is_empty());
+        });
     }
 
     #[test]
