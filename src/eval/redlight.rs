@@ -432,6 +432,7 @@ pub fn agent_ineffective(history: &[IterationRecord], th: &Thresholds) -> Option
 /// guard then failed it), or did not run at all (its process or its API
 /// failed: the failure streak's, not a weak model's).
 pub(crate) fn ineffective_cause(r: &IterationRecord) -> Option<&'static str> {
+    use crate::model::sign;
     let warned = |w: &str| {
         r.agent_calls
             .iter()
@@ -455,15 +456,13 @@ pub(crate) fn ineffective_cause(r: &IterationRecord) -> Option<&'static str> {
             "plans rejected as falsified"
         } else if reason.starts_with("plan rejected (repeat)") {
             "plans rejected as repeats"
-        } else if warned("search/replace blocks did not apply")
-            || reason.contains("search/replace blocks did not apply")
-        {
+        } else if warned(sign::BLOCKS_FAILED) || reason.contains(sign::BLOCKS_FAILED) {
             "edits did not apply"
-        } else if warned("made no tool calls") {
+        } else if warned(sign::NO_TOOL_CALLS) {
             "no tool calls"
-        } else if reason.contains("cut off at max_output") || warned("cut off at max_output") {
+        } else if reason.contains(sign::CUT_OFF) || warned(sign::CUT_OFF) {
             "answers cut off at max_output"
-        } else if reason.contains("did not validate") {
+        } else if reason.contains(sign::NOT_VALIDATED) {
             "tool calls that did not validate"
         } else if reason.starts_with("plan rejected") {
             "plans rejected"

@@ -85,3 +85,15 @@ impl AgentCall {
         }
     }
 }
+/// The phrases an agent call's warnings and problems carry that the red
+/// light and the morning report count: one spelling, written where the
+/// warning is made and matched where it is read (an archived call keeps
+/// only its text).
+pub(crate) mod sign {
+    pub(crate) const NO_TOOL_CALLS: &str = "made no tool calls";
+    pub(crate) const CALLS_AS_TEXT: &str = "they were run as calls";
+    pub(crate) const CUT_OFF: &str = "cut off at max_output";
+    pub(crate) const NOT_VALIDATED: &str = "did not validate";
+    pub(crate) const BLOCKS_FAILED: &str = "search/replace blocks did not apply";
+    pub(crate) const EXAMPLE_PREDICTION: &str = "is the example in templates/plan.md";
+}

@@ -55,8 +55,8 @@ mod usage;
 mod verdict;
 mod watch;
 
-pub(crate) use agent_call::AgentCall;
 pub use agent_call::CallOutcome;
+pub(crate) use agent_call::{AgentCall, sign};
 pub use alarm::AlarmKind;
 pub(crate) use alarm::{Alarm, Level};
 pub(crate) use analysis::{Analysis, AnalyzerReport};

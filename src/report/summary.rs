@@ -483,26 +483,21 @@ pub(crate) fn usage_section(history: View) -> Result<String> {
 /// text, was cut off or copied the prompt's example is said here in words,
 /// not only in each iteration's call table.
 fn ways_of_working(recent: &[IterationRecord]) -> String {
+    use crate::model::sign;
     let kinds: [(&str, &str); 6] = [
-        ("made no tool calls", "the model made no tool calls"),
+        (sign::NO_TOOL_CALLS, "the model made no tool calls"),
         (
-            "they were run as calls",
+            sign::CALLS_AS_TEXT,
             "the model wrote its tool calls as text (they were run)",
         ),
+        (sign::CUT_OFF, "answers were cut off at max_output"),
+        (sign::BLOCKS_FAILED, "search/replace blocks did not apply"),
         (
-            "cut off at max_output",
-            "answers were cut off at max_output",
-        ),
-        (
-            "search/replace blocks did not apply",
-            "search/replace blocks did not apply",
-        ),
-        (
-            "did not validate",
+            sign::NOT_VALIDATED,
             "tool calls written as text did not validate",
         ),
         (
-            "is the example in templates/plan.md",
+            sign::EXAMPLE_PREDICTION,
             "the plan's prediction was the prompt's example",
         ),
     ];

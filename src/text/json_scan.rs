@@ -12,6 +12,19 @@ use serde_json::Value;
 /// 1 MiB).
 const SCAN_MAX: usize = 1 << 20;
 
+/// How a JSON value's type is said to the model.
+pub(crate) fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(n) if n.is_f64() => "a number",
+        Value::Number(_) => "an integer",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// The JSON object that starts at byte `at` (a `{`) and where it ends.
 pub(crate) fn object_at(text: &str, at: usize) -> Option<(Value, usize)> {
     let bytes = text.as_bytes();

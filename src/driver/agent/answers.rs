@@ -29,14 +29,7 @@ pub(crate) struct Rejection {
 pub(crate) fn plan_field_problem(answer: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
     let o = answer.as_object()?;
-    let kind = |v: &Value| match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    };
+    use crate::text::json_scan::kind;
     type Field = (&'static str, &'static str, fn(&Value) -> bool, &'static str);
     let fields: [Field; 7] = [
         (

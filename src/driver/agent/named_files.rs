@@ -26,6 +26,18 @@ pub(crate) struct NamedFiles {
     pub scoped: Vec<String>,
 }
 
+impl NamedFiles {
+    /// What EXECUTE may change: the plan's files, else the few in scope (a
+    /// small model's plan often names a function, not its file).
+    pub(crate) fn editable(&self) -> &[String] {
+        if self.edit.is_empty() {
+            &self.scoped
+        } else {
+            &self.edit
+        }
+    }
+}
+
 /// The most files in scope that are listed in [`NamedFiles::scoped`].
 pub(crate) const SCOPED_MAX: usize = 8;
 

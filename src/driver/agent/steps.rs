@@ -441,7 +441,8 @@ fn example_prediction(template: &str, plan: &Plan) -> Option<String> {
     let (effect, sd) = (number("predicted_effect")?, number("predicted_sd")?);
     (plan.predicted_effect == effect && plan.predicted_sd == sd).then(|| {
         format!(
-            "the plan's prediction ({effect} ± {sd}) is the example in templates/plan.md, not an estimate: the model may be copying the prompt"
+            "the plan's prediction ({effect} ± {sd}) {}, not an estimate: the model may be copying the prompt",
+            crate::model::sign::EXAMPLE_PREDICTION
         )
     })
 }

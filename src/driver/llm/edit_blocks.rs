@@ -43,21 +43,17 @@ pub(crate) struct Applied {
     pub failed: Vec<String>,
 }
 
-fn marker(line: &str, c: char, word: &str) -> bool {
+/// What follows a run of 5 to 9 `c` that begins `line` (a marker line).
+fn after_marker(line: &str, c: char) -> Option<&str> {
     let t = line.trim();
     let n = t.chars().take_while(|x| *x == c).count();
-    (5..=9).contains(&n) && t[n..].trim() == word
+    (5..=9).contains(&n).then(|| t[n..].trim())
 }
 
 /// A block's opening line: `<<<<<<< SEARCH`, or `<<<<<<< path` as a merge
 /// conflict spells it (models write both); the path, when it names one.
 fn opening(line: &str) -> Option<Option<String>> {
-    let t = line.trim();
-    let n = t.chars().take_while(|x| *x == '<').count();
-    if !(5..=9).contains(&n) {
-        return None;
-    }
-    match t[n..].trim() {
+    match after_marker(line, '<')? {
         "SEARCH" => Some(None),
         rest => path_in(rest).map(Some),
     }
@@ -65,12 +61,7 @@ fn opening(line: &str) -> Option<Option<String>> {
 
 /// A block's closing line: `>>>>>>> REPLACE`, or `>>>>>>> path`.
 fn closing(line: &str) -> bool {
-    let t = line.trim();
-    let n = t.chars().take_while(|x| *x == '>').count();
-    (5..=9).contains(&n) && {
-        let rest = t[n..].trim();
-        rest == "REPLACE" || path_in(rest).is_some()
-    }
+    after_marker(line, '>').is_some_and(|rest| rest == "REPLACE" || path_in(rest).is_some())
 }
 
 /// The blocks in `text`. A block names the last path-like line before it;
@@ -96,7 +87,7 @@ pub(crate) fn parse(text: &str) -> Vec<Block> {
         let mut search = Vec::new();
         let mut replace = Vec::new();
         let mut j = i + 1;
-        while j < lines.len() && !marker(lines[j], '=', "") {
+        while j < lines.len() && after_marker(lines[j], '=') != Some("") {
             if !lines[j].trim().starts_with("```") {
                 search.push(lines[j]);
             }
@@ -328,6 +319,9 @@ fn nearest(text: &str, search: &str) -> Option<String> {
             .collect::<String>(),
     )
 }
+
+/// A block's shape in one line, for the messages that ask for blocks.
+pub(crate) const SHAPE: &str = "the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE";
 
 /// The instructions for a step that edits without tools.
 pub(crate) const HOW: &str = "Make the change by writing search/replace blocks, one per edit: the file's path on a line of its own, then\n```\n<<<<<<< SEARCH\nlines copied exactly from the file, whitespace included\n=======\nthe lines to put in their place\n>>>>>>> REPLACE\n```\nThe SEARCH part must match the file's current lines exactly and once; include a few unchanged lines around the change so it is unique. An empty SEARCH creates a new file. ooda applies the blocks and tells you which did not match. Change only what the task asks.";

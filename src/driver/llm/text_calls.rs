@@ -21,7 +21,7 @@ use serde_json::{Map, Value, json};
 
 use super::tools::FINISH;
 use super::wire::{ToolCall, ToolSpec};
-use crate::text::json_scan::{fenced_blocks, object_at};
+use crate::text::json_scan::{fenced_blocks, kind, object_at};
 
 /// How a call was written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,10 +197,8 @@ fn call_of(v: &Value, specs: &[ToolSpec]) -> Meant {
     {
         return call_of(f, specs);
     }
-    let finish_offered = specs.iter().any(|s| s.name == FINISH);
     if o.len() == 1
         && o.contains_key("answer")
-        && finish_offered
         && let Some(spec) = specs.iter().find(|s| s.name == FINISH)
     {
         return checked(spec, v.clone());
@@ -349,19 +347,6 @@ fn example_value(field: &str, t: &str) -> Value {
         (_, "object") => json!({}),
         (_, "array") => json!([]),
         _ => json!("…"),
-    }
-}
-
-/// How a JSON value's type is said to the model.
-pub(crate) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(n) if n.is_f64() => "a number",
-        Value::Number(_) => "an integer",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 
@@ -522,6 +507,23 @@ mod tests {
         let answer = format!("The diff adds this line:\n    {plant}\nI block it.");
         assert!(read(&answer, &s, 1, &shown).calls.is_empty());
         assert_eq!(read(&answer, &s, 1, "").calls.len(), 1);
+    }
+
+    #[test]
+    fn other_families_spellings_are_read_too() {
+        let s = specs(false, false);
+        // Llama 3.1's python tag with `parameters`; Mistral's list after
+        // [TOOL_CALLS]; Functionary/Hermes-style JSON with the arguments
+        // as a string.
+        for text in [
+            "<|python_tag|>{\"name\": \"read_file\", \"parameters\": {\"path\": \"a.py\"}}",
+            "[TOOL_CALLS] [{\"name\": \"read_file\", \"arguments\": {\"path\": \"a.py\"}}]",
+            "```\n{\"name\": \"read_file\", \"arguments\": \"{\\\"path\\\": \\\"a.py\\\"}\"}\n```",
+        ] {
+            let f = read(text, &s, 1, "");
+            assert_eq!(f.calls.len(), 1, "{text}: {f:?}");
+            assert_eq!(f.calls[0].0.arguments, json!({"path": "a.py"}), "{text}");
+        }
     }
 
     #[test]

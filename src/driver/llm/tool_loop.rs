@@ -27,7 +27,7 @@ use crate::driver::agent::{Invocation, Reply};
 use crate::error::Result;
 use crate::events::{Event, Span};
 use crate::model::{AgentCall, CallOutcome};
-use crate::model::{AnomalyKind, Phase, Usage};
+use crate::model::{AnomalyKind, Phase, Usage, sign};
 use crate::run::executor::Lease;
 
 /// Requests one step may make (L2's included).
@@ -229,23 +229,26 @@ impl Seen {
                 .map(|(f, n)| format!("{n} as {f}"))
                 .collect();
             w.push(format!(
-                "the model wrote {text} tool call(s) as text ({}); they were run as calls",
-                forms.join(", ")
+                "the model wrote {text} tool call(s) as text ({}); {}",
+                forms.join(", "),
+                sign::CALLS_AS_TEXT
             ));
         }
         if self.structured == 0 && text == 0 && mode != ToolsMode::None && phase == Phase::Execute {
-            w.push("the model made no tool calls".into());
+            w.push(format!("the model {}", sign::NO_TOOL_CALLS));
         }
         if self.cut_off > 0 {
             w.push(format!(
-                "{} answer(s) were cut off at max_output ({max_output} tokens)",
-                self.cut_off
+                "{} answer(s) were {} ({max_output} tokens)",
+                self.cut_off,
+                sign::CUT_OFF
             ));
         }
         if self.wrong_calls > 0 {
             w.push(format!(
-                "{} tool call(s) written as text did not validate and were not run",
-                self.wrong_calls
+                "{} tool call(s) written as text {} and were not run",
+                self.wrong_calls,
+                sign::NOT_VALIDATED
             ));
         }
         if self.whole_files > 0 {
@@ -256,9 +259,10 @@ impl Seen {
         }
         if self.blocks_failed > 0 {
             w.push(format!(
-                "{} of {} search/replace blocks did not apply",
+                "{} of {} {}",
                 self.blocks_failed,
-                self.blocks_failed + self.blocks_applied
+                self.blocks_failed + self.blocks_applied,
+                sign::BLOCKS_FAILED
             ));
         }
         w
@@ -527,7 +531,7 @@ impl<'a> Loop<'a> {
             }
             self.last_text = Some(answer.text.trim().to_string());
             self.seen.structured += answer.calls.len();
-            if matches!(answer.finish.as_str(), "length" | "max_tokens") {
+            if answer.cut_off() {
                 self.seen.cut_off += 1;
             }
             let main_execute = self.inv.phase == Phase::Execute && self.inv.subagent.is_none();
@@ -560,11 +564,7 @@ impl<'a> Loop<'a> {
                     for (path, content) in super::edit_blocks::whole_files(
                         &self.bench,
                         &answer.text,
-                        if self.inv.files.edit.is_empty() {
-                            &self.inv.files.scoped
-                        } else {
-                            &self.inv.files.edit
-                        },
+                        self.inv.files.editable(),
                     ) {
                         match self.bench.run(
                             tools::WRITE,
@@ -625,14 +625,19 @@ impl<'a> Loop<'a> {
                 }
                 if nudges == self.nudges() {
                     let why = if !failed.is_empty() {
-                        "the model's search/replace blocks did not apply".to_string()
-                    } else if answer.finish == "length" || answer.finish == "max_tokens" {
+                        format!("the model's {}", sign::BLOCKS_FAILED)
+                    } else if answer.cut_off() {
                         format!(
-                            "the model's answer was cut off at max_output ({} tokens) and never finished",
+                            "the model's answer was {} ({} tokens) and never finished",
+                            sign::CUT_OFF,
                             self.max_output.get()
                         )
                     } else if !wrong.is_empty() {
-                        format!("the model's tool calls did not validate ({})", wrong[0])
+                        format!(
+                            "the model's tool calls {} ({})",
+                            sign::NOT_VALIDATED,
+                            wrong[0]
+                        )
                     } else if let Some(why) = &unread {
                         format!("the model's answer could not be read ({why})")
                     } else if self.setup.tools == ToolsMode::None && main_execute {
@@ -645,7 +650,7 @@ impl<'a> Loop<'a> {
                     break End::Stopped(CallOutcome::NoResult, why);
                 }
                 nudges += 1;
-                let nudge = Message::user(nudge(
+                self.tell(nudge(
                     self.setup.tools,
                     main_execute && self.setup.tools != ToolsMode::Native,
                     &answer,
@@ -653,9 +658,7 @@ impl<'a> Loop<'a> {
                     &wrong,
                     unread.as_deref(),
                     self.max_output.get(),
-                ));
-                self.log(&nudge)?;
-                self.memory.transcript.push(Turn::plain(nudge));
+                ))?;
                 continue;
             }
             // One decision per model call: its block covers all its actions.
@@ -1158,7 +1161,7 @@ pub(crate) fn nudge(
     for w in wrong {
         parts.push(format!("Your tool call was not run: {w}."));
     }
-    if answer.finish == "length" || answer.finish == "max_tokens" {
+    if answer.cut_off() {
         let what = match (mode, edits_as_text) {
             (_, true) => "fewer, smaller search/replace blocks, no explanation",
             (ToolsMode::None, false) => "only the fenced ```ooda JSON answer",
@@ -1180,7 +1183,7 @@ pub(crate) fn nudge(
                 "Write a tool call as <tool_call>{{\"name\": \"<tool>\", \"arguments\": {{…}}}}</tool_call> (or use the other tools first if the work is not done); end the step with {}.",
                 FINISH_AS_TEXT
             ),
-            (ToolsMode::None, true) => "Write the change as search/replace blocks: the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE. Then end with the step's JSON answer in a fenced ```ooda block.".to_string(),
+            (ToolsMode::None, true) => format!("Write the change as search/replace blocks: {}. Then end with the step's JSON answer in a fenced ```ooda block.", super::edit_blocks::SHAPE),
             (ToolsMode::None, false) => "Answer with the step's JSON answer in a fenced ```ooda block, exactly the fields the task shows.".to_string(),
         });
     }
@@ -1199,9 +1202,14 @@ pub(crate) fn unread_block(read: &std::result::Result<(Value, Source), String>) 
 /// What an EXECUTE that answered before changing anything is told.
 fn unchanged_nudge(mode: ToolsMode) -> String {
     let how = match mode {
-        ToolsMode::Native => "with edit_file (read_file the exact lines first) or write_file".to_string(),
-        ToolsMode::Text => "as search/replace blocks (the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE) or with <tool_call>{\"name\": \"edit_file\", \"arguments\": {\"path\": …, \"old\": …, \"new\": …}}</tool_call>".to_string(),
-        ToolsMode::None => "as search/replace blocks: the file's path on its own line, then <<<<<<< SEARCH, the exact lines, =======, the new lines, >>>>>>> REPLACE".to_string(),
+        ToolsMode::Native => {
+            "with edit_file (read_file the exact lines first) or write_file".to_string()
+        }
+        ToolsMode::Text => format!(
+            "as search/replace blocks ({}) or with <tool_call>{{\"name\": \"edit_file\", \"arguments\": {{\"path\": …, \"old\": …, \"new\": …}}}}</tool_call>",
+            super::edit_blocks::SHAPE
+        ),
+        ToolsMode::None => format!("as search/replace blocks: {}", super::edit_blocks::SHAPE),
     };
     format!(
         "No file has been changed yet: your answer describes a change, and only a change made to the files is measured. Make the change now, {how}; then end the step."
@@ -1217,13 +1225,7 @@ fn files_shown(bench: &Bench, inv: &Invocation) -> String {
     const MAX: usize = 48_000;
     let mut out = String::from("\n\n## The files, as they are now\n");
     let mut used = 0;
-    // The plan's files; when it names none, the few files the agent may
-    // change (a small model's plan often names a function, not its file).
-    let editable: &[String] = if inv.files.edit.is_empty() {
-        &inv.files.scoped
-    } else {
-        &inv.files.edit
-    };
+    let editable = inv.files.editable();
     let named: Vec<&String> = editable.iter().chain(&inv.files.read).collect();
     for f in &named {
         let Ok(text) = bench.file_text(f) else {
@@ -1250,9 +1252,10 @@ fn files_shown(bench: &Bench, inv: &Invocation) -> String {
     if !named.is_empty() {
         // Small models weigh the end of the prompt most: it says what to
         // write now.
-        out.push_str(
-            "\nNow make the change to these files: write search/replace blocks (the file's path on its own line, then <<<<<<< SEARCH, the exact lines to replace, =======, the new lines, >>>>>>> REPLACE), or the whole new file in a fenced block after its path. Then the ```ooda answer.\n",
-        );
+        out.push_str(&format!(
+            "\nNow make the change to these files: write search/replace blocks ({}), or the whole new file in a fenced block after its path. Then the ```ooda answer.\n",
+            super::edit_blocks::SHAPE
+        ));
     }
     if named.is_empty() {
         let listed = bench

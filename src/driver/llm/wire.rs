@@ -135,6 +135,12 @@ pub struct Completion {
 }
 
 impl Completion {
+    /// Whether the answer stopped at `max_output` (`length` in OpenAI's
+    /// spelling, `max_tokens` in Anthropic's).
+    pub fn cut_off(&self) -> bool {
+        matches!(self.finish.as_str(), "length" | "max_tokens")
+    }
+
     /// What came back, as one message of the transcript.
     pub fn message(&self) -> Message {
         Message::assistant(self.text.clone(), self.calls.clone())
