@@ -461,6 +461,8 @@ const SLURM_KEYS: &[&str] = &[
     "constraint",
     "time",
     "cpus",
+    "controller_wait",
+    "pending_limit",
     "args",
 ];
 
@@ -541,6 +543,33 @@ pub(crate) fn check_slurm(
             "time: 30m",
             |n| parse_duration(n.scalar()?).filter(|d| !d.is_zero()),
         );
+    }
+    for (key, slot, what, eg) in [
+        (
+            "controller_wait",
+            &mut s.controller_wait,
+            "how long a controller that does not answer is waited for",
+            "controller_wait: 5m",
+        ),
+        (
+            "pending_limit",
+            &mut s.pending_limit,
+            "how long a measurement's job may wait in the queue",
+            "pending_limit: 1h",
+        ),
+    ] {
+        if let Some(e) = fields.get(key) {
+            *slot = ck.expect(
+                &e.value,
+                &format!("{path}.{key}"),
+                &format!(
+                    "a duration like `{}` ({what})",
+                    eg.split(": ").nth(1).unwrap_or("")
+                ),
+                eg,
+                |n| parse_duration(n.scalar()?),
+            );
+        }
     }
     if let Some(e) = fields.get("cpus") {
         s.cpus = ck.expect(

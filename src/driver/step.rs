@@ -79,16 +79,41 @@ impl<'a> Step<'a> {
     /// The eval-runner, logging under this step's span and running its
     /// commands under `lease`.
     pub(crate) fn evaluator<'l>(&'l self, lease: &'l dyn Lease) -> Evaluator<'l> {
-        Evaluator {
-            brief: self.brief,
-            output_cap: self.config.defaults.output_cap as usize,
-            cancel: self.cancel,
-            stop: self.stop,
-            span: self.span,
+        Evaluator::new(
+            self.brief,
+            &self.config.defaults,
+            self.cancel,
+            self.stop,
+            self.span,
             lease,
-            exclusive: self.config.defaults.measure_exclusive,
-            writes: Default::default(),
-        }
+        )
+    }
+
+    /// Where the pairs of `phase`'s series in `iteration` are kept as they
+    /// are measured, for the comparison `sides` names (what the two sides
+    /// are: commits, trees, knobs), so a series its cluster job cut short
+    /// goes on from them.
+    pub(crate) fn journal(
+        &self,
+        iteration: u32,
+        phase: &str,
+        sides: &str,
+    ) -> crate::eval::journal::Journal {
+        // What else decides what the pairs mean: the run's seed (the
+        // order), the rule's settings, the command measured.
+        let d = &self.config.defaults;
+        crate::eval::journal::Journal::new(
+            self.worktrees.join(format!("pairs-{phase}.json")),
+            format!(
+                "{iteration}|{phase}|{sides}|{}|{}|{}|{}|{}|{}",
+                self.seed,
+                d.pairs,
+                d.calibration_pairs,
+                d.alpha,
+                self.brief.metric.command,
+                self.brief.metric.direction
+            ),
+        )
     }
 
     /// A lease for the measurements of `phase` in `iteration`.

@@ -10,6 +10,7 @@
 //! the run against the current best so the morning report states a gain that
 //! is not inflated by the winner's curse.
 
+pub(crate) mod journal;
 pub(crate) mod metric;
 mod neutral;
 pub(crate) mod rewrites;
@@ -112,9 +113,38 @@ pub(crate) struct Evaluator<'a> {
     pub exclusive: bool,
     /// What the timed runs wrote in their worktrees (`writes.rs`).
     pub writes: writes::Writes,
+    /// Where the pairs of the series are kept as they are measured, so a
+    /// series its cluster job cut short goes on from them (`journal.rs`).
+    pub journal: Option<journal::Journal>,
 }
 
 const FAILURE_OUTPUT_CHARS: usize = 4000;
+
+impl<'a> Evaluator<'a> {
+    /// An eval-runner for `brief` under `defaults` (its output cap and
+    /// whether timed runs take the measurement lock), logging under `span`
+    /// and running its commands under `lease`; no journal.
+    pub(crate) fn new(
+        brief: &'a Brief,
+        defaults: &crate::config::Defaults,
+        cancel: &'a AtomicBool,
+        stop: Option<&'a AtomicBool>,
+        span: &'a Span,
+        lease: &'a dyn Lease,
+    ) -> Evaluator<'a> {
+        Evaluator {
+            brief,
+            output_cap: usize::try_from(defaults.output_cap).unwrap_or(usize::MAX),
+            cancel,
+            stop,
+            span,
+            lease,
+            exclusive: defaults.measure_exclusive,
+            writes: Default::default(),
+            journal: None,
+        }
+    }
+}
 
 impl Evaluator<'_> {
     fn run_command(
@@ -285,7 +315,9 @@ impl Evaluator<'_> {
     /// until the value is dropped); `None` when the Brief opted out. A wait
     /// is logged.
     pub(crate) fn hold_measurements(&self) -> Result<Option<MeasureLock>> {
-        if !self.exclusive {
+        // An executor that took it before its allocation (so that a wait
+        // for it is not spent out of the allocation's time) holds it still.
+        if !self.exclusive || self.lease.holds_measurements() {
             return Ok(None);
         }
         let path = measure_lock::path();
@@ -326,9 +358,42 @@ impl Evaluator<'_> {
         // Held for the whole series: a decision's pairs must all see the
         // same quiet machine.
         let _lock = self.hold_measurements()?;
-        let mut pairs: Vec<Pair> = Vec::new();
+        let dir = self.brief.metric.direction;
+        let mut pairs: Vec<Pair> = match &self.journal {
+            // Each pair as this series would have computed it.
+            Some(j) => j.resume(rng, |p| {
+                p.base > 0.0
+                    && p.cand > 0.0
+                    && (p.d - oriented_log_ratio(dir, p.base, p.cand)).abs() <= 1e-12
+            }),
+            None => Vec::new(),
+        };
+        if !pairs.is_empty() {
+            self.span.emit(Event::PairsResumed {
+                pairs: pairs.len() as u32,
+            })?;
+            if pairs.len() >= max || enough(&pairs) {
+                return Ok(Ok(self.ended(pairs)));
+            }
+        }
+        let resumed = pairs.len();
+        // The longest pair of this series here: an allocation with less
+        // time left than a pair takes is given up before the pair, judged
+        // by the pairs before it. Cut inside the pair instead, a long pair
+        // would be dropped (and measured again) more often than a short
+        // one, and the kept pairs would lean towards the short ones.
+        let mut longest = std::time::Duration::ZERO;
+        let progress = |e: Error, pairs: &[Pair]| {
+            let mut e = e;
+            crate::run::executor::note_new_pairs(&mut e, (pairs.len() - resumed) as u32);
+            e
+        };
         while pairs.len() < max {
             let i = pairs.len() as u32 + 1;
+            if let Err(e) = self.lease.before_pair(longest) {
+                return Err(progress(Error::io(format!("before pair {i}"), e), &pairs));
+            }
+            let began = std::time::Instant::now();
             let cand_first = rng.below(2) == 1;
             let order: [&Worktree; 2] = if cand_first {
                 [cand, base]
@@ -338,13 +403,17 @@ impl Evaluator<'_> {
             let mut vals = [0.0; 2];
             for (slot, wt) in order.iter().enumerate() {
                 if halt() {
-                    return Ok(Ok(pairs));
+                    return Ok(Ok(self.ended(pairs)));
                 }
-                match self.measure(wt, i)? {
+                match self.measure(wt, i).map_err(|e| progress(e, &pairs))? {
                     Ok(v) => vals[slot] = v,
-                    Err(f) => return Ok(Err((wt.side, f))),
+                    Err(f) => {
+                        self.ended(Vec::new());
+                        return Ok(Err((wt.side, f)));
+                    }
                 }
             }
+            longest = longest.max(began.elapsed());
             let (b, c) = if cand_first {
                 (vals[1], vals[0])
             } else {
@@ -357,8 +426,10 @@ impl Evaluator<'_> {
                 cand_first,
                 d,
             });
+            if let Some(j) = &self.journal {
+                j.save(&pairs)?;
+            }
             let ds: Vec<f64> = pairs.iter().map(|p| p.d).collect();
-            let dir = self.brief.metric.direction;
             let half_width =
                 (ds.len() > 1).then(|| 1.96 * stats::sd(&ds) / (ds.len() as f64).sqrt());
             let m = stats::mean(&ds);
@@ -376,7 +447,16 @@ impl Evaluator<'_> {
                 break;
             }
         }
-        Ok(Ok(pairs))
+        Ok(Ok(self.ended(pairs)))
+    }
+
+    /// A series that ended (decided, or failed on a run) leaves nothing
+    /// to go on from.
+    fn ended(&self, pairs: Vec<Pair>) -> Vec<Pair> {
+        if let Some(j) = &self.journal {
+            j.clear();
+        }
+        pairs
     }
 }
 

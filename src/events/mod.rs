@@ -198,6 +198,24 @@ pub enum Event {
     MeasureLockAcquired {
         waited_seconds: f64,
     },
+    /// A series of pairs goes on from the pairs measured before it was cut
+    /// short (its Slurm job lost, ooda killed): they count as measured.
+    PairsResumed {
+        pairs: u32,
+    },
+    /// A measurement's Slurm job was lost to the cluster, or the
+    /// controller stopped answering: nothing of it is a verdict on the
+    /// change. `kind` is `cluster` (a fault of the cluster: node failure,
+    /// preemption, time limit, a cancel by someone else), `unknown` (the
+    /// controller did not answer within `slurm.controller_wait`), or
+    /// `command` (a cancel while the candidate's own command ran, which it
+    /// may have caused: counted towards the crash after three).
+    ClusterFault {
+        kind: String,
+        job: String,
+        state: String,
+        message: String,
+    },
     /// The confirmation test (start of run against the current best) begins.
     ConfirmationStarted {
         start: String,

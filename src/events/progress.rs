@@ -56,6 +56,8 @@ fn is_notice(e: &Event) -> bool {
         | Event::MeasureLockWaiting { .. }
         // How long the wait announced above took.
         | Event::MeasureLockAcquired { .. }
+        | Event::PairsResumed { .. }
+        | Event::ClusterFault { .. }
         | Event::AgentUnavailable { .. }
         | Event::ModelResult { .. } => true,
         // Information (a budget nearly used, as every run that uses its
@@ -240,6 +242,17 @@ impl Progress {
             Event::MeasureLockAcquired { waited_seconds } => one(format!(
                 "measurement lock taken after {}",
                 secs(*waited_seconds)
+            )),
+            Event::PairsResumed { pairs } => one(format!(
+                "going on from the {pairs} pair(s) measured before the series was cut short"
+            )),
+            Event::ClusterFault { kind, message, .. } => one(format!(
+                "{} fault, no verdict: {message}",
+                if kind == "unknown" {
+                    "unknown"
+                } else {
+                    "cluster"
+                }
             )),
             Event::AgentUnavailable {
                 phase,

@@ -18,4 +18,13 @@ pub struct ClusterJob {
     /// the next job listed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
+    /// Whose the loss was: `cluster` (a failed node, a preemption, a time
+    /// limit, a cancel by someone else), `unknown` (the controller did not
+    /// answer), or `command` (a cancel or a memory end while the
+    /// candidate's command ran, which it may have caused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
+    /// What ooda said about it, for the morning report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }

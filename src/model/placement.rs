@@ -49,6 +49,12 @@ pub struct SlurmSettings {
     pub cpus: Option<u32>,
     /// Further `sbatch` arguments, as given.
     pub args: Vec<String>,
+    /// How long a controller that does not answer is waited for before
+    /// the phase is parked (not an sbatch option).
+    pub controller_wait: Option<Duration>,
+    /// How long a measurement's job may stay pending (a drained node, a
+    /// full partition) before the phase is parked (not an sbatch option).
+    pub pending_limit: Option<Duration>,
 }
 
 impl SlurmSettings {
@@ -62,6 +68,8 @@ impl SlurmSettings {
             constraint: pick(&self.constraint, &over.constraint),
             time: over.time.or(self.time),
             cpus: over.cpus.or(self.cpus),
+            controller_wait: over.controller_wait.or(self.controller_wait),
+            pending_limit: over.pending_limit.or(self.pending_limit),
             args: if over.args.is_empty() {
                 self.args.clone()
             } else {

@@ -36,6 +36,11 @@ pub(crate) fn run(
     let mut rng = SplitMix64::new(state.seed);
     let lease = step.measuring(0, "baseline")?;
     let mut ev = step.evaluator(lease.as_ref());
+    ev.journal = Some(step.journal(
+        0,
+        "baseline",
+        &format!("{}|{}|{brief_hash}", state.run_id, state.start_commit),
+    ));
     let fail = |what: &str, reason: String, output: String| {
         Error::Input(format!(
             "{}: the starting commit cannot be measured: {what}: {reason}\n{output}\nooda measures the committed HEAD in a fresh worktree (uncommitted edits are not there). Fix the Brief's commands (try `ooda check {} --measure 3`), then tick again.",

@@ -60,6 +60,11 @@ pub(crate) fn run(step: &Step, ws: &Workspace, state: &State, iteration: u32) ->
         SplitMix64::new(state.seed ^ u64::from(iteration).wrapping_mul(0xA076_1D64_78BD_642F));
     let lease = step.measuring(iteration, "confirm")?;
     let mut ev = step.evaluator(lease.as_ref());
+    ev.journal = Some(step.journal(
+        iteration,
+        "confirm",
+        &format!("{}|{}", state.start_commit, state.best_commit),
+    ));
     let mut failure = ev.setup(&anchor)?;
     if failure.is_none() && !skip_base_setup {
         failure = ev.setup(&best)?;

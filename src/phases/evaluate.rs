@@ -267,7 +267,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             verdict: Verdict::Crash,
             discard: None,
             reason: format!(
-                "not measured: its measurements lost their Slurm job {} times in a row (last: {}); a candidate can end its own job, so it is not measured again. If the cluster ended them, fix that (slurm.time, squeue) and try the change again",
+                "not measured: its Slurm job ended {} times in a row while the candidate's command ran (last: {}); a candidate can cancel its own job, so it is not measured again. If someone else cancelled them, try the change again",
                 cur.lost_jobs.len(),
                 cur.lost_jobs.last().map(String::as_str).unwrap_or("")
             ),
@@ -288,6 +288,16 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         SplitMix64::new(seed ^ u64::from(cur.iteration).wrapping_mul(0xD1B5_4A32_D192_ED03));
     let lease = step.measuring(cur.iteration, "evaluate")?;
     let mut ev = step.evaluator(lease.as_ref());
+    ev.journal = Some(step.journal(
+        cur.iteration,
+        "evaluate",
+        &format!(
+            "{}|{}|{}",
+            cur.base_commit,
+            cur.tree.as_deref().unwrap_or(""),
+            cur.brief_hash
+        ),
+    ));
     let crash = |reason: String, output: String, guards| EvalOutcome {
         verdict: Verdict::Crash,
         discard: None,
@@ -593,7 +603,7 @@ pub(crate) fn simplified(
     // A simplified version can end its own job as a candidate can.
     if cur.lost_jobs.len() >= crate::archive::state::LOST_JOBS_MAX {
         return Ok(not(format!(
-            "not measured: its measurements lost their Slurm job {} times in a row (last: {})",
+            "not measured: its Slurm job ended {} times in a row while its own command ran (last: {})",
             cur.lost_jobs.len(),
             cur.lost_jobs.last().map(String::as_str).unwrap_or("")
         )));
@@ -618,6 +628,11 @@ pub(crate) fn simplified(
     let drifted = || -> Result<bool> { Ok(!ws.scratch_since(&scratch, tree, max_new)?.clean()) };
     let lease = step.measuring(cur.iteration, "simplify")?;
     let mut ev = step.evaluator(lease.as_ref());
+    ev.journal = Some(step.journal(
+        cur.iteration,
+        "simplify",
+        &format!("{}|{}|{}", cur.base_commit, s.tree, cur.brief_hash),
+    ));
     for wt in [&kept, &simple] {
         if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {
             return Ok(not(format!(

@@ -345,19 +345,37 @@ impl<'a> Machine<'a> {
                 Next::Run { phase, beside } => {
                     let ran = self.run(phase, beside);
                     // A measurement that lost its cluster job is measured
-                    // again; an end the measured command may have caused
-                    // (its own scancel) only a bounded number of times.
-                    // The iteration file lists the lost job, so the morning
+                    // again; an end the candidate's command may have caused
+                    // (its own scancel, while one of its steps ran) only a
+                    // bounded number of times. The iteration file lists the
+                    // lost job with whose fault it was, so the morning
                     // shows the cluster got in the way.
                     if let Err(e) = &ran
                         && let Some(lost) = crate::run::executor::job_ended(e)
-                        && let Some(c) = self.archive.state.current.as_mut()
                     {
-                        c.jobs.push(lost.job.clone());
-                        if phase == Phase::Evaluate && lost.by_command {
-                            c.lost_jobs.push(lost.message.clone());
+                        let candidates = [
+                            self.ws.cand_dir.clone(),
+                            self.ws.dir.join(crate::driver::step::SIMPLIFY_DIR),
+                        ];
+                        let by_candidate =
+                            phase == Phase::Evaluate && lost.by_candidate(&candidates);
+                        let mut job = lost.job.clone();
+                        if by_candidate {
+                            job.fault = Some("command".into());
                         }
-                        self.archive.save_state()?;
+                        self.archive.run.emit(Event::ClusterFault {
+                            kind: job.fault.clone().unwrap_or_default(),
+                            job: job.id.clone(),
+                            state: job.lost.clone().unwrap_or_default(),
+                            message: lost.message.clone(),
+                        })?;
+                        if let Some(c) = self.archive.state.current.as_mut() {
+                            c.jobs.push(job);
+                            if by_candidate {
+                                c.lost_jobs.push(lost.message.clone());
+                            }
+                            self.archive.save_state()?;
+                        }
                     }
                     if let Some(outcome) = ran? {
                         return Ok(outcome);

@@ -517,16 +517,14 @@ fn evaluate(
             iteration: plan_turn.iteration,
             phase: "replay",
         }))?;
-    let mut ev = Evaluator {
+    let mut ev = Evaluator::new(
         brief,
-        output_cap: project.config.defaults.output_cap as usize,
-        cancel: plan_turn.cancel,
-        stop: None,
-        span: phase,
-        lease: lease.as_ref(),
-        exclusive: project.config.defaults.measure_exclusive,
-        writes: Default::default(),
-    };
+        &project.config.defaults,
+        plan_turn.cancel,
+        None,
+        phase,
+        lease.as_ref(),
+    );
     for wt in [&bw, &cw] {
         if let Some(RunFailure::Failed { reason, .. }) = ev.setup(wt)? {
             return Ok(Err(format!("{} setup failed: {reason}", wt.side.as_str())));

@@ -50,6 +50,9 @@ const LIST_NEWEST: usize = 100;
 pub(crate) struct Lists<'a> {
     falsified: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     alarmed: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
+    /// The newest iterations that lost a Slurm job under a measurement,
+    /// and how many older ones did.
+    lost_jobs: (Vec<std::borrow::Cow<'a, IterationRecord>>, usize),
     patterns: Vec<crate::archive::history::ledger::NamedPattern>,
     patterns_older: usize,
     /// The latest confirmation of the current best, and after which
@@ -77,12 +80,64 @@ impl<'a> Lists<'a> {
             ),
             falsified: newest_flagged(history, flag::FALSIFIED_TEXT)?,
             alarmed: newest_flagged(history, flag::ALARMS)?,
+            lost_jobs: newest_flagged(history, flag::LOST_JOBS)?,
             patterns,
             patterns_older,
             confirmed,
             confirmation_failed: confirmation_failure(history)?,
         })
     }
+}
+
+/// The lost Slurm jobs of the newest iterations that had one, and of the
+/// iteration in flight: each with whose fault it was (the cluster's, no
+/// answer from the controller, or the candidate's own cancel) and what
+/// ooda said. None of them is a verdict; each says why the night went
+/// slower than it might.
+fn lost_jobs_lines(
+    state: &State,
+    lost: &(Vec<std::borrow::Cow<'_, IterationRecord>>, usize),
+) -> Vec<String> {
+    let line = |at: String, j: &crate::model::ClusterJob| {
+        let what = match j.fault.as_deref() {
+            Some("unknown") => "Slurm controller did not answer",
+            Some("command") => "Slurm job ended under the candidate's command",
+            _ => "Slurm cluster fault",
+        };
+        format!(
+            "- {at}**{what}** — job {} ({}) {}: {}",
+            j.id,
+            j.name,
+            j.lost.as_deref().unwrap_or(""),
+            truncate(
+                j.message
+                    .as_deref()
+                    .unwrap_or("no verdict was taken from it"),
+                300
+            )
+        )
+    };
+    let mut out = Vec::new();
+    if lost.1 > 0 {
+        out.push(format!(
+            "- {} earlier iterations lost Slurm jobs too (their files list them).",
+            lost.1
+        ));
+    }
+    for r in &lost.0 {
+        for j in r.jobs.iter().filter(|j| j.lost.is_some()) {
+            out.push(line(
+                format!("[{}]({}) ", r.iteration, history::file_name(r.iteration)),
+                j,
+            ));
+        }
+    }
+    if let Some(c) = &state.current {
+        for j in c.jobs.iter().filter(|j| j.lost.is_some()) {
+            out.push(line(format!("iteration {} (in flight) ", c.iteration), j));
+        }
+    }
+    out
 }
 
 /// The records of the newest `LIST_NEWEST` rows of `history` with `bit`
@@ -297,7 +352,11 @@ pub(crate) fn render(
     if let Some(w) = &state.unconfined {
         let _ = writeln!(s, "- **Unsandboxed** — {w}.");
     }
-    if alarmed.is_empty() && state.unconfined.is_some() {
+    let lost = lost_jobs_lines(state, &lists.lost_jobs);
+    for l in &lost {
+        let _ = writeln!(s, "{l}");
+    }
+    if alarmed.is_empty() && (state.unconfined.is_some() || !lost.is_empty()) {
         s.push('\n');
     } else if alarmed.is_empty() {
         let _ = writeln!(s, "None.\n");

@@ -185,10 +185,10 @@ enum End {
     Interrupted(Instant),
 }
 
-fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Result<CommandOutput> {
-    let start = Instant::now();
-    if cancel.load(Ordering::SeqCst) {
-        return Ok(CommandOutput {
+impl CommandOutput {
+    /// A command interrupted before it could start.
+    pub(crate) fn interrupted() -> CommandOutput {
+        CommandOutput {
             status: CommandOutcome::Interrupted,
             exit_code: None,
             output: String::new(),
@@ -196,7 +196,14 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
             truncated_bytes: 0,
             elapsed: Duration::ZERO,
             ended_by: None,
-        });
+        }
+    }
+}
+
+fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Result<CommandOutput> {
+    let start = Instant::now();
+    if cancel.load(Ordering::SeqCst) {
+        return Ok(CommandOutput::interrupted());
     }
 
     let helper = crate::run::sandbox::helper();

@@ -321,16 +321,14 @@ fn take_profile(t: &Step, command: &str, timeout: std::time::Duration) -> Result
             phase: "analyze",
         },
     ))?;
-    let mut ev = Evaluator {
-        brief: t.brief,
-        output_cap: usize::try_from(t.config.defaults.output_cap).unwrap_or(usize::MAX),
-        cancel: t.cancel,
-        stop: None,
-        span: t.span,
-        lease: lease.as_ref(),
-        exclusive: t.config.defaults.measure_exclusive,
-        writes: Default::default(),
-    };
+    let mut ev = Evaluator::new(
+        t.brief,
+        &t.config.defaults,
+        t.cancel,
+        None,
+        t.span,
+        lease.as_ref(),
+    );
     let base = Worktree::new(Side::Base, t.base_dir.to_path_buf(), t.brief)?;
     let (output, failure) = ev.profile(&base, command, timeout)?;
     let text = crate::text::compress::excerpt(&output, PROFILE_CHARS);

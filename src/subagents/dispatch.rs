@@ -442,7 +442,7 @@ pub(crate) fn run_command(
     };
     // An outage of the provider is waited out as for the main agent (up to
     // `defaults.agent_outage`): it says nothing about the change.
-    let mut outage = crate::driver::agent::outage::Outage::new(t.config.defaults.agent_outage);
+    let mut outage = crate::run::outage::Outage::new(t.config.defaults.agent_outage);
     let mut earlier = Vec::new();
     let (reply, breach) = loop {
         let (reply, breach) = crate::driver::agent::steps::fenced(

@@ -329,16 +329,8 @@ fn a_stop_while_waiting_for_the_measurement_lock_measures_nothing() {
     t.brief("k", &knob_brief(""));
     t.commit("brief");
     t.ooda(&["tick", "k"]).expect(0);
-    // Held here, as another ooda would hold it: the lock this test's ooda
-    // uses (OODA_MEASURE_LOCK).
-    let holder = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(t.path().join(".git/ooda-measure.lock"))
-        .unwrap();
-    holder.lock().unwrap();
+    // Held here, as another ooda would hold it.
+    let holder = t.hold_measure_lock();
     let bg = Bg::start(&t, &["run", "k", "--every", "1h"]);
     bg.wait_until("a wait for the measurement lock", || {
         !events_of(&t, "k", "measure_lock_waiting").is_empty()

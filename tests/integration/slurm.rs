@@ -367,6 +367,45 @@ fn drained(prefix: &str) {
     panic!("still queued: {:?}", queued(prefix));
 }
 
+/// A Slurm client command in front of the real one: a directory holding
+/// `tool` as a script that runs `body`, where `$REAL` is the real tool; and
+/// the `PATH` that puts it first.
+fn in_front_of(tool: &str, body: &str) -> (tempfile::TempDir, String) {
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join(tool);
+    std::fs::write(&fake, format!("#!/bin/sh\nREAL={}\n{body}", real.trim())).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (bin, path)
+}
+
+/// The cluster's one node, for the tests that take it down or drain it;
+/// `None` (the test is skipped) when the cluster has more.
+fn one_node(what: &str) -> Option<String> {
+    let nodes = Command::new("sinfo")
+        .args(["--noheader", "--format=%N"])
+        .output()
+        .unwrap();
+    let node = String::from_utf8_lossy(&nodes.stdout).trim().to_string();
+    if node.is_empty() || node.contains(',') || node.contains('[') {
+        eprintln!("skipped: needs a one-node cluster to {what} ({node})");
+        return None;
+    }
+    Some(node)
+}
+
 #[test]
 fn a_submitted_tick_runs_as_a_job_and_a_second_submit_finds_it_queued() {
     let Some(_cluster) = cluster() else {
@@ -504,15 +543,15 @@ fn check_shows_where_measurements_run_and_the_sbatch_options() {
 }
 
 #[test]
-fn a_phase_past_its_time_limit_names_the_limit_and_decides_nothing() {
+fn a_limit_reached_inside_a_step_names_slurm_time_and_goes_on_from_the_pairs() {
     let Some(_cluster) = cluster() else {
         return;
     };
     let t = Test::new();
-    // The third run outlasts the allocation's minute.
+    // The third run outlasts the allocation's minute, once.
     t.script(
         "bench.sh",
-        &logged_bench("[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && sleep 150\n"),
+        &logged_bench("[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/slept\" ] && touch \"$OODA_TEST_DIR/slept\" && sleep 150\n"),
     );
     t.brief(
         "k",
@@ -520,14 +559,24 @@ fn a_phase_past_its_time_limit_names_the_limit_and_decides_nothing() {
             .replace("timeout: 20s", "timeout: 5m"),
     );
     t.commit("k");
-    let run = t.ooda(&["run", "k"]).expect(1);
+    // The job ends under the step; the pair measured before it is kept,
+    // and the baseline goes on in a new allocation.
+    let run = t.ooda(&["run", "k"]).expect(4);
     assert!(
         run.stderr.contains("ended TIMEOUT during the step")
-            && run.stderr.contains("raise `slurm.time`"),
+            && run.stderr.contains("raise `slurm.time`")
+            && run.stderr.contains("(retry 1 of 3)"),
         "{}",
         run.stderr
     );
-    assert_eq!(t.iterations("k"), Vec::<u32>::new(), "no baseline decided");
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+    assert!(
+        t.events("k")
+            .iter()
+            .any(|e| e.to_string().contains("pairs_resumed")),
+        "{}",
+        run.stderr
+    );
     let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     assert_eq!(queued(&prefix), Vec::<String>::new());
 }
@@ -588,29 +637,9 @@ fn a_submit_that_fails_after_slurm_took_it_is_not_submitted_twice() {
     let t = project("", "budget: { iterations: 1 }\nexecutor: slurm\n");
     // An sbatch whose answer is lost: Slurm takes the job, the caller sees
     // a timeout.
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v sbatch"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let bin = tempfile::tempdir().unwrap();
-    let fake = bin.path().join("sbatch");
-    std::fs::write(
-        &fake,
-        format!(
-            "#!/bin/sh\necho call >> \"$OODA_TEST_DIR/sbatch-calls\"\n{} \"$@\" > /dev/null\necho 'sbatch: error: Socket timed out on send/recv operation' >&2\nexit 1\n",
-            real.trim()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.path().display(),
-        std::env::var("PATH").unwrap_or_default()
+    let (_bin, path) = in_front_of(
+        "sbatch",
+        "echo call >> \"$OODA_TEST_DIR/sbatch-calls\"\n\"$REAL\" \"$@\" > /dev/null\necho 'sbatch: error: Socket timed out on send/recv operation' >&2\nexit 1\n",
     );
     t.ooda_env(&["run", "k"], &[("PATH", path.as_str())])
         .expect(4);
@@ -714,9 +743,34 @@ fn a_candidate_that_cancels_its_own_job_is_a_crash_after_three_lost_jobs() {
     // Each lost job is listed with the state it ended in.
     let lost: Vec<Option<&str>> = r.jobs.iter().map(|j| j.lost.as_deref()).collect();
     assert_eq!(lost, vec![Some("CANCELLED"); 3], "{:?}", r.jobs);
+    // Each is the candidate's own doing (its command ran), and the morning
+    // report and status list them as such.
+    assert!(
+        r.jobs.iter().all(|j| j.fault.as_deref() == Some("command")),
+        "{:?}",
+        r.jobs
+    );
+    let summary = t.read("iterations/k/summary.md");
+    let warnings = summary
+        .split("## Red lights and warnings")
+        .nth(1)
+        .unwrap_or_default();
+    assert_eq!(
+        warnings
+            .matches("**Slurm job ended under the candidate's command**")
+            .count(),
+        3,
+        "{summary}"
+    );
+    let shown = t.ooda(&["status", "k"]).stdout;
+    assert!(
+        shown.contains("lost in iteration 1: job") && shown.contains("CANCELLED (command)"),
+        "{shown}"
+    );
     assert_eq!(r.verdict, Verdict::Crash, "{}", r.reason);
     assert!(
-        r.reason.contains("lost their Slurm job 3 times in a row"),
+        r.reason
+            .contains("ended 3 times in a row while the candidate's command ran"),
         "{}",
         r.reason
     );
@@ -747,15 +801,9 @@ fn a_node_that_fails_under_a_measurement_is_named_and_nothing_is_decided() {
     let Some(_cluster) = cluster() else {
         return;
     };
-    let nodes = Command::new("sinfo")
-        .args(["--noheader", "--format=%N"])
-        .output()
-        .unwrap();
-    let node = String::from_utf8_lossy(&nodes.stdout).trim().to_string();
-    if node.is_empty() || node.contains(',') || node.contains('[') {
-        eprintln!("skipped: needs a one-node cluster to take down ({node})");
+    let Some(node) = one_node("take down") else {
         return;
-    }
+    };
     let (t, child) = measuring();
     let resume = Resume(node.clone());
     let down = Command::new("scontrol")
@@ -827,5 +875,518 @@ fn a_candidate_over_its_jobs_memory_is_a_crash_that_names_the_limit() {
         "{}\n{output}",
         r.reason
     );
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
+}
+
+/// The line `.ci/slurm-up` writes first into the `slurm.conf` it made: only
+/// such a cluster's daemons are the tests' to stop.
+const OURS: &str =
+    "# Written by ooda's .ci/slurm-up: it may rewrite this file and restart these daemons.";
+
+/// The controller of the cluster `.ci/slurm-up` made, which the outage
+/// tests stop and start; `None` (the test is skipped) for any other
+/// cluster, whose daemons are not this suite's to stop.
+struct Controller {
+    stopped: std::cell::Cell<bool>,
+}
+
+fn controller() -> Option<Controller> {
+    let conf = std::fs::read_to_string("/etc/slurm/slurm.conf").unwrap_or_default();
+    if !conf.lines().any(|l| l == OURS) {
+        eprintln!(
+            "skipped: the cluster here was not made by .ci/slurm-up: its controller is not the tests' to stop"
+        );
+        return None;
+    }
+    Some(Controller {
+        stopped: std::cell::Cell::new(false),
+    })
+}
+
+impl Controller {
+    fn stop(&self) {
+        let pid = std::fs::read_to_string("/run/slurmctld.pid").expect("slurmctld's pid file");
+        let pid = pid.trim().to_string();
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        assert_eq!(comm.trim(), "slurmctld", "pid {pid} is not slurmctld");
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        self.stopped.set(true);
+        for _ in 0..300 {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("slurmctld (pid {pid}) did not stop");
+    }
+
+    fn start(&self) {
+        if !self.stopped.replace(false) {
+            return;
+        }
+        let started = Command::new("slurmctld")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(started.success());
+        for _ in 0..600 {
+            if ooda::testing::run::executor::slurm_available() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("slurmctld did not come back");
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        self.start();
+    }
+}
+
+/// A one-iteration night whose EVALUATE runs a second each, with the
+/// controller stopped for `secs` seconds once EVALUATE has begun: the
+/// decision completes after it returns, on its own pairs, each measured
+/// once, and nothing about the outage is a verdict.
+fn an_outage_mid_evaluate(secs: u64) {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let Some(ctl) = controller() else {
+        return;
+    };
+    let t = project(
+        ": \"$OODA_SIDE\"\nif [ \"${OODA_ITERATION:-0}\" -ge 1 ]; then touch \"$OODA_TEST_DIR/evaluating\"; sleep 1; fi\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\n",
+    );
+    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
+    let child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    appears(&t.path().join("evaluating"));
+    ctl.stop();
+    std::thread::sleep(std::time::Duration::from_secs(secs));
+    ctl.start();
+    let status = child.wait_with_output().unwrap().status;
+    let stderr = t.read("run.err");
+    // What the night said through the outage, for the test's log.
+    eprintln!("{stderr}");
+    assert_eq!(status.code(), Some(4), "{stderr}");
+    let r = t.record("k", 1);
+    assert!(
+        matches!(r.verdict, Verdict::Keep | Verdict::Discard),
+        "{:?}: {}\n{stderr}",
+        r.verdict,
+        r.reason
+    );
+    assert!(!r.reason.contains("Slurm"), "{}", r.reason);
+    // Every run of the iteration's jobs is one half of a recorded pair (or
+    // its screening run): none was measured twice.
+    let pairs = r.measured.as_ref().map_or(0, |m| m.pairs.len());
+    let ids: Vec<&str> = r.jobs.iter().map(|j| j.id.as_str()).collect();
+    let runs = t
+        .read("jobs")
+        .lines()
+        .filter(|l| l.split(' ').next().is_some_and(|id| ids.contains(&id)))
+        .count();
+    assert_eq!(
+        runs,
+        2 * pairs + usize::from(r.screen),
+        "{:?}\n{stderr}",
+        r.jobs
+    );
+    if secs > 60 {
+        assert!(
+            stderr.contains("the Slurm controller does not answer")
+                && stderr.contains("the Slurm controller answers again"),
+            "{stderr}"
+        );
+    }
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
+}
+
+#[test]
+fn a_controller_restart_mid_evaluate_is_waited_out_not_a_verdict() {
+    an_outage_mid_evaluate(10);
+}
+
+#[test]
+fn a_controller_down_for_90s_mid_evaluate_is_waited_out_not_a_verdict() {
+    an_outage_mid_evaluate(90);
+}
+
+#[test]
+fn a_time_limit_between_two_steps_names_slurm_time_and_keeps_the_pairs() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    // The baseline's 80 runs of a second each outlast the allocation's
+    // minute: the limit passes between two of its steps.
+    let t = project(
+        "sleep 1\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\nslurm: { time: 1m }\n",
+    );
+    t.write(
+        "ooda.yaml",
+        "defaults:\n  pairs: 3\n  calibration_pairs: 40\n",
+    );
+    t.commit("forty calibration pairs");
+    let run = t.ooda(&["run", "k"]).expect(4);
+    assert!(
+        (run.stderr
+            .contains("reached its time limit between two steps")
+            || run.stderr.contains("it is given up before the pair"))
+            && run.stderr.contains("raise `slurm.time`")
+            && run.stderr.contains("(retry 1 of 3)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+    // The baseline went on in a second job from the pairs of the first:
+    // at most the half pair the limit cut was measured again.
+    let jobs = t.read("jobs");
+    let mut per_job: Vec<(String, usize)> = Vec::new();
+    for id in jobs.lines().filter_map(|l| l.split(' ').next()) {
+        match per_job.last_mut() {
+            Some((last, n)) if last == id => *n += 1,
+            _ => per_job.push((id.to_string(), 1)),
+        }
+    }
+    let cal = t.record("k", 0);
+    let pairs = cal.calibration.as_ref().map(|c| c.pairs.len()).unwrap_or(0);
+    assert_eq!(pairs, 40, "{:?}", cal.calibration);
+    let baseline_runs = per_job[0].1 + per_job[1].1;
+    assert!(per_job[0].1 >= 2, "{per_job:?}");
+    assert!(
+        baseline_runs <= 2 * pairs + 1,
+        "pairs measured twice: {per_job:?}"
+    );
+    assert!(
+        t.events("k")
+            .iter()
+            .any(|e| e.to_string().contains("pairs_resumed")),
+        "{}",
+        run.stderr
+    );
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
+}
+
+/// This Brief's tick jobs in the queue: `(id, state)`.
+fn ticks(prefix: &str) -> Vec<(String, String)> {
+    queued(&format!("{prefix}-tick"))
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].to_string(), f[2].to_string())
+        })
+        .collect()
+}
+
+/// Waits (at most two minutes) until `ok` holds of this Brief's ticks.
+fn ticks_until(prefix: &str, ok: impl Fn(&[(String, String)]) -> bool) -> Vec<(String, String)> {
+    for _ in 0..480 {
+        let now = ticks(prefix);
+        if ok(&now) {
+            return now;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    panic!("ticks never as wanted: {:?}", ticks(prefix));
+}
+
+#[test]
+fn a_submit_every_chain_survives_a_cancelled_tick_and_status_names_a_broken_one() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let t = project("sleep 0.5\n", "budget: { iterations: 2 }\n");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
+    t.ooda(&["submit", "k", "--every", "1s"]).expect(0);
+    // The running tick has queued the next when it started: cancelled
+    // mid-measurement, the chain goes on from the one queued.
+    let running = ticks_until(&prefix, |j| {
+        j.len() == 2 && j.iter().any(|(_, s)| s == "RUNNING")
+    });
+    let (id, _) = running.iter().find(|(_, s)| s == "RUNNING").unwrap();
+    assert!(Command::new("scancel").arg(id).status().unwrap().success());
+    drained(&prefix);
+    assert_eq!(t.iterations("k"), vec![0, 1, 2]);
+    assert_eq!(t.state("k")["stop"]["reason"], "budget_iterations");
+
+    // A chain with nothing queued while the run is open is an error that
+    // says how to mend it.
+    let t = project("", "budget: { iterations: 3 }\n");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
+    t.ooda(&["submit", "k", "--every", "1h"]).expect(0);
+    // The first tick measures the baseline; the next waits its hour.
+    let queued_next = ticks_until(&prefix, |j| {
+        j.len() == 1 && j[0].1 == "PENDING" && t.iterations("k") == vec![0]
+    });
+    let shown = t.ooda(&["status", "k"]).expect(0);
+    assert!(
+        shown
+            .stdout
+            .contains(&format!("next tick: job {}", queued_next[0].0)),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        Command::new("scancel")
+            .arg(&queued_next[0].0)
+            .status()
+            .unwrap()
+            .success()
+    );
+    drained(&prefix);
+    let shown = t.ooda(&["status", "k"]);
+    assert!(
+        shown.stdout.contains("ERROR")
+            && shown
+                .stdout
+                .contains("no tick job is queued for the `ooda submit k --every 1h` chain")
+            && shown
+                .stdout
+                .contains("`ooda submit k --every 1h` queues one again"),
+        "{}",
+        shown.stdout
+    );
+    t.ooda(&["submit", "k", "--every", "1h"]).expect(0);
+    let shown = t.ooda(&["status", "k"]).expect(0);
+    assert!(shown.stdout.contains("next tick: job"), "{}", shown.stdout);
+    for (id, _) in ticks(&prefix) {
+        let _ = Command::new("scancel").arg(id).status();
+    }
+    drained(&prefix);
+}
+
+#[test]
+fn after_kill_9_the_orphaned_step_is_cancelled_before_any_new_pair() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    // Every run logs when it starts; the third (a baseline run) then beats
+    // every half second for a minute, as long as it is alive.
+    let t = project(
+        "date +%s.%N >> \"$OODA_TEST_DIR/starts\"\nif [ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ]; then touch \"$OODA_TEST_DIR/started\"; for i in $(seq 120); do date +%s.%N >> \"$OODA_TEST_DIR/beats\"; sleep 0.5; done; fi\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\n",
+    );
+    let mut child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    appears(&t.path().join("started"));
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let starts_before = t.read("starts").lines().count();
+    let run = t.ooda(&["run", "k"]).expect(4);
+    assert!(
+        run.stderr.contains("adopting the Slurm job")
+            && run.stderr.contains("cancelling the step(s)"),
+        "{}",
+        run.stderr
+    );
+    let beats: Vec<f64> = t
+        .read("beats")
+        .lines()
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    let last_beat = beats.iter().cloned().fold(0.0, f64::max);
+    assert!(
+        beats.len() < 100,
+        "the orphan ran to its end: {}",
+        beats.len()
+    );
+    let starts: Vec<f64> = t
+        .read("starts")
+        .lines()
+        .skip(starts_before)
+        .filter_map(|l| l.parse().ok())
+        .collect();
+    assert!(!starts.is_empty());
+    assert!(
+        starts.iter().all(|s| *s > last_beat),
+        "a run started while the orphan was alive: last beat {last_beat}, starts {starts:?}"
+    );
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
+}
+
+#[test]
+fn a_drained_node_is_shown_waiting_and_parked_past_the_pending_limit() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let Some(node) = one_node("drain") else {
+        return;
+    };
+    let t = project(
+        "",
+        "budget: { iterations: 1 }\nexecutor: slurm\nslurm: { pending_limit: 20s }\n",
+    );
+    let resume = Resume(node.clone());
+    let drain = Command::new("scontrol")
+        .args([
+            "update",
+            &format!("nodename={node}"),
+            "state=drain",
+            "reason=ooda-test-drain",
+        ])
+        .status()
+        .unwrap();
+    assert!(drain.success());
+    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
+    let child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    let mut seen = String::new();
+    for _ in 0..150 {
+        seen = t.ooda(&["status", "k"]).stdout;
+        if seen.contains("waiting for Slurm: job") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        seen.contains("waiting for Slurm: job") && seen.contains("pending ("),
+        "{seen}"
+    );
+    let status = child.wait_with_output().unwrap().status;
+    drop(resume);
+    let stderr = t.read("run.err");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("past `slurm.pending_limit` (20s)") && stderr.contains("pending ("),
+        "{stderr}"
+    );
+    assert_eq!(t.iterations("k"), Vec::<u32>::new(), "nothing decided");
+    let shown = t.ooda(&["status", "k"]).stdout;
+    assert!(shown.contains("slurm.pending_limit"), "{shown}");
+    drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
+}
+
+#[test]
+fn the_cluster_script_leaves_a_slurm_conf_it_did_not_write_alone() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("slurm.conf");
+    let theirs = "ClusterName=site\nSlurmctldHost=head\n";
+    std::fs::write(&conf, theirs).unwrap();
+    let pid = std::fs::read_to_string("/run/slurmctld.pid").unwrap_or_default();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/slurm-up");
+    let out = Command::new(&script)
+        .env("SLURM_CONF", &conf)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("was not written by this script: it is left alone"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), theirs);
+    // The daemons running here were not stopped.
+    assert_eq!(
+        std::fs::read_to_string("/run/slurmctld.pid").unwrap_or_default(),
+        pid
+    );
+    assert!(ooda::testing::run::executor::slurm_available());
+}
+
+#[test]
+fn the_measurement_lock_is_waited_for_before_the_allocation_is_asked_for() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    let t = project("", "budget: { iterations: 1 }\nexecutor: slurm\n");
+    let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
+    // Held here, as another Brief measuring would hold it.
+    let holder = t.hold_measure_lock();
+    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
+    let child = t
+        .command(&["run", "k"])
+        .stdout(std::process::Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap();
+    for _ in 0..300 {
+        if t.read("run.err")
+            .contains("waiting for the measurement lock")
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(
+        t.read("run.err")
+            .contains("before asking Slurm for an allocation"),
+        "{}",
+        t.read("run.err")
+    );
+    // While it waits, no allocation's time runs.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(queued(&prefix), Vec::<String>::new());
+    drop(holder);
+    let status = child.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(4), "{}", t.read("run.err"));
+    assert_eq!(t.iterations("k"), vec![0, 1]);
+    drained(&prefix);
+}
+
+#[test]
+fn a_step_whose_srun_does_not_return_is_taken_from_its_record() {
+    let Some(_cluster) = cluster() else {
+        return;
+    };
+    // One run of iteration 1 asks the `srun` in front of it to hang once
+    // its step is done, as `srun` does while the controller that should
+    // tell it the step ended is away.
+    let t = project(
+        ": \"$OODA_SIDE\"\nif [ \"${OODA_ITERATION:-0}\" -ge 1 ] && [ ! -e \"$OODA_TEST_DIR/hung\" ]; then touch \"$OODA_TEST_DIR/hang\" \"$OODA_TEST_DIR/hung\"; fi\n",
+        "budget: { iterations: 1 }\nexecutor: slurm\n",
+    );
+    let (_bin, path) = in_front_of(
+        "srun",
+        "\"$REAL\" \"$@\"\nrc=$?\nif [ -e \"$OODA_TEST_DIR/hang\" ]; then rm -f \"$OODA_TEST_DIR/hang\"; sleep 600; fi\nexit $rc\n",
+    );
+    let run = t
+        .ooda_env(&["run", "k"], &[("PATH", path.as_str())])
+        .expect(4);
+    assert!(t.exists("hung") && !t.exists("hang"), "{}", run.stderr);
+    let r = t.record("k", 1);
+    assert!(
+        matches!(r.verdict, Verdict::Keep | Verdict::Discard),
+        "{:?}: {}\n{}",
+        r.verdict,
+        r.reason,
+        run.stderr
+    );
+    // The hung run's value was read from its record, not measured again.
+    let pairs = r.measured.as_ref().map_or(0, |m| m.pairs.len());
+    let ids: Vec<&str> = r.jobs.iter().map(|j| j.id.as_str()).collect();
+    let runs = t
+        .read("jobs")
+        .lines()
+        .filter(|l| l.split(' ').next().is_some_and(|id| ids.contains(&id)))
+        .count();
+    assert_eq!(runs, 2 * pairs + usize::from(r.screen), "{:?}", r.jobs);
     drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
 }

@@ -274,6 +274,21 @@ impl Test {
         serde_json::from_str(&self.read(&format!("iterations/{brief}/state.json"))).unwrap()
     }
 
+    /// The host-wide measurement lock this test's ooda uses
+    /// (`OODA_MEASURE_LOCK`), held until the file is dropped, as another
+    /// Brief measuring would hold it.
+    pub fn hold_measure_lock(&self) -> std::fs::File {
+        let holder = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.path().join(".git/ooda-measure.lock"))
+            .unwrap();
+        holder.lock().unwrap();
+        holder
+    }
+
     pub fn events(&self, brief: &str) -> Vec<serde_json::Value> {
         self.read(&format!("iterations/{brief}/events.jsonl"))
             .lines()

@@ -109,6 +109,9 @@ pub(crate) mod flag {
     pub(crate) const ROLLBACK: u32 = 1 << 20;
     /// A falsified statement that counts (`IterationRecord::falsified_text`).
     pub(crate) const FALSIFIED_TEXT: u32 = 1 << 21;
+    /// A Slurm job lost under one of its measurements (a cluster fault, no
+    /// answer from the controller, or the candidate's own cancel).
+    pub(crate) const LOST_JOBS: u32 = 1 << 22;
 }
 
 impl Fact {
@@ -141,6 +144,7 @@ impl Fact {
         set(reviewed(rec), flag::REVIEWED);
         set(rec.rollback_to.is_some(), flag::ROLLBACK);
         set(rec.falsified_text().is_some(), flag::FALSIFIED_TEXT);
+        set(rec.jobs.iter().any(|j| j.lost.is_some()), flag::LOST_JOBS);
         let entry = entry_text(rec);
         set(entry.is_some(), flag::ENTRY);
         let m = rec.measured.as_ref();

@@ -20,7 +20,7 @@ use crate::model::{DiscardKind, Verdict};
 /// The table's file name, beside the iteration files (git-ignored).
 pub(crate) const FILE: &str = crate::archive::layout::Layout::FACTS;
 
-const MAGIC: &[u8; 8] = b"oodafct1";
+const MAGIC: &[u8; 8] = b"oodafct2";
 const HEADER: usize = 32;
 /// Bytes per row (see [`encode`]).
 pub(crate) const ROW: usize = 280;

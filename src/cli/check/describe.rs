@@ -155,7 +155,8 @@ pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
         }
     }
     if project.config.placement_for(brief) == crate::model::Placement::Slurm {
-        let args = project.config.slurm_for(brief).sbatch_args();
+        let settings = project.config.slurm_for(brief);
+        let args = settings.sbatch_args();
         let _ = writeln!(
             s,
             "  executor    slurm: each phase's measurements in one allocation (sbatch {})",
@@ -164,6 +165,17 @@ pub(crate) fn describe(brief: &Brief, project: &Project) -> String {
             } else {
                 args.join(" ")
             }
+        );
+        let fmt = crate::validate::units::format_duration;
+        let _ = writeln!(
+            s,
+            "              a silent controller is waited for up to {} (slurm.controller_wait), a pending job up to {} (slurm.pending_limit); then the phase is parked, never decided",
+            fmt(settings
+                .controller_wait
+                .unwrap_or(crate::run::executor::CONTROLLER_WAIT)),
+            fmt(settings
+                .pending_limit
+                .unwrap_or(crate::run::executor::PENDING_LIMIT)),
         );
     }
     for w in warnings(brief, project) {

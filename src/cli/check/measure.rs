@@ -79,16 +79,14 @@ pub(crate) fn measure(
         false,
     );
     let lease = executor.lease(Purpose::Check)?;
-    let mut ev = Evaluator {
+    let mut ev = Evaluator::new(
         brief,
-        output_cap: project.config.defaults.output_cap as usize,
+        &project.config.defaults,
         cancel,
-        stop: None,
-        span: &span,
-        lease: lease.as_ref(),
-        exclusive: project.config.defaults.measure_exclusive,
-        writes: Default::default(),
-    };
+        None,
+        &span,
+        lease.as_ref(),
+    );
     let fail = |f: RunFailure| {
         let RunFailure::Failed { reason, output } = f;
         Error::Input(format!("{reason}:\n{output}"))

@@ -54,6 +54,11 @@ pub struct BriefStatus {
     pub worktree_bytes: u64,
     pub disk_measured_at: Option<DateTime<Utc>>,
     pub error: Option<String>,
+    /// What Slurm is doing for this Brief: a measurement's job waiting to
+    /// start, the next tick of a `submit --every` chain, the jobs lost
+    /// under measurements.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slurm: Vec<String>,
 }
 
 pub(crate) fn collect(project: &Project, only: Option<&str>) -> Result<Vec<BriefStatus>> {
@@ -246,7 +251,85 @@ fn one(project: &Project, path: &std::path::Path, load: Loader) -> BriefStatus {
         out.result_keeps = Some(h.keeps());
     }
     out.last_event = crate::events::last_timestamp(&dir);
+    slurm(project, &name, state.as_ref(), &history, &mut out);
     out
+}
+
+/// What Slurm is doing for Brief `name`: a lease waiting for its job to
+/// start (read from the file it keeps, no call), the chain of submitted
+/// ticks (one `squeue`, only for a Brief with a chain), and the jobs lost
+/// under measurements.
+fn slurm(
+    project: &Project,
+    name: &str,
+    state: Option<&State>,
+    history: &[IterationRecord],
+    out: &mut BriefStatus,
+) {
+    let logs = project.worktrees_dir(name).join("slurm");
+    for w in crate::run::executor::Waiting::under(&logs) {
+        let said = w.describe();
+        out.in_flight = Some(match out.in_flight.take() {
+            Some(f) => format!("{f}; {said}"),
+            None => said.clone(),
+        });
+        out.slurm.push(said);
+    }
+    let open = state.is_some_and(|s| s.stop.is_none());
+    if let Some(chain) = crate::cli::submit::Chain::load(&logs)
+        && open
+    {
+        match crate::run::executor::next_tick(
+            &project.root,
+            name,
+            std::time::Duration::from_secs(10),
+        ) {
+            Ok(jobs) if !jobs.is_empty() => out.slurm.push(format!(
+                "next tick: job {} ({}), `ooda submit --every {}`",
+                jobs[0].id,
+                jobs[0].state.to_lowercase(),
+                chain.every
+            )),
+            Ok(_) => {
+                out.status = "ERROR".into();
+                out.error = Some(format!(
+                    "no tick job is queued for the `ooda submit {name} --every {}` chain while the run is open: `ooda submit {name} --every {}` queues one again (or delete {} if the chain was stopped on purpose)",
+                    chain.every,
+                    chain.every,
+                    logs.join("chain.json").display()
+                ));
+            }
+            Err(e) => out.slurm.push(format!(
+                "next tick: unknown, the controller did not answer ({e})"
+            )),
+        }
+    }
+    let lost = |at: String, j: &crate::model::ClusterJob| {
+        format!(
+            "{at}: job {} {} ({}){}",
+            j.id,
+            j.lost.as_deref().unwrap_or(""),
+            j.fault.as_deref().unwrap_or("cluster"),
+            j.message
+                .as_deref()
+                .map(|m| format!(": {}", clip::clip(m, 160)))
+                .unwrap_or_default()
+        )
+    };
+    if let Some(c) = state.and_then(|s| s.current.as_ref()) {
+        for j in c.jobs.iter().filter(|j| j.lost.is_some()) {
+            out.slurm.push(lost(
+                format!("lost in iteration {} (in flight)", c.iteration),
+                j,
+            ));
+        }
+    }
+    for r in history.iter().rev().take(10).rev() {
+        for j in r.jobs.iter().filter(|j| j.lost.is_some()) {
+            out.slurm
+                .push(lost(format!("lost in iteration {}", r.iteration), j));
+        }
+    }
 }
 
 /// The widest line `ooda status` prints per Brief: a terminal's width,
@@ -402,6 +485,9 @@ pub(crate) fn render_detail(r: &BriefStatus, color: bool) -> String {
     }
     if let Some(w) = &r.warning {
         field("warning", w.clone());
+    }
+    for l in &r.slurm {
+        field("slurm", l.clone());
     }
     if let Some(b) = r.baseline {
         let when = |t: Option<DateTime<Utc>>| {

@@ -12,7 +12,6 @@
 
 pub(crate) mod answers;
 pub(crate) mod named_files;
-pub(crate) mod outage;
 pub(crate) mod prompt;
 pub(crate) mod reply;
 pub(crate) mod steps;

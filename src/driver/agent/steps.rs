@@ -215,7 +215,7 @@ impl<'a> Talk<'a> {
     /// provider is waited out, not blamed on the agent. Returns the last
     /// reply and the calls that found the API unavailable before it.
     fn call(&self, phase: Phase, attempt: u32, prompt: &str) -> Result<(Reply, Vec<AgentCall>)> {
-        let mut outage = super::outage::Outage::new(self.t.config.defaults.agent_outage);
+        let mut outage = crate::run::outage::Outage::new(self.t.config.defaults.agent_outage);
         let mut earlier = Vec::new();
         loop {
             let reply = self.call_once(phase, attempt, prompt)?;

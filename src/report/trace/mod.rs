@@ -868,6 +868,14 @@ impl Builder {
                 r,
                 format!("measurement lock taken after {waited_seconds:.0}s"),
             ),
+            Event::PairsResumed { pairs } => self.note(
+                p,
+                r,
+                format!("went on from {pairs} pair(s) measured before it was cut short"),
+            ),
+            Event::ClusterFault {
+                kind, message, ..
+            } => self.note(p, r, format!("{kind} fault (no verdict): {message}")),
             Event::ScheduledTick {
                 schedule,
                 late_seconds,

@@ -28,6 +28,8 @@ impl InJob {
                     node: var("SLURMD_NODENAME").unwrap_or_default(),
                     adopted: false,
                     lost: None,
+                    fault: None,
+                    message: None,
                 },
                 here,
                 measured: AtomicBool::new(false),

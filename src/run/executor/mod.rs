@@ -21,7 +21,10 @@ use crate::error::Result;
 use crate::run::exec::{CommandOutput, CommandSpec};
 
 pub(crate) use local::Local;
-pub(crate) use slurm::{SUBMITTED_ENV, Slurm, Submitted, job_ended, submit_tick};
+pub(crate) use slurm::{
+    CONTROLLER_WAIT, PENDING_LIMIT, SUBMITTED_ENV, Slurm, Submitted, Waiting, cancel_next_tick,
+    job_ended, next_tick, no_answer, note_new_pairs, submit_tick,
+};
 pub use slurm::{available as slurm_available, job_prefix};
 
 /// Why commands are run, so an executor can place them.
@@ -52,6 +55,21 @@ pub trait Lease {
     /// when it could not be started or waited for: what the command itself
     /// does is an `Ok` with an outcome.
     fn run(&self, spec: &CommandSpec, cancel: &AtomicBool) -> io::Result<CommandOutput>;
+
+    /// Whether the lease holds the host's measurement lock already: an
+    /// executor whose allocation's time runs from its start takes the lock
+    /// before it, so that a wait for the lock is not spent out of it.
+    fn holds_measurements(&self) -> bool {
+        false
+    }
+
+    /// Before each pair of a series: whether there is time for one that
+    /// takes `needs` (the longest of the series here so far). An executor
+    /// whose place ends at a set time gives it up now instead, with the
+    /// error a lost place is.
+    fn before_pair(&self, _needs: std::time::Duration) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Hands out leases.
@@ -105,6 +123,7 @@ pub(crate) fn for_brief(
                 logs,
                 interrupt.clone(),
             );
+            let slurm = slurm.exclusive(config.defaults.measure_exclusive);
             Box::new(if locked { slurm } else { slurm.without_sweep() })
         }
     }

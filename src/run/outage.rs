@@ -1,9 +1,11 @@
-//! Waiting out an agent whose API is unavailable (HTTP 429/5xx, an outage
-//! the tool reports): growing waits, until `defaults.agent_outage` is spent.
+//! Waiting out a service that does not answer: an agent's API (HTTP
+//! 429/5xx, an outage the tool reports; `defaults.agent_outage`) or a Slurm
+//! controller (`slurm.controller_wait`). Growing waits, until the budget is
+//! spent.
 //!
-//! One schedule for every agent call, the main agent's steps and command
-//! subagents alike: an outage of the provider says nothing about the agent
-//! or the change, so neither may be blamed for it before the budget is gone.
+//! One schedule for every such wait: an outage of a provider or of the
+//! cluster says nothing about the agent or the change, so neither may be
+//! blamed for it before the budget is gone.
 
 use std::time::Duration;
 
