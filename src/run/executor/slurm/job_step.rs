@@ -285,14 +285,47 @@ impl JobStep<'_> {
                         None,
                     )))
                 }
-                Asked::Known(info) if info.state == "RUNNING" => {
+                Asked::Known(info) if info.state == "RUNNING" && !info.preempted => {
                     // A step created as `srun` gave up may run after all:
                     // nothing runs beside it.
                     self.slurm.cancel_orphan_steps(&self.job).map_err(to_io)?;
                     Ok(None)
                 }
-                Asked::Known(info) => Err(into_io(self.ended_in(&info.state, spec.cwd))),
-                _ => Err(into_io(self.ended_in(GONE, spec.cwd))),
+                // Ended while no command of the phase ran: nobody's but
+                // the cluster's (or someone else's) doing, and measured
+                // again.
+                Asked::Known(info) => {
+                    let state = if info.preempted {
+                        "PREEMPTED"
+                    } else {
+                        info.state.as_str()
+                    };
+                    let mut e = JobEnded::new(
+                        &self.job,
+                        state,
+                        format!(
+                            "the Slurm job {} ({}) on {} ended {state} between two steps; {}",
+                            self.job.id,
+                            self.job.name,
+                            self.job.node,
+                            hint(state)
+                        ),
+                        None,
+                    );
+                    e.retry = e.retry || state == "CANCELLED";
+                    Err(into_io(e))
+                }
+                _ => Err(into_io(JobEnded::new(
+                    &self.job,
+                    GONE,
+                    format!(
+                        "the Slurm job {} ({}) is {GONE}; {}",
+                        self.job.id,
+                        self.job.name,
+                        hint(GONE)
+                    ),
+                    None,
+                ))),
             };
         }
         // The command's own result, or its job's end? Asked after a failed
