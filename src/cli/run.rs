@@ -76,6 +76,15 @@ pub(crate) fn run(
                 if lost < crate::archive::state::LOST_JOBS_MAX
                     && crate::run::executor::job_ended(&e).is_some_and(|j| j.retry) =>
             {
+                // An allocation that completed pairs before it was lost
+                // moved the series on (they are kept): only losses without
+                // progress count towards the bound.
+                if crate::run::executor::job_ended(&e)
+                    .and_then(|j| j.new_pairs)
+                    .is_some_and(|n| n > 0)
+                {
+                    lost = 0;
+                }
                 lost += 1;
                 Log::new(Zone::from_env(), g.quiet).info(
                     Some(&machine.brief().name),

@@ -43,7 +43,7 @@ pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool
         Chain::remove(&logs);
         if !g.quiet {
             eprintln!(
-                "{}: the run stopped ({}): no further tick is submitted{} (raise the budget, or `ooda ack` a RED light, then `ooda submit {}` starts again)",
+                "{}: the run stopped ({}): no further tick is submitted{} (raise the budget, or `ooda ack` a RED light, then `ooda submit {} --every {}` starts again)",
                 b.name,
                 stop.reason.as_str(),
                 if cancelled.is_empty() {
@@ -54,7 +54,8 @@ pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool
                         cancelled.join(", ")
                     )
                 },
-                b.name
+                b.name,
+                every.as_deref().unwrap_or("…")
             );
         }
         return Ok(Exit::Ok);

@@ -184,12 +184,12 @@ impl Lease for JobStep<'_> {
             &self.job,
             "TIMEOUT",
             format!(
-                "the Slurm job {} ({}) has {}s left before its time limit, less than a pair takes here ({}s): it is given up before the pair, and {}",
+                "the Slurm job {} ({}) has {}s left before its time limit, less than the {}s another pair may take (the longest so far, {}s, half again and 5s): it is given up before the pair; raise `slurm.time` (the pairs measured so far are kept)",
                 self.job.id,
                 self.job.name,
                 left.as_secs(),
+                wanted.as_secs(),
                 needs.as_secs(),
-                hint("TIMEOUT")
             ),
             None,
         )))
@@ -268,8 +268,10 @@ impl JobStep<'_> {
                 .ask_patiently(&self.job, Some(spec.cwd))
                 .map_err(to_io)?
             {
+                // Past its end (or refused for it): RUNNING until the
+                // controller's next pass, COMPLETING, or TIMEOUT already.
                 Asked::Known(info)
-                    if info.state == "RUNNING"
+                    if matches!(info.state.as_str(), "RUNNING" | "COMPLETING" | "TIMEOUT")
                         && (info.past_its_end() || refused_for_its_end(&out.output)) =>
                 {
                     // No command ran: between steps.

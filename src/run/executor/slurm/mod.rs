@@ -186,8 +186,13 @@ impl Slurm {
             };
             if !said {
                 self.say(&format!(
-                    "the Slurm controller does not answer ({why}): waiting for it up to {}s (slurm.controller_wait); {which} runs on meanwhile",
+                    "the Slurm controller does not answer ({why}): waiting for it up to {}s (slurm.controller_wait){}",
                     self.controller_wait().as_secs(),
+                    if job.id.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {which} runs on meanwhile")
+                    }
                 ));
                 said = true;
             }
@@ -250,7 +255,7 @@ impl Slurm {
                 adopted = Some(j.id.clone());
             } else if self.sweep {
                 self.say(&format!(
-                    "cancelling the Slurm job {} ({}): an earlier tick of this Brief left it",
+                    "cancelling the Slurm job {} ({}): an earlier phase or tick of this Brief left it",
                     j.id, j.name
                 ));
                 scancel(&j.id);
