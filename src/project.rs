@@ -46,6 +46,12 @@ impl Project {
         self.root.join(".ooda").join("worktrees").join(brief)
     }
 
+    /// Where a Brief's Slurm jobs write their output and ooda keeps their
+    /// step records, waits and `submit --every` chain.
+    pub fn slurm_dir(&self, brief: &str) -> PathBuf {
+        self.worktrees_dir(brief).join("slurm")
+    }
+
     /// Those of `paths` (under the root, existing or not) that git would
     /// not ignore: ooda's machine state that would show in `git status` of
     /// a project whose `.gitignore` predates it. Empty outside a repository.

@@ -31,7 +31,7 @@ pub(crate) fn run(g: &Globals, brief: &str, every: Option<String>, chained: bool
     if chained && interval.is_none() {
         return Err(Error::Input("--chained needs --every".into()));
     }
-    let logs = project.worktrees_dir(&b.name).join("slurm");
+    let logs = project.slurm_dir(&b.name);
     // A tick queues the next only while the run goes on; once it has
     // stopped, the tick queued already is cancelled.
     if chained

@@ -172,7 +172,7 @@ impl<'a> Machine<'a> {
             &project.root,
             &project.config,
             &brief,
-            ws.dir.join("slurm"),
+            project.slurm_dir(&brief.name),
             interrupt,
             true,
         );

@@ -391,6 +391,34 @@ fn in_front_of(tool: &str, body: &str) -> (tempfile::TempDir, String) {
     (bin, path)
 }
 
+/// `ooda run k` in the background, its stderr in the file `run.err`.
+fn in_background(t: &Test) -> std::process::Child {
+    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
+    t.command(&["run", "k"])
+        .stdout(std::process::Stdio::null())
+        .stderr(err)
+        .spawn()
+        .unwrap()
+}
+
+/// Every run logged in `r`'s jobs is one half of one of its pairs (or its
+/// screening run): none was measured twice.
+fn each_run_once(t: &Test, r: &ooda::testing::archive::history::IterationRecord, said: &str) {
+    let pairs = r.measured.as_ref().map_or(0, |m| m.pairs.len());
+    let ids: Vec<&str> = r.jobs.iter().map(|j| j.id.as_str()).collect();
+    let runs = t
+        .read("jobs")
+        .lines()
+        .filter(|l| l.split(' ').next().is_some_and(|id| ids.contains(&id)))
+        .count();
+    assert_eq!(
+        runs,
+        2 * pairs + usize::from(r.screen),
+        "{:?}\n{said}",
+        r.jobs
+    );
+}
+
 /// The cluster's one node, for the tests that take it down or drain it;
 /// `None` (the test is skipped) when the cluster has more.
 fn one_node(what: &str) -> Option<String> {
@@ -600,13 +628,7 @@ fn measuring() -> (Test, std::process::Child) {
         "[ \"$(cat \"$OODA_TEST_DIR/counter\" 2>/dev/null)\" = 2 ] && [ ! -e \"$OODA_TEST_DIR/started\" ] && touch \"$OODA_TEST_DIR/started\" && sleep 60\n",
         "budget: { iterations: 1 }\nexecutor: slurm\n",
     );
-    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
-    let child = t
-        .command(&["run", "k"])
-        .stdout(std::process::Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let child = in_background(&t);
     appears(&t.path().join("started"));
     (t, child)
 }
@@ -968,13 +990,7 @@ fn an_outage_mid_evaluate(secs: u64) {
         ": \"$OODA_SIDE\"\nif [ \"${OODA_ITERATION:-0}\" -ge 1 ]; then touch \"$OODA_TEST_DIR/evaluating\"; sleep 1; fi\n",
         "budget: { iterations: 1 }\nexecutor: slurm\n",
     );
-    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
-    let child = t
-        .command(&["run", "k"])
-        .stdout(std::process::Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let child = in_background(&t);
     appears(&t.path().join("evaluating"));
     ctl.stop();
     std::thread::sleep(std::time::Duration::from_secs(secs));
@@ -992,21 +1008,7 @@ fn an_outage_mid_evaluate(secs: u64) {
         r.reason
     );
     assert!(!r.reason.contains("Slurm"), "{}", r.reason);
-    // Every run of the iteration's jobs is one half of a recorded pair (or
-    // its screening run): none was measured twice.
-    let pairs = r.measured.as_ref().map_or(0, |m| m.pairs.len());
-    let ids: Vec<&str> = r.jobs.iter().map(|j| j.id.as_str()).collect();
-    let runs = t
-        .read("jobs")
-        .lines()
-        .filter(|l| l.split(' ').next().is_some_and(|id| ids.contains(&id)))
-        .count();
-    assert_eq!(
-        runs,
-        2 * pairs + usize::from(r.screen),
-        "{:?}\n{stderr}",
-        r.jobs
-    );
+    each_run_once(&t, &r, &stderr);
     if secs > 60 {
         assert!(
             stderr.contains("the Slurm controller does not answer")
@@ -1249,13 +1251,7 @@ fn a_drained_node_is_shown_waiting_and_parked_past_the_pending_limit() {
         .status()
         .unwrap();
     assert!(drain.success());
-    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
-    let child = t
-        .command(&["run", "k"])
-        .stdout(std::process::Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let child = in_background(&t);
     let mut seen = String::new();
     for _ in 0..150 {
         seen = t.ooda(&["status", "k"]).stdout;
@@ -1320,13 +1316,7 @@ fn the_measurement_lock_is_waited_for_before_the_allocation_is_asked_for() {
     let prefix = ooda::testing::run::executor::job_prefix(t.path(), "k");
     // Held here, as another Brief measuring would hold it.
     let holder = t.hold_measure_lock();
-    let err = std::fs::File::create(t.path().join("run.err")).unwrap();
-    let child = t
-        .command(&["run", "k"])
-        .stdout(std::process::Stdio::null())
-        .stderr(err)
-        .spawn()
-        .unwrap();
+    let child = in_background(&t);
     for _ in 0..300 {
         if t.read("run.err")
             .contains("waiting for the measurement lock")
@@ -1380,13 +1370,6 @@ fn a_step_whose_srun_does_not_return_is_taken_from_its_record() {
         run.stderr
     );
     // The hung run's value was read from its record, not measured again.
-    let pairs = r.measured.as_ref().map_or(0, |m| m.pairs.len());
-    let ids: Vec<&str> = r.jobs.iter().map(|j| j.id.as_str()).collect();
-    let runs = t
-        .read("jobs")
-        .lines()
-        .filter(|l| l.split(' ').next().is_some_and(|id| ids.contains(&id)))
-        .count();
-    assert_eq!(runs, 2 * pairs + usize::from(r.screen), "{:?}", r.jobs);
+    each_run_once(&t, &r, &run.stderr);
     drained(&ooda::testing::run::executor::job_prefix(t.path(), "k"));
 }

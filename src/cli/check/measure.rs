@@ -72,7 +72,7 @@ pub(crate) fn measure(
         &project.root,
         &project.config,
         brief,
-        ws.dir.join("slurm"),
+        project.slurm_dir(&brief.name),
         // Ctrl-C while the job waits in the queue cancels it.
         &crate::run::interrupt::Interrupt::install(),
         // check takes no Brief lock: a tick may hold jobs of this Brief.

@@ -266,7 +266,7 @@ fn slurm(
     history: &[IterationRecord],
     out: &mut BriefStatus,
 ) {
-    let logs = project.worktrees_dir(name).join("slurm");
+    let logs = project.slurm_dir(name);
     for w in crate::run::executor::Waiting::under(&logs) {
         let said = w.describe();
         out.in_flight = Some(match out.in_flight.take() {
