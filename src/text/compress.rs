@@ -1167,6 +1167,10 @@ pub fn bound(s: &str, n: usize) -> String {
 }
 
 #[cfg(test)]
+#[path = "../../benches/compress/must_survive.rs"]
+mod must_survive;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::stats::SplitMix64;

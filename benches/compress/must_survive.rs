@@ -1,0 +1,370 @@
+//! What of a command's output compression must keep: the judge of the
+//! compression corpus (`benches/compress/corpus/`), shared by its benchmark
+//! (`benches/compress_bench.rs`) and by the corpus test in
+//! `src/text/compress.rs`.
+//!
+//! Written, and committed, before the corpus was made and before the
+//! compressor was tuned on it, so that the rule is not fitted to either.
+//! It knows no tool by name where a general shape will do: it is meant to
+//! hold on outputs that are not in the corpus.
+//!
+//! Each output line is read as a terminal shows it (ANSI escapes removed,
+//! a line redrawn with carriage returns read as its last state, surrounding
+//! blanks trimmed). Two kinds of item must survive:
+//!
+//! - **Lines**, which must appear inside some line of the compressed output,
+//!   compared with volatile tokens masked and runs of blanks as one:
+//!   1. *problems*: a word starting with error, warn, fail, panic, fatal,
+//!      exception, traceback or assert (any case); a test runner's failure
+//!      marker (`FAILED`, `ERROR`, `not ok`, `✖`, `✕`, `×`, `●`); a lint
+//!      diagnostic `path:line:col: CODE…`; an HTTP 4xx/5xx a server logged;
+//!      a JSON log record at level error or above (`"level":50`, `"level":
+//!      "error"`);
+//!   2. *locations* of problems: `--> path:line[:col]` (rustc, clippy,
+//!      ruff), `File "path", line N` (Python tracebacks), `path:line: in
+//!      name` (pytest's short tracebacks), `path:line: …` of a Go test, a
+//!      stack frame `at … (path:line:col)` outside `node:` internals and
+//!      `node_modules`, node's `location: '…:line:col'`, and a bare path
+//!      line heading a group of `line:col  error|warning` lines (eslint);
+//!   3. *details* of a failure: `left:`/`right:`, `expected:`/`actual:`/
+//!      `received:` (any case), pytest's `E   ` lines;
+//!   4. *summaries*: a test or build tool's closing counts (`test result:`,
+//!      `Finished`, pytest's `=== … in Ns ===` or `N passed in Ns`,
+//!      `Ran N tests`, `OK`, `Tests:`/`Test Suites:`, `# tests N`, `ℹ tests
+//!      N`, nextest's `Summary [`, `ok  pkg`, `PASS`), a package manager's
+//!      result (`added N packages`, `Successfully installed`, `N upgraded, N
+//!      newly installed`, `Done in`, `Packages: +N`), a configure/build
+//!      tool's end (`Build files have been written`, `[100%]`, `Configuring
+//!      done`), git's `On branch`/`Your branch`/`nothing to commit`, a
+//!      download's `saved [`;
+//!   5. *final states of progress displays*: the last state of every line
+//!      redrawn with carriage returns, and a line at `100%` or ending in
+//!      `done.`;
+//!   6. *files a change touched*: git status's `modified:`/`deleted:`/`new
+//!      file:`/`renamed:` lines and untracked paths, `diff --git` headers.
+//! - **Identifiers**, which must appear anywhere in the compressed output,
+//!   verbatim (never masked): commit hashes (`commit H`, a `git log
+//!   --oneline` or `git blame` line's leading hash; the first seven
+//!   characters are the id), and the names of failed tests a runner prints
+//!   in a header of their own (`---- name stdout ----`, `___ name ___`).
+//!
+//! Lines that differ only in volatile tokens are one item, listed once in
+//! first-seen order: timestamps, UUIDs, hex ids (eight or more digits with a
+//! letter among them, or twelve or more), a port after a host, durations,
+//! process ids, and temporary paths. Plain numbers are not masked: a count
+//! such as `3 failed` matters.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// One thing the compressed output must hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Must {
+    /// A line, as read (unmasked); compared by its shape.
+    Line(String),
+    /// An identifier, compared verbatim.
+    Id(String),
+}
+
+impl Must {
+    /// As `must.txt` lists it: `line<TAB>…` or `id<TAB>…`.
+    pub(crate) fn listed(&self) -> String {
+        match self {
+            Must::Line(l) => format!("line\t{l}"),
+            Must::Id(i) => format!("id\t{i}"),
+        }
+    }
+
+    /// The least characters an output must spend to hold this item (its
+    /// text with runs of blanks as one, and a newline for a line).
+    pub(crate) fn cost(&self) -> usize {
+        match self {
+            Must::Line(l) => {
+                l.split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .count()
+                    + 1
+            }
+            Must::Id(i) => i.chars().count() + 1,
+        }
+    }
+}
+
+fn re(s: &str) -> Regex {
+    Regex::new(s).expect("a valid pattern")
+}
+
+static ANSI: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[()*+][0-9A-Za-z]|\x1b[@-_]",
+    )
+});
+
+static PROBLEM: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"(?i)\b(error|warn|fail|panic|fatal|exception|traceback|assert)\w*",
+        r"|\bFAILED\b|\bERROR\b|^not ok\b|^\s*[✖✕×●]\s",
+        r"|^[^\s:]+:\d+:\d+:? [A-Z]{1,4}\d{2,5}\b",
+        r"|\bcode [45]\d\d\b|[\x22'] [45]\d\d\b|\bstatus[\x22']?[:=] ?[45]\d\d\b",
+        r#"|"level": ?(50|60)\b"#,
+    ))
+});
+
+static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^-->\s*\S+:\d+",
+        r#"|^File "[^"]+", line \d+"#,
+        r"|^\S+:\d+: in \S+",
+        r"|^[\w./-]+\.go:\d+:",
+        r"|^at .*[\w./@-]+\.[cm]?[jt]sx?:\d+:\d+\)?$",
+        r"|^location: '[^']+:\d+:\d+'",
+    ))
+});
+
+static FRAME_ELSEWHERE: LazyLock<Regex> = LazyLock::new(|| re(r"node:|node_modules"));
+
+static PATH_ONLY: LazyLock<Regex> = LazyLock::new(|| re(r"^/?[\w.@+-]+(/[\w.@+-]+)*\.\w+$"));
+
+static ESLINT_ROW: LazyLock<Regex> = LazyLock::new(|| re(r"^\d+:\d+\s+(?i:error|warning)\b"));
+
+static DETAIL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(left|right):|^E\s|(?i)^(expected|actual|received)\s*:"));
+
+static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^test result:|^Finished\b|^=+ .* in [\d.]+m?s.* =+$|^\d+ (passed|failed)\b.* in [\d.]+m?s",
+        r"|^Ran \d+ tests? in |^OK\b|^(Tests|Test Suites|Snapshots):|^# (tests|pass|fail) \d+",
+        r"|^ℹ (tests|suites|pass|fail) \d+|^Summary \[|^ok\s+\S+|^PASS$",
+        r"|^(added|removed|changed) \d+ packages?|^up to date\b|^Successfully installed",
+        r"|^\d+ upgraded, \d+ newly installed|\bDone in\b|^Packages: [+-]\d+",
+        r"|Build files have been written|^\[100%\]|^-- Configuring done",
+        r"|^On branch |^Your branch |^nothing to commit|saved \[",
+    ))
+});
+
+static PROGRESS_END: LazyLock<Regex> = LazyLock::new(|| re(r"\b100%|done\.$"));
+
+static FILES: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(modified|deleted|new file|renamed):|^diff --git "));
+
+static COMMIT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^commit ([0-9a-f]{7,40})\b|^\^?([0-9a-f]{7,40}) "));
+
+static TEST_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^---- (\S+) stdout ----$|^_{3,} (\S.*\S) _{3,}$"));
+
+/// Volatile tokens, in the order they are masked: whole timestamps before
+/// the hex ids that a time's digits could look like.
+static VOLATILE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    vec![
+        (
+            re(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
+            "<T>",
+        ),
+        (
+            re(r"\d{2}/[A-Z][a-z]{2}/\d{4}[ :]\d{2}:\d{2}:\d{2}( [+-]\d{4})?"),
+            "<T>",
+        ),
+        (re(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<T>"),
+        (re(r#""time": ?\d{10,}"#), "\"time\":<T>"),
+        (
+            re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+            "<U>",
+        ),
+        (re(r"\b[0-9a-fA-F]{8,}\b"), "<H>"),
+        (
+            re(r"\b(\d{1,3}(?:\.\d{1,3}){3}|localhost|\[[0-9a-f:]+\]):\d{2,5}\b"),
+            "$1:<P>",
+        ),
+        (
+            re(r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds|m|min)\b"),
+            "<D>",
+        ),
+        (re(r#"(?i)\b(pid[\x22']?[:= ] ?)\d+"#), "${1}<N>"),
+        (re(r"/tmp/[^\s:'\x22)]+"), "<TMP>"),
+    ]
+});
+
+/// `line` with its volatile tokens masked and runs of blanks as one.
+pub(crate) fn shape(line: &str) -> String {
+    let mut out = line.to_string();
+    for (pattern, token) in VOLATILE.iter() {
+        if !pattern.is_match(&out) {
+            continue;
+        }
+        out = if *token == "<H>" {
+            // A plain number (a count, a date as 20240101) is no id.
+            pattern
+                .replace_all(&out, |c: &regex::Captures| {
+                    if c[0].len() >= 12 || c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
+                        "<H>".to_string()
+                    } else {
+                        c[0].to_string()
+                    }
+                })
+                .into_owned()
+        } else {
+            pattern.replace_all(&out, *token).into_owned()
+        };
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Each line as a terminal shows it, trimmed, and whether it was redrawn
+/// (a carriage return before its last state).
+fn shown(text: &str) -> Vec<(String, bool)> {
+    ANSI.replace_all(text, "")
+        .split('\n')
+        .map(|raw| {
+            let segments: Vec<&str> = raw.split('\r').filter(|s| !s.trim().is_empty()).collect();
+            let last = segments.last().copied().unwrap_or("");
+            let plain: String = last
+                .chars()
+                .filter(|c| *c == '\t' || !c.is_control())
+                .collect();
+            (plain.trim().to_string(), segments.len() > 1)
+        })
+        .collect()
+}
+
+/// The items of `text` that compression must keep, each once, in
+/// first-seen order.
+pub(crate) fn must_survive(text: &str) -> Vec<Must> {
+    let lines = shown(text);
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut untracked = false;
+    for (i, (line, redrawn)) in lines.iter().enumerate() {
+        if line.starts_with("Untracked files:") {
+            untracked = true;
+            continue;
+        }
+        if untracked && line.is_empty() {
+            untracked = false;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let heads_lint_group = PATH_ONLY.is_match(line)
+            && lines
+                .get(i + 1)
+                .is_some_and(|(next, _)| ESLINT_ROW.is_match(next));
+        let location = (LOCATION.is_match(line)
+            && !(line.starts_with("at ") && FRAME_ELSEWHERE.is_match(line)))
+            || heads_lint_group;
+        let keep = PROBLEM.is_match(line)
+            || location
+            || DETAIL.is_match(line)
+            || SUMMARY.is_match(line)
+            || *redrawn
+            || PROGRESS_END.is_match(line)
+            || FILES.is_match(line)
+            || (untracked && !line.starts_with('('));
+        if keep && seen.insert(format!("line\t{}", shape(line))) {
+            out.push(Must::Line(line.clone()));
+        }
+        let ids = COMMIT
+            .captures(line)
+            .and_then(|c| c.get(1).or_else(|| c.get(2)))
+            .map(|m| m.as_str()[..7].to_string())
+            .into_iter()
+            .chain(
+                TEST_HEADER
+                    .captures(line)
+                    .and_then(|c| c.get(1).or_else(|| c.get(2)))
+                    .map(|m| m.as_str().to_string()),
+            );
+        for id in ids {
+            if seen.insert(format!("id\t{id}")) {
+                out.push(Must::Id(id));
+            }
+        }
+    }
+    out
+}
+
+/// How many of `must` `output` holds, and the least characters the missing
+/// ones would add.
+pub(crate) fn survival(output: &str, must: &[Must]) -> (usize, usize) {
+    let lines: Vec<String> = shown(output).iter().map(|(l, _)| shape(l)).collect();
+    let plain = ANSI.replace_all(output, "");
+    let (mut kept, mut missing) = (0, 0);
+    for m in must {
+        let held = match m {
+            Must::Line(l) => {
+                let wanted = shape(l);
+                lines.iter().any(|o| o.contains(&wanted))
+            }
+            Must::Id(i) => plain.contains(i.as_str()),
+        };
+        if held {
+            kept += 1;
+        } else {
+            missing += m.cost();
+        }
+    }
+    (kept, missing)
+}
+
+/// The items `output` lacks.
+pub(crate) fn dropped<'m>(output: &str, must: &'m [Must]) -> Vec<&'m Must> {
+    must.iter()
+        .filter(|m| survival(output, std::slice::from_ref(m)).0 == 0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        must_survive(text).iter().map(Must::listed).collect()
+    }
+
+    #[test]
+    fn a_warning_keeps_its_location_and_not_its_boilerplate() {
+        let text = "warning: unused import\n  --> src/lib.rs:3:5\n   |\n3  | use std::io;\n   = note: `#[warn(unused_imports)]` on by default\n   = help: for further information visit https://rust-lang.github.io/x\n";
+        let got = lines(text);
+        assert!(got.contains(&"line\twarning: unused import".to_string()));
+        assert!(got.contains(&"line\t--> src/lib.rs:3:5".to_string()));
+        assert!(!got.iter().any(|l| l.contains("further information")));
+    }
+
+    #[test]
+    fn volatile_tokens_make_one_item_but_ids_are_verbatim() {
+        let text = "INFO: 127.0.0.1:56740 - \"GET /x HTTP/1.1\" 404 Not Found\nINFO: 127.0.0.1:56741 - \"GET /x HTTP/1.1\" 404 Not Found\ncommit 0123456789abcdef0123456789abcdef01234567\ncommit 89abcdef0123456789abcdef0123456789abcdef\n";
+        let got = must_survive(text);
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got.contains(&Must::Id("0123456".into())));
+        assert!(got.contains(&Must::Id("89abcde".into())));
+        // A fold keeping the first line holds the item; a masked hash does not.
+        assert_eq!(dropped("", &got).len(), 3);
+        assert_eq!(survival("INFO: 127.0.0.1:56740 - \"GET /x HTTP/1.1\" 404 Not Found (×2)\ncommit <H> (×2 similar)", &got).0, 1);
+    }
+
+    #[test]
+    fn progress_keeps_its_last_state_and_eslint_its_file() {
+        let text = "Receiving objects:  50% (5/10)\rReceiving objects: 100% (10/10), done.\n/src/a.js\n  3:7  error  'x' is assigned a value but never used  no-unused-vars\n";
+        let got = lines(text);
+        assert_eq!(
+            got,
+            [
+                "line\tReceiving objects: 100% (10/10), done.",
+                "line\t/src/a.js",
+                "line\t3:7  error  'x' is assigned a value but never used  no-unused-vars",
+            ]
+        );
+    }
+
+    #[test]
+    fn frames_of_the_runtime_are_not_locations() {
+        let text = "    at Object.<anonymous> (/w/test/a.test.js:4:9)\n    at Module._compile (node:internal/modules/cjs/loader:1364:14)\n    at run (/w/node_modules/jest-circus/build/run.js:3:3)\n";
+        assert_eq!(
+            lines(text),
+            ["line\tat Object.<anonymous> (/w/test/a.test.js:4:9)"]
+        );
+    }
+}
