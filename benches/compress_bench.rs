@@ -2,43 +2,47 @@
 //!
 //! `cargo bench --bench compress_bench -- [--rtk PATH] [--corpus DIR] [--show CASE] [--save]`
 //!
-//! `--show CASE` prints both outputs of one case; `--save` keeps what RTK
-//! printed in each case's `rtk-out.txt`, where the corpus test holds ooda
-//! to it without RTK at hand.
+//! The corpus (`benches/compress/corpus/`, made by
+//! `benches/compress/generate.sh`) holds, per case, the command a user ran,
+//! what it printed (`raw.log`), what RTK's own Claude Code hook rewrites the
+//! command to (`rtk`, `-` where the hook leaves it alone, so RTK never sees
+//! the output), and what the tools printed when RTK ran them (`rec/`). RTK
+//! is a proxy that runs the tool itself (`rtk cargo test` runs `cargo
+//! test`, perhaps with flags of its own), so it is run here as such, with
+//! `benches/compress/shim` standing in for each tool and printing the
+//! recorded bytes.
 //!
-//! The corpus (`benches/logs/`, made by `benches/logs/generate.sh`) holds, per
-//! case, what a real command printed (`raw.log`), the lines that must survive
-//! (`must.txt`, from a rule fixed before the compressor was tuned), and what
-//! the real tools printed when RTK ran them (`rec/`). RTK is a proxy that runs
-//! the tool itself (`rtk cargo test` runs `cargo test`), so it is run here as
-//! such, with `benches/logs/shim` standing in for the tool and printing the
-//! recorded bytes: both compressors see what the tool printed, and each is
-//! judged on the must-survive lines of its own input (`must.txt` for ooda,
-//! `rtk-must.txt` for RTK, whose runs were recorded separately and may pass
-//! other flags, e.g. pytest's `-q`). Output sizes count characters, tokens
-//! as characters / 4.
+//! What must survive is decided by a rule written before the corpus was
+//! made (`benches/compress/must_survive.rs`), on `raw.log` for both sides:
+//! it is what the user's command printed and what the agent asked to see,
+//! whatever flags RTK runs the tool with. RTK drops lines, so
+//! its size alone says nothing of what it kept: ooda is held to RTK's
+//! output plus the items RTK dropped ("RTK + dropped"), the least an output
+//! holding both would spend. Sizes count characters; tokens ≈ chars / 4.
 //!
-//! RTK drops lines: its size alone says nothing of what it kept, so ooda is
-//! held to RTK's output plus the must-survive lines RTK dropped. Where RTK's
-//! tool printed other bytes than the user's command did (RTK adds flags),
-//! the sizes of two inputs are not a comparison of two compressors: such a
-//! case is judged on the bytes RTK was given, both compressors on them.
+//! ooda's side is `compress::compress` with no budget (RTK has none); the
+//! budget's ranking is measured separately: at 4,000 characters, on every
+//! case with at most 20 errors, are all errors and their locations kept?
 //!
-//! ooda's side is `compress::compress` with no budget (RTK has none either):
-//! only its structural passes reduce; the budget is a further hard bound.
+//! `--show CASE` prints both outputs and the items each dropped; `--save`
+//! keeps what RTK printed in each case's `rtk-out.txt`, where the corpus
+//! test holds ooda to it without RTK at hand.
+
+#[path = "compress/must_survive.rs"]
+mod must_survive;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use must_survive::{Must, dropped, must_survive, survival};
 use ooda::testing::text::compress;
 
 struct Side {
     chars: usize,
     kept: usize,
-    /// The characters of the must-survive lines it dropped, each as the
-    /// kept check reads it (runs of blanks as one) with a newline: the least
-    /// an output holding it must spend.
+    of: usize,
+    /// The least characters the items it dropped would add.
     missing: usize,
     micros: u128,
     output: String,
@@ -47,7 +51,10 @@ struct Side {
 fn main() -> std::process::ExitCode {
     let mut args = std::env::args().skip(1);
     let mut rtk: Option<PathBuf> = None;
-    let mut corpus = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/logs"));
+    let mut corpus = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/benches/compress/corpus"
+    ));
     let mut show = None;
     let mut save = false;
     while let Some(a) = args.next() {
@@ -75,237 +82,252 @@ fn main() -> std::process::ExitCode {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     });
     match (&rtk, &rtk_version) {
-        (None, _) => println!("RTK not available (pass --rtk PATH): ooda's side only.\n"),
+        (None, _) => println!(
+            "RTK not run (pass --rtk PATH): its side is what it printed when the corpus was measured (rtk-out.txt).\n"
+        ),
         (Some(p), None) => {
-            println!("RTK not available: {} does not run.\n", p.display());
+            eprintln!("{} does not run (`--version` failed)", p.display());
+            return std::process::ExitCode::from(2);
         }
         (Some(_), Some(v)) => println!("RTK: {v}\n"),
     }
-    let rtk = rtk.filter(|_| rtk_version.is_some());
-    let mut cases: Vec<PathBuf> = match std::fs::read_dir(&corpus) {
-        Ok(d) => d
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("raw.log").is_file())
-            .collect(),
+    let cases = match cases(&corpus) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("cannot read the corpus {}: {e}", corpus.display());
             return std::process::ExitCode::from(2);
         }
     };
-    cases.sort();
     println!(
-        "| input | raw chars | must-survive | ooda chars | ooda reduction | ooda kept | ooda time | RTK chars | RTK reduction | RTK kept | RTK + its dropped lines | RTK time |"
+        "| case | raw chars | must | ooda chars | ooda cut | ooda kept | RTK chars | RTK cut | RTK kept | RTK + dropped | ooda ≤ | ooda ms/MB | RTK ms/MB | 4k budget: errors + locations |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut worse = Vec::new();
-    // Cases whose tool printed other bytes when RTK ran it (other flags,
-    // other timings): ooda on RTK's own input.
-    let mut other_input = Vec::new();
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---:|");
+    let (mut raw_total, mut ooda_total, mut rtk_total, mut rtk_plus_total) = (0, 0, 0, 0);
+    let (mut raw_bytes, mut ooda_micros, mut rtk_micros) = (0usize, 0u128, 0u128);
+    let (mut no_larger, mut lost, mut budget_lost, mut budget_cases) =
+        (0, Vec::new(), Vec::new(), 0);
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let raw = String::from_utf8_lossy(&std::fs::read(case.join("raw.log")).unwrap_or_default())
-            .into_owned();
-        let must: Vec<String> = std::fs::read_to_string(case.join("must.txt"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect();
-        let raw_chars = raw.chars().count();
+        let bytes = std::fs::read(case.join("raw.log")).unwrap_or_default();
+        let raw = String::from_utf8_lossy(&bytes).into_owned();
+        let must = must_survive(&raw);
         let ours = {
             let t = Instant::now();
             let output = compress::compress(&raw, usize::MAX);
             side(output, t.elapsed().as_micros(), &must)
         };
-        // RTK is judged on the lines of what it was given (its tools'
-        // recorded output: other timings, other flags).
-        let rtk_must: Vec<String> = std::fs::read_to_string(case.join("rtk-must.txt"))
-            .map(|t| t.lines().map(str::to_string).collect())
-            .unwrap_or_else(|_| must.clone());
-        let theirs = rtk.as_ref().map(|r| {
-            let (output, micros) = run_rtk(r, &corpus, case);
-            if save {
-                std::fs::write(case.join("rtk-out.txt"), &output).expect("writing rtk-out.txt");
+        // Both are judged on what the user's command printed: that is what
+        // the agent asked to see, whatever flags RTK ran the tool with.
+        let rtk_must = &must;
+        let theirs = match &rtk {
+            Some(r) => {
+                let (output, micros) = run_rtk(r, &corpus, case, &raw);
+                if save {
+                    std::fs::write(case.join("rtk-out.txt"), &output).expect("writing rtk-out.txt");
+                }
+                side(output, micros, rtk_must)
             }
-            side(output, micros, &rtk_must)
-        });
-        // The same lines in another order (stdout and stderr recorded
-        // apart) are the same input.
-        let lines = |t: &str| {
-            let mut l: Vec<String> = t.lines().map(normal).collect();
-            l.sort();
-            l
+            None => side(
+                std::fs::read_to_string(case.join("rtk-out.txt")).unwrap_or_default(),
+                0,
+                rtk_must,
+            ),
         };
-        if let Some(input) = recorded(case).filter(|r| lines(r) != lines(&raw)) {
-            let t = Instant::now();
-            let output = compress::compress(&input, usize::MAX);
-            let same = side(output, t.elapsed().as_micros(), &rtk_must);
-            if show.as_deref() == Some(name.as_str()) {
-                eprintln!("===== ooda on RTK's input =====\n{}", same.output);
-            }
-            other_input.push((
-                name.clone(),
-                input.chars().count(),
-                same,
-                rtk_must.len(),
-                theirs.as_ref().map(|t| t.chars + t.missing),
-            ));
-        }
         if show.as_deref() == Some(name.as_str()) {
             eprintln!("===== ooda =====\n{}", ours.output);
-            if let Some(t) = &theirs {
-                eprintln!("===== RTK =====\n{}", t.output);
+            eprintln!("===== ooda dropped =====");
+            for m in dropped(&ours.output, &must) {
+                eprintln!("{}", m.listed());
+            }
+            eprintln!("===== RTK =====\n{}", theirs.output);
+            eprintln!("===== RTK dropped =====");
+            for m in dropped(&theirs.output, rtk_must) {
+                eprintln!("{}", m.listed());
             }
         }
-        let pct = |s: &Side| 100.0 * (1.0 - s.chars as f64 / raw_chars.max(1) as f64);
-        let kept = |s: &Side, of: usize| format!("{}/{of}", s.kept);
-        let time = |s: &Side| format!("{:.1} ms", s.micros as f64 / 1000.0);
-        let (rc, rr, rk, rf, rt) = match &theirs {
-            Some(t) => (
-                t.chars.to_string(),
-                format!("{:.1}%", pct(t)),
-                kept(t, rtk_must.len()),
-                format!(
-                    "{} ({:.1}%)",
-                    t.chars + t.missing,
-                    100.0 * (1.0 - (t.chars + t.missing) as f64 / raw_chars.max(1) as f64)
-                ),
-                time(t),
-            ),
-            None => ("–".into(), "–".into(), "–".into(), "–".into(), "–".into()),
-        };
+        let raw_chars = raw.chars().count();
+        let rtk_plus = theirs.chars + theirs.missing;
+        let ok = ours.chars <= rtk_plus;
+        no_larger += usize::from(ok);
+        if ours.kept < ours.of {
+            lost.push(name.clone());
+        }
+        let budget = budget_check(&raw, &must);
+        if let Some((kept, of)) = budget {
+            budget_cases += 1;
+            if kept < of {
+                budget_lost.push(name.clone());
+            }
+        }
+        raw_total += raw_chars;
+        ooda_total += ours.chars;
+        rtk_total += theirs.chars;
+        rtk_plus_total += rtk_plus;
+        raw_bytes += bytes.len();
+        ooda_micros += ours.micros;
+        rtk_micros += theirs.micros;
+        let pct = |n: usize| 100.0 * (1.0 - n as f64 / raw_chars.max(1) as f64);
+        let per_mb = |m: u128| m as f64 / 1000.0 / (bytes.len().max(1) as f64 / 1e6);
         println!(
-            "| {name} | {raw_chars} | {} | {} | {:.1}% | {} | {} | {rc} | {rr} | {rk} | {rf} | {rt} |",
+            "| {name} | {raw_chars} | {} | {} | {:.1}% | {}/{} | {} | {:.1}% | {}/{} | {rtk_plus} | {} | {:.0} | {} | {} |",
             must.len(),
             ours.chars,
-            pct(&ours),
-            kept(&ours, must.len()),
-            time(&ours),
+            pct(ours.chars),
+            ours.kept,
+            ours.of,
+            theirs.chars,
+            pct(theirs.chars),
+            theirs.kept,
+            theirs.of,
+            if ok { "yes" } else { "**no**" },
+            per_mb(ours.micros),
+            if rtk.is_some() {
+                format!("{:.0}", per_mb(theirs.micros))
+            } else {
+                "–".into()
+            },
+            budget.map_or("–".into(), |(k, o)| format!("{k}/{o}")),
         );
-        // Where RTK dropped must-survive lines its size is not comparable:
-        // ooda is held to RTK's output plus the lines it dropped. Where RTK's
-        // tool printed other bytes (other flags), sizes of different inputs
-        // say nothing of the compressors: that case is judged below, on the
-        // bytes RTK was given; ooda must still keep every line of its own.
-        let judged_on_rtk_input = other_input.last().is_some_and(|o| o.0 == name);
-        if ours.kept < must.len()
-            || (!judged_on_rtk_input
-                && theirs
-                    .as_ref()
-                    .is_some_and(|t| t.chars + t.missing < ours.chars))
-        {
-            worse.push(name);
-        }
     }
-    if !other_input.is_empty() {
-        println!(
-            "\nWhere the tool printed other bytes when RTK ran it (other flags, other timings), both on those bytes:\n"
-        );
-        println!(
-            "| input | RTK's input chars | must-survive | ooda chars | ooda kept | RTK + its dropped lines |"
-        );
-        println!("|---|---:|---:|---:|---:|---:|");
-        for (name, chars, ours, of, theirs) in &other_input {
-            println!(
-                "| {name} | {chars} | {of} | {} | {}/{of} | {} |",
-                ours.chars,
-                ours.kept,
-                theirs.map(|t| t.to_string()).unwrap_or_else(|| "–".into())
-            );
-        }
+    let pct = |n: usize| 100.0 * (1.0 - n as f64 / raw_total.max(1) as f64);
+    let per_mb = |m: u128| m as f64 / 1000.0 / (raw_bytes.max(1) as f64 / 1e6);
+    println!(
+        "| **total** ({} cases) | {raw_total} | | {ooda_total} | {:.1}% | | {rtk_total} | {:.1}% | | {rtk_plus_total} ({:.1}%) | {}/{} | {:.0} | {} | |",
+        cases.len(),
+        pct(ooda_total),
+        pct(rtk_total),
+        pct(rtk_plus_total),
+        no_larger,
+        cases.len(),
+        per_mb(ooda_micros),
+        if rtk.is_some() {
+            format!("{:.0}", per_mb(rtk_micros))
+        } else {
+            "–".into()
+        },
+    );
+    println!(
+        "\ncut = 1 − output chars / raw chars; kept = must-survive items of raw.log found in the output; \"RTK + dropped\" = RTK's output plus the items it dropped; ooda ≤ = ooda's output no larger than that; ms/MB = time per MB of raw output (RTK: its whole run, process start and the replaying shim included); 4k budget = at 4,000 characters, errors and their locations kept, on cases with 1 to 20 errors."
+    );
+    let tools: std::collections::BTreeSet<String> = cases
+        .iter()
+        .filter_map(|c| std::fs::read_to_string(c.join("tool")).ok())
+        .map(|t| t.trim().to_string())
+        .collect();
+    if !tools.is_empty() {
+        println!("{} cases from {} tools.", cases.len(), tools.len());
     }
     println!(
-        "\nreduction = 1 − output chars / raw chars; kept = must-survive lines found in the output (volatile tokens masked); \"RTK + its dropped lines\" = RTK's output plus the must-survive lines it dropped, the smallest output holding both; tokens ≈ chars / 4."
+        "ooda keeps every item on {}/{} cases{}; no larger than RTK + dropped on {no_larger}/{} ({:.0}%) and {} in total; the 4k budget keeps errors and locations on {}/{budget_cases}{}.",
+        cases.len() - lost.len(),
+        cases.len(),
+        if lost.is_empty() {
+            String::new()
+        } else {
+            format!(" (drops on {})", lost.join(", "))
+        },
+        cases.len(),
+        100.0 * no_larger as f64 / cases.len().max(1) as f64,
+        if ooda_total <= rtk_plus_total {
+            "no larger"
+        } else {
+            "LARGER"
+        },
+        budget_cases - budget_lost.len(),
+        if budget_lost.is_empty() {
+            String::new()
+        } else {
+            format!(" (not on {})", budget_lost.join(", "))
+        },
     );
-    // On RTK's own input too: the same bytes in, each judged on them.
-    for (name, _, ours, of, theirs) in &other_input {
-        if (ours.kept < *of || theirs.is_some_and(|t| t < ours.chars)) && !worse.contains(name) {
-            worse.push(format!("{name} (on RTK's input)"));
-        }
-    }
-    if rtk.is_none() {
-        println!("RTK was not run: only ooda's side is measured.");
-    } else if worse.is_empty() {
-        println!(
-            "ooda keeps every must-survive line and is no larger than RTK plus the lines RTK dropped, on every input (on the bytes RTK was given, where its tool printed others)."
-        );
-    } else {
-        println!(
-            "ooda drops a must-survive line, or is larger than RTK plus the lines RTK dropped, on: {}",
-            worse.join(", ")
-        );
-    }
     std::process::ExitCode::SUCCESS
 }
 
-fn side(output: String, micros: u128, must: &[String]) -> Side {
-    let must: Vec<&str> = must.iter().map(String::as_str).collect();
-    let (kept, missing) = compress::survival(&output, &must);
+fn cases(corpus: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(corpus)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("raw.log").is_file())
+        .collect();
+    cases.sort();
+    Ok(cases)
+}
+
+fn side(output: String, micros: u128, must: &[Must]) -> Side {
+    let (kept, missing) = survival(&output, must);
     Side {
         chars: output.chars().count(),
         kept,
+        of: must.len(),
         missing,
         micros,
         output,
     }
 }
 
-/// A line as the must-survive rule reads it, with runs of blanks as one.
-/// Volatile tokens (timestamps, UUIDs, hex ids) are masked on both sides, as
-/// the rule says (`benches/logs/must_survive.py`).
-fn normal(line: &str) -> String {
-    let shown = compress::strip_ansi(line);
-    let shown = shown.rsplit('\r').find(|s| !s.is_empty()).unwrap_or("");
-    compress::shape(shown)
-}
-
-/// What the tool printed when RTK ran it: the recorded runs' stdout then
-/// stderr, in the order of their directories.
-fn recorded(case: &Path) -> Option<String> {
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(case.join("rec"))
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir())
-        .collect();
-    runs.sort();
-    let mut text = String::new();
-    for r in runs {
-        for part in ["out", "err"] {
-            if let Ok(b) = std::fs::read(r.join(part)) {
-                text.push_str(&String::from_utf8_lossy(&b));
-            }
-        }
+/// At the 4,000 characters of a failing guard's excerpt: of the error
+/// items and the locations among the must-survive items, how many the
+/// compressed output keeps; `None` for a case with no error or more than 20.
+fn budget_check(raw: &str, must: &[Must]) -> Option<(usize, usize)> {
+    let errors = must_survive::errors_and_locations(must);
+    let count = errors.iter().filter(|(_, location)| !location).count();
+    if count == 0 || count > 20 {
+        return None;
     }
-    (!text.is_empty()).then_some(text)
+    let items: Vec<Must> = errors.into_iter().map(|(m, _)| m).collect();
+    let out = compress::compress(raw, 4000);
+    Some((survival(&out, &items).0, items.len()))
 }
 
-/// RTK, run as the proxy it is, with the shim for every tool it may start.
-/// Returns what it printed (stdout, then stderr) and its wall time.
-fn run_rtk(rtk: &Path, corpus: &Path, case: &Path) -> (String, u128) {
+/// RTK, run as its hook would run it, with the shim for every tool it may
+/// start; where the hook leaves the command alone, what the agent gets is
+/// the raw output. Returns what it printed (stdout, then stderr) and its
+/// wall time.
+fn run_rtk(rtk: &Path, corpus: &Path, case: &Path, raw: &str) -> (String, u128) {
+    let command = std::fs::read_to_string(case.join("rtk")).unwrap_or_default();
+    let command = command.trim();
+    if command == "-" || command.is_empty() {
+        return (raw.to_string(), 0);
+    }
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let bin = scratch.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let shim = corpus
+        .parent()
+        .unwrap_or(corpus)
         .join("shim")
         .canonicalize()
-        .expect("benches/logs/shim");
-    for tool in ["cargo", "git", "npm", "wget", "pytest", "python"] {
-        std::os::unix::fs::symlink(&shim, bin.join(tool)).unwrap();
+        .expect("benches/compress/shim");
+    std::os::unix::fs::symlink(rtk.canonicalize().unwrap(), bin.join("rtk")).unwrap();
+    // Only the tools RTK ran when the corpus was made: a shim for one it
+    // did not would change which tool it looks for (uv before pip).
+    for run in std::fs::read_dir(case.join("rec"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if let Some(tool) = std::fs::read_to_string(run.path().join("argv"))
+            .ok()
+            .and_then(|a| a.lines().next().map(str::to_string))
+        {
+            let _ = std::os::unix::fs::symlink(&shim, bin.join(tool));
+        }
     }
-    // RTK reads some inputs itself (`rtk log raw.log`).
-    std::fs::copy(case.join("raw.log"), scratch.path().join("raw.log")).unwrap();
-    let args: Vec<String> = std::fs::read_to_string(case.join("rtk"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_string)
-        .collect();
+    // RTK reads a file itself (`rtk read server.log`): the raw output is it.
+    let words: Vec<&str> = command.split_whitespace().collect();
+    if words.get(1) == Some(&"read")
+        && let Some(file) = words.last()
+    {
+        std::fs::write(scratch.path().join(file), raw).unwrap();
+    }
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let t = Instant::now();
-    let out = Command::new(rtk)
-        .args(&args)
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(command)
         .current_dir(scratch.path())
         .env("PATH", path)
         .env("HOME", scratch.path())

@@ -14,7 +14,8 @@
 //!
 //! - **Lines**, which must appear inside some line of the compressed output,
 //!   compared with volatile tokens masked and runs of blanks as one:
-//!   1. *problems*: a word starting with error, warn, fail, panic, fatal,
+//!   1. *problems* (not the boilerplate under a warning: a lint's level,
+//!      `implied by`, `on by default`, `for further information`): a word starting with error, warn, fail, panic, fatal,
 //!      exception, traceback or assert (any case); a test runner's failure
 //!      marker (`FAILED`, `ERROR`, `not ok`, `✖`, `✕`, `×`, `●`); a lint
 //!      diagnostic `path:line:col: CODE…`; an HTTP 4xx/5xx a server logged;
@@ -113,6 +114,15 @@ static PROBLEM: LazyLock<Regex> = LazyLock::new(|| {
     ))
 });
 
+/// A lint's level and where to read about it (`= note: `#[warn(x)]` on by
+/// default`, `implied by`, `for further information visit …`): boilerplate
+/// under a warning, not a problem of its own, whatever word it contains.
+static BOILERPLATE: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"#\[(warn|deny|allow|forbid|expect)\(|\bimplied by\b|\bon by default\b|for further information|requested on the command line",
+    )
+});
+
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
         r"^-->\s*\S+:\d+",
@@ -137,7 +147,7 @@ static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
         r"^test result:|^Finished\b|^=+ .* in [\d.]+m?s.* =+$|^\d+ (passed|failed)\b.* in [\d.]+m?s",
         r"|^Ran \d+ tests? in |^OK\b|^(Tests|Test Suites|Snapshots):|^# (tests|pass|fail) \d+",
-        r"|^ℹ (tests|suites|pass|fail) \d+|^Summary \[|^ok\s+\S+|^PASS$",
+        r"|^ℹ (tests|suites|pass|fail) \d+|^Summary \[|^ok\s+\S+\s+([\d.]+s|\(cached\))$|^PASS$",
         r"|^(added|removed|changed) \d+ packages?|^up to date\b|^Successfully installed",
         r"|^\d+ upgraded, \d+ newly installed|\bDone in\b|^Packages: [+-]\d+",
         r"|Build files have been written|^\[100%\]|^-- Configuring done",
@@ -255,14 +265,15 @@ pub(crate) fn must_survive(text: &str) -> Vec<Must> {
         let location = (LOCATION.is_match(line)
             && !(line.starts_with("at ") && FRAME_ELSEWHERE.is_match(line)))
             || heads_lint_group;
-        let keep = PROBLEM.is_match(line)
-            || location
-            || DETAIL.is_match(line)
-            || SUMMARY.is_match(line)
-            || *redrawn
-            || PROGRESS_END.is_match(line)
-            || FILES.is_match(line)
-            || (untracked && !line.starts_with('('));
+        let keep = !BOILERPLATE.is_match(line)
+            && (PROBLEM.is_match(line)
+                || location
+                || DETAIL.is_match(line)
+                || SUMMARY.is_match(line)
+                || *redrawn
+                || PROGRESS_END.is_match(line)
+                || FILES.is_match(line)
+                || (untracked && !line.starts_with('(')));
         if keep && seen.insert(format!("line\t{}", shape(line))) {
             out.push(Must::Line(line.clone()));
         }
@@ -316,10 +327,41 @@ pub(crate) fn dropped<'m>(output: &str, must: &'m [Must]) -> Vec<&'m Must> {
         .collect()
 }
 
+static ERROR: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?i)\b(error|fail|panic|fatal|exception|traceback)\w*|^\s*[✖✕×●]\s|^not ok\b")
+});
+
+/// For the budget's check: the items that are errors (problems other than
+/// warnings), each followed by its location when that is an item of its
+/// own (the first location item after it, before the next problem), as
+/// `(item, is_location)`.
+pub(crate) fn errors_and_locations(must: &[Must]) -> Vec<(Must, bool)> {
+    let mut out = Vec::new();
+    let mut wants_location = false;
+    for m in must {
+        let Must::Line(line) = m else { continue };
+        let location = LOCATION.is_match(line) || PATH_ONLY.is_match(line);
+        if location && !PROBLEM.is_match(line) {
+            if wants_location {
+                out.push((m.clone(), true));
+                wants_location = false;
+            }
+        } else if PROBLEM.is_match(line) {
+            wants_location = ERROR.is_match(line) && !line.to_lowercase().contains("warn");
+            if wants_location {
+                out.push((m.clone(), false));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    // The benchmark compiles this module in test mode without a harness.
+    #[allow(dead_code)]
     fn lines(text: &str) -> Vec<String> {
         must_survive(text).iter().map(Must::listed).collect()
     }

@@ -1,0 +1,1756 @@
+//! Output compression for command output that reaches a report or a prompt.
+//!
+//! Design choices:
+//! - A pipeline of small, deterministic passes, no model: clean (ANSI escapes,
+//!   carriage-return progress, control characters); focus (routine lines —
+//!   build progress, passing tests, hints, connection chatter — are dropped
+//!   and counted in one closing marker; blank lines go; a diff keeps each
+//!   file's header and first changed lines; two views of one change — a
+//!   diff and its `--stat`, `git status` and its porcelain form — name each
+//!   file once; pytest's summary line of a failure takes the place of its
+//!   header, and a failure whose frames repeat the one before it shows only
+//!   its `E` lines); collapse identical runs
+//!   (`line  (×N)`); count log lines by shape (timestamps, UUIDs and hex ids
+//!   masked as `<T>`, `<U>`, `<H>`) wherever they are; fold runs of alike
+//!   lines, or of alike blocks of up to eight lines, into their first and a
+//!   `… (×N similar …)` line; then fit the budget. Each pass only removes
+//!   what a reader would skim past, and says how much it removed.
+//! - Lines that look like errors or warnings are never dropped or grouped
+//!   into a different line (only into the same line with other timestamps or
+//!   ids), and are kept ahead of everything but a minimal head and tail when
+//!   the budget is tight: in a failing build log they are the part worth
+//!   reading. The patterns are deliberately loose (`ValueError`, `0 failed`
+//!   match too): a false positive costs a line, a false negative loses the
+//!   cause of a crash.
+//! - Measured against RTK on a corpus of real outputs (`benches/logs/`,
+//!   `benches/compress_bench.rs`), with the lines that must survive fixed by
+//!   a rule written before these passes were tuned.
+//! - The budget is in characters (tokens are counted as chars/4) and is a hard
+//!   bound: overlong lines are shortened, the middle is dropped with markers that say
+//!   how many original lines went, and a final clamp covers budgets too small for any
+//!   marker.
+//! - Redaction (`redact.rs`) is separate and not applied by `compress`: callers
+//!   redact before output is stored or sent anywhere, whether or not it is
+//!   compressed ([`excerpt`] does both, in that order).
+
+use crate::text::clip::{chars, collapsed_chars};
+use crate::text::redact::redact;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// What of a command's output may reach a report, a prompt or a file:
+/// redacted first, then compressed, since shortening a long line could cut
+/// a secret to a prefix no rule recognises any more.
+pub fn excerpt(text: &str, budget_chars: usize) -> String {
+    // Colour codes and control characters go first: a secret split by
+    // them would pass redaction and be joined again by the cleaning.
+    let shown: String = strip_ansi(text)
+        .chars()
+        .filter(|c| matches!(c, '\n' | '\r' | '\t') || !c.is_control())
+        .collect();
+    // And once more at the end, for what the passes changed inside a line
+    // (padding, masks, a cut): line by line, since a rule that spans lines
+    // (`token:` and the value on the next) would otherwise take two lines
+    // the passes only made neighbours. The budget stays a hard bound.
+    let out = compress(&redact(&shown), budget_chars);
+    let again: Vec<String> = out.split('\n').map(redact).collect();
+    clamp_chars(again.join("\n"), budget_chars)
+}
+
+/// `text` cut to `budget_chars` the way [`compress`] fits its budget, but
+/// without its log passes: for text ooda wrote itself (a prompt), whose
+/// hashes, blank lines and diffs are meant as they are.
+pub fn shorten(text: &str, budget_chars: usize) -> String {
+    fit(collapse_repeats(&clean_lines(text)), budget_chars)
+}
+
+/// Compresses `text` to at most `budget_chars` characters (Unicode scalar values).
+pub fn compress(text: &str, budget_chars: usize) -> String {
+    let (lines, dropped) = focus(clean_lines(text));
+    let mut entries = count_volatile(collapse_repeats(&lines));
+    // Folding again until nothing folds: what one pass leaves (a block
+    // whose first lines are themselves alike) must not fold on a second
+    // call, or compressing twice would change the output.
+    loop {
+        let n = entries.len();
+        entries = group_blocks(entries);
+        if entries.len() == n {
+            break;
+        }
+    }
+    if let Some(text) = dropped.marker() {
+        entries.push(Entry::marker(text, dropped.total()));
+    }
+    fit(entries, budget_chars)
+}
+
+/// What failure focus dropped, by kind: the closing marker says what was
+/// cut, so a reader knows whether anything of the kind they need went.
+#[derive(Default)]
+struct Dropped {
+    /// Progress, passing tests, headers, hints ([`ROUTINE_DROP`]), and the
+    /// details of a passing TAP test.
+    routine: usize,
+    /// Source shown around a failing line or under a warning, a failing
+    /// test's locals.
+    source: usize,
+    /// What a second view of the same change says again ([`Listed`]).
+    repeated: usize,
+    /// A diff's context lines, redundant headers and unsampled hunk
+    /// positions.
+    diff: usize,
+}
+
+impl Dropped {
+    fn total(&self) -> usize {
+        self.routine + self.source + self.repeated + self.diff
+    }
+
+    /// `[… 5 routine lines dropped]`, `[… 5 routine, 4 source lines
+    /// dropped]`: the kinds and their counts, which sum to the lines cut.
+    fn marker(&self) -> Option<String> {
+        let kinds: Vec<(usize, &str)> = [
+            (self.routine, "routine"),
+            (self.source, "source"),
+            (self.repeated, "repeated"),
+            (self.diff, "diff context"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .collect();
+        (!kinds.is_empty()).then(|| {
+            let counts: Vec<String> = kinds.iter().map(|(n, k)| format!("{n} {k}")).collect();
+            format!("[… {} lines dropped]", counts.join(", "))
+        })
+    }
+}
+
+/// Lines a reader skips in any log of these tools: build progress, passing
+/// tests, the structure between test binaries, git's hints, a download's
+/// connection chatter, pytest's session header. Dropped and counted (one
+/// marker at the end says how many), never when they look important.
+static ROUTINE_DROP: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^\s*(Compiling|Checking|Downloading|Downloaded|Fresh|Locking|Adding|Updating|Installing|Collecting) \S",
+        r"|^test \S.* \.\.\. ok$|^\S+::\S+ PASSED\b|^ok \d+ - |^# Subtest: ",
+        r"|^\s*Running (unittests |tests/|benches/)|^running \d+ tests?$|^\s*Doc-tests \S+$",
+        r#"|^\s*\(use "git .*\)$|^no changes added to commit"#,
+        r"|^Resolving \S|^Connecting to \S|^HTTP request sent|^Length: |^Saving to: ",
+        r"|^platform \S+ -- Python|^rootdir: |^cachedir: |^plugins: |^collected \d+ items?$|^=+ test session starts =+$",
+        r"|^(_ )+_$|^(\S+\.py )?[.FEsxX]+\s*\[\s*\d+%\]$|^=+ short test summary info =+$|^collecting \.\.\. collected \d+ items?$",
+        r"|^--\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}--  \S|\d+%\[[=> ]*\]",
+    ))
+    .expect("static regex is valid")
+});
+
+/// The header of one failing test in pytest's report: `___ test_x ___`.
+static PYTEST_TEST: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^_{3,} \S.* _{3,}$").expect("static regex is valid"));
+
+/// A diff's file header lines that repeat what `diff --git` says.
+static DIFF_NOISE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(index [0-9a-f]+\.\.[0-9a-f]+|--- (a/|/dev/null)|\+\+\+ (b/|/dev/null))")
+        .expect("static regex is valid")
+});
+
+/// How many changed lines of one file a diff keeps beside the important
+/// ones: enough to see what kind of change it is; the count of the rest is
+/// given.
+const DIFF_LINES_PER_FILE: usize = 1;
+
+/// How many such sample lines a whole diff shows (the first files'); every
+/// file keeps its header, its important lines and its count.
+const DIFF_SAMPLES: usize = 8;
+
+/// Failure focus, before anything is grouped: routine lines go (see
+/// [`ROUTINE_DROP`]), so do blank lines, the indented details of a passing
+/// TAP test, the source snippets under a compiler *warning* (an error keeps
+/// its snippet), a diff's body past [`DIFF_LINES_PER_FILE`] changed
+/// lines per file (`diff --git` headers and hunk positions stay), what a
+/// second view of the same change says again ([`Listed`]), and what pytest
+/// prints twice ([`Failures`], [`tighten_details`]). Returns the lines kept
+/// and how many went.
+fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
+    #[derive(PartialEq)]
+    enum In {
+        Plain,
+        /// Under a passing TAP test: its indented YAML goes too.
+        PassedTest,
+        /// Under a compiler warning, until a blank line.
+        Warning,
+        /// In one file of a diff: changed lines shown and hidden, and the
+        /// old and new lines left in the current hunk (from its `@@`).
+        Diff {
+            shown: usize,
+            hidden: usize,
+            old: usize,
+            new: usize,
+        },
+        /// In one failing test of a pytest report: the failing line (`>`),
+        /// the assertion (`E`) and the locations stay, the source around
+        /// them goes (what `--tb=short` would have left out).
+        PytestFailure,
+    }
+    let listed = Listed::of(&lines);
+    let mut out = Vec::with_capacity(lines.len());
+    let mut dropped = Dropped::default();
+    let mut state = In::Plain;
+    let mut samples = DIFF_SAMPLES;
+    let mut pytest = Failures::default();
+    // A file's diff ends: the count of its changed lines not shown.
+    let end_of_file = |state: &In, out: &mut Vec<String>| {
+        if let In::Diff { hidden, .. } = state
+            && *hidden > 0
+        {
+            out.push(format!("… (+{hidden} changed lines)"));
+        }
+    };
+    for line in lines {
+        let important = IMPORTANT.is_match(&line);
+        if line.starts_with("diff --git ") {
+            end_of_file(&state, &mut out);
+            state = In::Diff {
+                shown: 0,
+                hidden: 0,
+                old: 0,
+                new: 0,
+            };
+            out.push(line);
+            continue;
+        }
+        if let In::Diff {
+            shown,
+            hidden,
+            old,
+            new,
+        } = &mut state
+        {
+            match diff_line(&line, old, new) {
+                None => {
+                    // Not a diff's line: the diff is over, and this line is
+                    // read like any other.
+                    end_of_file(&state, &mut out);
+                    state = In::Plain;
+                }
+                Some(kind) => {
+                    let sample = *shown < DIFF_LINES_PER_FILE && samples > 0;
+                    // A diff is code: a type or function named after an
+                    // error (`ParseError`, `syntax_errors`) is no problem
+                    // report, a problem word standing as a word may be.
+                    let important = important && PROBLEM_WORD.is_match(&line);
+                    match kind {
+                        _ if important => out.push(line),
+                        DiffLine::Header if DIFF_NOISE.is_match(&line) => dropped.diff += 1,
+                        DiffLine::Header => out.push(line),
+                        DiffLine::Context => dropped.diff += 1,
+                        // Where the hunk is; the function it is in is a
+                        // long echo. Only shown with a sample under it.
+                        DiffLine::Hunk if sample => out.push(match line[2..].find("@@") {
+                            Some(end) => line[..end + 4].to_string(),
+                            None => line,
+                        }),
+                        DiffLine::Hunk => dropped.diff += 1,
+                        DiffLine::Change if sample => {
+                            *shown += 1;
+                            samples -= 1;
+                            out.push(line);
+                        }
+                        DiffLine::Change => *hidden += 1,
+                    }
+                    continue;
+                }
+            }
+        }
+        // Read outside a diff's hunks only: there such a line is context.
+        if listed.again(&line) && !important {
+            dropped.repeated += 1;
+            continue;
+        }
+        if PYTEST_TEST.is_match(&line) {
+            if state == In::PytestFailure {
+                pytest.close(&mut out);
+            }
+            state = In::PytestFailure;
+            pytest.open(&line, &mut out);
+            continue;
+        }
+        if state == In::PytestFailure {
+            if line.starts_with("===") {
+                pytest.close(&mut out);
+                state = In::Plain;
+            } else if line.trim().is_empty() {
+                continue;
+            } else if let Some(at) = pytest.frame(&line) {
+                out.push(at);
+                continue;
+            } else if std::mem::take(&mut pytest.after_frame) && !ROUTINE_DROP.is_match(&line) {
+                // `--tb=short`'s one source line under a frame: the line
+                // that raised or called, kept like long form's `>` line
+                // (and read so again once its indentation is gone).
+                out.push(tidy(line.trim_start(), important));
+                continue;
+            } else if !important
+                && (line.starts_with(' ')
+                    || PYTEST_LOCAL.is_match(&line)
+                    || ROUTINE_DROP.is_match(&line))
+            {
+                // The source around the failing line, the test's locals,
+                // the separators between frames.
+                if ROUTINE_DROP.is_match(&line) {
+                    dropped.routine += 1;
+                } else {
+                    dropped.source += 1;
+                }
+                continue;
+            } else {
+                // A source line kept stands alone: its indentation no
+                // longer shows a block.
+                out.push(tidy(line.trim_start(), important));
+                continue;
+            }
+        }
+        if pytest.summarised(&line, &mut out) {
+            continue;
+        }
+        let indented = line.starts_with(' ');
+        // Blank lines are layout, not lines anyone misses: not counted. One
+        // ends a compiler warning's snippet.
+        if line.trim().is_empty() {
+            if state == In::Warning {
+                state = In::Plain;
+            }
+            continue;
+        }
+        let routine = ROUTINE_DROP.is_match(&line);
+        // The details of a passing test, or the snippet under a warning.
+        let under =
+            (state == In::PassedTest && indented) || (state == In::Warning && is_snippet(&line));
+        let drop = !important && (routine || under);
+        if line.starts_with("ok ") && routine {
+            state = In::PassedTest;
+        } else if line.starts_with("warning:") {
+            state = In::Warning;
+        } else if !under {
+            state = In::Plain;
+        }
+        if drop && !routine && state == In::Warning {
+            // A warning's snippet; a passing TAP test's details are routine.
+            dropped.source += 1;
+        } else if drop {
+            dropped.routine += 1;
+        } else {
+            out.push(tidy(&line, important));
+        }
+    }
+    end_of_file(&state, &mut out);
+    if state == In::PytestFailure {
+        pytest.close(&mut out);
+    }
+    tighten_details(&mut out);
+    (out, dropped)
+}
+
+/// A line as kept: a routine line loses its alignment and banner padding
+/// ([`undecorated`]); an important one stays as printed (a reader searches
+/// for it as it is, and in a diff its blanks are the code's indentation),
+/// but for the gap after pytest's `>` marker, which becomes one blank. `E`
+/// lines are left to [`tighten_details`], which sees their whole block.
+fn tidy(line: &str, important: bool) -> String {
+    if E_LINE.is_match(line) {
+        return line.to_string();
+    }
+    if let Some(rest) = line.strip_prefix('>')
+        && rest.starts_with(char::is_whitespace)
+    {
+        let rest = rest.trim_start();
+        return if important {
+            format!("> {rest}")
+        } else {
+            format!("> {}", undecorated(rest))
+        };
+    }
+    if !important {
+        undecorated(line)
+    } else if PYTEST_RESULT.is_match(line) {
+        // `-v`'s column of percentages is alignment, not the result.
+        PADDING.replace_all(line, " ").into_owned()
+    } else {
+        line.to_string()
+    }
+}
+
+/// A test's result in pytest's `-v` run: `t.py::test_x FAILED   [ 48%]`.
+static PYTEST_RESULT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\S+::\S+ (?:FAILED|ERROR|XPASS|XFAIL|SKIPPED)\s+\[\s*\d+%\]$")
+        .expect("static regex is valid")
+});
+
+/// A pytest detail line: `E` and the gap its report aligns with.
+static E_LINE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^E(?:[ \t]+\S|$)").expect("static regex is valid"));
+
+/// pytest's `E` lines, block by block: the gap every line of a block shares
+/// becomes one blank (what stays of it is the detail's own indentation, a
+/// diff's nesting), and an `E` with nothing after it, the blank line of a
+/// message, goes. A fold's marker between two lines of one block does not
+/// end it, so a second pass reads the same blocks.
+fn tighten_details(lines: &mut Vec<String>) {
+    // Blanks are ASCII here (see E_LINE): the cut below is at a character.
+    let gap = |l: &str| l[1..].len() - l[1..].trim_start_matches([' ', '\t']).len();
+    let mut i = 0;
+    while i < lines.len() {
+        if !E_LINE.is_match(&lines[i]) {
+            i += 1;
+            continue;
+        }
+        let mut end = i;
+        while end < lines.len() && (E_LINE.is_match(&lines[end]) || lines[end].starts_with("… (×"))
+        {
+            end += 1;
+        }
+        let block = &lines[i..end];
+        let shared = block
+            .iter()
+            .filter(|l| l.len() > 1 && E_LINE.is_match(l))
+            .map(|l| gap(l))
+            .min();
+        let Some(shared) = shared else {
+            // Only bare `E` lines: nothing to tell them from another tool's.
+            i = end;
+            continue;
+        };
+        let mut kept = Vec::with_capacity(end - i);
+        for l in block {
+            if l == "E" {
+                continue;
+            }
+            if E_LINE.is_match(l) && shared > 1 {
+                kept.push(format!("E {}", &l[1 + shared..]));
+            } else {
+                kept.push(l.clone());
+            }
+        }
+        let n = kept.len();
+        lines.splice(i..end, kept);
+        i += n;
+    }
+}
+
+/// A problem word standing as a word (its start not inside a longer name).
+static PROBLEM_WORD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(error|warn|panic|fail|fatal|exception|traceback|assert)")
+        .expect("static regex is valid")
+});
+
+/// What two views of one change list twice: the files a diff's `--stat`
+/// counts that the diff itself shows (with its own counts), the entries of
+/// `git status --porcelain` that the long `git status` names, and its
+/// `## branch` line after `On branch`.
+#[derive(Default)]
+struct Listed {
+    /// Files with a `diff --git` header.
+    diffed: std::collections::HashSet<String>,
+    /// Files git status's long form lists.
+    status: std::collections::HashSet<String>,
+    /// The branch of `On branch`.
+    branch: Option<String>,
+}
+
+impl Listed {
+    fn of(lines: &[String]) -> Listed {
+        let mut l = Listed::default();
+        for line in lines {
+            if let Some(rest) = line.strip_prefix("diff --git ") {
+                if let Some((_, b)) = rest.split_once(" b/") {
+                    l.diffed.insert(b.to_string());
+                }
+            } else if let Some(c) = STATUS_ENTRY.captures(line) {
+                l.status.insert(c[1].to_string());
+            } else if let Some(b) = line.strip_prefix("On branch ") {
+                l.branch = Some(b.trim().to_string());
+            }
+        }
+        l
+    }
+
+    /// Whether `line` says again what another line of the input says.
+    fn again(&self, line: &str) -> bool {
+        if let Some(c) = STAT_LINE.captures(line) {
+            return self.diffed.contains(c[1].trim_end());
+        }
+        if let Some(c) = PORCELAIN.captures(line) {
+            return self.status.contains(&c[1]);
+        }
+        line.strip_prefix("## ").is_some_and(|b| {
+            self.branch
+                .as_deref()
+                .is_some_and(|ours| b.split("...").next() == Some(ours))
+        })
+    }
+}
+
+/// A file of git status's long form: `\tmodified:   path` or, untracked,
+/// `\tpath`.
+static STATUS_ENTRY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\t(?:(?:modified|deleted|new file|typechange):\s+)?(\S[^\t]*)$")
+        .expect("static regex is valid")
+});
+
+/// One file of `git diff --stat`: ` path | 12 +-`.
+static STAT_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^ (\S.*?)\s+\|\s+(?:\d+(?: [+-]+)?|Bin .*)$").expect("static regex is valid")
+});
+
+/// One entry of `git status --porcelain`: two status letters and a path.
+static PORCELAIN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[ MTADRCU?!]{2} (\S.*)$").expect("static regex is valid"));
+
+/// pytest's failures, as its report goes: each test's header is kept where
+/// it is until the short summary names the same test, whose line (test
+/// file, test and error in one) then takes the header's place instead of
+/// being printed twice; a failure whose frames are those of the failure
+/// before it (a parametrised test failing on one line for several cases)
+/// shows its `E` lines and says so, not the frames again.
+#[derive(Default)]
+struct Failures {
+    /// Where each header is in the output, by the summary's key for it.
+    headers: std::collections::HashMap<String, usize>,
+    /// Where the open failure's lines start in the output.
+    open: Option<usize>,
+    /// The previous failure's frames: its lines but the `E` lines.
+    previous: Vec<String>,
+    /// The open failure's test function (no class, no parameters).
+    function: String,
+    /// The line before was a `--tb=short` frame's location.
+    after_frame: bool,
+}
+
+impl Failures {
+    fn open(&mut self, header: &str, out: &mut Vec<String>) {
+        let name = header.trim_matches(|c| c == '_' || c == ' ');
+        let key = match name
+            .strip_prefix("ERROR at ")
+            .and_then(|r| r.split_once(" of "))
+        {
+            Some((_, test)) => format!("ERROR {test}"),
+            None => format!("FAILED {name}"),
+        };
+        // Parameters first: an id may hold anything, `of` and dots too.
+        let test = name.split('[').next().unwrap_or(name);
+        let test = test.rsplit(" of ").next().unwrap_or(test);
+        self.function = test.rsplit('.').next().unwrap_or(test).to_string();
+        self.headers.insert(key, out.len());
+        out.push(undecorated(header));
+        self.open = Some(out.len());
+        self.after_frame = false;
+    }
+
+    /// A frame's location with its source line under it (`--tb=short`'s
+    /// `tests/t.py:9: in test_x`, or a long form's `tests/t.py:9:` between
+    /// frames), as kept: in the test's own function it reads like the long
+    /// form's, the header naming the function already.
+    fn frame(&mut self, line: &str) -> Option<String> {
+        let c = SHORT_FRAME.captures(line)?;
+        self.after_frame = true;
+        Some(if c.get(2).is_some_and(|f| f.as_str() == self.function) {
+            format!("{}:", &c[1])
+        } else {
+            line.to_string()
+        })
+    }
+
+    fn close(&mut self, out: &mut Vec<String>) {
+        let Some(start) = self.open.take() else {
+            return;
+        };
+        let frames: Vec<String> = out[start..]
+            .iter()
+            .filter(|l| !E_LINE.is_match(l))
+            .cloned()
+            .collect();
+        if !frames.is_empty() && frames == self.previous {
+            let details: Vec<String> = out.drain(start..).filter(|l| E_LINE.is_match(l)).collect();
+            out.push(SAME_FRAMES.to_string());
+            out.extend(details);
+        } else {
+            self.previous = frames;
+        }
+    }
+
+    /// Moves a summary line to its test's header; false when it has none.
+    fn summarised(&mut self, line: &str, out: &mut [String]) -> bool {
+        let Some(c) = PYTEST_SUMMARY.captures(line) else {
+            return false;
+        };
+        let key = format!("{} {}", &c[1], c[2].replace("::", "."));
+        match self.headers.remove(&key) {
+            Some(at) => {
+                out[at] = tidy(line, true);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A frame's location in `--tb=short`'s traceback: `tests/t.py:9: in f`.
+static SHORT_FRAME: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\S+:\d+):(?: in (\S+))?$").expect("static regex is valid"));
+
+/// What replaces a failure's frames when they are the previous failure's.
+const SAME_FRAMES: &str = "… (traceback as above)";
+
+/// A line of pytest's short summary: `FAILED tests/t.py::test_x - why`.
+static PYTEST_SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(FAILED|ERROR) [^\s:]+::(.+?)(?: - .*)?$").expect("static regex is valid")
+});
+
+/// `line` with the padding of a banner shortened: `=== title ===` for a
+/// line of eighty `=` around a title (`=`, `_`, `-`, `═`, `─`).
+/// Runs of three or more blanks inside the line (alignment padding) become
+/// one; the indentation stays.
+fn undecorated(line: &str) -> String {
+    let line = match BANNER.captures(line) {
+        Some(c) => {
+            let pad: String = c[1].chars().take(3).collect();
+            format!("{pad} {} {pad}", &c[2])
+        }
+        None => line.to_string(),
+    };
+    let body = line.trim_start();
+    // Cargo right-aligns its status word in a column of twelve
+    // (`    Finished`): a column, not a block's indentation.
+    let indent = &line[..line.len() - body.len()];
+    if CARGO_STATUS.is_match(body) && indent.len() + body.find(' ').unwrap_or(body.len()) == 12 {
+        return PADDING.replace_all(body, " ").into_owned();
+    }
+    if body.contains("   ") {
+        format!("{indent}{}", PADDING.replace_all(body, " "))
+    } else {
+        line
+    }
+}
+
+/// Cargo's status verbs (right-aligned in a column of twelve).
+static CARGO_STATUS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"^(Adding|Archiving|Blocking|Building|Checking|Compiling|Doc-tests|Documenting",
+        r"|Downloaded|Downloading|Executable|Finished|Fresh|Generated|Installed|Installing",
+        r"|Locking|Packaging|Removed|Replacing|Running|Summary|Updating|Uploading|Verifying|Waiting) \S",
+    ))
+    .expect("static regex is valid")
+});
+
+static PADDING: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r" {3,}").expect("static regex is valid"));
+
+static BANNER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^((?:={4,})|(?:_{4,})|(?:-{4,})|(?:═{4,})|(?:─{4,})) (.+?) [=_\-═─]{4,}$")
+        .expect("static regex is valid")
+});
+
+/// A test's local variable in pytest's report (`n = 31337`).
+static PYTEST_LOCAL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[A-Za-z_]\w* = ").expect("static regex is valid"));
+
+/// What a line of a diff is, after its `diff --git` header.
+enum DiffLine {
+    /// `index`, `---`/`+++`, mode, rename and similarity lines.
+    Header,
+    /// `@@ -a,b +c,d @@`.
+    Hunk,
+    /// An unchanged line inside a hunk (or `\ No newline at end of file`).
+    Context,
+    /// An added or removed line inside a hunk.
+    Change,
+}
+
+/// Reads one line of a file's diff, counting down the hunk's `old` and
+/// `new` lines; `None` for a line no diff has here (the diff is over).
+fn diff_line(line: &str, old: &mut usize, new: &mut usize) -> Option<DiffLine> {
+    if *old > 0 || *new > 0 {
+        return match line.as_bytes().first() {
+            Some(b'+') => {
+                *new = new.saturating_sub(1);
+                Some(DiffLine::Change)
+            }
+            Some(b'-') => {
+                *old = old.saturating_sub(1);
+                Some(DiffLine::Change)
+            }
+            // A blank context line has lost its one space to trimming.
+            Some(b' ') | None => {
+                *old = old.saturating_sub(1);
+                *new = new.saturating_sub(1);
+                Some(DiffLine::Context)
+            }
+            Some(b'\\') => Some(DiffLine::Context),
+            _ => None,
+        };
+    }
+    if let Some(c) = HUNK.captures(line) {
+        let count = |i: usize| c.get(i).map_or(1, |m| m.as_str().parse().unwrap_or(1));
+        *old = count(1);
+        *new = count(2);
+        return Some(DiffLine::Hunk);
+    }
+    if line.starts_with('\\') {
+        return Some(DiffLine::Context);
+    }
+    DIFF_HEADER.is_match(line).then_some(DiffLine::Header)
+}
+
+static HUNK: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@").expect("static regex is valid")
+});
+
+static DIFF_HEADER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(index |old mode |new mode |deleted file mode |new file mode |similarity index |dissimilarity index |rename from |rename to |copy from |copy to |Binary files |--- |\+\+\+ )")
+        .expect("static regex is valid")
+});
+
+/// A line of rustc's source snippet: `  --> file:line`, a gutter `  |` or
+/// `12 |` line.
+fn is_snippet(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("--> ") || t.starts_with('|') || {
+        let digits = t.trim_start_matches(|c: char| c.is_ascii_digit());
+        digits.len() < t.len() && digits.trim_start().starts_with('|')
+    }
+}
+
+static ANSI: LazyLock<Regex> = LazyLock::new(|| {
+    // CSI sequences (colours, cursor moves), OSC sequences (titles, hyperlinks) ended by
+    // BEL or ST (or cut off at the line's end), charset selections (`tput sgr0` emits
+    // ESC ( B), then any other two-byte escape.
+    Regex::new(
+        r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|\x1b[()*+][0-9A-Za-z]|\x1b[@-_]",
+    )
+        .expect("static regex is valid")
+});
+
+static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"(?i)error|warn|panic|fail|fatal|exception|traceback|assert|^\s*not ok\b|\bcode [45]\d\d\b|" [45]\d\d "#,
+    )
+        .expect("static regex is valid")
+});
+
+/// A line naming a file of a change: git status's entries (tab-indented,
+/// or `modified:` and the like), a diff's `diff --git` header.
+static FILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"^\t|^diff --git |^\s*(modified|deleted|new file|renamed|copied|typechange|both \w+):",
+    )
+    .expect("static regex is valid")
+});
+
+static DIGITS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[0-9]+").expect("static regex is valid"));
+
+/// Tokens that differ on every line of a log and say nothing about what
+/// happened: timestamps, UUIDs, hex ids of eight or more characters (trace
+/// ids, commit hashes). Timestamps and UUIDs go first: both contain what
+/// would otherwise read as hex.
+static VOLATILE: LazyLock<[(Regex, &'static str); 5]> = LazyLock::new(|| {
+    let re = |r: &str| Regex::new(r).expect("static regex is valid");
+    [
+        (
+            re(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"),
+            "<T>",
+        ),
+        (re(r"\d{2}/[A-Z][a-z]{2}/\d{4}[ :]\d{2}:\d{2}:\d{2}"), "<T>"),
+        (re(r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b"), "<T>"),
+        (
+            re(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+            "<U>",
+        ),
+        // Eight or more hex digits; only with a letter among them, or
+        // twelve or more (see `shape`): a plain number (a count, a date as
+        // 20240101) is no id, a 16-digit trace id of digits only is.
+        (re(r"\b[0-9a-fA-F]{8,}\b"), "<H>"),
+    ]
+});
+
+/// `line` with its volatile tokens replaced (`<T>`, `<U>`, `<H>`) and runs
+/// of blanks as one: lines of one shape differ only in when and which id.
+/// Plain numbers stay: a count such as `3 failed` matters.
+pub fn shape(line: &str) -> String {
+    let mut out = line.to_string();
+    for (re, token) in VOLATILE.iter() {
+        if !re.is_match(&out) {
+            continue;
+        }
+        out = if *token == "<H>" {
+            re.replace_all(&out, |c: &regex::Captures| {
+                if c[0].len() >= 12 || c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
+                    "<H>".to_string()
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned()
+        } else {
+            re.replace_all(&out, *token).into_owned()
+        };
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// How much of the lines `must` an output holds, as the corpus of real
+/// outputs measures it (`benches/logs/`, its bench and its test): the lines
+/// found in some output line, each read as a terminal shows it with
+/// volatile tokens masked and runs of blanks as one; and the least
+/// characters the missing ones would add (each so read, unmasked, with a
+/// newline).
+pub fn survival(output: &str, must: &[&str]) -> (usize, usize) {
+    let shown = |line: &str| {
+        let plain = strip_ansi(line);
+        plain
+            .rsplit('\r')
+            .find(|s| !s.is_empty())
+            .unwrap_or("")
+            .to_string()
+    };
+    let lines: Vec<String> = output.lines().map(|l| shape(&shown(l))).collect();
+    let (mut kept, mut missing) = (0, 0);
+    for m in must {
+        let m = shown(m);
+        let wanted = shape(&m);
+        if lines.iter().any(|l| l.contains(&wanted)) {
+            kept += 1;
+        } else {
+            missing += collapsed_chars(&m) + 1;
+        }
+    }
+    (kept, missing)
+}
+
+/// `text` without ANSI escapes (colours, cursor moves): what a terminal
+/// shows, and what a reason in an iteration file must hold.
+pub fn strip_ansi(text: &str) -> String {
+    ANSI.replace_all(text, "").into_owned()
+}
+
+/// ANSI stripped, progress redraws resolved to their final state, control characters and
+/// trailing whitespace removed.
+fn clean_lines(text: &str) -> Vec<String> {
+    let text = ANSI.replace_all(text, "");
+    let mut lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            // A progress bar redraws with \r: what the terminal finally showed is the
+            // last non-empty segment (a trailing \r before \n leaves an empty one).
+            let shown = line
+                .rsplit('\r')
+                .find(|segment| !segment.is_empty())
+                .unwrap_or("");
+            shown
+                .chars()
+                .filter(|c| *c == '\t' || !c.is_control())
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect();
+    if lines.last().is_some_and(String::is_empty) {
+        lines.pop();
+    }
+    lines
+}
+
+/// One output line, standing for `lines` lines of the input.
+#[derive(Debug, Clone)]
+struct Entry {
+    text: String,
+    /// What makes two entries alike: for an important line (or one naming
+    /// a file) its shape (only volatile tokens may differ), for any other
+    /// its shape with digit runs as `#`.
+    key: String,
+    important: bool,
+    /// The line's [`shape`] when it holds volatile tokens (a log line).
+    volatile: Option<String>,
+    lines: usize,
+}
+
+impl Entry {
+    fn marker(text: String, lines: usize) -> Entry {
+        Entry {
+            // Alike only to the same marker.
+            key: format!("<marker>{text}"),
+            text,
+            important: false,
+            volatile: None,
+            lines,
+        }
+    }
+
+    fn of(line: &str, run: usize) -> Entry {
+        let important = IMPORTANT.is_match(line);
+        let shaped = shape(line);
+        let volatile = (shaped != line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .then(|| shaped.clone());
+        // A file a change touched is named, not folded into "similar".
+        let key = if important || FILE_LINE.is_match(line) {
+            shaped
+        } else {
+            DIGITS.replace_all(&shaped, "#").into_owned()
+        };
+        let text = if run > 1 && !line.is_empty() {
+            format!("{line}  (×{run})")
+        } else {
+            // A run of blank lines becomes one blank line.
+            line.to_string()
+        };
+        Entry {
+            text,
+            key,
+            important,
+            volatile,
+            lines: run,
+        }
+    }
+}
+
+fn collapse_repeats(lines: &[String]) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = &lines[i];
+        let run = lines[i..].iter().take_while(|l| *l == line).count();
+        entries.push(Entry::of(line, run));
+        i += run;
+    }
+    entries
+}
+
+/// Log lines of one shape (they differ only in timestamps and ids) are
+/// counted wherever they are: the first stays, marked `(×N similar)` with N
+/// the lines of that shape, the others go. A server log interleaves its
+/// routine requests with its errors, so runs alone would not find them.
+fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut first: std::collections::HashMap<String, usize> = Default::default();
+    let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
+    for e in entries {
+        let Some(shaped) = &e.volatile else {
+            out.push(e);
+            continue;
+        };
+        let key = format!("{}\u{0}{shaped}", e.important);
+        match first.get(&key) {
+            Some(&i) => out[i].lines += e.lines,
+            None => {
+                first.insert(key, out.len());
+                out.push(e);
+            }
+        }
+    }
+    // A count of many lines shows their shape: which parts vary is said
+    // by the masks, and no one id stands for all.
+    for e in &mut out {
+        if let Some(shaped) = &e.volatile
+            && e.lines > 1
+        {
+            e.text = format!("{shaped}  (×{} similar)", e.lines);
+        }
+    }
+    out
+}
+
+/// The longest block a repeat is looked for in (a rustc diagnostic with its
+/// source snippet, a TAP test with its YAML).
+const MAX_BLOCK: usize = 8;
+
+/// Runs of alike entries, or of alike blocks of up to [`MAX_BLOCK`]
+/// entries, become their first entry or block and one line saying how many
+/// followed: a single line repeated needs three in a row, a block two.
+/// Important lines are alike only when they are the same line but for
+/// volatile tokens, so no error is folded into a different one.
+fn group_blocks(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut out = Vec::with_capacity(entries.len());
+    let mut i = 0;
+    while i < entries.len() {
+        // The block length that folds away the most lines here.
+        let mut best: Option<(usize, usize, usize)> = None; // (k, repeats, saved lines)
+        for k in 1..=MAX_BLOCK.min(entries.len() - i) {
+            let block = &entries[i..i + k];
+            // A block of only blank lines, or a single important line, is
+            // not folded: the first says nothing, the second is counted by
+            // collapse_repeats when it repeats exactly.
+            if block.iter().all(|e| e.text.is_empty()) || (k == 1 && block[0].important) {
+                continue;
+            }
+            let mut reps = 1;
+            while i + (reps + 1) * k <= entries.len()
+                && entries[i + reps * k..i + (reps + 1) * k]
+                    .iter()
+                    .zip(block)
+                    .all(|(a, b)| a.key == b.key)
+            {
+                reps += 1;
+            }
+            let needed = if k == 1 { 3 } else { 2 };
+            if reps < needed {
+                continue;
+            }
+            let folded = &entries[i + k..i + reps * k];
+            let saved: usize = folded.iter().map(|e| e.lines).sum();
+            // Only where the count is shorter than what it stands for.
+            let chars: usize = folded.iter().map(|e| char_len(&e.text) + 1).sum();
+            if chars <= char_len(&fold_marker(k, reps, saved + entries[i].lines)) + 1 {
+                continue;
+            }
+            if best.is_none_or(|(_, _, s)| saved > s) {
+                best = Some((k, reps, saved));
+            }
+        }
+        match best {
+            None => {
+                out.push(entries[i].clone());
+                i += 1;
+            }
+            Some((k, reps, saved)) => {
+                out.extend(entries[i..i + k].iter().cloned());
+                out.push(Entry::marker(
+                    fold_marker(k, reps, saved + entries[i].lines),
+                    saved,
+                ));
+                i += reps * k;
+            }
+        }
+    }
+    out
+}
+
+/// What a fold says: `… (×N similar)` for a run of N lines, `… (×R similar
+/// blocks of K lines)` for R blocks (the first shown above it).
+fn fold_marker(k: usize, reps: usize, lines: usize) -> String {
+    if k == 1 {
+        format!("… (×{lines} similar)")
+    } else {
+        format!("… (×{reps} similar blocks of {k} lines)")
+    }
+}
+
+fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Selects entries to stay within `budget` characters (newlines included), in priority
+/// order: a short head and tail, the important lines, then more head and tail.
+fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
+    let rendered_len = |es: &[Entry]| -> usize {
+        es.iter()
+            .map(|e| char_len(&e.text) + 1)
+            .sum::<usize>()
+            .saturating_sub(1)
+    };
+    if rendered_len(&entries) <= budget {
+        return join(&entries);
+    }
+
+    // One long line (minified JSON, a base64 blob) must not crowd out everything else.
+    let line_cap = (budget / 8).max(80);
+    for e in &mut entries {
+        let len = char_len(&e.text);
+        if len > line_cap {
+            let suffix = format!("… [+{} chars]", len - line_cap);
+            let keep = line_cap.saturating_sub(char_len(&suffix));
+            e.text = e.text.chars().take(keep).collect::<String>() + &suffix;
+        }
+    }
+    if rendered_len(&entries) <= budget {
+        return join(&entries);
+    }
+
+    let total_lines: usize = entries.iter().map(|e| e.lines).sum();
+    let marker_cost = char_len(&marker(total_lines)) + 1;
+    let cost: Vec<usize> = entries.iter().map(|e| char_len(&e.text) + 1).collect();
+    let n = entries.len();
+    let mut keep = vec![false; n];
+    // Reserve one marker for the gap between head and tail.
+    let available = budget.saturating_sub(marker_cost);
+    let mut used = 0;
+
+    let mut head_end = 0;
+    while head_end < n && used + cost[head_end] <= available / 4 {
+        keep[head_end] = true;
+        used += cost[head_end];
+        head_end += 1;
+    }
+    let mut tail_start = n;
+    let tail_limit = used + available / 4;
+    while tail_start > head_end && used + cost[tail_start - 1] <= tail_limit {
+        tail_start -= 1;
+        keep[tail_start] = true;
+        used += cost[tail_start];
+    }
+    for i in head_end..tail_start {
+        // Each kept middle line may open one more gap, hence one more marker.
+        if entries[i].important && used + cost[i] + marker_cost <= available {
+            keep[i] = true;
+            used += cost[i] + marker_cost;
+        }
+    }
+    for i in head_end..tail_start {
+        if keep[i] {
+            continue;
+        }
+        if used + cost[i] > available {
+            break;
+        }
+        keep[i] = true;
+        used += cost[i];
+    }
+    for i in (head_end..tail_start).rev() {
+        if keep[i] {
+            continue;
+        }
+        if used + cost[i] > available {
+            break;
+        }
+        keep[i] = true;
+        used += cost[i];
+    }
+
+    let mut out: Vec<String> = Vec::new();
+    let mut omitted = 0;
+    for (e, kept) in entries.iter().zip(&keep) {
+        if *kept {
+            if omitted > 0 {
+                out.push(marker(omitted));
+                omitted = 0;
+            }
+            out.push(e.text.clone());
+        } else {
+            omitted += e.lines;
+        }
+    }
+    if omitted > 0 {
+        out.push(marker(omitted));
+    }
+    clamp_chars(out.join("\n"), budget)
+}
+
+fn marker(lines: usize) -> String {
+    format!("[… {lines} lines omitted …]")
+}
+
+fn join(entries: &[Entry]) -> String {
+    entries
+        .iter()
+        .map(|e| e.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The hard bound, for budgets too small for the selection's markers.
+fn clamp_chars(text: String, budget: usize) -> String {
+    if char_len(&text) <= budget {
+        return text;
+    }
+    if budget == 0 {
+        return String::new();
+    }
+    text.chars().take(budget - 1).collect::<String>() + "…"
+}
+
+/// At most `n` characters of multi-line text, compressed
+/// rather than cut when it is longer.
+pub fn bound(s: &str, n: usize) -> String {
+    if chars(s) <= n {
+        s.to_string()
+    } else {
+        compress(s, n)
+    }
+}
+
+#[cfg(test)]
+#[path = "../../../benches/compress/must_survive.rs"]
+mod must_survive;
+
+#[cfg(test)]
+mod tests {
+    use super::must_survive;
+    use super::*;
+    use crate::stats::SplitMix64;
+    use crate::text::redact::{adds_secret, redact_with, secret_values};
+
+    #[test]
+    fn strips_ansi_and_control() {
+        let text = "\x1b[1;31merror\x1b[0m: bad\n\x1b]0;title\x07plain\x1b(B\nbell\x07 here\n";
+        assert_eq!(compress(text, 1000), "error: bad\nplain\nbell here");
+        assert_eq!(compress("tab\tkept   \n", 100), "tab\tkept");
+    }
+
+    #[test]
+    fn carriage_return_progress_keeps_last_state() {
+        let text = "fetching 10%\rfetching 55%\rfetching 100%\ndone\r\nnext\n";
+        assert_eq!(compress(text, 1000), "fetching 100%\ndone\nnext");
+        // A redraw that ends with \r keeps the last non-empty state.
+        assert_eq!(compress("50%\r100%\r\nok", 1000), "100%\nok");
+    }
+
+    #[test]
+    fn collapses_identical_lines() {
+        let text = "start\nretrying\nretrying\nretrying\nend\n\n\n\nafter";
+        // Blank lines are layout: they go, uncounted.
+        assert_eq!(compress(text, 1000), "start\nretrying  (×3)\nend\nafter");
+    }
+
+    #[test]
+    fn groups_lines_differing_in_numbers() {
+        let mut text = String::from("checking 5 items\n");
+        for i in 1..=5 {
+            text.push_str(&format!("item foo_{i} ... done\n"));
+        }
+        text.push_str("result: 5 done\n");
+        assert_eq!(
+            compress(&text, 1000),
+            "checking 5 items\nitem foo_1 ... done\n… (×5 similar)\nresult: 5 done"
+        );
+        // Two similar lines are cheaper shown than summarised.
+        assert_eq!(compress("step 1\nstep 2\n", 1000), "step 1\nstep 2");
+        // Runs of identical lines count with their repeats.
+        assert_eq!(
+            compress(
+                "row number 1 of the table\nrow number 1 of the table\nrow number 2 of the table\nrow number 3 of the table\n",
+                1000
+            ),
+            "row number 1 of the table  (×2)\n… (×4 similar)"
+        );
+        // A count longer than what it stands for is not used.
+        assert_eq!(
+            compress("row 1\nrow 2\nrow 3\n", 1000),
+            "row 1\nrow 2\nrow 3"
+        );
+        // Different words break a group.
+        assert_eq!(
+            compress("item a_1 done\nitem a_2 done\nitem b_3 done\n", 1000),
+            "item a_1 done\nitem a_2 done\nitem b_3 done"
+        );
+        // Passing tests are routine: dropped, and counted.
+        assert_eq!(
+            compress(
+                "test a_1 ... ok\ntest b ... ok\ntest result: ok. 2 passed\n",
+                1000
+            ),
+            "test result: ok. 2 passed\n[… 2 routine lines dropped]"
+        );
+        // Cargo's right-aligned status column goes (and stays gone when
+        // compressed again); an indented line that is no status, or whose
+        // verb does not end the column, keeps its indentation.
+        let text = "    Finished `test` profile\n     Summary [   0.012s] 3 tests run\n  Building blocks\n  note: x\n";
+        let once = compress(text, 1000);
+        assert_eq!(
+            once,
+            "Finished `test` profile\nSummary [ 0.012s] 3 tests run\n  Building blocks\n  note: x"
+        );
+        assert_eq!(compress(&once, 1000), once);
+    }
+
+    #[test]
+    fn log_lines_are_counted_by_shape_wherever_they_are() {
+        let mut text = String::new();
+        for i in 0..50 {
+            text.push_str(&format!(
+                "2026-12-01T10:00:{:02}Z GET /item/{:08x}-0000-4000-8000-{:012x} 200\n",
+                i % 60,
+                i * 7919,
+                i
+            ));
+            if i % 10 == 3 {
+                text.push_str(&format!(
+                    "2026-12-01T10:00:{:02}Z ERROR upstream timeout after 30s\n",
+                    i
+                ));
+            }
+        }
+        assert_eq!(
+            compress(&text, 10_000),
+            "<T> GET /item/<U> 200  (×50 similar)\n<T> ERROR upstream timeout after 30s  (×5 similar)"
+        );
+    }
+
+    #[test]
+    fn repeated_blocks_fold_and_their_counts_add_up() {
+        // A cascade: one error and its snippet, a hundred times.
+        let mut text = String::new();
+        for i in 1..=100 {
+            text.push_str(&format!(
+                "error[E0425]: cannot find type `Settings` in this scope\n --> src/gen.rs:{i}:21\n{i} | pub fn f_{i}(c: &Settings) {{}}\n"
+            ));
+        }
+        text.push_str("error: could not compile `calc` due to 100 previous errors\n");
+        let out = compress(&text, 100_000);
+        assert_eq!(
+            out,
+            "error[E0425]: cannot find type `Settings` in this scope\n --> src/gen.rs:1:21\n1 | pub fn f_1(c: &Settings) {}\n… (×100 similar blocks of 3 lines)\nerror: could not compile `calc` due to 100 previous errors"
+        );
+        // Every input line is accounted for by the output's counts.
+        let counted = |out: &str| -> usize {
+            out.lines()
+                .map(|l| {
+                    let n = l
+                        .rsplit_once("(×")
+                        .and_then(|(_, r)| r.split(|c: char| !c.is_ascii_digit()).next())
+                        .and_then(|n| n.parse::<usize>().ok());
+                    match n {
+                        Some(n) if l.starts_with("… (×") && l.contains("blocks of 3") => {
+                            (n - 1) * 3
+                        }
+                        Some(n) if l.starts_with("… (×") => n - 1,
+                        Some(n) => n,
+                        None => 1,
+                    }
+                })
+                .sum()
+        };
+        assert_eq!(counted(&out), text.lines().count());
+        let repeats = "x\n".repeat(100);
+        assert_eq!(compress(&repeats, 1000), "x  (×100)");
+    }
+
+    #[test]
+    fn a_diff_keeps_its_files_and_the_first_changes_of_each() {
+        let mut text = String::from(
+            "diff --git a/a.rs b/a.rs\nindex 1111111..2222222 100644\n--- a/a.rs\n+++ b/a.rs\n@@ -1,10 +1,11 @@\n",
+        );
+        for i in 0..9 {
+            text.push_str(&format!("-let v{i} = 1;\n+let v{i} = 2;\n"));
+        }
+        text.push_str(" context\n+// returns an error when empty\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n+b\n");
+        assert_eq!(
+            compress(&text, 10_000),
+            "diff --git a/a.rs b/a.rs\n@@ -1,10 +1,11 @@\n-let v0 = 1;\n+// returns an error when empty\n… (+17 changed lines)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n… (+1 changed lines)\n[… 4 diff context lines dropped]"
+        );
+    }
+
+    /// `compress` once, checked to change nothing when run again.
+    fn once(text: &str) -> String {
+        let out = compress(text, 100_000);
+        assert_eq!(compress(&out, 100_000), out, "not idempotent");
+        out
+    }
+
+    #[test]
+    fn a_diff_reads_problem_words_as_words() {
+        let mut text = String::from("diff --git a/a.rs b/a.rs\n@@ -1,4 +1,4 @@\n-fn a() {}\n");
+        text.push_str(
+            "-fn parse() -> Result<(), ParseError> {\n+fn parse() -> Outcome<(), ParseError> {\n",
+        );
+        text.push_str("+    return Err(error::bad());\n");
+        let out = once(&text);
+        // Code named after errors is code; `error` as a word is kept.
+        assert!(!out.contains("ParseError"), "{out}");
+        assert!(out.contains("+    return Err(error::bad());"), "{out}");
+        assert!(out.contains("… (+2 changed lines)"), "{out}");
+    }
+
+    #[test]
+    fn two_views_of_one_change_list_each_file_once() {
+        // A diff and its --stat: the stat's line of a diffed file goes,
+        // the totals and a file the diff does not show stay.
+        let text = "diff --git a/a.rs b/a.rs\n@@ -1 +1 @@\n-a\n+b\n a.rs       |  2 +-\n c.rs       |  4 ++--\n 2 files changed, 3 insertions(+), 3 deletions(-)\n";
+        let out = once(text);
+        assert!(!out.contains("a.rs       |"), "{out}");
+        assert!(out.contains(" c.rs |  4 ++--"), "{out}");
+        assert!(out.contains("2 files changed"), "{out}");
+        // git status and its porcelain form: the porcelain entries the long
+        // form names go, and its branch line; another entry stays, and one
+        // that names a problem word is never dropped.
+        let text = "On branch main\nChanges not staged for commit:\n\tmodified:   src/a.rs\n\tmodified:   src/error.rs\n\tdeleted:    src/b.rs\nUntracked files:\n\tnew/\n## main...origin/main\n M src/a.rs\n M src/error.rs\n D src/b.rs\n?? new/\n M src/other.rs\n";
+        let out = once(text);
+        assert!(!out.contains("## main"), "{out}");
+        assert!(!out.contains(" M src/a.rs"), "{out}");
+        assert!(!out.contains("D src/b.rs"), "{out}");
+        assert!(!out.contains("?? new/"), "{out}");
+        assert!(out.contains(" M src/error.rs"), "{out}");
+        assert!(out.contains(" M src/other.rs"), "{out}");
+        assert!(out.ends_with("[… 4 repeated lines dropped]"), "{out}");
+    }
+
+    #[test]
+    fn a_pytest_summary_line_takes_its_tests_header() {
+        let text = "\
+=================================== FAILURES ===================================
+_______________________________ TestCalc.test_add[2] _______________________________
+
+    def test_add(self, n):
+>       assert add(n, 1) == 4
+E       assert 3 == 4
+E        +  where 3 = add(2, 1)
+
+tests/test_calc.py:9: AssertionError
+________________________ ERROR at setup of test_db _________________________
+E       fixture 'db' not found
+tests/test_calc.py:12
+=========================== short test summary info ============================
+FAILED tests/test_calc.py::TestCalc::test_add[2] - assert 3 == 4
+ERROR tests/test_calc.py::test_db
+FAILED tests/test_other.py::test_gone - no header for this one
+================= 1 failed, 1 error in 0.12s =================
+";
+        let out = once(text);
+        assert_eq!(
+            out,
+            "\
+=================================== FAILURES ===================================
+FAILED tests/test_calc.py::TestCalc::test_add[2] - assert 3 == 4
+> assert add(n, 1) == 4
+E assert 3 == 4
+E  +  where 3 = add(2, 1)
+tests/test_calc.py:9: AssertionError
+ERROR tests/test_calc.py::test_db
+E fixture 'db' not found
+tests/test_calc.py:12
+FAILED tests/test_other.py::test_gone - no header for this one
+================= 1 failed, 1 error in 0.12s =================
+[… 1 routine, 1 source lines dropped]"
+        );
+    }
+
+    #[test]
+    fn pytest_details_keep_their_own_indentation() {
+        // The gap every E line of a block shares goes; a diff's nesting
+        // inside the message stays, and its blank E line goes.
+        let text = "E       AssertionError: assert {'a': 1} == {'a': 2}\nE         \nE         Full diff:\nE         - {'a': 2}\nE         ?       ^\nE         + {'a': 1}\n";
+        assert_eq!(
+            once(text),
+            "E AssertionError: assert {'a': 1} == {'a': 2}\nE   Full diff:\nE   - {'a': 2}\nE   ?       ^\nE   + {'a': 1}"
+        );
+        // A lone E is no pytest detail, nor one beside other blanks.
+        assert_eq!(once("E\nnext"), "E\nnext");
+        assert_eq!(once("E   a\nE \u{3000}b"), "E a\nE \u{3000}b");
+        assert_eq!(once(">       x = f(y)"), "> x = f(y)");
+        assert_eq!(
+            once("t.py::test_x[1] FAILED                   [ 48%]"),
+            "t.py::test_x[1] FAILED [ 48%]"
+        );
+    }
+
+    #[test]
+    fn a_failure_repeating_the_frames_before_it_shows_its_details() {
+        let block = |n: u32| {
+            format!(
+                "_____ test_sq[{n}] _____\n\n    def test_sq(n):\n        # blocked cases fail here\n>       assert n not in BLOCKED\nE       assert {n} not in (1, 2, 3)\n\ntests/t.py:9: AssertionError\n"
+            )
+        };
+        let text = format!(
+            "=== FAILURES ===\n{}{}{}=== 3 failed in 0.1s ===\n",
+            block(1),
+            block(2),
+            block(3)
+        );
+        let out = once(&text);
+        assert_eq!(
+            out,
+            "=== FAILURES ===\n___ test_sq[1] ___\n# blocked cases fail here\n> assert n not in BLOCKED\nE assert 1 not in (1, 2, 3)\ntests/t.py:9: AssertionError\n___ test_sq[2] ___\n… (traceback as above)\nE assert 2 not in (1, 2, 3)\n___ test_sq[3] ___\n… (traceback as above)\nE assert 3 not in (1, 2, 3)\n=== 3 failed in 0.1s ===\n[… 3 source lines dropped]"
+        );
+        // Different frames are all shown.
+        let text = "___ test_a ___\n>       f(1)\nE       boom\n___ test_b ___\n>       f(2)\nE       boom\n";
+        assert_eq!(
+            once(text),
+            "___ test_a ___\n> f(1)\nE boom\n___ test_b ___\n> f(2)\nE boom"
+        );
+    }
+
+    #[test]
+    fn a_short_traceback_keeps_each_frames_line() {
+        let text = "\
+..........F.F [100%]
+___ test_blank ___
+tests/t.py:35: in test_blank
+    assert parse('  ') == 0
+tests/t.py:8: in parse
+    value = float(text)
+E   ValueError: could not convert string to float: ''
+";
+        assert_eq!(
+            once(text),
+            "___ test_blank ___\ntests/t.py:35:\nassert parse('  ') == 0\ntests/t.py:8: in parse\nvalue = float(text)\nE ValueError: could not convert string to float: ''\n[… 1 routine lines dropped]"
+        );
+    }
+
+    #[test]
+    fn what_a_review_found_stays_fixed() {
+        // Plain numbers are not ids: two different assertions stay two,
+        // each under its test.
+        let text = "___ test_a ___\nE       assert 20240101 == 20240102\n___ test_b ___\nE       assert 31337000 == 42000000\n";
+        let out = compress(text, 10_000);
+        assert!(out.contains("assert 20240101 == 20240102"), "{out}");
+        assert!(out.contains("assert 31337000 == 42000000"), "{out}");
+        assert!(
+            out.find("test_b").unwrap() < out.find("31337000").unwrap(),
+            "{out}"
+        );
+        // The files of a change are named, not folded into "similar".
+        let status: String = (1..=6)
+            .map(|i| format!("\tmodified:   src/gen_{i}.rs\n"))
+            .collect();
+        let out = compress(&status, 10_000);
+        for i in 1..=6 {
+            assert!(out.contains(&format!("src/gen_{i}.rs")), "{out}");
+        }
+        // A diff ends where its hunks end: test output after it is read as such.
+        let text = "diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n---- tests::it stdout ----\nthread 'it' panicked at src/x.rs:1:1:\nassertion `left == right` failed\n  left: 1\n right: 2\n";
+        let out = compress(text, 10_000);
+        assert!(out.contains("left: 1") && out.contains("right: 2"), "{out}");
+        assert!(out.contains("tests::it stdout"), "{out}");
+        // A failure inside a TAP subtest is a failure.
+        let tap = "ok 1 - first\n    # Subtest: second\n    not ok 1 - inner thing\n    1..1\nnot ok 2 - second\n";
+        assert!(compress(tap, 10_000).contains("not ok 1 - inner thing"));
+        // Compressing twice changes nothing.
+        let text = "apple number 1\napple number 2\napple number 3\nbanana\napple number 4\napple number 5\napple number 6\nbanana\n";
+        let once = compress(text, 10_000);
+        assert_eq!(compress(&once, 10_000), once);
+        // A blank line ends a warning's snippet: a table after it stays.
+        let text = "warning: unused\n  --> src/a.rs:1:1\n   |\n\n| col | val |\n";
+        assert!(compress(text, 10_000).contains("| col | val |"));
+        // A secret split by colour codes is joined and then redacted.
+        let env = [(
+            "DB_PASSWORD".to_string(),
+            "correct-horse-battery".to_string(),
+        )];
+        let values = secret_values(env);
+        let shown = strip_ansi("DB_\x1b[01;31mPASSWORD\x1b[m=correct-horse-battery");
+        assert_eq!(redact_with(&shown, &values), "DB_PASSWORD=[REDACTED]");
+        assert!(
+            !excerpt(
+                "aws_secret_access_key \x1b[32mwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\x1b[0m",
+                1000
+            )
+            .contains("wJalr")
+        );
+        assert_eq!(
+            redact("Authorization: Basic dXNlcjpodW50ZXIy"),
+            "Authorization: Basic [REDACTED]"
+        );
+        // "basic" as a word is not a header.
+        assert_eq!(
+            redact("Running basic integration tests"),
+            "Running basic integration tests"
+        );
+        assert!(!adds_secret("// Provides basic validation for inputs"));
+        // The last pass does not join lines the passes made neighbours,
+        // and the budget holds.
+        let text = "auth token:\nline one\nline two\nline three\nline four\nline five\n";
+        for budget in 20..60 {
+            assert!(excerpt(text, budget).chars().count() <= budget, "{budget}");
+        }
+        let diff = "diff --git a/k.yml b/k.yml\n@@ -1,2 +1,3 @@\n env:\n+  secret:\n     name: db\ndiff --git a/src/main.rs b/src/main.rs\n@@ -1 +1 @@\n-a\n+b\n";
+        assert!(excerpt(diff, 10_000).contains("diff --git a/src/main.rs"));
+    }
+
+    fn corpus() -> Vec<std::path::PathBuf> {
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/compress/corpus");
+        let mut cases: Vec<_> = std::fs::read_dir(&corpus)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|d| d.join("raw.log").is_file())
+            .collect();
+        cases.sort();
+        cases
+    }
+
+    fn read(path: &std::path::Path) -> String {
+        String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned()
+    }
+
+    /// The corpus of real outputs of real tools on third-party code
+    /// (`benches/compress/`): every item its rule says must survive is in
+    /// the compressed output, and compressing again changes nothing.
+    #[test]
+    #[ignore = "the compressor is tuned on this corpus in the next commit"]
+    fn every_must_survive_item_of_the_corpus_is_kept() {
+        let (mut cases, mut tools) = (0, std::collections::BTreeSet::new());
+        let mut lost = Vec::new();
+        for dir in corpus() {
+            cases += 1;
+            tools.insert(read(&dir.join("tool")).trim().to_string());
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let input = read(&dir.join("raw.log"));
+            let must = must_survive::must_survive(&input);
+            let out = compress(&input, usize::MAX);
+            for m in must_survive::dropped(&out, &must) {
+                lost.push(format!("{name}: {}", m.listed()));
+            }
+            assert_eq!(compress(&out, usize::MAX), out, "{name}: not idempotent");
+            assert!(compress(&input, 4000).chars().count() <= 4000, "{name}");
+        }
+        assert!(
+            lost.is_empty(),
+            "{} dropped:\n{}",
+            lost.len(),
+            lost.join("\n")
+        );
+        assert!(cases >= 40, "the corpus has {cases} cases");
+        assert!(tools.len() >= 20, "the corpus has {} tools", tools.len());
+    }
+
+    /// ooda's output is no larger than what RTK printed (`rtk-out.txt`,
+    /// kept by `compress_bench --save`) plus the items RTK dropped, on at
+    /// least 90% of the cases and in total: RTK's size alone says nothing
+    /// of what survived.
+    #[test]
+    #[ignore = "the compressor is tuned on this corpus in the next commit"]
+    fn no_larger_than_rtk_plus_what_it_dropped() {
+        let (mut cases, mut no_larger, mut ours_total, mut bar_total) = (0, 0, 0, 0);
+        let mut larger = Vec::new();
+        for dir in corpus() {
+            let Ok(rtk) = std::fs::read_to_string(dir.join("rtk-out.txt")) else {
+                continue;
+            };
+            cases += 1;
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let raw = read(&dir.join("raw.log"));
+            // RTK too is judged on what the user's command printed.
+            let must = must_survive::must_survive(&raw);
+            let bar = rtk.chars().count() + must_survive::survival(&rtk, &must).1;
+            let ours = compress(&raw, usize::MAX).chars().count();
+            if ours <= bar {
+                no_larger += 1;
+            } else {
+                larger.push(format!("{name}: {ours} > {bar}"));
+            }
+            ours_total += ours;
+            bar_total += bar;
+        }
+        assert!(cases >= 40, "{cases} cases with RTK's output");
+        assert!(
+            no_larger * 10 >= cases * 9,
+            "larger on:\n{}",
+            larger.join("\n")
+        );
+        assert!(ours_total <= bar_total, "{ours_total} > {bar_total}");
+    }
+
+    /// At a failing guard's 4,000 characters, a case with at most 20
+    /// errors keeps every error and its location.
+    #[test]
+    #[ignore = "the compressor is tuned on this corpus in the next commit"]
+    fn the_budget_keeps_every_error_and_its_location() {
+        let mut checked = 0;
+        let mut lost = Vec::new();
+        for dir in corpus() {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let raw = read(&dir.join("raw.log"));
+            let must = must_survive::must_survive(&raw);
+            let errors = must_survive::errors_and_locations(&must);
+            let count = errors.iter().filter(|(_, location)| !location).count();
+            if count == 0 || count > 20 {
+                continue;
+            }
+            checked += 1;
+            let items: Vec<_> = errors.into_iter().map(|(m, _)| m).collect();
+            let out = compress(&raw, 4000);
+            for m in must_survive::dropped(&out, &items) {
+                lost.push(format!("{name}: {}", m.listed()));
+            }
+        }
+        assert!(checked >= 10, "{checked} cases with 1 to 20 errors");
+        assert!(lost.is_empty(), "{}", lost.join("\n"));
+    }
+
+    #[test]
+    fn error_lines_are_never_grouped() {
+        let text = "test t_1 ... FAILED\ntest t_2 ... FAILED\ntest t_3 ... FAILED\n";
+        assert_eq!(compress(text, 1000), text.trim_end());
+        for line in [
+            "error[E0308]: mismatched types",
+            "warning: unused variable",
+            "thread 'main' panicked at src/x.rs:1:1",
+            "test x ... FAIL",
+            "Traceback (most recent call last):",
+            "ValueError: bad",
+            "assertion `left == right` failed",
+        ] {
+            assert!(IMPORTANT.is_match(line), "{line}");
+        }
+        assert!(!IMPORTANT.is_match("Compiling ooda v0.1.0"));
+    }
+
+    fn noisy_log(lines: usize, errors: &[usize]) -> String {
+        (0..lines)
+            .map(|i| {
+                if errors.contains(&i) {
+                    format!("error: boom number {i}")
+                } else {
+                    // Distinct words so that nothing collapses or groups.
+                    format!(
+                        "log {} line",
+                        ["alpha", "beta", "gamma"][i % 3].repeat(1 + i % 7)
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn budget_keeps_head_tail_and_errors() {
+        let text = noisy_log(5000, &[2500, 3100]);
+        let out = compress(&text, 2000);
+        assert!(out.chars().count() <= 2000, "{}", out.chars().count());
+        assert!(out.starts_with("log alpha line\nlog betabeta line\n"));
+        assert!(out.ends_with(text.lines().last().unwrap()));
+        assert!(out.contains("error: boom number 2500"));
+        assert!(out.contains("error: boom number 3100"));
+        assert!(out.contains(" lines omitted …]"));
+        // The markers account for every input line.
+        let marker_re = Regex::new(r"^\[… (\d+) lines omitted …\]$").unwrap();
+        let (mut shown, mut omitted) = (0, 0);
+        for line in out.lines() {
+            match marker_re.captures(line) {
+                Some(c) => omitted += c[1].parse::<usize>().unwrap(),
+                None => shown += 1,
+            }
+        }
+        assert_eq!(shown + omitted, 5000);
+    }
+
+    #[test]
+    fn overlong_lines_are_shortened() {
+        let text = format!(
+            "first\n{}\nerror: {}\nlast",
+            "x".repeat(50_000),
+            "y".repeat(50_000)
+        );
+        let out = compress(&text, 1000);
+        assert!(out.chars().count() <= 1000);
+        assert!(out.starts_with("first\n"));
+        assert!(out.ends_with("\nlast"));
+        assert!(out.contains("error: yyy"));
+        assert!(out.contains("chars]"));
+    }
+
+    #[test]
+    fn always_within_budget_and_deterministic() {
+        let mut rng = SplitMix64::new(11);
+        let words = [
+            "ok", "error", "§é", "\x1b[2K", "\r", "42", "  ", "warning", "\t",
+        ];
+        for _ in 0..200 {
+            let n = rng.below(300) as usize;
+            let text: String = (0..n)
+                .map(|_| {
+                    let w = words[rng.below(words.len() as u64) as usize];
+                    if rng.below(4) == 0 {
+                        format!("{w}\n")
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect();
+            for budget in [0, 1, 2, 7, 30, 100, 500, 5000] {
+                let out = compress(&text, budget);
+                assert!(out.chars().count() <= budget, "budget {budget}: {out:?}");
+                assert_eq!(out, compress(&text, budget));
+            }
+        }
+        assert_eq!(compress("", 10), "");
+        assert_eq!(compress("anything at all", 0), "");
+    }
+}
