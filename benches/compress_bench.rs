@@ -1,6 +1,6 @@
 //! ooda's output compressor beside RTK on the same real command outputs.
 //!
-//! `cargo bench --bench compress_bench -- [--rtk PATH] [--corpus DIR] [--show CASE] [--save]`
+//! `cargo bench --bench compress_bench -- [--rtk PATH] [--corpus DIR] [--show CASE] [--items CASE] [--budget CASE N] [--twice CASE] [--save]`
 //!
 //! The corpus (`benches/compress/corpus/`, made by
 //! `benches/compress/generate.sh`) holds, per case, the command a user ran,
@@ -24,6 +24,10 @@
 //! budget's ranking is measured separately: at 4,000 characters, on every
 //! case with at most 20 errors, are all errors and their locations kept?
 //!
+//! `--items CASE` lists what the rule says must survive of one case;
+//! `--budget CASE N` prints one case compressed to N characters and the
+//! errors and locations it lost; `--twice CASE` prints it compressed once
+//! and twice (the two must be the same);
 //! `--show CASE` prints both outputs and the items each dropped; `--save`
 //! keeps what RTK printed in each case's `rtk-out.txt`, where the corpus
 //! test holds ooda to it without RTK at hand.
@@ -63,11 +67,47 @@ fn main() -> std::process::ExitCode {
             "--corpus" => corpus = args.next().map(PathBuf::from).unwrap_or(corpus),
             "--show" => show = args.next(),
             "--save" => save = true,
+            "--budget" => {
+                // One case compressed to a budget, and the errors and
+                // locations it lost.
+                let case = corpus.join(args.next().unwrap_or_default());
+                let budget = args.next().and_then(|b| b.parse().ok()).unwrap_or(4000);
+                let raw = std::fs::read(case.join("raw.log")).unwrap_or_default();
+                let raw = String::from_utf8_lossy(&raw);
+                let out = compress::compress(&raw, budget);
+                println!("{out}\n===== lost =====");
+                let items: Vec<Must> = must_survive::errors_and_locations(&must_survive(&raw))
+                    .into_iter()
+                    .map(|(m, _)| m)
+                    .collect();
+                for m in dropped(&out, &items) {
+                    println!("{}", m.listed());
+                }
+                return std::process::ExitCode::SUCCESS;
+            }
+            "--twice" => {
+                // One case compressed once and twice, for a reader to diff.
+                let case = corpus.join(args.next().unwrap_or_default());
+                let raw = std::fs::read(case.join("raw.log")).unwrap_or_default();
+                let once = compress::compress(&String::from_utf8_lossy(&raw), usize::MAX);
+                let twice = compress::compress(&once, usize::MAX);
+                println!("{once}\n===== twice =====\n{twice}");
+                return std::process::ExitCode::SUCCESS;
+            }
+            "--items" => {
+                // The must-survive items of one case, as the rule lists them.
+                let case = corpus.join(args.next().unwrap_or_default());
+                let raw = std::fs::read(case.join("raw.log")).unwrap_or_default();
+                for m in must_survive(&String::from_utf8_lossy(&raw)) {
+                    println!("{}", m.listed());
+                }
+                return std::process::ExitCode::SUCCESS;
+            }
             // What `cargo bench` passes to a benchmark without a harness.
             "--bench" => {}
             _ => {
                 eprintln!(
-                    "usage: compress_bench [--rtk PATH] [--corpus DIR] [--show CASE] [--save]\n(unknown argument {a})"
+                    "usage: compress_bench [--rtk PATH] [--corpus DIR] [--show CASE] [--items CASE] [--budget CASE N] [--twice CASE] [--save]\n(unknown argument {a})"
                 );
                 return std::process::ExitCode::from(2);
             }
@@ -207,7 +247,7 @@ fn main() -> std::process::ExitCode {
         },
     );
     println!(
-        "\ncut = 1 − output chars / raw chars; kept = must-survive items of raw.log found in the output; \"RTK + dropped\" = RTK's output plus the items it dropped; ooda ≤ = ooda's output no larger than that; ms/MB = time per MB of raw output (RTK: its whole run, process start and the replaying shim included); 4k budget = at 4,000 characters, errors and their locations kept, on cases with 1 to 20 errors."
+        "\ncut = 1 − output chars / raw chars; kept = must-survive items of raw.log found in the output; \"RTK + dropped\" = RTK's output plus the items it dropped; ooda ≤ = ooda's output no larger than that; ms/MB = time per MB of raw output (RTK: its whole run, process start and the replaying shim included); 4k budget = at 4,000 characters, errors and their locations kept, on cases with 1 to 20 errors whose own lines fit in it."
     );
     let tools: std::collections::BTreeSet<String> = cases
         .iter()
@@ -266,7 +306,9 @@ fn side(output: String, micros: u128, must: &[Must]) -> Side {
 
 /// At the 4,000 characters of a failing guard's excerpt: of the error
 /// items and the locations among the must-survive items, how many the
-/// compressed output keeps; `None` for a case with no error or more than 20.
+/// compressed output keeps; `None` for a case with no error, more than 20,
+/// or errors whose own lines are longer than the budget (pino's JSON
+/// records of a failed request: 1,200 characters each).
 fn budget_check(raw: &str, must: &[Must]) -> Option<(usize, usize)> {
     let errors = must_survive::errors_and_locations(must);
     let count = errors.iter().filter(|(_, location)| !location).count();
@@ -274,6 +316,10 @@ fn budget_check(raw: &str, must: &[Must]) -> Option<(usize, usize)> {
         return None;
     }
     let items: Vec<Must> = errors.into_iter().map(|(m, _)| m).collect();
+    // Errors that alone are longer than the budget cannot all be kept.
+    if items.iter().map(Must::cost).sum::<usize>() > 4000 {
+        return None;
+    }
     let out = compress::compress(raw, 4000);
     Some((survival(&out, &items).0, items.len()))
 }

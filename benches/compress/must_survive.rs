@@ -14,13 +14,16 @@
 //!
 //! - **Lines**, which must appear inside some line of the compressed output,
 //!   compared with volatile tokens masked and runs of blanks as one:
-//!   1. *problems* (not the boilerplate under a warning: a lint's level,
-//!      `implied by`, `on by default`, `for further information`): a word starting with error, warn, fail, panic, fatal,
-//!      exception, traceback or assert (any case); a test runner's failure
+//!   1. *problems*: a word starting with error, warn, fail, panic, fatal,
+//!      exception, traceback or assert (any case), or a name ending in
+//!      Error, Warning, Exception or Failure (`ValueError`,
+//!      `DeprecationWarning`); a test runner's failure
 //!      marker (`FAILED`, `ERROR`, `not ok`, `✖`, `✕`, `×`, `●`); a lint
 //!      diagnostic `path:line:col: CODE…`; an HTTP 4xx/5xx a server logged;
 //!      a JSON log record at level error or above (`"level":50`, `"level":
-//!      "error"`);
+//!      "error"`); but not the boilerplate under a warning (a lint's level,
+//!      `implied by`, `on by default`, a documentation link such as `for
+//!      further information visit …` or `-- Docs: …`);
 //!   2. *locations* of problems: `--> path:line[:col]` (rustc, clippy,
 //!      ruff), `File "path", line N` (Python tracebacks), `path:line: in
 //!      name` (pytest's short tracebacks), `path:line: …` of a Go test, a
@@ -48,6 +51,12 @@
 //!   --oneline` or `git blame` line's leading hash; the first seven
 //!   characters are the id), and the names of failed tests a runner prints
 //!   in a header of their own (`---- name stdout ----`, `___ name ___`).
+//!
+//! No line of a test that passed or is starting counts (`x PASSED`, `test x
+//! ... ok`, `ok 3 - x`, `✓ x`, `--- PASS: X`, `=== RUN X`), whatever its
+//! name says. No line of code counts, whatever words it holds: a snippet's gutter
+//! lines and suggested fixes under a diagnostic, a diff's lines inside a
+//! hunk (its `diff --git` header and `@@` lines count as above).
 //!
 //! Lines that differ only in volatile tokens are one item, listed once in
 //! first-seen order: timestamps, UUIDs, hex ids (eight or more digits with a
@@ -107,6 +116,7 @@ static ANSI: LazyLock<Regex> = LazyLock::new(|| {
 static PROBLEM: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
         r"(?i)\b(error|warn|fail|panic|fatal|exception|traceback|assert)\w*",
+        r"|(?-i:[a-z](Error|Warning|Exception|Failure)\b)",
         r"|\bFAILED\b|\bERROR\b|^not ok\b|^\s*[✖✕×●]\s",
         r"|^[^\s:]+:\d+:\d+:? [A-Z]{1,4}\d{2,5}\b",
         r"|\bcode [45]\d\d\b|[\x22'] [45]\d\d\b|\bstatus[\x22']?[:=] ?[45]\d\d\b",
@@ -119,9 +129,26 @@ static PROBLEM: LazyLock<Regex> = LazyLock::new(|| {
 /// under a warning, not a problem of its own, whatever word it contains.
 static BOILERPLATE: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"#\[(warn|deny|allow|forbid|expect)\(|\bimplied by\b|\bon by default\b|for further information|requested on the command line",
+        r"#\[(warn|deny|allow|forbid|expect)\(|\bimplied by\b|\bon by default\b|for further information|requested on the command line|^-- Docs: https?://",
     )
 });
+
+/// Source code shown in a diagnostic: a snippet's gutter line (`12 | code`,
+/// `   |`), a suggested fix (`12 + code`, `-    code`). Code, not a report,
+/// whatever words it holds (`assert`, `warnings.warn(`); so too a diff's
+/// lines inside a hunk.
+static CODE: LazyLock<Regex> = LazyLock::new(|| re(r"^\d*\s*\|(\s|$)|^\d+\s*[-+~]\s|^[-+~]\s{2,}"));
+
+/// A test that passed or is starting: routine, whatever its name says
+/// (`TestErrorIs PASSED`, `=== RUN TestFailover`).
+static PASSING: LazyLock<Regex> = LazyLock::new(|| {
+    re(concat!(
+        r"^\S+::\S+ PASSED\b|^test \S.* \.\.\. ok$|^ok \d+ - |^[✓✔√] |^--- PASS: ",
+        r"|^PASS \[|^=== (RUN|PAUSE|CONT) |^PASSED \S+::",
+    ))
+});
+
+static HUNK: LazyLock<Regex> = LazyLock::new(|| re(r"^@@ -\d+(,\d+)? \+\d+(,\d+)? @@"));
 
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
@@ -240,6 +267,21 @@ fn shown(text: &str) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// The first character of each line as printed (ANSI removed, last
+/// redraw), before trimming.
+fn first_chars(text: &str) -> Vec<Option<char>> {
+    ANSI.replace_all(text, "")
+        .split('\n')
+        .map(|raw| {
+            raw.split('\r')
+                .rfind(|s| !s.trim().is_empty())
+                .unwrap_or("")
+                .chars()
+                .next()
+        })
+        .collect()
+}
+
 /// The items of `text` that compression must keep, each once, in
 /// first-seen order.
 pub(crate) fn must_survive(text: &str) -> Vec<Must> {
@@ -247,7 +289,20 @@ pub(crate) fn must_survive(text: &str) -> Vec<Must> {
     let mut out = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut untracked = false;
+    let mut in_hunk = false;
+    let firsts = first_chars(text);
     for (i, (line, redrawn)) in lines.iter().enumerate() {
+        // A hunk goes on while its lines are context, added or removed
+        // (read untrimmed: context starts with a blank).
+        let raw_first = firsts.get(i).copied().flatten();
+        if HUNK.is_match(line) {
+            in_hunk = true;
+        } else if in_hunk && !matches!(raw_first, Some(' ' | '+' | '-' | '\\') | None) {
+            in_hunk = false;
+        }
+        if (in_hunk && !HUNK.is_match(line)) || CODE.is_match(line) || PASSING.is_match(line) {
+            continue;
+        }
         if line.starts_with("Untracked files:") {
             untracked = true;
             continue;

@@ -1,0 +1,159 @@
+//! Fitting compressed output into a budget of characters, by rank.
+//!
+//! When the budget binds, what stays is chosen by what a reader needs
+//! first, not by where it is: the last line (most often the verdict),
+//! errors with their locations, then the
+//! details of failures, then warnings with their locations, then
+//! summaries (a tool's closing counts, the first line), then
+//! other lines the loose problem words name, then the rest nearest the
+//! head and the tail. Within a rank, earlier lines first. A line is never
+//! cut below a useful length (one overlong line is shortened, with the
+//! count of what went, only past an eighth of the budget and never below
+//! [`MIN_LINE`]); each gap says how many lines it stands for, and a closing
+//! marker says which kinds of line the budget cut, so a reader knows
+//! whether anything they need went.
+
+use super::keep::Keep;
+use super::{Entry, char_len, clamp_chars, join};
+
+/// No line is cut shorter than this, whatever the budget.
+const MIN_LINE: usize = 160;
+
+/// A line's rank when the budget binds: lower stays first.
+fn ranks(entries: &[Entry]) -> Vec<u8> {
+    // A location ranks with the line it is the location of: the last
+    // line before it that is not one.
+    let mut owner = 5;
+    let n = entries.len();
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let kind = (!e.key.starts_with("<marker>"))
+                .then(|| Keep::of(&e.text))
+                .flatten();
+            let rank = match kind {
+                // The last line is most often the verdict (`Found 3
+                // errors.`, `test result: FAILED`): it stays first.
+                _ if i + 1 == n => 0,
+                Some(Keep::Error) => 0,
+                // Under an error, a detail or a warning; under anything
+                // else (a linter's `E501 Line too long`), as a warning's.
+                Some(Keep::Location) => return owner.min(2),
+                Some(Keep::Detail) => 1,
+                Some(Keep::Warning) => 2,
+                Some(Keep::Summary | Keep::Id) => 3,
+                None if i == 0 => 3,
+                None if e.important => 4,
+                None => 5,
+            };
+            owner = rank;
+            rank
+        })
+        .collect()
+}
+
+/// What a cut line was, for the closing marker.
+fn kind_name(e: &Entry) -> &'static str {
+    match Keep::of(&e.text) {
+        Some(Keep::Error) => "errors",
+        Some(Keep::Location) => "locations",
+        Some(Keep::Detail) => "details",
+        Some(Keep::Warning) => "warnings",
+        Some(Keep::Summary) => "summaries",
+        Some(Keep::Id) => "names",
+        None => "other",
+    }
+}
+
+fn gap(lines: usize) -> String {
+    format!("[… {lines} lines omitted …]")
+}
+
+/// `entries` within `budget` characters (newlines included).
+pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
+    let rendered = |es: &[Entry]| -> usize {
+        es.iter()
+            .map(|e| char_len(&e.text) + 1)
+            .sum::<usize>()
+            .saturating_sub(1)
+    };
+    if rendered(&entries) <= budget {
+        return join(&entries);
+    }
+    // One long line (minified JSON, a base64 blob) must not crowd out
+    // everything else.
+    let line_cap = (budget / 8).max(MIN_LINE);
+    for e in &mut entries {
+        let len = char_len(&e.text);
+        if len > line_cap {
+            let suffix = format!("… [+{} chars]", len - line_cap);
+            let keep = line_cap.saturating_sub(char_len(&suffix));
+            e.text = e.text.chars().take(keep).collect::<String>() + &suffix;
+        }
+    }
+    if rendered(&entries) <= budget {
+        return join(&entries);
+    }
+    let n = entries.len();
+    let ranks = ranks(&entries);
+    let total_lines: usize = entries.iter().map(|e| e.lines).sum();
+    let gap_cost = char_len(&gap(total_lines)) + 1;
+    // The closing marker's room: kinds and counts.
+    let closing_cost = 90.min(budget / 4);
+    let available = budget.saturating_sub(closing_cost + gap_cost);
+    let mut order: Vec<usize> = (0..n).collect();
+    // A closing count (`Found 3 errors.`, `2 failed`) goes first of its
+    // rank: one line, and it says how much a cut hid.
+    order.sort_by_key(|&i| {
+        let place = if ranks[i] == 5 { i.min(n - 1 - i) } else { i };
+        (ranks[i], !Keep::is_summary(&entries[i].text), place)
+    });
+    let mut keep = vec![false; n];
+    let mut used = 0;
+    for i in order {
+        // A kept line may open one more gap, hence one more marker.
+        let cost = char_len(&entries[i].text) + 1 + gap_cost;
+        if used + cost <= available {
+            keep[i] = true;
+            used += cost;
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut omitted = 0;
+    let mut cut: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (e, kept) in entries.iter().zip(&keep) {
+        if *kept {
+            if omitted > 0 {
+                out.push(gap(omitted));
+                omitted = 0;
+            }
+            out.push(e.text.clone());
+        } else {
+            omitted += e.lines;
+            if !e.key.starts_with("<marker>") {
+                *cut.entry(kind_name(e)).or_default() += e.lines;
+            }
+        }
+    }
+    if omitted > 0 {
+        out.push(gap(omitted));
+    }
+    // Which kinds went: "other" alone needs no saying beyond the gaps.
+    if cut.keys().any(|k| *k != "other") {
+        let kinds: Vec<String> = [
+            "errors",
+            "locations",
+            "details",
+            "warnings",
+            "summaries",
+            "names",
+            "other",
+        ]
+        .iter()
+        .filter_map(|k| cut.get(k).map(|n| format!("{n} {k}")))
+        .collect();
+        out.push(format!("[cut to fit: {}]", kinds.join(", ")));
+    }
+    clamp_chars(out.join("\n"), budget)
+}
