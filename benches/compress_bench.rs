@@ -247,7 +247,7 @@ fn main() -> std::process::ExitCode {
         },
     );
     println!(
-        "\ncut = 1 − output chars / raw chars; kept = must-survive items of raw.log found in the output; \"RTK + dropped\" = RTK's output plus the items it dropped; ooda ≤ = ooda's output no larger than that; ms/MB = time per MB of raw output (RTK: its whole run, process start and the replaying shim included); 4k budget = at 4,000 characters, errors and their locations kept, on cases with 1 to 20 errors whose own lines fit in it."
+        "\ncut = 1 − output chars / raw chars; kept = must-survive items of raw.log found in the output; \"RTK + dropped\" = RTK's output plus the items it dropped; ooda ≤ = ooda's output no larger than that; ms/MB = time per MB of raw output (RTK: its whole run, process start and the replaying shim included); 4k budget = at 4,000 characters, errors and their locations kept, on cases with 1 to 20 errors whose own lines fit in it (with a gap marker after each)."
     );
     let tools: std::collections::BTreeSet<String> = cases
         .iter()
@@ -304,11 +304,15 @@ fn side(output: String, micros: u128, must: &[Must]) -> Side {
     }
 }
 
+/// What a gap between two kept lines costs at most (`[… 1234 lines]`).
+const GAP: usize = 16;
+
 /// At the 4,000 characters of a failing guard's excerpt: of the error
 /// items and the locations among the must-survive items, how many the
 /// compressed output keeps; `None` for a case with no error, more than 20,
-/// or errors whose own lines are longer than the budget (pino's JSON
-/// records of a failed request: 1,200 characters each).
+/// or errors whose own lines, with a gap's marker after each, are longer
+/// than the budget (pino's JSON records of a failed request: 1,200
+/// characters each).
 fn budget_check(raw: &str, must: &[Must]) -> Option<(usize, usize)> {
     let errors = must_survive::errors_and_locations(must);
     let count = errors.iter().filter(|(_, location)| !location).count();
@@ -316,8 +320,9 @@ fn budget_check(raw: &str, must: &[Must]) -> Option<(usize, usize)> {
         return None;
     }
     let items: Vec<Must> = errors.into_iter().map(|(m, _)| m).collect();
-    // Errors that alone are longer than the budget cannot all be kept.
-    if items.iter().map(Must::cost).sum::<usize>() > 4000 {
+    // Errors that alone, with a gap's marker after each, are longer than
+    // the budget cannot all be kept.
+    if items.iter().map(|m| m.cost() + GAP).sum::<usize>() > 4000 {
         return None;
     }
     let out = compress::compress(raw, 4000);

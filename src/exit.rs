@@ -18,6 +18,9 @@ pub enum Exit {
     Budget,
     Busy,
     Interrupted,
+    /// The exit code of a command ooda ran for the caller (`ooda compress
+    /// -- CMD`), passed on as it was.
+    Passed(u8),
 }
 
 impl Exit {
@@ -30,6 +33,7 @@ impl Exit {
             Exit::Budget => 4,
             Exit::Busy => 5,
             Exit::Interrupted => 130,
+            Exit::Passed(code) => code,
         }
     }
 

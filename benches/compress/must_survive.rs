@@ -383,7 +383,9 @@ pub(crate) fn dropped<'m>(output: &str, must: &'m [Must]) -> Vec<&'m Must> {
 }
 
 static ERROR: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(error|fail|panic|fatal|exception|traceback)\w*|^\s*[✖✕×●]\s|^not ok\b")
+    re(
+        r"(?i)\b(error|fail|panic|fatal|exception|traceback)\w*|^\s*[✖✕×●]\s|^not ok\b|(?-i:[a-z](Error|Exception|Failure)\b)",
+    )
 });
 
 /// For the budget's check: the items that are errors (problems other than

@@ -10,6 +10,7 @@
 mod ack;
 mod check;
 mod compare;
+mod compress;
 mod daemon;
 mod export;
 mod gc;
@@ -218,6 +219,28 @@ pub enum Command {
         #[arg(long)]
         discard_archive: bool,
     },
+    /// Run a command (or read stdin) and print its output compressed for a
+    /// model: problems with their locations, summaries and identifiers kept,
+    /// routine lines folded with counts; exits with the command's exit code
+    #[command(
+        after_help = "Examples:\n  ooda compress -- cargo test\n  ooda compress --budget 4000 --raw-to raw.log -- pytest -q\n  make 2>&1 | ooda compress --json"
+    )]
+    Compress {
+        /// Shorten to at most N characters, keeping errors with their
+        /// locations first, then failures' details, warnings, summaries
+        #[arg(long, value_name = "N")]
+        budget: Option<usize>,
+        /// Also write the exact output, uncompressed, to FILE
+        #[arg(long, value_name = "FILE")]
+        raw_to: Option<PathBuf>,
+        /// Answer an agent CLI's pre-tool hook (claude, gemini) on stdin
+        /// instead (what `compress_commands: true` installs)
+        #[arg(long, value_name = "TOOL", conflicts_with_all = ["budget", "raw_to", "command"])]
+        hook: Option<String>,
+        /// The command and its arguments (after `--`); none: read stdin
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Free disk: worktree build outputs, artifacts of discarded iterations beyond
     /// `defaults.keep_artifacts`, older replays; says how much it freed
     Gc {
@@ -302,5 +325,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
             discard_archive,
         } => reset::run(&g, &brief, yes, discard_archive),
         Command::Gc { brief, dry_run } => gc::run(&g, &brief, dry_run),
+        Command::Compress {
+            budget,
+            raw_to,
+            hook,
+            command,
+        } => compress::run(&g, budget, raw_to.as_deref(), hook.as_deref(), &command),
     }
 }

@@ -159,6 +159,10 @@ pub struct AgentProfile {
     /// Whether the EXECUTE prompt asks for the optional `{"change": …}`
     /// block (aider reads a fenced block in its reply as an edit).
     pub change_note: bool,
+    /// `compress_commands`: the tool's own shell commands run through `ooda
+    /// compress` (its pre-tool hook, installed in the candidate worktree
+    /// for each call; Claude Code and Gemini CLI only).
+    pub compress_commands: bool,
     /// `sandbox.writable`: where the tool keeps its own state (its
     /// configuration directory), writable for it besides the worktree when
     /// ooda's sandbox is in force. `~` and `$VAR` expand at run time.

@@ -72,6 +72,7 @@ const AGENT_KEYS: &[&str] = &[
     "file_arg",
     "read_arg",
     "change_note",
+    "compress_commands",
     "sandbox",
 ];
 const MODEL_KEYS: &[&str] = &[
@@ -659,6 +660,7 @@ fn check_agent(
     for (key, slot) in [
         ("result_file", &mut p.result_file),
         ("change_note", &mut p.change_note),
+        ("compress_commands", &mut p.compress_commands),
     ] {
         if let Some(e) = fields.get(key)
             && let Some(v) = ck.expect(
@@ -777,6 +779,17 @@ fn check_agent(
                 }
             }
         }
+    }
+    if p.compress_commands
+        && !matches!(p.format, AgentFormat::ClaudeJson | AgentFormat::GeminiJson)
+        && let Some(e) = fields.get("compress_commands")
+    {
+        ck.report(
+            Some(e.value.line),
+            Some(&join(&path, "compress_commands")),
+            "only Claude Code and Gemini CLI have a hook that can route their own shell commands through `ooda compress` (format claude-json or gemini-json); this tool has none",
+        )
+        .example("compress_commands: false");
     }
     (ck.problems.len() == before).then(|| (name.clone(), p))
 }

@@ -18,6 +18,7 @@ pub(super) fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat)
         file_arg: None,
         read_arg: None,
         change_note: true,
+        compress_commands: false,
         sandbox_writable: Vec::new(),
         sandbox_args: SandboxArgs::default(),
     }

@@ -16,6 +16,7 @@
 pub(crate) mod agent;
 pub mod builtin;
 pub(crate) mod command;
+pub(crate) mod compress_hook;
 pub(crate) mod llm;
 pub(crate) mod step;
 

@@ -3,6 +3,7 @@
 mod agents;
 mod attacks;
 mod commands;
+mod compress;
 mod decisions;
 mod environment;
 mod errors;

@@ -433,3 +433,104 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
     );
     assert!(rec.reason.contains("HTTP 500"), "{}", rec.reason);
 }
+
+/// What the fake Claude Code does on EXECUTE besides its edit: runs three
+/// noisy commands of the corpus (`cat` of a real tool's output) as its Bash
+/// tool would, first through the `PreToolUse` hooks of the worktree's
+/// settings if there are any (as the real tool reads them), and keeps what
+/// it received. It also notes whether the settings file is there.
+const CLAUDE_RUNS_COMMANDS: &str = r#"
+if [ "$OODA_PHASE" = execute ]; then
+  if [ -f .claude/settings.local.json ]; then echo yes > "$AGENT_DIR/hook-seen"; else echo no > "$AGENT_DIR/hook-seen"; fi
+  for case in cargo-clippy-pedantic pytest-fail-verbose uvicorn-access-log; do
+    cmd="cat $AGENT_DIR/$case.log"
+    if [ -f .claude/settings.local.json ]; then
+      hook=$(python3 -c 'import json; print(json.load(open(".claude/settings.local.json"))["hooks"]["PreToolUse"][0]["hooks"][0]["command"])')
+      answer=$(printf '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"%s"}}' "$cmd" | sh -c "$hook")
+      if [ -n "$answer" ]; then
+        cmd=$(printf '%s' "$answer" | python3 -c 'import json, sys; print(json.load(sys.stdin)["hookSpecificOutput"]["updatedInput"]["command"])')
+      fi
+    fi
+    sh -c "$cmd" > "$AGENT_DIR/received-$case" 2>&1
+  done
+fi
+"#;
+
+/// With `compress_commands: true`, the Claude Code preset's EXECUTE step
+/// finds ooda's hook in the candidate worktree's settings, its commands'
+/// output reaches it compressed, and the hook is gone after the step (in
+/// no commit, not in the worktree). Without it, the raw output.
+#[test]
+fn claude_s_own_commands_go_through_ooda_compress_for_the_step_only() {
+    let received = |compress: bool| -> Vec<(String, usize, usize)> {
+        let (t, dir) = with_fake("claude", 1);
+        let fake = std::fs::read_to_string(dir.path().join("bin/claude")).unwrap();
+        let fake = fake.replace(
+            "\ncat \"$AGENT_DIR/$OODA_PHASE-$OODA_ITERATION.out\"",
+            &format!("{CLAUDE_RUNS_COMMANDS}\ncat \"$AGENT_DIR/$OODA_PHASE-$OODA_ITERATION.out\""),
+        );
+        std::fs::write(dir.path().join("bin/claude"), fake).unwrap();
+        if compress {
+            t.write(
+                "ooda.yaml",
+                &format!(
+                    "{}agents:\n  claude: {{compress_commands: true}}\n",
+                    t.read("ooda.yaml")
+                ),
+            );
+            t.commit("compress the agent's commands");
+        }
+        let cases = [
+            "cargo-clippy-pedantic",
+            "pytest-fail-verbose",
+            "uvicorn-access-log",
+        ];
+        for case in cases {
+            std::fs::copy(
+                format!(
+                    "{}/benches/compress/corpus/{case}/raw.log",
+                    env!("CARGO_MANIFEST_DIR")
+                ),
+                dir.path().join(format!("{case}.log")),
+            )
+            .unwrap();
+        }
+        for (phase, fx, answer) in [
+            ("plan", CLAUDE_PLAN, plan(25)),
+            ("execute", CLAUDE_EXECUTE, execute(25)),
+            ("learn", CLAUDE_PLAN, learn(25)),
+        ] {
+            std::fs::write(
+                dir.path().join(format!("{phase}-1.out")),
+                framed("claude", fx, &answer),
+            )
+            .unwrap();
+        }
+        let fake_env = env_of(&dir);
+        t.ooda_env(&["run", "b"], &fake_env.pairs()).expect(4);
+        assert_eq!(t.record("b", 1).verdict, Verdict::Keep);
+        let seen = std::fs::read_to_string(dir.path().join("hook-seen")).unwrap();
+        assert_eq!(seen.trim(), if compress { "yes" } else { "no" });
+        // Gone after the step: not in the worktree, not in the kept commit.
+        assert!(!t.path().join(".ooda/worktrees/b/cand/.claude").exists());
+        let files = t.git(&["show", "--name-only", "--format=", "ooda/b"]);
+        assert!(!files.contains(".claude"), "{files}");
+        cases
+            .iter()
+            .map(|case| {
+                let raw = std::fs::read_to_string(dir.path().join(format!("{case}.log"))).unwrap();
+                let got =
+                    std::fs::read_to_string(dir.path().join(format!("received-{case}"))).unwrap();
+                (case.to_string(), raw.chars().count(), got.chars().count())
+            })
+            .collect()
+    };
+    let plain = received(false);
+    let compressed = received(true);
+    for ((case, raw, without), (_, _, with)) in plain.iter().zip(&compressed) {
+        // What the docs report (docs/benchmarks.md).
+        eprintln!("{case}: raw {raw}, received without {without}, with {with}");
+        assert_eq!(without, raw, "{case}");
+        assert!(with * 2 < *without, "{case}: {with} of {without}");
+    }
+}

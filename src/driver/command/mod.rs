@@ -233,9 +233,23 @@ impl CommandAgent {
             measured: false,
         };
         self.refuse_wide(&spec.writable, inv.cwd)?;
-        let out = lease
-            .run(&spec, cancel)
-            .ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
+        // The tool's own shell commands through `ooda compress`, for this
+        // call only: the hook is gone before anything reads the worktree.
+        let hook = match crate::driver::compress_hook::tool_of(self.profile.format) {
+            Some(tool) if self.profile.compress_commands => {
+                let ooda = std::env::current_exe()
+                    .map_err(|e| Error::io("finding ooda's own path".to_string(), e))?;
+                Some(crate::driver::compress_hook::Hook::install(
+                    tool, inv.cwd, &ooda,
+                )?)
+            }
+            _ => None,
+        };
+        let out = lease.run(&spec, cancel);
+        if let Some(hook) = hook {
+            hook.remove()?;
+        }
+        let out = out.ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
         // The agent wrote this file itself: it is archived, so it is
         // redacted (and stays JSON) before it is moved there.
         let (written, oversize) = match deliver(&agent_output_file, &output_file) {

@@ -102,6 +102,7 @@ pub(crate) static BOILERPLATE: LazyLock<Regex> = LazyLock::new(|| {
 static PROBLEM: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
         r"(?i)\b(error|warn|fail|panic|fatal|exception|traceback|assert)\w*",
+        r"|(?-i:[a-z](Error|Warning|Exception|Failure)\b)",
         r"|^not ok\b|^[✖✕×●]\s|\bcode [45]\d\d\b|[\x22'] [45]\d\d\b|\bstatus[\x22']?[:=] ?[45]\d\d\b",
         r"|^[^\s:]+:\d+:\d+:? [A-Z]{1,4}\d{2,5}\b|\x22level\x22: ?(50|60)\b",
     ))

@@ -14,7 +14,7 @@
 //! whether anything they need went.
 
 use super::keep::Keep;
-use super::{Entry, char_len, clamp_chars, join};
+use super::{Entry, char_len, clamp_chars, is_code, join};
 
 /// No line is cut shorter than this, whatever the budget.
 const MIN_LINE: usize = 160;
@@ -24,6 +24,7 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
     // A location ranks with the line it is the location of: the last
     // line before it that is not one.
     let mut owner = 5;
+    let mut seen = std::collections::HashSet::new();
     let n = entries.len();
     entries
         .iter()
@@ -33,6 +34,9 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
                 .then(|| Keep::of(&e.text))
                 .flatten();
             let rank = match kind {
+                // Code (a snippet's line, a suggested fix) is code, whatever
+                // names it holds (`except ImportError:`).
+                _ if is_code(&e.text) => 5,
                 // The last line is most often the verdict (`Found 3
                 // errors.`, `test result: FAILED`): it stays first.
                 _ if i + 1 == n => 0,
@@ -47,7 +51,18 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
                 None if e.important => 4,
                 None => 5,
             };
-            owner = rank;
+            // A location belongs to the nearest problem above it.
+            if rank <= 2 {
+                owner = rank;
+            }
+            // A problem said again word for word (a linter's same message at
+            // another place) tells nothing new; its location ranks with
+            // warnings': where else the same problem is comes after every
+            // problem's first place.
+            if rank <= 2 && !seen.insert(e.text.as_str()) {
+                owner = 2;
+                return 4;
+            }
             rank
         })
         .collect()
@@ -67,7 +82,7 @@ fn kind_name(e: &Entry) -> &'static str {
 }
 
 fn gap(lines: usize) -> String {
-    format!("[… {lines} lines omitted …]")
+    format!("[… {lines} lines]")
 }
 
 /// `entries` within `budget` characters (newlines included).
@@ -100,7 +115,8 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     let total_lines: usize = entries.iter().map(|e| e.lines).sum();
     let gap_cost = char_len(&gap(total_lines)) + 1;
     // The closing marker's room: kinds and counts.
-    let closing_cost = 90.min(budget / 4);
+    let closing_cost = 60.min(budget / 4);
+    // One gap's marker to begin with: everything is one gap.
     let available = budget.saturating_sub(closing_cost + gap_cost);
     let mut order: Vec<usize> = (0..n).collect();
     // A closing count (`Found 3 errors.`, `2 failed`) goes first of its
@@ -110,13 +126,19 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
         (ranks[i], !Keep::is_summary(&entries[i].text), place)
     });
     let mut keep = vec![false; n];
-    let mut used = 0;
+    let mut used = 0usize;
     for i in order {
-        // A kept line may open one more gap, hence one more marker.
-        let cost = char_len(&entries[i].text) + 1 + gap_cost;
-        if used + cost <= available {
+        // Keeping a line splits the gap it is in: a marker before it if a
+        // line before it stays omitted, one after it likewise, where there
+        // was one marker.
+        let before = i > 0 && !keep[i - 1];
+        let after = i + 1 < n && !keep[i + 1];
+        let markers = usize::from(before) + usize::from(after);
+        let cost = char_len(&entries[i].text) + 1 + markers * gap_cost;
+        let freed = gap_cost;
+        if used + cost <= available + freed {
             keep[i] = true;
-            used += cost;
+            used = (used + cost).saturating_sub(freed);
         }
     }
     let mut out: Vec<String> = Vec::new();

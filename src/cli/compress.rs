@@ -1,0 +1,165 @@
+//! `ooda compress [--budget N] [--raw-to FILE] [--json] [-- CMD …]`: the
+//! compressor as a proxy between an agent and a command, as RTK is one.
+//!
+//! With a command it runs it (stdout and stderr into one pipe, in the order
+//! they were printed), prints the compressed output and exits with the
+//! command's exit code, so `ooda compress -- cargo test && …` still reads
+//! the command's verdict. Without one it compresses its standard input.
+//! `--raw-to FILE` keeps the exact bytes one step away, for a reader who
+//! needs a line that went. Secrets found in the output are redacted from
+//! what is printed (never from `--raw-to`, which is the user's own file).
+//!
+//! `--hook claude|gemini` is what an agent CLI's pre-tool hook runs
+//! (`compress_commands: true` in a profile installs it for a step): it reads
+//! the tool call on stdin and answers with the command rewritten to run
+//! through `ooda compress`, or with nothing when it leaves the command as
+//! it is. It never approves a command: the tool's own permission rules see
+//! the rewritten command as they would have seen the original.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Globals;
+use crate::error::{Error, Result};
+use crate::exit::Exit;
+use crate::text::compress::{self, Accounting};
+
+#[derive(Serialize)]
+struct Report<'a> {
+    /// The command run, or null when standard input was compressed.
+    command: Option<Vec<String>>,
+    /// Its exit code (null for standard input, or when a signal ended it).
+    exit_code: Option<i32>,
+    raw_bytes: usize,
+    raw_chars: usize,
+    chars: usize,
+    budget: Option<usize>,
+    /// Lines the structural passes dropped, by kind.
+    dropped: std::collections::BTreeMap<String, usize>,
+    /// Lines the budget cut, by kind.
+    cut: std::collections::BTreeMap<String, usize>,
+    raw_to: Option<&'a Path>,
+    output: &'a str,
+}
+
+pub(crate) fn run(
+    g: &Globals,
+    budget: Option<usize>,
+    raw_to: Option<&Path>,
+    hook: Option<&str>,
+    command: &[String],
+) -> Result<Exit> {
+    if let Some(tool) = hook {
+        return answer_hook(tool);
+    }
+    let (raw, status) = if command.is_empty() {
+        let mut raw = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut raw)
+            .map_err(|e| Error::io("reading standard input".to_string(), e))?;
+        (raw, None)
+    } else {
+        let (raw, status) = run_command(command)?;
+        (raw, Some(status))
+    };
+    if let Some(path) = raw_to {
+        std::fs::write(path, &raw).map_err(|e| {
+            Error::io(
+                format!("writing the raw output to {} (--raw-to)", path.display()),
+                e,
+            )
+        })?;
+    }
+    let text = String::from_utf8_lossy(&raw);
+    let output = compress::excerpt(&text, budget.unwrap_or(usize::MAX));
+    let Accounting { dropped, cut } = compress::accounting(&output);
+    let code = status.as_ref().and_then(std::process::ExitStatus::code);
+    if g.json {
+        let report = Report {
+            command: (!command.is_empty()).then(|| command.to_vec()),
+            exit_code: code,
+            raw_bytes: raw.len(),
+            raw_chars: text.chars().count(),
+            chars: output.chars().count(),
+            budget,
+            dropped,
+            cut,
+            raw_to,
+            output: &output,
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        // A reader that went away (`| head`) is no error of the command's.
+        let _ = writeln!(stdout, "{output}");
+    }
+    Ok(match status {
+        None => Exit::Ok,
+        Some(s) => Exit::Passed(exit_code(&s)),
+    })
+}
+
+/// What a shell would report for `status`: the code, or 128 + the signal.
+fn exit_code(status: &std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c.clamp(0, 255)).unwrap_or(1),
+        (None, Some(sig)) => u8::try_from((128 + sig).clamp(0, 255)).unwrap_or(1),
+        (None, None) => 1,
+    }
+}
+
+/// Runs `command` with its stdout and stderr into one pipe (so they
+/// interleave as a terminal shows them) and its stdin inherited; returns
+/// the bytes and how it ended.
+fn run_command(command: &[String]) -> Result<(Vec<u8>, std::process::ExitStatus)> {
+    let (mut reader, writer) = std::io::pipe()
+        .map_err(|e| Error::io("creating a pipe for the command's output".to_string(), e))?;
+    let err_writer = writer
+        .try_clone()
+        .map_err(|e| Error::io("creating a pipe for the command's output".to_string(), e))?;
+    let mut child = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .stdout(writer)
+        .stderr(err_writer)
+        .spawn()
+        .map_err(|e| {
+            Error::Input(format!(
+                "cannot run `{}`: {e} (is it installed and on PATH?)",
+                command[0]
+            ))
+        })?;
+    let mut raw = Vec::new();
+    // The pipe's writers are the child's (and its children's) only: read
+    // to the end, then reap it.
+    let read = reader.read_to_end(&mut raw);
+    let status = child
+        .wait()
+        .map_err(|e| Error::io(format!("waiting for `{}`", command[0]), e))?;
+    read.map_err(|e| Error::io(format!("reading the output of `{}`", command[0]), e))?;
+    Ok((raw, status))
+}
+
+/// Answers a pre-tool hook of `tool` (`claude`, `gemini`): the shell
+/// command of the call, rewritten to run through `ooda compress`, or no
+/// answer when it is left alone.
+fn answer_hook(tool: &str) -> Result<Exit> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_to_string(&mut input)
+        .map_err(|e| Error::io("reading the hook's input".to_string(), e))?;
+    let call: serde_json::Value = serde_json::from_str(&input)
+        .map_err(|e| Error::Input(format!("the hook's input is not JSON: {e}")))?;
+    let ooda =
+        std::env::current_exe().map_err(|e| Error::io("finding ooda's own path".to_string(), e))?;
+    let answer = crate::driver::compress_hook::answer(tool, &call, &ooda)?;
+    if let Some(answer) = answer {
+        println!("{answer}");
+    }
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,339 @@
+//! Routing an agent CLI's own shell commands through `ooda compress`.
+//!
+//! The agent CLIs run commands themselves and read their raw output; the
+//! output compressor reaches them only through the tool's own pre-tool
+//! hook, which may rewrite a shell command before it runs (RTK's approach).
+//! With `compress_commands: true` in a profile, a step of a tool with such a
+//! hook gets one in the candidate worktree's own settings for the duration
+//! of the call, and the settings are put back as they were (or removed)
+//! right after it, before anything reads what the agent changed:
+//!
+//! - Claude Code: a `PreToolUse` hook on `Bash` in `.claude/settings.local.json`
+//!   (the per-user, uncommitted settings file), answering with
+//!   `hookSpecificOutput.updatedInput`;
+//! - Gemini CLI: a `BeforeTool` hook on `run_shell_command` in
+//!   `.gemini/settings.json`, answering with `hookSpecificOutput.tool_input`.
+//!
+//! Codex and aider have no hook that can rewrite a command (docs/agents.md).
+//!
+//! The hook never answers with a permission decision: it cannot approve a
+//! command the tool's own rules would not have run. Only a command whose
+//! first word is a program is rewritten (`cargo test …` → `ooda compress --
+//! cargo test …`); a shell builtin or keyword, an assignment, a heredoc or
+//! a command already through ooda is left alone, so `cd`, `export` and
+//! compound commands behave as the agent meant.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::config::AgentFormat;
+use crate::error::{Error, Result};
+
+/// Which tool's hook protocol a profile speaks, if any.
+pub(crate) fn tool_of(format: AgentFormat) -> Option<&'static str> {
+    match format {
+        AgentFormat::ClaudeJson => Some("claude"),
+        AgentFormat::GeminiJson => Some("gemini"),
+        _ => None,
+    }
+}
+
+/// Where `tool` reads a worktree's own settings, and the hook entry it
+/// takes there.
+fn settings(tool: &str, ooda: &Path) -> Option<(&'static str, Value)> {
+    let command = format!(
+        "{} compress --hook {tool}",
+        shell_quote(&ooda.display().to_string())
+    );
+    match tool {
+        "claude" => Some((
+            ".claude/settings.local.json",
+            json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}]}}),
+        )),
+        "gemini" => Some((
+            ".gemini/settings.json",
+            json!({"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": command}]}]}}),
+        )),
+        _ => None,
+    }
+}
+
+/// A hook installed in a worktree for one call; [`Hook::remove`] puts the
+/// settings back as they were.
+#[must_use = "the hook stays in the worktree until removed"]
+pub(crate) struct Hook {
+    file: PathBuf,
+    /// The settings file's bytes before, if it existed.
+    before: Option<Vec<u8>>,
+    /// The directory ooda created for it, if it did.
+    created_dir: Option<PathBuf>,
+    removed: bool,
+}
+
+impl Hook {
+    /// Installs `tool`'s hook in `worktree`, running `ooda` (this binary).
+    /// An existing settings file keeps what it says; the hook is added to
+    /// its list for the event.
+    pub(crate) fn install(tool: &str, worktree: &Path, ooda: &Path) -> Result<Hook> {
+        let (rel, entry) = settings(tool, ooda)
+            .ok_or_else(|| Error::Input(format!("{tool} takes no command hook")))?;
+        let file = worktree.join(rel);
+        let dir = file
+            .parent()
+            .expect("a settings file is in a directory")
+            .to_path_buf();
+        let created_dir = (!dir.exists()).then(|| dir.clone());
+        let before = match std::fs::read(&file) {
+            Ok(b) => Some(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io(format!("reading {}", file.display()), e)),
+        };
+        let mut value: Value = match &before {
+            Some(b) => serde_json::from_slice(b).map_err(|e| {
+                Error::Input(format!(
+                    "{} is not JSON ({e}): ooda cannot add its compression hook to it (fix the file or set compress_commands: false)",
+                    file.display()
+                ))
+            })?,
+            None => json!({}),
+        };
+        merge_hook(&mut value, &entry);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        std::fs::write(&file, text)
+            .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
+        Ok(Hook {
+            file,
+            before,
+            created_dir,
+            removed: false,
+        })
+    }
+
+    /// Puts the settings back: the file as it was, or gone with the
+    /// directory ooda made for it.
+    pub(crate) fn remove(mut self) -> Result<()> {
+        self.removed = true;
+        self.restore()
+    }
+
+    fn restore(&self) -> Result<()> {
+        let io = |what: &str, e| Error::io(format!("{what} {}", self.file.display()), e);
+        match &self.before {
+            Some(b) => std::fs::write(&self.file, b).map_err(|e| io("restoring", e))?,
+            None => match std::fs::remove_file(&self.file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io("removing", e));
+                }
+                _ => {}
+            },
+        }
+        if let Some(dir) = &self.created_dir {
+            // Only if empty: the agent may have put something of its own there.
+            let _ = std::fs::remove_dir(dir);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Hook {
+    fn drop(&mut self) {
+        // On an error path the call never returned normally: the settings
+        // are put back all the same.
+        if !self.removed {
+            let _ = self.restore();
+        }
+    }
+}
+
+/// Adds `entry`'s hooks to `value`'s, keeping the ones already there.
+fn merge_hook(value: &mut Value, entry: &Value) {
+    if !value.is_object() {
+        *value = json!({});
+    }
+    let hooks = value
+        .as_object_mut()
+        .expect("an object")
+        .entry("hooks")
+        .or_insert_with(|| json!({}));
+    if !hooks.is_object() {
+        *hooks = json!({});
+    }
+    for (event, list) in entry["hooks"].as_object().expect("an object") {
+        let slot = hooks
+            .as_object_mut()
+            .expect("an object")
+            .entry(event.clone())
+            .or_insert_with(|| json!([]));
+        if !slot.is_array() {
+            *slot = json!([]);
+        }
+        slot.as_array_mut()
+            .expect("an array")
+            .extend(list.as_array().cloned().unwrap_or_default());
+    }
+}
+
+/// The hook's answer to one tool call: the command rewritten, or `None`
+/// to leave it alone.
+pub(crate) fn answer(tool: &str, call: &Value, ooda: &Path) -> Result<Option<String>> {
+    let (input, event) = match tool {
+        "claude" => (&call["tool_input"], "PreToolUse"),
+        "gemini" => (&call["tool_input"], "BeforeTool"),
+        _ => {
+            return Err(Error::Input(format!(
+                "--hook takes claude or gemini, not `{tool}`"
+            )));
+        }
+    };
+    let Some(command) = input["command"].as_str() else {
+        return Ok(None);
+    };
+    let Some(rewritten) = rewrite(command, ooda) else {
+        return Ok(None);
+    };
+    let mut updated = input.clone();
+    updated["command"] = Value::String(rewritten);
+    let out = match tool {
+        "claude" => {
+            json!({"hookSpecificOutput": {"hookEventName": event, "updatedInput": updated}})
+        }
+        _ => json!({"hookSpecificOutput": {"hookEventName": event, "tool_input": updated}}),
+    };
+    Ok(Some(out.to_string()))
+}
+
+/// Shell words that are not programs: run through `ooda compress` they
+/// would lose their effect on the shell (`cd`, `export`) or their syntax.
+const NOT_PROGRAMS: &[&str] = &[
+    "cd", "export", "source", ".", "set", "unset", "alias", "eval", "exec", "exit", "return", "if",
+    "for", "while", "until", "case", "function", "{", "(", "!", "[[", "time", "ooda",
+];
+
+/// `command` with its first simple command run through `ooda compress`,
+/// or `None` when it is better left alone.
+pub(crate) fn rewrite(command: &str, ooda: &Path) -> Option<String> {
+    let trimmed = command.trim_start();
+    let first = trimmed.split_whitespace().next()?;
+    let name = first.rsplit('/').next().unwrap_or(first);
+    if NOT_PROGRAMS.contains(&name)
+        || first.contains('=')
+        || command.contains("<<")
+        || first.starts_with(['$', '`', '(', '\'', '"'])
+        || Path::new(first) == ooda
+    {
+        return None;
+    }
+    Some(format!(
+        "{} compress -- {trimmed}",
+        shell_quote(&ooda.display().to_string())
+    ))
+}
+
+/// `s` as one shell word.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,@".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_routed_and_the_shell_is_left_alone() {
+        let ooda = Path::new("/opt/ooda/bin/ooda");
+        assert_eq!(
+            rewrite("cargo test --all 2>&1 | tail -40", ooda).as_deref(),
+            Some("/opt/ooda/bin/ooda compress -- cargo test --all 2>&1 | tail -40")
+        );
+        for left in [
+            "cd src && cargo test",
+            "export A=1",
+            "FOO=1 cargo test",
+            "cat <<EOF\nx\nEOF",
+            "/opt/ooda/bin/ooda compress -- ls",
+            "ooda status",
+            "$(which cargo) test",
+            "",
+        ] {
+            assert_eq!(rewrite(left, ooda), None, "{left}");
+        }
+        let odd = Path::new("/tmp/my tools/ooda");
+        assert_eq!(
+            rewrite("make", odd).as_deref(),
+            Some("'/tmp/my tools/ooda' compress -- make")
+        );
+    }
+
+    #[test]
+    fn the_answer_keeps_the_call_and_grants_nothing() {
+        let ooda = Path::new("/bin/ooda");
+        let call = json!({"tool_name": "Bash", "tool_input": {"command": "pytest -q", "description": "run tests", "timeout": 60000}});
+        let a: Value =
+            serde_json::from_str(&answer("claude", &call, ooda).unwrap().unwrap()).unwrap();
+        let out = &a["hookSpecificOutput"];
+        assert_eq!(out["hookEventName"], "PreToolUse");
+        assert_eq!(
+            out["updatedInput"]["command"],
+            "/bin/ooda compress -- pytest -q"
+        );
+        assert_eq!(out["updatedInput"]["description"], "run tests");
+        assert!(out.get("permissionDecision").is_none(), "{a}");
+        let call =
+            json!({"tool_name": "run_shell_command", "tool_input": {"command": "go test ./..."}});
+        let a: Value =
+            serde_json::from_str(&answer("gemini", &call, ooda).unwrap().unwrap()).unwrap();
+        assert_eq!(
+            a["hookSpecificOutput"]["tool_input"]["command"],
+            "/bin/ooda compress -- go test ./..."
+        );
+        // A builtin is not answered at all.
+        let call = json!({"tool_input": {"command": "cd src"}});
+        assert_eq!(answer("claude", &call, ooda).unwrap(), None);
+    }
+
+    #[test]
+    fn installed_for_a_call_and_gone_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let ooda = Path::new("/bin/ooda");
+        let hook = Hook::install("claude", dir.path(), ooda).unwrap();
+        let file = dir.path().join(".claude/settings.local.json");
+        let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(
+            v["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+            "/bin/ooda compress --hook claude"
+        );
+        hook.remove().unwrap();
+        assert!(!dir.path().join(".claude").exists());
+        // A settings file of the project's keeps what it says, and is put
+        // back byte for byte.
+        std::fs::create_dir_all(dir.path().join(".claude")).unwrap();
+        let own = b"{\"permissions\": {\"allow\": [\"Bash(cargo test:*)\"]}, \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Write\", \"hooks\": []}]}}";
+        std::fs::write(&file, own).unwrap();
+        {
+            let _hook = Hook::install("claude", dir.path(), ooda).unwrap();
+            let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            assert_eq!(v["permissions"]["allow"][0], "Bash(cargo test:*)");
+            assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+            // Dropped on an error path: restored all the same.
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), own);
+        // A settings file that is not JSON is a clear error, and untouched.
+        std::fs::write(&file, b"{not json").unwrap();
+        let e = Hook::install("claude", dir.path(), ooda)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("settings.local.json is not JSON"), "{e}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"{not json");
+    }
+}
