@@ -1,7 +1,7 @@
 //! What of a command's output compression must keep: the judge of the
 //! compression corpus (`benches/compress/corpus/`), shared by its benchmark
-//! (`benches/compress_bench.rs`) and by the corpus test in
-//! `src/text/compress.rs`.
+//! (`benches/compress_bench.rs`) and by the corpus tests in
+//! `src/text/compress/mod.rs`.
 //!
 //! Written, and committed, before the corpus was made and before the
 //! compressor was tuned on it, so that the rule is not fitted to either.
