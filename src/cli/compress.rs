@@ -114,6 +114,9 @@ fn exit_code(status: &std::process::ExitStatus) -> u8 {
     }
 }
 
+/// How long output is read after the command itself ended.
+const LEFT_BEHIND_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Runs `command` with its stdout and stderr into one pipe (so they
 /// interleave as a terminal shows them) and its stdin inherited; returns
 /// the bytes and how it ended.
@@ -134,14 +137,42 @@ fn run_command(command: &[String]) -> Result<(Vec<u8>, std::process::ExitStatus)
                 command[0]
             ))
         })?;
-    let mut raw = Vec::new();
-    // The pipe's writers are the child's (and its children's) only: read
-    // to the end, then reap it.
-    let read = reader.read_to_end(&mut raw);
+    // Read on a thread: a process the command left in the background may
+    // hold the pipe open long after the command ended.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let into = std::sync::Arc::clone(&got);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 64 * 1024];
+        let end = loop {
+            match reader.read(&mut chunk) {
+                Ok(0) => break Ok(()),
+                Ok(n) => into
+                    .lock()
+                    .expect("the reader's buffer")
+                    .extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        let _ = tx.send(end);
+    });
     let status = child
         .wait()
         .map_err(|e| Error::io(format!("waiting for `{}`", command[0]), e))?;
-    read.map_err(|e| Error::io(format!("reading the output of `{}`", command[0]), e))?;
+    // What the command printed is in the pipe by now; a grace for the rest,
+    // then what came is what it printed.
+    match rx.recv_timeout(LEFT_BEHIND_GRACE) {
+        Ok(read) => {
+            read.map_err(|e| Error::io(format!("reading the output of `{}`", command[0]), e))?
+        }
+        Err(_) => eprintln!(
+            "ooda compress: `{}` ended but left a process holding its output open; compressing what came until {}s after it ended",
+            command[0],
+            LEFT_BEHIND_GRACE.as_secs()
+        ),
+    }
+    let raw = std::mem::take(&mut *got.lock().expect("the reader's buffer"));
     Ok((raw, status))
 }
 

@@ -83,6 +83,34 @@ fn standard_input_is_compressed_and_json_says_what_went() {
 }
 
 #[test]
+fn a_process_left_holding_the_output_does_not_hold_the_command() {
+    let t = Test::new();
+    // The command ends at once; what it left behind sleeps with the pipe.
+    let run = t
+        .ooda(&[
+            "compress",
+            "--",
+            "sh",
+            "-c",
+            "echo before; (sleep 600; echo late) & echo after; exit 4",
+        ])
+        .expect(4);
+    assert!(
+        run.stdout.contains("before") && run.stdout.contains("after"),
+        "{}",
+        run.stdout
+    );
+    // Had it waited for the one left behind, "late" would be there.
+    assert!(!run.stdout.contains("late"));
+    assert!(
+        run.stderr
+            .contains("left a process holding its output open"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
 fn a_command_that_cannot_start_is_named() {
     let t = Test::new();
     let run = t
