@@ -187,7 +187,9 @@ fn main() -> std::process::ExitCode {
         }
         let raw_chars = raw.chars().count();
         let rtk_plus = theirs.chars + theirs.missing;
-        let ok = ours.chars <= rtk_plus;
+        // Each side with what it dropped (ooda drops nothing the rule
+        // counts, where it does the same charge applies).
+        let ok = ours.chars + ours.missing <= rtk_plus;
         no_larger += usize::from(ok);
         if ours.kept < ours.of {
             lost.push(name.clone());

@@ -53,7 +53,7 @@
 //!   in a header of their own (`---- name stdout ----`, `___ name ___`).
 //!
 //! No line of a test that passed or is starting counts (`x PASSED`, `test x
-//! ... ok`, `ok 3 - x`, `✓ x`, `--- PASS: X`, `=== RUN X`), whatever its
+//! ... ok`, unittest's `docstring ... ok`, `ok 3 - x`, `✓ x`, `--- PASS: X`, `=== RUN X`), whatever its
 //! name says. No line of code counts, whatever words it holds: a snippet's gutter
 //! lines and suggested fixes under a diagnostic, a diff's lines inside a
 //! hunk (its `diff --git` header and `@@` lines count as above).
@@ -143,7 +143,7 @@ static CODE: LazyLock<Regex> = LazyLock::new(|| re(r"^\d*\s*\|(\s|$)|^\d+\s*[-+~
 /// (`TestErrorIs PASSED`, `=== RUN TestFailover`).
 static PASSING: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"^\S+::\S+ PASSED\b|^test \S.* \.\.\. ok$|^ok \d+ - |^[✓✔√] |^--- PASS: ",
+        r"^\S+::\S+ PASSED\b|^\S.* \.\.\. ok$|^ok \d+ - |^[✓✔√] |^--- PASS: ",
         r"|^PASS \[|^=== (RUN|PAUSE|CONT) |^PASSED \S+::",
     ))
 });

@@ -3,7 +3,7 @@
 //!
 //! With a command it runs it (stdout and stderr into one pipe, in the order
 //! they were printed), prints the compressed output and exits with the
-//! command's exit code, so `ooda compress -- cargo test && …` still reads
+//! command's exit code (127 when it cannot start, as a shell says), so `ooda compress -- cargo test && …` still reads
 //! the command's verdict. Without one it compresses its standard input.
 //! `--raw-to FILE` keeps the exact bytes one step away, for a reader who
 //! needs a line that went. Secrets found in the output are redacted from
@@ -13,8 +13,8 @@
 //! (`compress_commands: true` in a profile installs it for a step): it reads
 //! the tool call on stdin and answers with the command rewritten to run
 //! through `ooda compress`, or with nothing when it leaves the command as
-//! it is. It never approves a command: the tool's own permission rules see
-//! the rewritten command as they would have seen the original.
+//! it is. It never approves a command: the tool's own permission rules then
+//! judge the rewritten command.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -61,8 +61,11 @@ pub(crate) fn run(
             .map_err(|e| Error::io("reading standard input".to_string(), e))?;
         (raw, None)
     } else {
-        let (raw, status) = run_command(command)?;
-        (raw, Some(status))
+        match run_command(command)? {
+            Some((raw, status)) => (raw, Some(status)),
+            // As a shell says it: the command is not there (or not runnable).
+            None => return Ok(Exit::Passed(127)),
+        }
     };
     if let Some(path) = raw_to {
         std::fs::write(path, &raw).map_err(|e| {
@@ -78,7 +81,12 @@ pub(crate) fn run(
     let code = status.as_ref().and_then(std::process::ExitStatus::code);
     if g.json {
         let report = Report {
-            command: (!command.is_empty()).then(|| command.to_vec()),
+            command: (!command.is_empty()).then(|| {
+                command
+                    .iter()
+                    .map(|a| crate::text::redact::redact(a))
+                    .collect()
+            }),
             exit_code: code,
             raw_bytes: raw.len(),
             raw_chars: text.chars().count(),
@@ -89,14 +97,11 @@ pub(crate) fn run(
             raw_to,
             output: &output,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report).unwrap_or_default()
-        );
-    } else {
-        let mut stdout = std::io::stdout().lock();
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
         // A reader that went away (`| head`) is no error of the command's.
-        let _ = writeln!(stdout, "{output}");
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    } else {
+        let _ = writeln!(std::io::stdout().lock(), "{output}");
     }
     Ok(match status {
         None => Exit::Ok,
@@ -120,23 +125,27 @@ const LEFT_BEHIND_GRACE: std::time::Duration = std::time::Duration::from_secs(2)
 /// Runs `command` with its stdout and stderr into one pipe (so they
 /// interleave as a terminal shows them) and its stdin inherited; returns
 /// the bytes and how it ended.
-fn run_command(command: &[String]) -> Result<(Vec<u8>, std::process::ExitStatus)> {
+fn run_command(command: &[String]) -> Result<Option<(Vec<u8>, std::process::ExitStatus)>> {
     let (mut reader, writer) = std::io::pipe()
         .map_err(|e| Error::io("creating a pipe for the command's output".to_string(), e))?;
     let err_writer = writer
         .try_clone()
         .map_err(|e| Error::io("creating a pipe for the command's output".to_string(), e))?;
-    let mut child = std::process::Command::new(&command[0])
+    let mut child = match std::process::Command::new(&command[0])
         .args(&command[1..])
         .stdout(writer)
         .stderr(err_writer)
         .spawn()
-        .map_err(|e| {
-            Error::Input(format!(
-                "cannot run `{}`: {e} (is it installed and on PATH?)",
+    {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!(
+                "ooda compress: cannot run `{}`: {e} (is it installed and on PATH?)",
                 command[0]
-            ))
-        })?;
+            );
+            return Ok(None);
+        }
+    };
     // Read on a thread: a process the command left in the background may
     // hold the pipe open long after the command ended.
     let (tx, rx) = std::sync::mpsc::channel();
@@ -173,7 +182,7 @@ fn run_command(command: &[String]) -> Result<(Vec<u8>, std::process::ExitStatus)
         ),
     }
     let raw = std::mem::take(&mut *got.lock().expect("the reader's buffer"));
-    Ok((raw, status))
+    Ok(Some((raw, status)))
 }
 
 /// Answers a pre-tool hook of `tool` (`claude`, `gemini`): the shell

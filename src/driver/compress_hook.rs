@@ -17,11 +17,14 @@
 //! Codex and aider have no hook that can rewrite a command (docs/agents.md).
 //!
 //! The hook never answers with a permission decision: it cannot approve a
-//! command the tool's own rules would not have run. Only a command whose
-//! first word is a program is rewritten (`cargo test …` → `ooda compress --
-//! cargo test …`); a shell builtin or keyword, an assignment, a heredoc or
-//! a command already through ooda is left alone, so `cd`, `export` and
-//! compound commands behave as the agent meant.
+//! command by itself (the tool's rules then judge the rewritten command).
+//! Only a simple command of a program whose output is a report — a build,
+//! a test run, a linter, a package manager, `git log`/`status` — is
+//! rewritten (`cargo test --all` → `ooda compress -- cargo test --all`).
+//! Anything whose output is data (`cat`, `sed`, `jq`, `git diff`), a pipe,
+//! a redirection, a list or a substitution, a builtin, and a command left
+//! running in the background go as the agent wrote them: their bytes are
+//! what the agent edits, saves or reads as it goes.
 
 use std::path::{Path, PathBuf};
 
@@ -98,6 +101,14 @@ impl Hook {
             })?,
             None => json!({}),
         };
+        // A hook of ours left by an ooda that was killed mid-call is not
+        // the project's: it goes, and a file that held only it was none.
+        let stale = drop_ours(&mut value);
+        let before = match before {
+            Some(_) if stale && value == json!({}) => None,
+            Some(_) if stale => Some(serde_json::to_vec_pretty(&value).unwrap_or_default()),
+            b => b,
+        };
         merge_hook(&mut value, &entry);
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
@@ -148,6 +159,37 @@ impl Drop for Hook {
     }
 }
 
+/// Removes hook entries that run `ooda compress --hook` (and the lists and
+/// the `hooks` object they leave empty); whether there were any.
+fn drop_ours(value: &mut Value) -> bool {
+    let ours = |h: &Value| {
+        h["hooks"].as_array().is_some_and(|hs| {
+            hs.iter().any(|x| {
+                x["command"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(" compress --hook "))
+            })
+        })
+    };
+    let mut found = false;
+    if let Some(hooks) = value.get_mut("hooks").and_then(Value::as_object_mut) {
+        for list in hooks.values_mut() {
+            if let Some(items) = list.as_array_mut() {
+                let n = items.len();
+                items.retain(|h| !ours(h));
+                found |= items.len() != n;
+            }
+        }
+        hooks.retain(|_, list| !list.as_array().is_some_and(Vec::is_empty));
+        if hooks.is_empty()
+            && let Some(obj) = value.as_object_mut()
+        {
+            obj.remove("hooks");
+        }
+    }
+    found
+}
+
 /// Adds `entry`'s hooks to `value`'s, keeping the ones already there.
 fn merge_hook(value: &mut Value, entry: &Value) {
     if !value.is_object() {
@@ -191,6 +233,13 @@ pub(crate) fn answer(tool: &str, call: &Value, ooda: &Path) -> Result<Option<Str
     let Some(command) = input["command"].as_str() else {
         return Ok(None);
     };
+    // A command the agent leaves running reads as it goes; a proxy that
+    // prints at the end would show nothing.
+    if input["run_in_background"].as_bool() == Some(true)
+        || input["is_background"].as_bool() == Some(true)
+    {
+        return Ok(None);
+    }
     let Some(rewritten) = rewrite(command, ooda) else {
         return Ok(None);
     };
@@ -205,31 +254,49 @@ pub(crate) fn answer(tool: &str, call: &Value, ooda: &Path) -> Result<Option<Str
     Ok(Some(out.to_string()))
 }
 
-/// Shell words that are not programs: run through `ooda compress` they
-/// would lose their effect on the shell (`cd`, `export`) or their syntax.
-const NOT_PROGRAMS: &[&str] = &[
-    "cd", "export", "source", ".", "set", "unset", "alias", "eval", "exec", "exit", "return", "if",
-    "for", "while", "until", "case", "function", "{", "(", "!", "[[", "time", "ooda",
+/// The programs whose output is a report for a reader (a build, a test
+/// run, a linter, a package manager), not data: only these are rewritten.
+/// `cat`, `sed`, `jq` or `git diff` print what the agent edits or saves,
+/// which must reach it byte for byte.
+const REPORTERS: &[&str] = &[
+    "cargo", "rustc", "make", "cmake", "ctest", "ninja", "gcc", "g++", "cc", "c++", "clang",
+    "clang++", "go", "pytest", "py.test", "tox", "nox", "mypy", "ruff", "pylint", "flake8", "pip",
+    "pip3", "uv", "poetry", "npm", "pnpm", "yarn", "npx", "jest", "vitest", "tsc", "eslint", "mvn",
+    "gradle", "dotnet", "bazel", "swift", "apt-get", "apt",
 ];
 
-/// `command` with its first simple command run through `ooda compress`,
-/// or `None` when it is better left alone.
+/// `git` subcommands whose output is a report (a diff or a file's contents
+/// is data).
+const GIT_REPORTS: &[&str] = &["log", "status", "fetch", "pull", "push", "clone", "blame"];
+
+/// `command` run through `ooda compress`, or `None` when it is better left
+/// alone: only one simple command of a program in [`REPORTERS`] (or a
+/// reporting `git` subcommand) whose output goes to the agent. A pipe, a
+/// redirection, a list (`&&`, `;`), a substitution or a heredoc keeps the
+/// command as it is: there the output is data for the shell, not a report.
 pub(crate) fn rewrite(command: &str, ooda: &Path) -> Option<String> {
-    let trimmed = command.trim_start();
-    let first = trimmed.split_whitespace().next()?;
-    let name = first.rsplit('/').next().unwrap_or(first);
-    if NOT_PROGRAMS.contains(&name)
-        || first.contains('=')
-        || command.contains("<<")
-        || first.starts_with(['$', '`', '(', '\'', '"'])
-        || Path::new(first) == ooda
-    {
+    let trimmed = command.trim();
+    if trimmed.contains(['|', '>', '<', ';', '&', '`', '$', '(', ')', '\n']) {
         return None;
     }
-    Some(format!(
-        "{} compress -- {trimmed}",
-        shell_quote(&ooda.display().to_string())
-    ))
+    let mut words = trimmed.split_whitespace();
+    let first = words.next()?;
+    let name = first.rsplit('/').next().unwrap_or(first);
+    let reporter = match name {
+        "git" => words.next().is_some_and(|sub| GIT_REPORTS.contains(&sub)),
+        "python" | "python3" => {
+            // `python -m pytest`, `python -m mypy`: the module is the program.
+            let rest: Vec<&str> = words.collect();
+            rest.first() == Some(&"-m") && rest.get(1).is_some_and(|m| REPORTERS.contains(m))
+        }
+        _ => REPORTERS.contains(&name),
+    };
+    (reporter && !first.contains('=') && Path::new(first) != ooda).then(|| {
+        format!(
+            "{} compress -- {trimmed}",
+            shell_quote(&ooda.display().to_string())
+        )
+    })
 }
 
 /// `s` as one shell word.
@@ -249,23 +316,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn programs_are_routed_and_the_shell_is_left_alone() {
+    fn reports_are_routed_and_data_is_left_alone() {
         let ooda = Path::new("/opt/ooda/bin/ooda");
-        assert_eq!(
-            rewrite("cargo test --all 2>&1 | tail -40", ooda).as_deref(),
-            Some("/opt/ooda/bin/ooda compress -- cargo test --all 2>&1 | tail -40")
-        );
-        for left in [
-            "cd src && cargo test",
-            "export A=1",
-            "FOO=1 cargo test",
-            "cat <<EOF\nx\nEOF",
-            "/opt/ooda/bin/ooda compress -- ls",
-            "ooda status",
-            "$(which cargo) test",
-            "",
+        for (command, routed) in [
+            ("cargo test --all", true),
+            ("  pytest -q tests  ", true),
+            ("python3 -m pytest -x", true),
+            ("git log -n 5", true),
+            ("/usr/bin/make -k", true),
+            ("npm install", true),
+            ("git diff", false),
+            ("git show HEAD:src/a.rs", false),
+            ("cat src/a.rs", false),
+            ("jq . a.json", false),
+            ("cargo test 2>&1 | tail -40", false),
+            ("git diff > fix.patch", false),
+            ("cargo build && cargo test", false),
+            ("cd src; make", false),
+            ("cargo test $(echo --all)", false),
+            ("FOO=1 cargo test", false),
+            ("command -v cargo", false),
+            ("python script.py", false),
+            ("/opt/ooda/bin/ooda compress -- ls", false),
+            ("", false),
         ] {
-            assert_eq!(rewrite(left, ooda), None, "{left}");
+            let got = rewrite(command, ooda);
+            assert_eq!(got.is_some(), routed, "{command}: {got:?}");
+            if routed {
+                assert_eq!(
+                    got.unwrap(),
+                    format!("/opt/ooda/bin/ooda compress -- {}", command.trim())
+                );
+            }
         }
         let odd = Path::new("/tmp/my tools/ooda");
         assert_eq!(
@@ -278,6 +360,8 @@ mod tests {
     fn the_answer_keeps_the_call_and_grants_nothing() {
         let ooda = Path::new("/bin/ooda");
         let call = json!({"tool_name": "Bash", "tool_input": {"command": "pytest -q", "description": "run tests", "timeout": 60000}});
+        let background = json!({"tool_input": {"command": "npm test", "run_in_background": true}});
+        assert_eq!(answer("claude", &background, ooda).unwrap(), None);
         let a: Value =
             serde_json::from_str(&answer("claude", &call, ooda).unwrap().unwrap()).unwrap();
         let out = &a["hookSpecificOutput"];
@@ -327,6 +411,15 @@ mod tests {
             // Dropped on an error path: restored all the same.
         }
         assert_eq!(std::fs::read(&file).unwrap(), own);
+        // A hook left by a killed ooda is not taken for the project's.
+        std::fs::remove_file(&file).unwrap();
+        let left = Hook::install("claude", dir.path(), ooda).unwrap();
+        std::mem::forget(left);
+        let hook = Hook::install("claude", dir.path(), ooda).unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 1, "{v}");
+        hook.remove().unwrap();
+        assert!(!file.exists());
         // A settings file that is not JSON is a clear error, and untouched.
         std::fs::write(&file, b"{not json").unwrap();
         let e = Hook::install("claude", dir.path(), ooda)

@@ -115,7 +115,7 @@ fn a_command_that_cannot_start_is_named() {
     let t = Test::new();
     let run = t
         .ooda(&["compress", "--", "no-such-tool-anywhere", "x"])
-        .expect(2);
+        .expect(127);
     assert!(
         run.stderr.contains("cannot run `no-such-tool-anywhere`"),
         "{}",

@@ -435,15 +435,15 @@ fn an_aider_outage_is_one_failed_call_with_aiders_message() {
 }
 
 /// What the fake Claude Code does on EXECUTE besides its edit: runs three
-/// noisy commands of the corpus (`cat` of a real tool's output) as its Bash
-/// tool would, first through the `PreToolUse` hooks of the worktree's
+/// noisy commands (`make CASE`, a `make` on PATH printing a real tool's
+/// output from the corpus) as its Bash tool would, first through the `PreToolUse` hooks of the worktree's
 /// settings if there are any (as the real tool reads them), and keeps what
 /// it received. It also notes whether the settings file is there.
 const CLAUDE_RUNS_COMMANDS: &str = r#"
 if [ "$OODA_PHASE" = execute ]; then
   if [ -f .claude/settings.local.json ]; then echo yes > "$AGENT_DIR/hook-seen"; else echo no > "$AGENT_DIR/hook-seen"; fi
   for case in cargo-clippy-pedantic pytest-fail-verbose uvicorn-access-log; do
-    cmd="cat $AGENT_DIR/$case.log"
+    cmd="make $case"
     if [ -f .claude/settings.local.json ]; then
       hook=$(python3 -c 'import json; print(json.load(open(".claude/settings.local.json"))["hooks"]["PreToolUse"][0]["hooks"][0]["command"])')
       answer=$(printf '{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"%s"}}' "$cmd" | sh -c "$hook")
@@ -470,6 +470,9 @@ fn claude_s_own_commands_go_through_ooda_compress_for_the_step_only() {
             &format!("{CLAUDE_RUNS_COMMANDS}\ncat \"$AGENT_DIR/$OODA_PHASE-$OODA_ITERATION.out\""),
         );
         std::fs::write(dir.path().join("bin/claude"), fake).unwrap();
+        let make = dir.path().join("bin/make");
+        std::fs::write(&make, "#!/bin/sh\ncat \"$AGENT_DIR/$1.log\"\n").unwrap();
+        std::fs::set_permissions(&make, std::fs::Permissions::from_mode(0o755)).unwrap();
         if compress {
             t.write(
                 "ooda.yaml",

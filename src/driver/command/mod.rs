@@ -246,10 +246,12 @@ impl CommandAgent {
             _ => None,
         };
         let out = lease.run(&spec, cancel);
-        if let Some(hook) = hook {
-            hook.remove()?;
-        }
+        let removed = hook
+            .map(crate::driver::compress_hook::Hook::remove)
+            .transpose();
+        // The agent's own failure first: it says more than a settings file.
         let out = out.ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
+        removed?;
         // The agent wrote this file itself: it is archived, so it is
         // redacted (and stays JSON) before it is moved there.
         let (written, oversize) = match deliver(&agent_output_file, &output_file) {

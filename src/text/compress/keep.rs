@@ -81,7 +81,7 @@ pub(crate) fn mentions_location(line: &str) -> bool {
 }
 
 static MENTIONS_LOCATION: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(^|[\s(\x22'])[\w./@-]*\.[A-Za-z]\w*[:(]\d+"));
+    LazyLock::new(|| re(r"(^|[\s(\x22'])[\w./@+~-]*\.[A-Za-z]\w*[:(]\d+"));
 
 /// Whether `line` holds an identifier no mask may hide: a commit hash at
 /// its start (`commit H`, a `git log --oneline` or `git blame` line).
@@ -93,9 +93,8 @@ pub(crate) fn holds_id(line: &str) -> bool {
 /// its documentation is, the same under every warning of a kind.
 pub(crate) static BOILERPLATE: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"#\[(warn|deny|allow|forbid|expect)\(|\bimplied by\b|\bon by default\b",
-        r"|for further information|requested on the command line|^-- Docs: https?://",
-        r"|^= help: .*https?://|^help: .*https?://\S+$",
+        r"^(= )?(note|help): .*(#\[(warn|deny|allow|forbid|expect)\(|\bimplied by\b|\bon by default\b",
+        r"|for further information|requested on the command line|https?://\S+$)|^-- Docs: https?://",
     ))
 });
 
@@ -117,7 +116,7 @@ static ERROR: LazyLock<Regex> = LazyLock::new(|| {
 
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
     re(concat!(
-        r"^-->\s*\S+:\d+",
+        r"^(-->|:::)\s*\S+:\d+",
         r#"|^File "[^"]+", line \d+"#,
         r"|^\S+:\d+: in \S+",
         r"|^[\w./-]+\.go:\d+:",
@@ -147,7 +146,9 @@ static SUMMARY: LazyLock<Regex> = LazyLock::new(|| {
 static PROGRESS_END: LazyLock<Regex> = LazyLock::new(|| re(r"\b100(\.0)?%|done\.$"));
 
 static ID: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^commit [0-9a-f]{7,40}\b|^\^?[0-9a-f]{7,40} |^_{3,} \S.* _{3,}$|^---- \S+ stdout ----$")
+    re(
+        r"^commit [0-9a-f]{7,40}\b|^[*|/\\ ]*\^?[0-9a-f]{7,40} |^_{3,} \S.* _{3,}$|^---- \S+ stdout ----$",
+    )
 });
 
 static FILE: LazyLock<Regex> = LazyLock::new(|| {

@@ -163,10 +163,12 @@ fn passes(text: &str) -> Vec<Entry> {
 fn without_layout(line: &str) -> String {
     // pytest's `E` lines align a diff's markers under what they mark; a
     // porcelain status's first column may be a blank.
+    // A failure's detail (`left: "a    b"`) says what its blanks are.
     if line.starts_with(['+', '-'])
         || is_code(line)
         || E_LINE.is_match(line)
         || PORCELAIN.is_match(line)
+        || Keep::of(line) == Some(Keep::Detail)
     {
         return line.to_string();
     }
@@ -265,12 +267,13 @@ static ROUTINE_DROP: LazyLock<Regex> = LazyLock::new(|| {
     .expect("static regex is valid")
 });
 
-/// A test that passed (`name PASSED`, `test x ... ok`, `ok 3 - x`, `✓ x`,
+/// A test that passed (`name PASSED`, `test x ... ok`, unittest's `test_x
+/// (mod.Class.test_x) ... ok`, `ok 3 - x`, `✓ x`,
 /// `--- PASS: X`, `PASS [0.1s] x`), or one starting (`=== RUN X`, a bare
 /// `file::test` id before its result).
 static PASSING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"^\S+::\S+ PASSED\b|^test \S.* \.\.\. ok$|^ok \d+ - |^\s*[✓✔√] |^\s*--- PASS: ",
+        r"^\S+::\S+ PASSED\b|^\S.* \.\.\. ok$|^ok \d+ - |^\s*[✓✔√] |^\s*--- PASS: ",
         r"|^\s*PASS \[|^=== (RUN|PAUSE|CONT) |^\S+\.py::\S+$|^PASSED \S+::",
     ))
     .expect("static regex is valid")
@@ -507,7 +510,9 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
         }
         // Whether a code frame here would be the one of a problem: right
         // under a problem, its location or its frame, no blank between.
-        near_problem = important || keep::mentions_location(&line) || is_snippet(&line);
+        // (A row of a table after a row naming a failure is no frame: only
+        // a location opens one.)
+        near_problem = keep::mentions_location(&line) || (near_problem && is_snippet(&line));
         // A warning's header: a reader needs what and where, and the tool
         // says more with `--explain` or its documentation.
         let warning = !indented
@@ -943,7 +948,7 @@ fn is_important(line: &str) -> bool {
 
 static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)error|warn|panic|fail|fatal|exception|traceback|assert|^\s*not ok\b|\bcode [45]\d\d\b|" [45]\d\d "#,
+        r#"(?i)error|warn|panic|fail|fatal|exception|traceback|assert|^\s*not ok\b|\bcode [45]\d\d\b|" [45]\d\d |\bcannot\b|\bcan't\b|\bunable to\b|\bdenied\b|\bnot found\b|\bno such file\b|\bundefined reference\b|\bsegmentation fault\b|\bkilled\b|\brefused\b|\btimed out\b|\bcore dumped\b"#,
     )
         .expect("static regex is valid")
 });
@@ -995,7 +1000,9 @@ fn shape(line: &str) -> String {
         }
         out = if *token == "<H>" {
             re.replace_all(&out, |c: &regex::Captures| {
-                if c[0].len() >= 12 || c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
+                // With a letter among the digits only: `123456789012` in an
+                // assertion is a value, not an id.
+                if c[0].bytes().any(|b| b.is_ascii_alphabetic()) {
                     "<H>".to_string()
                 } else {
                     c[0].to_string()
@@ -1069,6 +1076,10 @@ impl Entry {
     }
 
     fn of(line: &str, run: usize) -> Entry {
+        // A marker an earlier run wrote, read back: still a marker.
+        if MARKER_LINE.is_match(line) {
+            return Entry::marker(line.to_string(), run);
+        }
         let important = is_important(line);
         let shaped = shape(line);
         // An identifier (a commit's hash) is never masked into a count.
@@ -1079,7 +1090,7 @@ impl Entry {
         let key = if keep::holds_id(line) {
             // Alike to no other: an identifier is what it is.
             line.to_string()
-        } else if important || FILE_LINE.is_match(line) {
+        } else if important || FILE_LINE.is_match(line) || keep::mentions_location(line) {
             shaped
         } else {
             DIGITS.replace_all(&shaped, "#").into_owned()
@@ -1120,6 +1131,11 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
     let mut first: std::collections::HashMap<String, usize> = Default::default();
     let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
     for e in entries {
+        // A commit's header starts a record of its own: its `Date:` is not
+        // the one before it again.
+        if keep::holds_id(&e.text) {
+            first.clear();
+        }
         let Some(shaped) = &e.volatile else {
             out.push(e);
             continue;
@@ -1133,13 +1149,12 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
             }
         }
     }
-    // A count of many lines shows their shape: which parts vary is said
-    // by the masks, and no one id stands for all.
+    // The first line stands for its shape as printed (its time, its ids),
+    // with the count of the lines alike but for those.
     for e in &mut out {
-        if let Some(shaped) = &e.volatile
-            && e.lines > 1
-        {
-            e.text = format!("{shaped}  (×{} similar)", e.lines);
+        if e.volatile.is_some() && e.lines > 1 {
+            let base = COUNT_SUFFIX.replace(e.text.trim_end(), "").into_owned();
+            e.text = format!("{base}  (×{} similar)", e.lines);
         }
     }
     out
@@ -1156,7 +1171,8 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
             !e.important
                 && !e.key.starts_with("<marker>")
                 && !e.text.trim().is_empty()
-                && !e.text.starts_with(['+', '-', '@', '…', '['])
+                && !is_diff_like(&e.text)
+                && !e.text.starts_with(['@', '…', '['])
                 && !is_code(&e.text)
                 && !keep::mentions_location(&e.text)
                 // What is indented belongs to the line above it (a frame's
@@ -1240,6 +1256,21 @@ fn merge_adjacent(entries: Vec<Entry>) -> Vec<Entry> {
     }
     out
 }
+
+/// A diff's changed line as kept (`+code`, `-code`): read one by one. A
+/// `-- ` (a configure step) or `- ` (a list) is not one.
+fn is_diff_like(line: &str) -> bool {
+    let mut c = line.chars();
+    matches!(c.next(), Some('+' | '-')) && !matches!(c.next(), Some('-' | '+' | ' ') | None)
+}
+
+/// A line one of the passes wrote about lines it took out: `[… 3 routine
+/// lines dropped]`, `… (12 lines as above, from "…")`, `… (×4 similar
+/// blocks of 3 lines)`, `… (+7 changed lines)`.
+static MARKER_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\[… \d|^… \((\d+ lines as above|×\d+ similar|\+\d+ changed)")
+        .expect("static regex is valid")
+});
 
 /// The count a fold put after a line: `  (×12 similar)`, `  (×3)`.
 static COUNT_SUFFIX: LazyLock<Regex> =
@@ -1538,7 +1569,7 @@ mod tests {
         }
         assert_eq!(
             compress(&text, 10_000),
-            "<T> GET /item/<U> 200  (×50 similar)\n<T> ERROR upstream timeout after 30s  (×5 similar)"
+            "2026-12-01T10:00:00Z GET /item/00000000-0000-4000-8000-000000000000 200  (×50 similar)\n2026-12-01T10:00:03Z ERROR upstream timeout after 30s  (×5 similar)"
         );
     }
 

@@ -96,6 +96,10 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     if rendered(&entries) <= budget {
         return join(&entries);
     }
+    // Ranked and named as printed: a problem word past a cut still ranks
+    // the line and names what a cut took.
+    let ranks = ranks(&entries);
+    let kinds: Vec<&str> = entries.iter().map(kind_name).collect();
     // One long line (minified JSON, a base64 blob) must not crowd out
     // everything else.
     let line_cap = (budget / 8).max(MIN_LINE);
@@ -111,7 +115,6 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
         return join(&entries);
     }
     let n = entries.len();
-    let ranks = ranks(&entries);
     let total_lines: usize = entries.iter().map(|e| e.lines).sum();
     let gap_cost = char_len(&gap(total_lines)) + 1;
     // The closing marker's room: kinds and counts.
@@ -144,7 +147,7 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     let mut out: Vec<String> = Vec::new();
     let mut omitted = 0;
     let mut cut: std::collections::BTreeMap<&str, usize> = Default::default();
-    for (e, kept) in entries.iter().zip(&keep) {
+    for ((e, kept), kind) in entries.iter().zip(&keep).zip(&kinds) {
         if *kept {
             if omitted > 0 {
                 out.push(gap(omitted));
@@ -154,7 +157,7 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
         } else {
             omitted += e.lines;
             if !e.key.starts_with("<marker>") {
-                *cut.entry(kind_name(e)).or_default() += e.lines;
+                *cut.entry(kind).or_default() += e.lines;
             }
         }
     }

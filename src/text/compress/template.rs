@@ -17,9 +17,12 @@
 
 use std::collections::HashMap;
 
-/// Similarity a line needs with a template to join it: the share of token
-/// positions that agree (Drain's usual threshold).
+/// Similarity a line needs with a template to join it: more than this share
+/// of token positions agree (Drain's usual threshold).
 const SIMILARITY: f64 = 0.5;
+
+/// The most templates kept for one length and first word.
+const MAX_TEMPLATES: usize = 64;
 
 /// How many lines a template needs before it is folded: two alike lines
 /// are not yet a pattern.
@@ -49,21 +52,30 @@ pub(crate) fn templates(lines: &[&str], eligible: &[bool], barrier: &[bool]) -> 
         if !eligible[i] {
             continue;
         }
-        let tokens: Vec<String> = line.split_whitespace().map(mask).collect();
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let tokens: Vec<String> = words.iter().map(|w| mask(w)).collect();
         if tokens.is_empty() {
             continue;
         }
         let candidates = groups.entry((tokens.len(), tokens[0].clone())).or_default();
+        // Lines that share nothing but a length and a first word would
+        // each start a template and each later line scan them all: past
+        // [`MAX_TEMPLATES`] of them, such a line stays on its own.
+        let full = candidates.len() >= MAX_TEMPLATES;
         let found = candidates.iter_mut().find(|(_, t)| {
-            if tokens.len() == 1 {
-                return t.iter().zip(&tokens).all(|(a, b)| a.as_deref() == Some(b));
+            let mut same = 0;
+            for ((slot, token), word) in t.iter().zip(&tokens).zip(&words) {
+                if slot.as_deref() == Some(token.as_str()) {
+                    same += 1;
+                } else if identifier(word) {
+                    // What names a thing is no value: two lines naming
+                    // two files or two commits are two lines.
+                    return false;
+                }
             }
-            let same = t
-                .iter()
-                .zip(&tokens)
-                .filter(|(a, b)| a.as_deref() == Some(b.as_str()))
-                .count();
-            same as f64 / tokens.len() as f64 >= SIMILARITY
+            // More than half: two words of which one differs are not a
+            // template (`0: main`, `1: run`).
+            same as f64 > tokens.len() as f64 * SIMILARITY
         });
         match found {
             Some((id, template)) => {
@@ -74,6 +86,7 @@ pub(crate) fn templates(lines: &[&str], eligible: &[bool], barrier: &[bool]) -> 
                 }
                 of[i] = Some(*id);
             }
+            None if full => {}
             None => {
                 candidates.push((next, tokens.into_iter().map(Some).collect()));
                 of[i] = Some(next);
@@ -90,13 +103,59 @@ pub(crate) fn templates(lines: &[&str], eligible: &[bool], barrier: &[bool]) -> 
         .collect()
 }
 
-/// A token as a template compares it: one holding a digit is a value.
+/// A token as a template compares it: one of digits and punctuation (a
+/// count, a size, a version) is a value; one with words keeps them, its
+/// digits masked (`depth=300` and `depth=12` are alike, `job-7` is not).
 fn mask(token: &str) -> String {
-    if token.bytes().any(|b| b.is_ascii_digit()) {
-        "<*>".to_string()
-    } else {
-        token.to_string()
+    if !token.bytes().any(|b| b.is_ascii_digit()) {
+        return token.to_string();
     }
+    if !token.chars().any(char::is_alphabetic) {
+        return "<*>".to_string();
+    }
+    let mut out = String::with_capacity(token.len());
+    for c in token.chars() {
+        if c.is_ascii_digit() {
+            if !out.ends_with('#') {
+                out.push('#');
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether a token names a thing that a count must not hide: a file (a path
+/// or a name with an extension, not a URL), a commit (seven to forty hex
+/// digits, letters and digits both), a quoted name (`'luaC_newobj'`).
+pub(crate) fn identifier(token: &str) -> bool {
+    let t = token.trim_matches(|c: char| matches!(c, ',' | ';' | ')' | '(' | '*' | '[' | ']'));
+    if t.is_empty() {
+        return false;
+    }
+    let hex = t.len() >= 7
+        && t.len() <= 40
+        && t.bytes().all(|b| b.is_ascii_hexdigit())
+        && t.bytes().any(|b| b.is_ascii_digit())
+        && t.bytes().any(|b| b.is_ascii_alphabetic());
+    let quoted = t.len() > 2 && (t.starts_with(['\'', '`', '‘']) || t.ends_with(['\'', '`', '’']));
+    let url = t.contains("://") || t.contains('?');
+    let file = !url && {
+        // `dir/a.c:12:5:` names `a.c`.
+        let path = t.split(':').next().unwrap_or(t);
+        let name = path.rsplit(['/', '\\']).next().unwrap_or(path);
+        match name.rsplit_once('.') {
+            Some((stem, ext)) => {
+                !stem.is_empty()
+                    && (1..=5).contains(&ext.len())
+                    && ext.chars().all(|c| c.is_ascii_alphanumeric())
+                    && ext.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            }
+            None => false,
+        }
+    };
+    hex || quoted || file
 }
 
 #[cfg(test)]
@@ -137,6 +196,42 @@ mod tests {
         );
         assert_eq!(got[0], None);
         assert_eq!(got[4], None);
+    }
+
+    #[test]
+    fn what_names_a_thing_keeps_lines_apart() {
+        let lines = [
+            "would reformat /src/toolz/__init__.py",
+            "would reformat /src/toolz/dicttoolz.py",
+            "would reformat /src/toolz/itertoolz.py",
+            "* af77385 Release 1.0.18",
+            "* ccd581e Release 1.0.3",
+            "* 0a1b2c3 Release 1.0.2",
+            "lgc.c: In function 'luaC_newobj':",
+            "lgc.c: In function 'luaC_fullgc':",
+            "lgc.c: In function 'sweeplist':",
+            "INFO [ingest.heartbeat] heartbeat: queue depth=300 workers=4",
+            "INFO [ingest.worker] processed job-01133 ts=1 rows=7",
+            "INFO [ingest.worker] processed job-01134 ts=2 rows=9",
+            "0: __rustc::rust_begin_unwind",
+            "1: core::panicking::panic_fmt",
+            "2: core::option::expect_failed",
+        ];
+        let got = templates(&lines, &[true; 15], &[false; 15]);
+        for (i, g) in got.iter().enumerate() {
+            assert_eq!(*g, None, "{}", lines[i]);
+        }
+        // Values still are values: a request's path, a count, a version.
+        let lines = [
+            "127.0.0.1:51234 - \"GET /missing/36 HTTP/1.1\" 404",
+            "127.0.0.1:51236 - \"GET /missing/52 HTTP/1.1\" 404",
+            "127.0.0.1:51240 - \"GET /static/app.js?v=3 HTTP/1.1\" 404",
+        ];
+        let got = templates(&lines, &[true; 3], &[false; 3]);
+        assert!(
+            got[0].is_some() && got[0] == got[1] && got[1] == got[2],
+            "{got:?}"
+        );
     }
 
     #[test]
