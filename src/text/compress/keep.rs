@@ -60,13 +60,16 @@ impl Keep {
         }
         None
     }
-}
 
-impl Keep {
     /// Whether `line` is a tool's closing count or result.
     pub(crate) fn is_summary(line: &str) -> bool {
         SUMMARY.is_match(line.trim())
     }
+}
+
+/// Whether `line` details a failure (`left:`, `expected:`, pytest's `E`).
+pub(crate) fn is_detail(line: &str) -> bool {
+    DETAIL.is_match(line.trim())
 }
 
 /// Whether a (trimmed) line says where a problem is.

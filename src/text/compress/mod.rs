@@ -103,22 +103,21 @@ pub struct Accounting {
 pub fn accounting(output: &str) -> Accounting {
     let mut a = Accounting::default();
     for line in output.lines() {
-        let (list, into, tail) = if let Some(l) = line.strip_prefix("[… ") {
-            (l, &mut a.dropped, " lines dropped]")
-        } else if let Some(l) = line.strip_prefix("[cut to fit: ") {
-            (l, &mut a.cut, "]")
+        let (list, into) = if let Some(l) = line
+            .strip_prefix("[… ")
+            .and_then(|l| l.strip_suffix(" lines dropped]"))
+        {
+            (l, &mut a.dropped)
+        } else if let Some(l) = line
+            .strip_prefix("[cut to fit: ")
+            .and_then(|l| l.strip_suffix(']'))
+        {
+            (l, &mut a.cut)
         } else {
             continue;
         };
-        let Some(list) = list.strip_suffix(tail) else {
-            continue;
-        };
-        for part in list.split(", ") {
-            if let Some((n, kind)) = part.split_once(' ')
-                && let Ok(n) = n.parse::<usize>()
-            {
-                *into.entry(kind.to_string()).or_default() += n;
-            }
+        for (n, kind) in counts(list).unwrap_or_default() {
+            *into.entry(kind.to_string()).or_default() += n;
         }
     }
     a
@@ -168,7 +167,7 @@ fn without_layout(line: &str) -> String {
         || is_code(line)
         || E_LINE.is_match(line)
         || PORCELAIN.is_match(line)
-        || Keep::of(line) == Some(Keep::Detail)
+        || keep::is_detail(line)
     {
         return line.to_string();
     }
@@ -198,55 +197,69 @@ struct Dropped {
 }
 
 impl Dropped {
+    /// Each kind as its marker names it, with its count.
+    fn kinds(&self) -> [(&'static str, usize); 5] {
+        [
+            ("routine", self.routine),
+            ("source", self.source),
+            ("repeated", self.repeated),
+            ("diff context", self.diff),
+            ("boilerplate", self.boilerplate),
+        ]
+    }
+
+    fn slot(&mut self, kind: &str) -> Option<&mut usize> {
+        Some(match kind {
+            "routine" => &mut self.routine,
+            "source" => &mut self.source,
+            "repeated" => &mut self.repeated,
+            "diff context" => &mut self.diff,
+            "boilerplate" => &mut self.boilerplate,
+            _ => return None,
+        })
+    }
+
     fn total(&self) -> usize {
-        self.routine + self.source + self.repeated + self.diff + self.boilerplate
+        self.kinds().iter().map(|(_, n)| n).sum()
     }
 
     /// What [`Dropped::marker`] wrote, read back.
     fn parse(line: &str) -> Option<Dropped> {
         let list = line.strip_prefix("[… ")?.strip_suffix(" lines dropped]")?;
         let mut d = Dropped::default();
-        for part in list.split(", ") {
-            let (n, kind) = part.split_once(' ')?;
-            let n: usize = n.parse().ok()?;
-            match kind {
-                "routine" => d.routine += n,
-                "source" => d.source += n,
-                "repeated" => d.repeated += n,
-                "diff context" => d.diff += n,
-                "boilerplate" => d.boilerplate += n,
-                _ => return None,
-            }
+        for (n, kind) in counts(list)? {
+            *d.slot(kind)? += n;
         }
         Some(d)
     }
 
     fn add(&mut self, other: &Dropped) {
-        self.routine += other.routine;
-        self.source += other.source;
-        self.repeated += other.repeated;
-        self.diff += other.diff;
-        self.boilerplate += other.boilerplate;
+        for (kind, n) in other.kinds() {
+            *self.slot(kind).expect("a kind of its own") += n;
+        }
     }
 
     /// `[… 5 routine lines dropped]`, `[… 5 routine, 4 source lines
     /// dropped]`: the kinds and their counts, which sum to the lines cut.
     fn marker(&self) -> Option<String> {
-        let kinds: Vec<(usize, &str)> = [
-            (self.routine, "routine"),
-            (self.source, "source"),
-            (self.repeated, "repeated"),
-            (self.diff, "diff context"),
-            (self.boilerplate, "boilerplate"),
-        ]
-        .into_iter()
-        .filter(|(n, _)| *n > 0)
-        .collect();
-        (!kinds.is_empty()).then(|| {
-            let counts: Vec<String> = kinds.iter().map(|(n, k)| format!("{n} {k}")).collect();
-            format!("[… {} lines dropped]", counts.join(", "))
-        })
+        let counts: Vec<String> = self
+            .kinds()
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        (!counts.is_empty()).then(|| format!("[… {} lines dropped]", counts.join(", ")))
     }
+}
+
+/// A marker's list read back: `5 routine, 4 source` as (count, kind).
+fn counts(list: &str) -> Option<Vec<(usize, &str)>> {
+    list.split(", ")
+        .map(|part| {
+            let (n, kind) = part.split_once(' ')?;
+            Some((n.parse().ok()?, kind))
+        })
+        .collect()
 }
 
 /// Lines a reader skips in any log of these tools: build progress, passing
@@ -953,15 +966,6 @@ static IMPORTANT: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex is valid")
 });
 
-/// A line naming a file of a change: git status's entries (tab-indented,
-/// or `modified:` and the like), a diff's `diff --git` header.
-static FILE_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"^\t|^diff --git |^\s*(modified|deleted|new file|renamed|copied|typechange|both \w+):",
-    )
-    .expect("static regex is valid")
-});
-
 static DIGITS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[0-9]+").expect("static regex is valid"));
 
@@ -1090,7 +1094,7 @@ impl Entry {
         let key = if keep::holds_id(line) {
             // Alike to no other: an identifier is what it is.
             line.to_string()
-        } else if important || FILE_LINE.is_match(line) || keep::mentions_location(line) {
+        } else if important || keep::mentions_location(line) {
             shaped
         } else {
             DIGITS.replace_all(&shaped, "#").into_owned()

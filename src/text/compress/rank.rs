@@ -25,7 +25,8 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
     // line before it that is not one.
     let mut owner = 5;
     let mut seen = std::collections::HashSet::new();
-    let n = entries.len();
+    // The last line a tool printed, not a marker ooda added after it.
+    let last = entries.iter().rposition(|e| !e.key.starts_with("<marker>"));
     entries
         .iter()
         .enumerate()
@@ -39,7 +40,7 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
                 _ if is_code(&e.text) => 5,
                 // The last line is most often the verdict (`Found 3
                 // errors.`, `test result: FAILED`): it stays first.
-                _ if i + 1 == n => 0,
+                _ if Some(i) == last => 0,
                 Some(Keep::Error) => 0,
                 // Under an error, a detail or a warning; under anything
                 // else (a linter's `E501 Line too long`), as a warning's.
@@ -124,9 +125,10 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     let mut order: Vec<usize> = (0..n).collect();
     // A closing count (`Found 3 errors.`, `2 failed`) goes first of its
     // rank: one line, and it says how much a cut hid.
+    let summary: Vec<bool> = entries.iter().map(|e| Keep::is_summary(&e.text)).collect();
     order.sort_by_key(|&i| {
         let place = if ranks[i] == 5 { i.min(n - 1 - i) } else { i };
-        (ranks[i], !Keep::is_summary(&entries[i].text), place)
+        (ranks[i], !summary[i], place)
     });
     let mut keep = vec![false; n];
     let mut used = 0usize;
