@@ -17,6 +17,7 @@ mod archive;
 mod atomic;
 mod brief;
 pub mod cli;
+mod code_index;
 mod config;
 mod driver;
 mod error;
@@ -107,6 +108,10 @@ pub mod testing {
     }
     pub mod events {
         pub use crate::events::{Event, read_all};
+    }
+    pub mod code_index {
+        pub use crate::code_index::explorer::Explorer;
+        pub use crate::code_index::{Index, Limits, base_key};
     }
     pub mod model {
         pub use crate::model::{

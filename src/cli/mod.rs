@@ -15,6 +15,7 @@ mod daemon;
 mod export;
 mod gc;
 mod init;
+mod mcp;
 mod new;
 mod output;
 mod replay;
@@ -241,6 +242,19 @@ pub enum Command {
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,
     },
+    /// Serve the code index's tools (explore, find_symbol, symbol, callers,
+    /// callees, impact) to an agent CLI over MCP (stdio)
+    #[command(
+        after_help = "Examples:\n  ooda mcp --root .\n  claude mcp add ooda-index -- ooda mcp --root \"$PWD\""
+    )]
+    Mcp {
+        /// The worktree to index (the current folder by default)
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// Where the index is kept (`.ooda/index/` of the repository by default)
+        #[arg(long, value_name = "DIR")]
+        index_dir: Option<PathBuf>,
+    },
     /// Free disk: worktree build outputs, artifacts of discarded iterations beyond
     /// `defaults.keep_artifacts`, older replays; says how much it freed
     Gc {
@@ -331,5 +345,6 @@ pub fn run(cli: Cli) -> Result<Exit> {
             hook,
             command,
         } => compress::run(&g, budget, raw_to.as_deref(), hook.as_deref(), &command),
+        Command::Mcp { root, index_dir } => mcp::run(root.as_deref(), index_dir.as_deref()),
     }
 }

@@ -163,6 +163,9 @@ pub struct AgentProfile {
     /// compress` (its pre-tool hook, installed in the candidate worktree
     /// for each call; Claude Code and Gemini CLI only).
     pub compress_commands: bool,
+    /// `index`: the code index's MCP server (`ooda mcp`) registered with
+    /// the tool for each step (Claude Code, Codex, Gemini CLI only).
+    pub index: bool,
     /// `sandbox.writable`: where the tool keeps its own state (its
     /// configuration directory), writable for it besides the worktree when
     /// ooda's sandbox is in force. `~` and `$VAR` expand at run time.
@@ -233,6 +236,18 @@ pub enum AgentFormat {
 }
 
 impl AgentFormat {
+    /// Whether the tool that prints this format takes MCP servers (the
+    /// code index is offered to it as one: `index: true`).
+    pub fn takes_mcp_servers(self) -> bool {
+        matches!(
+            self,
+            AgentFormat::ClaudeJson
+                | AgentFormat::ClaudeStreamJson
+                | AgentFormat::CodexJsonl
+                | AgentFormat::GeminiJson
+        )
+    }
+
     const ALL: [AgentFormat; 6] = [
         AgentFormat::ClaudeJson,
         AgentFormat::ClaudeStreamJson,

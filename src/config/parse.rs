@@ -73,6 +73,7 @@ const AGENT_KEYS: &[&str] = &[
     "read_arg",
     "change_note",
     "compress_commands",
+    "index",
     "sandbox",
 ];
 const MODEL_KEYS: &[&str] = &[
@@ -661,6 +662,7 @@ fn check_agent(
         ("result_file", &mut p.result_file),
         ("change_note", &mut p.change_note),
         ("compress_commands", &mut p.compress_commands),
+        ("index", &mut p.index),
     ] {
         if let Some(e) = fields.get(key)
             && let Some(v) = ck.expect(
@@ -790,6 +792,17 @@ fn check_agent(
             "only Claude Code and Gemini CLI have a hook that can route their own shell commands through `ooda compress` (format claude-json or gemini-json); this tool has none",
         )
         .example("compress_commands: false");
+    }
+    if p.index
+        && !p.format.takes_mcp_servers()
+        && let Some(e) = fields.get("index")
+    {
+        ck.report(
+            Some(e.value.line),
+            Some(&join(&path, "index")),
+            "only Claude Code, Codex and Gemini CLI take MCP servers (format claude-json, claude-stream-json, codex-jsonl or gemini-json); this tool cannot be given the code index",
+        )
+        .example("index: false");
     }
     (ck.problems.len() == before).then(|| (name.clone(), p))
 }

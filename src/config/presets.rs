@@ -19,6 +19,7 @@ pub(super) fn profile(command: &[&str], prompt: PromptMode, format: AgentFormat)
         read_arg: None,
         change_note: true,
         compress_commands: false,
+        index: false,
         sandbox_writable: Vec::new(),
         sandbox_args: SandboxArgs::default(),
     }

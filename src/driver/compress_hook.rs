@@ -26,10 +26,11 @@
 //! running in the background go as the agent wrote them: their bytes are
 //! what the agent edits, saves or reads as it goes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::worktree_settings::Patch;
 use crate::config::AgentFormat;
 use crate::error::{Error, Result};
 
@@ -62,101 +63,22 @@ fn settings(tool: &str, ooda: &Path) -> Option<(&'static str, Value)> {
     }
 }
 
-/// A hook installed in a worktree for one call; [`Hook::remove`] puts the
+/// A hook installed in a worktree for one call; [`Patch::remove`] puts the
 /// settings back as they were.
-#[must_use = "the hook stays in the worktree until removed"]
-pub(crate) struct Hook {
-    file: PathBuf,
-    /// The settings file's bytes before, if it existed.
-    before: Option<Vec<u8>>,
-    /// The directory ooda created for it, if it did.
-    created_dir: Option<PathBuf>,
-    removed: bool,
-}
+pub(crate) type Hook = Patch;
 
-impl Hook {
-    /// Installs `tool`'s hook in `worktree`, running `ooda` (this binary).
-    /// An existing settings file keeps what it says; the hook is added to
-    /// its list for the event.
-    pub(crate) fn install(tool: &str, worktree: &Path, ooda: &Path) -> Result<Hook> {
-        let (rel, entry) = settings(tool, ooda)
-            .ok_or_else(|| Error::Input(format!("{tool} takes no command hook")))?;
-        let file = worktree.join(rel);
-        let dir = file
-            .parent()
-            .expect("a settings file is in a directory")
-            .to_path_buf();
-        let created_dir = (!dir.exists()).then(|| dir.clone());
-        let before = match std::fs::read(&file) {
-            Ok(b) => Some(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io(format!("reading {}", file.display()), e)),
-        };
-        let mut value: Value = match &before {
-            Some(b) => serde_json::from_slice(b).map_err(|e| {
-                Error::Input(format!(
-                    "{} is not JSON ({e}): ooda cannot add its compression hook to it (fix the file or set compress_commands: false)",
-                    file.display()
-                ))
-            })?,
-            None => json!({}),
-        };
-        // A hook of ours left by an ooda that was killed mid-call is not
-        // the project's: it goes, and a file that held only it was none.
-        let stale = drop_ours(&mut value);
-        let before = match before {
-            Some(_) if stale && value == json!({}) => None,
-            Some(_) if stale => Some(serde_json::to_vec_pretty(&value).unwrap_or_default()),
-            b => b,
-        };
-        merge_hook(&mut value, &entry);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
-        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        std::fs::write(&file, text)
-            .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
-        Ok(Hook {
-            file,
-            before,
-            created_dir,
-            removed: false,
-        })
-    }
-
-    /// Puts the settings back: the file as it was, or gone with the
-    /// directory ooda made for it.
-    pub(crate) fn remove(mut self) -> Result<()> {
-        self.removed = true;
-        self.restore()
-    }
-
-    fn restore(&self) -> Result<()> {
-        let io = |what: &str, e| Error::io(format!("{what} {}", self.file.display()), e);
-        match &self.before {
-            Some(b) => std::fs::write(&self.file, b).map_err(|e| io("restoring", e))?,
-            None => match std::fs::remove_file(&self.file) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(io("removing", e));
-                }
-                _ => {}
-            },
-        }
-        if let Some(dir) = &self.created_dir {
-            // Only if empty: the agent may have put something of its own there.
-            let _ = std::fs::remove_dir(dir);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Hook {
-    fn drop(&mut self) {
-        // On an error path the call never returned normally: the settings
-        // are put back all the same.
-        if !self.removed {
-            let _ = self.restore();
-        }
-    }
+/// Installs `tool`'s hook in `worktree`, running `ooda` (this binary). An
+/// existing settings file keeps what it says; the hook is added to its list
+/// for the event, and one left by a killed ooda goes.
+pub(crate) fn install(tool: &str, worktree: &Path, ooda: &Path) -> Result<Hook> {
+    let (rel, entry) = settings(tool, ooda)
+        .ok_or_else(|| Error::Input(format!("{tool} takes no command hook")))?;
+    Patch::apply(
+        &worktree.join(rel),
+        "its compression hook (fix the file or set compress_commands: false)",
+        drop_ours,
+        |value| merge_hook(value, &entry),
+    )
 }
 
 /// Removes hook entries that run `ooda compress --hook` (and the lists and
@@ -389,7 +311,7 @@ mod tests {
     fn installed_for_a_call_and_gone_after_it() {
         let dir = tempfile::tempdir().unwrap();
         let ooda = Path::new("/bin/ooda");
-        let hook = Hook::install("claude", dir.path(), ooda).unwrap();
+        let hook = install("claude", dir.path(), ooda).unwrap();
         let file = dir.path().join(".claude/settings.local.json");
         let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         assert_eq!(
@@ -404,7 +326,7 @@ mod tests {
         let own = b"{\"permissions\": {\"allow\": [\"Bash(cargo test:*)\"]}, \"hooks\": {\"PreToolUse\": [{\"matcher\": \"Write\", \"hooks\": []}]}}";
         std::fs::write(&file, own).unwrap();
         {
-            let _hook = Hook::install("claude", dir.path(), ooda).unwrap();
+            let _hook = install("claude", dir.path(), ooda).unwrap();
             let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
             assert_eq!(v["permissions"]["allow"][0], "Bash(cargo test:*)");
             assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
@@ -413,16 +335,16 @@ mod tests {
         assert_eq!(std::fs::read(&file).unwrap(), own);
         // A hook left by a killed ooda is not taken for the project's.
         std::fs::remove_file(&file).unwrap();
-        let left = Hook::install("claude", dir.path(), ooda).unwrap();
+        let left = install("claude", dir.path(), ooda).unwrap();
         std::mem::forget(left);
-        let hook = Hook::install("claude", dir.path(), ooda).unwrap();
+        let hook = install("claude", dir.path(), ooda).unwrap();
         let v: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 1, "{v}");
         hook.remove().unwrap();
         assert!(!file.exists());
         // A settings file that is not JSON is a clear error, and untouched.
         std::fs::write(&file, b"{not json").unwrap();
-        let e = Hook::install("claude", dir.path(), ooda)
+        let e = install("claude", dir.path(), ooda)
             .err()
             .unwrap()
             .to_string();

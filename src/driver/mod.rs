@@ -17,8 +17,10 @@ pub(crate) mod agent;
 pub mod builtin;
 pub(crate) mod command;
 pub(crate) mod compress_hook;
+pub(crate) mod index_server;
 pub(crate) mod llm;
 pub(crate) mod step;
+pub(crate) mod worktree_settings;
 
 use crate::brief::Brief;
 use crate::config::Config;

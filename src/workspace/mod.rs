@@ -19,6 +19,7 @@ use git2::{
 use crate::error::{Error, IoContext, Result};
 
 mod contents;
+pub(crate) mod files;
 
 pub(crate) use contents::{Contents, content_violation};
 

@@ -31,6 +31,8 @@ const LAYERS: &[&str] = &[
     "project",
     // The mechanics: git worktrees, the archive, running commands.
     "workspace",
+    // The code index of a worktree, for agents that would otherwise grep.
+    "code_index",
     "archive",
     "run",
     // Judging: the eval-runner, statistics of the archive, red lights.

@@ -214,6 +214,16 @@ impl Respond for Model {
         } else if s.system.contains("PLAN phase") {
             match done {
                 0 => answer(self.api, n, &[("list_files", json!({"dir": "."}))]),
+                // The code index: one call for a function in context.
+                1 => answer(self.api, n, &[("explore", json!({"name": "tune"}))]),
+                _ if !last("explore").is_some_and(|c| {
+                    c.contains("src/tune.py:1-2 function tune")
+                        && c.contains("src/tune.py:4-5 function caller — at line 5 [resolved]")
+                }) =>
+                {
+                    wrong(format!("PLAN: explore answered {:?}", last("explore")));
+                    answer(self.api, n, &[("finish", json!({"answer": {}}))])
+                }
                 _ => answer(
                     self.api,
                     n,
@@ -410,6 +420,10 @@ fn project(api: Api, url: &str, iterations: u32) -> Test {
         i += 1;
     }
     t.write("data/big.txt", &big);
+    t.write(
+        "src/tune.py",
+        "def tune(x):\n    return x * 2\n\ndef caller():\n    return tune(3)\n",
+    );
     t.write("../outside.txt", "outside");
     t.write(
         "subagents/llm-reviewer.md",
@@ -492,7 +506,7 @@ fn otlp_round_trip(t: &Test, agent_calls: usize) {
             .collect::<Vec<_>>()
     };
     let chats = named("chat test-");
-    assert_eq!(chats.len(), 11);
+    assert_eq!(chats.len(), 12);
     for c in &chats {
         assert_eq!(
             attr(c, "gen_ai.operation.name"),
@@ -606,10 +620,10 @@ fn a_night(api: Api) {
     assert_eq!(rec.verdict, Verdict::Keep, "{}", rec.reason);
     assert!(rec.change.contains(UUID), "{}", rec.change);
     assert_eq!(t.git(&["show", "ooda/b:src/lib.txt"]).trim(), "code tuned");
-    // PLAN (2 requests, one tried twice after the 429), EXECUTE (6), the
+    // PLAN (3 requests, one tried twice after the 429), EXECUTE (6), the
     // reviewer (1), LEARN (1).
     // And L2's request for the 60 KB file.
-    assert_eq!(*s.requests.lock().unwrap(), 12);
+    assert_eq!(*s.requests.lock().unwrap(), 13);
     let review = rec
         .subagents
         .iter()
@@ -641,7 +655,7 @@ fn a_night(api: Api) {
     assert_eq!(of("model_retry")[0]["wait_seconds"], 1.0);
     let requests = of("model_request");
     let responses = of("model_response");
-    assert_eq!((requests.len(), responses.len()), (11, 11));
+    assert_eq!((requests.len(), responses.len()), (12, 12));
     assert!(responses.iter().all(|r| (r["finish_reason"] != ""
         && r["latency_seconds"].as_f64().is_some())
         != r["error"].is_string()));
@@ -680,6 +694,12 @@ fn a_night(api: Api) {
             .expect("the call's parent");
         assert_eq!(parent["type"], "model_call", "{parent}");
     }
+    // The index's answer is recorded like any tool's.
+    let explored = results
+        .iter()
+        .find(|r| r["tool"] == "explore")
+        .expect("the explore call's result");
+    assert_eq!(explored["ok"], true, "{explored}");
     let escape = results
         .iter()
         .find(|r| r["ok"] == false && r["error"].as_str().unwrap_or_default().contains(".."))
@@ -730,7 +750,7 @@ fn a_night(api: Api) {
             }
         }
     }
-    assert_eq!(kind("model_request").len(), 11);
+    assert_eq!(kind("model_request").len(), 12);
     assert_eq!(kind("tool_call").len(), tool_calls.len());
     let bad = kind("tool_call")
         .into_iter()

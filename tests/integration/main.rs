@@ -12,6 +12,7 @@ mod hostile;
 mod layout;
 mod llm;
 mod loop_runs;
+mod mcp;
 mod migration;
 mod observe;
 mod presets;

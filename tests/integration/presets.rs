@@ -537,3 +537,112 @@ fn claude_s_own_commands_go_through_ooda_compress_for_the_step_only() {
         assert!(with * 2 < *without, "{case}: {with} of {without}");
     }
 }
+
+/// The MCP client a fake agent CLI plays in the EXECUTE step: it finds the
+/// code index's server where its tool would (Claude's `--mcp-config`,
+/// Codex's `-c mcp_servers.…`, Gemini's `.gemini/settings.json`), starts
+/// it as the tool would, inside ooda's sandbox, and asks `explore`.
+const MCP_CLIENT: &str = r#"
+import json, os, subprocess, sys
+tool, argv = sys.argv[1], sys.argv[2:]
+if tool == "claude":
+    cfg = json.loads(argv[argv.index("--mcp-config") + 1])["mcpServers"]["ooda-index"]
+    cmd = [cfg["command"]] + cfg["args"]
+elif tool == "codex":
+    vals = {}
+    for i, a in enumerate(argv[:-1]):
+        if a == "-c" and argv[i + 1].startswith("mcp_servers.ooda-index."):
+            k, v = argv[i + 1].split("=", 1)
+            vals[k.rsplit(".", 1)[1]] = json.loads(v)
+    cmd = [vals["command"]] + vals["args"]
+else:
+    cfg = json.load(open(".gemini/settings.json"))["mcpServers"]["ooda-index"]
+    assert cfg["trust"] is True
+    cmd = [cfg["command"]] + cfg["args"]
+p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def ask(m):
+    p.stdin.write(json.dumps(m) + "\n"); p.stdin.flush()
+    return json.loads(p.stdout.readline()) if "id" in m else None
+ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": tool, "version": "1"}}})
+ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+r = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "explore", "arguments": {"name": "tune"}}})
+p.stdin.close(); p.wait()
+open(os.path.join(os.environ["AGENT_DIR"], "mcp-answer"), "w").write(r["result"]["content"][0]["text"])
+"#;
+
+/// With `index: true`, each CLI that takes MCP servers gets `ooda mcp`
+/// registered for the step, exactly as its command line or settings show,
+/// the server answers inside ooda's sandbox, and the registration is gone
+/// after the step (not in the worktree, not in the kept commit).
+#[test]
+fn the_code_index_is_registered_with_each_cli_for_the_step_only() {
+    for tool in ["claude", "codex", "gemini"] {
+        let (t, dir) = with_fake(tool, 1);
+        t.write(
+            "ooda.yaml",
+            &format!(
+                "{}agents:\n  {tool}: {{index: true}}\n",
+                t.read("ooda.yaml")
+            ),
+        );
+        t.write(
+            "src/tune.py",
+            "def tune(x):\n    return helper(x) * 2\n\ndef helper(x):\n    return x + 1\n\ndef caller():\n    return tune(3)\n",
+        );
+        t.commit("index the code");
+        std::fs::write(dir.path().join("mcp_client.py"), MCP_CLIENT).unwrap();
+        let fake = std::fs::read_to_string(dir.path().join(format!("bin/{tool}"))).unwrap();
+        // The command line with the registration, exactly.
+        let check = match tool {
+            "claude" => r#"case "$*" in "-p --output-format json --permission-mode acceptEdits --mcp-config {\"mcpServers\":{\"ooda-index\":{\"args\":[\"mcp\",\"--root\",\"$PWD\",\"--index-dir\","*"--allowedTools mcp__ooda-index") ;; *) false ;; esac"#.to_string(),
+            "codex" => r#"case "$*" in "exec --json -c approval_policy=\"never\" --sandbox danger-full-access -c mcp_servers.ooda-index.command=\""*"\" -c mcp_servers.ooda-index.args=[\"mcp\",\"--root\",\"$PWD\",\"--index-dir\","*"] -") ;; *) false ;; esac"#.to_string(),
+            _ => r#"[ $# = 7 ] && [ -f .gemini/settings.json ]"#.to_string(),
+        };
+        let old_check = fake.lines().nth(1).unwrap().to_string();
+        let fake = fake.replacen(&old_check, &format!("if ! {{ {check}; }}; then"), 1);
+        let fake = fake.replace(
+            "\ncat \"$AGENT_DIR/$OODA_PHASE-$OODA_ITERATION.out\"",
+            &format!(
+                "\nif [ \"$OODA_PHASE\" = execute ]; then python3 \"$AGENT_DIR/mcp_client.py\" {tool} \"$@\" || exit 70; fi\ncat \"$AGENT_DIR/$OODA_PHASE-$OODA_ITERATION.out\""
+            ),
+        );
+        std::fs::write(dir.path().join(format!("bin/{tool}")), fake).unwrap();
+        let [p, e, l] = fixtures(tool);
+        for (phase, fx, answer) in [
+            ("plan", p, plan(25)),
+            ("execute", e, execute(25)),
+            ("learn", l, learn(25)),
+        ] {
+            std::fs::write(
+                dir.path().join(format!("{phase}-1.out")),
+                framed(tool, fx, &answer),
+            )
+            .unwrap();
+        }
+        let fake_env = env_of(&dir);
+        t.ooda_env(&["run", "b"], &fake_env.pairs()).expect(4);
+        assert_eq!(t.record("b", 1).verdict, Verdict::Keep, "{tool}");
+        let answer = std::fs::read_to_string(dir.path().join("mcp-answer")).unwrap();
+        for want in [
+            "src/tune.py:1-2 function tune — def tune(x)",
+            "src/tune.py:7-8 function caller — at line 8 [resolved]",
+            "helper (line 2) → src/tune.py:4-5 function helper [resolved]",
+        ] {
+            assert!(answer.contains(want), "{tool}: {want}\nin\n{answer}");
+        }
+        let argv = std::fs::read_to_string(dir.path().join("argv-execute-1")).unwrap();
+        eprintln!("{tool} EXECUTE: {argv}");
+        // Gone after the step.
+        assert!(
+            !t.path().join(".ooda/worktrees/b/cand/.gemini").exists(),
+            "{tool}"
+        );
+        let files = t.git(&["show", "--name-only", "--format=", "ooda/b"]);
+        assert!(
+            !files.contains(".gemini") && !files.contains("index"),
+            "{files}"
+        );
+        // Built once, outside the sandbox, in ooda's own folder.
+        assert!(t.path().join(".ooda/index").read_dir().unwrap().count() >= 1);
+    }
+}

@@ -707,4 +707,21 @@ fn describe_agent(s: &mut String, a: &crate::driver::CommandAgent) {
     for (k, v) in &p.env {
         let _ = writeln!(s, "  agent env   {k}={}", crate::text::redact::redact(v));
     }
+    if p.index {
+        let how = match p.format {
+            crate::config::AgentFormat::GeminiJson => {
+                "an mcpServers entry in the worktree's .gemini/settings.json"
+            }
+            crate::config::AgentFormat::CodexJsonl => {
+                "-c mcp_servers.ooda-index.command=… -c mcp_servers.ooda-index.args=[…]"
+            }
+            _ => {
+                "--mcp-config '{\"mcpServers\":{\"ooda-index\":…}}' --allowedTools mcp__ooda-index"
+            }
+        };
+        let _ = writeln!(
+            s,
+            "  index       `ooda mcp --root <worktree>` registered for each step only ({how})"
+        );
+    }
 }

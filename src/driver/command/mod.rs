@@ -71,8 +71,15 @@ impl CommandAgent {
     /// The line of one step: the profile's arguments for `phase`, and in
     /// EXECUTE the files the plan names (`file_arg`, `read_arg`).
     pub(crate) fn command_line_for(&self, phase: Phase, files: &NamedFiles) -> String {
+        self.command_line_with(phase, files, &[])
+    }
+
+    /// [`Self::command_line_for`] with `more` arguments for this call (the
+    /// code index's MCP server).
+    fn command_line_with(&self, phase: Phase, files: &NamedFiles, more: &[String]) -> String {
         let p = &self.profile;
         let mut extra: Vec<String> = self.sandbox_args().to_vec();
+        extra.extend(more.iter().cloned());
         extra.extend(p.args_by_phase.of(phase).iter().cloned());
         if phase == Phase::Execute {
             for (flag, paths) in [(&p.file_arg, &files.edit), (&p.read_arg, &files.read)] {
@@ -220,7 +227,20 @@ impl CommandAgent {
             }
         }
         env.extend(self.profile.env.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let line = self.command_line_for(inv.phase, inv.files);
+        // The code index for this call: built or refreshed here, outside
+        // the sandbox, and served by `ooda mcp` as the tool's child.
+        let index = if self.profile.index && self.profile.format.takes_mcp_servers() {
+            let ooda = std::env::current_exe()
+                .map_err(|e| Error::io("finding ooda's own path".to_string(), e))?;
+            let dir = crate::driver::index_server::prepare(inv.cwd);
+            Some((ooda, dir))
+        } else {
+            None
+        };
+        let more = index.as_ref().map_or_else(Vec::new, |(ooda, dir)| {
+            crate::driver::index_server::args(self.profile.format, ooda, inv.cwd, dir)
+        });
+        let line = self.command_line_with(inv.phase, inv.files, &more);
         let spec = CommandSpec {
             command: &line,
             cwd: inv.cwd,
@@ -239,18 +259,27 @@ impl CommandAgent {
             Some(tool) if self.profile.compress_commands => {
                 let ooda = std::env::current_exe()
                     .map_err(|e| Error::io("finding ooda's own path".to_string(), e))?;
-                Some(crate::driver::compress_hook::Hook::install(
-                    tool, inv.cwd, &ooda,
-                )?)
+                Some(crate::driver::compress_hook::install(tool, inv.cwd, &ooda)?)
             }
             _ => None,
         };
+        let registered = match &index {
+            Some((ooda, dir)) => {
+                crate::driver::index_server::install(self.profile.format, inv.cwd, ooda, dir)?
+            }
+            None => None,
+        };
         let out = lease.run(&spec, cancel);
+        // In the reverse order of installing: both may be in one file.
+        let unregistered = registered
+            .map(crate::driver::worktree_settings::Patch::remove)
+            .transpose();
         let removed = hook
             .map(crate::driver::compress_hook::Hook::remove)
             .transpose();
         // The agent's own failure first: it says more than a settings file.
         let out = out.ctx(|| format!("starting agent `{}` in {}", self.name, inv.cwd.display()))?;
+        unregistered?;
         removed?;
         // The agent wrote this file itself: it is archived, so it is
         // redacted (and stays JSON) before it is moved there.

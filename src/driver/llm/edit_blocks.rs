@@ -379,6 +379,7 @@ mod tests {
             cancel: &cancel,
             command_timeout: std::time::Duration::from_secs(5),
             output_cap: 1 << 20,
+            explorer: Default::default(),
         };
         f(&bench);
     }

@@ -322,6 +322,7 @@ impl<'a> Loop<'a> {
             cancel,
             command_timeout: setup.command_timeout,
             output_cap: inv.output_cap,
+            explorer: Default::default(),
         };
         let offered = match setup.tools {
             ToolsMode::None => tools::specs(false, false)

@@ -11,7 +11,7 @@
 //! the rule it broke and what to do instead; it never ends the step.
 
 use crate::model::CommandOutcome;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use super::wire::ToolSpec;
 use crate::run::exec::CommandSpec;
 use crate::run::executor::Lease;
+use crate::workspace::files::{canonical_root, files_under, resolve};
 
 /// Lines one `read_file` returns at most.
 const READ_LINES: usize = 2_000;
@@ -111,6 +112,17 @@ pub fn specs(edits: bool, commands: bool) -> Vec<ToolSpec> {
             }, "required": ["path", "content"], "additionalProperties": false}),
         });
     }
+    // The code index's tools: read-only, answered from parse trees of the
+    // worktree (built on the first call, refreshed on every one).
+    v.extend(
+        crate::code_index::explorer::specs()
+            .into_iter()
+            .map(|s| ToolSpec {
+                name: s.name,
+                description: s.description,
+                schema: s.schema,
+            }),
+    );
     if commands {
         v.push(ToolSpec {
             name: RUN,
@@ -148,6 +160,32 @@ pub fn specs(edits: bool, commands: bool) -> Vec<ToolSpec> {
     v
 }
 
+/// One call of the read-only file tools (`list_files`, `read_file`,
+/// `search_files`) on a worktree, answered exactly as the model is
+/// answered: what the exploration benchmark's grep/read explorer sees.
+pub fn read_only(root: &Path, name: &str, args: &Value) -> Result<String, String> {
+    let local = crate::run::executor::Local::default();
+    let lease = crate::run::executor::Executor::lease(&local, crate::run::executor::Purpose::Agent)
+        .map_err(|e| e.to_string())?;
+    let cancel = AtomicBool::new(false);
+    let b = Bench {
+        root,
+        archive: None,
+        blank_env: Vec::new(),
+        edits: false,
+        allowed: &[],
+        lease: lease.as_ref(),
+        cancel: &cancel,
+        command_timeout: Duration::from_secs(5),
+        output_cap: 1 << 16,
+        explorer: Default::default(),
+    };
+    match b.run(name, args).map_err(|e| e.to_string())? {
+        Done::Text(t) => Ok(t),
+        Done::Error(e) => Err(e),
+    }
+}
+
 /// Where file and command tools work, and what they may do there.
 pub struct Bench<'a> {
     /// The worktree (a candidate, or a subagent's copy).
@@ -166,6 +204,8 @@ pub struct Bench<'a> {
     pub cancel: &'a AtomicBool,
     pub command_timeout: Duration,
     pub output_cap: usize,
+    /// The code index of `root`, opened on the first index tool call.
+    pub explorer: std::cell::RefCell<Option<crate::code_index::explorer::Explorer>>,
 }
 
 /// A tool's answer: its text, or an error for the model.
@@ -211,6 +251,17 @@ impl Bench<'_> {
                 Some(c) => return self.command(c),
                 None => Err(missing(name, "command")),
             },
+            index if crate::code_index::explorer::NAMES.contains(&index) => {
+                let mut slot = self.explorer.borrow_mut();
+                let ex = slot.get_or_insert_with(|| {
+                    crate::code_index::explorer::Explorer::open(
+                        self.root,
+                        Some(&crate::code_index::dir_for(self.root)),
+                        crate::code_index::Limits::default(),
+                    )
+                });
+                ex.call(index, args)
+            }
             other => Err(format!(
                 "there is no tool `{other}`; the tools are the ones listed (e.g. {READ}, {SEARCH}, {FINISH})"
             )),
@@ -242,42 +293,9 @@ impl Bench<'_> {
             .unwrap_or_else(|_| p.display().to_string())
     }
 
-    /// The files under `base`, sorted: in a git worktree, the tracked ones
-    /// and the untracked ones git does not ignore (a build's `target/`
-    /// would drown the rest); elsewhere, every file but `.git`.
+    /// The files under `base` a tool shows (see [`files_under`]).
     fn files_under(&self, base: &Path) -> Vec<PathBuf> {
-        let root = canonical_root(self.root).unwrap_or_else(|_| self.root.to_path_buf());
-        let repo = git2::Repository::open(&root).ok().filter(|r| {
-            r.workdir().and_then(|w| w.canonicalize().ok()).as_deref() == Some(root.as_path())
-        });
-        let mut out = Vec::new();
-        match (repo, base.starts_with(&root)) {
-            (Some(repo), true) => {
-                let mut opts = git2::StatusOptions::new();
-                opts.include_untracked(true)
-                    .recurse_untracked_dirs(true)
-                    .include_ignored(false)
-                    .include_unmodified(true)
-                    .exclude_submodules(true);
-                match repo.statuses(Some(&mut opts)) {
-                    Ok(statuses) => {
-                        for e in statuses.iter() {
-                            let Ok(path) = e.path() else { continue };
-                            let full = root.join(path);
-                            // Not through a symlink: it may lead outside.
-                            let file = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_file());
-                            if full.starts_with(base) && file {
-                                out.push(full);
-                            }
-                        }
-                    }
-                    Err(_) => walk(base, &mut |p| out.push(p.to_path_buf())),
-                }
-            }
-            _ => walk(base, &mut |p| out.push(p.to_path_buf())),
-        }
-        out.sort();
-        out
+        files_under(self.root, base)
     }
 
     fn list(&self, dir: &str) -> Result<String, String> {
@@ -702,95 +720,6 @@ pub fn allowed(line: &str, allowed: &[String]) -> Result<(), String> {
     ))
 }
 
-fn canonical_root(root: &Path) -> Result<PathBuf, String> {
-    root.canonicalize()
-        .map_err(|e| format!("the worktree is gone: {e}"))
-}
-
-/// `rel` inside `root`, or why not. `creating`: the file may not exist
-/// yet (its deepest existing folder is checked instead).
-pub fn resolve(root: &Path, rel: &str, creating: bool) -> Result<PathBuf, String> {
-    let rule = "(rule: paths are relative to the worktree root and stay inside it)";
-    let p = Path::new(rel.trim());
-    if rel.trim().is_empty() {
-        return Err(format!("the path is empty {rule}"));
-    }
-    if p.is_absolute() {
-        return Err(format!(
-            "`{rel}` is an absolute path {rule}; write it relative to the root, e.g. src/lib.rs"
-        ));
-    }
-    for c in p.components() {
-        match c {
-            Component::ParentDir => return Err(format!("`{rel}` uses `..` {rule}")),
-            Component::Normal(n) if n == ".git" => {
-                return Err(format!("`{rel}` is inside .git, which no tool touches"));
-            }
-            _ => {}
-        }
-    }
-    let root = canonical_root(root)?;
-    let joined = root.join(p);
-    // Follow every symlink of the part that exists, then re-check.
-    let mut existing = joined.clone();
-    let mut rest = Vec::new();
-    while !existing.exists() && std::fs::symlink_metadata(&existing).is_err() {
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    if !rest.is_empty() && !creating {
-        return Err(format!(
-            "`{rel}` does not exist; list_files shows what does"
-        ));
-    }
-    let real = existing
-        .canonicalize()
-        .map_err(|_| format!("`{rel}` is a symlink to nothing {rule}"))?;
-    if !real.starts_with(&root) {
-        return Err(format!(
-            "`{rel}` leads outside the worktree (through a symlink) {rule}"
-        ));
-    }
-    if real.components().any(|c| c.as_os_str() == ".git")
-        && !root.components().any(|c| c.as_os_str() == ".git")
-    {
-        return Err(format!("`{rel}` leads into .git, which no tool touches"));
-    }
-    let mut out = real;
-    for name in rest.into_iter().rev() {
-        out.push(name);
-    }
-    Ok(out)
-}
-
-/// Every file under `dir`, not following symlinked folders, not `.git`.
-fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = entries.flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        if e.file_name() == ".git" {
-            continue;
-        }
-        let Ok(kind) = e.file_type() else { continue };
-        if kind.is_dir() {
-            walk(&e.path(), f);
-        } else if kind.is_file() {
-            f(&e.path());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -857,6 +786,7 @@ mod tests {
             cancel: &cancel,
             command_timeout: Duration::from_secs(5),
             output_cap: 1 << 16,
+            explorer: Default::default(),
         };
         let Done::Text(hits) = b.run(SEARCH, &json!({"pattern": "TOKEN"})).unwrap() else {
             panic!("search failed")
