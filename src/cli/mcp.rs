@@ -29,8 +29,34 @@ use crate::code_index::explorer::{Explorer, specs};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
 
+/// The index is built (or loaded) on a thread of its own from the start,
+/// so that `initialize` is answered at once however large the repository
+/// is (an agent CLI may give a server seconds to start); the first tool
+/// call waits for it.
 struct IndexServer {
-    explorer: Mutex<Explorer>,
+    explorer: Mutex<Option<Explorer>>,
+    building: Mutex<Option<std::thread::JoinHandle<Explorer>>>,
+}
+
+impl IndexServer {
+    fn call(&self, name: &str, args: &Value) -> std::result::Result<String, String> {
+        let mut slot = self.explorer.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let handle = self
+                .building
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            *slot = match handle.map(std::thread::JoinHandle::join) {
+                Some(Ok(ex)) => Some(ex),
+                _ => return Err("the code index could not be built (see ooda's stderr)".into()),
+            };
+        }
+        slot.as_mut().map_or_else(
+            || Err("the code index is not available".to_string()),
+            |ex| ex.call(name, args),
+        )
+    }
 }
 
 impl ServerHandler for IndexServer {
@@ -66,11 +92,7 @@ impl ServerHandler for IndexServer {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let answer = self
-            .explorer
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .call(&request.name, &args);
+        let answer = self.call(&request.name, &args);
         Ok(match answer {
             Ok(t) => CallToolResult::success(vec![ContentBlock::text(t)]),
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
@@ -99,9 +121,10 @@ pub(crate) fn run(root: Option<&Path>, index_dir: Option<&Path>) -> Result<Exit>
         )));
     }
     let dir = index_dir.map_or_else(|| crate::code_index::dir_for(&root), Path::to_path_buf);
-    let explorer = Explorer::open(&root, Some(&dir), Limits::default());
+    let building = std::thread::spawn(move || Explorer::open(&root, Some(&dir), Limits::default()));
     let server = IndexServer {
-        explorer: Mutex::new(explorer),
+        explorer: Mutex::new(None),
+        building: Mutex::new(Some(building)),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -157,8 +157,13 @@ impl Explorer {
         let a = Answer {
             g: &g,
             root: &self.root,
+            skipped: &self.index.skipped,
         };
-        let need = |k: &str| s(k).ok_or_else(|| format!("{name} needs `{k}`"));
+        let need = |k: &str| match args.get(k) {
+            Some(Value::String(v)) => Ok(v.as_str()),
+            Some(other) => Err(format!("`{k}` of {name} must be a string, not {other}")),
+            None => Err(format!("{name} needs `{k}`")),
+        };
         let depth = n("depth").unwrap_or(1).clamp(1, 3) as usize;
         let body = match name {
             FIND => a.find(need("query")?, s("kind"), file.as_deref())?,
@@ -224,6 +229,7 @@ type Dependent = (usize, Option<DefId>, u32, Vec<u32>, Certainty);
 struct Answer<'g, 'a> {
     g: &'g Graph<'a>,
     root: &'g Path,
+    skipped: &'g super::Skipped,
 }
 
 impl Answer<'_, '_> {
@@ -285,13 +291,18 @@ impl Answer<'_, '_> {
                 .take(12)
                 .collect();
             let scope = file.map_or(String::new(), |f| format!(" in {f}"));
+            let skipped = file
+                .and_then(|f| self.skipped_why(f))
+                .map_or(String::new(), |why| {
+                    format!(" ({f} was skipped: {why})", f = file.unwrap_or(""))
+                });
             return Err(if close.is_empty() {
                 format!(
-                    "no definition named `{name}`{scope} in the index; it may be a library's, or in a language the index does not parse (search_files finds text)"
+                    "no definition named `{name}`{scope} in the index{skipped}; it may be a library's, or in a language the index does not parse (a text search finds it)"
                 )
             } else {
                 format!(
-                    "no definition named `{name}`{scope} in the index; close names: {}",
+                    "no definition named `{name}`{scope} in the index{skipped}; close names: {}",
                     close.into_iter().collect::<Vec<_>>().join(", ")
                 )
             });
@@ -301,6 +312,23 @@ impl Answer<'_, '_> {
             (d.kind == Kind::Prototype, self.g.is_test(*id), *id)
         });
         Ok(v)
+    }
+
+    /// Why a file the agent named is not in the index, if it was skipped.
+    fn skipped_why(&self, f: &str) -> Option<&'static str> {
+        let s = self.skipped;
+        let has = |v: &[String]| v.iter().any(|x| x == f);
+        if has(&s.huge) {
+            Some("over 1 MiB, taken for generated code")
+        } else if has(&s.binary) {
+            Some("a binary file")
+        } else if has(&s.symlinks) {
+            Some("a symlink, never followed")
+        } else if has(&s.over_limit) {
+            Some("past the index's limits on files and bytes")
+        } else {
+            None
+        }
     }
 
     fn several(&self, v: &[DefId], name: &str) -> String {
@@ -326,11 +354,19 @@ impl Answer<'_, '_> {
             })?),
             None => None,
         };
+        // `test` is test code of any kind: a `#[test]`, a `test_x`, an
+        // `it("…")`.
         let keep = |id: &DefId| {
-            kind.is_none_or(|k| self.g.def(*id).kind == k)
-                && file.is_none_or(|f| in_file(self.g.path(*id), f))
+            kind.is_none_or(|k| match k {
+                Kind::Test => self.g.is_test(*id),
+                k => self.g.def(*id).kind == k,
+            }) && file.is_none_or(|f| in_file(self.g.path(*id), f))
         };
-        let regex = query.chars().any(|c| "^$*+?[](){}|\\".contains(c));
+        // A regex by its metacharacters, or a `.` that names no
+        // `Type.name` (`.`, `a.c`).
+        let metachar = query.chars().any(|c| "^$*+?[](){}|\\".contains(c));
+        let regex = metachar
+            || (query.contains('.') && !query.contains("::") && self.targets(query, file).is_err());
         let mut v: Vec<DefId> = if regex {
             let re = regex::Regex::new(query)
                 .map_err(|e| format!("`{query}` is not a valid regex: {e}"))?;
@@ -358,7 +394,7 @@ impl Answer<'_, '_> {
                 "no definition matches `{query}`; try a shorter part of the name or a regex"
             ));
         }
-        v.sort_by_key(|id| (self.g.is_test(*id), *id));
+        v.sort_by_key(|id| (self.g.is_test(*id), self.g.path(*id), self.g.def(*id).line));
         let total = v.len();
         let mut out = format!("{total} definitions match `{query}`:\n");
         for id in v.iter().take(LIST_MAX) {
@@ -420,7 +456,7 @@ impl Answer<'_, '_> {
         if shown < last {
             let _ = writeln!(
                 out,
-                "  [… {} more lines: read_file {path} from line {}]",
+                "  [… {} more lines: read {path} from line {}]",
                 last - shown,
                 shown + 1
             );
@@ -702,14 +738,23 @@ impl Answer<'_, '_> {
             .iter()
             .filter(|u| u.0.is_none_or(|w| w != id))
             .collect();
-        let _ = writeln!(rel, "\nUsed by ({}):", calls.len());
-        for (who, file, lines, c) in calls
+        let code: Vec<_> = calls
             .iter()
             .filter(|u| !u.0.is_some_and(|w| self.g.is_test(w)))
-            .take(15)
-        {
+            .collect();
+        let _ = writeln!(
+            rel,
+            "\nUsed by ({}{}):",
+            code.len(),
+            match calls.len() - code.len() {
+                0 => String::new(),
+                n => format!(", and {n} tests below"),
+            }
+        );
+        for (who, file, lines, c) in code.iter().take(15) {
             let _ = writeln!(rel, "  {}", self.user_line(*who, *file, lines, *c));
         }
+        more(&mut rel, code.len(), 15);
         let mut callees = String::new();
         self.callees_of(id, 1, 1, &mut BTreeSet::from([id]), &mut callees);
         let _ = write!(rel, "\nCalls:\n{callees}");
@@ -730,7 +775,7 @@ impl Answer<'_, '_> {
         }
         let _ = writeln!(rel, "\nTests ({}):", tests.len());
         let mut tests: Vec<_> = tests.into_iter().collect();
-        tests.sort_by_key(|(t, how)| (*how != "directly", *t));
+        tests.sort_by_key(|(t, how)| (*how != "directly", self.g.path(*t), self.g.def(*t).line));
         for (t, how) in tests.iter().take(15) {
             let _ = writeln!(rel, "  {} ({how})", self.head(*t));
         }
@@ -875,7 +920,7 @@ mod tests {
         assert!(x.contains("Used by (1):"), "{x}");
         let s = e.call(SYMBOL, &json!({"name": "big"})).unwrap();
         assert!(
-            s.contains("more lines: read_file src/lib.rs from line 151"),
+            s.contains("more lines: read src/lib.rs from line 151"),
             "{s}"
         );
     }

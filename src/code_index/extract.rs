@@ -32,6 +32,10 @@ pub(crate) struct Def {
     /// Test code: a test, or a helper in a test file or test module.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub test: bool,
+    /// Its parameters' names: a call of one (`f(x)` with `f` a parameter)
+    /// calls whatever was passed, not a definition of that name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub params: Vec<String>,
 }
 
 /// A use of a name: a call, or any other mention (a type in a signature, a
@@ -132,6 +136,7 @@ pub(crate) fn extract(lang: Lang, path: &str, src: &[u8], macros: &Macros) -> Fa
     let mut w = Walk {
         lang,
         src,
+        parsed,
         test_file: test_path(path),
         facts: Facts {
             partial: tree.root_node().has_error(),
@@ -165,11 +170,17 @@ struct Scope {
     def: Option<u32>,
     /// The name its children belong to (a class, an `impl`'s type).
     container: Option<String>,
+    /// Whether a function directly inside is a method (a class's, an
+    /// `impl`'s), not a module's function.
+    methods: bool,
 }
 
 struct Walk<'a> {
     lang: Lang,
     src: &'a [u8],
+    /// What was parsed: `src` with the macros blanked (signatures read it,
+    /// so `CJSON_PUBLIC(cJSON *) cJSON_Parse(…)` shows as a declaration).
+    parsed: &'a [u8],
     test_file: bool,
     facts: Facts,
     scopes: Vec<Scope>,
@@ -186,8 +197,21 @@ impl<'a> Walk<'a> {
         n.utf8_text(self.src).unwrap_or("")
     }
 
-    fn container(&self) -> Option<String> {
-        self.scopes.iter().rev().find_map(|s| s.container.clone())
+    /// What a definition made here belongs to, and whether a function
+    /// here is a method: the innermost class, `impl` or module, unless a
+    /// function is nearer (a function nested in a method is not a method).
+    fn owner(&self) -> (Option<String>, bool) {
+        for s in self.scopes.iter().rev() {
+            if s.def
+                .is_some_and(|d| self.facts.defs[d as usize].kind.runs())
+            {
+                return (None, false);
+            }
+            if let Some(c) = &s.container {
+                return (Some(c.clone()), s.methods);
+            }
+        }
+        (None, false)
     }
 
     /// The innermost definition code runs in; else the innermost one.
@@ -238,6 +262,7 @@ impl<'a> Walk<'a> {
                     node: n.id(),
                     def: None,
                     container: name,
+                    methods: true,
                 });
             }
             Some(Role::Bound) => self.bound(n),
@@ -277,6 +302,15 @@ impl<'a> Walk<'a> {
             call: true,
             qual,
         });
+        // CommonJS: `require('./router')` imports as `import` does.
+        if matches!(self.lang, Lang::JavaScript | Lang::TypeScript | Lang::Tsx)
+            && name == "require"
+            && let Some(args) = n.child_by_field_name("arguments")
+            && args.named_child(0).is_some_and(|a| a.kind() == "string")
+        {
+            let t = crate::text::clip::clip(self.text(n), 200);
+            self.facts.imports.push(t);
+        }
         // `it("parses a range", () => …)`: a test named by its string.
         if matches!(self.lang, Lang::JavaScript | Lang::TypeScript | Lang::Tsx)
             && JS_TEST_CALLS.contains(&name.as_str())
@@ -367,13 +401,36 @@ impl<'a> Walk<'a> {
         };
         let name = self.text(name_node).to_string();
         self.claimed.insert(name_node.id());
-        let container = scope.or_else(|| self.container());
-        let kind = match kind {
-            Kind::Function if container.is_some() => Kind::Method,
+        let (owner, methods) = self.owner();
+        // Go: `func (a *Assertions) Equal(…)` belongs to `Assertions`.
+        let receiver = n
+            .child_by_field_name("receiver")
+            .and_then(|r| r.named_child(0))
+            .and_then(|p| p.child_by_field_name("type"))
+            .map(|t| bare_type(self.text(t)));
+        let method = scope.is_some() || receiver.is_some() || methods;
+        let container = scope.or(receiver).or(owner);
+        let mut kind = match kind {
+            Kind::Function if method && container.is_some() => Kind::Method,
             k => k,
         };
+        // Python's `@overload` stubs and TypeScript's overload signatures
+        // declare; the definition with the body is the one to show.
+        let decorated = n.parent().filter(|p| p.kind() == "decorated_definition");
+        if decorated.is_some_and(|d| {
+            self.text(d)
+                .lines()
+                .take_while(|l| l.trim_start().starts_with('@'))
+                .any(|l| l.contains("overload"))
+        }) {
+            kind = Kind::Prototype;
+        }
         let test = self.test_mark(n, &name, kind);
         self.push_def(n, name, kind, container, test);
+        if let (Some(d), Some(def)) = (decorated, self.facts.defs.last_mut()) {
+            // Its decorators are part of it (`@contextmanager`).
+            def.line = d.start_position().row as u32 + 1;
+        }
     }
 
     /// A definition's name node, and the scope a qualified name gives it
@@ -425,7 +482,7 @@ impl<'a> Walk<'a> {
                 n.child_by_field_name("name"),
                 n.child_by_field_name("value"),
             ),
-            "assignment_expression" => (
+            "assignment_expression" | "assignment" => (
                 n.child_by_field_name("left"),
                 n.child_by_field_name("right"),
             ),
@@ -434,11 +491,21 @@ impl<'a> Walk<'a> {
         let (Some(target), Some(value)) = (target, value) else {
             return;
         };
+        // A value bound at the top of a module (`export const schema =
+        // z.object(…)`, `WIN = sys.platform == "win32"`) is a constant of
+        // it; inside a function it is a local.
+        let top = self
+            .scopes
+            .iter()
+            .all(|s| s.def.is_none() && s.container.is_none());
         let kind = match value.kind() {
-            "arrow_function" | "function_expression" | "function" | "generator_function" => {
-                Kind::Function
-            }
+            "arrow_function"
+            | "function_expression"
+            | "function"
+            | "generator_function"
+            | "lambda" => Kind::Function,
             "class" => Kind::Class,
+            _ if top && n.kind() != "pair" && target.kind() == "identifier" => Kind::Const,
             _ => return,
         };
         let (name_node, container) = match target.kind() {
@@ -461,9 +528,11 @@ impl<'a> Walk<'a> {
         };
         let name = self.text(name_node).trim_matches(['"', '\'']).to_string();
         self.claimed.insert(name_node.id());
-        let container = container.or_else(|| self.container());
+        let (owner, methods) = self.owner();
+        let method = container.is_some() || methods;
+        let container = container.or(owner);
         let kind = match kind {
-            Kind::Function if container.is_some() => Kind::Method,
+            Kind::Function if method && container.is_some() => Kind::Method,
             k => k,
         };
         let test = self.test_mark(n, &name, kind);
@@ -497,7 +566,7 @@ impl<'a> Walk<'a> {
         };
         let name = self.text(name_node).to_string();
         self.claimed.insert(name_node.id());
-        let container = scope.or_else(|| self.container());
+        let container = scope.or_else(|| self.owner().0);
         // An old-style definition whose parameter types are typedef
         // names (`f(file) gzFile file; { … }`) parses as a declaration,
         // the parameters' declarations and a block beside them: it is a
@@ -520,12 +589,14 @@ impl<'a> Walk<'a> {
                 end: body.end_position().row as u32 + 1,
                 sig: sig.trim_end_matches(';').to_string(),
                 test,
+                params: self.params(n),
             });
             // The scope ends when the block does.
             self.scopes.push(Scope {
                 node: body.id(),
                 def: Some(idx),
                 container: None,
+                methods: false,
             });
             return;
         }
@@ -570,6 +641,11 @@ impl<'a> Walk<'a> {
         test: bool,
     ) {
         let sig = self.signature(n);
+        let params = if kind.runs() {
+            self.params(n)
+        } else {
+            Vec::new()
+        };
         let idx = self.facts.defs.len() as u32;
         self.facts.defs.push(Def {
             name: name.clone(),
@@ -579,13 +655,64 @@ impl<'a> Walk<'a> {
             end: n.end_position().row as u32 + 1,
             sig,
             test,
+            params,
         });
         let holds = matches!(kind, Kind::Class | Kind::Type | Kind::Module);
         self.scopes.push(Scope {
             node: n.id(),
             def: Some(idx),
             container: holds.then_some(name),
+            methods: matches!(kind, Kind::Class | Kind::Type),
         });
+    }
+
+    /// The names a function's parameters bind: the plain identifiers of
+    /// its parameter list (its own, or its declarator's in C, or the
+    /// function value's in `const f = (a) => …`).
+    fn params(&self, n: Node) -> Vec<String> {
+        let list = n
+            .child_by_field_name("parameters")
+            .or_else(|| {
+                let v = n.child_by_field_name("value")?;
+                v.child_by_field_name("parameters")
+                    .or_else(|| v.child_by_field_name("parameter"))
+            })
+            .or_else(|| {
+                let mut d = n.child_by_field_name("declarator");
+                while let Some(x) = d {
+                    if let Some(p) = x.child_by_field_name("parameters") {
+                        return Some(p);
+                    }
+                    d = x.child_by_field_name("declarator");
+                }
+                None
+            });
+        let Some(list) = list else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        let mut c = list.walk();
+        let mut stack = vec![list];
+        while let Some(x) = stack.pop() {
+            if x.kind() == "identifier" {
+                out.push(self.text(x).to_string());
+                continue;
+            }
+            // Default values and types are not names the function binds.
+            if matches!(x.kind(), "default_parameter" | "typed_default_parameter") {
+                if let Some(name) = x.child_by_field_name("name") {
+                    stack.push(name);
+                }
+                continue;
+            }
+            stack.extend(x.named_children(&mut c).filter(|k| {
+                !k.kind().contains("type") && k.kind() != "assignment_pattern"
+                    || k.kind() == "typed_parameter"
+            }));
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The header of a definition: its text up to its body, whitespace
@@ -597,7 +724,7 @@ impl<'a> Walk<'a> {
             .map(|b| b.start_byte())
             .unwrap_or(n.end_byte());
         let head = self
-            .src
+            .parsed
             .get(n.start_byte()..body.max(n.start_byte()))
             .unwrap_or_default();
         let head = String::from_utf8_lossy(head);
@@ -658,10 +785,8 @@ mod tests {
         let n = names(&f);
         assert_eq!(n, ["prototype gz_fetch", "function gzgets"]);
         assert_eq!(calls_in(&f, "gzgets"), ["gz_fetch"]);
-        assert_eq!(
-            f.defs[1].sig,
-            "char * ZEXPORT gzgets(file, len) gzFile file"
-        );
+        // The signature as parsed: the macro blanked.
+        assert_eq!(f.defs[1].sig, "char * gzgets(file, len) gzFile file");
         assert_eq!((f.defs[1].line, f.defs[1].end), (2, 7));
     }
 
@@ -694,7 +819,7 @@ mod tests {
                 "method Version.new",
                 "function parse_major",
                 "module tests",
-                "method tests.parses"
+                "function tests.parses"
             ]
         );
         assert_eq!(calls_in(&f, "parse"), ["parse_major", "Ok", "new"]);
@@ -759,6 +884,7 @@ mod tests {
         assert_eq!(
             names(&f),
             [
+                "const Router",
                 "function createApp",
                 "method app.handle",
                 "method Router.use",
@@ -793,7 +919,11 @@ mod tests {
         let f = extract_plain(Lang::Go, "assert/assertions.go", src);
         assert_eq!(
             names(&f),
-            ["class Assertions", "method Equal", "function Equal"]
+            [
+                "class Assertions",
+                "method Assertions.Equal",
+                "function Equal"
+            ]
         );
         assert_eq!(calls_in(&f, "Equal")[..1], ["Equal"]);
         let in_fn: Vec<_> = f
@@ -839,6 +969,40 @@ mod tests {
         );
         assert!(f.partial);
         assert_eq!(f.defs[0].name, "good");
+    }
+
+    #[test]
+    fn constants_overloads_decorators_params_and_nested_functions() {
+        let src = b"import typing\nWIN = sys.platform == 'win32'\n\nclass Ctx:\n    @typing.overload\n    def invoke(self, cb: int) -> int: ...\n    @contextmanager\n    def invoke(self, cb, *args, key=DEFAULT):\n        def inner():\n            return cb()\n        return inner()\n";
+        let f = extract_plain(Lang::Python, "click/core.py", src);
+        assert_eq!(
+            names(&f),
+            [
+                "const WIN",
+                "class Ctx",
+                "prototype Ctx.invoke",
+                "method Ctx.invoke",
+                "function inner"
+            ]
+        );
+        // The decorator is part of the definition.
+        assert_eq!((f.defs[3].line, f.defs[3].end), (7, 11));
+        assert_eq!(f.defs[3].params, ["args", "cb", "key", "self"]);
+        let ts = b"export const schema = z.object({ a: z.string() });\nexport function parse(x: string): number;\nexport function parse(x: any) { return check(x); }\n";
+        let f = extract_plain(Lang::TypeScript, "src/a.ts", ts);
+        assert_eq!(
+            names(&f),
+            ["const schema", "prototype parse", "function parse"]
+        );
+        // The calls that build a constant are its calls.
+        assert_eq!(calls_in(&f, "schema"), ["object", "string"]);
+        let rs = b"mod inner { pub fn in_mod() {} }\nfn outer(f: impl Fn()) { f() }\n";
+        let f = extract_plain(Lang::Rust, "src/lib.rs", rs);
+        assert_eq!(
+            names(&f),
+            ["module inner", "function inner.in_mod", "function outer"]
+        );
+        assert_eq!(f.defs[2].params, ["f"]);
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub(crate) struct Use {
 
 pub(crate) struct Graph<'a> {
     pub files: Vec<(&'a str, &'a super::Entry)>,
+    /// Per file, the modules its imports name, as paths without extension
+    /// (`requests/utils`, `lib/router/index`), relative ones resolved.
+    imported: Vec<Vec<String>>,
     by_name: HashMap<&'a str, Vec<DefId>>,
     /// Every use of a name: its file and its index in the file's refs.
     uses: HashMap<&'a str, Vec<(u32, u32)>>,
@@ -81,8 +84,19 @@ impl<'a> Graph<'a> {
                     .push((fi as u32, ri as u32));
             }
         }
+        let imported = files
+            .iter()
+            .map(|(p, e)| {
+                e.facts
+                    .imports
+                    .iter()
+                    .flat_map(|i| modules_of(e.lang, p, i))
+                    .collect()
+            })
+            .collect();
         Graph {
             files,
+            imported,
             by_name,
             uses,
         }
@@ -116,50 +130,72 @@ impl<'a> Graph<'a> {
     }
 
     /// What a use in `file` can mean, and how sure that is. Empty when the
-    /// name is defined nowhere in the index (a library, a builtin).
+    /// name is defined nowhere in the index (a library, a builtin), or
+    /// names a parameter of the calling function.
     pub(crate) fn resolve(&self, file: u32, r: &Ref) -> (Vec<DefId>, Certainty) {
+        let (path, entry) = self.files[file as usize];
+        let caller = r.within.map(|w| &entry.facts.defs[w as usize]);
+        // `f(x)` with `f` a parameter calls whatever was passed.
+        if r.call && r.qual.is_none() && caller.is_some_and(|d| d.params.contains(&r.name)) {
+            return (Vec::new(), Certainty::Resolved);
+        }
+        let family = entry.lang.family();
+        // Code that is not a test cannot call test code.
+        let from_test = caller.is_some_and(|d| d.test) || super::extract::test_path(path);
         let all: Vec<DefId> = self
             .named(&r.name)
             .iter()
             .copied()
             .filter(|id| !r.call || callable(self.def(*id).kind))
             .filter(|id| self.def(*id).kind != Kind::Test)
+            .filter(|id| self.lang(id.file).family() == family)
+            .filter(|id| from_test || !self.is_test(*id))
             .collect();
-        if all.len() <= 1 {
+        if all.is_empty() {
             return (all, Certainty::Resolved);
         }
-        let own = r.within.and_then(|w| {
-            self.files[file as usize].1.facts.defs[w as usize]
-                .container
-                .as_deref()
-        });
+        let own = caller.and_then(|d| d.container.as_deref());
         let mut c = all.clone();
-        let narrow = |c: &mut Vec<DefId>, keep: &dyn Fn(&DefId) -> bool| {
+        let narrow = |c: &mut Vec<DefId>, keep: &dyn Fn(&DefId) -> bool| -> bool {
             let kept: Vec<DefId> = c.iter().copied().filter(|id| keep(id)).collect();
-            if !kept.is_empty() {
+            let any = !kept.is_empty();
+            if any {
                 *c = kept;
             }
+            any
         };
-        // 1. What the call was reached through.
-        match r.qual.as_deref() {
+        // 1. What the call was reached through. A qualifier that names
+        // none of the candidates' types or modules (`v.push(1)` with `v` a
+        // local) leaves the edge name-matched, however few namesakes.
+        let identified = match r.qual.as_deref() {
             Some(q) if SELF.contains(&q) => narrow(&mut c, &|id| {
                 let d = self.def(*id);
                 d.container.is_some() && d.container.as_deref() == own
             }),
-            Some(q) => narrow(&mut c, &|id| {
-                let d = self.def(*id);
-                d.container.as_deref() == Some(q) || stem(self.path(*id)) == q
-            }),
-            None if r.call => narrow(&mut c, &|id| {
-                let d = self.def(*id);
-                d.kind != Kind::Method || (d.container.is_some() && d.container.as_deref() == own)
-            }),
-            None => {}
-        }
-        if r.call && r.qual.as_deref().is_some_and(|q| !SELF.contains(&q)) {
-            // `obj.parse()`: whatever `obj` is, it is not a free function.
-            narrow(&mut c, &|id| self.def(*id).container.is_some());
-        }
+            Some(q) => {
+                let named = narrow(&mut c, &|id| {
+                    let (d, p) = (self.def(*id), self.path(*id));
+                    d.container.as_deref() == Some(q)
+                        || stem(p) == q
+                        || parent(p).rsplit('/').next() == Some(q)
+                });
+                if !named && r.call {
+                    // `obj.parse()`: whatever `obj` is, not a free function.
+                    narrow(&mut c, &|id| self.def(*id).container.is_some());
+                }
+                named
+            }
+            None => {
+                if r.call {
+                    narrow(&mut c, &|id| {
+                        let d = self.def(*id);
+                        d.kind != Kind::Method
+                            || (d.container.is_some() && d.container.as_deref() == own)
+                    });
+                }
+                true
+            }
+        };
         // 2. A body over a prototype.
         narrow(&mut c, &|id| self.def(*id).kind != Kind::Prototype);
         // 3. The same file.
@@ -167,13 +203,20 @@ impl<'a> Graph<'a> {
             narrow(&mut c, &|id| id.file == file);
         }
         // 4. Go: the same package.
-        if c.len() > 1 && self.lang(file) == Lang::Go {
-            let dir = parent(self.files[file as usize].0);
+        if c.len() > 1 && entry.lang == Lang::Go {
+            let dir = parent(path);
             narrow(&mut c, &|id| parent(self.path(*id)) == dir);
         }
-        // 5. An imported module.
+        // 5. A module the file imports: by the path the import names, then
+        // by file or folder name.
         if c.len() > 1 {
-            let imports = &self.files[file as usize].1.facts.imports;
+            let modules = &self.imported[file as usize];
+            narrow(&mut c, &|id| {
+                modules.iter().any(|m| module_is(self.path(*id), m))
+            });
+        }
+        if c.len() > 1 {
+            let imports = &entry.facts.imports;
             narrow(&mut c, &|id| {
                 let p = self.path(*id);
                 let (s, d) = (stem(p), parent(p).rsplit('/').next().unwrap_or(""));
@@ -182,7 +225,7 @@ impl<'a> Graph<'a> {
                     .any(|i| mentions(i, s) || (!d.is_empty() && mentions(i, d)))
             });
         }
-        if c.len() == 1 {
+        if c.len() == 1 && identified {
             (c, Certainty::Resolved)
         } else {
             let n = all.len();
@@ -260,6 +303,153 @@ fn stem(p: &str) -> &str {
 
 fn parent(p: &str) -> &str {
     p.rsplit_once('/').map_or("", |(d, _)| d)
+}
+
+/// The modules one import names, as paths without extension: relative
+/// ones (`./router`, `from .utils import x`, `use super::parse`) resolved
+/// against the importing file, absolute ones left to match as a suffix.
+fn modules_of(lang: Lang, file: &str, import: &str) -> Vec<String> {
+    let dir = parent(file);
+    let mut out = Vec::new();
+    let quoted = || {
+        import
+            .split(['"', '\'', '`'])
+            .skip(1)
+            .step_by(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    match lang {
+        Lang::Python => {
+            let text = import.trim();
+            let (module, names) = match text.strip_prefix("from ") {
+                Some(rest) => match rest.split_once(" import ") {
+                    Some((m, n)) => (m.trim(), n),
+                    None => (rest.trim(), ""),
+                },
+                None => (text.trim_start_matches("import ").trim(), ""),
+            };
+            for module in module.split(',') {
+                let module = module.split(" as ").next().unwrap_or("").trim();
+                let dots = module.chars().take_while(|c| *c == '.').count();
+                let rest = module[dots..].replace('.', "/");
+                let base = if dots == 0 {
+                    String::new()
+                } else {
+                    let mut b = dir.to_string();
+                    for _ in 1..dots {
+                        b = parent(&b).to_string();
+                    }
+                    b
+                };
+                let m = join(&base, &rest);
+                // `from . import utils`, `from pkg import module`.
+                for n in names.split(',') {
+                    let n = n.split(" as ").next().unwrap_or("");
+                    let n = n.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+                    if !n.is_empty() {
+                        out.push(join(&m, n));
+                    }
+                }
+                if !m.is_empty() {
+                    out.push(m);
+                }
+            }
+        }
+        Lang::Rust => {
+            let path = import
+                .trim_start_matches("pub ")
+                .trim_start_matches("use ")
+                .split(['{', ';', ' '])
+                .next()
+                .unwrap_or("");
+            let mut segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+            let mut base = String::new();
+            match segs.first().copied() {
+                Some("crate") => {
+                    segs.remove(0);
+                }
+                Some("self") => {
+                    segs.remove(0);
+                    base = dir.to_string();
+                }
+                Some("super") => {
+                    base = dir.to_string();
+                    while segs.first() == Some(&"super") {
+                        segs.remove(0);
+                        base = parent(&base).to_string();
+                    }
+                }
+                _ => {}
+            }
+            // `a::b::Item` names module `a/b`; `a::b` may be one too.
+            for k in [segs.len().saturating_sub(1), segs.len()] {
+                let m = join(&base, &segs[..k].join("/"));
+                if !m.is_empty() {
+                    out.push(m);
+                }
+            }
+        }
+        _ => {
+            for spec in quoted() {
+                let spec = spec.trim();
+                let m = if spec.starts_with("./") || spec.starts_with("../") {
+                    normalize(&join(dir, spec))
+                } else {
+                    spec.to_string()
+                };
+                out.push(strip_ext(&m).to_string());
+            }
+        }
+    }
+    out.retain(|m| !m.is_empty() && m != ".");
+    out
+}
+
+/// Whether the file at `path` is the module `m` (or in the package `m`).
+fn module_is(path: &str, m: &str) -> bool {
+    let p = strip_ext(path);
+    let p = p
+        .strip_suffix("/index")
+        .or_else(|| p.strip_suffix("/__init__"))
+        .or_else(|| p.strip_suffix("/mod"))
+        .unwrap_or(p);
+    let is = |x: &str| x == m || x.ends_with(&format!("/{m}"));
+    // Go: `github.com/stretchr/testify/assert` is the folder `assert` of a
+    // repository whose root is the module's.
+    let dir = parent(path);
+    is(p) || is(dir) || (!dir.is_empty() && m.ends_with(&format!("/{dir}")))
+}
+
+fn strip_ext(p: &str) -> &str {
+    let file = p.rsplit('/').next().unwrap_or(p);
+    match file.rsplit_once('.') {
+        Some((_, ext)) if ext.len() <= 4 && !file.starts_with('.') => &p[..p.len() - ext.len() - 1],
+        _ => p,
+    }
+}
+
+fn join(a: &str, b: &str) -> String {
+    match (a.is_empty(), b.is_empty()) {
+        (true, _) => b.to_string(),
+        (_, true) => a.to_string(),
+        _ => format!("{a}/{b}"),
+    }
+}
+
+/// `a/./b/../c` → `a/c`.
+fn normalize(p: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                out.pop();
+            }
+            s => out.push(s),
+        }
+    }
+    out.join("/")
 }
 
 /// Whether `word` occurs in `text` as a whole identifier.
@@ -384,6 +574,105 @@ mod tests {
             [("Equal".into(), "resolved".into())]
         );
         assert!(callers(&g, id(&g, "Fail", "b/b.go")).is_empty());
+    }
+
+    #[test]
+    fn imports_by_path_parameters_receivers_tests_and_languages() {
+        let (_d, ix) = index(&[
+            ("py/pkg1/util.py", "def util_fn():\n    return 1\n"),
+            ("py/pkg2/util.py", "def util_fn():\n    return 2\n"),
+            (
+                "py/pkg1/use.py",
+                "from .util import util_fn\ndef caller1():\n    return util_fn()\ndef apply(f):\n    return f()\n",
+            ),
+            ("py/f.py", "def f():\n    return 0\n"),
+            ("ts/a.ts", "export function helperA() { return 1; }\n"),
+            ("dist/a.js", "function helperA() { return 1; }\n"),
+            (
+                "ts/use.ts",
+                "import { helperA } from \"./a.js\";\nexport function run() { return helperA(); }\nfunction pyOnly2() { return util_fn(); }\n",
+            ),
+            (
+                "rs/src/lib.rs",
+                "struct Bag;\nimpl Bag { fn push(&mut self, x: u8) {} }\nfn fill(v: &mut Vec<u8>, b: &mut Bag) { v.push(1); b.push(2); }\n#[cfg(test)]\nmod tests {\n    macro_rules! check { () => {} }\n}\nfn prod() { check!(); }\n",
+            ),
+        ]);
+        let g = Graph::new(&ix);
+        assert_eq!(
+            callers(&g, id(&g, "util_fn", "py/pkg1/util.py")),
+            [("caller1".into(), "resolved".into())]
+        );
+        assert!(callers(&g, id(&g, "util_fn", "py/pkg2/util.py")).is_empty());
+        // `f` is `apply`'s parameter, not py/f.py's function.
+        assert!(callers(&g, id(&g, "f", "py/f.py")).is_empty());
+        assert_eq!(
+            callers(&g, id(&g, "helperA", "ts/a.ts")),
+            [("run".into(), "resolved".into())]
+        );
+        // A JavaScript call never lands in Python.
+        let in_ts = g.files.iter().position(|(p, _)| *p == "ts/use.ts").unwrap() as u32;
+        let r = g.files[in_ts as usize]
+            .1
+            .facts
+            .refs
+            .iter()
+            .find(|r| r.name == "util_fn")
+            .unwrap();
+        assert!(g.resolve(in_ts, r).0.is_empty());
+        // `v.push(1)` on a local is not known to be `Bag::push`.
+        let push = callers(&g, id(&g, "push", "rs/src/lib.rs"));
+        assert_eq!(
+            push,
+            [
+                ("fill".to_string(), "name-matched, 1 of 1".to_string()),
+                ("fill".to_string(), "name-matched, 1 of 1".to_string())
+            ]
+        );
+        // Production code does not call a test module's macro.
+        assert!(callers(&g, id(&g, "check", "rs/src/lib.rs")).is_empty());
+    }
+
+    #[test]
+    fn import_texts_name_modules_by_path() {
+        assert_eq!(
+            modules_of(
+                Lang::Python,
+                "src/requests/models.py",
+                "from .utils import to_key, guess"
+            ),
+            [
+                "src/requests/utils/to_key",
+                "src/requests/utils/guess",
+                "src/requests/utils"
+            ]
+        );
+        assert_eq!(
+            modules_of(Lang::Python, "a/b/c.py", "from .. import compat"),
+            ["a/compat", "a"]
+        );
+        assert_eq!(
+            modules_of(
+                Lang::JavaScript,
+                "lib/express.js",
+                "var router = require('./router/index.js')"
+            ),
+            ["lib/router/index"]
+        );
+        assert_eq!(
+            modules_of(Lang::Rust, "src/version.rs", "use crate::parse::Error;"),
+            ["parse", "parse/Error"]
+        );
+        assert_eq!(
+            modules_of(Lang::C, "gzread.c", "#include \"gzguts.h\""),
+            ["gzguts"]
+        );
+        assert!(module_is("requests/utils.py", "requests/utils"));
+        assert!(module_is("lib/router/index.js", "lib/router"));
+        assert!(module_is(
+            "assert/assertions.go",
+            "github.com/stretchr/testify/assert"
+        ));
+        assert!(!module_is("ts/sub/a.ts", "ts/a"));
     }
 
     #[test]

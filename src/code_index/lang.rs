@@ -53,6 +53,18 @@ impl Lang {
         }
     }
 
+    /// Languages that call each other's definitions by name: JavaScript
+    /// and TypeScript; C and C++. A JavaScript call never lands in Python.
+    pub(crate) fn family(self) -> u8 {
+        match self {
+            Lang::JavaScript | Lang::TypeScript | Lang::Tsx => 0,
+            Lang::C | Lang::Cpp => 1,
+            Lang::Rust => 2,
+            Lang::Python => 3,
+            Lang::Go => 4,
+        }
+    }
+
     fn js(self) -> bool {
         matches!(self, Lang::JavaScript | Lang::TypeScript | Lang::Tsx)
     }
@@ -76,6 +88,8 @@ impl Lang {
             (Lang::Rust, "impl_item") => Some(Role::Container),
             (Lang::Python, "function_definition") => def(Function),
             (Lang::Python, "class_definition") => def(Class),
+            // `x = lambda …`, and a module's constants (`WIN = …`).
+            (Lang::Python, "assignment") => Some(Role::Bound),
             (l, "function_declaration" | "generator_function_declaration") if l.js() => {
                 def(Function)
             }
@@ -92,7 +106,8 @@ impl Lang {
             {
                 def(Type)
             }
-            (l, "function_signature") if l.js() => def(Function),
+            // An overload's signature: the implementation is the definition.
+            (l, "function_signature") if l.js() => def(Prototype),
             // `const f = () => …`, `X.prototype.f = function …`: a
             // definition only when the value is a function (checked by
             // the walk).

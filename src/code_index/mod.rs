@@ -370,6 +370,9 @@ impl Index {
                 s.huge.len()
             ));
         }
+        if !s.binary.is_empty() {
+            parts.push(format!("{} binary files skipped", s.binary.len()));
+        }
         let partial = self.partial();
         if !partial.is_empty() {
             parts.push(format!(
@@ -461,17 +464,37 @@ impl Index {
 /// The name of a worktree's saved index: its HEAD commit, or `worktree`
 /// outside git.
 pub fn base_key(root: &Path) -> String {
-    git2::Repository::open(root)
+    let Ok(repo) = git2::Repository::discover(root) else {
+        return "worktree".to_string();
+    };
+    let head = repo
+        .head()
         .ok()
-        .and_then(|r| r.head().ok()?.target())
-        .map_or_else(|| "worktree".to_string(), |o| o.to_string())
+        .and_then(|h| h.target())
+        .map_or_else(|| "unborn".to_string(), |o| o.to_string());
+    // A subfolder of a repository is indexed on its own, under its own name.
+    let sub = repo
+        .workdir()
+        .and_then(|w| w.canonicalize().ok())
+        .and_then(|w| root.strip_prefix(w).ok().map(Path::to_path_buf))
+        .filter(|r| !r.as_os_str().is_empty());
+    match sub {
+        Some(r) => {
+            let tag =
+                git2::Oid::hash_object(git2::ObjectType::Blob, r.to_string_lossy().as_bytes())
+                    .map(|o| o.to_string()[..8].to_string())
+                    .unwrap_or_default();
+            format!("{head}-{tag}")
+        }
+        None => head,
+    }
 }
 
 /// Where a worktree's index is kept: `.ooda/index/` of the repository it
 /// belongs to (a candidate worktree's is the project's), or of the folder
 /// itself outside git.
 pub(crate) fn dir_for(root: &Path) -> PathBuf {
-    let main = git2::Repository::open(root).ok().and_then(|r| {
+    let main = git2::Repository::discover(root).ok().and_then(|r| {
         let common = r.commondir().canonicalize().ok()?;
         common.parent().map(Path::to_path_buf)
     });
@@ -563,6 +586,30 @@ mod tests {
         assert!(Index::load(&dir, "other", &root).is_some());
         std::fs::write(dir.join("k1.json"), "{ damaged").unwrap();
         assert!(Index::load(&dir, "k1", &root).is_none());
+    }
+
+    #[test]
+    fn a_subfolder_of_a_repository_is_indexed_from_git_s_listing_into_the_repository_s_folder() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        git2::Repository::init(&root).unwrap();
+        write(&root, ".gitignore", "node_modules/\nbuild/\n");
+        write(&root, "pkg/src/a.py", "def a():\n    return 1\n");
+        write(&root, "pkg/node_modules/x.js", "function x() {}\n");
+        write(&root, "other/b.py", "def b():\n    return 2\n");
+        write(&root, "build/gen.py", "def gen():\n    return 3\n");
+        let sub = root.join("pkg");
+        let ix = Index::build(&sub, Limits::default(), &AtomicBool::new(false));
+        assert_eq!(ix.files.keys().collect::<Vec<_>>(), ["src/a.py"]);
+        assert_eq!(dir_for(&sub), root.join(".ooda/index"));
+        assert_ne!(base_key(&sub), base_key(&root));
+        // A folder git ignores is indexed as a plain folder.
+        let ix = Index::build(
+            &root.join("build"),
+            Limits::default(),
+            &AtomicBool::new(false),
+        );
+        assert_eq!(ix.files.keys().collect::<Vec<_>>(), ["gen.py"]);
     }
 
     #[test]

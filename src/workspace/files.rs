@@ -32,8 +32,13 @@ pub(crate) fn listing(root: &Path) -> Listing {
 
 fn collect(root: &Path, base: &Path) -> Listing {
     let root = canonical_root(root).unwrap_or_else(|_| root.to_path_buf());
-    let repo = git2::Repository::open(&root).ok().filter(|r| {
-        r.workdir().and_then(|w| w.canonicalize().ok()).as_deref() == Some(root.as_path())
+    // The repository the folder is in (it may be a subfolder of one), unless
+    // git ignores the folder itself: then git would list nothing of it.
+    let repo = git2::Repository::discover(&root).ok().and_then(|r| {
+        let work = r.workdir()?.canonicalize().ok()?;
+        let rel = root.strip_prefix(&work).ok()?.to_path_buf();
+        let ignored = !rel.as_os_str().is_empty() && r.is_path_ignored(&rel).unwrap_or(false);
+        (!ignored).then_some((r, work, rel))
     });
     let mut out = Listing::default();
     let walked = |out: &mut Listing| {
@@ -46,18 +51,22 @@ fn collect(root: &Path, base: &Path) -> Listing {
         })
     };
     match (repo, base.starts_with(&root)) {
-        (Some(repo), true) => {
+        (Some((repo, work, rel)), true) => {
             let mut opts = git2::StatusOptions::new();
             opts.include_untracked(true)
                 .recurse_untracked_dirs(true)
                 .include_ignored(false)
                 .include_unmodified(true)
                 .exclude_submodules(true);
+            if !rel.as_os_str().is_empty() {
+                opts.pathspec(rel.join("*").to_string_lossy().as_ref())
+                    .disable_pathspec_match(false);
+            }
             match repo.statuses(Some(&mut opts)) {
                 Ok(statuses) => {
                     for e in statuses.iter() {
                         let Ok(path) = e.path() else { continue };
-                        let full = root.join(path);
+                        let full = work.join(path);
                         if !full.starts_with(base) {
                             continue;
                         }
