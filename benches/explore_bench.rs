@@ -253,6 +253,36 @@ fn found(text: &str, expect: &[String]) -> bool {
     })
 }
 
+/// The direct callers a `callers` answer lists: (name, resolved).
+fn listed_callers(text: &str) -> Vec<(String, bool)> {
+    text.lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("    "))
+        .filter_map(|l| {
+            let head = l.trim().split(" — ").next()?;
+            let mut words = head.split_whitespace();
+            let _path = words.next()?;
+            let kind = words.next()?;
+            if kind == "top-level" {
+                return None;
+            }
+            let name = words.next()?;
+            let name = name.rsplit('.').next().unwrap_or(name).to_string();
+            Some((name, l.ends_with("[resolved]")))
+        })
+        .collect()
+}
+
+/// Callers questions: edges listed, right or wrong, by certainty; and the
+/// expected callers missing.
+#[derive(Default)]
+struct Precision {
+    resolved_right: usize,
+    resolved_wrong: usize,
+    matched_right: usize,
+    matched_wrong: usize,
+    missing: usize,
+}
+
 fn timed(f: impl FnOnce() -> Run) -> Run {
     let t = Instant::now();
     let mut r = f();
@@ -315,6 +345,7 @@ fn main() {
     let mut totals = [0usize; 6];
     let (mut tg, mut ti) = (0u128, 0u128);
     let mut by_kind: BTreeMap<String, [usize; 6]> = BTreeMap::new();
+    let mut precision = Precision::default();
     for q in &qs {
         if only.as_ref().is_some_and(|o| o != &q.id) {
             continue;
@@ -344,6 +375,23 @@ fn main() {
             g.micros as f64 / 1000.0,
             i.micros as f64 / 1000.0
         );
+        if q.kind == "callers" {
+            let listed = listed_callers(&i.text);
+            for (name, resolved) in &listed {
+                let right = q.expect.contains(name);
+                match (resolved, right) {
+                    (true, true) => precision.resolved_right += 1,
+                    (true, false) => precision.resolved_wrong += 1,
+                    (false, true) => precision.matched_right += 1,
+                    (false, false) => precision.matched_wrong += 1,
+                }
+            }
+            precision.missing += q
+                .expect
+                .iter()
+                .filter(|e| !listed.iter().any(|(n, _)| n == *e))
+                .count();
+        }
         let row = [
             g.calls,
             g.chars,
@@ -397,6 +445,11 @@ fn main() {
         pct(totals[1], totals[4]),
         totals[2],
         totals[5]
+    );
+    let p = &precision;
+    println!(
+        "\nCallers questions, the index's direct callers: {} resolved edges right, {} wrong; {} name-matched edges right, {} wrong; {} expected callers not listed.",
+        p.resolved_right, p.resolved_wrong, p.matched_right, p.matched_wrong, p.missing
     );
     println!(
         "\nWall time of all questions: grep/read {:.0} ms, index {:.0} ms.",

@@ -245,7 +245,11 @@ impl<'a> Walk<'a> {
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ");
-            self.facts.imports.push(crate::text::clip::clip(&t, 200));
+            self.facts
+                .imports
+                .push(crate::text::redact::redact(&crate::text::clip::clip(
+                    &t, 200,
+                )));
         }
         if self.lang.is_call(kind) {
             self.call(n);
@@ -730,7 +734,9 @@ impl<'a> Walk<'a> {
         let head = String::from_utf8_lossy(head);
         let flat = head.split_whitespace().collect::<Vec<_>>().join(" ");
         let flat = flat.trim_end_matches(['{', ':', '=', ' ']).to_string();
-        crate::text::clip::clip(&flat, 240)
+        // Saved to disk and shown to models: a key written as a default
+        // value (`def connect(token="sk-…")`) does not go with it.
+        crate::text::redact::redact(&crate::text::clip::clip(&flat, 240))
     }
 }
 
@@ -1003,6 +1009,16 @@ mod tests {
             ["module inner", "function inner.in_mod", "function outer"]
         );
         assert_eq!(f.defs[2].params, ["f"]);
+    }
+
+    #[test]
+    fn a_key_in_a_signature_is_not_kept() {
+        let f = extract_plain(
+            Lang::Python,
+            "client.py",
+            b"def connect(token=\"sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\"):\n    return token\n",
+        );
+        assert!(!f.defs[0].sig.contains("AbCdEfGh"), "{}", f.defs[0].sig);
     }
 
     #[test]
