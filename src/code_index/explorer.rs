@@ -333,8 +333,13 @@ impl Answer<'_, '_> {
 
     fn several(&self, v: &[DefId], name: &str) -> String {
         if v.len() > 1 {
+            let shown = if v.len() > 3 {
+                " (the answer below is for the first 3)"
+            } else {
+                ""
+            };
             format!(
-                "{} definitions named `{name}`; pass `file` to pick one:\n{}\n\n",
+                "{} definitions named `{name}`{shown}; pass `file` to pick one:\n{}\n\n",
                 v.len(),
                 v.iter()
                     .take(LIST_MAX)
@@ -367,6 +372,7 @@ impl Answer<'_, '_> {
         let metachar = query.chars().any(|c| "^$*+?[](){}|\\".contains(c));
         let regex = metachar
             || (query.contains('.') && !query.contains("::") && self.targets(query, file).is_err());
+        let mut partial = false;
         let mut v: Vec<DefId> = if regex {
             let re = regex::Regex::new(query)
                 .map_err(|e| format!("`{query}` is not a valid regex: {e}"))?;
@@ -379,7 +385,8 @@ impl Answer<'_, '_> {
             match self.targets(query, file) {
                 Ok(v) => v.into_iter().filter(keep).collect(),
                 Err(_) => {
-                    // No exact name: the names that contain it.
+                    // No exact name: the names that contain it, said so.
+                    partial = true;
                     let lower = query.to_lowercase();
                     self.g
                         .all()
@@ -396,7 +403,11 @@ impl Answer<'_, '_> {
         }
         v.sort_by_key(|id| (self.g.is_test(*id), self.g.path(*id), self.g.def(*id).line));
         let total = v.len();
-        let mut out = format!("{total} definitions match `{query}`:\n");
+        let mut out = if partial {
+            format!("no definition is named `{query}`; {total} have names containing it:\n")
+        } else {
+            format!("{total} definitions match `{query}`:\n")
+        };
         for id in v.iter().take(LIST_MAX) {
             let _ = writeln!(out, "{}", self.line(*id));
         }
@@ -503,12 +514,15 @@ impl Answer<'_, '_> {
     }
 
     fn user_line(&self, who: Option<DefId>, file: u32, lines: &[u32], c: Certainty) -> String {
-        let at = lines
+        let mut at = lines
             .iter()
             .take(6)
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(", ");
+        if lines.len() > 6 {
+            let _ = write!(at, " and {} more", lines.len() - 6);
+        }
         match who {
             Some(w) => format!("{} — at line {at} [{}]", self.head(w), c.label()),
             None => format!(

@@ -32,6 +32,10 @@ pub(crate) struct Def {
     /// Test code: a test, or a helper in a test file or test module.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub test: bool,
+    /// A Go method's receiver name (`c` in `func (c *Command) Run()`):
+    /// a call through it is a call through `self`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receiver: Option<String>,
     /// Its parameters' names: a call of one (`f(x)` with `f` a parameter)
     /// calls whatever was passed, not a definition of that name.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -54,6 +58,10 @@ pub(crate) struct Ref {
     /// in `self.parse()`. Resolution uses it to pick among namesakes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qual: Option<String>,
+    /// The qualifier is a path (`a::b()`, C++'s `A::b()`): a type or a
+    /// module by the language's syntax, never a value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path: bool,
 }
 
 /// What a file contributes to the index.
@@ -123,7 +131,13 @@ pub(crate) fn extract(lang: Lang, path: &str, src: &[u8], macros: &Macros) -> Fa
         };
     }
     let blanked = match lang {
-        Lang::C | Lang::Cpp => macros.apply(src),
+        // The file's own `#define`s too (`#define PUGI__FN inline` in a
+        // .cpp file).
+        Lang::C | Lang::Cpp => {
+            let mut own = macros.clone();
+            own.scan(&String::from_utf8_lossy(src));
+            own.apply(src)
+        }
         _ => Vec::new(),
     };
     let parsed = if blanked.is_empty() { src } else { &blanked };
@@ -284,6 +298,7 @@ impl<'a> Walk<'a> {
                         within,
                         call: false,
                         qual: None,
+                        path: false,
                     });
                 }
             }
@@ -294,7 +309,7 @@ impl<'a> Walk<'a> {
         let Some(callee) = n.child_by_field_name(self.lang.callee_field(n.kind())) else {
             return;
         };
-        let Some((name_node, qual)) = self.last_name(callee) else {
+        let Some((name_node, qual, path)) = self.last_name(callee) else {
             return;
         };
         let name = self.text(name_node).to_string();
@@ -305,6 +320,7 @@ impl<'a> Walk<'a> {
             within: self.within(),
             call: true,
             qual,
+            path,
         });
         // CommonJS: `require('./router')` imports as `import` does.
         if matches!(self.lang, Lang::JavaScript | Lang::TypeScript | Lang::Tsx)
@@ -341,6 +357,8 @@ impl<'a> Walk<'a> {
         if !self.text(next).starts_with('(') {
             return;
         }
+        let sep = n.prev_sibling().map(|p| self.text(p)).unwrap_or("");
+        let path = sep == "::";
         let qual = n
             .prev_sibling()
             .filter(|p| matches!(self.text(*p), "::" | "."))
@@ -354,21 +372,24 @@ impl<'a> Walk<'a> {
             within: self.within(),
             call: true,
             qual,
+            path,
         });
     }
 
     /// The name a callee expression ends in (`parse` in `a::b::parse`,
     /// `x.parse`, `parse::<T>`), and what it was reached through.
-    fn last_name(&self, mut n: Node<'a>) -> Option<(Node<'a>, Option<String>)> {
+    fn last_name(&self, mut n: Node<'a>) -> Option<(Node<'a>, Option<String>, bool)> {
         let mut qual = None;
+        let mut path = false;
         for _ in 0..16 {
             if n.child_count() == 0 {
-                return Some((n, qual));
+                return Some((n, qual, path));
             }
-            if let Some(q) = ["path", "object", "operand", "scope", "argument", "value"]
+            if let Some((field, q)) = ["path", "object", "operand", "scope", "argument", "value"]
                 .iter()
-                .find_map(|f| n.child_by_field_name(f))
+                .find_map(|f| Some((*f, n.child_by_field_name(f)?)))
             {
+                path = matches!(field, "path" | "scope");
                 let q = self.text(q);
                 let last = q
                     .rsplit(['.', ':', '>'])
@@ -429,12 +450,52 @@ impl<'a> Walk<'a> {
         }) {
             kind = Kind::Prototype;
         }
-        let test = self.test_mark(n, &name, kind);
+        // C and C++ test macros: `TEST(parses_a_range) { … }`,
+        // `TEST_F(Suite, case)` name a test by their arguments.
+        let (name, kind, forced_test) = match self.c_test_name(n, &name) {
+            Some(t) => (t, Kind::Test, true),
+            None => (name, kind, false),
+        };
+        let test = forced_test || self.test_mark(n, &name, kind);
+        let this = n
+            .child_by_field_name("receiver")
+            .and_then(|r| r.named_child(0))
+            .and_then(|p| p.child_by_field_name("name"))
+            .map(|x| self.text(x).to_string());
         self.push_def(n, name, kind, container, test);
-        if let (Some(d), Some(def)) = (decorated, self.facts.defs.last_mut()) {
-            // Its decorators are part of it (`@contextmanager`).
-            def.line = d.start_position().row as u32 + 1;
+        if let Some(def) = self.facts.defs.last_mut() {
+            if let Some(d) = decorated {
+                // Its decorators are part of it (`@contextmanager`).
+                def.line = d.start_position().row as u32 + 1;
+            }
+            def.receiver = this;
         }
+    }
+
+    /// The test a C or C++ test macro defines (`TEST_XML(dom_text, "<a/>")`,
+    /// `TEST_F(Suite, Case)`): its arguments joined, or `None` when the
+    /// definition is not one (an all-capitals name holding `TEST`).
+    fn c_test_name(&self, n: Node, name: &str) -> Option<String> {
+        if !matches!(self.lang, Lang::C | Lang::Cpp)
+            || !name.contains("TEST")
+            || name.chars().any(|c| c.is_ascii_lowercase())
+        {
+            return None;
+        }
+        let mut d = n.child_by_field_name("declarator");
+        while let Some(x) = d {
+            if let Some(params) = x.child_by_field_name("parameters") {
+                let t = self.text(params).trim_matches(['(', ')']);
+                let args: Vec<&str> = t
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty() && a.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    .collect();
+                return (!args.is_empty()).then(|| args.join("."));
+            }
+            d = x.child_by_field_name("declarator");
+        }
+        None
     }
 
     /// A definition's name node, and the scope a qualified name gives it
@@ -594,6 +655,7 @@ impl<'a> Walk<'a> {
                 sig: sig.trim_end_matches(';').to_string(),
                 test,
                 params: self.params(n),
+                receiver: None,
             });
             // The scope ends when the block does.
             self.scopes.push(Scope {
@@ -660,6 +722,7 @@ impl<'a> Walk<'a> {
             sig,
             test,
             params,
+            receiver: None,
         });
         let holds = matches!(kind, Kind::Class | Kind::Type | Kind::Module);
         self.scopes.push(Scope {

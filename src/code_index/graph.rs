@@ -142,6 +142,12 @@ impl<'a> Graph<'a> {
         let family = entry.lang.family();
         // Code that is not a test cannot call test code.
         let from_test = caller.is_some_and(|d| d.test) || super::extract::test_path(path);
+        let own = caller.and_then(|d| d.container.as_deref());
+        // A bare call is never a method's, but in C++ (`this->` implied)
+        // one of the caller's own type.
+        let bare_method_ok = |d: &Def| {
+            entry.lang == Lang::Cpp && d.container.is_some() && d.container.as_deref() == own
+        };
         let all: Vec<DefId> = self
             .named(&r.name)
             .iter()
@@ -150,11 +156,14 @@ impl<'a> Graph<'a> {
             .filter(|id| self.def(*id).kind != Kind::Test)
             .filter(|id| self.lang(id.file).family() == family)
             .filter(|id| from_test || !self.is_test(*id))
+            .filter(|id| {
+                let d = self.def(*id);
+                !(r.call && r.qual.is_none() && d.kind == Kind::Method && !bare_method_ok(d))
+            })
             .collect();
         if all.is_empty() {
             return (all, Certainty::Resolved);
         }
-        let own = caller.and_then(|d| d.container.as_deref());
         let mut c = all.clone();
         let narrow = |c: &mut Vec<DefId>, keep: &dyn Fn(&DefId) -> bool| -> bool {
             let kept: Vec<DefId> = c.iter().copied().filter(|id| keep(id)).collect();
@@ -167,17 +176,30 @@ impl<'a> Graph<'a> {
         // 1. What the call was reached through. A qualifier that names
         // none of the candidates' types or modules (`v.push(1)` with `v` a
         // local) leaves the edge name-matched, however few namesakes.
+        // A qualifier names a module (a file or folder) only when it is a
+        // path (`parse::x`) or the file imports it (`import config`): a
+        // local variable `config` is not `config.py`.
+        let imports_q = |q: &str| entry.facts.imports.iter().any(|i| mentions(i, q));
+        let this = caller.and_then(|d| d.receiver.as_deref());
         let identified = match r.qual.as_deref() {
-            Some(q) if SELF.contains(&q) => narrow(&mut c, &|id| {
+            // `super().save()`: a parent's, which the index does not know.
+            Some("super") => {
+                narrow(&mut c, &|id| {
+                    let d = self.def(*id);
+                    d.container.is_some() && d.container.as_deref() != own
+                });
+                false
+            }
+            Some(q) if SELF.contains(&q) || this == Some(q) => narrow(&mut c, &|id| {
                 let d = self.def(*id);
                 d.container.is_some() && d.container.as_deref() == own
             }),
             Some(q) => {
+                let module = r.path || imports_q(q);
                 let named = narrow(&mut c, &|id| {
                     let (d, p) = (self.def(*id), self.path(*id));
                     d.container.as_deref() == Some(q)
-                        || stem(p) == q
-                        || parent(p).rsplit('/').next() == Some(q)
+                        || (module && (stem(p) == q || parent(p).rsplit('/').next() == Some(q)))
                 });
                 if !named && r.call {
                     // `obj.parse()`: whatever `obj` is, not a free function.
@@ -185,16 +207,7 @@ impl<'a> Graph<'a> {
                 }
                 named
             }
-            None => {
-                if r.call {
-                    narrow(&mut c, &|id| {
-                        let d = self.def(*id);
-                        d.kind != Kind::Method
-                            || (d.container.is_some() && d.container.as_deref() == own)
-                    });
-                }
-                true
-            }
+            None => true,
         };
         // 2. A body over a prototype.
         narrow(&mut c, &|id| self.def(*id).kind != Kind::Prototype);
@@ -228,7 +241,12 @@ impl<'a> Graph<'a> {
         if c.len() == 1 && identified {
             (c, Certainty::Resolved)
         } else {
-            let n = all.len();
+            // Namesakes: a declaration and its definition are one.
+            let bodies = all
+                .iter()
+                .filter(|id| self.def(**id).kind != Kind::Prototype)
+                .count();
+            let n = if bodies > 0 { bodies } else { all.len() }.max(c.len());
             (c, Certainty::NameMatched(n))
         }
     }
@@ -630,6 +648,89 @@ mod tests {
         );
         // Production code does not call a test module's macro.
         assert!(callers(&g, id(&g, "check", "rs/src/lib.rs")).is_empty());
+    }
+
+    #[test]
+    fn super_receivers_locals_named_like_files_and_cpp_headers() {
+        let (_d, ix) = index(&[
+            (
+                "py/models.py",
+                "class Base:\n    def save(self):\n        return 1\nclass Child(Base):\n    def save(self):\n        return super().save() + 1\n",
+            ),
+            (
+                "py/config.py",
+                "class Config:\n    def get(self, k):\n        return k\n",
+            ),
+            (
+                "py/app.py",
+                "import json\ndef load(path):\n    config = json.load(open(path))\n    return config.get('name')\n",
+            ),
+            (
+                "go/widget.go",
+                "package m\ntype Widget struct{}\nfunc (w *Widget) Close() {}\nfunc (w *Widget) Reset() { w.Close() }\n",
+            ),
+            (
+                "go/sub/s.go",
+                "package sub\ntype Other struct{}\nfunc (o *Other) Close() {}\nfunc use(widget *Other) { widget.Close() }\nfunc Close() {}\n",
+            ),
+            (
+                "cpp/a.h",
+                "namespace n {\nclass Doc {\npublic:\n  int load(int x);\n};\n}\n",
+            ),
+            (
+                "cpp/a.cpp",
+                "#include \"a.h\"\n#define PUGI__FN inline\nnamespace n {\nPUGI__FN int Doc::load(int x) { return x; }\n}\n",
+            ),
+            (
+                "cpp/tests/t.cpp",
+                "#include \"../a.h\"\nTEST(dom_load) {\n  n::Doc d;\n  d.load(1);\n}\n",
+            ),
+        ]);
+        let g = Graph::new(&ix);
+        // `super().save()` is a parent's: never the caller itself, never
+        // resolved.
+        let base = callers(&g, id(&g, "save", "py/models.py"));
+        assert_eq!(
+            base,
+            [("save".to_string(), "name-matched, 1 of 2".to_string())]
+        );
+        // `config` is a local, not py/config.py.
+        assert_eq!(
+            callers(&g, id(&g, "get", "py/config.py")),
+            [("load".to_string(), "name-matched, 1 of 1".to_string())]
+        );
+        // Go: through the receiver is through self; a bare call is not a
+        // method's; a parameter named like a file is not that file.
+        let close: Vec<DefId> = g.named("Close").to_vec();
+        let widget = *close
+            .iter()
+            .find(|i| g.path(**i) == "go/widget.go")
+            .unwrap();
+        assert_eq!(
+            callers(&g, widget),
+            [("Reset".to_string(), "resolved".to_string())]
+        );
+        let other = *close
+            .iter()
+            .find(|i| g.path(**i) == "go/sub/s.go" && g.def(**i).kind == Kind::Method)
+            .unwrap();
+        assert_eq!(
+            callers(&g, other),
+            [("use".to_string(), "name-matched, 1 of 3".to_string())]
+        );
+        // A C++ header is read as C++, a source file's own macros are
+        // blanked, a test macro names its test.
+        let load = g.named("load").to_vec();
+        assert!(
+            load.iter()
+                .any(|i| g.path(*i) == "cpp/a.h" && g.def(*i).kind == Kind::Prototype)
+        );
+        let body = *load.iter().find(|i| g.path(**i) == "cpp/a.cpp").unwrap();
+        assert_eq!(g.def(body).container.as_deref(), Some("Doc"));
+        assert_eq!(
+            callers(&g, body),
+            [("dom_load".to_string(), "name-matched, 1 of 1".to_string())]
+        );
     }
 
     #[test]

@@ -163,6 +163,19 @@ impl Lang {
     }
 }
 
+/// Whether a `.h` file holds C++ (a namespace, a template, a class with
+/// a body, `std::`): such a header is parsed with the C++ grammar.
+pub(crate) fn looks_like_cpp(src: &[u8]) -> bool {
+    static CPP: std::sync::OnceLock<regex::bytes::Regex> = std::sync::OnceLock::new();
+    CPP.get_or_init(|| {
+        regex::bytes::Regex::new(
+            r"(?m)^\s*(namespace\b|template\s*<|using\s+namespace\b|class\s+\w+[^;]*$|(public|private|protected)\s*:)|\bstd::",
+        )
+        .expect("a valid regex")
+    })
+    .is_match(&src[..src.len().min(256 * 1024)])
+}
+
 /// What a node contributes to the index.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Role {
@@ -242,6 +255,13 @@ mod tests {
         assert_eq!(Lang::of("a.hpp"), Some(Lang::Cpp));
         assert_eq!(Lang::of("README.md"), None);
         assert_eq!(Lang::of("Makefile"), None);
+        assert!(looks_like_cpp(
+            b"#pragma once\nnamespace fmt {\ntemplate <typename T> class buffer;\n}\n"
+        ));
+        assert!(looks_like_cpp(
+            b"class xml_node\n{\npublic:\n  int x;\n};\n"
+        ));
+        assert!(!looks_like_cpp(b"#ifndef ZLIB_H\ntypedef struct z_stream_s { int x; } z_stream;\n/* the class of */\nint deflate(z_streamp strm, int flush);\n"));
         for l in [
             Lang::Rust,
             Lang::Python,

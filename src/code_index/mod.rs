@@ -229,9 +229,9 @@ impl Index {
             out.removed.push(k);
         }
         let unchanged = |c: &Candidate| {
-            self.files
-                .get(&c.rel)
-                .is_some_and(|e| e.len == c.len && e.mtime == c.mtime && e.lang == c.lang)
+            self.files.get(&c.rel).is_some_and(|e| {
+                e.len == c.len && e.mtime == c.mtime && e.lang.family() == c.lang.family()
+            })
         };
         let mut stale: Vec<&Candidate> = wanted.iter().filter(|c| !unchanged(c)).collect();
         // A header changed (or none was read yet): the macros are read
@@ -307,11 +307,11 @@ impl Index {
                         e.mtime = c.mtime;
                     }
                 }
-                Read::Parsed(hash, facts) => {
+                Read::Parsed(hash, lang, facts) => {
                     self.files.insert(
                         c.rel.clone(),
                         Entry {
-                            lang: c.lang,
+                            lang,
                             hash,
                             len: c.len,
                             mtime: c.mtime,
@@ -504,7 +504,8 @@ pub(crate) fn dir_for(root: &Path) -> PathBuf {
 }
 
 enum Read {
-    Parsed(String, Facts),
+    /// Parsed as this language (a `.h` of C++ code as C++).
+    Parsed(String, Lang, Facts),
     Same(String),
     Binary,
     Gone,
@@ -520,10 +521,14 @@ fn read_one(c: &Candidate, old: Option<&Entry>, macros: &macros::Macros) -> Read
     let hash = git2::Oid::hash_object(git2::ObjectType::Blob, &bytes)
         .map(|o| o.to_string())
         .unwrap_or_default();
-    if old.is_some_and(|e| e.hash == hash && e.lang == c.lang) {
+    if old.is_some_and(|e| e.hash == hash && e.lang.family() == c.lang.family()) {
         return Read::Same(hash);
     }
-    Read::Parsed(hash, extract::extract(c.lang, &c.rel, &bytes, macros))
+    let lang = match c.lang {
+        Lang::C if c.rel.ends_with(".h") && lang::looks_like_cpp(&bytes) => Lang::Cpp,
+        l => l,
+    };
+    Read::Parsed(hash, lang, extract::extract(lang, &c.rel, &bytes, macros))
 }
 
 #[cfg(test)]
