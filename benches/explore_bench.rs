@@ -60,6 +60,11 @@ struct Run {
     found: bool,
     micros: u128,
     text: String,
+    /// What is judged, when not all of `text`: for callees, only the
+    /// names shown defined in the codebase (grep: its search for their
+    /// definitions; the index: its `→` lines, not its list of names it
+    /// could not find).
+    answer: Option<String>,
     log: Vec<String>,
 }
 
@@ -178,12 +183,14 @@ fn grep_strategy(root: &Path, q: &Question) -> Run {
             names.sort();
             names.dedup();
             if !names.is_empty() {
+                let before = run.text.len();
                 let alt = names.iter().map(|s| esc(s)).collect::<Vec<_>>().join("|");
                 grep(
                     root,
                     &mut run,
                     json!({"pattern": def_pattern(&format!("({alt})")).replace(r"\(\(", "(("), "max": 200}),
                 );
+                run.answer = Some(run.text[before..].to_string());
             }
         }
         "tests" => {
@@ -228,7 +235,15 @@ fn index_strategy(root: &Path, ex: &mut Explorer, q: &Question) -> Run {
     };
     let out = ex.call(tool, &args);
     let failed = out.is_err();
-    run.add(tool, &args, out);
+    let text = run.add(tool, &args, out);
+    if q.kind == "callees" {
+        run.answer = Some(
+            text.lines()
+                .filter(|l| l.contains(" → "))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
     if failed {
         // The index does not know it: the text tools, as without it.
         let g = grep_strategy(root, q);
@@ -352,9 +367,9 @@ fn main() {
         }
         let (root, ex) = explorers.get_mut(&q.codebase).unwrap();
         let mut g = timed(|| grep_strategy(root, q));
-        g.found = found(&g.text, &q.expect);
+        g.found = found(g.answer.as_deref().unwrap_or(&g.text), &q.expect);
         let mut i = timed(|| index_strategy(root, ex, q));
-        i.found = found(&i.text, &q.expect);
+        i.found = found(i.answer.as_deref().unwrap_or(&i.text), &q.expect);
         if show.as_ref() == Some(&q.id) {
             println!(
                 "\n--- grep: {:?}\n{}\n--- index: {:?}\n{}\n",

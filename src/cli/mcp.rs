@@ -34,11 +34,15 @@ use crate::exit::Exit;
 /// is (an agent CLI may give a server seconds to start); the first tool
 /// call waits for it.
 struct IndexServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     explorer: Mutex<Option<Explorer>>,
     building: Mutex<Option<std::thread::JoinHandle<Explorer>>>,
 }
 
-impl IndexServer {
+impl Inner {
     fn call(&self, name: &str, args: &Value) -> std::result::Result<String, String> {
         let mut slot = self.explorer.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {
@@ -92,10 +96,19 @@ impl ServerHandler for IndexServer {
         _context: RequestContext<RoleServer>,
     ) -> std::result::Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let answer = self.call(&request.name, &args);
+        // Off the runtime's thread: a slow answer must not stop the server
+        // from reading the client's next message (a cancellation, a ping).
+        let inner = Arc::clone(&self.inner);
+        let name = request.name.to_string();
+        let answer = tokio::task::spawn_blocking(move || inner.call(&name, &args))
+            .await
+            .unwrap_or_else(|e| Err(format!("the code index failed on this call: {e}")));
+        // What the worktree's files hold goes to the tool, as the file
+        // tools' answers do, with secrets redacted.
+        let redact = |t: &str| crate::text::redact::redact(t);
         Ok(match answer {
-            Ok(t) => CallToolResult::success(vec![ContentBlock::text(t)]),
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e)]),
+            Ok(t) => CallToolResult::success(vec![ContentBlock::text(redact(&t))]),
+            Err(e) => CallToolResult::error(vec![ContentBlock::text(redact(&e))]),
         }
         .into())
     }
@@ -123,8 +136,10 @@ pub(crate) fn run(root: Option<&Path>, index_dir: Option<&Path>) -> Result<Exit>
     let dir = index_dir.map_or_else(|| crate::code_index::dir_for(&root), Path::to_path_buf);
     let building = std::thread::spawn(move || Explorer::open(&root, Some(&dir), Limits::default()));
     let server = IndexServer {
-        explorer: Mutex::new(None),
-        building: Mutex::new(Some(building)),
+        inner: Arc::new(Inner {
+            explorer: Mutex::new(None),
+            building: Mutex::new(Some(building)),
+        }),
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

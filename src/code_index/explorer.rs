@@ -37,6 +37,8 @@ const SOURCE_LINES: usize = 150;
 /// Characters `explore` returns by default, and at most.
 const EXPLORE_CHARS: usize = 6_000;
 const EXPLORE_MAX: usize = 20_000;
+/// Definitions `impact` follows further at each level at most.
+const DEPENDENTS_FRONTIER: usize = 60;
 /// Characters of any other answer at most.
 const ANSWER_MAX: usize = 16_000;
 
@@ -648,6 +650,9 @@ impl Answer<'_, '_> {
         let mut frontier = vec![id];
         for level in 1..=3 {
             let mut next = Vec::new();
+            // Bounded: a name used everywhere (`get`, `new`) would
+            // otherwise make the walk the whole repository's.
+            frontier.truncate(DEPENDENTS_FRONTIER);
             for f in &frontier {
                 // Beyond the first level only calls carry the change on.
                 for (who, file, lines, c) in self.users(*f, level > 1) {
@@ -774,7 +779,7 @@ impl Answer<'_, '_> {
         let _ = write!(rel, "\nCalls:\n{callees}");
         // Tests: those that use it, and those that use a direct user.
         let mut tests: BTreeMap<DefId, &str> = BTreeMap::new();
-        for (who, ..) in &users {
+        for (who, ..) in users.iter().take(DEPENDENTS_FRONTIER) {
             if let Some(w) = who {
                 if self.g.is_test(*w) {
                     tests.insert(*w, "directly");

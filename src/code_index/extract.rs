@@ -328,7 +328,7 @@ impl<'a> Walk<'a> {
             && let Some(args) = n.child_by_field_name("arguments")
             && args.named_child(0).is_some_and(|a| a.kind() == "string")
         {
-            let t = crate::text::clip::clip(self.text(n), 200);
+            let t = crate::text::clip::clip(&crate::text::redact::redact(self.text(n)), 200);
             self.facts.imports.push(t);
         }
         // `it("parses a range", () => …)`: a test named by its string.
@@ -338,7 +338,8 @@ impl<'a> Walk<'a> {
             && let Some(first) = args.named_child(0)
             && matches!(first.kind(), "string" | "template_string")
         {
-            let title = self.text(first).trim_matches(['"', '\'', '`']).to_string();
+            let title =
+                crate::text::redact::redact(self.text(first).trim_matches(['"', '\'', '`']));
             self.push_def(n, title, Kind::Test, None, true);
         }
     }
@@ -677,14 +678,32 @@ impl<'a> Walk<'a> {
             return true;
         }
         if self.lang == Lang::Rust {
+            // `#[test]`, `#[tokio::test]`, `#[cfg(test)]`, `#[rstest]`,
+            // `#[test_case(…)]` — not `#[cfg(not(test))]`, not a doc
+            // comment that says "latest".
             let mut prev = n.prev_named_sibling();
             while let Some(p) = prev {
-                if p.kind() != "attribute_item" && p.kind() != "line_comment" {
-                    break;
-                }
-                let t = self.text(p);
-                if t.contains("test") {
-                    return true;
+                match p.kind() {
+                    "attribute_item" => {
+                        let t: String = self
+                            .text(p)
+                            .chars()
+                            .filter(|c| !c.is_whitespace())
+                            .collect();
+                        let inner = t.trim_start_matches("#[").trim_end_matches(']');
+                        let path = inner.split('(').next().unwrap_or("");
+                        let last = path.rsplit("::").next().unwrap_or(path);
+                        if inner == "cfg(test)"
+                            || matches!(
+                                last,
+                                "test" | "rstest" | "test_case" | "quickcheck" | "proptest"
+                            )
+                        {
+                            return true;
+                        }
+                    }
+                    "line_comment" | "block_comment" => {}
+                    _ => break,
                 }
                 prev = p.prev_named_sibling();
             }
@@ -718,7 +737,7 @@ impl<'a> Walk<'a> {
             kind,
             container,
             line: n.start_position().row as u32 + 1,
-            end: n.end_position().row as u32 + 1,
+            end: last_line(n),
             sig,
             test,
             params,
@@ -799,8 +818,20 @@ impl<'a> Walk<'a> {
         let flat = flat.trim_end_matches(['{', ':', '=', ' ']).to_string();
         // Saved to disk and shown to models: a key written as a default
         // value (`def connect(token="sk-…")`) does not go with it.
-        crate::text::redact::redact(&crate::text::clip::clip(&flat, 240))
+        crate::text::clip::clip(&crate::text::redact::redact(&flat), 240)
     }
+}
+
+/// The last line a node covers, 1-based: a node that ends with its
+/// newline (a `#define`) ends on the line before.
+fn last_line(n: Node) -> u32 {
+    let end = n.end_position();
+    let row = if end.column == 0 && end.row > n.start_position().row {
+        end.row - 1
+    } else {
+        end.row
+    };
+    row as u32 + 1
 }
 
 /// A type's name without its generics, references or pointer marks
@@ -1072,6 +1103,16 @@ mod tests {
             ["module inner", "function inner.in_mod", "function outer"]
         );
         assert_eq!(f.defs[2].params, ["f"]);
+    }
+
+    #[test]
+    fn only_test_attributes_make_rust_test_code() {
+        let src = b"/// Keeps the latest, tested elsewhere.\n#[cfg(not(test))]\nfn prod() {}\n#[tokio::test]\nasync fn t1() {}\n#[test_case(1)]\nfn t2(x: u8) {}\n#define X 1\n";
+        let f = extract_plain(Lang::Rust, "src/a.rs", src);
+        let tests: Vec<_> = f.defs.iter().map(|d| (d.name.as_str(), d.test)).collect();
+        assert_eq!(tests, [("prod", false), ("t1", true), ("t2", true)]);
+        let c = extract_plain(Lang::C, "a.h", b"#define ONE 1\nint two(void);\n");
+        assert_eq!((c.defs[0].line, c.defs[0].end), (1, 1));
     }
 
     #[test]

@@ -45,6 +45,9 @@ impl Certainty {
     }
 }
 
+/// What a use means: the definitions it may name, and how sure that is.
+type Resolution = (Vec<DefId>, Certainty);
+
 /// A use of a definition: where, by which definition (none at the top
 /// level of a file), and how sure.
 #[derive(Clone, Debug)]
@@ -64,6 +67,9 @@ pub(crate) struct Graph<'a> {
     by_name: HashMap<&'a str, Vec<DefId>>,
     /// Every use of a name: its file and its index in the file's refs.
     uses: HashMap<&'a str, Vec<(u32, u32)>>,
+    /// Uses already resolved in this graph's life (one answer): `impact`
+    /// walks the same names level after level.
+    memo: std::cell::RefCell<HashMap<(u32, u32), Resolution>>,
 }
 
 impl<'a> Graph<'a> {
@@ -99,6 +105,7 @@ impl<'a> Graph<'a> {
             imported,
             by_name,
             uses,
+            memo: Default::default(),
         }
     }
 
@@ -251,6 +258,17 @@ impl<'a> Graph<'a> {
         }
     }
 
+    /// [`Graph::resolve`] of the `ri`th use of file `fi`, remembered.
+    fn resolved(&self, fi: u32, ri: u32) -> (Vec<DefId>, Certainty) {
+        if let Some(hit) = self.memo.borrow().get(&(fi, ri)) {
+            return hit.clone();
+        }
+        let r = &self.files[fi as usize].1.facts.refs[ri as usize];
+        let out = self.resolve(fi, r);
+        self.memo.borrow_mut().insert((fi, ri), out.clone());
+        out
+    }
+
     /// The uses of a definition: calls and other mentions, in path and
     /// line order. Its own name at its definition is not a use.
     pub(crate) fn uses_of(&self, target: DefId) -> Vec<Use> {
@@ -261,7 +279,7 @@ impl<'a> Graph<'a> {
             if fi == target.file && r.within == Some(target.def) && !r.call {
                 continue;
             }
-            let (to, certainty) = self.resolve(fi, r);
+            let (to, certainty) = self.resolved(fi, ri);
             if to.contains(&target) {
                 out.push(Use {
                     file: fi,

@@ -39,7 +39,7 @@ use extract::Facts;
 use lang::Lang;
 
 /// The format of a saved index; another one is rebuilt, not read.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// Saved indexes kept in `.ooda/index/`: a few base commits back.
 const KEEP: usize = 4;
 
@@ -494,13 +494,19 @@ pub fn base_key(root: &Path) -> String {
 /// belongs to (a candidate worktree's is the project's), or of the folder
 /// itself outside git.
 pub(crate) fn dir_for(root: &Path) -> PathBuf {
-    let main = git2::Repository::discover(root).ok().and_then(|r| {
-        let common = r.commondir().canonicalize().ok()?;
-        common.parent().map(Path::to_path_buf)
-    });
-    main.unwrap_or_else(|| root.to_path_buf())
-        .join(".ooda")
-        .join("index")
+    let Ok(repo) = git2::Repository::discover(root) else {
+        return root.join(".ooda").join("index");
+    };
+    // A linked worktree's main checkout is the work tree of its common
+    // repository; a bare common repository (or a separate git dir) has
+    // none that is the project's, and the worktree's own is used.
+    let main = git2::Repository::open(repo.commondir())
+        .ok()
+        .and_then(|c| c.workdir().map(Path::to_path_buf))
+        .or_else(|| repo.workdir().map(Path::to_path_buf))
+        .unwrap_or_else(|| root.to_path_buf());
+    let main = main.canonicalize().unwrap_or(main);
+    main.join(".ooda").join("index")
 }
 
 enum Read {
@@ -607,6 +613,19 @@ mod tests {
         let ix = Index::build(&sub, Limits::default(), &AtomicBool::new(false));
         assert_eq!(ix.files.keys().collect::<Vec<_>>(), ["src/a.py"]);
         assert_eq!(dir_for(&sub), root.join(".ooda/index"));
+        // A separate git dir: the index is the work tree's, not beside the
+        // git dir.
+        let d2 = tempfile::tempdir().unwrap();
+        let gitdirs = d2.path().join("gitdirs");
+        let sep = d2.path().join("separate");
+        std::fs::create_dir_all(&sep).unwrap();
+        let mut opts = git2::RepositoryInitOptions::new();
+        opts.workdir_path(&sep);
+        git2::Repository::init_opts(gitdirs.join("sep.git"), &opts).unwrap();
+        assert_eq!(
+            dir_for(&sep),
+            sep.canonicalize().unwrap().join(".ooda/index")
+        );
         assert_ne!(base_key(&sub), base_key(&root));
         // A folder git ignores is indexed as a plain folder.
         let ix = Index::build(

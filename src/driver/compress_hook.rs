@@ -76,40 +76,9 @@ pub(crate) fn install(tool: &str, worktree: &Path, ooda: &Path) -> Result<Hook> 
     Patch::apply(
         &worktree.join(rel),
         "its compression hook (fix the file or set compress_commands: false)",
-        drop_ours,
+        super::worktree_settings::drop_stale,
         |value| merge_hook(value, &entry),
     )
-}
-
-/// Removes hook entries that run `ooda compress --hook` (and the lists and
-/// the `hooks` object they leave empty); whether there were any.
-fn drop_ours(value: &mut Value) -> bool {
-    let ours = |h: &Value| {
-        h["hooks"].as_array().is_some_and(|hs| {
-            hs.iter().any(|x| {
-                x["command"]
-                    .as_str()
-                    .is_some_and(|c| c.contains(" compress --hook "))
-            })
-        })
-    };
-    let mut found = false;
-    if let Some(hooks) = value.get_mut("hooks").and_then(Value::as_object_mut) {
-        for list in hooks.values_mut() {
-            if let Some(items) = list.as_array_mut() {
-                let n = items.len();
-                items.retain(|h| !ours(h));
-                found |= items.len() != n;
-            }
-        }
-        hooks.retain(|_, list| !list.as_array().is_some_and(Vec::is_empty));
-        if hooks.is_empty()
-            && let Some(obj) = value.as_object_mut()
-        {
-            obj.remove("hooks");
-        }
-    }
-    found
 }
 
 /// Adds `entry`'s hooks to `value`'s, keeping the ones already there.

@@ -23,12 +23,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::worktree_settings::Patch;
+use super::worktree_settings::{Patch, SERVER, drop_server, drop_stale};
 use crate::config::AgentFormat;
 use crate::error::Result;
-
-/// The name the server is registered under.
-pub(crate) const SERVER: &str = "ooda-index";
 
 /// The server's command line.
 fn argv(ooda: &Path, root: &Path, dir: &Path) -> Vec<String> {
@@ -87,11 +84,14 @@ pub(crate) fn args(format: AgentFormat, ooda: &Path, root: &Path, dir: &Path) ->
 
 /// Registers the server in the worktree's settings for a tool that reads
 /// it from there (Gemini CLI); `None` for the others.
+/// `after_hook`: the compression hook was put in the same file first (and
+/// cleaned what a killed ooda left there).
 pub(crate) fn install(
     format: AgentFormat,
     worktree: &Path,
     ooda: &Path,
     dir: &Path,
+    after_hook: bool,
 ) -> Result<Option<Patch>> {
     if format != AgentFormat::GeminiJson {
         return Ok(None);
@@ -101,7 +101,7 @@ pub(crate) fn install(
     Patch::apply(
         &worktree.join(".gemini/settings.json"),
         "the code index's MCP server (fix the file or set index: false)",
-        drop_ours,
+        if after_hook { drop_server } else { drop_stale },
         move |value| {
             let servers = value
                 .as_object_mut()
@@ -118,21 +118,6 @@ pub(crate) fn install(
         },
     )
     .map(Some)
-}
-
-/// Removes a registration of ours (and an `mcpServers` it leaves empty);
-/// whether there was one.
-fn drop_ours(value: &mut Value) -> bool {
-    let Some(servers) = value.get_mut("mcpServers").and_then(Value::as_object_mut) else {
-        return false;
-    };
-    let found = servers.remove(SERVER).is_some();
-    if servers.is_empty()
-        && let Some(obj) = value.as_object_mut()
-    {
-        obj.remove("mcpServers");
-    }
-    found
 }
 
 #[cfg(test)]
@@ -181,7 +166,7 @@ mod tests {
         let wt = d.path();
         let ooda = Path::new("/opt/ooda");
         // No settings: created, then gone with the folder.
-        let p = install(AgentFormat::GeminiJson, wt, ooda, wt)
+        let p = install(AgentFormat::GeminiJson, wt, ooda, wt, false)
             .unwrap()
             .unwrap();
         let v: Value =
@@ -195,11 +180,11 @@ mod tests {
         std::fs::create_dir_all(wt.join(".gemini")).unwrap();
         let mine = "{\n  \"mcpServers\": {\"db\": {\"command\": \"x\"}}\n}\n";
         std::fs::write(wt.join(".gemini/settings.json"), mine).unwrap();
-        let p = install(AgentFormat::GeminiJson, wt, ooda, wt)
+        let p = install(AgentFormat::GeminiJson, wt, ooda, wt, false)
             .unwrap()
             .unwrap();
         std::mem::forget(p);
-        let p = install(AgentFormat::GeminiJson, wt, ooda, wt)
+        let p = install(AgentFormat::GeminiJson, wt, ooda, wt, false)
             .unwrap()
             .unwrap();
         let v: Value =
@@ -211,9 +196,35 @@ mod tests {
         let v: Value = serde_json::from_str(&back).unwrap();
         assert_eq!(v, serde_json::from_str::<Value>(mine).unwrap());
         assert!(
-            install(AgentFormat::ClaudeJson, wt, ooda, wt)
+            install(AgentFormat::ClaudeJson, wt, ooda, wt, false)
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn with_the_compression_hook_in_the_same_file_both_go_even_after_a_killed_ooda() {
+        let d = tempfile::tempdir().unwrap();
+        let wt = d.path();
+        let ooda = Path::new("/opt/ooda");
+        std::fs::create_dir_all(wt.join(".gemini")).unwrap();
+        let mine = json!({"theme": "dark"});
+        // What a killed ooda left: its hook and its server.
+        let mut stale = mine.clone();
+        stale["hooks"] = json!({"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "/old/ooda compress --hook gemini"}]}]});
+        stale["mcpServers"] = json!({"ooda-index": {"command": "/old/ooda", "args": ["mcp"]}});
+        let file = wt.join(".gemini/settings.json");
+        std::fs::write(&file, stale.to_string()).unwrap();
+        let hook = crate::driver::compress_hook::install("gemini", wt, ooda).unwrap();
+        let server = install(AgentFormat::GeminiJson, wt, ooda, wt, true)
+            .unwrap()
+            .unwrap();
+        let during: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(during["hooks"]["BeforeTool"].as_array().unwrap().len(), 1);
+        assert_eq!(during["mcpServers"]["ooda-index"]["command"], "/opt/ooda");
+        server.remove().unwrap();
+        hook.remove().unwrap();
+        let after: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        assert_eq!(after, mine);
     }
 }

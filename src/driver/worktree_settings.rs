@@ -44,6 +44,16 @@ impl Patch {
             .parent()
             .expect("a settings file is in a directory")
             .to_path_buf();
+        // Never through a symlink: the worktree's content is the agent's,
+        // and ooda writes here outside the sandbox.
+        for p in [&dir, &file] {
+            if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(Error::Input(format!(
+                    "{} is a symlink: ooda does not write {what} through one (make it a real file or folder)",
+                    p.display()
+                )));
+            }
+        }
         let created_dir = (!dir.exists()).then(|| dir.clone());
         let before = match std::fs::read(&file) {
             Ok(b) => Some(b),
@@ -74,8 +84,7 @@ impl Patch {
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-        std::fs::write(&file, text)
-            .map_err(|e| Error::io(format!("writing {}", file.display()), e))?;
+        crate::atomic::write_atomic(&file, text.as_bytes())?;
         Ok(Patch {
             file,
             before,
@@ -93,8 +102,24 @@ impl Patch {
 
     fn restore(&self) -> Result<()> {
         let io = |what: &str, e| Error::io(format!("{what} {}", self.file.display()), e);
+        // The agent may have put a symlink where the folder or the file
+        // was: it is removed, never written or deleted through (that would
+        // reach outside the worktree from outside the sandbox).
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        let link =
+            |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink());
+        if link(dir) {
+            std::fs::remove_file(dir)
+                .map_err(|e| io("removing a symlink in place of the folder of", e))?;
+        }
+        if link(&self.file) {
+            std::fs::remove_file(&self.file).map_err(|e| io("removing a symlink at", e))?;
+        }
         match &self.before {
-            Some(b) => std::fs::write(&self.file, b).map_err(|e| io("restoring", e))?,
+            Some(b) => {
+                std::fs::create_dir_all(dir).map_err(|e| io("restoring the folder of", e))?;
+                crate::atomic::write_atomic(&self.file, b)?
+            }
             None => match std::fs::remove_file(&self.file) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(io("removing", e));
@@ -117,5 +142,123 @@ impl Drop for Patch {
         if !self.removed {
             let _ = self.restore();
         }
+    }
+}
+
+/// Removes everything a killed ooda may have left in a settings file (its
+/// compression hook, the code index's MCP server); whether there was any.
+/// The first change a call makes to a file cleans with it; a second one on
+/// the same file must not, or it would take the first one's entry for stale.
+pub(crate) fn drop_stale(value: &mut Value) -> bool {
+    let hooks = drop_hook(value);
+    drop_server(value) || hooks
+}
+
+/// Removes hook entries that run `ooda compress --hook` (and the lists and
+/// the `hooks` object they leave empty); whether there were any.
+pub(crate) fn drop_hook(value: &mut Value) -> bool {
+    let ours = |h: &Value| {
+        h["hooks"].as_array().is_some_and(|hs| {
+            hs.iter().any(|x| {
+                x["command"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(" compress --hook "))
+            })
+        })
+    };
+    let mut found = false;
+    if let Some(hooks) = value.get_mut("hooks").and_then(Value::as_object_mut) {
+        for list in hooks.values_mut() {
+            if let Some(items) = list.as_array_mut() {
+                let n = items.len();
+                items.retain(|h| !ours(h));
+                found |= items.len() != n;
+            }
+        }
+        hooks.retain(|_, list| !list.as_array().is_some_and(Vec::is_empty));
+        if hooks.is_empty()
+            && let Some(obj) = value.as_object_mut()
+        {
+            obj.remove("hooks");
+        }
+    }
+    found
+}
+
+/// Removes the code index's MCP server entry (and an `mcpServers` it
+/// leaves empty); whether there was one.
+pub(crate) fn drop_server(value: &mut Value) -> bool {
+    let Some(servers) = value.get_mut("mcpServers").and_then(Value::as_object_mut) else {
+        return false;
+    };
+    let found = servers.remove(SERVER).is_some();
+    if servers.is_empty()
+        && let Some(obj) = value.as_object_mut()
+    {
+        obj.remove("mcpServers");
+    }
+    found
+}
+
+/// The name the code index's MCP server is registered under.
+pub(crate) const SERVER: &str = "ooda-index";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(v: &mut Value) {
+        v.as_object_mut()
+            .expect("an object")
+            .insert("ours".into(), json!(true));
+    }
+
+    #[test]
+    fn a_symlink_the_agent_leaves_is_removed_and_never_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let wt = d.path().join("wt");
+        let outside = d.path().join("outside");
+        std::fs::create_dir_all(wt.join(".gemini")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("settings.json"), "theirs").unwrap();
+        std::fs::write(wt.join(".gemini/settings.json"), "{\"a\": 1}").unwrap();
+        let file = wt.join(".gemini/settings.json");
+        // The file becomes a symlink out during the call.
+        let p = Patch::apply(&file, "a test entry", |_| false, add).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(outside.join("settings.json"), &file).unwrap();
+        p.remove().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(outside.join("settings.json")).unwrap(),
+            "theirs"
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"a\": 1}");
+        assert!(
+            !std::fs::symlink_metadata(&file)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // The folder becomes a symlink out, and there was no file before.
+        std::fs::remove_dir_all(wt.join(".gemini")).unwrap();
+        let p = Patch::apply(&file, "a test entry", |_| false, add).unwrap();
+        std::fs::remove_dir_all(wt.join(".gemini")).unwrap();
+        std::os::unix::fs::symlink(&outside, wt.join(".gemini")).unwrap();
+        p.remove().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(outside.join("settings.json")).unwrap(),
+            "theirs"
+        );
+        assert!(!wt.join(".gemini").exists());
+        // A symlink there before the call: refused, nothing written.
+        std::os::unix::fs::symlink(&outside, wt.join(".gemini")).unwrap();
+        let e = Patch::apply(&file, "a test entry", |_| false, add)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("is a symlink"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("settings.json")).unwrap(),
+            "theirs"
+        );
     }
 }

@@ -134,7 +134,7 @@ pub(crate) fn resolve(root: &Path, rel: &str, creating: bool) -> Result<PathBuf,
     }
     if !rest.is_empty() && !creating {
         return Err(format!(
-            "`{rel}` does not exist; list_files shows what does"
+            "`{rel}` does not exist in the worktree; list its folder to see what does"
         ));
     }
     let real = existing

@@ -38,6 +38,8 @@ fn a_client_initializes_lists_the_tools_and_calls_them() {
         "tests/api.rs",
         "#[test]\nfn major() {\n    assert_eq!(ooda_fixture::version(\"1\"), 1);\n}\n",
     );
+    // A checkout whose own .gitignore does not name `.ooda/`.
+    t.write(".gitignore", "target/\n");
     t.commit("code");
     let index_dir = t.path().join(".ooda/index");
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -264,9 +264,13 @@ impl CommandAgent {
             _ => None,
         };
         let registered = match &index {
-            Some((ooda, dir)) => {
-                crate::driver::index_server::install(self.profile.format, inv.cwd, ooda, dir)?
-            }
+            Some((ooda, dir)) => crate::driver::index_server::install(
+                self.profile.format,
+                inv.cwd,
+                ooda,
+                dir,
+                hook.is_some(),
+            )?,
             None => None,
         };
         let out = lease.run(&spec, cancel);
