@@ -22,11 +22,12 @@
 //!   header), then a read of 40 lines at the first hit to confirm it;
 //! - callers / impact: one search for `NAME(`; then, for every hit outside
 //!   the definition, a read of the 50 lines above it (to see which function
-//!   it is in), skipping hits a previous read of the file already covered;
+//!   it is in), and up to two more 50-line reads further up while none shows
+//!   a function's header, skipping hits a previous read already covered;
 //! - callees: a search for the definition, a read of 80 lines from it, and
 //!   one search for the definitions of every name called in those lines;
-//! - tests: one search for the name; then a read of the 50 lines above
-//!   every hit in a test file (to see which test it is in).
+//! - tests: one search for the name; then the same reads above every hit
+//!   in a test file (to see which test it is in).
 //!
 //! The index strategy: define → `find_symbol`; callers → `callers`;
 //! callees → `callees`; impact → `impact`; tests → `explore` (its tests
@@ -111,7 +112,11 @@ fn esc(s: &str) -> String {
 
 /// A regex for a definition of `name` in any of the five languages.
 fn def_pattern(name: &str) -> String {
-    let n = esc(name);
+    def_regex(&esc(name))
+}
+
+/// [`def_pattern`] for a regex of names (`(a|b)`).
+fn def_regex(n: &str) -> String {
     format!(
         r"(fn|def|func|function|class|struct|enum|trait|type|interface|macro_rules!)\s+(\([^)]*\)\s*)?\*?{n}\b|[.\s]{n}\s*[:=]\s*(async\s+)?function|^[A-Za-z_][\w\s\*]*\b{n}\s*\(.*[^;]$"
     )
@@ -129,6 +134,17 @@ fn is_test_path(p: &str) -> bool {
     }) || l.starts_with("test")
 }
 
+/// A line that opens a function, method or test in one of the languages.
+fn header() -> &'static regex::Regex {
+    static H: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    H.get_or_init(|| {
+        regex::Regex::new(
+            r#"(?m)^\s*((pub(\([\w:]+\))?\s+)?(async\s+)?(fn|def|func|function)\b|(it|test|describe)\(|\w+(\.prototype)?\.\w+\s*=\s*function|[A-Za-z_][\w \t\*]*\b\w+\s*\([^;]*\)\s*\{?\s*$)"#,
+        )
+        .unwrap()
+    })
+}
+
 /// Reads the 50 lines above each hit (covering the enclosing function's
 /// header), once per region of a file.
 fn read_above(root: &Path, run: &mut Run, hits: &[(String, usize)]) {
@@ -138,8 +154,18 @@ fn read_above(root: &Path, run: &mut Run, hits: &[(String, usize)]) {
         if spans.iter().any(|(a, b)| a <= l && l <= b) {
             continue;
         }
-        let (a, b) = (l.saturating_sub(50).max(1), l + 2);
-        read(root, run, p, a, b);
+        // Up to three windows of 50 lines, until one shows a function's
+        // header above the hit (what a careful agent reads on for).
+        let (mut a, b) = (l.saturating_sub(50).max(1), l + 2);
+        let mut text = read(root, run, p, a, b);
+        for _ in 0..2 {
+            if a == 1 || header().is_match(&text) {
+                break;
+            }
+            let top = a.saturating_sub(50).max(1);
+            text = read(root, run, p, top, a - 1);
+            a = top;
+        }
         spans.push((a, b));
     }
 }
@@ -188,7 +214,7 @@ fn grep_strategy(root: &Path, q: &Question) -> Run {
                 grep(
                     root,
                     &mut run,
-                    json!({"pattern": def_pattern(&format!("({alt})")).replace(r"\(\(", "(("), "max": 200}),
+                    json!({"pattern": def_regex(&format!("({alt})")), "max": 200}),
                 );
                 run.answer = Some(run.text[before..].to_string());
             }

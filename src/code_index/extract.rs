@@ -2,8 +2,8 @@
 //! the calls and other references inside each of them, and its imports.
 //!
 //! Why facts and not the tree: the tree of a large repository is hundreds
-//! of megabytes and dies with the process; the facts are a few percent of
-//! the source, are saved per file with the file's content hash, and answer
+//! of megabytes and dies with the process; the facts are about the size of
+//! the source (as JSON), are saved per file with the file's content hash, and answer
 //! every question the tools ask (where is X, who calls X, what does X call,
 //! which tests touch X) without parsing again. The walk is iterative, so a
 //! deeply nested generated file cannot overflow the stack.
