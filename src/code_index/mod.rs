@@ -373,12 +373,24 @@ impl Index {
         if !s.binary.is_empty() {
             parts.push(format!("{} binary files skipped", s.binary.len()));
         }
+        if !s.symlinks.is_empty() {
+            parts.push(format!("{} symlinks not followed", s.symlinks.len()));
+        }
         let partial = self.partial();
         if !partial.is_empty() {
+            let named = partial
+                .iter()
+                .take(5)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ");
+            let more = match partial.len() {
+                n if n > 5 => format!(" and {} more", n - 5),
+                _ => String::new(),
+            };
             parts.push(format!(
-                "{} files parsed only in part (first: {})",
-                partial.len(),
-                partial[0]
+                "{} files parsed only in part, their definitions after the error may be missing: {named}{more}",
+                partial.len()
             ));
         }
         (!parts.is_empty()).then(|| format!("[index: {}]", parts.join("; ")))
@@ -573,6 +585,34 @@ mod tests {
         assert_eq!(ix.skipped.huge, ["gen.js"]);
         assert_eq!(ix.skipped.symlinks, ["out.rs"]);
         assert_eq!(ix.skipped.other, 1);
+        write(
+            &root,
+            "lib/broken.py",
+            "def ok():\n    return 1\ndef broken(:\n",
+        );
+        ix.refresh(limits, &no);
+        let c = ix.coverage().unwrap();
+        assert!(
+            c.contains("1 files parsed only in part, their definitions after the error may be missing: lib/broken.py"),
+            "{c}"
+        );
+        assert!(
+            ix.files["lib/broken.py"]
+                .facts
+                .defs
+                .iter()
+                .any(|d| d.name == "ok")
+        );
+        std::fs::remove_file(root.join("lib/broken.py")).unwrap();
+        ix.refresh(limits, &no);
+        assert!(
+            c.contains("1 files over 1 MiB") || c.contains("skipped as generated"),
+            "{c}"
+        );
+        assert!(
+            c.contains("1 binary files skipped") && c.contains("1 symlinks not followed"),
+            "{c}"
+        );
         // Nothing changed: nothing parsed.
         assert_eq!(ix.refresh(limits, &no), Refreshed::default());
         // Same content, new mtime: read, not parsed.
