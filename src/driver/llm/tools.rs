@@ -771,34 +771,13 @@ mod tests {
         std::fs::write(d.path().join("secret"), "TOKEN=outside\n").unwrap();
         std::os::unix::fs::symlink(d.path().join("secret"), root.join("link")).unwrap();
         git2::Repository::init(&root).unwrap();
-        let local = crate::run::executor::Local::default();
-        let lease =
-            crate::run::executor::Executor::lease(&local, crate::run::executor::Purpose::Agent)
-                .unwrap();
-        let cancel = AtomicBool::new(false);
-        let b = Bench {
-            root: &root,
-            archive: None,
-            blank_env: Vec::new(),
-            edits: false,
-            allowed: &[],
-            lease: lease.as_ref(),
-            cancel: &cancel,
-            command_timeout: Duration::from_secs(5),
-            output_cap: 1 << 16,
-            explorer: Default::default(),
-        };
-        let Done::Text(hits) = b.run(SEARCH, &json!({"pattern": "TOKEN"})).unwrap() else {
-            panic!("search failed")
-        };
+        let hits = read_only(&root, SEARCH, &json!({"pattern": "TOKEN"})).expect("search");
         assert!(hits.contains("src/a.rs:1: TOKEN=inside"), "{hits}");
         assert!(
             !hits.contains("outside") && !hits.contains("built"),
             "{hits}"
         );
-        let Done::Text(list) = b.run(LIST, &json!({})).unwrap() else {
-            panic!()
-        };
+        let list = read_only(&root, LIST, &json!({})).expect("list");
         assert!(
             list.contains("src/a.rs") && !list.contains("target/") && !list.contains("\"link\""),
             "{list}"
