@@ -42,7 +42,14 @@ pub use output::printed;
 #[derive(Debug, Parser)]
 #[command(
     name = "ooda",
-    version,
+    version = concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (",
+        env!("OODA_COMMIT"),
+        " ",
+        env!("OODA_COMMIT_DATE"),
+        ")"
+    ),
     about = "Write a Brief before you leave; read summary.md in the morning."
 )]
 pub struct Cli {
@@ -255,6 +262,17 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         index_dir: Option<PathBuf>,
     },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(
+        after_help = "Examples:\n  source <(ooda completions bash)\n  ooda completions zsh > ~/.zfunc/_ooda\n  ooda completions fish > ~/.config/fish/completions/ooda.fish"
+    )]
+    Completions {
+        /// The shell to complete in
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `ooda man | man -l -`
+    Man,
     /// Free disk: worktree build outputs, artifacts of discarded iterations beyond
     /// `defaults.keep_artifacts`, older replays; says how much it freed
     Gc {
@@ -285,8 +303,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
         color: match cli.color {
             ColorChoice::Always => true,
             ColorChoice::Never => false,
+            // A terminal that says it is dumb gets no escape codes.
             ColorChoice::Auto => {
-                std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+                std::io::stdout().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none()
+                    && std::env::var("TERM").map_or(true, |t| t != "dumb")
             }
         },
     };
@@ -346,5 +367,33 @@ pub fn run(cli: Cli) -> Result<Exit> {
             command,
         } => compress::run(&g, budget, raw_to.as_deref(), hook.as_deref(), &command),
         Command::Mcp { root, index_dir } => mcp::run(root.as_deref(), index_dir.as_deref()),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "ooda", &mut out);
+            print_bytes(&out)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd).render(&mut out).map_err(|e| {
+                crate::error::Error::Internal(format!("cannot render the manual: {e}"))
+            })?;
+            print_bytes(&out)
+        }
+    }
+}
+
+/// Writes what a command generated to stdout (a closed pipe is not an
+/// error: `ooda man | head`).
+fn print_bytes(bytes: &[u8]) -> Result<Exit> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(Exit::Ok),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            Err(crate::error::Error::BrokenPipe)
+        }
+        Err(e) => Err(crate::error::Error::io("writing to stdout".to_string(), e)),
     }
 }

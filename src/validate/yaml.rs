@@ -303,35 +303,9 @@ pub(crate) fn report_syntax(ck: &mut Checker, e: &SyntaxError, what: &str) {
     }
 }
 
-/// Edit distance with adjacent transpositions (optimal string alignment), so `nmae`
-/// is one edit from `name`.
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
-}
-
 /// The known name closest to `unknown`, if it is close enough to be a plausible typo.
-/// Case, `-` versus `_` and spaces are ignored first, since those are the usual slips.
+/// Case, `-` versus `_` and spaces are ignored first, since those are the usual slips;
+/// the distance counts an adjacent transposition as one edit (`nmae` → `name`).
 pub(crate) fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
     let norm = |s: &str| s.to_lowercase().replace(['-', ' '], "_");
     let u = norm(unknown);
@@ -343,7 +317,7 @@ pub(crate) fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
     };
     known
         .iter()
-        .map(|k| (distance(&u, &norm(k)), *k))
+        .map(|k| (strsim::osa_distance(&u, &norm(k)), *k))
         .filter(|(d, k)| {
             let k = norm(k);
             // `knob` → `knobs`, `integer` → `int`: a clipped or extended name.
@@ -724,7 +698,7 @@ mod tests {
         assert_eq!(suggest("gaurds", &known), Some("guards"));
         assert_eq!(suggest("zzz", &known), None);
         assert_eq!(suggest("budget", &known), None);
-        assert_eq!(distance("nmae", "name"), 1);
+        assert_eq!(strsim::osa_distance("nmae", "name"), 1);
     }
 
     #[test]

@@ -544,3 +544,93 @@ fn check_measure_waits_for_the_measurement_lock_and_says_so() {
     );
     assert!(all.contains("t over 2 run(s)"), "{all}");
 }
+
+/// `ooda completions bash` is a script bash sources, and with it `ooda st`
+/// completes to `status`; the other shells get theirs.
+#[test]
+fn completions_source_in_bash_and_complete_a_command() {
+    let t = Test::new();
+    let r = t.ooda(&["completions", "bash"]).expect(0);
+    let script = t.path().join("ooda.bash");
+    std::fs::write(&script, &r.stdout).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {} && COMP_WORDS=(ooda st) && COMP_CWORD=1 && COMP_LINE='ooda st' && COMP_POINT=7 && _ooda ooda st ooda && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    let words = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(words.trim(), "status", "{words}");
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let r = t.ooda(&["completions", shell]).expect(0);
+        assert!(r.stdout.contains("status"), "{shell}: {}", r.stdout);
+    }
+    let r = t.ooda(&["completions", "tcsh"]).expect(2);
+    assert!(r.stderr.contains("possible values"), "{}", r.stderr);
+}
+
+/// `ooda man` is a manual page: roff with every command, and `man -l -`
+/// renders it.
+#[test]
+fn the_manual_page_is_roff_with_every_command() {
+    let t = Test::new();
+    let r = t.ooda(&["man"]).expect(0);
+    assert!(
+        r.stdout.starts_with(".ie \\n(.g .ds Aq") || r.stdout.contains(".TH ooda"),
+        "{}",
+        &r.stdout[..200.min(r.stdout.len())]
+    );
+    for c in ["status", "completions", "mcp", "compress"] {
+        assert!(r.stdout.contains(c), "{c} missing from the manual");
+    }
+    // `.ci/run` installs man (man-db).
+    {
+        let mut child = std::process::Command::new("man")
+            .args(["-l", "-"])
+            .env("MANPAGER", "cat")
+            .env("MANWIDTH", "80")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(r.stdout.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("Write a Brief before you leave"), "{text}");
+    }
+}
+
+/// `--version` names the commit it was built from and its date.
+#[test]
+fn the_version_names_its_commit() {
+    let t = Test::new();
+    let r = t.ooda(&["--version"]).expect(0);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert!(
+        r.stdout
+            .starts_with(&format!("ooda {} (", env!("CARGO_PKG_VERSION"))),
+        "{}",
+        r.stdout
+    );
+    if !head.is_empty() {
+        assert!(r.stdout.contains(&head), "{} lacks {head}", r.stdout);
+    }
+}
