@@ -824,12 +824,7 @@ mod tests {
     use super::*;
 
     fn explorer(files: &[(&str, &str)]) -> (tempfile::TempDir, Explorer) {
-        let d = tempfile::tempdir().unwrap();
-        for (p, s) in files {
-            let path = d.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, s).unwrap();
-        }
+        let d = crate::code_index::tree(files);
         let e = Explorer::open(d.path(), None, Limits::default());
         (d, e)
     }

@@ -504,12 +504,7 @@ mod tests {
     use std::sync::atomic::AtomicBool;
 
     fn index(files: &[(&str, &str)]) -> (tempfile::TempDir, Index) {
-        let d = tempfile::tempdir().unwrap();
-        for (p, s) in files {
-            let path = d.path().join(p);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, s).unwrap();
-        }
+        let d = crate::code_index::tree(files);
         let root = d.path().canonicalize().unwrap();
         let ix = Index::build(&root, Limits::default(), &AtomicBool::new(false));
         (d, ix)

@@ -549,6 +549,18 @@ fn read_one(c: &Candidate, old: Option<&Entry>, macros: &macros::Macros) -> Read
     Read::Parsed(hash, lang, extract::extract(lang, &c.rel, &bytes, macros))
 }
 
+/// A folder holding `files` (path, content), for the tests of this folder.
+#[cfg(test)]
+pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().expect("a temporary folder");
+    for (rel, text) in files {
+        let p = d.path().join(rel);
+        std::fs::create_dir_all(p.parent().expect("a folder")).expect("created");
+        std::fs::write(p, text).expect("written");
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
