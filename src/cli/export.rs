@@ -1,22 +1,109 @@
-//! `ooda export BRIEF --otlp FILE`: the run as OpenTelemetry spans.
+//! `ooda export BRIEF --otlp FILE | --otlp-endpoint URL`: the run as
+//! OpenTelemetry spans, written to a file or sent to a collector.
+//!
+//! Sending a stored night again is what a night needs when its collector
+//! was down, or was set up only the next morning. The spans are the file
+//! export's, batch for batch (the run's own span, then one request per
+//! iteration), and their ids are derived from the log, so sending twice,
+//! or resuming after a failure from the iteration that failed, leaves a
+//! collector with one copy of each span.
 
 use std::path::Path;
+use std::time::Duration;
 
 use super::{Globals, out};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
+use crate::report::otlp::{Batch, Endpoint, PostError, Poster};
+use crate::report::trace::{Kind, Node};
 
-pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Result<Exit> {
-    let (_, dir, runs) = super::trace::runs(g, brief)?;
+/// Where the spans go.
+pub(crate) enum Target<'a> {
+    File { path: &'a Path, one_line: bool },
+    Collector { url: Option<&'a str>, gzip: bool },
+}
+
+/// Which iterations: both ends included, either open.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub(crate) struct Range {
+    pub from: Option<u32>,
+    pub to: Option<u32>,
+}
+
+impl Range {
+    /// `3`, `2..5` or `4..` (`..5` too).
+    pub(crate) fn parse(text: &str) -> std::result::Result<Range, String> {
+        let bad = || {
+            format!(
+                "--iterations {text}: expected an iteration (3) or a range with both ends included (2..5, 4.., ..5)"
+            )
+        };
+        let num = |s: &str| -> std::result::Result<Option<u32>, String> {
+            match s.trim() {
+                "" => Ok(None),
+                n => n.parse().map(Some).map_err(|_| bad()),
+            }
+        };
+        let r = match text.split_once("..") {
+            Some((a, b)) => Range {
+                from: num(a)?,
+                to: num(b.trim_start_matches('='))?,
+            },
+            None => {
+                let n = num(text)?.ok_or_else(bad)?;
+                Range {
+                    from: Some(n),
+                    to: Some(n),
+                }
+            }
+        };
+        if let (Some(a), Some(b)) = (r.from, r.to)
+            && a > b
+        {
+            return Err(format!(
+                "--iterations {text}: the range is empty ({a} is after {b})"
+            ));
+        }
+        Ok(r)
+    }
+
+    fn contains(&self, n: u32) -> bool {
+        self.from.is_none_or(|a| n >= a) && self.to.is_none_or(|b| n <= b)
+    }
+}
+
+pub(crate) fn run(g: &Globals, brief: &str, target: Target, range: Range) -> Result<Exit> {
+    let (name, dir, runs) = super::trace::runs(g, brief)?;
+    match target {
+        Target::File { path, one_line } => to_file(g, &dir, &runs, path, one_line, range),
+        Target::Collector { url, gzip } => to_collector(g, &name, &runs, url, gzip, range),
+    }
+}
+
+/// The iterations of `run` the range takes, in the log's order.
+fn iterations(run: &Node, range: Range) -> impl Iterator<Item = &Node> {
+    run.children.iter().filter(move |c| {
+        c.kind == Kind::Iteration && c.iteration.is_some_and(|n| range.contains(n))
+    })
+}
+
+fn to_file(
+    g: &Globals,
+    dir: &Path,
+    runs: &[Node],
+    file: &Path,
+    one_line: bool,
+    range: Range,
+) -> Result<Exit> {
     if file != Path::new("-") {
-        refuse_target(file, &dir)?;
+        refuse_target(file, dir)?;
     }
     let mut text = String::new();
     let mut spans = 0;
-    for run in &runs {
-        spans += run.walk().len();
-        for line in crate::report::otlp::lines(run, one_line) {
-            text.push_str(&line);
+    for run in runs {
+        for b in batches(run, range, one_line) {
+            spans += b.spans.len();
+            text.push_str(&crate::report::otlp::encode_json(&b));
             text.push('\n');
         }
     }
@@ -48,6 +135,156 @@ pub(crate) fn run(g: &Globals, brief: &str, file: &Path, one_line: bool) -> Resu
         );
     }
     Ok(Exit::Ok)
+}
+
+/// The run's own span (with what it holds outside its iterations) first,
+/// then one batch per iteration in the range, or all in one.
+fn batches(run: &Node, range: Range, one_line: bool) -> Vec<Batch> {
+    let mut out = vec![crate::report::otlp::run_batch(run)];
+    for it in iterations(run, range) {
+        let b = crate::report::otlp::iteration_batch(run, it);
+        match one_line {
+            true => out[0].spans.extend(b.spans),
+            false => out.push(b),
+        }
+    }
+    out
+}
+
+/// How many times one batch is posted before the export stops, and the
+/// longest it waits between two tries.
+const TRIES: u32 = 4;
+const LONGEST_WAIT: Duration = Duration::from_secs(30);
+
+fn to_collector(
+    g: &Globals,
+    brief: &str,
+    runs: &[Node],
+    url: Option<&str>,
+    gzip: bool,
+    range: Range,
+) -> Result<Exit> {
+    let var = |k: &str| std::env::var(k).ok();
+    let mut endpoint = match url {
+        Some(u) => Endpoint::from_url(u, var),
+        None => Endpoint::from_env(var).ok_or_else(|| {
+            Error::Input(
+                "export: say where the spans go: --otlp FILE, --otlp-endpoint URL, or OTEL_EXPORTER_OTLP_ENDPOINT in the environment".into(),
+            )
+        })?,
+    };
+    if !endpoint.url.starts_with("http://") && !endpoint.url.starts_with("https://") {
+        return Err(Error::Input(format!(
+            "--otlp-endpoint {}: not an http:// or https:// URL (e.g. http://127.0.0.1:4318)",
+            endpoint.url
+        )));
+    }
+    endpoint.gzip |= gzip;
+    if let Some(w) = &endpoint.warning
+        && !g.quiet
+    {
+        eprintln!("warning: {w}");
+    }
+    let url = endpoint.url.clone();
+    let poster = Poster::new(endpoint);
+    let (mut spans, mut requests, mut rejected) = (0usize, 0usize, 0u64);
+    let mut messages: Vec<String> = Vec::new();
+    for run in runs {
+        let mut parts = vec![(None, crate::report::otlp::run_batch(run))];
+        for it in iterations(run, range) {
+            parts.push((it.iteration, crate::report::otlp::iteration_batch(run, it)));
+        }
+        for (iteration, batch) in parts {
+            match post(&poster, &batch, g.quiet) {
+                Ok(accepted) => {
+                    spans += batch.spans.len();
+                    requests += 1;
+                    rejected += accepted.rejected_spans;
+                    if !accepted.message.is_empty() {
+                        messages.push(accepted.message);
+                    }
+                }
+                Err(e) => {
+                    let from = iteration
+                        .map(|n| format!(" --iterations {n}.."))
+                        .or_else(|| range.from.map(|n| format!(" --iterations {n}..")))
+                        .unwrap_or_default();
+                    let what = match iteration {
+                        Some(n) => format!("iteration {n}"),
+                        None => "the run's own span".to_string(),
+                    };
+                    let resume = format!("ooda export {brief} --otlp-endpoint {url}{from}");
+                    if g.json {
+                        let doc = serde_json::json!({
+                            "endpoint": url,
+                            "sent_spans": spans,
+                            "requests": requests,
+                            "failed": what,
+                            "error": e.message,
+                            "resume": resume,
+                        });
+                        out(&format!("{doc}\n"))?;
+                    }
+                    eprintln!(
+                        "error: sending {what} to {url} failed: {e}\n{spans} span(s) in {requests} request(s) had been sent. Sending again does not duplicate them (their ids come from the log); to go on from where it stopped:\n  {resume}"
+                    );
+                    return Ok(Exit::Failure);
+                }
+            }
+        }
+    }
+    if g.json {
+        let doc = serde_json::json!({
+            "endpoint": url,
+            "spans": spans,
+            "requests": requests,
+            "traces": runs.len(),
+            "rejected_spans": rejected,
+        });
+        out(&format!("{doc}\n"))?;
+    } else if !g.quiet {
+        eprintln!(
+            "sent {spans} span(s) of {} trace(s) in {requests} request(s) to {url}",
+            runs.len()
+        );
+    }
+    if rejected > 0 {
+        eprintln!(
+            "warning: the collector kept all but {rejected} span(s){}",
+            match messages.is_empty() {
+                true => String::new(),
+                false => format!(": {}", messages.join("; ")),
+            }
+        );
+        return Ok(Exit::Failure);
+    }
+    Ok(Exit::Ok)
+}
+
+/// One batch, tried again while the collector is busy or unreachable.
+fn post(
+    poster: &Poster,
+    batch: &Batch,
+    quiet: bool,
+) -> std::result::Result<crate::report::otlp::Accepted, PostError> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        match poster.post(batch) {
+            Ok(a) => return Ok(a),
+            Err(e) if e.retryable && tries < TRIES => {
+                let wait = e
+                    .retry_after
+                    .unwrap_or(Duration::from_secs(1 << (tries - 1)))
+                    .min(LONGEST_WAIT);
+                if !quiet {
+                    eprintln!("{e}; trying again in {} s", wait.as_secs());
+                }
+                std::thread::sleep(wait);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// An export written over an archive would replace the very log it was

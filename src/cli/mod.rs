@@ -205,16 +205,32 @@ pub enum Command {
         /// The same forms
         b: String,
     },
-    /// Write the run as OpenTelemetry spans (OTLP/JSON lines) for Jaeger, Phoenix, Langfuse
+    /// Write the run as OpenTelemetry spans to a file (OTLP/JSON lines), or
+    /// send it to a collector (OTLP/HTTP) for Jaeger, Phoenix, Langfuse
+    #[command(
+        after_help = "Examples:\n  ooda export latency --otlp night.otlp.jsonl\n  ooda export latency --otlp-endpoint http://127.0.0.1:6006\n  ooda export latency --otlp-endpoint http://collector:4318 --iterations 12.. --gzip"
+    )]
     Export {
         /// The Brief: a name or a path
         brief: String,
         /// The file to write (`-`: stdout), in the OTLP File Exporter format
-        #[arg(long, value_name = "FILE")]
-        otlp: PathBuf,
+        #[arg(long, value_name = "FILE", conflicts_with = "otlp_endpoint")]
+        otlp: Option<PathBuf>,
+        /// Send the spans to this collector over OTLP/HTTP (protobuf): a base
+        /// address gets /v1/traces; headers, protocol, compression and
+        /// timeout come from the OTEL_EXPORTER_OTLP_* variables
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+        /// Only these iterations: 3, 2..5 (both included), 4.. (the run's own
+        /// span is always sent)
+        #[arg(long, value_name = "RANGE")]
+        iterations: Option<String>,
         /// All spans in one line (one JSON document), for Jaeger's UI upload
-        #[arg(long)]
+        #[arg(long, conflicts_with = "otlp_endpoint")]
         one_line: bool,
+        /// Gzip each request (as OTEL_EXPORTER_OTLP_COMPRESSION=gzip does)
+        #[arg(long, conflicts_with = "otlp")]
+        gzip: bool,
     },
     /// Start a Brief over: remove its worktrees and branch, move its archive aside
     Reset {
@@ -352,8 +368,24 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Export {
             brief,
             otlp,
+            otlp_endpoint,
+            iterations,
             one_line,
-        } => export::run(&g, &brief, &otlp, one_line),
+            gzip,
+        } => {
+            let range = match iterations.as_deref() {
+                Some(r) => export::Range::parse(r).map_err(crate::error::Error::Input)?,
+                None => export::Range::default(),
+            };
+            let target = match &otlp {
+                Some(path) => export::Target::File { path, one_line },
+                None => export::Target::Collector {
+                    url: otlp_endpoint.as_deref(),
+                    gzip,
+                },
+            };
+            export::run(&g, &brief, target, range)
+        }
         Command::Reset {
             brief,
             yes,

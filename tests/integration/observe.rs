@@ -110,6 +110,228 @@ fn with_an_otlp_endpoint_each_iteration_reaches_the_collector_as_it_ends() {
     assert_eq!(exported.len(), ids.len());
 }
 
+/// A collector that takes OTLP protobuf and nothing else, as Phoenix does:
+/// JSON gets 415, a body that does not decode gets 400.
+struct ProtobufOnly;
+
+impl wiremock::Respond for ProtobufOnly {
+    fn respond(&self, req: &wiremock::Request) -> ResponseTemplate {
+        if req.headers.get("content-type").map(|v| v.as_bytes()) != Some(b"application/x-protobuf")
+        {
+            return ResponseTemplate::new(415);
+        }
+        match ExportTraceServiceRequest::decode(body_of(req).as_slice()) {
+            Ok(_) => ResponseTemplate::new(200),
+            Err(_) => ResponseTemplate::new(400),
+        }
+    }
+}
+
+/// A request's body, gunzipped when it says it is gzip.
+fn body_of(req: &wiremock::Request) -> Vec<u8> {
+    let gz = req
+        .headers
+        .get("content-encoding")
+        .is_some_and(|v| v.as_bytes() == b"gzip");
+    if !gz {
+        return req.body.clone();
+    }
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(req.body.as_slice()),
+        &mut out,
+    )
+    .expect("a gzip body");
+    out
+}
+
+/// The spans a collector took: every 2xx request, decoded.
+fn spans_taken(rt: &tokio::runtime::Runtime, server: &MockServer, ok: &[usize]) -> Vec<Span> {
+    let received = rt.block_on(server.received_requests()).unwrap();
+    let mut spans = Vec::new();
+    for (i, r) in received.iter().enumerate() {
+        if !ok.contains(&i) {
+            continue;
+        }
+        let req = ExportTraceServiceRequest::decode(body_of(r).as_slice()).unwrap();
+        for rs in req.resource_spans {
+            for ss in rs.scope_spans {
+                spans.extend(ss.spans);
+            }
+        }
+    }
+    spans
+}
+
+/// The span ids of the file export, one per span.
+fn file_export_ids(t: &Test) -> Vec<Vec<u8>> {
+    let file = t.ooda(&["export", "b", "--otlp", "-"]).expect(0).stdout;
+    let mut ids = Vec::new();
+    for line in file.lines() {
+        let req: ExportTraceServiceRequest = serde_json::from_str(line).unwrap();
+        for rs in req.resource_spans {
+            for ss in rs.scope_spans {
+                ids.extend(ss.spans.into_iter().map(|s| s.span_id));
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn a_stored_night_sent_to_a_protobuf_only_collector_arrives_whole() {
+    let t = night();
+    t.ooda(&["run", "b"]).expect(4);
+    let want = file_export_ids(&t);
+    assert!(want.len() > 20, "{}", want.len());
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/traces"))
+            .respond_with(ProtobufOnly)
+            .mount(&server),
+    );
+    // JSON is refused, and the error says what to change.
+    let r = t
+        .ooda_env(
+            &["export", "b", "--otlp-endpoint", &server.uri()],
+            &[("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")],
+        )
+        .expect(1);
+    assert!(r.stderr.contains("HTTP 415"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("OTEL_EXPORTER_OTLP_PROTOCOL"),
+        "{}",
+        r.stderr
+    );
+    rt.block_on(server.reset());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .and(path("/v1/traces"))
+            .respond_with(ProtobufOnly)
+            .mount(&server),
+    );
+    // A base address gets /v1/traces; gzip when asked.
+    let r = t
+        .ooda(&[
+            "export",
+            "b",
+            "--otlp-endpoint",
+            &server.uri(),
+            "--gzip",
+            "--json",
+        ])
+        .expect(0);
+    let doc: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(doc["spans"], want.len(), "{doc}");
+    let received = rt.block_on(server.received_requests()).unwrap();
+    // The run's span, the baseline, iterations 1 and 2: one request each.
+    assert_eq!(received.len(), 4);
+    assert!(
+        received
+            .iter()
+            .all(|r| r.headers.get("content-encoding").unwrap() == "gzip")
+    );
+    let got: Vec<Vec<u8>> = spans_taken(&rt, &server, &[0, 1, 2, 3])
+        .into_iter()
+        .map(|s| s.span_id)
+        .collect();
+    let (mut a, mut b) = (got.clone(), want.clone());
+    a.sort();
+    b.sort();
+    assert_eq!(a, b, "the same spans as the file export, each once");
+    // Sent again: the same ids, so a collector keeps one copy.
+    t.ooda(&["export", "b", "--otlp-endpoint", &server.uri()])
+        .expect(0);
+    let again = rt.block_on(server.received_requests()).unwrap();
+    let mut c: Vec<Vec<u8>> = spans_taken(&rt, &server, &[4, 5, 6, 7])
+        .into_iter()
+        .map(|s| s.span_id)
+        .collect();
+    c.sort();
+    assert_eq!(again.len(), 8);
+    assert_eq!(c, b);
+}
+
+#[test]
+fn an_export_cut_short_by_the_collector_resumes_where_it_stopped() {
+    let t = night();
+    t.ooda(&["run", "b"]).expect(4);
+    let want = file_export_ids(&t);
+    let rt = runtime();
+    let server = rt.block_on(MockServer::start());
+    // Busy once (tried again after a second), then two batches taken, then
+    // a refusal that no retry mends.
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ProtobufOnly)
+            .up_to_n_times(2)
+            .with_priority(2)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(400).set_body_string("no more today"))
+            .with_priority(3)
+            .mount(&server)
+            .await;
+    });
+    let r = t
+        .ooda(&["export", "b", "--otlp-endpoint", &server.uri()])
+        .expect(1);
+    assert!(r.stderr.contains("trying again"), "{}", r.stderr);
+    assert!(r.stderr.contains("no more today"), "{}", r.stderr);
+    // The run's span and the baseline went; iteration 1 did not.
+    let resume = format!(
+        "ooda export b --otlp-endpoint {}/v1/traces --iterations 1..",
+        server.uri()
+    );
+    assert!(r.stderr.contains(&resume), "{}", r.stderr);
+    let first: Vec<Vec<u8>> = spans_taken(&rt, &server, &[1, 2])
+        .into_iter()
+        .map(|s| s.span_id)
+        .collect();
+    rt.block_on(server.reset());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(ProtobufOnly)
+            .mount(&server),
+    );
+    let args: Vec<&str> = resume.split(' ').skip(1).collect();
+    t.ooda(&args).expect(0);
+    let received = rt.block_on(server.received_requests()).unwrap();
+    // The run's span again (a parent must be there), then iterations 1, 2.
+    assert_eq!(received.len(), 3);
+    let mut got: Vec<Vec<u8>> = first;
+    got.extend(
+        spans_taken(&rt, &server, &[0, 1, 2])
+            .into_iter()
+            .map(|s| s.span_id),
+    );
+    let got: BTreeSet<Vec<u8>> = got.into_iter().collect();
+    let want: BTreeSet<Vec<u8>> = want.into_iter().collect();
+    assert_eq!(got, want, "together, the two exports sent the whole night");
+    // A range the log does not hold sends the run's span alone; a bad one
+    // is refused before anything is sent.
+    let bad = t
+        .ooda(&[
+            "export",
+            "b",
+            "--otlp-endpoint",
+            &server.uri(),
+            "--iterations",
+            "5..2",
+        ])
+        .expect(2);
+    assert!(bad.stderr.contains("--iterations 5..2"), "{}", bad.stderr);
+}
+
 #[test]
 fn a_collector_that_fails_never_stops_the_night() {
     let rt = runtime();

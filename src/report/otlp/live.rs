@@ -18,6 +18,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::send::{Endpoint, Poster};
 use crate::error::Result;
 use crate::events::{Event, Record, Sink};
 
@@ -25,90 +26,6 @@ use crate::events::{Event, Record, Sink};
 enum Job {
     Iteration { run_id: String, iteration: u32 },
     Run { run_id: String },
-}
-
-/// Where and how to send, from the standard OTLP exporter variables.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Endpoint {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub json: bool,
-    pub timeout: Duration,
-    /// A protocol ooda does not speak (`grpc`): said once, at the start.
-    pub warning: Option<String>,
-}
-
-impl Endpoint {
-    /// `None` when no endpoint is set. `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
-    /// is used as it is; `OTEL_EXPORTER_OTLP_ENDPOINT` gets `/v1/traces`.
-    pub(crate) fn from_env(var: impl Fn(&str) -> Option<String>) -> Option<Endpoint> {
-        let set = |k: &str| var(k).filter(|v| !v.trim().is_empty());
-        let url = match set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
-            Some(u) => u.trim().to_string(),
-            None => format!(
-                "{}/v1/traces",
-                set("OTEL_EXPORTER_OTLP_ENDPOINT")?
-                    .trim()
-                    .trim_end_matches('/')
-            ),
-        };
-        let headers = set("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
-            .or_else(|| set("OTEL_EXPORTER_OTLP_HEADERS"))
-            .map(|h| parse_headers(&h))
-            .unwrap_or_default();
-        let protocol = set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-            .or_else(|| set("OTEL_EXPORTER_OTLP_PROTOCOL"))
-            .unwrap_or_default();
-        let timeout = set("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
-            .or_else(|| set("OTEL_EXPORTER_OTLP_TIMEOUT"))
-            .and_then(|t| t.trim().parse::<u64>().ok())
-            .map(Duration::from_millis)
-            .unwrap_or(Duration::from_secs(10));
-        let protocol = protocol.trim();
-        let warning = match protocol {
-            "" | "http/protobuf" | "http/json" => None,
-            other => Some(format!(
-                "OTEL_EXPORTER_OTLP_PROTOCOL={other}: ooda exports over OTLP/HTTP only (http/protobuf or http/json); posting protobuf to {url} (a collector's HTTP port is usually 4318, its gRPC port 4317)"
-            )),
-        };
-        Some(Endpoint {
-            url,
-            headers,
-            json: protocol == "http/json",
-            timeout,
-            warning,
-        })
-    }
-}
-
-/// `k1=v1,k2=v2`, values percent-decoded (the spec's W3C baggage form).
-fn parse_headers(text: &str) -> Vec<(String, String)> {
-    text.split(',')
-        .filter_map(|pair| {
-            let (k, v) = pair.split_once('=')?;
-            let k = k.trim();
-            (!k.is_empty()).then(|| (k.to_string(), percent_decode(v.trim())))
-        })
-        .collect()
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |j: usize| b.get(j).and_then(|c| (*c as char).to_digit(16));
-        if b[i] == b'%'
-            && let (Some(hi), Some(lo)) = (hex(i + 1), hex(i + 2))
-        {
-            out.push((hi * 16 + lo) as u8);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The sink that feeds the exporter thread.
@@ -210,35 +127,14 @@ impl Drop for Live {
 
 /// The exporter thread's state.
 struct Exporter {
-    endpoint: Endpoint,
-    client: Option<(reqwest::Client, tokio::runtime::Runtime)>,
+    poster: Poster,
     warned: bool,
 }
 
 impl Exporter {
     fn new(endpoint: Endpoint) -> Exporter {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .ok()
-            .and_then(|rt| {
-                // The client's timers belong to this runtime.
-                let _in = rt.enter();
-                // One post per iteration: a pooled connection would sit idle
-                // past the collector's keep-alive and fail on reuse.
-                let http = reqwest::Client::builder()
-                    .pool_max_idle_per_host(0)
-                    .connect_timeout(Duration::from_secs(5))
-                    .timeout(endpoint.timeout)
-                    .build()
-                    .ok()?;
-                drop(_in);
-                Some((http, rt))
-            });
         Exporter {
-            endpoint,
-            client,
+            poster: Poster::new(endpoint),
             warned: false,
         }
     }
@@ -246,9 +142,13 @@ impl Exporter {
     fn send(&mut self, dir: &Path, job: Job) {
         if let Err(why) = self.try_send(dir, job) {
             if !self.warned {
+                let brief = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "BRIEF".into());
                 eprintln!(
-                    "ooda: could not send spans to {} ({why}); the loop goes on, and `ooda export --otlp` writes them from events.jsonl later",
-                    self.endpoint.url
+                    "ooda: could not send spans to {url} ({why}); the loop goes on, and `ooda export {brief} --otlp-endpoint {url}` sends the night from events.jsonl later",
+                    url = self.poster.endpoint.url
                 );
             }
             self.warned = true;
@@ -282,87 +182,8 @@ impl Exporter {
             },
             None => super::run_batch(run),
         };
-        let (body, content_type) = if self.endpoint.json {
-            (super::json::encode(&batch).into_bytes(), "application/json")
-        } else {
-            (super::proto::encode(&batch), "application/x-protobuf")
-        };
-        let Some((client, rt)) = &self.client else {
-            return Err("no HTTP client could be built".into());
-        };
-        let mut req = client
-            .post(&self.endpoint.url)
-            .header("content-type", content_type)
-            .body(body);
-        for (k, v) in &self.endpoint.headers {
-            req = req.header(k.as_str(), v.as_str());
-        }
-        // `send` starts the timeout's timer: it must run inside the runtime.
-        let resp = rt
-            .block_on(async { req.send().await })
-            .map_err(|e| format!("{e}"))?;
-        if !resp.status().is_success() {
-            return Err(format!("HTTP {}", resp.status().as_u16()));
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
-        move |k| {
-            pairs
-                .iter()
-                .find(|(n, _)| *n == k)
-                .map(|(_, v)| v.to_string())
-        }
-    }
-
-    #[test]
-    fn the_standard_variables_name_the_endpoint() {
-        assert_eq!(Endpoint::from_env(env(&[])), None);
-        let e =
-            Endpoint::from_env(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318/")])).unwrap();
-        assert_eq!(e.url, "http://h:4318/v1/traces");
-        assert!(!e.json);
-        assert_eq!(e.timeout, Duration::from_secs(10));
-        let e = Endpoint::from_env(env(&[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
-            (
-                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-                "http://t/api/otel/v1/traces",
-            ),
-            (
-                "OTEL_EXPORTER_OTLP_HEADERS",
-                "Authorization=Basic%20abc=,x-team = a",
-            ),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
-            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
-        ]))
-        .unwrap();
-        assert_eq!(e.url, "http://t/api/otel/v1/traces");
-        assert_eq!(
-            e.headers,
-            [
-                ("Authorization".to_string(), "Basic abc=".to_string()),
-                ("x-team".to_string(), "a".to_string())
-            ]
-        );
-        assert!(e.json);
-        assert_eq!(e.timeout, Duration::from_millis(2500));
-        assert_eq!(e.warning, None);
-        let e = Endpoint::from_env(env(&[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4317"),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-        ]))
-        .unwrap();
-        assert!(!e.json);
-        assert!(
-            e.warning.as_deref().unwrap().contains("OTLP/HTTP only"),
-            "{e:?}"
-        );
+        // The live exporter never waits for a busy collector: the loop
+        // goes on, and `ooda export --otlp-endpoint` sends the night later.
+        self.poster.post(&batch).map(|_| ()).map_err(|e| e.message)
     }
 }

@@ -19,32 +19,19 @@ mod data;
 mod json;
 mod live;
 mod proto;
+mod send;
 
 pub(crate) use data::{Attr, Batch, KeyValue, Span, SpanEvent, SpanKind};
 pub(crate) use live::Live;
+pub(crate) use send::{Accepted, Endpoint, PostError, Poster};
 
 use serde_json::Value;
 
 use crate::report::trace::{Kind, Node, Status};
 
-/// The export of one run as OTLP/JSON lines: one batch per line.
-pub(crate) fn lines(run: &Node, one_line: bool) -> Vec<String> {
-    batches(run, one_line).iter().map(json::encode).collect()
-}
-
-/// The run's span and what is not in an iteration first, then one batch
-/// per iteration; with `one_line`, everything in one batch (what older
-/// Jaeger UIs can upload: they read a file as a single JSON document).
-pub(crate) fn batches(run: &Node, one_line: bool) -> Vec<Batch> {
-    let mut out = vec![run_batch(run)];
-    for it in run.children.iter().filter(|c| c.kind == Kind::Iteration) {
-        let b = iteration_batch(run, it);
-        match one_line {
-            true => out[0].spans.extend(b.spans),
-            false => out.push(b),
-        }
-    }
-    out
+/// One batch as a line of the OTLP File Exporter format (OTLP/JSON).
+pub(crate) fn encode_json(b: &Batch) -> String {
+    json::encode(b)
 }
 
 /// The trace id of the run `run` is the root of.
