@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::{Globals, out};
 use crate::error::{Error, Result};
 use crate::exit::Exit;
-use crate::report::otlp::{Batch, Endpoint, PostError, Poster};
+use crate::report::otlp::{Batch, Detail, Endpoint, PostError, Poster};
 use crate::report::trace::{Kind, Node};
 
 /// Where the spans go.
@@ -74,9 +74,10 @@ impl Range {
 
 pub(crate) fn run(g: &Globals, brief: &str, target: Target, range: Range) -> Result<Exit> {
     let (name, dir, runs) = super::trace::runs(g, brief)?;
+    let detail = Detail::from_env(&dir);
     match target {
-        Target::File { path, one_line } => to_file(g, &dir, &runs, path, one_line, range),
-        Target::Collector { url, gzip } => to_collector(g, &name, &runs, url, gzip, range),
+        Target::File { path, one_line } => to_file(g, &dir, &runs, path, one_line, range, &detail),
+        Target::Collector { url, gzip } => to_collector(g, &name, &runs, url, gzip, range, &detail),
     }
 }
 
@@ -94,6 +95,7 @@ fn to_file(
     file: &Path,
     one_line: bool,
     range: Range,
+    detail: &Detail,
 ) -> Result<Exit> {
     if file != Path::new("-") {
         refuse_target(file, dir)?;
@@ -101,7 +103,7 @@ fn to_file(
     let mut text = String::new();
     let mut spans = 0;
     for run in runs {
-        for b in batches(run, range, one_line) {
+        for b in batches(run, range, one_line, detail) {
             spans += b.spans.len();
             text.push_str(&crate::report::otlp::encode_json(&b));
             text.push('\n');
@@ -139,10 +141,10 @@ fn to_file(
 
 /// The run's own span (with what it holds outside its iterations) first,
 /// then one batch per iteration in the range, or all in one.
-fn batches(run: &Node, range: Range, one_line: bool) -> Vec<Batch> {
-    let mut out = vec![crate::report::otlp::run_batch(run)];
+fn batches(run: &Node, range: Range, one_line: bool, detail: &Detail) -> Vec<Batch> {
+    let mut out = vec![crate::report::otlp::run_batch(run, detail)];
     for it in iterations(run, range) {
-        let b = crate::report::otlp::iteration_batch(run, it);
+        let b = crate::report::otlp::iteration_batch(run, it, detail);
         match one_line {
             true => out[0].spans.extend(b.spans),
             false => out.push(b),
@@ -163,6 +165,7 @@ fn to_collector(
     url: Option<&str>,
     gzip: bool,
     range: Range,
+    detail: &Detail,
 ) -> Result<Exit> {
     let var = |k: &str| std::env::var(k).ok();
     let mut endpoint = match url {
@@ -190,9 +193,12 @@ fn to_collector(
     let (mut spans, mut requests, mut rejected) = (0usize, 0usize, 0u64);
     let mut messages: Vec<String> = Vec::new();
     for run in runs {
-        let mut parts = vec![(None, crate::report::otlp::run_batch(run))];
+        let mut parts = vec![(None, crate::report::otlp::run_batch(run, detail))];
         for it in iterations(run, range) {
-            parts.push((it.iteration, crate::report::otlp::iteration_batch(run, it)));
+            parts.push((
+                it.iteration,
+                crate::report::otlp::iteration_batch(run, it, detail),
+            ));
         }
         for (iteration, batch) in parts {
             match post(&poster, &batch, g.quiet) {

@@ -116,7 +116,14 @@ pub enum Event {
         tokens_in: u64,
         tokens_out: u64,
         cached: u64,
+        /// Prompt tokens written to the cache, and output tokens spent
+        /// reasoning, when the tool reports them (in the totals too).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cache_write: u64,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        reasoning: u64,
         cost_usd: Option<f64>,
+        /// The model the tool says answered.
         model: Option<String>,
         problem: Option<String>,
         /// The call's files (prompt, result, output, transcript), relative
@@ -265,6 +272,9 @@ pub enum Event {
         tokens_out: u64,
         cached: u64,
         reasoning: u64,
+        /// Prompt tokens written to the provider's cache (in `tokens_in`).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        cache_write: u64,
         latency_seconds: f64,
         cost_usd: Option<f64>,
         finish_reason: String,
@@ -408,6 +418,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl Event {
     /// How an agent call ended, from its record.
     pub fn model_result(call: &crate::model::AgentCall) -> Event {
@@ -420,6 +434,8 @@ impl Event {
             tokens_in: call.usage.input,
             tokens_out: call.usage.output,
             cached: call.usage.cached,
+            cache_write: call.usage.cache_write,
+            reasoning: call.usage.reasoning,
             cost_usd: call.usage.cost_usd,
             model: call.model.clone(),
             problem: call.problem.clone(),

@@ -13,9 +13,21 @@ pub struct Usage {
     pub cached: u64,
     #[serde(default)]
     pub output: u64,
+    /// Input tokens written to the provider's prompt cache (counted in
+    /// `input` too), when the tool reports them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write: u64,
+    /// Output tokens spent on reasoning (counted in `output` too), when the
+    /// tool reports them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u64,
     /// `None` when the format carries no cost (codex, gemini, plain text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -32,6 +44,8 @@ impl Usage {
         self.input = self.input.saturating_add(other.input);
         self.cached = self.cached.saturating_add(other.cached);
         self.output = self.output.saturating_add(other.output);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
+        self.reasoning = self.reasoning.saturating_add(other.reasoning);
         self.cost_usd = match (self.cost_usd, other.cost_usd) {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),

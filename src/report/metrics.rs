@@ -370,6 +370,7 @@ mod tests {
             cached: 25,
             output: 10,
             cost_usd: Some(0.5),
+            ..Usage::default()
         };
         let mut bad_tool = node(Kind::ToolCall, "read_file", 0.1, vec![]);
         bad_tool.status = Status::Failed;
@@ -380,6 +381,7 @@ mod tests {
             cached: 75,
             output: 10,
             cost_usd: Some(0.25),
+            ..Usage::default()
         };
         let run = node(
             Kind::Run,

@@ -1376,6 +1376,7 @@ mod tests {
                 cached: 40,
                 output: 20,
                 cost_usd: Some(0.01),
+                ..Usage::default()
             },
             model: None,
             problem: Some("(cites) a | b".into()),

@@ -483,7 +483,10 @@ fn otlp_round_trip(t: &Test, agent_calls: usize) {
         .filter(|s| s.parent_span_id.is_empty())
         .collect();
     assert_eq!(roots.len(), 1);
-    assert_eq!(roots[0].name, "invoke_workflow ooda");
+    // The workflow is the Brief, so a backend tells one Brief's nights from
+    // another's.
+    let brief = roots[0].name.strip_prefix("invoke_workflow ").unwrap();
+    assert!(!brief.is_empty() && brief != "ooda", "{}", roots[0].name);
     for s in &spans {
         assert!(
             s.parent_span_id.is_empty() || ids.contains(&s.parent_span_id),
@@ -519,13 +522,16 @@ fn otlp_round_trip(t: &Test, agent_calls: usize) {
             attr(c, "gen_ai.request.model"),
             Some(Any::StringValue(_))
         ));
+        // Usage where the API reported it (a scripted answer without a
+        // usage block has none, not a zero).
         assert!(matches!(
             attr(c, "gen_ai.usage.input_tokens"),
-            Some(Any::IntValue(_))
+            Some(Any::IntValue(1..)) | None
         ));
-        assert!(matches!(
+        // Only what the provider counted: no cache attribute saying 0.
+        assert!(!matches!(
             attr(c, "gen_ai.usage.cache_read.input_tokens"),
-            Some(Any::IntValue(_))
+            Some(Any::IntValue(0))
         ));
     }
     let agents = named("invoke_agent llm:");

@@ -71,7 +71,7 @@ fn with_an_otlp_endpoint_each_iteration_reaches_the_collector_as_it_ends() {
         "iteration 0",
         "iteration 1",
         "iteration 2",
-        "invoke_workflow ooda",
+        "invoke_workflow b",
     ] {
         assert_eq!(
             names.iter().filter(|n| **n == want).count(),
@@ -84,7 +84,7 @@ fn with_an_otlp_endpoint_each_iteration_reaches_the_collector_as_it_ends() {
     let last = ExportTraceServiceRequest::decode(received[3].body.as_slice()).unwrap();
     assert_eq!(
         last.resource_spans[0].scope_spans[0].spans[0].name,
-        "invoke_workflow ooda"
+        "invoke_workflow b"
     );
     let traces: BTreeSet<&Vec<u8>> = spans.iter().map(|s| &s.trace_id).collect();
     assert_eq!(traces.len(), 1);

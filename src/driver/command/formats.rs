@@ -185,6 +185,7 @@ fn claude_usage(v: &Value) -> Usage {
                 + u(m, "cacheReadInputTokens")
                 + u(m, "cacheCreationInputTokens");
             usage.cached += u(m, "cacheReadInputTokens");
+            usage.cache_write += u(m, "cacheCreationInputTokens");
             usage.output += u(m, "outputTokens");
         }
         return usage;
@@ -196,6 +197,8 @@ fn claude_usage(v: &Value) -> Usage {
             + u(&usage, "cache_read_input_tokens"),
         cached: u(&usage, "cache_read_input_tokens"),
         output: u(&usage, "output_tokens"),
+        cache_write: u(&usage, "cache_creation_input_tokens"),
+        reasoning: 0,
         cost_usd: cost,
     }
 }
@@ -381,6 +384,8 @@ fn codex(stdout: &str) -> Parsed {
                     input: u(&usage, "input_tokens") + u(&usage, "cache_write_input_tokens"),
                     cached: u(&usage, "cached_input_tokens"),
                     output: u(&usage, "output_tokens"),
+                    cache_write: u(&usage, "cache_write_input_tokens"),
+                    reasoning: u(&usage, "reasoning_output_tokens"),
                     cost_usd: None,
                 });
                 pending = None;
@@ -439,6 +444,8 @@ fn gemini(stdout: &str) -> Parsed {
                 input,
                 cached: u(&t, "cached"),
                 output,
+                cache_write: 0,
+                reasoning: u(&t, "thoughts"),
                 cost_usd: None,
             });
             p.model.get_or_insert_with(|| name.clone());
@@ -561,6 +568,7 @@ fn aider_usage(stdout: &str) -> Usage {
             cached: 0,
             output: num(c.get(5), c.get(6)),
             cost_usd: c.get(7).and_then(|m| m.as_str().parse().ok()),
+            ..Usage::default()
         });
     }
     usage
@@ -604,6 +612,8 @@ mod tests {
                 input: 18 + 9312 + 61840,
                 cached: 61840,
                 output: 2117,
+                cache_write: 9312,
+                reasoning: 0,
                 cost_usd: Some(0.21837),
             }
         );
@@ -727,6 +737,8 @@ mod tests {
                 input: 2003 + 600 + 400,
                 cached: 600,
                 output: 103,
+                cache_write: 400,
+                reasoning: 0,
                 cost_usd: Some(0.015390000000000001),
             }
         );
@@ -786,6 +798,8 @@ mod tests {
                 input: 4030,
                 cached: 1000,
                 output: 190,
+                cache_write: 0,
+                reasoning: 20,
                 cost_usd: None
             }
         );

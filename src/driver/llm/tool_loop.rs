@@ -604,7 +604,7 @@ impl<'a> Loop<'a> {
             }
             self.memory.steps = self.requests;
             let reply = answer.message();
-            self.log(&reply)?;
+            self.log_answer(&reply, self.requests)?;
             self.memory.transcript.push(Turn::plain(reply));
             self.memory.depends.clear();
             if answer.calls.is_empty() {
@@ -826,6 +826,7 @@ impl<'a> Loop<'a> {
                     tokens_out: t.output,
                     cached: t.cached,
                     reasoning: t.reasoning,
+                    cache_write: t.cache_write,
                     latency_seconds: a.latency.as_secs_f64(),
                     cost_usd: priced(tier).then(|| tier.cost(t.input, t.output)),
                     finish_reason: a.completion.finish.clone(),
@@ -842,6 +843,7 @@ impl<'a> Loop<'a> {
                     tokens_out: 0,
                     cached: 0,
                     reasoning: 0,
+                    cache_write: 0,
                     latency_seconds: 0.0,
                     cost_usd: None,
                     finish_reason: String::new(),
@@ -993,6 +995,8 @@ impl<'a> Loop<'a> {
             input: t.input,
             cached: t.cached,
             output: t.output,
+            cache_write: t.cache_write,
+            reasoning: t.reasoning,
             cost_usd: priced(tier).then(|| tier.cost(t.input, t.output)),
         });
     }
@@ -1000,8 +1004,19 @@ impl<'a> Loop<'a> {
     /// Appends one message to the step's transcript file, redacted as
     /// JSON (values inside escaped strings too) and scrubbed.
     fn log(&mut self, m: &Message) -> Result<()> {
-        use std::io::Write;
+        self.write_line(serde_json::to_value(m).unwrap_or_default())
+    }
+
+    /// The model's answer, with the number of the request it answered, so
+    /// a trace can show each request what it was sent and what came back.
+    fn log_answer(&mut self, m: &Message, request: u32) -> Result<()> {
         let mut v = serde_json::to_value(m).unwrap_or_default();
+        v["request"] = request.into();
+        self.write_line(v)
+    }
+
+    fn write_line(&mut self, mut v: serde_json::Value) -> Result<()> {
+        use std::io::Write;
         crate::text::redact::redact_json(&mut v);
         let line = self.scrub(&v.to_string());
         let mut f = std::fs::OpenOptions::new()

@@ -53,7 +53,7 @@ impl Live {
         let (tx, rx) = mpsc::channel::<Job>();
         let (done_tx, done_rx) = mpsc::channel();
         let handle = std::thread::spawn(move || {
-            let mut sender = Exporter::new(endpoint);
+            let mut sender = Exporter::new(endpoint, &dir);
             for job in rx {
                 sender.send(&dir, job);
             }
@@ -128,13 +128,15 @@ impl Drop for Live {
 /// The exporter thread's state.
 struct Exporter {
     poster: Poster,
+    detail: super::Detail,
     warned: bool,
 }
 
 impl Exporter {
-    fn new(endpoint: Endpoint) -> Exporter {
+    fn new(endpoint: Endpoint, dir: &Path) -> Exporter {
         Exporter {
             poster: Poster::new(endpoint),
+            detail: super::Detail::from_env(dir),
             warned: false,
         }
     }
@@ -177,10 +179,10 @@ impl Exporter {
         };
         let batch = match iteration {
             Some(n) => match crate::report::trace::iteration(run, n) {
-                Some(it) => super::iteration_batch(run, it),
+                Some(it) => super::iteration_batch(run, it, &self.detail),
                 None => return Ok(()),
             },
-            None => super::run_batch(run),
+            None => super::run_batch(run, &self.detail),
         };
         // The live exporter never waits for a busy collector: the loop
         // goes on, and `ooda export --otlp-endpoint` sends the night later.

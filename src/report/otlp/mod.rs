@@ -15,18 +15,23 @@
 //! the run id and the event ids, so exporting the same log twice gives the
 //! same spans and a collector that sees both keeps one.
 
+mod content;
+#[cfg(test)]
+mod conventions;
 mod data;
 mod json;
 mod live;
 mod proto;
 mod send;
 
+pub(crate) use content::Detail;
 pub(crate) use data::{Attr, Batch, KeyValue, Span, SpanEvent, SpanKind};
 pub(crate) use live::Live;
 pub(crate) use send::{Accepted, Endpoint, PostError, Poster};
 
 use serde_json::Value;
 
+use crate::model::{Grade, Judgement};
 use crate::report::trace::{Kind, Node, Status};
 
 /// One batch as a line of the OTLP File Exporter format (OTLP/JSON).
@@ -39,29 +44,62 @@ fn trace_of(run: &Node) -> [u8; 16] {
     trace_id(run.attribute("run_id").unwrap_or(&run.id))
 }
 
+/// What every span of a run is made with: the run's trace id, its
+/// judges' verdicts (on the run's span and on each iteration's), and what
+/// the export adds.
+struct Ctx<'a> {
+    trace: [u8; 16],
+    judgements: Vec<Judgement>,
+    detail: &'a Detail,
+}
+
+impl<'a> Ctx<'a> {
+    fn of(run: &Node, detail: &'a Detail) -> Ctx<'a> {
+        let judgements = run
+            .walk()
+            .into_iter()
+            .filter_map(|n| n.attributes.get("judgement"))
+            .filter_map(|v| serde_json::from_value(v.clone()).ok())
+            .collect();
+        Ctx {
+            trace: trace_of(run),
+            judgements,
+            detail,
+        }
+    }
+}
+
 /// One iteration's spans (and everything below), parented to the run.
-pub(crate) fn iteration_batch(run: &Node, iteration: &Node) -> Batch {
+pub(crate) fn iteration_batch(run: &Node, iteration: &Node, detail: &Detail) -> Batch {
+    let ctx = Ctx::of(run, detail);
     let mut spans = Vec::new();
-    collect(iteration, trace_of(run), span_id(&run.id), &mut spans);
+    collect(&ctx, iteration, None, span_id(&run.id), &mut spans);
     batch(run, spans)
 }
 
 /// The run's own span, with what it holds outside any iteration (the
 /// synthesizer's notes at the stop, a confirmation after a resume).
-pub(crate) fn run_batch(run: &Node) -> Batch {
-    let trace = trace_of(run);
-    let mut spans = vec![span(run, trace, None)];
+pub(crate) fn run_batch(run: &Node, detail: &Detail) -> Batch {
+    let ctx = Ctx::of(run, detail);
+    let mut spans = vec![span(&ctx, run, None, None)];
     for c in run.children.iter().filter(|c| c.kind != Kind::Iteration) {
-        collect(c, trace, span_id(&run.id), &mut spans);
+        collect(&ctx, c, None, span_id(&run.id), &mut spans);
     }
     batch(run, spans)
 }
 
-fn collect(n: &Node, trace: [u8; 16], parent: [u8; 8], out: &mut Vec<Span>) {
-    out.push(span(n, trace, Some(parent)));
+/// `n` and everything below it; `call` is the agent call above, whose
+/// files hold the content of its requests.
+fn collect(ctx: &Ctx, n: &Node, call: Option<&Node>, parent: [u8; 8], out: &mut Vec<Span>) {
+    out.push(span(ctx, n, call, Some(parent)));
     let me = span_id(&n.id);
+    let call = if n.kind == Kind::AgentCall {
+        Some(n)
+    } else {
+        call
+    };
     for c in &n.children {
-        collect(c, trace, me, out);
+        collect(ctx, c, call, me, out);
     }
 }
 
@@ -98,7 +136,59 @@ fn provider_of(profile: &str) -> Option<&'static str> {
     }
 }
 
-fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
+/// The model an agent CLI was asked for, from its command line
+/// (`--model X`, `--model=X`, `-m X`): the conventions' request model is
+/// what was requested, not what the tool says answered.
+fn requested_model(command: &str) -> Option<String> {
+    let words: Vec<&str> = command
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
+        .collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        if let Some(m) = w.strip_prefix("--model=") {
+            return Some(m.to_string());
+        }
+        matches!(*w, "--model" | "-m")
+            .then(|| words.get(i + 1))
+            .flatten()
+            .filter(|m| !m.starts_with('-') && !m.is_empty())
+            .map(|m| m.to_string())
+    })
+}
+
+/// A judge's grade as a score: pass 1, warn 0.5, fail 0.
+fn score(g: Grade) -> f64 {
+    match g {
+        Grade::Pass => 1.0,
+        Grade::Warn => 0.5,
+        Grade::Fail => 0.0,
+    }
+}
+
+/// `gen_ai.evaluation.result`: one judge's verdict on the span's work.
+fn evaluation(at: u64, judge: &str, grade: Grade, why: &str) -> SpanEvent {
+    SpanEvent {
+        time_unix_nano: at,
+        name: "gen_ai.evaluation.result".into(),
+        attributes: vec![
+            ("gen_ai.evaluation.name".into(), Attr::Str(judge.into())),
+            (
+                "gen_ai.evaluation.score.label".into(),
+                Attr::Str(grade.as_str().into()),
+            ),
+            (
+                "gen_ai.evaluation.score.value".into(),
+                Attr::Double(score(grade)),
+            ),
+            (
+                "gen_ai.evaluation.explanation".into(),
+                Attr::Str(why.into()),
+            ),
+        ],
+    }
+}
+
+fn span(ctx: &Ctx, n: &Node, call: Option<&Node>, parent: Option<[u8; 8]>) -> Span {
     let mut attrs: Vec<KeyValue> = Vec::new();
     let mut put = |k: &str, v: Value| {
         if let Some(a) = Attr::from_json(&v) {
@@ -106,9 +196,19 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
         }
     };
     let a = |k: &str| n.attributes.get(k).cloned().unwrap_or(Value::Null);
+    let json_text = |v: Option<Value>| {
+        v.map(|v| Value::String(v.to_string()))
+            .unwrap_or(Value::Null)
+    };
     let (name, kind) = match n.kind {
         Kind::Run => {
+            let brief = n.attribute("brief").unwrap_or("ooda").to_string();
             put("gen_ai.operation.name", "invoke_workflow".into());
+            // The Brief names the workflow: a backend's list of runs tells
+            // one Brief's nights from another's. The conventions' newer
+            // releases name a workflow by `gen_ai.agent.name`.
+            put("gen_ai.workflow.name", brief.clone().into());
+            put("gen_ai.agent.name", brief.clone().into());
             put("ooda.run_id", a("run_id"));
             put("ooda.start_commit", a("start_commit"));
             put("ooda.seed", a("seed"));
@@ -119,7 +219,7 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             put("ooda.result.gain", a("gain"));
             put("ooda.result.gain_ci_low", a("gain_ci_low"));
             put("ooda.result.gain_ci_high", a("gain_ci_high"));
-            ("invoke_workflow ooda".to_string(), SpanKind::Internal)
+            (format!("invoke_workflow {brief}"), SpanKind::Internal)
         }
         Kind::Iteration => {
             put("ooda.iteration", n.iteration.into());
@@ -131,6 +231,10 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             (n.name.clone(), SpanKind::Internal)
         }
         Kind::Phase => {
+            // PLAN is the agent's planning step: the conventions' `plan`.
+            if n.name == "plan" {
+                put("gen_ai.operation.name", "plan".into());
+            }
             put("ooda.phase", n.name.clone().into());
             (n.name.clone(), SpanKind::Internal)
         }
@@ -145,20 +249,45 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             (format!("invoke_agent {}", n.name), SpanKind::Internal)
         }
         Kind::AgentCall => {
-            let provider = n
+            let requests: Vec<&Node> = n
                 .children
                 .iter()
-                .find_map(|c| c.attribute("provider"))
+                .filter(|c| c.kind == Kind::ModelRequest)
+                .collect();
+            let provider = requests
+                .iter()
+                .find_map(|c| c.attribute("provider").filter(|p| !p.is_empty()))
                 .or_else(|| provider_of(&n.name));
+            // An agent CLI is another process, talking to its model: a
+            // client call. The llm driver's conversation runs in ooda, its
+            // requests are the client spans.
+            let cli = requests.is_empty();
+            let requested = match cli {
+                true => n.attribute("command").and_then(requested_model),
+                false => requests
+                    .iter()
+                    .find_map(|c| c.attribute("model"))
+                    .map(str::to_string),
+            };
             put("gen_ai.operation.name", "invoke_agent".into());
             put("gen_ai.agent.name", n.name.clone().into());
             put("gen_ai.provider.name", provider.into());
-            put("gen_ai.request.model", a("model"));
+            put("gen_ai.request.model", requested.into());
+            put("gen_ai.response.model", a("model"));
             put("ooda.phase", a("phase"));
             put("ooda.attempt", a("attempt"));
             put("ooda.command", a("command"));
             put("ooda.outcome", n.verdict.clone().into());
-            (format!("invoke_agent {}", n.name), SpanKind::Internal)
+            let (input, output) = ctx
+                .detail
+                .agent_messages(n.attribute("files").unwrap_or_default());
+            put("gen_ai.input.messages", json_text(input));
+            put("gen_ai.output.messages", json_text(output));
+            let kind = match cli {
+                true => SpanKind::Client,
+                false => SpanKind::Internal,
+            };
+            (format!("invoke_agent {}", n.name), kind)
         }
         Kind::ModelRequest => {
             put("gen_ai.operation.name", "chat".into());
@@ -170,6 +299,13 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             }
             put("ooda.request", a("request"));
             put("ooda.tries", a("tries"));
+            if let (Some(call), Some(request)) = (call, a("request").as_u64()) {
+                let (input, output) = ctx
+                    .detail
+                    .request_messages(call.attribute("files").unwrap_or_default(), request);
+                put("gen_ai.input.messages", json_text(input));
+                put("gen_ai.output.messages", json_text(output));
+            }
             (n.name.clone(), SpanKind::Client)
         }
         Kind::ToolCall => {
@@ -177,7 +313,11 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
             put("gen_ai.tool.name", n.name.clone().into());
             put("gen_ai.tool.call.id", a("tool_call_id"));
             put("gen_ai.tool.type", "function".into());
-            put("gen_ai.tool.call.arguments", a("arguments"));
+            // Opt-in: arguments hold code and paths.
+            put(
+                "gen_ai.tool.call.arguments",
+                ctx.detail.arguments(n.attribute("arguments")).into(),
+            );
             put("ooda.stored", a("stored"));
             (format!("execute_tool {}", n.name), SpanKind::Internal)
         }
@@ -199,25 +339,37 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
     // `gen_ai.usage.*` only where the tokens were spent — a model request,
     // or an agent call ooda saw no requests of (a CLI) — so a backend that
     // sums them over a trace counts each token once; what a phase or an
-    // iteration spent in all is under `ooda.usage.*`.
+    // iteration spent in all is under `ooda.usage.*`. Only what the tool
+    // reported: a call that reported nothing has no usage attribute (not
+    // a zero), and the cache and reasoning parts only when counted.
     let spent_here = match n.kind {
         Kind::ModelRequest => true,
         Kind::AgentCall => !n.children.iter().any(|c| c.kind == Kind::ModelRequest),
         _ => false,
     };
-    if spent_here {
-        put("gen_ai.usage.input_tokens", n.usage.input.into());
-        put("gen_ai.usage.output_tokens", n.usage.output.into());
+    let u = &n.usage;
+    let some = |x: u64| (x > 0).then_some(x);
+    if spent_here && !u.is_empty() {
+        put("gen_ai.usage.input_tokens", u.input.into());
+        put("gen_ai.usage.output_tokens", u.output.into());
         put(
             "gen_ai.usage.cache_read.input_tokens",
-            n.usage.cached.into(),
+            some(u.cached).into(),
         );
-        put("ooda.cost_usd", n.usage.cost_usd.into());
-    } else if n.kind == Kind::AgentCall || !n.usage.is_empty() {
-        put("ooda.usage.input_tokens", n.usage.input.into());
-        put("ooda.usage.output_tokens", n.usage.output.into());
-        put("ooda.usage.cache_read.input_tokens", n.usage.cached.into());
-        put("ooda.usage.cost_usd", n.usage.cost_usd.into());
+        put(
+            "gen_ai.usage.cache_creation.input_tokens",
+            some(u.cache_write).into(),
+        );
+        put(
+            "gen_ai.usage.reasoning.output_tokens",
+            some(u.reasoning).into(),
+        );
+        put("ooda.cost_usd", u.cost_usd.into());
+    } else if !spent_here && !u.is_empty() {
+        put("ooda.usage.input_tokens", u.input.into());
+        put("ooda.usage.output_tokens", u.output.into());
+        put("ooda.usage.cache_read.input_tokens", u.cached.into());
+        put("ooda.usage.cost_usd", u.cost_usd.into());
     }
     let error = match n.status {
         Status::Failed => {
@@ -237,24 +389,43 @@ fn span(n: &Node, trace_id: [u8; 16], parent: Option<[u8; 8]>) -> Span {
         put("ooda.unfinished", true.into());
     }
     let start = nanos(n.start);
+    let end = nanos(n.end.unwrap_or(n.start)).max(start);
+    let mut events: Vec<SpanEvent> = n
+        .notes
+        .iter()
+        .map(|note| SpanEvent {
+            time_unix_nano: nanos(note.at),
+            name: note.kind.clone(),
+            attributes: vec![("ooda.text".to_string(), Attr::Str(note.text.clone()))],
+        })
+        .collect();
+    // The judges' verdicts on what this span did: the run as a whole, or
+    // one iteration.
+    for j in &ctx.judgements {
+        match n.kind {
+            Kind::Run => events.push(evaluation(end, &j.judge, j.grade, &j.why)),
+            Kind::Iteration => {
+                for it in j
+                    .iterations
+                    .iter()
+                    .filter(|i| Some(i.iteration) == n.iteration)
+                {
+                    events.push(evaluation(end, &j.judge, it.grade, &it.why));
+                }
+            }
+            _ => {}
+        }
+    }
     Span {
-        trace_id,
+        trace_id: ctx.trace,
         span_id: span_id(&n.id),
         parent_span_id: parent,
         name,
         kind,
         start_time_unix_nano: start,
-        end_time_unix_nano: nanos(n.end.unwrap_or(n.start)).max(start),
+        end_time_unix_nano: end,
         attributes: attrs,
-        events: n
-            .notes
-            .iter()
-            .map(|note| SpanEvent {
-                time_unix_nano: nanos(note.at),
-                name: note.kind.clone(),
-                attributes: vec![("ooda.text".to_string(), Attr::Str(note.text.clone()))],
-            })
-            .collect(),
+        events,
         error,
     }
 }

@@ -462,6 +462,8 @@ impl Builder {
                 tokens_in,
                 tokens_out,
                 cached,
+                cache_write,
+                reasoning,
                 cost_usd,
                 model,
                 problem,
@@ -497,6 +499,8 @@ impl Builder {
                     input: *tokens_in,
                     cached: *cached,
                     output: *tokens_out,
+                    cache_write: *cache_write,
+                    reasoning: *reasoning,
                     cost_usd: *cost_usd,
                 };
                 if let Some(m) = model {
@@ -661,6 +665,7 @@ impl Builder {
                 tokens_out,
                 cached,
                 reasoning,
+                cache_write,
                 latency_seconds,
                 cost_usd,
                 finish_reason,
@@ -683,6 +688,8 @@ impl Builder {
                     input: *tokens_in,
                     cached: *cached,
                     output: *tokens_out,
+                    cache_write: *cache_write,
+                    reasoning: *reasoning,
                     cost_usd: *cost_usd,
                 };
                 n.set("response_model", model.as_str());
@@ -889,15 +896,21 @@ impl Builder {
             Event::ScheduledTickSkipped {
                 schedule, reason, ..
             } => self.note(p, r, format!("tick ({schedule}) skipped: {reason}")),
-            Event::Judged { judgement } => self.note(
-                p,
-                r,
-                format!(
-                    "judged the run {}: {}",
-                    judgement.grade.as_str(),
-                    judgement.why
-                ),
-            ),
+            Event::Judged { judgement } => {
+                // Kept whole for the export's `gen_ai.evaluation.*` events.
+                if let Ok(v) = serde_json::to_value(judgement) {
+                    self.nodes[p].set("judgement", v);
+                }
+                self.note(
+                    p,
+                    r,
+                    format!(
+                        "judged the run {}: {}",
+                        judgement.grade.as_str(),
+                        judgement.why
+                    ),
+                )
+            }
             Event::TaskState { state, detail } => {
                 let n = &mut self.nodes[p];
                 n.states.push(Transition {
