@@ -63,7 +63,8 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
     let _ = std::fs::remove_dir_all(project.root.join(".ooda/preflight").join(&name));
     // The disk figure `ooda status` shows was the old run's.
     crate::archive::disk::Usage::forget(&project, &name);
-    if dir.exists() {
+    let had_archive = dir.exists();
+    if had_archive {
         if discard {
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
@@ -94,6 +95,30 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
             let _ = std::fs::remove_file(aside.join(".lock"));
             done.push(format!("moved {} to {}", dir.display(), aside.display()));
         }
+    }
+    // The vault's notes of this run name files the next run will reuse.
+    let notes_dir = crate::config::Config::load(&project.root)
+        .map(|c| c.defaults.notes_dir)
+        .unwrap_or_else(|_| crate::config::Config::default().defaults.notes_dir);
+    let aside_name = aside.file_name().map(|n| n.to_string_lossy().into_owned());
+    let marked = match had_archive {
+        false => Vec::new(),
+        true => crate::subagents::synthesizer::mark_reset(
+            &project.root,
+            &notes_dir,
+            &name,
+            if discard { None } else { aside_name.as_deref() },
+            &Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            &ws.branch,
+        )?,
+    };
+    if !marked.is_empty() {
+        done.push(format!(
+            "marked {} note(s) in {}/{} as reset, their paths pointing at the archive's new place",
+            marked.len(),
+            notes_dir,
+            name
+        ));
     }
     if !g.quiet {
         for line in &done {

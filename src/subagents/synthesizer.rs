@@ -192,6 +192,7 @@ struct IterationProps {
     aliases: Vec<String>,
     brief: String,
     run: String,
+    run_id: String,
     iteration: u32,
     verdict: String,
     metric: String,
@@ -326,9 +327,14 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
         let props = IterationProps {
             tags: vec!["ooda/keep".into(), format!("ooda/{b}")],
             date: r.finished.format("%Y-%m-%d").to_string(),
-            aliases: vec![format!("{b} iteration {}", r.iteration)],
+            // Unique across runs: a reset starts again at iteration 1.
+            aliases: vec![format!(
+                "{b} iteration {} of run {}",
+                r.iteration, input.run_id
+            )],
             brief: b.to_string(),
             run: link(&run),
+            run_id: input.run_id.to_string(),
             iteration: r.iteration,
             verdict: r.verdict.as_str().to_string(),
             metric: input.metric.to_string(),
@@ -378,7 +384,13 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
                 escape_links(&crate::text::redact::redact(text.trim()))
             );
         }
-        let _ = write!(s, "Part of {}.", link(&run));
+        let _ = write!(
+            s,
+            "Part of {} (run `{}`, started {}).",
+            link(&run),
+            input.run_id,
+            input.started.format("%Y-%m-%d %H:%M UTC")
+        );
         if !builds_on.is_empty() {
             let _ = write!(s, " Builds on {}.", builds_on.join(", "));
         }
@@ -406,8 +418,9 @@ pub(crate) fn render(input: &Input, earlier_runs: &[String]) -> Result<Vec<(Stri
         tags: vec!["ooda/run".into(), format!("ooda/{b}")],
         date: input.started.format("%Y-%m-%d").to_string(),
         aliases: vec![format!(
-            "{b} run {}",
-            input.started.format("%Y-%m-%d %H:%M")
+            "{b} run {} ({})",
+            input.started.format("%Y-%m-%d %H:%M"),
+            input.run_id
         )],
         brief: b.to_string(),
         run_id: input.run_id.to_string(),
@@ -596,6 +609,79 @@ pub(crate) fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<P
         written.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
     }
     Ok(written)
+}
+
+/// After `ooda reset` moved the Brief's archive to `aside` (or deleted
+/// it): the notes of the run that was reset still name files under
+/// `iterations/<brief>/`, where the next run writes its own iterations. Each
+/// such note gets those paths pointed at the archive's new place and a
+/// callout saying the run was reset; the notes stay where they are, under
+/// their run-unique names, so every link to them still resolves. Returns
+/// the notes changed, relative to `root`.
+pub(crate) fn mark_reset(
+    root: &Path,
+    notes_dir: &str,
+    brief: &str,
+    aside: Option<&str>,
+    when: &str,
+    branch: &str,
+) -> Result<Vec<PathBuf>> {
+    let dir = root.join(notes_dir).join(brief);
+    let here = format!("iterations/{brief}/");
+    let pattern = regex::Regex::new(&format!(r"(^|[^A-Za-z0-9_./-]){}", regex::escape(&here)))
+        .map_err(|e| Error::Input(format!("{brief}: {e}")))?;
+    let mut changed = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(changed);
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .filter(|p| {
+            p.file_stem()
+                .is_some_and(|s| s.to_string_lossy().starts_with(&format!("{brief}-")))
+        })
+        .collect();
+    paths.sort();
+    for path in paths {
+        // A symlink planted in the vault is not followed.
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        // Marked by an earlier reset that deleted the archive: already true.
+        if !pattern.is_match(&text) || (aside.is_none() && text.contains("> [!warning] Reset\n")) {
+            continue;
+        }
+        let moved = match aside {
+            Some(a) => pattern
+                .replace_all(&text, |c: &regex::Captures| {
+                    format!("{}iterations/{a}/", &c[1])
+                })
+                .into_owned(),
+            None => text.clone(),
+        };
+        let whereto = match aside {
+            Some(a) => format!("its archive is now `iterations/{a}/`"),
+            None => "its archive was deleted (`--discard-archive`)".to_string(),
+        };
+        let callout = format!(
+            "> [!warning] Reset\n> This run was reset on {when}: {whereto}, and branch `{branch}` was deleted; its commits are kept under `refs/ooda/`. The next run of `{brief}` starts a new archive in its place.\n\n"
+        );
+        // After the front matter, so Obsidian still reads the properties.
+        let body_at = moved
+            .strip_prefix("---\n")
+            .and_then(|rest| rest.find("\n---\n"))
+            .map(|i| 4 + i + 5)
+            .unwrap_or(0);
+        let note = format!("{}{callout}{}", &moved[..body_at], &moved[body_at..]);
+        crate::atomic::write_atomic(&path, note.as_bytes())?;
+        changed.push(path.strip_prefix(root).unwrap_or(&path).to_path_buf());
+    }
+    Ok(changed)
 }
 
 const NARRATIVE_ANSWER: &str = "Answer with one JSON object, written to the file named by $OODA_OUTPUT_FILE or as the last code block tagged `ooda` in your reply:\n\n```ooda\n{\"narrative\": \"one paragraph for the note\"}\n```\n\nWrite prose only: the note already states every number from ooda's data.";
@@ -787,5 +873,72 @@ mod tests {
         );
         assert!(!s.contains("[[") && !s.contains("<script") && !s.contains("](file"));
         assert!(!s.contains("file:"), "{s}");
+    }
+
+    #[test]
+    fn a_reset_marks_its_run_s_notes_once_and_leaves_other_briefs_alone() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("notes/b");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::create_dir_all(root.path().join("notes/bb")).unwrap();
+        let note = "---\ntags:\n- ooda/keep\n---\n# b\n\nArchived as `iterations/b/iter-001.md`; see also `iterations/bb/iter-001.md`.\n";
+        std::fs::write(dir.join("b-r1-iter-001.md"), note).unwrap();
+        std::fs::write(
+            root.path().join("notes/bb/bb-r1.md"),
+            "Archived as `iterations/bb/x.md`.\n",
+        )
+        .unwrap();
+        let changed = mark_reset(
+            root.path(),
+            "notes",
+            "b",
+            Some("b.reset-1"),
+            "today",
+            "ooda/b",
+        )
+        .unwrap();
+        assert_eq!(changed, [PathBuf::from("notes/b/b-r1-iter-001.md")]);
+        let text = std::fs::read_to_string(dir.join("b-r1-iter-001.md")).unwrap();
+        assert!(
+            text.starts_with("---\ntags:\n- ooda/keep\n---\n> [!warning] Reset"),
+            "{text}"
+        );
+        assert!(
+            text.contains("`iterations/b.reset-1/iter-001.md`"),
+            "{text}"
+        );
+        // Another Brief whose name starts the same is not this one.
+        assert!(text.contains("`iterations/bb/iter-001.md`"), "{text}");
+        // A second reset finds nothing of its own to mark.
+        let again = mark_reset(
+            root.path(),
+            "notes",
+            "b",
+            Some("b.reset-2"),
+            "later",
+            "ooda/b",
+        )
+        .unwrap();
+        assert!(again.is_empty());
+        assert_eq!(
+            std::fs::read_to_string(dir.join("b-r1-iter-001.md")).unwrap(),
+            text
+        );
+        // A deleted archive: said once.
+        std::fs::write(
+            dir.join("b-r2.md"),
+            "Full record: `iterations/b/summary.md`.\n",
+        )
+        .unwrap();
+        for _ in 0..2 {
+            mark_reset(root.path(), "notes", "b", None, "now", "ooda/b").unwrap();
+        }
+        let text = std::fs::read_to_string(dir.join("b-r2.md")).unwrap();
+        assert_eq!(text.matches("[!warning] Reset").count(), 1, "{text}");
+        assert!(text.contains("was deleted"), "{text}");
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("notes/bb/bb-r1.md")).unwrap(),
+            "Archived as `iterations/bb/x.md`.\n"
+        );
     }
 }

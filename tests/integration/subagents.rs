@@ -617,6 +617,59 @@ fn the_synthesizer_writes_a_vault_whose_links_resolve_and_whose_properties_are_t
         "{}",
         kept_note.2
     );
+    // The vault stays true after the reset: aliases are unique across runs,
+    // each keep note names its run, and the reset run's notes point at
+    // where its archive went, never at the folder the new run writes.
+    let mut aliases = std::collections::BTreeSet::new();
+    for (name, props, _) in &notes {
+        for a in props["aliases"].as_array().unwrap() {
+            assert!(
+                aliases.insert(a.as_str().unwrap().to_string()),
+                "{name}: alias {a} is taken"
+            );
+        }
+    }
+    let run_id_of = |note: &str| {
+        runs.iter()
+            .find(|(n, _, _)| n == note)
+            .map(|(_, p, _)| p["run_id"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let path = regex::Regex::new(r"`(iterations/[^`]+)`").unwrap();
+    let mut reset_notes = 0;
+    for (name, props, body) in &notes {
+        let run_note = match props["tags"][0].as_str() {
+            Some("ooda/keep") => {
+                let run = props["run"]
+                    .as_str()
+                    .unwrap()
+                    .trim_matches(['[', ']'])
+                    .to_string();
+                let id = run_id_of(&run);
+                assert_eq!(props["run_id"], id.as_str(), "{name}");
+                assert!(body.contains(&format!("run `{id}`")), "{name}: {body}");
+                run
+            }
+            _ => name.clone(),
+        };
+        let reset = run_note == earlier.0;
+        for c in path.captures_iter(body) {
+            let p = &c[1];
+            assert!(t.path().join(p).exists(), "{name}: {p} does not exist");
+            assert_eq!(
+                p.starts_with("iterations/b/"),
+                !reset,
+                "{name} (reset: {reset}) names {p}"
+            );
+        }
+        if reset {
+            assert!(body.contains("> [!warning] Reset"), "{name}: {body}");
+            reset_notes += 1;
+        } else {
+            assert!(!body.contains("> [!warning] Reset"), "{name}");
+        }
+    }
+    assert!(reset_notes >= 2, "the run note and a keep note were marked");
     // The synthesizer is a subagent like the others: its report is linked.
     let rec = t.record("b", 4);
     assert!(
