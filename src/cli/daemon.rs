@@ -11,6 +11,6 @@ use crate::validate::cron::Zone;
 
 pub(crate) fn run(g: &Globals, briefs: Option<PathBuf>) -> Result<Exit> {
     let project = Project::discover(g.root.as_deref())?;
-    let log = Log::new(Zone::from_env(), g.quiet);
+    let log = Log::new(Zone::from_env(), g.quiet).json(g.json);
     crate::schedule::daemon::run(project, briefs, log, g.verbose)
 }

@@ -54,19 +54,31 @@ pub use output::printed;
 )]
 pub struct Cli {
     /// Project root (default: nearest ancestor with ooda.yaml, else the git root)
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     pub root: Option<PathBuf>,
-    /// Print data as JSON where a command prints data
-    #[arg(long, global = true)]
+    /// Print what the command prints as JSON (the logs of `run --every` and
+    /// `daemon`: one JSON object a line on stderr)
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
     /// Print only errors
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global options"
+    )]
     pub quiet: bool,
     /// Print more detail
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub verbose: bool,
     /// Colour: auto (when stdout is a terminal), always, never
-    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, help_heading = "Global options")]
     pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
@@ -83,17 +95,22 @@ pub enum ColorChoice {
 pub enum Command {
     /// Scaffold ooda.yaml, briefs/, subagents/, templates/ and .gitignore lines
     /// (again in an existing project: adds only what is missing)
+    #[command(after_help = "Examples:\n  ooda init\n  ooda init ../service")]
     Init {
         /// The repository to set up (default: the current directory)
         dir: Option<PathBuf>,
     },
     /// Create briefs/NAME.md from the Brief template
+    #[command(after_help = "Examples:\n  ooda new latency\n  $EDITOR briefs/latency.md")]
     New {
         /// The Brief's name: lowercase letters, digits and `-` (it names the
         /// branch ooda/NAME and the folder iterations/NAME)
         name: String,
     },
     /// Validate a Brief and whether it can run; --measure N runs the metric N times at HEAD, --preflight makes one real PLAN call
+    #[command(
+        after_help = "Examples:\n  ooda check latency\n  ooda check latency --measure 5\n  ooda check latency --preflight"
+    )]
     Check {
         /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
@@ -107,12 +124,16 @@ pub enum Command {
         preflight: bool,
     },
     /// Run exactly one iteration (or finish an interrupted one) and exit
+    #[command(
+        after_help = "Examples:\n  ooda tick latency\n  */20 * * * * cd ~/service && ooda tick latency -q   # crontab"
+    )]
     Tick {
         /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
     },
     /// Run one tick of the Brief as a Slurm job on the cluster (with --every, one tick per
     /// interval until the run stops); the job holds the Brief's lock on the shared filesystem
+    #[command(after_help = "Examples:\n  ooda submit latency\n  ooda submit latency --every 30m")]
     Submit {
         /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
@@ -124,6 +145,9 @@ pub enum Command {
         chained: bool,
     },
     /// Run iterations back to back until a stop, or one per fire time with --every/--cron
+    #[command(
+        after_help = "Examples:\n  ooda run latency\n  ooda run briefs/quickstart.md\n  ooda run latency --every 20m"
+    )]
     Run {
         /// The Brief: a name (`latency` for briefs/latency.md) or a path
         brief: String,
@@ -143,12 +167,18 @@ pub enum Command {
         go_on: bool,
     },
     /// Run every Brief in briefs/ on its own `schedule`, picking up new, edited and deleted Briefs
+    #[command(
+        after_help = "Examples:\n  ooda daemon\n  ooda daemon --briefs nightly/ --json 2>> ooda.log"
+    )]
     Daemon {
         /// The folder of Briefs to watch (default: briefs/ of the project)
         #[arg(long, value_name = "DIR")]
         briefs: Option<PathBuf>,
     },
     /// Show each Brief's status (one line each; --json for scripts)
+    #[command(
+        after_help = "Examples:\n  ooda status\n  ooda status latency --tasks\n  ooda status --json"
+    )]
     Status {
         /// Only this Brief (a name or a path); default: every Brief in briefs/
         brief: Option<String>,
@@ -158,6 +188,9 @@ pub enum Command {
         tasks: bool,
     },
     /// Acknowledge a red light so the loop may run again
+    #[command(
+        after_help = "Examples:\n  ooda ack latency --note \"the benchmark host was rebooted\""
+    )]
     Ack {
         /// The Brief: a name or a path
         brief: String,
@@ -166,6 +199,9 @@ pub enum Command {
         note: Option<String>,
     },
     /// Print a Brief's summary.md (with --json: summary.json)
+    #[command(
+        after_help = "Examples:\n  ooda report latency\n  ooda report latency --json\n  ooda report latency --tsv"
+    )]
     Report {
         /// The Brief: a name or a path
         brief: String,
@@ -177,6 +213,9 @@ pub enum Command {
     },
     /// Draw the call tree of a Brief's run from events.jsonl (with ITER: one
     /// iteration down to each command, model request and tool call)
+    #[command(
+        after_help = "Examples:\n  ooda trace latency\n  ooda trace latency 7\n  ooda trace latency 7 --json"
+    )]
     Trace {
         /// The Brief: a name or a path
         brief: String,
@@ -186,6 +225,7 @@ pub enum Command {
     },
     /// Run an iteration's PLAN again with today's prompts, agent and config, from its base
     /// commit, beside the run (with --full also EXECUTE and EVALUATE)
+    #[command(after_help = "Examples:\n  ooda replay latency 7\n  ooda replay latency 7 --full")]
     Replay {
         /// The Brief: a name or a path
         brief: String,
@@ -197,6 +237,7 @@ pub enum Command {
     },
     /// Two iterations, or an iteration and a replay, side by side: plans,
     /// verdicts and the two trees aligned
+    #[command(after_help = "Examples:\n  ooda compare latency 7 7r\n  ooda compare latency 3 7")]
     Compare {
         /// The Brief: a name or a path
         brief: String,
@@ -233,6 +274,9 @@ pub enum Command {
         gzip: bool,
     },
     /// Start a Brief over: remove its worktrees and branch, move its archive aside
+    #[command(
+        after_help = "Examples:\n  ooda reset latency\n  ooda reset latency --yes --discard-archive"
+    )]
     Reset {
         /// The Brief: a name or a path
         brief: String,
@@ -288,9 +332,13 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff), e.g. `ooda man | man -l -`
+    #[command(
+        after_help = "Examples:\n  ooda man | man -l -\n  ooda man > /usr/local/share/man/man1/ooda.1"
+    )]
     Man,
     /// Free disk: worktree build outputs, artifacts of discarded iterations beyond
     /// `defaults.keep_artifacts`, older replays; says how much it freed
+    #[command(after_help = "Examples:\n  ooda gc latency --dry-run\n  ooda gc latency")]
     Gc {
         /// The Brief: a name or a path
         brief: String,
@@ -354,6 +402,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
             false => status::run(&g, brief.as_deref()),
         },
         Command::Ack { brief, note } => ack::run(&g, &brief, note.as_deref()),
+        Command::Report { brief, tsv: true } if g.json => Err(crate::error::Error::Input(format!(
+            "ooda report {brief}: --tsv and --json ask for two formats; pick one"
+        ))),
         Command::Report { brief, tsv } => match tsv {
             true => report::tsv(&g, &brief),
             false => report::run(&g, &brief),
@@ -403,7 +454,14 @@ pub fn run(cli: Cli) -> Result<Exit> {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut cmd, "ooda", &mut out);
-            print_bytes(&out)
+            match g.json {
+                true => json_text(
+                    serde_json::json!({"shell": shell.to_string()}),
+                    "script",
+                    &out,
+                ),
+                false => print_bytes(&out),
+            }
         }
         Command::Man => {
             let cmd = <Cli as clap::CommandFactory>::command();
@@ -411,13 +469,22 @@ pub fn run(cli: Cli) -> Result<Exit> {
             clap_mangen::Man::new(cmd).render(&mut out).map_err(|e| {
                 crate::error::Error::Internal(format!("cannot render the manual: {e}"))
             })?;
-            print_bytes(&out)
+            match g.json {
+                true => json_text(serde_json::json!({"format": "roff"}), "page", &out),
+                false => print_bytes(&out),
+            }
         }
     }
 }
 
 /// Writes what a command generated to stdout (a closed pipe is not an
 /// error: `ooda man | head`).
+/// A generated text under `--json`: `doc` with the text under `key`.
+fn json_text(mut doc: serde_json::Value, key: &str, text: &[u8]) -> Result<Exit> {
+    doc[key] = String::from_utf8_lossy(text).into_owned().into();
+    print_bytes(format!("{doc}\n").as_bytes())
+}
+
 fn print_bytes(bytes: &[u8]) -> Result<Exit> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -120,7 +120,19 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
             name
         ));
     }
-    if !g.quiet {
+    if g.json {
+        let doc = serde_json::json!({
+            "brief": name,
+            "done": done,
+            "archive": match (had_archive, discard) {
+                (false, _) => serde_json::Value::Null,
+                (true, true) => "deleted".into(),
+                (true, false) => aside.display().to_string().into(),
+            },
+            "notes_marked": marked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        });
+        out(&format!("{doc}\n"))?;
+    } else if !g.quiet {
         for line in &done {
             out(&format!("{}: {line}\n", name))?;
         }

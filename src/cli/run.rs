@@ -31,7 +31,7 @@ pub(crate) fn run(
         (None, None) => None,
     };
     if let Some(schedule) = schedule {
-        let log = Log::new(Zone::from_env(), g.quiet);
+        let log = Log::new(Zone::from_env(), g.quiet).json(g.json);
         let report = |p: &Project, name: &str, o: &StepOutcome| {
             report_step(p, name, o, false, g.json, g.quiet)
         };

@@ -114,14 +114,20 @@ pub(super) fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
         .copied()
         .filter(|l| !l.starts_with('!') && !covered(l))
         .collect();
-    // A re-inclusion matters only beside a line this adds.
+    // A re-inclusion undoes the line just before it, and only that: it is
+    // added with that line, and never under a rule of the user's that
+    // ignores the whole folder (git cannot re-include a file there).
     let missing: Vec<String> = GITIGNORE_LINES
         .iter()
-        .filter(|l| {
+        .enumerate()
+        .filter(|(i, l)| {
             positive.contains(l)
-                || (l.starts_with('!') && !have.contains(l) && !positive.is_empty())
+                || (l.starts_with('!')
+                    && !have.contains(&l.trim_start_matches('!'))
+                    && i.checked_sub(1)
+                        .is_some_and(|p| positive.contains(&GITIGNORE_LINES[p])))
         })
-        .map(|l| l.to_string())
+        .map(|(_, l)| l.to_string())
         .collect();
     if missing.is_empty() {
         return Ok(missing);
@@ -174,16 +180,23 @@ mod tests {
     }
 
     #[test]
+    fn init_on_this_repository_adds_nothing_to_its_gitignore() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(".gitignore");
+        fs::write(&p, include_str!("../../.gitignore")).unwrap();
+        assert_eq!(ensure_gitignore(&p).unwrap(), Vec::<String>::new());
+    }
+
+    #[test]
     fn lines_the_projects_rules_cover_already_are_not_added() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join(".gitignore");
         fs::write(&p, "/iterations/*\n.ooda\n.aider*\n").unwrap();
         assert_eq!(ensure_gitignore(&p).unwrap(), Vec::<String>::new());
+        // The whole folder is ignored: a re-inclusion inside it would be
+        // a line git never applies.
         fs::write(&p, "/iterations/*\n").unwrap();
-        assert_eq!(
-            ensure_gitignore(&p).unwrap(),
-            vec![".ooda/", "!iterations/*/replays/*/replay.json", ".aider*"]
-        );
+        assert_eq!(ensure_gitignore(&p).unwrap(), vec![".ooda/", ".aider*"]);
     }
 
     #[test]

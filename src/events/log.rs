@@ -17,11 +17,24 @@ use crate::validate::cron::Zone;
 pub(crate) struct Log {
     zone: Zone,
     quiet: bool,
+    /// One JSON object a line (`--json`), for a log shipper.
+    json: bool,
 }
 
 impl Log {
     pub(crate) fn new(zone: Zone, quiet: bool) -> Log {
-        Log { zone, quiet }
+        Log {
+            zone,
+            quiet,
+            json: false,
+        }
+    }
+
+    /// `{"time", "brief", "message"}` lines instead of text.
+    #[must_use]
+    pub(crate) fn json(mut self, json: bool) -> Log {
+        self.json = json;
+        self
     }
 
     pub(crate) fn zone(&self) -> &Zone {
@@ -55,6 +68,22 @@ impl Log {
     }
 
     fn write(&self, brief: Option<&str>, msg: &str) {
+        let line = self.render(brief, msg);
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+
+    /// One entry of the log, its line break included.
+    fn render(&self, brief: Option<&str>, msg: &str) -> String {
+        if self.json {
+            let mut line = serde_json::json!({
+                "time": self.zone.format(Utc::now()),
+                "brief": brief,
+                "message": msg,
+            })
+            .to_string();
+            line.push('\n');
+            return line;
+        }
         let mut line = self.zone.format(Utc::now());
         if let Some(b) = brief {
             line.push_str(&format!(" [{b}]"));
@@ -65,6 +94,23 @@ impl Log {
             line.push_str(part);
         }
         line.push('\n');
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_log_is_one_object_a_line_whatever_the_message_holds() {
+        let log = Log::new(Zone::from_env(), false).json(true);
+        let line = log.render(Some("latency"), "two\nlines \"quoted\"");
+        assert_eq!(line.matches('\n').count(), 1, "{line}");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["brief"], "latency");
+        assert_eq!(v["message"], "two\nlines \"quoted\"");
+        let text = Log::new(Zone::from_env(), false).render(None, "a\nb");
+        assert!(text.ends_with(" a\n    b\n"), "{text}");
     }
 }

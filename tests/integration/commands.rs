@@ -634,3 +634,77 @@ fn the_version_names_its_commit() {
         assert!(r.stdout.contains(&head), "{} lacks {head}", r.stdout);
     }
 }
+
+/// The commands `ooda --help` lists.
+fn commands(t: &Test) -> Vec<String> {
+    let help = t.ooda(&["--help"]).expect(0).stdout;
+    help.split("Commands:\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_command_s_help_puts_its_own_options_first_and_shows_examples() {
+    let t = Test::new();
+    let all = commands(&t);
+    assert!(all.len() >= 20, "{all:?}");
+    for c in &all {
+        let help = t.ooda(&[c, "--help"]).expect(0).stdout;
+        let own = help
+            .find("\nOptions:\n")
+            .unwrap_or_else(|| panic!("{c}: {help}"));
+        let global = help
+            .find("\nGlobal options:\n")
+            .unwrap_or_else(|| panic!("{c}: {help}"));
+        assert!(own < global, "{c}: its own options come first\n{help}");
+        let options = &help[own..global];
+        assert!(
+            !options.contains("--quiet") && !options.contains("--color"),
+            "{c}: {help}"
+        );
+        let examples = help
+            .split("\nExamples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{c} has no example:\n{help}"));
+        assert!(
+            examples.lines().any(|l| l.contains(&format!("ooda {c}"))),
+            "{c}: {examples}"
+        );
+    }
+}
+
+#[test]
+fn json_is_honoured_by_the_commands_that_printed_text() {
+    let t = Test::new();
+    let parse = |text: &str| -> serde_json::Value {
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    let new = parse(&t.ooda(&["new", "latency", "--json"]).expect(0).stdout);
+    assert_eq!(new["brief"], "latency");
+    assert!(
+        new["created"]
+            .as_str()
+            .unwrap()
+            .ends_with("briefs/latency.md")
+    );
+    let man = parse(&t.ooda(&["man", "--json"]).expect(0).stdout);
+    assert!(man["page"].as_str().unwrap().contains(".TH ooda 1"));
+    let comp = parse(&t.ooda(&["--json", "completions", "fish"]).expect(0).stdout);
+    assert_eq!(comp["shell"], "fish");
+    t.brief("b", &knob_brief("budget: { iterations: 1 }\n"));
+    t.commit("a Brief");
+    t.ooda(&["tick", "b"]).expect(0);
+    let reset = parse(&t.ooda(&["reset", "b", "--yes", "--json"]).expect(0).stdout);
+    assert!(
+        reset["archive"].as_str().unwrap().contains("b.reset-"),
+        "{reset}"
+    );
+    // Two formats asked for at once: said, not guessed.
+    t.ooda(&["report", "b", "--tsv", "--json"]).expect(2);
+}
