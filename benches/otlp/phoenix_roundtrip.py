@@ -8,6 +8,10 @@ the loop runs), then reads every span back through Phoenix's REST API and
 checks it against `ooda export --otlp -` of the same log: the same span ids,
 one trace, every parent present, the GenAI attributes intact.
 
+With --stored, the night runs without a collector and is sent afterwards
+with `ooda export quickstart --otlp-endpoint URL --gzip` (the run's own
+span included), then sent a second time: Phoenix must hold each span once.
+
     python3 -m venv /tmp/phx && /tmp/phx/bin/pip install arize-phoenix
     cargo build --release
     /tmp/phx/bin/python benches/otlp/phoenix_roundtrip.py --ooda target/release/ooda
@@ -43,6 +47,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--ooda", default="target/release/ooda")
     ap.add_argument("--iterations", type=int, default=3)
+    ap.add_argument("--stored", action="store_true",
+                    help="run without a collector, then send the stored night with export")
     args = ap.parse_args()
     ooda = os.path.abspath(args.ooda)
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,12 +75,23 @@ def main():
 
         clone = os.path.join(work, "repo")
         subprocess.run(["git", "clone", "-q", repo, clone], check=True)
-        run_env = dict(os.environ, OTEL_EXPORTER_OTLP_ENDPOINT=base)
+        run_env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        if not args.stored:
+            run_env["OTEL_EXPORTER_OTLP_ENDPOINT"] = base
         run = subprocess.run([ooda, "run", "briefs/quickstart.md", "--max-iterations",
                               str(args.iterations), "-q"], cwd=clone, env=run_env,
                              capture_output=True, text=True)
         if "could not send spans" in run.stderr:
             sys.exit("the exporter reported a failure:\n" + run.stderr)
+        if args.stored:
+            # Twice: the second send must not add a span.
+            for _ in range(2):
+                sent = subprocess.run([ooda, "export", "quickstart", "--otlp-endpoint", base,
+                                       "--gzip"], cwd=clone, env=run_env,
+                                      capture_output=True, text=True)
+                if sent.returncode != 0:
+                    sys.exit(f"export --otlp-endpoint failed ({sent.returncode}):\n{sent.stderr}")
+                print(sent.stderr.strip())
         exported = subprocess.run([ooda, "export", "quickstart", "--otlp", "-"], cwd=clone,
                                   capture_output=True, text=True, check=True).stdout
         want = {}
@@ -83,14 +100,16 @@ def main():
                 for ss in rs["scopeSpans"]:
                     for s in ss["spans"]:
                         want[s["spanId"]] = s
-        # Without a stop the run's own span is not sent live (it has not ended).
+        # Without a stop the run's own span is not sent live (it has not
+        # ended); a stored night sends it.
         root = [k for k, s in want.items() if "parentSpanId" not in s]
-        for k in root:
-            del want[k]
+        if not args.stored:
+            for k in root:
+                del want[k]
 
-        got = {}
+        got, rows = {}, 0
         for _ in range(30):
-            got, cursor = {}, None
+            got, cursor, rows = {}, None, 0
             while True:
                 url = f"{base}/v1/projects/default/spans?limit=1000"
                 if cursor:
@@ -98,6 +117,7 @@ def main():
                 page = get(url)
                 for s in page["data"]:
                     got[s["context"]["span_id"]] = s
+                    rows += 1
                 cursor = page.get("next_cursor")
                 if not cursor:
                     break
@@ -126,8 +146,11 @@ def main():
             for a in s["attributes"]:
                 if a["key"].startswith("gen_ai.") and a["key"] not in g["attributes"]:
                     problems.append(f"{s['name']}: {a['key']} lost")
-        print(f"phoenix {base}: {len(got)} spans read back, {len(want)} exported "
-              f"(the run span excluded), {len(traces)} trace(s)")
+        if rows != len(got):
+            problems.append(f"{rows} rows for {len(got)} span ids: a span was stored twice")
+        print(f"phoenix {base}: {len(got)} spans read back ({rows} rows), {len(want)} exported "
+              f"({'the run span included' if args.stored else 'the run span excluded'}), "
+              f"{len(traces)} trace(s)")
         kinds = {}
         for s in got.values():
             kinds[s["span_kind"]] = kinds.get(s["span_kind"], 0) + 1

@@ -103,7 +103,7 @@ fn to_file(
     let mut text = String::new();
     let mut spans = 0;
     for run in runs {
-        for b in batches(run, range, one_line, detail) {
+        for (_, b) in batches(run, range, one_line, detail) {
             spans += b.spans.len();
             text.push_str(&crate::report::otlp::encode_json(&b));
             text.push('\n');
@@ -140,17 +140,30 @@ fn to_file(
 }
 
 /// The run's own span (with what it holds outside its iterations) first,
-/// then one batch per iteration in the range, or all in one.
-fn batches(run: &Node, range: Range, one_line: bool, detail: &Detail) -> Vec<Batch> {
-    let mut out = vec![crate::report::otlp::run_batch(run, detail)];
+/// then one batch per iteration in the range (with its number), or all in
+/// one.
+fn batches(run: &Node, range: Range, one_line: bool, detail: &Detail) -> Vec<(Option<u32>, Batch)> {
+    let mut out = vec![(None, crate::report::otlp::run_batch(run, detail))];
     for it in iterations(run, range) {
         let b = crate::report::otlp::iteration_batch(run, it, detail);
         match one_line {
-            true => out[0].spans.extend(b.spans),
-            false => out.push(b),
+            true => out[0].1.spans.extend(b.spans),
+            false => out.push((it.iteration, b)),
         }
     }
     out
+}
+
+/// A word of the shell as typed: quoted when it holds more than a URL's
+/// plain characters (`?`, `&`, spaces).
+fn shell_word(w: &str) -> String {
+    match w
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "_./:-=@%+,".contains(c))
+    {
+        true => w.to_string(),
+        false => format!("'{}'", w.replace('\'', r"'\''")),
+    }
 }
 
 /// How many times one batch is posted before the export stops, and the
@@ -169,16 +182,17 @@ fn to_collector(
 ) -> Result<Exit> {
     let var = |k: &str| std::env::var(k).ok();
     let mut endpoint = match url {
-        Some(u) => Endpoint::from_url(u, var),
+        Some(u) => Endpoint::from_url(u, var).map_err(Error::Input)?,
         None => Endpoint::from_env(var).ok_or_else(|| {
             Error::Input(
                 "export: say where the spans go: --otlp FILE, --otlp-endpoint URL, or OTEL_EXPORTER_OTLP_ENDPOINT in the environment".into(),
             )
         })?,
     };
-    if !endpoint.url.starts_with("http://") && !endpoint.url.starts_with("https://") {
+    let lower = endpoint.url.to_ascii_lowercase();
+    if !lower.starts_with("http://") && !lower.starts_with("https://") {
         return Err(Error::Input(format!(
-            "--otlp-endpoint {}: not an http:// or https:// URL (e.g. http://127.0.0.1:4318)",
+            "OTEL_EXPORTER_OTLP_ENDPOINT: {} is not an http:// or https:// URL (e.g. http://127.0.0.1:4318)",
             endpoint.url
         )));
     }
@@ -193,12 +207,22 @@ fn to_collector(
     let (mut spans, mut requests, mut rejected) = (0usize, 0usize, 0u64);
     let mut messages: Vec<String> = Vec::new();
     for run in runs {
-        let mut parts = vec![(None, crate::report::otlp::run_batch(run, detail))];
-        for it in iterations(run, range) {
-            parts.push((
-                it.iteration,
-                crate::report::otlp::iteration_batch(run, it, detail),
-            ));
+        let parts = batches(run, range, false, detail);
+        if parts.len() == 1 && range != Range::default() && !g.quiet {
+            let held: Vec<u32> = run
+                .children
+                .iter()
+                .filter(|c| c.kind == Kind::Iteration)
+                .filter_map(|c| c.iteration)
+                .collect();
+            eprintln!(
+                "warning: run {} holds iterations {}; none is in the range: only the run's own span is sent",
+                run.attribute("run_id").unwrap_or(&run.id),
+                match (held.iter().min(), held.iter().max()) {
+                    (Some(a), Some(b)) => format!("{a}–{b}"),
+                    _ => "none".into(),
+                }
+            );
         }
         for (iteration, batch) in parts {
             match post(&poster, &batch, g.quiet) {
@@ -211,29 +235,52 @@ fn to_collector(
                     }
                 }
                 Err(e) => {
-                    let from = iteration
-                        .map(|n| format!(" --iterations {n}.."))
-                        .or_else(|| range.from.map(|n| format!(" --iterations {n}..")))
-                        .unwrap_or_default();
+                    // The same command from the batch that failed on: the
+                    // range's end, the compression and the root kept.
+                    let from = iteration.or(range.from);
+                    let mut resume = vec!["ooda".to_string()];
+                    if let Some(root) = &g.root {
+                        resume.push("--root".into());
+                        resume.push(shell_word(&root.display().to_string()));
+                    }
+                    resume.extend(["export".into(), shell_word(brief)]);
+                    resume.extend(["--otlp-endpoint".into(), shell_word(&url)]);
+                    if from.is_some() || range.to.is_some() {
+                        resume.push("--iterations".into());
+                        resume.push(format!(
+                            "{}..{}",
+                            from.map(|n| n.to_string()).unwrap_or_default(),
+                            range.to.map(|n| n.to_string()).unwrap_or_default()
+                        ));
+                    }
+                    if gzip {
+                        resume.push("--gzip".into());
+                    }
+                    let resume = resume.join(" ");
                     let what = match iteration {
                         Some(n) => format!("iteration {n}"),
                         None => "the run's own span".to_string(),
                     };
-                    let resume = format!("ooda export {brief} --otlp-endpoint {url}{from}");
                     if g.json {
                         let doc = serde_json::json!({
                             "endpoint": url,
-                            "sent_spans": spans,
+                            "spans": spans,
                             "requests": requests,
-                            "failed": what,
+                            "failed_iteration": iteration,
                             "error": e.message,
                             "resume": resume,
                         });
                         out(&format!("{doc}\n"))?;
                     }
-                    eprintln!(
-                        "error: sending {what} to {url} failed: {e}\n{spans} span(s) in {requests} request(s) had been sent. Sending again does not duplicate them (their ids come from the log); to go on from where it stopped:\n  {resume}"
-                    );
+                    let next = match requests {
+                        0 => format!(
+                            "Nothing was sent. Mend the cause, then run the export again:\n  {resume}"
+                        ),
+                        _ => format!(
+                            "{spans} span(s) in {requests} request(s) had been sent, with the same ids a new send gives them; to go on from where it stopped, once the cause is mended:\n  {resume}"
+                        ),
+                    };
+                    eprintln!("ooda: sending {what} to {url} failed: {e}\n{next}");
                     return Ok(Exit::Failure);
                 }
             }

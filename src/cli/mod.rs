@@ -257,13 +257,15 @@ pub enum Command {
         /// The file to write (`-`: stdout), in the OTLP File Exporter format
         #[arg(long, value_name = "FILE", conflicts_with = "otlp_endpoint")]
         otlp: Option<PathBuf>,
-        /// Send the spans to this collector over OTLP/HTTP (protobuf): a base
-        /// address gets /v1/traces; headers, protocol, compression and
-        /// timeout come from the OTEL_EXPORTER_OTLP_* variables
+        /// Send the spans to this collector over OTLP/HTTP (protobuf); /v1/traces
+        /// is added unless the URL ends with it. Headers, protocol, compression
+        /// and timeout come from the OTEL_EXPORTER_OTLP_* variables; without
+        /// --otlp or this, OTEL_EXPORTER_OTLP_ENDPOINT alone names the
+        /// collector. Sending again is safe: span ids come from the log
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
-        /// Only these iterations: 3, 2..5 (both included), 4.. (the run's own
-        /// span is always sent)
+        /// Only these iterations: 3, 2..5 (both included), 4.., ..5 (the run's
+        /// own span, with what it holds outside its iterations, is always sent)
         #[arg(long, value_name = "RANGE")]
         iterations: Option<String>,
         /// All spans in one line (one JSON document), for Jaeger's UI upload
@@ -477,14 +479,14 @@ pub fn run(cli: Cli) -> Result<Exit> {
     }
 }
 
-/// Writes what a command generated to stdout (a closed pipe is not an
-/// error: `ooda man | head`).
 /// A generated text under `--json`: `doc` with the text under `key`.
 fn json_text(mut doc: serde_json::Value, key: &str, text: &[u8]) -> Result<Exit> {
     doc[key] = String::from_utf8_lossy(text).into_owned().into();
     print_bytes(format!("{doc}\n").as_bytes())
 }
 
+/// Writes what a command generated to stdout (a closed pipe is not an
+/// error: `ooda man | head`).
 fn print_bytes(bytes: &[u8]) -> Result<Exit> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();

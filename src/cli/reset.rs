@@ -64,11 +64,38 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
     // The disk figure `ooda status` shows was the old run's.
     crate::archive::disk::Usage::forget(&project, &name);
     let had_archive = dir.exists();
+    // The vault's notes of this run name files the next run will reuse:
+    // marked while the lock is held, and a note that cannot be written is
+    // a warning, not an error for a reset that has happened.
+    let mark = |deleted: bool| -> Vec<std::path::PathBuf> {
+        let notes_dir = crate::config::Config::load(&project.root)
+            .map(|c| c.defaults.notes_dir)
+            .unwrap_or_else(|_| crate::config::Config::default().defaults.notes_dir);
+        let aside_name = aside
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        crate::subagents::synthesizer::mark_reset(
+            &project.root,
+            &notes_dir,
+            &name,
+            &aside_name,
+            deleted,
+            &Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
+            &ws.branch,
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("warning: {e}: the notes of the reset run were not all marked as reset");
+            Vec::new()
+        })
+    };
+    let mut marked = Vec::new();
     if had_archive {
         if discard {
             std::fs::remove_dir_all(&dir)
                 .map_err(|e| Error::io(format!("removing {}", dir.display()), e))?;
             done.push(format!("deleted {}", dir.display()));
+            marked = mark(true);
         } else {
             let archive = crate::archive::layout::Layout::of(&dir);
             let _ = std::fs::remove_file(archive.state());
@@ -91,33 +118,21 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
                     e,
                 )
             })?;
+            marked = mark(false);
             drop(lock);
             let _ = std::fs::remove_file(aside.join(".lock"));
             done.push(format!("moved {} to {}", dir.display(), aside.display()));
         }
     }
-    // The vault's notes of this run name files the next run will reuse.
-    let notes_dir = crate::config::Config::load(&project.root)
-        .map(|c| c.defaults.notes_dir)
-        .unwrap_or_else(|_| crate::config::Config::default().defaults.notes_dir);
-    let aside_name = aside.file_name().map(|n| n.to_string_lossy().into_owned());
-    let marked = match had_archive {
-        false => Vec::new(),
-        true => crate::subagents::synthesizer::mark_reset(
-            &project.root,
-            &notes_dir,
-            &name,
-            if discard { None } else { aside_name.as_deref() },
-            &Utc::now().format("%Y-%m-%d %H:%M UTC").to_string(),
-            &ws.branch,
-        )?,
-    };
     if !marked.is_empty() {
         done.push(format!(
-            "marked {} note(s) in {}/{} as reset, their paths pointing at the archive's new place",
+            "marked {} note(s) of the reset run as reset ({}), their paths pointing at the archive's new place",
             marked.len(),
-            notes_dir,
-            name
+            marked
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if g.json {
@@ -127,7 +142,12 @@ pub(crate) fn run(g: &Globals, brief: &str, yes: bool, discard: bool) -> Result<
             "archive": match (had_archive, discard) {
                 (false, _) => serde_json::Value::Null,
                 (true, true) => "deleted".into(),
-                (true, false) => aside.display().to_string().into(),
+                (true, false) => aside
+                    .strip_prefix(&project.root)
+                    .unwrap_or(&aside)
+                    .display()
+                    .to_string()
+                    .into(),
             },
             "notes_marked": marked.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
         });

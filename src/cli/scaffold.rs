@@ -123,7 +123,7 @@ pub(super) fn ensure_gitignore(path: &Path) -> Result<Vec<String>> {
         .filter(|(i, l)| {
             positive.contains(l)
                 || (l.starts_with('!')
-                    && !have.contains(&l.trim_start_matches('!'))
+                    && !have.contains(l)
                     && i.checked_sub(1)
                         .is_some_and(|p| positive.contains(&GITIGNORE_LINES[p])))
         })

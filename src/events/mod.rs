@@ -96,6 +96,10 @@ pub enum Event {
         attempts: u32,
         command: String,
         prompt_chars: usize,
+        /// The model ooda asked the agent for (a subagent's resolved model,
+        /// handed over as `OODA_MODEL`), when it chose one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// The agent's API was unavailable: the call is tried again after
     /// `wait_seconds` (`waited_seconds` already spent waiting in this step).

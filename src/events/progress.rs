@@ -405,6 +405,7 @@ mod tests {
                 attempts: 3,
                 command: String::new(),
                 prompt_chars: 10,
+                model: None,
             })
             .unwrap();
         assert_eq!(

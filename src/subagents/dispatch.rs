@@ -403,7 +403,8 @@ pub(crate) fn run_command(
     read: impl FnOnce(&Value, &mut Answer) -> std::result::Result<(), String>,
 ) -> Result<Answer> {
     let role = def.role.unwrap_or(Role::Review);
-    let agent = agent.for_subagent(def.timeout, def.model.resolve(t.config));
+    let model = def.model.resolve(t.config);
+    let agent = agent.for_subagent(def.timeout, model.clone());
     // A subagent reads (review, analyze, synthesize) or edits a scratch
     // copy (simplify): it gets the profile's arguments for the step that
     // does the same, so an `ask` mode keeps a reviewer from editing.
@@ -420,6 +421,7 @@ pub(crate) fn run_command(
         attempts: 1,
         command: agent.command_line_for(like, &files),
         prompt_chars: crate::text::clip::chars(prompt),
+        model,
     })?;
     // Beside the main agent's files, never in place of them (a subagent
     // named `plan` must not overwrite PLAN's prompt).

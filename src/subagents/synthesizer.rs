@@ -616,13 +616,17 @@ pub(crate) fn write(root: &Path, notes_dir: &str, input: &Input) -> Result<Vec<P
 /// `iterations/<brief>/`, where the next run writes its own iterations. Each
 /// such note gets those paths pointed at the archive's new place and a
 /// callout saying the run was reset; the notes stay where they are, under
-/// their run-unique names, so every link to them still resolves. Returns
-/// the notes changed, relative to `root`.
+/// their run-unique names, so every link to them still resolves. When the
+/// archive was deleted, the paths name the folder it would have been moved
+/// to (which does not exist), never the next run's. A note marked by an
+/// earlier reset is never marked again. Returns the notes changed,
+/// relative to `root`.
 pub(crate) fn mark_reset(
     root: &Path,
     notes_dir: &str,
     brief: &str,
-    aside: Option<&str>,
+    aside: &str,
+    deleted: bool,
     when: &str,
     branch: &str,
 ) -> Result<Vec<PathBuf>> {
@@ -652,21 +656,19 @@ pub(crate) fn mark_reset(
         let Ok(text) = std::fs::read_to_string(&path) else {
             continue;
         };
-        // Marked by an earlier reset that deleted the archive: already true.
-        if !pattern.is_match(&text) || (aside.is_none() && text.contains("> [!warning] Reset\n")) {
+        if !pattern.is_match(&text) || text.contains("> [!warning] Reset\n") {
             continue;
         }
-        let moved = match aside {
-            Some(a) => pattern
-                .replace_all(&text, |c: &regex::Captures| {
-                    format!("{}iterations/{a}/", &c[1])
-                })
-                .into_owned(),
-            None => text.clone(),
-        };
-        let whereto = match aside {
-            Some(a) => format!("its archive is now `iterations/{a}/`"),
-            None => "its archive was deleted (`--discard-archive`)".to_string(),
+        let moved = pattern
+            .replace_all(&text, |c: &regex::Captures| {
+                format!("{}iterations/{aside}/", &c[1])
+            })
+            .into_owned();
+        let whereto = match deleted {
+            false => format!("its archive is now `iterations/{aside}/`"),
+            true => format!(
+                "its archive was deleted (`--discard-archive`; the paths below name `iterations/{aside}/`, where it would have been moved)"
+            ),
         };
         let callout = format!(
             "> [!warning] Reset\n> This run was reset on {when}: {whereto}, and branch `{branch}` was deleted; its commits are kept under `refs/ooda/`. The next run of `{brief}` starts a new archive in its place.\n\n"
@@ -892,7 +894,8 @@ mod tests {
             root.path(),
             "notes",
             "b",
-            Some("b.reset-1"),
+            "b.reset-1",
+            false,
             "today",
             "ooda/b",
         )
@@ -914,7 +917,8 @@ mod tests {
             root.path(),
             "notes",
             "b",
-            Some("b.reset-2"),
+            "b.reset-2",
+            false,
             "later",
             "ooda/b",
         )
@@ -931,11 +935,21 @@ mod tests {
         )
         .unwrap();
         for _ in 0..2 {
-            mark_reset(root.path(), "notes", "b", None, "now", "ooda/b").unwrap();
+            mark_reset(
+                root.path(),
+                "notes",
+                "b",
+                "b.reset-3",
+                true,
+                "now",
+                "ooda/b",
+            )
+            .unwrap();
         }
         let text = std::fs::read_to_string(dir.join("b-r2.md")).unwrap();
         assert_eq!(text.matches("[!warning] Reset").count(), 1, "{text}");
         assert!(text.contains("was deleted"), "{text}");
+        assert!(!text.contains("`iterations/b/"), "{text}");
         assert_eq!(
             std::fs::read_to_string(root.path().join("notes/bb/bb-r1.md")).unwrap(),
             "Archived as `iterations/bb/x.md`.\n"

@@ -317,8 +317,62 @@ fn an_export_cut_short_by_the_collector_resumes_where_it_stopped() {
     let got: BTreeSet<Vec<u8>> = got.into_iter().collect();
     let want: BTreeSet<Vec<u8>> = want.into_iter().collect();
     assert_eq!(got, want, "together, the two exports sent the whole night");
-    // A range the log does not hold sends the run's span alone; a bad one
-    // is refused before anything is sent.
+    // A range the log does not hold sends the run's span alone, and says
+    // so; a bad one is refused before anything is sent.
+    rt.block_on(server.reset());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(ProtobufOnly)
+            .mount(&server),
+    );
+    let none = t
+        .ooda(&[
+            "export",
+            "b",
+            "--otlp-endpoint",
+            &server.uri(),
+            "--iterations",
+            "7..",
+        ])
+        .expect(0);
+    assert!(
+        none.stderr.contains("none is in the range"),
+        "{}",
+        none.stderr
+    );
+    // The command that goes on keeps the range's end and the compression.
+    let refusing = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(400))
+            .mount(&refusing),
+    );
+    let r = t
+        .ooda(&[
+            "export",
+            "b",
+            "--otlp-endpoint",
+            &format!("{}/v1/traces?team=a&x=1", refusing.uri()),
+            "--iterations",
+            "1..2",
+            "--gzip",
+        ])
+        .expect(1);
+    assert!(r.stderr.contains("Nothing was sent"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "ooda export b --otlp-endpoint '{}/v1/traces?team=a&x=1' --iterations 1..2 --gzip",
+            refusing.uri()
+        )),
+        "{}",
+        r.stderr
+    );
+    let only = spans_taken(&rt, &server, &[0]);
+    assert!(
+        only.iter().all(|s| !s.name.starts_with("iteration")),
+        "{:?}",
+        only.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
     let bad = t
         .ooda(&[
             "export",

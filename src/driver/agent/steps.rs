@@ -256,6 +256,8 @@ impl<'a> Talk<'a> {
             },
             command: self.agent.command_line_for(phase, &self.files),
             prompt_chars: clip::chars(prompt),
+            // The main agent's model is in its profile's arguments.
+            model: None,
         })?;
         let inv = Invocation {
             phase,

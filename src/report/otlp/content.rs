@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-/// The longest text one attribute carries; a backend refuses or cuts
-/// attributes far shorter than a whole transcript.
+/// The most characters one attribute carries, as serialized; a backend
+/// refuses or cuts attributes far shorter than a whole transcript.
 const CAP: usize = 32 * 1024;
 
 /// The standard switch for message content.
@@ -29,6 +29,10 @@ pub(crate) struct Detail {
     pub content: bool,
     /// The Brief's iterations folder, which the calls' files are relative to.
     pub dir: Option<PathBuf>,
+    /// Resource attributes from `OTEL_SERVICE_NAME` and
+    /// `OTEL_RESOURCE_ATTRIBUTES` (a backend files traces by them: a
+    /// Phoenix project, a Langfuse environment).
+    pub resource: Vec<(String, String)>,
 }
 
 impl Detail {
@@ -36,17 +40,51 @@ impl Detail {
     pub(crate) fn from_env(dir: &Path) -> Detail {
         let on = std::env::var(CAPTURE)
             .is_ok_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "true" | "1"));
+        let mut resource: Vec<(String, String)> = std::env::var("OTEL_RESOURCE_ATTRIBUTES")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                let k = k.trim();
+                (!k.is_empty()).then(|| (k.to_string(), v.trim().to_string()))
+            })
+            .collect();
+        if let Some(name) = std::env::var("OTEL_SERVICE_NAME")
+            .ok()
+            .filter(|n| !n.trim().is_empty())
+        {
+            resource.retain(|(k, _)| k != "service.name");
+            resource.push(("service.name".into(), name.trim().to_string()));
+        }
         Detail {
             content: on,
             dir: Some(dir.to_path_buf()),
+            resource,
         }
+    }
+
+    /// A file of the archive by its path in the log: relative, inside the
+    /// archive, not a link (the log is ooda's, but a file beside it may
+    /// have been replaced).
+    fn file(&self, relative: &str) -> Option<String> {
+        let rel = Path::new(relative);
+        if rel.is_absolute()
+            || rel
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return None;
+        }
+        let path = self.dir.as_ref()?.join(rel);
+        if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+            return None;
+        }
+        std::fs::read_to_string(path).ok()
     }
 
     /// A file of the archive, redacted and cut to the cap.
     fn read(&self, relative: &str) -> Option<String> {
-        let path = self.dir.as_ref()?.join(relative);
-        let text = std::fs::read_to_string(path).ok()?;
-        Some(cut(&crate::text::redact::redact(&text)))
+        Some(cut(&crate::text::redact::redact(&self.file(relative)?)))
     }
 
     /// The call's files (`files` on an agent call), by what they hold.
@@ -62,11 +100,11 @@ impl Detail {
         }
         let input = Self::file_of(files, ".prompt.md")
             .and_then(|f| self.read(f))
-            .map(|t| json!([text_message("user", &t)]));
+            .and_then(|t| fit(vec![text_message("user", &t)]));
         let output = Self::file_of(files, ".result.json")
             .or_else(|| Self::file_of(files, ".output.txt"))
             .and_then(|f| self.read(f))
-            .map(|t| json!([text_message("assistant", &t)]));
+            .and_then(|t| fit(vec![text_message("assistant", &t)]));
         (input, output)
     }
 
@@ -80,10 +118,8 @@ impl Detail {
         if !self.content {
             return (None, None);
         }
-        let Some(text) = Self::file_of(files, ".transcript.jsonl").and_then(|f| {
-            let path = self.dir.as_ref()?.join(f);
-            std::fs::read_to_string(path).ok()
-        }) else {
+        let Some(text) = Self::file_of(files, ".transcript.jsonl").and_then(|f| self.file(f))
+        else {
             return (None, None);
         };
         let lines: Vec<Value> = text
@@ -96,23 +132,8 @@ impl Detail {
         else {
             return (None, None);
         };
-        // The newest messages first until the cap: the history that led to
-        // this answer, as much of it as an attribute can hold.
-        let mut input = Vec::new();
-        let mut size = 0;
-        for m in lines[..at].iter().rev() {
-            let msg = message(m);
-            size += msg.to_string().len();
-            if size > CAP && !input.is_empty() {
-                break;
-            }
-            input.push(msg);
-        }
-        input.reverse();
-        (
-            Some(Value::Array(input)),
-            Some(json!([message(&lines[at])])),
-        )
+        let input = lines[..at].iter().map(message).collect();
+        (fit(input), fit(vec![message(&lines[at])]))
     }
 
     /// A tool call's arguments, when content is on.
@@ -125,6 +146,36 @@ impl Detail {
 
 fn cut(text: &str) -> String {
     crate::text::clip::clip(text, CAP)
+}
+
+/// Messages as one attribute of at most [`CAP`] characters: the oldest
+/// dropped first (the newest led to the answer), then every long text in
+/// what is left cut; `None` when even that does not fit.
+fn fit(mut messages: Vec<Value>) -> Option<Value> {
+    let size = |m: &[Value]| Value::Array(m.to_vec()).to_string().chars().count();
+    while messages.len() > 1 && size(&messages) > CAP {
+        messages.remove(0);
+    }
+    let mut limit = CAP / 2;
+    while size(&messages) > CAP && limit >= 64 {
+        for m in &mut messages {
+            shorten(m, limit);
+        }
+        limit /= 2;
+    }
+    (size(&messages) <= CAP).then_some(Value::Array(messages))
+}
+
+/// Every string in `v` cut to `limit` characters.
+fn shorten(v: &mut Value, limit: usize) {
+    match v {
+        Value::String(s) if s.chars().count() > limit => {
+            *s = crate::text::clip::clip(s, limit);
+        }
+        Value::Array(items) => items.iter_mut().for_each(|i| shorten(i, limit)),
+        Value::Object(map) => map.values_mut().for_each(|i| shorten(i, limit)),
+        _ => {}
+    }
 }
 
 fn text_message(role: &str, text: &str) -> Value {
@@ -179,6 +230,7 @@ mod tests {
         let off = Detail {
             content: false,
             dir: Some(dir.path().into()),
+            ..Detail::default()
         };
         assert_eq!(off.agent_messages(files), (None, None));
         assert_eq!(off.arguments(Some("{}")), None);
@@ -194,6 +246,54 @@ mod tests {
     }
 
     #[test]
+    fn every_attribute_fits_the_cap_and_no_file_outside_the_archive_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = "x".repeat(5 * CAP);
+        let call = format!(
+            r#"{{"speaker":"assistant","text":"{huge}","calls":[{{"id":"c","name":"write_file","arguments":{{"content":"{huge}"}}}}],"request":1}}"#
+        );
+        let lines = [
+            format!(r#"{{"speaker":"user","text":"{huge}"}}"#),
+            format!(r#"{{"speaker":"user","text":"{huge}"}}"#),
+            call,
+        ];
+        std::fs::write(dir.path().join("s.transcript.jsonl"), lines.join("\n")).unwrap();
+        std::fs::write(dir.path().join("s.prompt.md"), &huge).unwrap();
+        let d = Detail {
+            content: true,
+            dir: Some(dir.path().into()),
+            ..Detail::default()
+        };
+        let (i, o) = d.request_messages("s.transcript.jsonl", 1);
+        for v in [i.unwrap(), o.unwrap()] {
+            assert!(
+                v.to_string().chars().count() <= CAP,
+                "{}",
+                v.to_string().len()
+            );
+        }
+        let (p, _) = d.agent_messages("s.prompt.md");
+        assert!(p.unwrap().to_string().chars().count() <= CAP);
+        assert!(d.arguments(Some(&huge)).unwrap().chars().count() <= CAP);
+        // Paths that leave the archive, or a link, are not followed.
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.prompt.md"), "no").unwrap();
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.prompt.md"),
+            dir.path().join("l.prompt.md"),
+        )
+        .unwrap();
+        let abs = outside
+            .path()
+            .join("secret.prompt.md")
+            .display()
+            .to_string();
+        for f in [abs.as_str(), "../x.prompt.md", "l.prompt.md"] {
+            assert_eq!(d.agent_messages(f), (None, None), "{f}");
+        }
+    }
+
+    #[test]
     fn a_request_gets_the_history_before_its_answer_and_the_answer() {
         let dir = tempfile::tempdir().unwrap();
         let lines = [
@@ -206,6 +306,7 @@ mod tests {
         let d = Detail {
             content: true,
             dir: Some(dir.path().into()),
+            ..Detail::default()
         };
         let (i, o) = d.request_messages("s.prompt.md, s.transcript.jsonl", 2);
         let i = i.unwrap();

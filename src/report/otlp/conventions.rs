@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span as Proto;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind as ProtoKind;
@@ -143,6 +144,7 @@ fn call(log: &Log, profile: &str, command: &str) -> Log {
         attempts: 3,
         command: command.into(),
         prompt_chars: 10,
+        model: None,
     })
     .unwrap()
 }
@@ -202,7 +204,7 @@ fn night(dir: &std::path::Path) -> Vec<crate::report::trace::Node> {
     let quiet = call(&plan, "codex", "codex exec -m gpt-5");
     quiet.emit(result((0, 0, 0, 0, 0), None, &[])).unwrap();
     // The llm driver: a request, a tool call, the answer.
-    let l = call(&plan, "llm", "llm (light)");
+    let l = call(&plan, "llm", "llm: light (gpt-4o-mini)");
     l.emit(Event::ModelRequest {
         request: 1,
         provider: "openai".into(),
@@ -309,6 +311,7 @@ fn exported(dir: &std::path::Path, content: bool) -> Vec<Proto> {
     let detail = Detail {
         content,
         dir: Some(dir.to_path_buf()),
+        ..Detail::default()
     };
     let mut batches = vec![run_batch(run, &detail)];
     for it in run.children.iter().filter(|c| c.iteration.is_some()) {
@@ -326,11 +329,14 @@ fn exported(dir: &std::path::Path, content: bool) -> Vec<Proto> {
     spans
 }
 
-fn attrs(s: &Proto) -> BTreeMap<String, Any> {
-    s.attributes
-        .iter()
+fn kvs(list: &[KeyValue]) -> BTreeMap<String, Any> {
+    list.iter()
         .filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?.value?)))
         .collect()
+}
+
+fn attrs(s: &Proto) -> BTreeMap<String, Any> {
+    kvs(&s.attributes)
 }
 
 fn type_of(v: &Any) -> &'static str {
@@ -385,11 +391,7 @@ fn every_span_follows_its_row_of_the_conventions() {
     }
     // Every gen_ai attribute anywhere has the registry's name and type.
     for s in &spans {
-        let events = s.events.iter().flat_map(|e| {
-            e.attributes
-                .iter()
-                .filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?.value?)))
-        });
+        let events = s.events.iter().flat_map(|e| kvs(&e.attributes));
         for (k, v) in attrs(s).into_iter().chain(events) {
             if !k.starts_with("gen_ai.") {
                 continue;
@@ -430,12 +432,7 @@ fn every_span_follows_its_row_of_the_conventions() {
         s.events
             .iter()
             .filter(|e| e.name == "gen_ai.evaluation.result")
-            .map(|e| {
-                e.attributes
-                    .iter()
-                    .filter_map(|kv| Some((kv.key.clone(), kv.value.clone()?.value?)))
-                    .collect()
-            })
+            .map(|e| kvs(&e.attributes))
             .collect()
     };
     let run = eval(by_name("invoke_workflow latency"));

@@ -56,9 +56,11 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn of(run: &Node, detail: &'a Detail) -> Ctx<'a> {
         let judgements = run
-            .walk()
+            .attributes
+            .get("judgements")
+            .and_then(Value::as_array)
             .into_iter()
-            .filter_map(|n| n.attributes.get("judgement"))
+            .flatten()
             .filter_map(|v| serde_json::from_value(v.clone()).ok())
             .collect();
         Ctx {
@@ -74,7 +76,7 @@ pub(crate) fn iteration_batch(run: &Node, iteration: &Node, detail: &Detail) -> 
     let ctx = Ctx::of(run, detail);
     let mut spans = Vec::new();
     collect(&ctx, iteration, None, span_id(&run.id), &mut spans);
-    batch(run, spans)
+    batch(run, spans, detail)
 }
 
 /// The run's own span, with what it holds outside any iteration (the
@@ -85,7 +87,7 @@ pub(crate) fn run_batch(run: &Node, detail: &Detail) -> Batch {
     for c in run.children.iter().filter(|c| c.kind != Kind::Iteration) {
         collect(&ctx, c, None, span_id(&run.id), &mut spans);
     }
-    batch(run, spans)
+    batch(run, spans, detail)
 }
 
 /// `n` and everything below it; `call` is the agent call above, whose
@@ -103,7 +105,7 @@ fn collect(ctx: &Ctx, n: &Node, call: Option<&Node>, parent: [u8; 8], out: &mut 
     }
 }
 
-fn batch(run: &Node, spans: Vec<Span>) -> Batch {
+fn batch(run: &Node, spans: Vec<Span>, detail: &Detail) -> Batch {
     let mut resource = vec![
         ("service.name".to_string(), Attr::Str("ooda".into())),
         (
@@ -113,6 +115,11 @@ fn batch(run: &Node, spans: Vec<Span>) -> Batch {
     ];
     if let Some(b) = run.attribute("brief") {
         resource.push(("ooda.brief".to_string(), Attr::Str(b.into())));
+    }
+    // The user's own (`OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`) win.
+    for (k, v) in &detail.resource {
+        resource.retain(|(have, _)| have != k);
+        resource.push((k.clone(), Attr::Str(v.clone())));
     }
     Batch {
         resource,
@@ -136,24 +143,30 @@ fn provider_of(profile: &str) -> Option<&'static str> {
     }
 }
 
-/// The model an agent CLI was asked for, from its command line
-/// (`--model X`, `--model=X`, `-m X`): the conventions' request model is
-/// what was requested, not what the tool says answered.
-fn requested_model(command: &str) -> Option<String> {
+/// The model an agent CLI was asked for, from its command line, for logs
+/// whose call does not say: `--model X` or `--model=X`, and `-m X` only for
+/// the CLIs where `-m` is the model (Codex, Gemini CLI; aider's `-m` is a
+/// message, Python's a module). A value ooda did not see (`"$OODA_MODEL"`,
+/// set by the shell) is no model.
+fn requested_model(command: &str, profile: &str) -> Option<String> {
     let words: Vec<&str> = command
         .split_whitespace()
         .map(|w| w.trim_matches(|c| c == '\'' || c == '"'))
         .collect();
-    words.iter().enumerate().find_map(|(i, w)| {
-        if let Some(m) = w.strip_prefix("--model=") {
-            return Some(m.to_string());
-        }
-        matches!(*w, "--model" | "-m")
-            .then(|| words.get(i + 1))
-            .flatten()
-            .filter(|m| !m.starts_with('-') && !m.is_empty())
-            .map(|m| m.to_string())
-    })
+    let short = matches!(profile, "codex" | "gemini");
+    words
+        .iter()
+        .enumerate()
+        .find_map(|(i, w)| {
+            if let Some(m) = w.strip_prefix("--model=") {
+                return Some(m);
+            }
+            (*w == "--model" || (short && *w == "-m"))
+                .then(|| words.get(i + 1).copied())
+                .flatten()
+        })
+        .filter(|m| !m.is_empty() && !m.starts_with('-') && !m.contains('$'))
+        .map(str::to_string)
 }
 
 /// A judge's grade as a score: pass 1, warn 0.5, fail 0.
@@ -260,15 +273,25 @@ fn span(ctx: &Ctx, n: &Node, call: Option<&Node>, parent: Option<[u8; 8]>) -> Sp
                 .or_else(|| provider_of(&n.name));
             // An agent CLI is another process, talking to its model: a
             // client call. The llm driver's conversation runs in ooda, its
-            // requests are the client spans.
-            let cli = requests.is_empty();
-            let requested = match cli {
-                true => n.attribute("command").and_then(requested_model),
-                false => requests
-                    .iter()
-                    .find_map(|c| c.attribute("model"))
-                    .map(str::to_string),
-            };
+            // requests are the client spans (even a call that failed
+            // before its first request: its command line says `llm`).
+            let cli = requests.is_empty()
+                && !n
+                    .attribute("command")
+                    .is_some_and(|c| c.starts_with("llm: "));
+            let requested = n
+                .attribute("requested_model")
+                .map(str::to_string)
+                .or_else(|| {
+                    requests
+                        .iter()
+                        .find_map(|c| c.attribute("model"))
+                        .map(str::to_string)
+                })
+                .or_else(|| {
+                    cli.then(|| requested_model(n.attribute("command")?, &n.name))
+                        .flatten()
+                });
             put("gen_ai.operation.name", "invoke_agent".into());
             put("gen_ai.agent.name", n.name.clone().into());
             put("gen_ai.provider.name", provider.into());
@@ -457,6 +480,25 @@ pub(crate) fn span_id(event_id: &str) -> [u8; 8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_requested_model_is_read_only_where_the_flag_means_a_model() {
+        let r = |c: &str, p: &str| requested_model(c, p);
+        assert_eq!(
+            r("claude -p --model claude-sonnet-4-5", "claude").as_deref(),
+            Some("claude-sonnet-4-5")
+        );
+        assert_eq!(
+            r("codex exec -m gpt-5 --json", "codex").as_deref(),
+            Some("gpt-5")
+        );
+        assert_eq!(r("aider --model=o3 --yes", "aider").as_deref(), Some("o3"));
+        // What the shell fills in, aider's message, Python's module: none.
+        assert_eq!(r("claude --model \"$OODA_MODEL\"", "claude"), None);
+        assert_eq!(r("aider -m 'fix it' --yes", "aider"), None);
+        assert_eq!(r("python -m tool", "tool"), None);
+        assert_eq!(r("claude -p", "claude"), None);
+    }
 
     #[test]
     fn ids_are_stable_distinct_and_never_zero() {

@@ -42,22 +42,50 @@ impl Endpoint {
         Some(Endpoint::at(url, var))
     }
 
-    /// An endpoint named on the command line: a collector's base address
-    /// (`http://host:4318`) gets `/v1/traces`, a URL with a path is used as
-    /// it is. Headers, protocol, compression and timeout still come from
-    /// the variables.
-    pub(crate) fn from_url(url: &str, var: impl Fn(&str) -> Option<String>) -> Endpoint {
-        let url = url.trim();
-        let has_path = url
-            .split_once("://")
-            .map(|(_, rest)| rest)
-            .and_then(|rest| rest.split_once('/'))
-            .is_some_and(|(_, path)| !path.trim_end_matches('/').is_empty());
-        let url = match has_path {
-            true => url.to_string(),
-            false => traces_url(url),
+    /// An endpoint named on the command line: `/v1/traces` is added to its
+    /// path unless the path already ends with it, so a collector's base
+    /// address (`http://host:4318`, Langfuse's `…/api/public/otel`) and its
+    /// full traces URL both work. A query string stays at the end.
+    /// Headers, protocol, compression and timeout still come from the
+    /// variables. An address without `http://` or `https://` is refused,
+    /// as the user wrote it.
+    pub(crate) fn from_url(
+        url: &str,
+        var: impl Fn(&str) -> Option<String>,
+    ) -> std::result::Result<Endpoint, String> {
+        let given = url.trim();
+        let lower = given.to_ascii_lowercase();
+        let Some(scheme) = ["http://", "https://"]
+            .into_iter()
+            .find(|s| lower.starts_with(s))
+        else {
+            return Err(format!(
+                "--otlp-endpoint {given}: not an http:// or https:// URL (e.g. http://127.0.0.1:4318)"
+            ));
         };
-        Endpoint::at(url, var)
+        let rest = &given[scheme.len()..];
+        let (rest, query) = match rest.split_once('?') {
+            Some((r, q)) => (r, Some(q)),
+            None => (rest, None),
+        };
+        let (host, path) = match rest.split_once('/') {
+            Some((h, p)) => (h, format!("/{p}")),
+            None => (rest, String::new()),
+        };
+        if host.is_empty() {
+            return Err(format!("--otlp-endpoint {given}: no host in the URL"));
+        }
+        let path = path.trim_end_matches('/');
+        let path = match path.ends_with("/v1/traces") {
+            true => path.to_string(),
+            false => format!("{path}/v1/traces"),
+        };
+        let mut url = format!("{scheme}{host}{path}");
+        if let Some(q) = query {
+            url.push('?');
+            url.push_str(q);
+        }
+        Ok(Endpoint::at(url, var))
     }
 
     fn at(url: String, var: impl Fn(&str) -> Option<String>) -> Endpoint {
@@ -243,8 +271,18 @@ impl Poster {
         });
         let (status, retry_after, protobuf, body) = match answer {
             Ok(a) => a,
-            // Refused, reset, timed out: the collector may be back later.
-            Err(e) => return Err(fail(format!("{e}"), true)),
+            Err(e) => {
+                // A request that could not be built (a bad header value)
+                // fails the same way every time; refused, reset or timed
+                // out, the collector may be back later.
+                let hint = match e.is_connect() || e.is_timeout() {
+                    true => {
+                        " (is the collector running, and is this its OTLP/HTTP port? usually 4318; Phoenix: 6006)"
+                    }
+                    false => "",
+                };
+                return Err(fail(format!("{}{hint}", causes(&e)), !e.is_builder()));
+            }
         };
         if !(200..300).contains(&status) {
             let detail = String::from_utf8_lossy(&body[..body.len().min(200)])
@@ -273,6 +311,23 @@ impl Poster {
             false => json_partial_success(&body).unwrap_or_default(),
         })
     }
+}
+
+/// An error with what caused it: reqwest's own message says only that the
+/// request failed, its sources say why (connection refused, a DNS name not
+/// found, a certificate not trusted).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
 }
 
 fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
@@ -429,23 +484,38 @@ mod tests {
     }
 
     #[test]
-    fn a_url_on_the_command_line_gets_the_traces_path_only_when_it_has_none() {
+    fn a_url_on_the_command_line_gets_the_traces_path_unless_it_ends_with_it() {
         let none = env(&[]);
         for (given, want) in [
             ("http://127.0.0.1:6006", "http://127.0.0.1:6006/v1/traces"),
             ("http://127.0.0.1:6006/", "http://127.0.0.1:6006/v1/traces"),
             ("http://h:4318/v1/traces", "http://h:4318/v1/traces"),
+            ("HTTP://h:4318", "http://h:4318/v1/traces"),
+            ("http://h:4318?token=x", "http://h:4318/v1/traces?token=x"),
+            (
+                "https://cloud.langfuse.com/api/public/otel",
+                "https://cloud.langfuse.com/api/public/otel/v1/traces",
+            ),
             (
                 "https://cloud.langfuse.com/api/public/otel/v1/traces",
                 "https://cloud.langfuse.com/api/public/otel/v1/traces",
             ),
         ] {
-            assert_eq!(Endpoint::from_url(given, &none).url, want, "{given}");
+            assert_eq!(
+                Endpoint::from_url(given, &none).unwrap().url,
+                want,
+                "{given}"
+            );
+        }
+        for bad in ["127.0.0.1:6006", "ftp://h", "http://", "http:///v1/traces"] {
+            let e = Endpoint::from_url(bad, &none).unwrap_err();
+            assert!(e.contains(bad) && !e.contains(&format!("{bad}/v1")), "{e}");
         }
         let e = Endpoint::from_url(
             "http://h:4318",
             env(&[("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")]),
-        );
+        )
+        .unwrap();
         assert!(e.gzip);
     }
 

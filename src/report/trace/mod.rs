@@ -248,8 +248,12 @@ impl Builder {
                 attempts,
                 command,
                 prompt_chars,
+                model,
             } => {
                 let mut n = self.node(r, Kind::AgentCall, profile.clone());
+                if let Some(m) = model {
+                    n.set("requested_model", m.as_str());
+                }
                 n.set("phase", phase.as_str());
                 n.set("attempt", *attempt);
                 n.set("attempts", *attempts);
@@ -897,9 +901,17 @@ impl Builder {
                 schedule, reason, ..
             } => self.note(p, r, format!("tick ({schedule}) skipped: {reason}")),
             Event::Judged { judgement } => {
-                // Kept whole for the export's `gen_ai.evaluation.*` events.
-                if let Ok(v) = serde_json::to_value(judgement) {
-                    self.nodes[p].set("judgement", v);
+                // Kept whole, on the run, for the export's
+                // `gen_ai.evaluation.*` events (on the run's span and each
+                // graded iteration's, found without walking the tree).
+                if let (Ok(v), Some(run)) = (serde_json::to_value(judgement), self.up(p, Kind::Run)) {
+                    let list = self.nodes[run]
+                        .attributes
+                        .entry("judgements")
+                        .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+                    if let serde_json::Value::Array(items) = list {
+                        items.push(v);
+                    }
                 }
                 self.note(
                     p,

@@ -25,6 +25,7 @@ fn call(phase: Phase, attempt: u32) -> Event {
         attempts: 3,
         command: "claude -p".into(),
         prompt_chars: 10,
+        model: None,
     }
 }
 
