@@ -127,6 +127,19 @@ impl wiremock::Respond for ProtobufOnly {
     }
 }
 
+/// `server` forgets what it received and was told, then takes OTLP
+/// protobuf at /v1/traces, as Phoenix does.
+fn take_protobuf(rt: &tokio::runtime::Runtime, server: &MockServer) {
+    rt.block_on(async {
+        server.reset().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/traces"))
+            .respond_with(ProtobufOnly)
+            .mount(server)
+            .await;
+    });
+}
+
 /// A request's body, gunzipped when it says it is gzip.
 fn body_of(req: &wiremock::Request) -> Vec<u8> {
     let gz = req
@@ -186,12 +199,7 @@ fn a_stored_night_sent_to_a_protobuf_only_collector_arrives_whole() {
     assert!(want.len() > 20, "{}", want.len());
     let rt = runtime();
     let server = rt.block_on(MockServer::start());
-    rt.block_on(
-        Mock::given(method("POST"))
-            .and(path("/v1/traces"))
-            .respond_with(ProtobufOnly)
-            .mount(&server),
-    );
+    take_protobuf(&rt, &server);
     // JSON is refused, and the error says what to change.
     let r = t
         .ooda_env(
@@ -205,13 +213,7 @@ fn a_stored_night_sent_to_a_protobuf_only_collector_arrives_whole() {
         "{}",
         r.stderr
     );
-    rt.block_on(server.reset());
-    rt.block_on(
-        Mock::given(method("POST"))
-            .and(path("/v1/traces"))
-            .respond_with(ProtobufOnly)
-            .mount(&server),
-    );
+    take_protobuf(&rt, &server);
     // A base address gets /v1/traces; gzip when asked.
     let r = t
         .ooda(&[
@@ -297,12 +299,7 @@ fn an_export_cut_short_by_the_collector_resumes_where_it_stopped() {
         .into_iter()
         .map(|s| s.span_id)
         .collect();
-    rt.block_on(server.reset());
-    rt.block_on(
-        Mock::given(method("POST"))
-            .respond_with(ProtobufOnly)
-            .mount(&server),
-    );
+    take_protobuf(&rt, &server);
     let args: Vec<&str> = resume.split(' ').skip(1).collect();
     t.ooda(&args).expect(0);
     let received = rt.block_on(server.received_requests()).unwrap();
@@ -319,12 +316,7 @@ fn an_export_cut_short_by_the_collector_resumes_where_it_stopped() {
     assert_eq!(got, want, "together, the two exports sent the whole night");
     // A range the log does not hold sends the run's span alone, and says
     // so; a bad one is refused before anything is sent.
-    rt.block_on(server.reset());
-    rt.block_on(
-        Mock::given(method("POST"))
-            .respond_with(ProtobufOnly)
-            .mount(&server),
-    );
+    take_protobuf(&rt, &server);
     let none = t
         .ooda(&[
             "export",
