@@ -122,9 +122,9 @@ pub enum Event {
         cached: u64,
         /// Prompt tokens written to the cache, and output tokens spent
         /// reasoning, when the tool reports them (in the totals too).
-        #[serde(default, skip_serializing_if = "is_zero")]
+        #[serde(default, skip_serializing_if = "crate::model::is_zero")]
         cache_write: u64,
-        #[serde(default, skip_serializing_if = "is_zero")]
+        #[serde(default, skip_serializing_if = "crate::model::is_zero")]
         reasoning: u64,
         cost_usd: Option<f64>,
         /// The model the tool says answered.
@@ -277,7 +277,7 @@ pub enum Event {
         cached: u64,
         reasoning: u64,
         /// Prompt tokens written to the provider's cache (in `tokens_in`).
-        #[serde(default, skip_serializing_if = "is_zero")]
+        #[serde(default, skip_serializing_if = "crate::model::is_zero")]
         cache_write: u64,
         latency_seconds: f64,
         cost_usd: Option<f64>,
@@ -420,10 +420,6 @@ pub enum Event {
 
 fn one() -> u32 {
     1
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl Event {

@@ -96,7 +96,7 @@ pub(crate) use tamper::Tamper;
 pub(crate) use task_state::TaskState;
 pub use thresholds::Thresholds;
 pub(crate) use thresholds::WINDOW;
-pub(crate) use usage::Usage;
+pub(crate) use usage::{Usage, is_zero};
 pub use verdict::Verdict;
 pub(crate) use watch::{STOPPING_RULES, Watch};
 

@@ -26,7 +26,8 @@ pub struct Usage {
     pub cost_usd: Option<f64>,
 }
 
-fn is_zero(n: &u64) -> bool {
+/// For `skip_serializing_if`: a count the tool did not report.
+pub(crate) fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 

@@ -33,6 +33,9 @@ pub(crate) struct Detail {
     /// `OTEL_RESOURCE_ATTRIBUTES` (a backend files traces by them: a
     /// Phoenix project, a Langfuse environment).
     pub resource: Vec<(String, String)>,
+    /// The last transcript read, by its path: a step's requests are
+    /// exported one after another, and each reads the same file.
+    pub(super) transcript: std::cell::RefCell<Option<(String, Vec<Value>)>>,
 }
 
 impl Detail {
@@ -60,6 +63,7 @@ impl Detail {
             content: on,
             dir: Some(dir.to_path_buf()),
             resource,
+            ..Detail::default()
         }
     }
 
@@ -118,14 +122,22 @@ impl Detail {
         if !self.content {
             return (None, None);
         }
-        let Some(text) = Self::file_of(files, ".transcript.jsonl").and_then(|f| self.file(f))
-        else {
+        let Some(path) = Self::file_of(files, ".transcript.jsonl") else {
             return (None, None);
         };
-        let lines: Vec<Value> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
+        let mut cache = self.transcript.borrow_mut();
+        if cache.as_ref().is_none_or(|(p, _)| p != path) {
+            let lines = self
+                .file(path)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect();
+            *cache = Some((path.to_string(), lines));
+        }
+        let Some((_, lines)) = cache.as_ref() else {
+            return (None, None);
+        };
         let Some(at) = lines
             .iter()
             .position(|m| m.get("request").and_then(Value::as_u64) == Some(request))
