@@ -16,7 +16,11 @@
 //! candidate noisier than the calibration extends by noise alone. The keep test's mean and spread are
 //! this iteration's pairs alone (no borrowing of strength that could bias a
 //! keep); the history's noise only sets how far a wild pair is clamped
-//! before it. The discard bound borrows the pooled noise history, because
+//! before it, and stands in for a spread too small to be believed: when
+//! the pairs' own variance is below the 1% quantile of what the history
+//! predicts for their number (three pairs that happen to agree), the keep
+//! test uses the history's spread at the pairs' own df, which can only
+//! make a keep harder. The discard bound borrows the pooled noise history, because
 //! being wrong there only costs a missed small gain.
 //!
 //! Because there are several chances to keep, each look tests at a reduced
@@ -154,8 +158,21 @@ pub struct Look {
     pub why: &'static str,
 }
 
+/// Share of the history's predicted spread below which a few pairs' own
+/// spread is implausibly small: the lower 1% quantile of s²/s_h² when the
+/// pairs' noise is the history's (F with n − 1 and ν₀ df).
+pub const TIGHT_SPREAD_QUANTILE: f64 = 0.01;
+
 /// Examines the evidence after `d.len()` pairs (which must be one of LOOKS).
 pub fn look(d: &[f64], rule: &Rule) -> Look {
+    look_with(d, rule, true)
+}
+
+/// [`look`], with the floor under a too-tight spread on or off: the levels
+/// α′ are simulated without it ([`simulate_alpha`]), so the floor can only
+/// remove keeps, and the false-keep rate at every look is at most what it
+/// is without it.
+fn look_with(d: &[f64], rule: &Rule, floor: bool) -> Look {
     let n = d.len();
     let index = LOOKS
         .iter()
@@ -163,7 +180,26 @@ pub fn look(d: &[f64], rule: &Rule) -> Look {
         .unwrap_or(LOOKS.len() - 1);
     let s_h = rule.noise.map(|h| h.s_h).unwrap_or(0.0);
     let w = winsorize(d, s_h);
-    let test = stats::paired_t(&w, rule.delta0);
+    // Three pairs that happen to agree (sd 0.003 where the benchmark's
+    // noise is 0.18) are no evidence of precision: when the pairs' own
+    // variance is below what the history makes plausible, the keep test
+    // uses the history's spread instead, at the pairs' own df (a larger
+    // variance and fewer df than pooling: only more conservative).
+    let tight = floor
+        && n >= 2
+        && rule.noise.is_some_and(|h| {
+            h.s_h > 0.0
+                && h.nu0() > 0.0
+                && stats::variance(&w)
+                    < h.s_h
+                        * h.s_h
+                        * stats::f_quantile(TIGHT_SPREAD_QUANTILE, (n - 1) as f64, h.nu0())
+        });
+    let test = if tight {
+        stats::paired_t_with_sd(&w, rule.delta0, s_h)
+    } else {
+        stats::paired_t(&w, rule.delta0)
+    };
     let mean = stats::mean(&w);
     let (p, ci95) = test
         .map(|t| (t.p_one_sided, t.ci95))
@@ -181,7 +217,11 @@ pub fn look(d: &[f64], rule: &Rule) -> Look {
     };
     if p <= rule.alphas[index] {
         out.decision = Decision::Keep;
-        out.why = "significantly better";
+        out.why = if tight {
+            "significantly better, judged with the noise history's spread (the pairs' own was implausibly small)"
+        } else {
+            "significantly better"
+        };
         return out;
     }
     let s2 = if n >= 2 { stats::variance(&w) } else { 0.0 };
@@ -335,7 +375,7 @@ pub fn simulate_alpha(alpha: f64, trials: usize, seed: u64, looks: &[usize]) -> 
                 d[drawn] = rng.normal();
                 drawn += 1;
             }
-            let l = look(&d[..n], &rule);
+            let l = look_with(&d[..n], &rule, false);
             min_p = min_p.min(l.p);
             if l.decision == Decision::Discard {
                 break;
@@ -395,6 +435,57 @@ mod tests {
                 nu_h: 30.0,
             }),
         }
+    }
+
+    #[test]
+    fn a_spread_too_tight_for_the_history_is_not_believed() {
+        // Three pairs that agree to 0.3% where the benchmark's noise is 18%
+        // (a false keep seen on a real night: +9.6%, p = 0.012).
+        let mut r = rule(0.181);
+        r.alphas = alphas_for(0.05, 24);
+        let d = [0.094, 0.097, 0.100];
+        let own = look_with(&d, &r, false);
+        assert_eq!(own.decision, Decision::Keep, "{own:?}");
+        let floored = look(&d, &r);
+        assert_ne!(floored.decision, Decision::Keep, "{floored:?}");
+        assert!(floored.p > own.p && floored.ci95.0 < own.ci95.0);
+        // The same gain, clear of that noise, is still kept: with the
+        // history's spread, three pairs at +70% are enough.
+        let d = [0.69, 0.70, 0.71];
+        let kept = look(&d, &r);
+        assert_eq!(kept.decision, Decision::Keep, "{kept:?}");
+        assert!(kept.why.contains("history's spread"), "{}", kept.why);
+        // A spread the history makes plausible is the pairs' own, as before.
+        let d = [0.05, -0.2, 0.3, 0.1, -0.05];
+        assert_eq!(look(&d, &r), look_with(&d, &r, false));
+    }
+
+    #[test]
+    fn the_floor_only_removes_keeps_at_every_look() {
+        // Under no effect and under a real one, at every look: whatever
+        // the floor keeps, the rule without it keeps too.
+        let mut rng = SplitMix64::new(7);
+        let r = Rule {
+            alphas: alphas_for(0.05, 24),
+            ..rule(1.0)
+        };
+        let (mut with, mut without) = ([0usize; N_LOOKS], [0usize; N_LOOKS]);
+        for trial in 0..4000 {
+            let effect = if trial % 2 == 0 { 0.0 } else { 0.8 };
+            // Some series far tighter than the history, as a benchmark
+            // whose noise fell would give.
+            let scale = if trial % 5 == 0 { 0.05 } else { 1.0 };
+            let d: Vec<f64> = (0..24).map(|_| effect + scale * rng.normal()).collect();
+            for (i, &n) in LOOKS.iter().enumerate() {
+                let a = look(&d[..n], &r).decision == Decision::Keep;
+                let b = look_with(&d[..n], &r, false).decision == Decision::Keep;
+                assert!(!a || b, "trial {trial}, {n} pairs");
+                with[i] += usize::from(a);
+                without[i] += usize::from(b);
+            }
+        }
+        // And it does remove some: the tight series at no effect.
+        assert!(with.iter().sum::<usize>() < without.iter().sum::<usize>());
     }
 
     #[test]

@@ -48,6 +48,24 @@ pub fn paired_t(d: &[f64], mu0: f64) -> Option<TTest> {
     Some(finish(n, m, s, se, m - mu0, df))
 }
 
+/// The paired t-test of [`paired_t`] with the spread `sd` given rather than
+/// estimated, at the sample's own n − 1 degrees of freedom: for a sample
+/// whose own spread is not to be believed (a few pairs that happen to
+/// agree), a known larger spread in its place. `None` as for [`paired_t`],
+/// or for an `sd` that is not positive and finite.
+pub fn paired_t_with_sd(d: &[f64], mu0: f64, sd: f64) -> Option<TTest> {
+    if d.len() < 2 || !mu0.is_finite() || !(sd.is_finite() && sd > 0.0) {
+        return None;
+    }
+    if d.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let n = d.len();
+    let m = mean(d);
+    let se = sd / (n as f64).sqrt();
+    Some(finish(n, m, sd, se, m - mu0, (n - 1) as f64))
+}
+
 /// Welch's unequal-variance t-test, H1: mean(a) > mean(b).
 ///
 /// `None` when either sample has fewer than two values or any input is non-finite.
