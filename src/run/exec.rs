@@ -283,7 +283,10 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
     };
     let pgid = child.id() as libc::pid_t;
     // Unregistered (and leftovers swept) however this function returns.
-    let _registered = Registered(helper.is_some().then_some(child.id()));
+    let mut registered = Registered {
+        pid: helper.is_some().then_some(child.id()),
+        clean: false,
+    };
 
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -321,6 +324,10 @@ fn run_with(spec: &CommandSpec, cancel: &AtomicBool, timing: &Timing) -> io::Res
     // still ours, so this reaches only the command's own leftovers.
     kill_group(pgid, libc::SIGKILL);
     let exit = child.wait()?;
+    // A helper that ended by itself killed and reaped everything below it
+    // before it exited; one that was killed (by a timeout's SIGKILL, or by
+    // a command without Landlock) may have left orphans with ooda.
+    registered.clean = matches!(end, End::Exited(_)) && exit.code().is_some();
 
     let (combined, stdout) = drain(&shared, timing.drain_grace);
     let (output, truncated_bytes) = combined.finish();
@@ -547,13 +554,21 @@ fn wait_until(
 
 /// A registered child, unregistered on drop, after it was waited for; then
 /// whatever escaped a killed helper is swept.
-struct Registered(Option<u32>);
+struct Registered {
+    pid: Option<u32>,
+    /// The helper exited by itself, its descendants all reaped: nothing
+    /// can have escaped it, and the sweep (a read of every process of the
+    /// machine from /proc) is not needed.
+    clean: bool,
+}
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        if let Some(pid) = self.0 {
+        if let Some(pid) = self.pid {
             crate::run::sandbox::unregister(pid);
-            crate::run::sandbox::sweep_orphans();
+            if !self.clean {
+                crate::run::sandbox::sweep_orphans();
+            }
         }
     }
 }
