@@ -62,7 +62,7 @@ fn main() -> std::process::ExitCode {
     );
     println!("|---|---:|---:|---:|---:|---:|");
     for idle in [0, IDLE] {
-        let sleepers = match spawn_idle(idle) {
+        let mut sleepers = match spawn_idle(idle) {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("cannot start {idle} idle processes: {e}");
@@ -71,7 +71,11 @@ fn main() -> std::process::ExitCode {
         };
         let processes = count_processes();
         for b in &binaries {
-            match measure(b) {
+            let row = measure(b);
+            if row.is_err() {
+                stop(std::mem::take(&mut sleepers));
+            }
+            match row {
                 Ok(row) => println!(
                     "| {} | {processes} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
                     label(b),
@@ -174,7 +178,7 @@ fn measure(ooda: &Path) -> Result<Row, String> {
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
-    if gaps.len() < 10 {
+    if gaps.len() < 10 || timed.is_empty() {
         return Err(format!("only {} runs followed another", gaps.len()));
     }
     Ok(Row {
@@ -266,16 +270,23 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn spawn_idle(n: usize) -> std::io::Result<Vec<Child>> {
-    (0..n)
-        .map(|_| {
-            Command::new("sleep")
-                .arg("600")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-        })
-        .collect()
+    let mut started = Vec::with_capacity(n);
+    for _ in 0..n {
+        match Command::new("sleep")
+            .arg("600")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(c) => started.push(c),
+            Err(e) => {
+                stop(started);
+                return Err(e);
+            }
+        }
+    }
+    Ok(started)
 }
 
 fn stop(children: Vec<Child>) {

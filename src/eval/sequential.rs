@@ -170,8 +170,8 @@ pub fn look(d: &[f64], rule: &Rule) -> Look {
 
 /// [`look`], with the floor under a too-tight spread on or off: the levels
 /// α′ are simulated without it ([`simulate_alpha`]), so the floor can only
-/// remove keeps, and the false-keep rate at every look is at most what it
-/// is without it.
+/// remove keeps (on the same pairs, at any look), and a whole series'
+/// false-keep rate is at most the calibrated one.
 fn look_with(d: &[f64], rule: &Rule, floor: bool) -> Look {
     let n = d.len();
     let index = LOOKS

@@ -558,7 +558,8 @@ struct Registered {
     pid: Option<u32>,
     /// The helper exited by itself, its descendants all reaped: nothing
     /// can have escaped it, and the sweep (a read of every process of the
-    /// machine from /proc) is not needed.
+    /// machine from /proc) is needed only now and then, for what ooda
+    /// started without a helper.
     clean: bool,
 }
 
@@ -566,7 +567,7 @@ impl Drop for Registered {
     fn drop(&mut self) {
         if let Some(pid) = self.pid {
             crate::run::sandbox::unregister(pid);
-            if !self.clean {
+            if !self.clean || crate::run::sandbox::sweep_due() {
                 crate::run::sandbox::sweep_orphans();
             }
         }

@@ -118,7 +118,8 @@ static LIVE: std::sync::Mutex<std::collections::BTreeSet<u32>> =
 
 /// Makes ooda a child subreaper (`main` calls it): a process that escapes a
 /// killed helper is re-parented to ooda, not to init, and is swept after
-/// the next command. Without this, a command with no Landlock (which can
+/// the next command (within a second after one whose helper ended by
+/// itself: [`sweep_due`]). Without this, a command with no Landlock (which can
 /// kill its helper) could leave processes running for the rest of the night.
 pub fn become_subreaper() {
     // SAFETY: prctl with integer arguments.
@@ -147,10 +148,34 @@ pub(crate) fn unregister(pid: u32) {
         .remove(&pid);
 }
 
+/// How often, at most, a command whose helper ended by itself is followed
+/// by a sweep: such a helper left nothing behind, but ooda is the subreaper
+/// of what it starts without one (`git`, a notification's `sh`) too, and
+/// an orphan of those is still found within about this time. A sweep reads
+/// every process of the machine from `/proc` (50 ms a run with 476 of
+/// them, `benches/run_overhead.rs`), so not after every run.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// When the last sweep began.
+static LAST_SWEEP: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+
+/// Whether a command whose helper ended by itself is due a sweep
+/// ([`SWEEP_EVERY`]).
+pub(crate) fn sweep_due() -> bool {
+    LAST_SWEEP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .is_none_or(|t| t.elapsed() >= SWEEP_EVERY)
+}
+
 /// Kills and reaps every child of ooda that `run/exec.rs` is not running: what
-/// escaped a helper that was killed. Each orphan's own children come to
+/// escaped a helper that was killed, or a command ooda started without one.
+/// Each orphan's own children come to
 /// ooda in turn and are swept in the next round. Returns how many it killed.
 pub(crate) fn sweep_orphans() -> usize {
+    *LAST_SWEEP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(std::time::Instant::now());
     let live = LIVE
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);

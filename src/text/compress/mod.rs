@@ -204,8 +204,14 @@ fn squeeze_blanks(line: &str) -> String {
     let mut out = line[..line.len() - body.len()].to_string();
     let mut quote: Option<char> = None;
     let mut previous = ' ';
+    let mut escaped = false;
     for c in body.chars() {
+        // A tab aligns as blanks do.
+        let c = if c == '\t' && quote.is_none() { ' ' } else { c };
         match quote {
+            // `"a \"  b\""`: an escaped quote does not close the literal.
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
             Some(q) if c == q => quote = None,
             Some(_) => {}
             None if c == '"' || c == '`' || (c == '\'' && !previous.is_alphanumeric()) => {
@@ -233,6 +239,9 @@ fn drop_echoes(lines: Vec<String>, dropped: &mut Dropped) -> Vec<String> {
     /// How many problem lines are searched: past it, a log of thousands of
     /// problems is left as it is rather than searched line by line.
     const SEARCHED: usize = 2000;
+    /// And how many characters of them: the search is each candidate line
+    /// against all of them.
+    const SEARCHED_CHARS: usize = 256 * 1024;
     // Problem lines by their words alone: the lines that may hold an echo.
     // The full test of what a reader needs ([`is_important`]) is dearer,
     // and run only on the few lines found in them.
@@ -250,15 +259,22 @@ fn drop_echoes(lines: Vec<String>, dropped: &mut Dropped) -> Vec<String> {
         .map(|(l, _)| l.as_str())
         .collect::<Vec<_>>()
         .join("\n");
+    if problems.len() > SEARCHED_CHARS {
+        return lines;
+    }
     let echo = |line: &str| {
         let text = line.trim_start_matches(|c: char| !c.is_alphanumeric());
         text.chars().count() >= MESSAGE
-            && !line.starts_with(['+', '-', '['])
+            && !line.trim_start().starts_with(['+', '-', '['])
             && problems.contains(text)
             && !is_important(line)
             && !is_code(line)
             && !keep::holds_id(line)
             && !keep::mentions_location(line)
+            // A line with a timestamp or an id in it: the problem line that
+            // holds it may be counted into another of its shape, and the
+            // id would be gone.
+            && shape(line) == line.split_whitespace().collect::<Vec<_>>().join(" ")
     };
     let keep: Vec<bool> = lines
         .iter()
@@ -2094,6 +2110,12 @@ E   ValueError: could not convert string to float: ''
         assert_eq!(squeeze_blanks("can't  split"), "can't split");
         // A literal left open keeps its blanks.
         assert_eq!(squeeze_blanks("say \"a  b"), "say \"a  b");
+        // An escaped quote does not close a literal; a tab aligns.
+        assert_eq!(
+            squeeze_blanks(r#"say "a \"  b\" c"  now"#),
+            r#"say "a \"  b\" c" now"#
+        );
+        assert_eq!(squeeze_blanks("1:1\t\terror"), "1:1 error");
     }
 
     #[test]
@@ -2116,6 +2138,16 @@ AssertionError: expected -1 to be 1 // Object.is equality
         // dropped for another that holds it.
         let text = "ok then\nerror: ok then, it failed\nerror: ok then, it failed twice";
         assert_eq!(compress(text, usize::MAX), text);
+        // A line with an id stays: the problem line holding it may be
+        // counted into another of its shape.
+        let text = "order 8c1f2e3a9b7d: connection reset by peer\n\
+2026-12-01T10:00:03Z ERROR order 8c1f2e3a9b7d: connection reset by peer\n\
+2026-12-01T10:00:04Z ERROR order 77aa2e3a9b01: connection reset by peer";
+        let out = compress(text, usize::MAX);
+        assert!(out.starts_with("order 8c1f2e3a9b7d"), "{out}");
+        // Nor does a diff's line under an assertion, indented or not.
+        let text = "AssertionError: expected 'hello world again' to be 'x'\n    - hello world again\n    + x";
+        assert!(compress(text, usize::MAX).contains("- hello world again"));
     }
 
     #[test]
