@@ -241,27 +241,11 @@ fn project(ooda: &Path) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// Seconds since the epoch of an RFC 3339 UTC time (`…T10:00:03.123456789Z`).
+/// Seconds since the epoch of the events' RFC 3339 times.
 fn seconds(ts: &str) -> Result<f64, String> {
-    let bad = || format!("not a time: {ts}");
-    let (date, time) = ts.trim_end_matches('Z').split_once('T').ok_or_else(bad)?;
-    let d: Vec<i64> = date.split('-').filter_map(|x| x.parse().ok()).collect();
-    let t: Vec<f64> = time.split(':').filter_map(|x| x.parse().ok()).collect();
-    if d.len() != 3 || t.len() != 3 {
-        return Err(bad());
-    }
-    // Days since the epoch (civil calendar, Howard Hinnant's algorithm).
-    let (y, m) = if d[1] <= 2 {
-        (d[0] - 1, d[1] + 9)
-    } else {
-        (d[0], d[1] - 3)
-    };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d[2] - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Ok(days as f64 * 86_400.0 + t[0] * 3600.0 + t[1] * 60.0 + t[2])
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .map(|t| t.timestamp_micros() as f64 / 1e6)
+        .map_err(|e| format!("not a time: {ts} ({e})"))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

@@ -185,12 +185,13 @@ fn look_with(d: &[f64], rule: &Rule, floor: bool) -> Look {
     // variance is below what the history makes plausible, the keep test
     // uses the history's spread instead, at the pairs' own df (a larger
     // variance and fewer df than pooling: only more conservative).
+    let s2 = if n >= 2 { stats::variance(&w) } else { 0.0 };
     let tight = floor
         && n >= 2
         && rule.noise.is_some_and(|h| {
             h.s_h > 0.0
                 && h.nu0() > 0.0
-                && stats::variance(&w)
+                && s2
                     < h.s_h
                         * h.s_h
                         * stats::f_quantile(TIGHT_SPREAD_QUANTILE, (n - 1) as f64, h.nu0())
@@ -224,7 +225,6 @@ fn look_with(d: &[f64], rule: &Rule, floor: bool) -> Look {
         };
         return out;
     }
-    let s2 = if n >= 2 { stats::variance(&w) } else { 0.0 };
     let (s_p2, nu_p) = match rule.noise {
         Some(h) if h.nu0() > 0.0 => {
             let changed = if h.s_h > 0.0 {

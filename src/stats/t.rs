@@ -54,10 +54,11 @@ pub fn paired_t(d: &[f64], mu0: f64) -> Option<TTest> {
 /// agree), a known larger spread in its place. `None` as for [`paired_t`],
 /// or for an `sd` that is not positive and finite.
 pub fn paired_t_with_sd(d: &[f64], mu0: f64, sd: f64) -> Option<TTest> {
-    if d.len() < 2 || !mu0.is_finite() || !(sd.is_finite() && sd > 0.0) {
-        return None;
-    }
-    if d.iter().any(|x| !x.is_finite()) {
+    if d.len() < 2
+        || !mu0.is_finite()
+        || !(sd.is_finite() && sd > 0.0)
+        || d.iter().any(|x| !x.is_finite())
+    {
         return None;
     }
     let n = d.len();

@@ -519,7 +519,8 @@ fn acquire(
 
 /// How far from the best, as a share of each numeric knob's range, the
 /// acquisition looks first: [`FIRST_STEP`] before any candidate was
-/// measured in full, twice that after one, the whole space after two.
+/// decided on its measurements (an early discard counts, a screen and a
+/// crash do not), twice that after one, the whole space after two.
 ///
 /// Why: with nothing measured but the start, the model is equally unsure
 /// everywhere and expected improvement is largest where it is unsure

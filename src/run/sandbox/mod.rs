@@ -152,8 +152,9 @@ pub(crate) fn unregister(pid: u32) {
 /// by a sweep: such a helper left nothing behind, but ooda is the subreaper
 /// of what it starts without one (`git`, a notification's `sh`) too, and
 /// an orphan of those is still found within about this time. A sweep reads
-/// every process of the machine from `/proc` (50 ms a run with 476 of
-/// them, `benches/run_overhead.rs`), so not after every run.
+/// every process of the machine from `/proc` (with the helper's own scan,
+/// 41 ms a run with 476 processes: `benches/run_overhead.rs`), so not
+/// after every run.
 const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// When the last sweep began.

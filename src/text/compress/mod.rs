@@ -267,7 +267,8 @@ fn drop_echoes(lines: Vec<String>, dropped: &mut Dropped) -> Vec<String> {
         text.chars().count() >= MESSAGE
             && !line.trim_start().starts_with(['+', '-', '['])
             && problems.contains(text)
-            && !is_important(line)
+            // Not a problem line (known), nor any other kind a reader needs.
+            && Keep::of(line).is_none()
             && !is_code(line)
             && !keep::holds_id(line)
             && !keep::mentions_location(line)
@@ -276,14 +277,9 @@ fn drop_echoes(lines: Vec<String>, dropped: &mut Dropped) -> Vec<String> {
             // id would be gone.
             && shape(line) == line.split_whitespace().collect::<Vec<_>>().join(" ")
     };
-    let keep: Vec<bool> = lines
-        .iter()
-        .zip(&problem)
-        .map(|(l, p)| *p || !echo(l))
-        .collect();
     let mut out = Vec::with_capacity(lines.len());
-    for (line, keep) in lines.into_iter().zip(keep) {
-        if keep {
+    for (line, problem) in lines.into_iter().zip(problem) {
+        if problem || !echo(&line) {
             out.push(line);
         } else {
             dropped.repeated += 1;
