@@ -5,7 +5,8 @@
 //! For each length n: a history of n discards at seeded points of a
 //! 3-knob space (two 101-value ints and a choice), each measured by one
 //! run as the screen measures one, then one `builtin::plan` timed (a
-//! stalled search: the model's fit and the sweep). The model is fitted to
+//! stalled search: the model's fit, the run-time model's (each run is
+//! timed) and the sweep). The model is fitted to
 //! at most `surrogate::MAX_OBSERVATIONS` decisions, so past that the time
 //! is flat; this program run against the code before the cap (167c7e0,
 //! with its `Comparison` written out) printed 14 ms at 50, 0.7 s at 400,
@@ -16,7 +17,7 @@ use ooda::testing::brief::Direction;
 use ooda::testing::brief::points::{self, Point};
 use ooda::testing::driver::builtin;
 use ooda::testing::eval::screen;
-use ooda::testing::model::{IterationRecord, Verdict};
+use ooda::testing::model::{IterationRecord, RunSeconds, Verdict};
 use ooda::testing::stats::SplitMix64;
 use std::path::Path;
 use std::time::Instant;
@@ -65,9 +66,16 @@ fn main() {
             r.knobs = p;
             // A screened sweep point's one run, against a base of 100.
             let run = 100.0 * (0.01 * rng.normal()).exp();
-            r.measured = Some(
-                screen::screen(Direction::Minimize, &[100.0; 12], run, 0.01, 0.01, 0.05).comparison,
-            );
+            let mut m =
+                screen::screen(Direction::Minimize, &[100.0; 12], run, 0.01, 0.01, 0.05).comparison;
+            // Timed as the runner times it (a run takes its value in
+            // milliseconds), so the run-time model is fitted too; the
+            // first decision times a base run as well.
+            m.seconds = Some(RunSeconds {
+                base: (i == 1).then_some(0.1),
+                cand: run / 1000.0,
+            });
+            r.measured = Some(m);
             h.push(r);
         }
         let t = Instant::now();

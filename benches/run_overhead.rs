@@ -15,7 +15,10 @@
 //! and the seconds ooda timed (the helper and the command). Beside it, the
 //! same command started 60 times with `std::process::Command` (what
 //! Python's `subprocess.run` does). The overhead per run is the median
-//! start-to-start time less the median plain run.
+//! start-to-start time less the median plain run. And per iteration: the
+//! night's time from its first event to its last, less every metric run's
+//! start-to-start time, over its iterations (the worktree, the knobs file,
+//! git, the archive: what an iteration costs beyond its runs).
 //!
 //! Each binary runs twice: on the machine as it is, and with 400 idle
 //! processes more (`sleep`), as on a desktop: a step that reads every
@@ -58,9 +61,9 @@ fn main() -> std::process::ExitCode {
         }
     }
     println!(
-        "| binary | processes on the machine | plain `Command` per run | ooda per run (start to start) | timed by ooda (helper + command) | overhead per run |"
+        "| binary | processes on the machine | plain `Command` per run | ooda per run (start to start) | timed by ooda (helper + command) | overhead per run | per iteration beyond its runs |"
     );
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for idle in [0, IDLE] {
         let mut sleepers = match spawn_idle(idle) {
             Ok(s) => s,
@@ -77,12 +80,13 @@ fn main() -> std::process::ExitCode {
             }
             match row {
                 Ok(row) => println!(
-                    "| {} | {processes} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms |",
+                    "| {} | {processes} | {:.1} ms | {:.1} ms | {:.1} ms | {:.1} ms | {:.0} ms |",
                     label(b),
                     row.plain,
                     row.gap,
                     row.timed,
-                    row.gap - row.plain
+                    row.gap - row.plain,
+                    row.per_iteration
                 ),
                 Err(e) => {
                     eprintln!("{}: {e}", b.display());
@@ -116,6 +120,7 @@ struct Row {
     plain: f64,
     gap: f64,
     timed: f64,
+    per_iteration: f64,
 }
 
 fn measure(ooda: &Path) -> Result<Row, String> {
@@ -153,10 +158,19 @@ fn measure(ooda: &Path) -> Result<Row, String> {
         .map_err(|e| format!("reading events.jsonl: {e}"))?;
     let (mut gaps, mut timed) = (Vec::new(), Vec::new());
     let mut previous: Option<(u64, f64)> = None;
+    // The night's span and its iterations, for the time beyond the runs.
+    let (mut first, mut last) = (f64::INFINITY, f64::NEG_INFINITY);
+    let mut iterations = std::collections::BTreeSet::new();
     for line in events.lines() {
         let Ok(e) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
+        if let (Some(i), Some(ts)) = (e["iteration"].as_u64(), e["ts"].as_str()) {
+            let at = seconds(ts)?;
+            first = first.min(at);
+            last = last.max(at);
+            iterations.insert(i);
+        }
         if e["role"] != "metric" {
             continue;
         }
@@ -181,10 +195,15 @@ fn measure(ooda: &Path) -> Result<Row, String> {
     if gaps.len() < 10 || timed.is_empty() {
         return Err(format!("only {} runs followed another", gaps.len()));
     }
+    // Every run costs about its start-to-start time; the rest of the
+    // night is the iterations' own.
+    let runs_ms = median(gaps.clone()) * timed.len() as f64;
+    let per_iteration = ((last - first) * 1000.0 - runs_ms) / iterations.len().max(1) as f64;
     Ok(Row {
         plain,
         gap: median(gaps),
         timed: median(timed),
+        per_iteration,
     })
 }
 

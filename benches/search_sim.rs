@@ -49,11 +49,13 @@ use ooda::testing::driver::builtin;
 use ooda::testing::eval;
 use ooda::testing::eval::redlight;
 use ooda::testing::model::Orientation;
-use ooda::testing::model::Pair;
 use ooda::testing::model::{DiscardKind, GuardResult, IterationRecord, Prediction, Verdict};
+use ooda::testing::model::{Pair, RunSeconds};
 use ooda::testing::stats::{self, SplitMix64};
 
 const SEEDS: usize = 20;
+/// The sweep allowance of a night under `budget.wall`.
+const SWEEP_UNDER_WALL: usize = builtin::SWEEP;
 /// The plateau's nights vary most (a night finds the well or does not):
 /// at 20 seeds the interval of ooda − TPE reached zero where 60 showed
 /// ooda worse, so the verdict there rests on 60.
@@ -74,6 +76,8 @@ const ALPHA: f64 = 0.05;
 const STALL_AFTER: usize = 10;
 
 type Truth = Box<dyn Fn(&Point) -> Option<f64> + Sync>;
+/// A program's run seconds from the value a run measured.
+type RunTime = fn(f64) -> f64;
 
 struct Objective {
     name: String,
@@ -85,6 +89,9 @@ struct Objective {
     optimum: f64,
     /// Standard deviation of one run's log value.
     noise: f64,
+    /// The wall-clock seconds of a run that measured this value: every
+    /// objective here is a workload whose run time moves with its knobs.
+    seconds: Box<dyn Fn(f64) -> f64 + Sync>,
 }
 
 impl Objective {
@@ -103,6 +110,20 @@ impl Objective {
 
     fn run(&self, p: &Point, rng: &mut SplitMix64) -> Option<f64> {
         (self.truth)(p).map(|v| v * (self.noise * rng.normal()).exp())
+    }
+
+    /// What a run at `p` costs the night: its seconds, or for a point
+    /// whose guard fails, a run at the start's (the guard's own run).
+    fn cost(&self, p: &Point, value: Option<f64>) -> f64 {
+        let v = value
+            .or_else(|| (self.truth)(p))
+            .unwrap_or_else(|| (self.truth)(&self.start).expect("the start passes its guard"));
+        (self.seconds)(v)
+    }
+
+    /// A night's seconds: [`NIGHT_RUNS`] runs at the start's median.
+    fn night(&self) -> f64 {
+        NIGHT_RUNS as f64 * self.cost(&self.start, None)
     }
 }
 
@@ -174,6 +195,30 @@ fn synthetic(kind: &str, noise: f64) -> Objective {
             };
             (b, Box::new(f), 62.0)
         }
+        // The optimum near the default (11% better), every far corner
+        // slow (up to 15 times the optimum): a first decision bet on a
+        // corner is wasted here, and slow to run.
+        "near" => {
+            let b = brief(
+                "minimize",
+                "  P: { int: [1, 64], log: true, default: 8 }\n  Q: { float: [0, 1], default: 0.5 }\n  R: { int: [1, 16], default: 4 }\n  S: { choice: [x, y, z], default: x }\n",
+            );
+            let bb = b.clone();
+            let f = move |p: &Point| {
+                let (u, q, r) = (
+                    unit(&bb, p, "P") - 0.6,
+                    unit(&bb, p, "Q") - 0.4,
+                    unit(&bb, p, "R") - 1.0 / 3.0,
+                );
+                let factor = match text(p, "S") {
+                    "y" => 0.97,
+                    "z" => 1.25,
+                    _ => 1.0,
+                };
+                Some(100.0 * factor * (3.0 * u * u + 2.0 * q * q + 2.0 * r * r).exp())
+            };
+            (b, Box::new(f), 97.0)
+        }
         // Flat everywhere but one narrow well (2% of the space gains more
         // than 5%), and only with MODE on.
         _ => {
@@ -201,6 +246,8 @@ fn synthetic(kind: &str, noise: f64) -> Objective {
         truth,
         optimum,
         noise,
+        // A time metric: half a second a run at 100.
+        seconds: Box::new(|v| v / 200.0),
     }
 }
 
@@ -219,7 +266,9 @@ struct Grid {
     interpolate: Option<String>,
 }
 
-fn measured(name: &str, path: &Path) -> Objective {
+/// `path`'s grid, with `seconds` the wall-clock time of a run that measured
+/// a value.
+fn measured(name: &str, path: &Path, seconds: RunTime) -> Objective {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (measured by benches/search/grid.py)",
@@ -292,6 +341,7 @@ fn measured(name: &str, path: &Path) -> Objective {
         truth: Box::new(truth),
         optimum,
         noise: var.sqrt(),
+        seconds: Box::new(seconds),
     }
 }
 
@@ -301,8 +351,51 @@ fn measured(name: &str, path: &Path) -> Objective {
 struct Night {
     choice: Point,
     runs: u64,
+    /// The night's wall-clock seconds: its runs, what ooda spends around
+    /// each run and each iteration, and its plans' compute.
+    seconds: f64,
     stop: &'static str,
     confirmed: bool,
+}
+
+/// A plain process start of the benchmark command (`subprocess.run`,
+/// `std::process::Command`), charged to every run of every method
+/// (`cargo bench --bench run_overhead`: 1.4 to 1.8 ms on an idle machine).
+const PLAIN_START: f64 = 0.0016;
+/// What ooda spends around each run beyond a plain start (the same
+/// benchmark: 6.1 to 6.4 ms a run on an idle machine).
+const OODA_PER_RUN: f64 = 0.0063;
+/// What ooda spends on an iteration beyond its runs and its plan (the
+/// worktree, the knobs file, git, the archive; the same benchmark: 68 to
+/// 73 ms on 2026-12-07).
+const OODA_PER_ITERATION: f64 = 0.07;
+
+/// This thread's CPU seconds: what a plan computed, unmoved by other
+/// threads of the benchmark sharing the cores.
+fn thread_cpu() -> f64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// The night's seconds of `pairs` between `base` and `cand` (both
+/// passing their guards), and their median run seconds on each side.
+fn timed(o: &Objective, base: &Point, cand: &Point, pairs: &[Pair]) -> (f64, RunSeconds) {
+    let b: Vec<f64> = pairs.iter().map(|p| o.cost(base, Some(p.base))).collect();
+    let c: Vec<f64> = pairs.iter().map(|p| o.cost(cand, Some(p.cand))).collect();
+    let total =
+        b.iter().chain(&c).sum::<f64>() + 2.0 * pairs.len() as f64 * (PLAIN_START + OODA_PER_RUN);
+    (
+        total,
+        RunSeconds {
+            base: (!b.is_empty()).then(|| stats::median(&b)),
+            cand: stats::median(&c),
+        },
+    )
 }
 
 fn pairs(o: &Objective, base: &Point, cand: &Point, n: usize, rng: &mut SplitMix64) -> Vec<Pair> {
@@ -322,12 +415,16 @@ fn pairs(o: &Objective, base: &Point, cand: &Point, n: usize, rng: &mut SplitMix
         .collect()
 }
 
-fn ooda_night(o: &Objective, seed: u64) -> Night {
+/// ooda's night of `o`: at most [`Objective::night`] seconds (an iteration
+/// starts while any are left, as under a Brief's `budget.wall`), with
+/// `sweep` the sweep allowance.
+fn ooda_night(o: &Objective, seed: u64, sweep: usize) -> Night {
     let mut rng = SplitMix64::new(seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ 0x00DA);
     let dir = o.dir();
     let mut runs = 0u64;
     let cal = pairs(o, &o.start, &o.start, CALIBRATION_PAIRS, &mut rng);
     runs += 2 * cal.len() as u64;
+    let mut seconds = timed(o, &o.start, &o.start, &cal).0;
     let mut base = IterationRecord::new(0, Verdict::Baseline);
     base.base = points::key(&o.start);
     base.knobs = o.start.clone();
@@ -338,12 +435,13 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
     let th = ooda::testing::model::Thresholds::default();
     let mut stop = "budget";
     for it in 1.. {
-        if runs + 2 * MAX_PAIRS as u64 > NIGHT_RUNS {
+        if seconds >= o.night() {
             stop = "budget";
             break;
         }
         let orient = Orientation::of(&history, 0.0, ALPHA, MAX_PAIRS);
-        let plan = match builtin::plan(
+        let cpu = thread_cpu();
+        let planned = builtin::plan(
             &o.brief,
             &history,
             &best,
@@ -352,8 +450,10 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             orient.noise_sd(),
             orient.theta1,
             STALL_AFTER as u32,
-            builtin::SWEEP,
-        ) {
+            sweep,
+        );
+        seconds += OODA_PER_ITERATION + (thread_cpu() - cpu);
+        let plan = match planned {
             Ok(p) => p,
             Err(_) => {
                 stop = "exhausted";
@@ -374,6 +474,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
         });
         if (o.truth)(&plan.knobs).is_none() {
             runs += 1;
+            seconds += o.cost(&plan.knobs, None) + PLAIN_START + OODA_PER_RUN;
             r.verdict = Verdict::Invalid;
             r.guards = vec![GuardResult {
                 command: "./guard".into(),
@@ -381,17 +482,27 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
                 exit_code: Some(1),
                 seconds: 0.0,
             }];
-        } else if let Some(s) = screen(o, &history, &best, &plan, &orient, &mut rng)
-            .inspect(|_| runs += 1)
-            .filter(|s| !s.passed)
+        } else if let Some((mut s, run)) = screen(o, &history, &best, &plan, &orient, &mut rng)
+            .inspect(|(_, run)| {
+                runs += 1;
+                seconds += o.cost(&plan.knobs, Some(*run)) + PLAIN_START + OODA_PER_RUN;
+            })
+            .filter(|(s, _)| !s.passed)
         {
+            s.comparison.seconds = Some(RunSeconds {
+                base: None,
+                cand: o.cost(&plan.knobs, Some(run)),
+            });
             r.discard = Some(DiscardKind::Screened);
             r.measured = Some(s.comparison);
         } else {
             let series = pairs(o, &best, &plan.knobs, MAX_PAIRS as usize, &mut rng);
-            let d = eval::decide_series(dir, &series, &orient.rule(), ALPHA, MAX_PAIRS)
+            let mut d = eval::decide_series(dir, &series, &orient.rule(), ALPHA, MAX_PAIRS)
                 .expect("the last look decides");
             runs += 2 * d.comparison.pairs.len() as u64;
+            let (spent, secs) = timed(o, &best, &plan.knobs, &d.comparison.pairs);
+            seconds += spent;
+            d.comparison.seconds = Some(secs);
             r.verdict = if d.keep {
                 Verdict::Keep
             } else {
@@ -430,7 +541,7 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             break;
         }
         if redlight::plateau_length(redlight::window(&history)) >= STALL_AFTER
-            && !builtin::can_sweep(&o.brief, &history, builtin::SWEEP)
+            && !builtin::can_sweep(&o.brief, &history, sweep)
         {
             stop = "stalled";
             break;
@@ -447,12 +558,14 @@ fn ooda_night(o: &Objective, seed: u64) -> Night {
             last
         };
         runs += 2 * n as u64;
+        seconds += timed(o, &o.start, &best, &series[..n]).0;
         let c = eval::confirm(dir, "start", "best", series[..n].to_vec());
         confirmed = c.ci.0 > 0.0;
     }
     Night {
         choice: best,
         runs,
+        seconds,
         stop,
         confirmed,
     }
@@ -467,7 +580,7 @@ fn screen(
     plan: &ooda::testing::model::Plan,
     orient: &Orientation,
     rng: &mut SplitMix64,
-) -> Option<eval::screen::Screened> {
+) -> Option<(eval::screen::Screened, f64)> {
     let reference =
         eval::screen::base_reference(history, &points::key(best), &history[0].brief_hash);
     if !plan.screen || reference.len() < eval::screen::SCREEN_MIN_REFERENCE {
@@ -476,13 +589,16 @@ fn screen(
     let run = o
         .run(&plan.knobs, rng)
         .expect("a measured candidate passes its guard");
-    Some(eval::screen::screen(
-        o.dir(),
-        &reference,
+    Some((
+        eval::screen::screen(
+            o.dir(),
+            &reference,
+            run,
+            orient.noise_sd(),
+            orient.theta1,
+            ALPHA,
+        ),
         run,
-        orient.noise_sd(),
-        orient.theta1,
-        ALPHA,
     ))
 }
 
@@ -564,8 +680,28 @@ fn point_of(knobs: &[Knob], params: &serde_json::Value) -> Point {
     p
 }
 
-/// A peer's night: `budget` trials, the best single noisy value wins.
-fn peer_night(peers: &mut Peers, sampler: &str, o: &Objective, seed: u64, budget: u64) -> Point {
+/// A peer's final choices in one night: after `runs` trials (equal runs
+/// with ooda), and after its trials that ended within `seconds` (equal wall
+/// time: each trial costs its run, a plain process start and the sampler's
+/// CPU time). The best single noisy value wins, as in a morning's report.
+struct PeerNight {
+    at_runs: Point,
+    at_seconds: Point,
+    /// Trials that ended within `seconds`.
+    trials_in_time: u64,
+}
+
+/// The most trials a peer runs for its equal-time choice.
+const MAX_TRIALS: u64 = 4000;
+
+fn peer_night(
+    peers: &mut Peers,
+    sampler: &str,
+    o: &Objective,
+    seed: u64,
+    runs: u64,
+    seconds: f64,
+) -> PeerNight {
     let mut rng = SplitMix64::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ sampler.len() as u64);
     let start: serde_json::Map<String, serde_json::Value> = o
         .start
@@ -581,11 +717,27 @@ fn peer_night(peers: &mut Peers, sampler: &str, o: &Objective, seed: u64, budget
         "start": start,
     }));
     let mut best: Option<(f64, Point)> = None;
-    for _ in 0..budget {
+    let choice = |best: &Option<(f64, Point)>| {
+        best.as_ref()
+            .map(|(_, b)| b.clone())
+            .unwrap_or_else(|| o.start.clone())
+    };
+    let mut at_runs = None;
+    let mut at_seconds = None;
+    let (mut spent, mut trials) = (0.0, 0u64);
+    while trials < MAX_TRIALS && (at_runs.is_none() || at_seconds.is_none()) {
         let asked = peers.call(serde_json::json!({"op": "ask"}));
         let p = point_of(&o.brief.knobs, &asked["params"]);
         let value = o.run(&p, &mut rng);
-        peers.call(serde_json::json!({"op": "tell", "value": value}));
+        let told = peers.call(serde_json::json!({"op": "tell", "value": value}));
+        let cpu = asked["cpu"].as_f64().unwrap_or(0.0) + told["cpu"].as_f64().unwrap_or(0.0);
+        let cost = o.cost(&p, value) + PLAIN_START + cpu;
+        if at_seconds.is_none() && spent + cost > seconds {
+            // This trial ends past the night: the choice is the one before.
+            at_seconds = Some((choice(&best), trials));
+        }
+        spent += cost;
+        trials += 1;
         if let Some(v) = value {
             let better = best.as_ref().is_none_or(|(b, _)| match o.dir() {
                 Direction::Minimize => v < *b,
@@ -595,8 +747,16 @@ fn peer_night(peers: &mut Peers, sampler: &str, o: &Objective, seed: u64, budget
                 best = Some((v, p));
             }
         }
+        if trials == runs {
+            at_runs = Some(choice(&best));
+        }
     }
-    best.map(|(_, p)| p).unwrap_or_else(|| o.start.clone())
+    let (at_seconds, trials_in_time) = at_seconds.unwrap_or_else(|| (choice(&best), trials));
+    PeerNight {
+        at_runs: at_runs.unwrap_or_else(|| choice(&best)),
+        at_seconds,
+        trials_in_time,
+    }
 }
 
 // ---------------------------------------------------------------- report
@@ -604,11 +764,13 @@ fn peer_night(peers: &mut Peers, sampler: &str, o: &Objective, seed: u64, budget
 #[derive(Debug, Clone)]
 struct SeedOut {
     night: Night,
-    quality: [f64; 3],
-    worse_than_start: [bool; 3],
+    /// ooda; TPE at equal runs, at equal time; random at equal runs, at
+    /// equal time.
+    quality: [f64; 5],
+    worse_than_start: [bool; 5],
+    /// TPE's trials within ooda's seconds.
+    tpe_trials: u64,
 }
-
-const METHODS: [&str; 3] = ["ooda (builtin)", "Optuna TPE", "random search"];
 
 /// Mean and 95% t interval over seeds.
 fn interval(x: &[f64]) -> (f64, f64, f64) {
@@ -650,63 +812,90 @@ fn main() {
         .cloned()
         .unwrap_or_default();
     let mut objectives = Vec::new();
-    for kind in ["smooth", "categorical", "plateau"] {
+    for kind in ["smooth", "near", "categorical", "plateau"] {
         for noise in [0.03, 0.15] {
             objectives.push(synthetic(kind, noise));
         }
     }
     objectives.retain(|o| o.name.starts_with(only.as_str()));
-    for (name, file) in [
-        ("quickstart", "quickstart-grid.json"),
-        ("zstd", "zstd-grid.json"),
-    ] {
+    // What a run of each program took: the quickstart's `time_ms` and about
+    // 0.1 s to start it and fill its matrices (grid.py: 0.25 s a run at
+    // 150 ms); zstd reading and compressing its 26 MiB (27.3 MB) at the
+    // measured MB/s.
+    let programs: [(&str, &str, RunTime); 2] = [
+        ("quickstart", "quickstart-grid.json", |ms| 0.1 + ms / 1000.0),
+        ("zstd", "zstd-grid.json", |mbps| 0.01 + 27.3 / mbps),
+    ];
+    for (name, file, seconds) in programs {
         if name.starts_with(only.as_str()) {
-            objectives.push(measured(name, &dir.join(file)));
+            objectives.push(measured(name, &dir.join(file), seconds));
         }
     }
 
+    // `--sweep N`: the sweep allowance (by default the one a night under
+    // `budget.wall` has).
+    let sweep = args
+        .iter()
+        .position(|a| a == "--sweep")
+        .and_then(|i| args.get(i + 1))
+        .map(|n| n.parse::<usize>().expect("--sweep takes a count"))
+        .unwrap_or(SWEEP_UNDER_WALL);
+
     println!("## Search quality (benches/search/run.sh)\n");
     println!(
-        "{SEEDS} seeds per objective ({PLATEAU_SEEDS} on the plateau). ooda: the builtin driver's night of at most {NIGHT_RUNS} benchmark runs \
+        "{SEEDS} seeds per objective ({PLATEAU_SEEDS} on the plateau). ooda: the builtin driver's night of {NIGHT_RUNS} runs' time at the start \
          (A/A calibration, sequential decisions up to {MAX_PAIRS} pairs, red lights, stall after {STALL_AFTER} \
-         decisions without a keep, then a sweep of up to {} screened points, confirmation); each peer gets as many benchmark runs as ooda spent in the same seed's night, one per trial, \
-         and keeps the trial with the best single noisy value. Quality: the final choice's true value as a share \
-         of the optimum (100% = optimum), mean with 95% interval over seeds.\n",
-        builtin::SWEEP
+         decisions without a keep, then the sweep (allowance {}), confirmation); each peer keeps the trial with the best single noisy value \
+         after as many runs as ooda's night had (equal runs) and after the trials that ended within ooda's night's seconds (equal time). \
+         Quality: the final choice's true value as a share of the optimum (100% = optimum), mean with 95% interval over seeds.\n",
+        if sweep == usize::MAX {
+            "the night's time".to_string()
+        } else {
+            format!("{sweep} points")
+        }
     );
     println!(
-        "| objective | runs per night | {} | {} | {} | ooda − TPE | worse than start (ooda / TPE / random) | ooda RED | ooda confirmed | ooda stops |",
-        METHODS[0], METHODS[1], METHODS[2]
+        "| objective | ooda's night: runs, seconds | ooda (builtin) | TPE, equal runs | TPE, equal time (its runs) | random, equal runs | random, equal time | ooda − TPE, equal runs | ooda − TPE, equal time | worse than start (ooda / TPE / random) | ooda RED | ooda confirmed | ooda stops |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---|---:|---:|---|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|");
     let mut failures = Vec::new();
     for o in &objectives {
         let outs: Vec<SeedOut> = parallel::run(seeds_for(o), 1, |s| {
             let seed = 1000 + s as u64;
-            let night = ooda_night(o, seed);
+            let night = ooda_night(o, seed, sweep);
             let mut peers = Peers::start(&python);
-            let tpe = peer_night(&mut peers, "tpe", o, seed, night.runs);
-            let random = peer_night(&mut peers, "random", o, seed, night.runs);
+            let tpe = peer_night(&mut peers, "tpe", o, seed, night.runs, night.seconds);
+            let random = peer_night(&mut peers, "random", o, seed, night.runs, night.seconds);
             let start = o.quality(&o.start);
             let quality = [
                 o.quality(&night.choice),
-                o.quality(&tpe),
-                o.quality(&random),
+                o.quality(&tpe.at_runs),
+                o.quality(&tpe.at_seconds),
+                o.quality(&random.at_runs),
+                o.quality(&random.at_seconds),
             ];
             SeedOut {
                 worse_than_start: quality.map(|q| q < start - 1e-12),
                 night,
                 quality,
+                tpe_trials: tpe.trials_in_time,
             }
         });
         let q = |m: usize| outs.iter().map(|s| s.quality[m]).collect::<Vec<_>>();
         let pct = |(m, lo, hi): (f64, f64, f64)| {
             format!("{:.1}% [{:.1}, {:.1}]", m * 100.0, lo * 100.0, hi * 100.0)
         };
-        let diff: Vec<f64> = outs.iter().map(|s| s.quality[0] - s.quality[1]).collect();
-        let (dm, dlo, dhi) = interval(&diff);
+        let diff = |m: usize| {
+            let d: Vec<f64> = outs.iter().map(|s| s.quality[0] - s.quality[m]).collect();
+            interval(&d)
+        };
+        let signed = |(m, lo, hi): (f64, f64, f64)| {
+            format!("{:+.1} [{:+.1}, {:+.1}]", m * 100.0, lo * 100.0, hi * 100.0)
+        };
         let worse = |m: usize| outs.iter().filter(|s| s.worse_than_start[m]).count();
         let runs: Vec<f64> = outs.iter().map(|s| s.night.runs as f64).collect();
+        let secs: Vec<f64> = outs.iter().map(|s| s.night.seconds).collect();
+        let trials: Vec<f64> = outs.iter().map(|s| s.tpe_trials as f64).collect();
         let red = outs.iter().filter(|s| s.night.stop == "RED").count();
         let confirmed = outs.iter().filter(|s| s.night.confirmed).count();
         let stops = ["budget", "stalled", "exhausted", "RED"]
@@ -716,23 +905,27 @@ fn main() {
             .map(|(r, n)| format!("{r} {n}"))
             .collect::<Vec<_>>()
             .join(", ");
+        let (at_runs, at_time) = (diff(1), diff(2));
         println!(
-            "| {} | {:.0} | {} | {} | {} | {:+.1} [{:+.1}, {:+.1}] | {} / {} / {} | {red} | {confirmed} | {stops} |",
+            "| {} | {:.0}, {:.0} s | {} | {} | {} ({:.0}) | {} | {} | {} | {} | {} / {} / {} | {red} | {confirmed} | {stops} |",
             o.name,
             stats::mean(&runs),
+            stats::mean(&secs),
             pct(interval(&q(0))),
             pct(interval(&q(1))),
             pct(interval(&q(2))),
-            dm * 100.0,
-            dlo * 100.0,
-            dhi * 100.0,
+            stats::mean(&trials),
+            pct(interval(&q(3))),
+            pct(interval(&q(4))),
+            signed(at_runs),
+            signed(at_time),
             worse(0),
-            worse(1),
             worse(2),
+            worse(4),
         );
-        if dhi < 0.0 {
+        if at_time.2 < 0.0 {
             failures.push(format!(
-                "{}: ooda's final choice is worse than TPE's",
+                "{}: ooda's final choice is worse than TPE's at equal wall time",
                 o.name
             ));
         }
@@ -747,7 +940,7 @@ fn main() {
     println!();
     if failures.is_empty() {
         println!(
-            "PASS: on every objective ooda's final choice is at least as good as TPE's at equal runs, and never worse than the start"
+            "PASS: on every objective ooda's final choice is at least as good as TPE's at equal wall time, and never worse than the start"
         );
     }
     for f in &failures {

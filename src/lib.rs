@@ -116,8 +116,8 @@ pub mod testing {
     pub mod model {
         pub use crate::model::{
             AlarmKind, Axis, CallOutcome, DiscardKind, GuardResult, IterationRecord, NoiseHistory,
-            Orientation, Pair, Phase, Plan, Point, Prediction, ReviewVerdict, RunWrites,
-            SubagentOutcome, Thresholds, Verdict,
+            Orientation, Pair, Phase, Plan, Point, Prediction, ReviewVerdict, RunSeconds,
+            RunWrites, SubagentOutcome, Thresholds, Verdict,
         };
     }
     pub mod phases {

@@ -7,9 +7,13 @@ stdout:
 
   {"op": "study", "sampler": "tpe"|"random", "seed": 7,
    "direction": "minimize", "knobs": [...], "start": {...}}  -> {"ok": true}
-  {"op": "ask"}                                              -> {"params": {...}}
+  {"op": "ask"}                                -> {"params": {...}, "cpu": 0.004}
   {"op": "tell", "value": 12.5}          (or "value": null for a failed trial)
-                                                             -> {"ok": true}
+                                               -> {"ok": true, "cpu": 0.001}
+
+"cpu" is the CPU seconds the sampler spent on the request (this process's
+`time.process_time()`), which the benchmark charges to the peer's night as
+it charges ooda's plans to ooda's.
 
 Knobs are {"name", "int": [lo, hi], "log"}, {"name", "float": [lo, hi],
 "log"} or {"name", "choice": [...]}. The start point (the Brief's defaults)
@@ -18,6 +22,7 @@ is enqueued as the first trial, as ooda's night starts from it.
 
 import json
 import sys
+import time
 
 import optuna
 
@@ -45,6 +50,7 @@ def main():
     for line in sys.stdin:
         req = json.loads(line)
         op = req["op"]
+        began = time.process_time()
         if op == "study":
             sampler = (
                 optuna.samplers.TPESampler(seed=req["seed"])
@@ -66,6 +72,7 @@ def main():
             reply = {"ok": True}
         else:
             reply = {"error": f"unknown op {op}"}
+        reply["cpu"] = time.process_time() - began
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

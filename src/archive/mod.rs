@@ -530,6 +530,7 @@ mod tests {
                 d_mean: 0.1,
                 d_ci: (0.05, 0.15),
                 direction: None,
+                seconds: None,
             }),
             failure_output: None,
             base_failed: false,

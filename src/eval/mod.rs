@@ -30,7 +30,7 @@ use crate::brief::{Brief, Parse};
 use crate::error::{Error, Result};
 use crate::eval::metric::MetricParse;
 use crate::events::{Event, Span};
-use crate::model::{Direction, DiscardKind};
+use crate::model::{Direction, DiscardKind, RunSeconds};
 use crate::run::exec::{self, CommandSpec};
 use crate::run::executor::Lease;
 use crate::run::measure_lock::{self, MeasureLock};
@@ -116,6 +116,10 @@ pub(crate) struct Evaluator<'a> {
     /// Where the pairs of the series are kept as they are measured, so a
     /// series its cluster job cut short goes on from them (`journal.rs`).
     pub journal: Option<journal::Journal>,
+    /// The wall-clock seconds of each successful metric run since the last
+    /// [`Evaluator::take_seconds`], by side: what the search's cost model
+    /// learns from.
+    pub timed: Vec<(Side, f64)>,
 }
 
 const FAILURE_OUTPUT_CHARS: usize = 4000;
@@ -142,6 +146,7 @@ impl<'a> Evaluator<'a> {
             exclusive: defaults.measure_exclusive,
             writes: Default::default(),
             journal: None,
+            timed: Vec::new(),
         }
     }
 }
@@ -264,11 +269,32 @@ impl Evaluator<'_> {
         }
         let how = metric_parse(self.brief);
         Ok(match metric::parse_metric(&out.stdout, &how) {
-            Ok(v) => Ok((v, out.output)),
+            Ok(v) => {
+                self.timed.push((wt.side, out.elapsed.as_secs_f64()));
+                Ok((v, out.output))
+            }
             Err(e) => Err(RunFailure::Failed {
                 reason: format!("unparsable metric from `{cmd}`: {e}"),
                 output: compress::excerpt(&out.output, FAILURE_OUTPUT_CHARS),
             }),
+        })
+    }
+
+    /// The median seconds of a run on each side since the last call, which
+    /// forgets them; `None` when no candidate run was timed.
+    pub(crate) fn take_seconds(&mut self) -> Option<RunSeconds> {
+        let timed = std::mem::take(&mut self.timed);
+        let side = |s: Side| -> Vec<f64> {
+            timed
+                .iter()
+                .filter(|(t, _)| *t == s)
+                .map(|&(_, secs)| secs)
+                .collect()
+        };
+        let (base, cand) = (side(Side::Base), side(Side::Cand));
+        (!cand.is_empty()).then(|| RunSeconds {
+            base: (!base.is_empty()).then(|| stats::median(&base)),
+            cand: stats::median(&cand),
         })
     }
 
@@ -595,6 +621,7 @@ pub(crate) fn measured_for_test(
         d_mean: d,
         d_ci: (d - half, d + half),
         direction: None,
+        seconds: None,
     });
     if verdict == crate::model::Verdict::Keep {
         r.commit = Some(format!("{i:040}"));
@@ -718,6 +745,7 @@ pub(crate) fn report(
         d_mean: last.mean,
         d_ci: last.ci95,
         direction: Some(dir),
+        seconds: None,
     };
     Decided {
         keep,

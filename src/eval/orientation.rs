@@ -165,6 +165,7 @@ mod tests {
             d_mean: 0.0,
             d_ci: (-0.05, 0.05),
             direction: None,
+            seconds: None,
         });
         let later = Orientation::of(&[base, noisy], 0.0, 0.05, 12);
         assert!(

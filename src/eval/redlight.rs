@@ -668,6 +668,7 @@ mod tests {
                 -(1.0 - effect - half_ci).ln(),
             ),
             direction: None,
+            seconds: None,
         });
         r
     }

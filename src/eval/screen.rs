@@ -166,6 +166,7 @@ pub fn screen(
             d_mean: d,
             d_ci,
             direction: Some(dir),
+            seconds: None,
         },
         reason,
     }

@@ -46,6 +46,10 @@ pub struct Comparison {
     /// +95% is not); none in records written before it was stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<super::Direction>,
+    /// What a run took on each side (none in records written before it was
+    /// kept, nor where nothing was timed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<super::RunSeconds>,
 }
 
 impl Comparison {

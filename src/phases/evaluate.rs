@@ -401,6 +401,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         if let Some(b) = rig("before its run") {
             return Ok(b);
         }
+        ev.take_seconds();
         let value = {
             let _lock = ev.hold_measurements()?;
             // Pair 0: the screening run is none of the test's pairs.
@@ -418,7 +419,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
                 return Ok(crash(reason, output, guards));
             }
         };
-        let s = eval::screen::screen(
+        let mut s = eval::screen::screen(
             step.brief.metric.direction,
             &reference,
             value,
@@ -426,6 +427,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             orientation.theta1,
             step.config.defaults.alpha,
         );
+        s.comparison.seconds = ev.take_seconds();
         if !s.passed {
             return Ok(EvalOutcome {
                 verdict: Verdict::Discard,
@@ -443,6 +445,8 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
     }
     let mut rigged = None;
     let mut runs = 0;
+    // Only the decision's own runs are its points' cost.
+    ev.take_seconds();
     let (measured, last_look) = ev.measure_sequential(
         &base,
         &cand,
@@ -497,7 +501,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             ),
         })?;
     }
-    let d = eval::report(
+    let mut d = eval::report(
         step.brief.metric.direction,
         pairs,
         &last,
@@ -505,6 +509,7 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         step.config.defaults.alpha,
         &looks,
     );
+    d.comparison.seconds = ev.take_seconds();
     Ok(EvalOutcome {
         verdict: if d.keep {
             Verdict::Keep

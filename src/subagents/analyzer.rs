@@ -406,6 +406,7 @@ mod tests {
             d_mean: 0.0,
             d_ci: (0.0, 0.0),
             direction: None,
+            seconds: None,
         });
         assert_eq!(
             triggers(&[base, last], 5),

@@ -790,6 +790,7 @@ mod tests {
             d_mean: -0.05,
             d_ci: (-0.08, -0.02),
             direction: None,
+            seconds: None,
         });
         r.falsified = Some("TILE=32 is not faster than TILE=16".into());
         r.patterns = vec![Pattern {

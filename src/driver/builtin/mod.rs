@@ -3,7 +3,10 @@
 //! It reads the whole history, fits a Gaussian process to every timed run
 //! (`surrogate.rs`) and proposes the untried point with the largest
 //! expected improvement over the best beyond half of θ₁ (a gain smaller
-//! than that cannot be kept, so measuring it buys nothing). Expected
+//! than that cannot be kept, so measuring it buys nothing) per second of
+//! measuring it: a second Gaussian process predicts each point's run time
+//! from the runs timed so far (`cost.rs`), since a night is hours, not a
+//! count of runs. Expected
 //! improvement weighs predicted gain against uncertainty: far, unmeasured
 //! regions are explored while the model is unsure about them, and a point
 //! predicted much worse than the best with a tight interval is never
@@ -17,7 +20,7 @@
 //! Before it says so it **sweeps**: a smooth model cannot see a narrow win
 //! (one setting of a choice knob in a small region) until a point lands in
 //! it, so up to [`SWEEP`] times since the last keep it proposes the untried
-//! point farthest from everything measured, marked for the runner's
+//! point farthest from everything measured (per second of its run), marked for the runner's
 //! one-run screen (`eval::screen`); only a clear gain there is tested in
 //! full. On the search benchmark's plateau this took ooda's nights from 65%
 //! of the optimum (never finding the well) to 90% at 3% noise.
@@ -25,6 +28,7 @@
 //! uncertainty, so builtin plans are held to the same "make a falsifiable
 //! prediction" rule as an LLM's.
 
+pub mod cost;
 pub mod surrogate;
 
 use std::collections::BTreeSet;
@@ -33,6 +37,7 @@ use crate::archive::history::{IterationRecord, Verdict};
 use crate::brief::points::{self, Point};
 use crate::brief::{Brief, Direction, Knob, KnobSpec, KnobValue};
 use crate::driver::agent::answers::{Axis, LearnResult, Pattern, Plan};
+use crate::driver::builtin::cost::Cost;
 use crate::driver::builtin::surrogate::Surrogate;
 use crate::driver::{Driver, Execution, Lesson, Proposal, Step};
 use crate::error::Result;
@@ -143,7 +148,7 @@ impl Driver for Builtin {
             t.orientation.noise_sd(),
             t.orientation.theta1,
             t.config.defaults.stall_after,
-            t.config.defaults.sweep as usize,
+            t.config.sweep_for(t.brief),
         );
         let plan = match proposal {
             Ok(plan) => plan,
@@ -157,7 +162,7 @@ impl Driver for Builtin {
                         best_chance * 100.0
                     ),
                 };
-                let allowance = t.config.defaults.sweep as usize;
+                let allowance = t.config.sweep_for(t.brief);
                 let swept = if allowance > 0 && sweeps_left(history, allowance) == 0 {
                     format!(
                         ", and the {allowance} points its sweep proposed since the last keep were none of them kept"
@@ -246,6 +251,7 @@ pub fn plan(
 ) -> std::result::Result<Plan, Exhausted> {
     let knobs = &brief.knobs;
     let surrogate = Surrogate::fit(knobs, observations(history, noise_sd));
+    let cost = Cost::of(knobs, history, best);
     let may_sweep = sweeps_left(history, sweep_allowance) > 0;
     let stalled = crate::eval::redlight::plateau_length(crate::eval::redlight::window(history))
         >= stall_after as usize;
@@ -256,16 +262,20 @@ pub fn plan(
     }
     if may_sweep && stalled {
         // Stalled: a sweep point if one is left, else the model's own pick.
-        return match sweep(brief, history, &surrogate, best, seed, iteration) {
+        return match sweep(brief, history, &surrogate, &cost, best, seed, iteration) {
             Some(p) => Ok(p),
-            None => acquire(brief, history, &surrogate, best, seed, iteration, theta1),
+            None => acquire(
+                brief, history, &surrogate, &cost, best, seed, iteration, theta1,
+            ),
         };
     }
-    match acquire(brief, history, &surrogate, best, seed, iteration, theta1) {
+    match acquire(
+        brief, history, &surrogate, &cost, best, seed, iteration, theta1,
+    ) {
         Err(why) => match refine(brief, history, &surrogate, best) {
             Some(p) => Ok(p),
             None if may_sweep => {
-                sweep(brief, history, &surrogate, best, seed, iteration).ok_or(why)
+                sweep(brief, history, &surrogate, &cost, best, seed, iteration).ok_or(why)
             }
             None => Err(why),
         },
@@ -399,12 +409,14 @@ pub fn can_sweep(brief: &Brief, history: &[IterationRecord], allowance: usize) -
         })
 }
 
-/// The untried point farthest from every point measured so far, to be
-/// screened: where a narrow win the model cannot see is likeliest to hide.
+/// The untried point farthest from every point measured so far for the
+/// time its run takes, to be screened: where a narrow win the model cannot
+/// see is likeliest to hide.
 fn sweep(
     brief: &Brief,
     history: &[IterationRecord],
     surrogate: &Surrogate,
+    cost: &Cost,
     best: &Point,
     seed: u64,
     iteration: u32,
@@ -425,8 +437,12 @@ fn sweep(
             .iter()
             .map(|t| surrogate::distance(knobs, &p, t, 1.0))
             .fold(f64::INFINITY, f64::min);
-        if nearest > 0.0 && far.as_ref().is_none_or(|(d, _)| nearest > *d) {
-            far = Some((nearest, p));
+        // Per second of its one run: a far point twice as slow to run as
+        // another must be twice as far from everything measured to be
+        // screened first.
+        let worth = nearest / cost.run(&p);
+        if nearest > 0.0 && far.as_ref().is_none_or(|(w, _)| worth > *w) {
+            far = Some((worth, p));
         }
     }
     let (_, point) = far?;
@@ -439,12 +455,14 @@ fn sweep(
     Some(plan)
 }
 
-/// The untried point with the largest expected improvement, or why there
-/// is none worth a full test.
+/// The untried point with the largest expected improvement per second of
+/// a pair measuring it, or why there is none worth a full test.
+#[allow(clippy::too_many_arguments)]
 fn acquire(
     brief: &Brief,
     history: &[IterationRecord],
     surrogate: &Surrogate,
+    cost: &Cost,
     best: &Point,
     seed: u64,
     iteration: u32,
@@ -501,8 +519,11 @@ fn acquire(
             if chance < MIN_CHANCE {
                 continue;
             }
-            let ei =
-                surrogate::expected_improvement(d, margin) * away_from_failures(knobs, p, &failed);
+            // Per second: a pair at `p` costs one run of it and one of the
+            // best.
+            let ei = surrogate::expected_improvement(d, margin)
+                * away_from_failures(knobs, p, &failed)
+                / cost.pair(p);
             if chosen.is_none_or(|(e, _, _)| ei > e) {
                 chosen = Some((ei, p, d));
             }
@@ -989,6 +1010,7 @@ mod tests {
             d_mean: d,
             d_ci: (d, d),
             direction: None,
+            seconds: None,
         }
     }
 
@@ -1568,6 +1590,45 @@ mod tests {
                 "seed {seed}: best {best:?} after {} iterations",
                 history.len() - 1
             );
+        }
+    }
+
+    #[test]
+    fn of_two_points_as_promising_the_one_quicker_to_run_is_measured_first() {
+        // One knob; moves down and up from the start measured the same
+        // small gain, too small to keep. Untimed, the search's tie goes to
+        // the first point it ranks (downwards). Timed, with a run five
+        // times as long below the start, it goes upwards.
+        let b = Brief::parse(
+            std::path::Path::new("b.md"),
+            "---\nmetric:\n  name: m\n  command: ./b\n  direction: minimize\nknobs:\n  N: { int: [0, 100], default: 50 }\n---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n",
+        )
+        .unwrap();
+        let at = |n: i64| Point::from([("N".to_string(), KnobValue::Int(n))]);
+        let side = |timed: bool, seed: u64| {
+            let mut history = vec![baseline(at(50), 1.0)];
+            for (i, n, secs) in [(1, 30, 5.0), (2, 70, 1.0)] {
+                let mut r = IterationRecord::new(i, Verdict::Discard);
+                r.knobs = at(n);
+                let mut m = measured(1.0, 0.995, 6);
+                if timed {
+                    m.seconds = Some(crate::model::RunSeconds {
+                        base: Some(1.0),
+                        cand: secs,
+                    });
+                }
+                r.measured = Some(m);
+                history.push(r);
+            }
+            let p = plan(&b, &history, &at(50), seed, 3, 0.01, 0.01, 10, NIGHT_SWEEP).unwrap();
+            match p.knobs.get("N") {
+                Some(KnobValue::Int(n)) => *n > 50,
+                _ => unreachable!(),
+            }
+        };
+        for seed in 1..=4 {
+            assert!(!side(false, seed), "seed {seed}: untimed, it went up");
+            assert!(side(true, seed), "seed {seed}: timed, it went down");
         }
     }
 }

@@ -135,7 +135,7 @@ impl<'a> Surrogate<'a> {
     }
 
     /// [`Surrogate::fit`] to the newest `max` of `obs` (given oldest first).
-    fn fit_newest(knobs: &'a [Knob], mut obs: Vec<Observation>, max: usize) -> Surrogate<'a> {
+    pub fn fit_newest(knobs: &'a [Knob], mut obs: Vec<Observation>, max: usize) -> Surrogate<'a> {
         if obs.len() > max {
             obs.drain(..obs.len() - max);
         }
