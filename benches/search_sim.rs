@@ -1,28 +1,33 @@
 //! Search quality: ooda's builtin knob search against Optuna's TPE sampler
-//! and random search, at equal numbers of benchmark runs.
+//! and random search, at equal wall time and at equal benchmark runs.
 //!
 //! Run it with `benches/search/run.sh` (it installs Optuna from PyPI into
 //! `target/search-venv`, then runs `cargo bench --bench search_sim --
-//! --python target/search-venv/bin/python`).
+//! --python target/search-venv/bin/python`); `--only NAME` runs the
+//! objectives whose name starts with NAME, `--sweep N` sets ooda's sweep
+//! allowance (by default none, as under `budget.wall`).
 //!
-//! ooda spends several runs per proposal: the A/A calibration, each
-//! decision's pairs (3 to 24, as the sequential rule asks), each sweep
-//! point's one screening run, and the closing confirmation. Its night here
-//! is the real one, in process: the builtin driver's `plan` (its sweep
-//! included), `Orientation::of`, the screen, `eval::decide_series`, the red
-//! lights and the stall rule, within a night of at most 400 benchmark runs
-//! (a night is bounded by its hours, and a screened point costs one run
-//! where a decision costs 6 to 48, so an iteration count would not be the
-//! same night for both kinds). Its final choice
-//! is the last kept point. Each peer then gets exactly as many benchmark
-//! runs as ooda spent in that night, one per trial, starting from the same
-//! default point, and its final choice is the trial with the best single
-//! noisy value (what a user of such a loop reads in the morning). A guard
-//! failure costs one run for everyone.
+//! ooda's night is the real one, in process: the A/A calibration, the
+//! builtin driver's `plan` (its sweep included), `Orientation::of`, the
+//! screen, `eval::decide_series`, the red lights and the stall rule. A
+//! night is bounded by its hours, as a Brief's `budget.wall` bounds it:
+//! [`NIGHT_RUNS`] runs' time at the start (a screened point costs one run
+//! where a decision costs 6 to 48, so a count of iterations would not be
+//! the same night for both kinds). Every objective's runs take time that
+//! moves with its knobs (`Objective::seconds`), and ooda's night is charged
+//! its runs, its overhead around each run and each iteration (measured by
+//! `benches/run_overhead.rs`) and its plans' CPU time. Its final choice is
+//! the last kept point. Each peer then samples from the same default point,
+//! one run per trial, each charged its run, a plain process start and the
+//! sampler's CPU time, and its final choice is the trial with the best
+//! single noisy value (what a user of such a loop reads in the morning):
+//! after as many trials as ooda's night had runs (equal runs), and after
+//! the trials that ended within ooda's night's seconds (equal time). A
+//! guard failure costs one run for everyone.
 //!
 //! The objectives are known functions, so each final choice is scored by
 //! its *true* value, as a share of the best value the objective has (100%
-//! is the optimum): three synthetic landscapes at 3% and 15% noise per run
+//! is the optimum): four synthetic landscapes at 3% and 15% noise per run
 //! (lognormal), and two real programs through grids measured on this
 //! machine by `benches/search/grid.py` (`zstd-grid.json`,
 //! `quickstart-grid.json`: the median of every point's runs is its true
@@ -31,9 +36,9 @@
 //! in log TILE between them).
 //!
 //! Targets, checked at the end (exit status 1 if one fails): on every
-//! objective ooda's final choice is not worse than TPE's (the 95% interval
-//! of the mean per-seed difference in quality does not lie below zero), and
-//! ooda's final choice is never worse than the start.
+//! objective ooda's final choice is not worse than TPE's at equal wall time
+//! (the 95% interval of the mean per-seed difference in quality does not
+//! lie below zero), and ooda's final choice is never worse than the start.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The search benchmark: ooda's builtin search against Optuna's TPE sampler and
-# random search at equal benchmark runs (benches/search_sim.rs).
+# random search at equal wall time and equal benchmark runs
+# (benches/search_sim.rs).
 # Installs Optuna from PyPI into target/search-venv on first use.
 set -eu
 cd "$(dirname "$0")/../.."

@@ -101,9 +101,18 @@ fn archived(text: &str) -> String {
     .unwrap();
     let mut out = String::new();
     let mut jobs = false;
+    // What the runs took (`seconds:` and the lines indented under it):
+    // wall-clock times, which differ between any two nights.
+    let mut timed: Option<usize> = None;
     for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        timed = match timed {
+            Some(i) if indent > i => Some(i),
+            _ if line.trim_start() == "seconds:" => Some(indent),
+            _ => None,
+        };
         jobs = line == "jobs:" || (jobs && (line.starts_with("- ") || line.starts_with("  ")));
-        if !jobs && !line.starts_with("brief_hash:") {
+        if !jobs && timed.is_none() && !line.starts_with("brief_hash:") {
             out.push_str(&volatile.replace_all(line, "…"));
             out.push('\n');
         }

@@ -14,8 +14,9 @@
 //! decision's candidate and its base (a screen's one run against the
 //! base's own runs on record). Each decision's runs are timed anyway
 //! (`Comparison::seconds`), so the model costs nothing to feed; where
-//! nothing was timed (an archive from before it was kept) every point
-//! costs the same and the search ranks as it did without it.
+//! nothing was timed (an archive from before it was kept), or run times do
+//! not differ enough to matter ([`MATERIAL_SECONDS`], [`MATERIAL_RATIO`]),
+//! every point costs the same and the search ranks as it did without it.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +34,16 @@ const RUN_SD: f64 = 0.1;
 /// a fit's time is cubic in them: at the effect model's 400 a plan would
 /// cost twice its time, at this many a small share of it.
 const OBSERVATIONS: usize = 100;
+/// Run times are planned with only when they matter: some timed run took
+/// this long at least (median of a decision's runs, or a screen's run)...
+const MATERIAL_SECONDS: f64 = 1.0;
+/// ...and this many times as long as another. Below either, what runs take
+/// is a small part of an iteration's cost (70 ms beyond its runs, 6 ms
+/// around each) and their measured differences are mostly the machine's
+/// jitter, or a scheduler's start-up (`srun`): planning around them would
+/// make the search's choices depend on that jitter, and two nights of one
+/// Brief, or a night run locally and through Slurm, would differ.
+const MATERIAL_RATIO: f64 = 2.0;
 /// The most a prediction may say one point costs beside another: a model
 /// fitted to a few runs is not trusted past this.
 const MAX_RATIO: f64 = 20.0;
@@ -47,7 +58,7 @@ impl<'a> Cost<'a> {
     /// run of `best`.
     pub fn of(knobs: &'a [Knob], history: &[IterationRecord], best: &Point) -> Cost<'a> {
         let obs = observations(history);
-        if obs.is_empty() {
+        if !material(history) {
             return Cost { fit: None };
         }
         let model = Surrogate::fit_newest(knobs, obs, OBSERVATIONS);
@@ -74,6 +85,21 @@ impl<'a> Cost<'a> {
     pub fn pair(&self, p: &Point) -> f64 {
         (1.0 + self.run(p)) / 2.0
     }
+}
+
+/// Whether the run times on record differ enough to plan with
+/// ([`MATERIAL_SECONDS`], [`MATERIAL_RATIO`]).
+fn material(history: &[IterationRecord]) -> bool {
+    let timed = history
+        .iter()
+        .filter_map(|r| r.measured.as_ref()?.seconds)
+        .flat_map(|s| [s.base, Some(s.cand)])
+        .flatten()
+        .filter(|t| *t > 0.0 && t.is_finite());
+    let (lo, hi) = timed.fold((f64::INFINITY, 0.0f64), |(lo, hi), t| {
+        (lo.min(t), hi.max(t))
+    });
+    hi >= MATERIAL_SECONDS && hi >= MATERIAL_RATIO * lo
 }
 
 /// Every timed decision as an observation of ln(seconds of a candidate run)
@@ -173,6 +199,23 @@ mod tests {
         // A pair at N = 100 is one slow run and one run of the best.
         let pair = cost.pair(&at(100));
         assert!((pair - (1.0 + cost.run(&at(100))) / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn run_times_alike_or_short_are_not_planned_with() {
+        // Jitter of fast runs (a local test, a scheduler's start-up) must
+        // not steer the search: under a second, or within twice each
+        // other, every point costs the same.
+        let k = knobs();
+        for (base, cand) in [(0.01, 0.09), (1.0, 1.9)] {
+            let mut r = timed(1, 100, false);
+            r.measured.as_mut().expect("measured").seconds = Some(RunSeconds {
+                base: Some(base),
+                cand,
+            });
+            let cost = Cost::of(&k, &[baseline(), r], &at(0));
+            assert_eq!(cost.run(&at(100)), 1.0, "{base} s against {cand} s");
+        }
     }
 
     #[test]
