@@ -5,12 +5,13 @@
 //! `target/search-venv`, then runs `cargo bench --bench search_sim --
 //! --python target/search-venv/bin/python`); `--only NAME` runs the
 //! objectives whose name starts with NAME, `--sweep N` sets ooda's sweep
-//! allowance (by default none, as under `budget.wall`).
+//! allowance (by default `defaults.sweep`'s, 100).
 //!
 //! ooda's night is the real one, in process: the A/A calibration, the
 //! builtin driver's `plan` (its sweep included), `Orientation::of`, the
 //! screen, `eval::decide_series`, the red lights and the stall rule. A
-//! night is bounded by its hours, as a Brief's `budget.wall` bounds it:
+//! night is bounded by its hours, as a Brief's `budget.wall` bounds it
+//! (or ends earlier, stalled or exhausted):
 //! [`NIGHT_RUNS`] runs' time at the start (a screened point costs one run
 //! where a decision costs 6 to 48, so a count of iterations would not be
 //! the same night for both kinds). Every objective's runs take time that
@@ -59,9 +60,7 @@ use ooda::testing::model::{Pair, RunSeconds};
 use ooda::testing::stats::{self, SplitMix64};
 
 const SEEDS: usize = 20;
-/// The sweep allowance of a night under `budget.wall`: no count, the
-/// hours bound it (`Config::sweep_for`).
-const SWEEP_UNDER_WALL: usize = usize::MAX;
+
 /// The plateau's nights vary most (a night finds the well or does not):
 /// at 20 seeds the interval of ooda − TPE reached zero where 60 showed
 /// ooda worse, so the verdict there rests on 60.
@@ -202,7 +201,7 @@ fn synthetic(kind: &str, noise: f64) -> Objective {
             (b, Box::new(f), 62.0)
         }
         // The optimum near the default (11% better), every far corner
-        // slow (up to 15 times the optimum): a first decision bet on a
+        // slow (up to 19 times the optimum): a first decision bet on a
         // corner is wasted here, and slow to run.
         "near" => {
             let b = brief(
@@ -838,14 +837,13 @@ fn main() {
         }
     }
 
-    // `--sweep N`: the sweep allowance (by default the one a night under
-    // `budget.wall` has).
+    // `--sweep N`: the sweep allowance (by default `defaults.sweep`'s).
     let sweep = args
         .iter()
         .position(|a| a == "--sweep")
         .and_then(|i| args.get(i + 1))
         .map(|n| n.parse::<usize>().expect("--sweep takes a count"))
-        .unwrap_or(SWEEP_UNDER_WALL);
+        .unwrap_or(builtin::SWEEP);
 
     println!("## Search quality (benches/search/run.sh)\n");
     println!(

@@ -420,23 +420,6 @@ impl Config {
         b
     }
 
-    /// The sweep points the builtin search may propose since the last keep
-    /// for `brief`: `defaults.sweep`, or no count at all under a wall-clock
-    /// budget (0 still turns the sweep off).
-    ///
-    /// Why: a count ends the night early when the sweep runs out before the
-    /// hours do (the search benchmark's needle at 15% noise: 25 of 60
-    /// nights stopped with time left while TPE used all of it). With
-    /// `budget.wall` the user has given the night; the hours bound the
-    /// sweep, and each point is one screened run chosen for its cost.
-    pub fn sweep_for(&self, brief: &crate::brief::Brief) -> usize {
-        match self.defaults.sweep {
-            0 => 0,
-            _ if self.budget_for(brief).wall.is_some() => usize::MAX,
-            n => n as usize,
-        }
-    }
-
     /// Where `brief`'s measurements run: its `executor:`, else the default.
     pub fn placement_for(&self, brief: &crate::brief::Brief) -> crate::model::Placement {
         brief.executor.unwrap_or(self.defaults.executor)
@@ -767,34 +750,6 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("at least 0") && e.contains("sweep: 100"), "{e}");
-    }
-
-    #[test]
-    fn a_wall_clock_budget_lifts_the_sweep_count_but_not_a_sweep_turned_off() {
-        let brief = |budget: &str| {
-            crate::brief::Brief::parse(
-                Path::new("briefs/b.md"),
-                &format!(
-                    "---\nmetric: {{name: m, command: ./b, direction: minimize}}\nknobs:\n  N: {{ int: [0, 9], default: 1 }}\n{budget}---\n# Goal\ng\n# Success\ns\n# Must not break\nm\n"
-                ),
-            )
-            .unwrap()
-        };
-        let parse = |t: &str| Config::parse(Path::new("ooda.yaml"), t).unwrap();
-        let none = brief("");
-        let walled = brief("budget: {wall: 8h}\n");
-        let counted = brief("budget: {iterations: 40}\n");
-        let c = Config::default();
-        assert_eq!(c.sweep_for(&none), crate::driver::builtin::SWEEP);
-        assert_eq!(c.sweep_for(&counted), crate::driver::builtin::SWEEP);
-        assert_eq!(c.sweep_for(&walled), usize::MAX);
-        // The default budget's wall counts as the Brief's own.
-        let c = parse("defaults: {budget: {wall: 2h}, sweep: 7}\n");
-        assert_eq!(c.sweep_for(&none), usize::MAX);
-        let c = parse("defaults: {sweep: 7}\n");
-        assert_eq!(c.sweep_for(&none), 7);
-        let c = parse("defaults: {sweep: 0}\n");
-        assert_eq!(c.sweep_for(&walled), 0);
     }
 
     #[test]

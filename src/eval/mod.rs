@@ -287,7 +287,7 @@ impl Evaluator<'_> {
         let side = |s: Side| -> Vec<f64> {
             timed
                 .iter()
-                .filter(|(t, _)| *t == s)
+                .filter(|(t, secs)| *t == s && secs.is_finite())
                 .map(|&(_, secs)| secs)
                 .collect()
         };

@@ -182,7 +182,7 @@ fn stop_condition(history: View, brief: &Brief, config: &Config) -> Result<Optio
     // to stop (it stops itself when they are spent).
     let sweeping = brief.uses_builtin() && {
         let all = history.all()?;
-        crate::driver::builtin::can_sweep(brief, all, config.sweep_for(brief))
+        crate::driver::builtin::can_sweep(brief, all, config.defaults.sweep as usize)
             || crate::driver::builtin::refinement(
                 brief,
                 all,

@@ -112,7 +112,7 @@ fn observations(history: &[IterationRecord]) -> Vec<Observation> {
         let Some(m) = &r.measured else { continue };
         let Some(secs) = m.seconds else { continue };
         let base_key = points::key(&base);
-        if let Some(b) = secs.base.filter(|b| *b > 0.0) {
+        if let Some(b) = secs.base.filter(|b| *b > 0.0 && b.is_finite()) {
             last.insert(base_key.clone(), b);
         }
         let Some(&b) = last.get(&base_key) else {

@@ -148,7 +148,7 @@ impl Driver for Builtin {
             t.orientation.noise_sd(),
             t.orientation.theta1,
             t.config.defaults.stall_after,
-            t.config.sweep_for(t.brief),
+            t.config.defaults.sweep as usize,
         );
         let plan = match proposal {
             Ok(plan) => plan,
@@ -162,7 +162,7 @@ impl Driver for Builtin {
                         best_chance * 100.0
                     ),
                 };
-                let allowance = t.config.sweep_for(t.brief);
+                let allowance = t.config.defaults.sweep as usize;
                 let swept = if allowance > 0 && sweeps_left(history, allowance) == 0 {
                     format!(
                         ", and the {allowance} points its sweep proposed since the last keep were none of them kept"
