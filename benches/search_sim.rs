@@ -60,7 +60,6 @@ use ooda::testing::model::{Pair, RunSeconds};
 use ooda::testing::stats::{self, SplitMix64};
 
 const SEEDS: usize = 20;
-
 /// The plateau's nights vary most (a night finds the well or does not):
 /// at 20 seeds the interval of ooda − TPE reached zero where 60 showed
 /// ooda worse, so the verdict there rests on 60.
@@ -96,7 +95,7 @@ struct Objective {
     noise: f64,
     /// The wall-clock seconds of a run that measured this value: every
     /// objective here is a workload whose run time moves with its knobs.
-    seconds: Box<dyn Fn(f64) -> f64 + Sync>,
+    seconds: RunTime,
 }
 
 impl Objective {
@@ -124,6 +123,12 @@ impl Objective {
             .or_else(|| (self.truth)(p))
             .unwrap_or_else(|| (self.truth)(&self.start).expect("the start passes its guard"));
         (self.seconds)(v)
+    }
+
+    /// What a run at `p` costs ooda's night: the run, a plain start and
+    /// ooda's overhead around it.
+    fn ooda_run(&self, p: &Point, value: Option<f64>) -> f64 {
+        self.cost(p, value) + PLAIN_START + OODA_PER_RUN
     }
 
     /// A night's seconds: [`NIGHT_RUNS`] runs at the start's median.
@@ -252,7 +257,7 @@ fn synthetic(kind: &str, noise: f64) -> Objective {
         optimum,
         noise,
         // A time metric: half a second a run at 100.
-        seconds: Box::new(|v| v / 200.0),
+        seconds: |v| v / 200.0,
     }
 }
 
@@ -346,7 +351,7 @@ fn measured(name: &str, path: &Path, seconds: RunTime) -> Objective {
         truth: Box::new(truth),
         optimum,
         noise: var.sqrt(),
-        seconds: Box::new(seconds),
+        seconds,
     }
 }
 
@@ -392,10 +397,13 @@ fn thread_cpu() -> f64 {
 fn timed(o: &Objective, base: &Point, cand: &Point, pairs: &[Pair]) -> (f64, RunSeconds) {
     let b: Vec<f64> = pairs.iter().map(|p| o.cost(base, Some(p.base))).collect();
     let c: Vec<f64> = pairs.iter().map(|p| o.cost(cand, Some(p.cand))).collect();
-    let total =
-        b.iter().chain(&c).sum::<f64>() + 2.0 * pairs.len() as f64 * (PLAIN_START + OODA_PER_RUN);
+    let spent = b
+        .iter()
+        .chain(&c)
+        .map(|t| t + PLAIN_START + OODA_PER_RUN)
+        .sum();
     (
-        total,
+        spent,
         RunSeconds {
             base: (!b.is_empty()).then(|| stats::median(&b)),
             cand: stats::median(&c),
@@ -479,7 +487,7 @@ fn ooda_night(o: &Objective, seed: u64, sweep: usize) -> Night {
         });
         if (o.truth)(&plan.knobs).is_none() {
             runs += 1;
-            seconds += o.cost(&plan.knobs, None) + PLAIN_START + OODA_PER_RUN;
+            seconds += o.ooda_run(&plan.knobs, None);
             r.verdict = Verdict::Invalid;
             r.guards = vec![GuardResult {
                 command: "./guard".into(),
@@ -490,7 +498,7 @@ fn ooda_night(o: &Objective, seed: u64, sweep: usize) -> Night {
         } else if let Some((mut s, run)) = screen(o, &history, &best, &plan, &orient, &mut rng)
             .inspect(|(_, run)| {
                 runs += 1;
-                seconds += o.cost(&plan.knobs, Some(*run)) + PLAIN_START + OODA_PER_RUN;
+                seconds += o.ooda_run(&plan.knobs, Some(*run));
             })
             .filter(|(s, _)| !s.passed)
         {
@@ -756,7 +764,13 @@ fn peer_night(
             at_runs = Some(choice(&best));
         }
     }
-    let (at_seconds, trials_in_time) = at_seconds.unwrap_or_else(|| (choice(&best), trials));
+    let (at_seconds, trials_in_time) = at_seconds.unwrap_or_else(|| {
+        eprintln!(
+            "{} seed {seed}: {sampler} reached {MAX_TRIALS} trials within {seconds:.0} s; its equal-time choice is taken there",
+            o.name
+        );
+        (choice(&best), trials)
+    });
     PeerNight {
         at_runs: at_runs.unwrap_or_else(|| choice(&best)),
         at_seconds,
@@ -783,18 +797,16 @@ fn interval(x: &[f64]) -> (f64, f64, f64) {
     (t.mean, t.ci95.0, t.ci95.1)
 }
 
-fn python_arg() -> PathBuf {
+/// The value after `name` on the command line.
+fn flag(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == "--python")
-        .and_then(|i| args.get(i + 1))
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("python3"))
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1).cloned()
 }
 
 fn main() {
     let started = Instant::now();
-    let python = python_arg();
+    let python = flag("--python").map_or_else(|| PathBuf::from("python3"), PathBuf::from);
     let ok = Command::new(&python)
         .args(["-c", "import optuna"])
         .stderr(Stdio::null())
@@ -809,13 +821,7 @@ fn main() {
     }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/search");
     // `--only NAME` runs the objectives whose name starts with NAME.
-    let args: Vec<String> = std::env::args().collect();
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
-        .cloned()
-        .unwrap_or_default();
+    let only = flag("--only").unwrap_or_default();
     let mut objectives = Vec::new();
     for kind in ["smooth", "near", "categorical", "plateau"] {
         for noise in [0.03, 0.15] {
@@ -838,10 +844,7 @@ fn main() {
     }
 
     // `--sweep N`: the sweep allowance (by default `defaults.sweep`'s).
-    let sweep = args
-        .iter()
-        .position(|a| a == "--sweep")
-        .and_then(|i| args.get(i + 1))
+    let sweep = flag("--sweep")
         .map(|n| n.parse::<usize>().expect("--sweep takes a count"))
         .unwrap_or(builtin::SWEEP);
 
