@@ -1227,16 +1227,76 @@ impl Entry {
 }
 
 fn collapse_repeats(lines: &[String]) -> Vec<Entry> {
+    let summary = summary_blocks(lines);
     let mut entries: Vec<Entry> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let line = &lines[i];
         let run = lines[i..].iter().take_while(|l| *l == line).count();
-        entries.push(Entry::of(line, run));
+        let mut e = Entry::of(line, run);
+        e.important |= summary[i];
+        entries.push(e);
         i += run;
     }
     entries
 }
+
+/// The most lines a summary's heading keeps from folding: a longer block
+/// is a report, read as any other lines.
+const SUMMARY_BLOCK: usize = 24;
+
+/// Which lines stand under a heading that says it is a summary
+/// (`LEAK SUMMARY:`, `Reactor Summary:`, `=== Summary ===`), up to the
+/// first line with nothing after the heading's own prefix (`==4711==`).
+///
+/// Why: a summary's lines are one template with different values
+/// (`definitely lost: 8 bytes`, `indirectly lost: 44 bytes`, …), so the
+/// template pass would fold them into the first line's `(×4 similar)` and
+/// lose every category but one; what a heading calls a summary is what a
+/// reader came for.
+fn summary_blocks(lines: &[String]) -> Vec<bool> {
+    let mut marked = vec![false; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(prefix) = summary_heading(&lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let mut j = i + 1;
+        while j < lines.len() && j <= i + SUMMARY_BLOCK {
+            let rest = lines[j].trim();
+            let rest = rest.strip_prefix(prefix).unwrap_or(rest).trim();
+            if rest.is_empty() || summary_heading(&lines[j]).is_some() {
+                break;
+            }
+            marked[j] = true;
+            j += 1;
+        }
+        i = j;
+    }
+    marked
+}
+
+/// A heading that names a summary, with the prefix its block's lines share
+/// (its first word when that holds no letter: valgrind's `==4711==`).
+fn summary_heading(line: &str) -> Option<&str> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let first = *words.first()?;
+    let prefix = if first.chars().any(char::is_alphabetic) || words.len() == 1 {
+        ""
+    } else {
+        first
+    };
+    let rest = line.trim().strip_prefix(prefix).unwrap_or(line).trim();
+    SUMMARY_HEADING.is_match(rest).then_some(prefix)
+}
+
+/// A few words naming a summary, as a heading: ending in a colon, between
+/// rules of `=`/`-`, or in capitals.
+static SUMMARY_HEADING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[=\-#*]+ ?)?(?:[A-Za-z]+ ){0,3}(?:(?i:summary)(?: [A-Za-z]+){0,2}:|SUMMARY|(?i:summary))(?: ?[=\-#*]+)?$")
+        .expect("static regex is valid")
+});
 
 /// Log lines of one shape (they differ only in timestamps and ids) are
 /// counted wherever they are: the first stays, marked `(×N similar)` with N
@@ -2144,6 +2204,56 @@ AssertionError: expected -1 to be 1 // Object.is equality
         // Nor does a diff's line under an assertion, indented or not.
         let text = "AssertionError: expected 'hello world again' to be 'x'\n    - hello world again\n    + x";
         assert!(compress(text, usize::MAX).contains("- hello world again"));
+    }
+
+    #[test]
+    fn a_summary_under_its_heading_keeps_every_line() {
+        // valgrind's leak summary: one template, four categories.
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&format!("==4711== checked block {i} of 40\n"));
+        }
+        text.push_str(concat!(
+            "==4711== LEAK SUMMARY:\n",
+            "==4711==    definitely lost: 8,325 bytes in 30 blocks\n",
+            "==4711==    indirectly lost: 44,060 bytes in 15 blocks\n",
+            "==4711==      possibly lost: 135,202 bytes in 688 blocks\n",
+            "==4711==    still reachable: 0 bytes in 0 blocks\n",
+            "==4711== \n",
+            "==4711== lost: 1 bytes in 1 blocks\n",
+            "==4711== lost: 2 bytes in 2 blocks\n",
+            "==4711== lost: 3 bytes in 3 blocks\n",
+        ));
+        let out = once(&text);
+        for kept in [
+            "definitely lost: 8,325 bytes in 30 blocks",
+            "indirectly lost: 44,060 bytes in 15 blocks",
+            "possibly lost: 135,202 bytes in 688 blocks",
+            "still reachable: 0 bytes in 0 blocks",
+        ] {
+            assert!(out.contains(kept), "{kept}\n{out}");
+        }
+        // Routine lines, and lines past the block's end, still fold.
+        assert!(out.contains("(×40 similar)"), "{out}");
+        assert!(
+            out.contains("lost: 1 bytes in 1 blocks (×3 similar)"),
+            "{out}"
+        );
+        // A heading is a few words; a line that says more is not one.
+        for heading in [
+            "LEAK SUMMARY:",
+            "Reactor Summary:",
+            "=== Summary ===",
+            "Test summary",
+        ] {
+            assert!(summary_heading(heading).is_some(), "{heading}");
+        }
+        for line in [
+            "ERROR SUMMARY: 231 errors from 231 contexts",
+            "see the summary below for what failed in this run",
+        ] {
+            assert!(summary_heading(line).is_none(), "{line}");
+        }
     }
 
     #[test]
