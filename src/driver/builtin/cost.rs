@@ -103,14 +103,15 @@ fn material(history: &[IterationRecord]) -> bool {
 
 /// Every timed decision as an observation of ln(seconds of a candidate run)
 /// − ln(seconds of a base run). A screen timed no base run: its base's
-/// seconds are those last timed at that point, on either side.
+/// seconds are those last timed at that point, on either side, under the
+/// same Brief (an edited Brief may time another metric command).
 fn observations(history: &[IterationRecord]) -> Vec<Observation> {
     let mut last: BTreeMap<String, f64> = BTreeMap::new();
     let mut out = Vec::new();
     for (r, base) in history.iter().zip(super::base_points(history)) {
         let Some(m) = &r.measured else { continue };
         let Some(secs) = m.seconds else { continue };
-        let base_key = points::key(&base);
+        let base_key = format!("{}\u{0}{}", r.brief_hash, points::key(&base));
         if let Some(b) = secs.base.filter(|b| *b > 0.0 && b.is_finite()) {
             last.insert(base_key.clone(), b);
         }
@@ -120,7 +121,10 @@ fn observations(history: &[IterationRecord]) -> Vec<Observation> {
         if r.knobs.is_empty() || !(secs.cand > 0.0 && secs.cand.is_finite()) {
             continue;
         }
-        last.insert(points::key(&r.knobs), secs.cand);
+        last.insert(
+            format!("{}\u{0}{}", r.brief_hash, points::key(&r.knobs)),
+            secs.cand,
+        );
         let n = m.pairs.len().max(1) as f64;
         out.push(Observation {
             cand: r.knobs.clone(),
@@ -239,5 +243,23 @@ mod tests {
         let k = knobs();
         let cost = Cost::of(&k, &[baseline(), timed(1, 100, true)], &at(0));
         assert_eq!(cost.run(&at(100)), 1.0);
+    }
+
+    #[test]
+    fn a_screen_is_not_read_against_a_base_timed_under_another_brief() {
+        // The base at N = 0 was timed under the Brief before an edit (its
+        // metric command may have been another): a screen after the edit
+        // has no base run of its own Brief to compare with.
+        let mut before = timed(1, 50, false);
+        before.brief_hash = "before".into();
+        let mut after = timed(2, 100, true);
+        after.brief_hash = "after".into();
+        assert_eq!(
+            observations(&[baseline(), before.clone(), after.clone()]).len(),
+            1
+        );
+        // Under one Brief, the screen is read against the base's last run.
+        after.brief_hash = "before".into();
+        assert_eq!(observations(&[baseline(), before, after]).len(), 2);
     }
 }
