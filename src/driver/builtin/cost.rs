@@ -125,12 +125,15 @@ fn observations(history: &[IterationRecord]) -> Vec<Observation> {
             format!("{}\u{0}{}", r.brief_hash, points::key(&r.knobs)),
             secs.cand,
         );
+        // A difference of two sides' medians: each side's spread counts. A
+        // screen's base is one earlier median, read as one run's worth.
         let n = m.pairs.len().max(1) as f64;
+        let n_base = if secs.base.is_some() { n } else { 1.0 };
         out.push(Observation {
             cand: r.knobs.clone(),
             base,
             d: secs.cand.ln() - b.ln(),
-            var: RUN_SD * RUN_SD / n,
+            var: RUN_SD * RUN_SD * (1.0 / n + 1.0 / n_base),
             iteration: r.iteration,
         });
     }
