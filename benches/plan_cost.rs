@@ -66,8 +66,8 @@ fn main() {
             r.knobs = p;
             // A screened sweep point's one run, against a base of 100.
             let run = 100.0 * (0.01 * rng.normal()).exp();
-            let mut m =
-                screen::screen(Direction::Minimize, &[100.0; 12], run, 0.01, 0.01, 0.05).comparison;
+            let mut m = screen::screen(Direction::Minimize, &[100.0; 12], &[run], 0.01, 0.01, 0.05)
+                .comparison;
             // Timed as the runner times it (a run takes its value in
             // milliseconds), so the run-time model is fitted too; the
             // first decision times a base run as well.

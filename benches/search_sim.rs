@@ -495,16 +495,23 @@ fn ooda_night(o: &Objective, seed: u64, sweep: usize) -> Night {
                 exit_code: Some(1),
                 seconds: 0.0,
             }];
-        } else if let Some((mut s, run)) = screen(o, &history, &best, &plan, &orient, &mut rng)
-            .inspect(|(_, run)| {
-                runs += 1;
-                seconds += o.ooda_run(&plan.knobs, Some(*run));
-            })
-            .filter(|(s, _)| !s.passed)
+        } else if let Some((mut s, screening)) =
+            screen(o, &history, &best, &plan, &orient, &mut rng)
+                .inspect(|(_, screening)| {
+                    runs += screening.len() as u64;
+                    for &run in screening {
+                        seconds += o.ooda_run(&plan.knobs, Some(run));
+                    }
+                })
+                .filter(|(s, _)| !s.passed)
         {
+            let each: Vec<f64> = screening
+                .iter()
+                .map(|&run| o.cost(&plan.knobs, Some(run)))
+                .collect();
             s.comparison.seconds = Some(RunSeconds {
                 base: None,
-                cand: o.cost(&plan.knobs, Some(run)),
+                cand: stats::median(&each),
             });
             r.discard = Some(DiscardKind::Screened);
             r.measured = Some(s.comparison);
@@ -593,25 +600,29 @@ fn screen(
     plan: &ooda::testing::model::Plan,
     orient: &Orientation,
     rng: &mut SplitMix64,
-) -> Option<(eval::screen::Screened, f64)> {
+) -> Option<(eval::screen::Screened, Vec<f64>)> {
     let reference =
         eval::screen::base_reference(history, &points::key(best), &history[0].brief_hash);
     if !plan.screen || reference.len() < eval::screen::SCREEN_MIN_REFERENCE {
         return None;
     }
-    let run = o
-        .run(&plan.knobs, rng)
-        .expect("a measured candidate passes its guard");
+    let mut runs = vec![
+        o.run(&plan.knobs, rng)
+            .expect("a measured candidate passes its guard"),
+    ];
+    if eval::screen::near_miss(o.dir(), &reference, runs[0], orient.noise_sd()) {
+        runs.extend(o.run(&plan.knobs, rng));
+    }
     Some((
         eval::screen::screen(
             o.dir(),
             &reference,
-            run,
+            &runs,
             orient.noise_sd(),
             orient.theta1,
             ALPHA,
         ),
-        run,
+        runs,
     ))
 }
 

@@ -303,7 +303,8 @@ impl IterationRecord {
                 .any(|s| s.blocks() && s.findings.iter().any(|f| !f.advisory))
     }
 
-    /// An exploratory point screened out after one run (not a decision).
+    /// An exploratory point screened out after one run, or two after a
+    /// near miss (not a decision).
     pub fn screened(&self) -> bool {
         self.discard == Some(DiscardKind::Screened)
     }
@@ -360,8 +361,14 @@ impl IterationRecord {
     }
 
     /// This iteration's share of the pooled noise (`NoiseHistory::pool`):
-    /// of its calibration pairs, else of its measured pairs.
+    /// of its calibration pairs, else of its measured pairs. A screened-out
+    /// point has none: its runs are the candidate's alone against one
+    /// earlier median, not pairs, and were chosen by how they came out
+    /// (a near miss's two), so their spread is no pair's.
     pub fn noise_share(&self) -> (f64, f64) {
+        if self.screened() {
+            return (0.0, 0.0);
+        }
         self.calibration
             .as_ref()
             .map(|c| c.pairs.as_slice())

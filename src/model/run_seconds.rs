@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 /// these, as its effect is from the pairs.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct RunSeconds {
-    /// `None` for a screen: its one run is compared with the base's runs
-    /// on record, and no base run was timed with it.
+    /// `None` for a screen: its runs are compared with the base's runs on
+    /// record, and no base run was timed with them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<f64>,
     pub cand: f64,

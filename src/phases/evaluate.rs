@@ -402,27 +402,45 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
             return Ok(b);
         }
         ev.take_seconds();
-        let value = {
-            let _lock = ev.hold_measurements()?;
-            // Pair 0: the screening run is none of the test's pairs.
-            ev.measure(&cand, 0)?
-        };
-        if let Some(b) = rig("after its run") {
-            return Ok(b);
-        }
-        if let Some(why) = rewrote(step, ws, cur, max_new, &cmds.metric("screened"))? {
-            return Ok(blocked(why));
-        }
-        let value = match value {
-            Ok(v) => v,
-            Err(RunFailure::Failed { reason, output }) => {
-                return Ok(crash(reason, output, guards));
+        let mut values = Vec::new();
+        // Both runs under one hold: no other Brief's series between them.
+        let lock = ev.hold_measurements()?;
+        // A near miss earns a second run (`screen::near_miss`).
+        for run in 0..2 {
+            if run == 1
+                && !eval::screen::near_miss(
+                    step.brief.metric.direction,
+                    &reference,
+                    values[0],
+                    orientation.noise_sd(),
+                )
+            {
+                break;
             }
-        };
+            // Pair 0: the screening runs are none of the test's pairs.
+            let value = ev.measure(&cand, 0)?;
+            if let Some(b) = rig(if run == 0 {
+                "after its run"
+            } else {
+                "after its second run"
+            }) {
+                return Ok(b);
+            }
+            if let Some(why) = rewrote(step, ws, cur, max_new, &cmds.metric("screened"))? {
+                return Ok(blocked(why));
+            }
+            match value {
+                Ok(v) => values.push(v),
+                Err(RunFailure::Failed { reason, output }) => {
+                    return Ok(crash(reason, output, guards));
+                }
+            }
+        }
+        drop(lock);
         let mut s = eval::screen::screen(
             step.brief.metric.direction,
             &reference,
-            value,
+            &values,
             orientation.noise_sd(),
             orientation.theta1,
             step.config.defaults.alpha,

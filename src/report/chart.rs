@@ -100,7 +100,7 @@ impl Mark {
             Mark::Futile => "discarded: cannot reach θ₁",
             Mark::Inconclusive => "discarded: inconclusive",
             Mark::Neutral => "discarded: neutral (null by design)",
-            Mark::Screened => "screened out (one run)",
+            Mark::Screened => "screened out (one or two runs)",
         }
     }
 }

@@ -892,7 +892,7 @@ pub fn learn(plan: &Plan, rec: &IterationRecord) -> LearnResult {
             }
             Some(crate::model::DiscardKind::Screened) => {
                 out.next = Some(format!(
-                    "{point} showed no clear gain in its one screening run ({measured}): not falsified."
+                    "{point} showed no clear gain in its screening runs ({measured}): not falsified."
                 ));
             }
             kind => {

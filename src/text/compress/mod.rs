@@ -1190,12 +1190,14 @@ impl Entry {
         }
     }
 
-    fn of(line: &str, run: usize) -> Entry {
+    /// `line`, repeated `run` times; `summary`: under a summary's heading
+    /// ([`summary_blocks`]), important whatever it says.
+    fn of(line: &str, run: usize, summary: bool) -> Entry {
         // A marker an earlier run wrote, read back: still a marker.
         if MARKER_LINE.is_match(line) {
             return Entry::marker(line.to_string(), run);
         }
-        let important = is_important(line);
+        let important = summary || is_important(line);
         let shaped = shape(line);
         // An identifier (a commit's hash) is never masked into a count.
         let volatile = (!keep::holds_id(line)
@@ -1233,9 +1235,7 @@ fn collapse_repeats(lines: &[String]) -> Vec<Entry> {
     while i < lines.len() {
         let line = &lines[i];
         let run = lines[i..].iter().take_while(|l| *l == line).count();
-        let mut e = Entry::of(line, run);
-        e.important |= summary[i];
-        entries.push(e);
+        entries.push(Entry::of(line, run, summary[i]));
         i += run;
     }
     entries
@@ -1245,9 +1245,10 @@ fn collapse_repeats(lines: &[String]) -> Vec<Entry> {
 /// is a report, read as any other lines.
 const SUMMARY_BLOCK: usize = 24;
 
-/// Which lines stand under a heading that says it is a summary
-/// (`LEAK SUMMARY:`, `Reactor Summary:`, `=== Summary ===`), up to the
-/// first line with nothing after the heading's own prefix (`==4711==`).
+/// Which lines are a summary: a heading that names one (`LEAK SUMMARY:`,
+/// `[INFO] Reactor Summary:`, `=== Summary ===`) and the lines under it, up
+/// to the first with nothing after the heading's own prefix (`==4711==`)
+/// or the next such heading, when there are at most [`SUMMARY_BLOCK`].
 ///
 /// Why: a summary's lines are one template with different values
 /// (`definitely lost: 8 bytes`, `indirectly lost: 44 bytes`, …), so the
@@ -1262,40 +1263,59 @@ fn summary_blocks(lines: &[String]) -> Vec<bool> {
             i += 1;
             continue;
         };
-        let mut j = i + 1;
-        while j < lines.len() && j <= i + SUMMARY_BLOCK {
-            let rest = lines[j].trim();
+        let mut end = i + 1;
+        while end < lines.len() {
+            let rest = lines[end].trim();
             let rest = rest.strip_prefix(prefix).unwrap_or(rest).trim();
-            if rest.is_empty() || summary_heading(&lines[j]).is_some() {
+            if rest.is_empty() || summary_heading(&lines[end]).is_some() {
                 break;
             }
-            marked[j] = true;
-            j += 1;
+            end += 1;
         }
-        i = j;
+        if end - i - 1 <= SUMMARY_BLOCK {
+            marked[i..end].fill(true);
+        }
+        i = end;
     }
     marked
 }
 
 /// A heading that names a summary, with the prefix its block's lines share
-/// (its first word when that holds no letter: valgrind's `==4711==`).
+/// (its first word when that holds digits and no letter, valgrind's
+/// `==4711==`, or is bracketed, Maven's `[INFO]`).
 fn summary_heading(line: &str) -> Option<&str> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    let first = *words.first()?;
-    let prefix = if first.chars().any(char::is_alphabetic) || words.len() == 1 {
-        ""
-    } else {
+    // Most lines never say it: asked first, before any regex.
+    if !line
+        .as_bytes()
+        .windows(7)
+        .any(|w| w.eq_ignore_ascii_case(b"summary"))
+    {
+        return None;
+    }
+    let t = line.trim();
+    let first = t.split_whitespace().next()?;
+    let prefix = if first.len() < t.len()
+        && ((first.chars().any(|c| c.is_ascii_digit()) && !first.chars().any(char::is_alphabetic))
+            || (first.starts_with('[') && first.ends_with(']')))
+    {
         first
+    } else {
+        ""
     };
-    let rest = line.trim().strip_prefix(prefix).unwrap_or(line).trim();
+    let rest = t[prefix.len()..].trim();
     SUMMARY_HEADING.is_match(rest).then_some(prefix)
 }
 
-/// A few words naming a summary, as a heading: ending in a colon, between
-/// rules of `=`/`-`, or in capitals.
+/// A few words naming a summary, as a heading: ending in a colon
+/// (`Reactor Summary:`), between rules (`=== short test summary info ===`),
+/// or in capitals (`SUMMARY`).
 static SUMMARY_HEADING: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[=\-#*]+ ?)?(?:[A-Za-z]+ ){0,3}(?:(?i:summary)(?: [A-Za-z]+){0,2}:|SUMMARY|(?i:summary))(?: ?[=\-#*]+)?$")
-        .expect("static regex is valid")
+    Regex::new(concat!(
+        r"^(?:(?:[A-Za-z]+ ){0,3}(?i:summary)(?: [A-Za-z]+){0,2}:",
+        r"|[=\-#*]{2,} ?(?:[A-Za-z]+ ){0,3}(?i:summary)(?: [A-Za-z]+){0,2} ?[=\-#*]{2,}",
+        r"|(?:[A-Z]+ ){0,3}SUMMARY(?: [A-Z]+){0,2})$",
+    ))
+    .expect("static regex is valid")
 });
 
 /// Log lines of one shape (they differ only in timestamps and ids) are
@@ -1424,8 +1444,8 @@ fn merge_adjacent(entries: Vec<Entry>) -> Vec<Entry> {
     }
     for (e, run) in out.iter_mut().zip(runs) {
         if run > 1 {
-            let lines = e.lines;
-            *e = Entry::of(&e.text.clone(), run);
+            let (lines, important) = (e.lines, e.important);
+            *e = Entry::of(&e.text.clone(), run, important);
             e.lines = lines;
         }
     }
@@ -2239,18 +2259,38 @@ AssertionError: expected -1 to be 1 // Object.is equality
             out.contains("lost: 1 bytes in 1 blocks (×3 similar)"),
             "{out}"
         );
-        // A heading is a few words; a line that says more is not one.
-        for heading in [
-            "LEAK SUMMARY:",
-            "Reactor Summary:",
-            "=== Summary ===",
-            "Test summary",
+        // Values under a heading are not folded two lines at a time either.
+        let mut text = String::from("Benchmark summary:\n");
+        for i in 1..=6 {
+            text.push_str(&format!("run {i}: 1{i}.2 ms\nrss {i}: 4{i} MB\n"));
+        }
+        let out = once(&text);
+        for i in 1..=6 {
+            assert!(out.contains(&format!("run {i}: 1{i}.2 ms")), "{out}");
+        }
+        // A block longer than a summary is read as any other lines.
+        let mut text = String::from("Summary:\n");
+        for i in 1..=30 {
+            text.push_str(&format!("item{i}: value {i}\n"));
+        }
+        assert!(once(&text).contains("(×30 similar)"), "{}", once(&text));
+        // A heading is a few words naming a summary, with a colon, between
+        // rules or in capitals; a line that says more, or prose, is not one.
+        for (heading, prefix) in [
+            ("LEAK SUMMARY:", ""),
+            ("==4711== LEAK SUMMARY:", "==4711=="),
+            ("[INFO] Reactor Summary:", "[INFO]"),
+            ("=== Summary ===", ""),
+            ("==== short test summary info ====", ""),
+            ("SUMMARY", ""),
         ] {
-            assert!(summary_heading(heading).is_some(), "{heading}");
+            assert_eq!(summary_heading(heading), Some(prefix), "{heading}");
         }
         for line in [
             "ERROR SUMMARY: 231 errors from 231 contexts",
             "see the summary below for what failed in this run",
+            "Summary",
+            "No summary",
         ] {
             assert!(summary_heading(line).is_none(), "{line}");
         }
