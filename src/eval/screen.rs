@@ -156,10 +156,13 @@ pub fn screen(
     } else {
         0.5
     };
-    let what = if runs.len() == 1 {
-        "one run".to_string()
+    let (what, of) = if runs.len() == 1 {
+        ("one run".to_string(), "one run")
     } else {
-        format!("{} runs (the first a near miss)", runs.len())
+        (
+            format!("{} runs (the first a near miss)", runs.len()),
+            "their mean",
+        )
     };
     let reason = if passed {
         format!(
@@ -170,15 +173,10 @@ pub fn screen(
         )
     } else {
         format!(
-            "screened: {what} {} against the median of the base's last {} runs, short of the bar of {} ({SCREEN_Z} sd of {}) that sends a point to the full test; not falsified, it may be tried again",
+            "screened: {what} {} against the median of the base's last {} runs, short of the bar of {} ({SCREEN_Z} sd of {of}) that sends a point to the full test; not falsified, it may be tried again",
             pct(effect),
             reference.len(),
             pct(gain(bar)),
-            if runs.len() == 1 {
-                "one run"
-            } else {
-                "their mean"
-            }
         )
     };
     let cand_median = stats::median(runs);

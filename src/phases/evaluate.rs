@@ -406,20 +406,18 @@ fn candidate(step: &Step, ws: &Workspace, cur: &InFlight) -> Result<EvalOutcome>
         // Both runs under one hold: no other Brief's series between them.
         let lock = ev.hold_measurements()?;
         // A near miss earns a second run (`screen::near_miss`).
-        for run in 0..2 {
-            if run == 1
-                && !eval::screen::near_miss(
+        while values.is_empty()
+            || (values.len() == 1
+                && eval::screen::near_miss(
                     step.brief.metric.direction,
                     &reference,
                     values[0],
                     orientation.noise_sd(),
-                )
-            {
-                break;
-            }
+                ))
+        {
             // Pair 0: the screening runs are none of the test's pairs.
             let value = ev.measure(&cand, 0)?;
-            if let Some(b) = rig(if run == 0 {
+            if let Some(b) = rig(if values.is_empty() {
                 "after its run"
             } else {
                 "after its second run"

@@ -413,17 +413,16 @@ fn a_near_miss_on_its_screen_gets_a_second_run() {
     );
     t.commit("flat");
     let run = t.ooda(&["run", "n"]).expect(0);
-    let twice: Vec<_> = t
+    let records: Vec<_> = t
         .iterations("n")
         .into_iter()
         .map(|i| t.record("n", i))
+        .collect();
+    let twice: Vec<_> = records
+        .iter()
         .filter(|r| r.screen && r.reason.contains("2 runs (the first a near miss)"))
         .collect();
-    let reasons: Vec<String> = t
-        .iterations("n")
-        .into_iter()
-        .map(|i| t.record("n", i).reason)
-        .collect();
+    let reasons: Vec<&str> = records.iter().map(|r| r.reason.as_str()).collect();
     assert!(!twice.is_empty(), "{}\n{reasons:#?}", run.stdout);
     for r in &twice {
         let m = r.measured.as_ref().unwrap();

@@ -111,26 +111,23 @@ fn observations(history: &[IterationRecord]) -> Vec<Observation> {
     for (r, base) in history.iter().zip(super::base_points(history)) {
         let Some(m) = &r.measured else { continue };
         let Some(secs) = m.seconds else { continue };
-        let base_key = format!("{}\u{0}{}", r.brief_hash, points::key(&base));
+        let key = |p: &Point| format!("{}\u{0}{}", r.brief_hash, points::key(p));
+        let base_key = key(&base);
         let timed_base = secs.base.filter(|b| *b > 0.0 && b.is_finite());
         if let Some(b) = timed_base {
             last.insert(base_key.clone(), b);
         }
-        let timed_base = timed_base.is_some();
         let Some(&b) = last.get(&base_key) else {
             continue;
         };
         if r.knobs.is_empty() || !(secs.cand > 0.0 && secs.cand.is_finite()) {
             continue;
         }
-        last.insert(
-            format!("{}\u{0}{}", r.brief_hash, points::key(&r.knobs)),
-            secs.cand,
-        );
+        last.insert(key(&r.knobs), secs.cand);
         // A difference of two sides' medians: each side's spread counts. A
         // screen's base is one earlier median, read as one run's worth.
         let n = m.pairs.len().max(1) as f64;
-        let n_base = if timed_base { n } else { 1.0 };
+        let n_base = if timed_base.is_some() { n } else { 1.0 };
         out.push(Observation {
             cand: r.knobs.clone(),
             base,
