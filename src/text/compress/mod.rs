@@ -374,9 +374,21 @@ fn counts(list: &str) -> Option<Vec<(usize, &str)>> {
 }
 
 /// Lines a reader skips in any log of these tools: build progress, passing
-/// tests, the structure between test binaries, git's hints, a download's
-/// connection chatter, pytest's session header. Dropped and counted (one
-/// marker at the end says how many), never when they look important.
+/// and skipped tests, the structure between test binaries, git's hints, a
+/// download's connection chatter, pytest's session header. Dropped and
+/// counted (one marker at the end says how many), never when they look
+/// important (a skip whose reason names an error stays).
+///
+/// A skipped test is as routine as a passing one: it says nothing about
+/// the change under test, and a suite with many skips (`pytest -v` on a
+/// machine without an optional dependency) printed one line per skip that
+/// survived compression. The runners' own words for it: pytest's
+/// `SKIPPED` (per test and in `-rs`'s summary), cargo's `... ignored`,
+/// unittest's `... skipped`, go's `--- SKIP:`, jest's `○`, vitest's `↓`,
+/// node's `﹣ … # SKIP` (TAP's `ok N - … # SKIP` is an `ok` line already).
+/// The counts (`1 skipped`) are in the runner's summary, which stays. A
+/// test expected to fail (`XFAIL`, `expected failure`) is left alone: its
+/// words read as a failure's, and the line is kept as one.
 static ROUTINE_DROP: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"^\s*(Compiling|Checking|Downloading|Downloaded|Fresh|Locking|Adding|Updating|Installing|Collecting) \S",
@@ -387,6 +399,8 @@ static ROUTINE_DROP: LazyLock<Regex> = LazyLock::new(|| {
         r"|^\s*RUN\s+v\d\S* |^\s*Start at |^platform \S+ -- Python|^rootdir: |^configfile: |^testpaths: |^cachedir: |^plugins: |^collected \d+ items?$|^=+ test session starts =+$",
         r"|^(_ )+_$|^(\S+\.py )?[.FEsxX]+\s*\[\s*\d+%\]$|^=+ short test summary info =+$|^collecting \.\.\. collected \d+ items?$",
         r"|^--\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}--  \S|\d+%\[[=> ]*\]",
+        r"|^\S+::\S+ SKIPPED\b|^SKIPPED \[\d+\] \S|^test \S.* \.\.\. ignored\b|^\S.* \.\.\. skipped\b",
+        r"|^\s*--- SKIP: |^\s*[○↓] \S|^\s*﹣ .*# SKIP\b",
     ))
     .expect("static regex is valid")
 });
@@ -1732,6 +1746,26 @@ mod tests {
                 1000
             ),
             "test result: ok. 2 passed\n[… 2 routine lines dropped]"
+        );
+        // So are skipped ones, in each runner's words; a skip whose reason
+        // names an error is kept, and the runner's counts stay.
+        let skips = [
+            "tests/t.py::test_a SKIPPED (no numpy)                    [ 50%]",
+            "SKIPPED [1] tests/t.py:12: strict=True missing on 3.9",
+            "test io::slow ... ignored, needs a network",
+            "test_c (t.T.test_c) ... skipped 'windows only'",
+            "    --- SKIP: TestE (0.00s)",
+            "  ○ skipped renders the chart",
+            "   ↓ src/a.test.ts > parses [skipped]",
+            "﹣ slow path (0.1ms) # SKIP",
+        ];
+        let text = format!(
+            "{}\ntests/t.py::test_f SKIPPED (ImportError: no module named x)\n=== 1 passed, 10 skipped in 0.1s ===\n",
+            skips.join("\n")
+        );
+        assert_eq!(
+            compress(&text, 1000),
+            "tests/t.py::test_f SKIPPED (ImportError: no module named x)\n=== 1 passed, 10 skipped in 0.1s ===\n[… 8 routine lines dropped]"
         );
         // Cargo's right-aligned status column goes (and stays gone when
         // compressed again); an indented line that is no status, or whose
