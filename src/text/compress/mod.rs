@@ -1371,13 +1371,17 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
 
 /// Routine lines of one template ([`template`]) are counted wherever they
 /// are: the first stays, marked `(×N similar)`, the others go. Lines a
-/// reader needs, a diff's or code's lines and markers are never in one.
+/// reader needs, a diff's or code's lines and markers are never in one,
+/// nor is any line of a record that says where (see [`in_located_records`]).
 fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
+    let (entries, located) = records(entries);
     let texts: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
     let eligible: Vec<bool> = entries
         .iter()
-        .map(|e| {
+        .zip(&located)
+        .map(|(e, &located)| {
             !e.important
+                && !located
                 && !e.key.starts_with("<marker>")
                 && !e.text.trim().is_empty()
                 && !is_diff_like(&e.text)
@@ -1434,6 +1438,66 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// `entries` without the lines that hold nothing but the mark every line
+/// of the report carries (valgrind's `==4711==`: its blank lines, layout
+/// as blank lines are), and for each line left whether it belongs to a
+/// record that names a location. A record ends at such a line: the
+/// report's layout (blank lines, indentation) is behind the mark, where
+/// the other passes do not see it.
+///
+/// Why: valgrind's leak records (`100 bytes in 1 blocks are definitely
+/// lost in loss record 3 of 4`, over its allocation's stack) are one
+/// template; folded into the first, every other record's size was lost,
+/// and the stacks left in place read as the first record's. A record's
+/// lines are told apart by what they hold; only a repeated whole block
+/// ([`fold_repeated_blocks`]) may stand for another.
+fn records(entries: Vec<Entry>) -> (Vec<Entry>, Vec<bool>) {
+    let texts: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+    let Some(mark) = shared_mark(&texts).map(str::to_string) else {
+        let n = entries.len();
+        return (entries, vec![false; n]);
+    };
+    let only_mark = |t: &str| COUNT_SUFFIX.replace(t.trim(), "").trim() == mark;
+    let mut located = Vec::with_capacity(entries.len());
+    let mut kept = Vec::with_capacity(entries.len());
+    let mut record: Vec<Entry> = Vec::new();
+    let close = |record: &mut Vec<Entry>, kept: &mut Vec<Entry>, located: &mut Vec<bool>| {
+        let named = record.iter().any(|e| keep::mentions_location(&e.text));
+        located.extend(std::iter::repeat_n(named, record.len()));
+        kept.append(record);
+    };
+    for e in entries {
+        if only_mark(&e.text) {
+            close(&mut record, &mut kept, &mut located);
+        } else {
+            record.push(e);
+        }
+    }
+    close(&mut record, &mut kept, &mut located);
+    (kept, located)
+}
+
+/// The first word more than half of the lines of `texts` begin with, when
+/// it holds a digit and no letter: a tool's mark on every line of its
+/// report (valgrind's `==4711==`, its process id).
+fn shared_mark<'t>(texts: &[&'t str]) -> Option<&'t str> {
+    let mut counts: std::collections::HashMap<&str, usize> = Default::default();
+    for t in texts {
+        if let Some(first) = t.split_whitespace().next()
+            && t.starts_with(first)
+            && first.chars().any(|c| c.is_ascii_digit())
+            && !first.chars().any(char::is_alphabetic)
+        {
+            *counts.entry(first).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, n)| 2 * n > texts.len())
+        .max_by_key(|(_, n)| *n)
+        .map(|(p, _)| p)
 }
 
 /// Lines a fold made neighbours that are the same line become one with a
@@ -2258,6 +2322,62 @@ AssertionError: expected -1 to be 1 // Object.is equality
         // Nor does a diff's line under an assertion, indented or not.
         let text = "AssertionError: expected 'hello world again' to be 'x'\n    - hello world again\n    + x";
         assert!(compress(text, usize::MAX).contains("- hello world again"));
+    }
+
+    #[test]
+    fn records_behind_a_tools_mark_keep_their_own_sizes_and_stacks() {
+        // valgrind --leak-check=full on a program leaking three ways: each
+        // loss record is one template with the others, but a record names
+        // its size and sits over its own stack.
+        let records = [
+            (
+                "18 bytes in 3 blocks",
+                "malloc",
+                ["dup_name (leak.c:3)", "lose_a (leak.c:5)"],
+            ),
+            (
+                "100 bytes in 1 blocks",
+                "malloc",
+                ["lose_c (leak.c:7)", "main (leak.c:10)"],
+            ),
+            (
+                "256 bytes in 1 blocks",
+                "calloc",
+                ["make_table (leak.c:4)", "lose_b (leak.c:6)"],
+            ),
+        ];
+        let mut text = String::from("==20340== Memcheck, a memory error detector\n==20340== \n");
+        for (i, (size, alloc, frames)) in records.iter().enumerate() {
+            text.push_str(&format!(
+                "==20340== {size} are definitely lost in loss record {} of 4\n",
+                i + 2
+            ));
+            text.push_str(&format!(
+                "==20340==    at 0x48417B4: {alloc} (in /usr/libexec/valgrind/vgpreload_memcheck-amd64-linux.so)\n"
+            ));
+            for (j, f) in frames.iter().enumerate() {
+                text.push_str(&format!("==20340==    by 0x10918{j}: {f}\n"));
+            }
+            text.push_str("==20340== \n");
+        }
+        text.push_str("==20340== ERROR SUMMARY: 3 errors from 3 contexts\n");
+        let out = compress(&text, 10_000);
+        let lines: Vec<&str> = out.lines().collect();
+        for (size, alloc, frames) in records {
+            let head = lines
+                .iter()
+                .position(|l| l.contains(size))
+                .unwrap_or_else(|| panic!("{size} kept:\n{out}"));
+            // Its own allocation and frames follow it, in order.
+            assert!(lines[head + 1].contains(alloc), "{out}");
+            for (j, f) in frames.iter().enumerate() {
+                assert!(lines[head + 2 + j].ends_with(f), "{out}");
+            }
+        }
+        // The lines with nothing but the mark are the report's blank lines.
+        assert!(!out.lines().any(|l| l.trim() == "==20340=="), "{out}");
+        assert!(!out.contains("similar"), "{out}");
+        assert_eq!(compress(&out, 10_000), out);
     }
 
     #[test]
