@@ -1372,10 +1372,10 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
 /// Routine lines of one template ([`template`]) are counted wherever they
 /// are: the first stays, marked `(×N similar)`, the others go. Lines a
 /// reader needs, a diff's or code's lines and markers are never in one,
-/// nor is any line of a record that says where (see [`in_located_records`]).
+/// nor is any line of a record that says where ([`in_located_records`]).
 fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
-    let (entries, located) = records(entries);
     let texts: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
+    let located = in_located_records(&texts);
     let eligible: Vec<bool> = entries
         .iter()
         .zip(&located)
@@ -1440,12 +1440,12 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
     out
 }
 
-/// `entries` without the lines that hold nothing but the mark every line
-/// of the report carries (valgrind's `==4711==`: its blank lines, layout
-/// as blank lines are), and for each line left whether it belongs to a
-/// record that names a location. A record ends at such a line: the
-/// report's layout (blank lines, indentation) is behind the mark, where
-/// the other passes do not see it.
+/// For each line of `entries`, whether it belongs to a record that names
+/// a location, in a report whose lines carry a tool's mark (valgrind's
+/// `==4711==`): there a line with nothing but the mark (the report's blank
+/// line) ends a record, and is itself never folded: the report's layout
+/// (blank lines, indentation) is behind the mark, where the other passes
+/// do not see it, and the next pass must find the same records.
 ///
 /// Why: valgrind's leak records (`100 bytes in 1 blocks are definitely
 /// lost in loss record 3 of 4`, over its allocation's stack) are one
@@ -1453,30 +1453,32 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
 /// and the stacks left in place read as the first record's. A record's
 /// lines are told apart by what they hold; only a repeated whole block
 /// ([`fold_repeated_blocks`]) may stand for another.
-fn records(entries: Vec<Entry>) -> (Vec<Entry>, Vec<bool>) {
-    let texts: Vec<&str> = entries.iter().map(|e| e.text.as_str()).collect();
-    let Some(mark) = shared_mark(&texts).map(str::to_string) else {
-        let n = entries.len();
-        return (entries, vec![false; n]);
+fn in_located_records(texts: &[&str]) -> Vec<bool> {
+    let mut out = vec![false; texts.len()];
+    let Some(mark) = shared_mark(texts) else {
+        return out;
     };
     let only_mark = |t: &str| COUNT_SUFFIX.replace(t.trim(), "").trim() == mark;
-    let mut located = Vec::with_capacity(entries.len());
-    let mut kept = Vec::with_capacity(entries.len());
-    let mut record: Vec<Entry> = Vec::new();
-    let close = |record: &mut Vec<Entry>, kept: &mut Vec<Entry>, located: &mut Vec<bool>| {
-        let named = record.iter().any(|e| keep::mentions_location(&e.text));
-        located.extend(std::iter::repeat_n(named, record.len()));
-        kept.append(record);
-    };
-    for e in entries {
-        if only_mark(&e.text) {
-            close(&mut record, &mut kept, &mut located);
-        } else {
-            record.push(e);
-        }
+    // No line of the mark alone, no records: a log whose lines all begin
+    // with the same date is one stream of lines, folded as any other.
+    if !texts.iter().any(|t| only_mark(t)) {
+        return out;
     }
-    close(&mut record, &mut kept, &mut located);
-    (kept, located)
+    let mut start = 0;
+    for end in 0..=texts.len() {
+        let boundary = texts.get(end).is_none_or(|t| only_mark(t));
+        if !boundary {
+            continue;
+        }
+        if texts[start..end].iter().any(|t| keep::mentions_location(t)) {
+            out[start..end].fill(true);
+        }
+        if end < texts.len() {
+            out[end] = true;
+        }
+        start = end + 1;
+    }
+    out
 }
 
 /// The first word more than half of the lines of `texts` begin with, when
@@ -2374,10 +2376,20 @@ AssertionError: expected -1 to be 1 // Object.is equality
                 assert!(lines[head + 2 + j].ends_with(f), "{out}");
             }
         }
-        // The lines with nothing but the mark are the report's blank lines.
-        assert!(!out.lines().any(|l| l.trim() == "==20340=="), "{out}");
         assert!(!out.contains("similar"), "{out}");
         assert_eq!(compress(&out, 10_000), out);
+        // Lines that all begin with the same date have no records: a
+        // traceback's location among them leaves the routine lines folded.
+        let mut log = String::new();
+        for i in 0..6 {
+            log.push_str(&format!("2026-12-07 INFO worker {i} polled queue jobs\n"));
+        }
+        log.push_str("2026-12-07 ERROR job failed\n  File \"app.py\", line 3, in run\n");
+        assert!(
+            compress(&log, 10_000).contains("(×6 similar)"),
+            "{}",
+            compress(&log, 10_000)
+        );
     }
 
     #[test]
