@@ -318,11 +318,7 @@ fn a_builtin_search_out_of_ideas_sweeps_with_one_run_screens_before_it_stops() {
     // of stopping.
     let t = needle(crate::test::QUIET_CONFIG);
     let run = t.ooda(&["run", "n"]).expect(0);
-    let records: Vec<_> = t
-        .iterations("n")
-        .into_iter()
-        .map(|i| t.record("n", i))
-        .collect();
+    let records = t.records("n");
     let screened: Vec<_> = records.iter().filter(|r| r.screened()).collect();
     assert!(screened.len() >= 10, "{}", run.stdout);
     for r in &screened {
@@ -413,11 +409,7 @@ fn a_near_miss_on_its_screen_gets_a_second_run() {
     );
     t.commit("flat");
     let run = t.ooda(&["run", "n"]).expect(0);
-    let records: Vec<_> = t
-        .iterations("n")
-        .into_iter()
-        .map(|i| t.record("n", i))
-        .collect();
+    let records = t.records("n");
     let twice: Vec<_> = records
         .iter()
         .filter(|r| r.screen && r.reason.contains("2 runs (the first a near miss)"))
@@ -441,11 +433,7 @@ fn sweep_zero_in_ooda_yaml_stops_the_search_without_sweeping() {
     let t = needle(&format!("{}  sweep: 0\n", crate::test::QUIET_CONFIG));
     let run = t.ooda(&["run", "n"]).expect(0);
     assert!(run.stdout.contains("stalled"), "{}", run.stdout);
-    let records: Vec<_> = t
-        .iterations("n")
-        .into_iter()
-        .map(|i| t.record("n", i))
-        .collect();
+    let records = t.records("n");
     assert!(records.iter().all(|r| !r.screen), "{}", run.stdout);
     assert!(
         records.len() < 40,

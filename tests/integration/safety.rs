@@ -3,10 +3,9 @@
 use crate::test::{Test, knob_brief};
 
 fn keeps(t: &Test, brief: &str) -> Vec<ooda::testing::archive::history::IterationRecord> {
-    t.iterations(brief)
+    t.records(brief)
         .into_iter()
         .skip(1)
-        .map(|i| t.record(brief, i))
         .filter(|r| r.verdict == ooda::testing::archive::history::Verdict::Keep)
         .collect()
 }

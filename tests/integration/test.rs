@@ -261,6 +261,14 @@ impl Test {
         out
     }
 
+    /// Every archived record of `brief`, in iteration order.
+    pub fn records(&self, brief: &str) -> Vec<ooda::testing::archive::history::IterationRecord> {
+        self.iterations(brief)
+            .into_iter()
+            .map(|i| self.record(brief, i))
+            .collect()
+    }
+
     pub fn record(&self, brief: &str, n: u32) -> ooda::testing::archive::history::IterationRecord {
         ooda::testing::archive::history::read(
             &self

@@ -1309,8 +1309,7 @@ fn summary_heading(line: &str) -> Option<&str> {
     let t = line.trim();
     let first = t.split_whitespace().next()?;
     let prefix = if first.len() < t.len()
-        && ((first.chars().any(|c| c.is_ascii_digit()) && !first.chars().any(char::is_alphabetic))
-            || (first.starts_with('[') && first.ends_with(']')))
+        && (is_mark(first) || (first.starts_with('[') && first.ends_with(']')))
     {
         first
     } else {
@@ -1482,24 +1481,28 @@ fn in_located_records(texts: &[&str]) -> Vec<bool> {
 }
 
 /// The first word more than half of the lines of `texts` begin with, when
-/// it holds a digit and no letter: a tool's mark on every line of its
-/// report (valgrind's `==4711==`, its process id).
+/// it is a mark ([`is_mark`]).
 fn shared_mark<'t>(texts: &[&'t str]) -> Option<&'t str> {
     let mut counts: std::collections::HashMap<&str, usize> = Default::default();
     for t in texts {
         if let Some(first) = t.split_whitespace().next()
             && t.starts_with(first)
-            && first.chars().any(|c| c.is_ascii_digit())
-            && !first.chars().any(char::is_alphabetic)
+            && is_mark(first)
         {
             *counts.entry(first).or_default() += 1;
         }
     }
+    // More than half: at most one word can be.
     counts
         .into_iter()
-        .filter(|(_, n)| 2 * n > texts.len())
-        .max_by_key(|(_, n)| *n)
+        .find(|(_, n)| 2 * n > texts.len())
         .map(|(p, _)| p)
+}
+
+/// A word with a digit and no letter: what a tool may stamp on each line
+/// of its report (valgrind's `==4711==`, its process id).
+fn is_mark(word: &str) -> bool {
+    word.chars().any(|c| c.is_ascii_digit()) && !word.chars().any(char::is_alphabetic)
 }
 
 /// Lines a fold made neighbours that are the same line become one with a
@@ -2379,12 +2382,17 @@ AssertionError: expected -1 to be 1 // Object.is equality
         assert!(!out.contains("similar"), "{out}");
         assert_eq!(compress(&out, 10_000), out);
         // Lines that all begin with the same date have no records: a
-        // traceback's location among them leaves the routine lines folded.
+        // stack frame's location among them leaves the routine lines
+        // folded.
         let mut log = String::new();
         for i in 0..6 {
             log.push_str(&format!("2026-12-07 INFO worker {i} polled queue jobs\n"));
+            log.push_str(&format!(
+                "2026-12-07 DEBUG cache held {} entries\n",
+                7 * i + 3
+            ));
         }
-        log.push_str("2026-12-07 ERROR job failed\n  File \"app.py\", line 3, in run\n");
+        log.push_str("2026-12-07 ERROR job failed\n    at run (app.js:3:7)\n");
         assert!(
             compress(&log, 10_000).contains("(×6 similar)"),
             "{}",
