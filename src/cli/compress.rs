@@ -76,8 +76,8 @@ pub(crate) fn run(
         })?;
     }
     let text = String::from_utf8_lossy(&raw);
-    let output = compress::excerpt(&text, budget.unwrap_or(usize::MAX));
-    let Accounting { dropped, cut } = compress::accounting(&output);
+    let (output, Accounting { dropped, cut }) =
+        compress::excerpt_accounted(&text, budget.unwrap_or(usize::MAX));
     let code = status.as_ref().and_then(std::process::ExitStatus::code);
     if g.json {
         let report = Report {

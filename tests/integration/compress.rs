@@ -83,6 +83,43 @@ fn standard_input_is_compressed_and_json_says_what_went() {
 }
 
 #[test]
+fn json_gives_by_kind_what_the_marker_counts() {
+    // The marker closing the output says how many lines went; `--json`
+    // says which kinds, and they add up to it.
+    let t = Test::new();
+    let report = std::fs::read_to_string(corpus("pytest-report-all")).unwrap();
+    t.write("report.log", &report);
+    let run = t
+        .ooda(&["compress", "--json", "--", "cat", "report.log"])
+        .expect(0);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let output = v["output"].as_str().unwrap();
+    let marker = output.lines().last().unwrap();
+    let total: u64 = marker
+        .strip_prefix("[… ")
+        .and_then(|m| m.strip_suffix(" lines dropped]"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no marker: {output}"));
+    let dropped = v["dropped"].as_object().unwrap();
+    // The passing tests are routine, the failures' source around them is
+    // source.
+    assert!(dropped["routine"].as_u64().unwrap() > 0, "{v}");
+    assert!(dropped["source"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(
+        dropped.values().map(|n| n.as_u64().unwrap()).sum::<u64>(),
+        total,
+        "{v}"
+    );
+    // Its failures are named on lines of their own, its emptied `PASSES`
+    // section is gone.
+    assert!(
+        output.lines().any(|l| l == "TakeTests.test_simple_take"),
+        "{output}"
+    );
+    assert!(!output.contains("PASSES"), "{output}");
+}
+
+#[test]
 fn a_process_left_holding_the_output_does_not_hold_the_command() {
     let t = Test::new();
     // The command ends at once; what it left behind sleeps with the pipe.

@@ -92,6 +92,20 @@ pub(crate) fn holds_id(line: &str) -> bool {
     ID.is_match(line.trim_start())
 }
 
+/// Whether `line` is a name standing alone (one word with a letter in it:
+/// a failing test's name heading its report, a file of a listing): it is
+/// what a reader looks for, so it is alike to no other line, however
+/// few characters tell it from the next (`test_sq[1]`, `test_sq[2]`).
+/// Code that stands alone on a line (`break;`, `}`, `end()`) is no name.
+pub(crate) fn is_name(line: &str) -> bool {
+    let word = line.trim();
+    word.chars().any(char::is_alphabetic)
+        && word.chars().all(|c| {
+            c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':' | '[' | ']' | '@' | '+')
+        })
+        && !word.starts_with('[')
+}
+
 /// Notes under a diagnostic that say how the lint is configured or where
 /// its documentation is, the same under every warning of a kind.
 pub(crate) static BOILERPLATE: LazyLock<Regex> = LazyLock::new(|| {

@@ -49,6 +49,11 @@ use keep::Keep;
 /// redacted first, then compressed, since shortening a long line could cut
 /// a secret to a prefix no rule recognises any more.
 pub fn excerpt(text: &str, budget_chars: usize) -> String {
+    excerpt_accounted(text, budget_chars).0
+}
+
+/// [`excerpt`], with what it left out by kind (`ooda compress --json`).
+pub fn excerpt_accounted(text: &str, budget_chars: usize) -> (String, Accounting) {
     // Colour codes and control characters go first: a secret split by
     // them would pass redaction and be joined again by the cleaning.
     let shown: String = strip_ansi(text)
@@ -59,9 +64,9 @@ pub fn excerpt(text: &str, budget_chars: usize) -> String {
     // (padding, masks, a cut): line by line, since a rule that spans lines
     // (`token:` and the value on the next) would otherwise take two lines
     // the passes only made neighbours. The budget stays a hard bound.
-    let out = compress(&redact(&shown), budget_chars);
+    let (out, accounting) = compress_accounted(&redact(&shown), budget_chars);
     let again: Vec<String> = out.split('\n').map(redact).collect();
-    clamp_chars(again.join("\n"), budget_chars)
+    (clamp_chars(again.join("\n"), budget_chars), accounting)
 }
 
 /// `text` cut to `budget_chars` the way [`compress`] fits its budget, but
@@ -73,58 +78,64 @@ pub fn shorten(text: &str, budget_chars: usize) -> String {
 
 /// Compresses `text` to at most `budget_chars` characters (Unicode scalar values).
 pub fn compress(text: &str, budget_chars: usize) -> String {
-    let mut entries = passes(text);
+    compress_accounted(text, budget_chars).0
+}
+
+/// [`compress`], with what it left out by kind.
+fn compress_accounted(text: &str, budget_chars: usize) -> (String, Accounting) {
+    let (mut entries, mut dropped) = passes(text);
     // A pass can leave what a second would fold or drop (lines a fold made
     // neighbours, a diagnostic whose separating note went into a
     // template): run again until nothing changes, so that compressing
     // twice changes nothing. Two or three runs suffice.
     for _ in 0..3 {
         let once = join(&entries);
-        let again = passes(&once);
+        let (again, mut more) = passes(&once);
         if join(&again) == once {
             break;
         }
         entries = again;
+        // What this run read in the marker is the runs' before it.
+        more.earlier = 0;
+        dropped.add(&more);
     }
-    rank::fit(entries, budget_chars)
+    let out = rank::fit(entries, budget_chars);
+    let accounting = Accounting {
+        dropped: dropped.by_kind(),
+        cut: cut_by_kind(&out),
+    };
+    (out, accounting)
 }
 
-/// What a compressed output says it left out: the lines the structural
-/// passes dropped and the lines a budget cut, each by kind (as its markers
-/// say them).
+/// What a compressed output left out: the lines the structural passes
+/// dropped and the lines a budget cut, each by kind.
 #[derive(Debug, Default, PartialEq)]
 pub struct Accounting {
     pub dropped: std::collections::BTreeMap<String, usize>,
     pub cut: std::collections::BTreeMap<String, usize>,
 }
 
-/// Reads an output's markers back into counts by kind (`ooda compress
-/// --json`).
-pub fn accounting(output: &str) -> Accounting {
-    let mut a = Accounting::default();
+/// The budget's cuts by kind, as its marker (`[cut to fit: …]`) says them.
+fn cut_by_kind(output: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut cut = std::collections::BTreeMap::new();
     for line in output.lines() {
-        let (list, into) = if let Some(l) = line
-            .strip_prefix("[… ")
-            .and_then(|l| l.strip_suffix(" lines dropped]"))
-        {
-            (l, &mut a.dropped)
-        } else if let Some(l) = line
+        let Some(list) = line
             .strip_prefix("[cut to fit: ")
             .and_then(|l| l.strip_suffix(']'))
-        {
-            (l, &mut a.cut)
-        } else {
+        else {
             continue;
         };
         for (n, kind) in counts(list).unwrap_or_default() {
-            *into.entry(kind.to_string()).or_default() += n;
+            *cut.entry(kind.to_string()).or_default() += n;
         }
     }
-    a
+    cut
 }
 
-/// One run of the structural passes, before any budget.
-fn passes(text: &str) -> Vec<Entry> {
+/// One run of the structural passes, before any budget, and what it
+/// dropped (with, as `earlier`, what the text's own marker said an earlier
+/// run had).
+fn passes(text: &str) -> (Vec<Entry>, Dropped) {
     let mut lines = clean_lines(text);
     // What an earlier run dropped is counted on with this run's.
     let earlier = lines.last().and_then(|l| Dropped::parse(l)).inspect(|_| {
@@ -164,7 +175,7 @@ fn passes(text: &str) -> Vec<Entry> {
     for e in &mut entries {
         e.text = without_layout(&e.text);
     }
-    entries
+    (entries, dropped)
 }
 
 /// `line` without the blanks that only lay it out: its indentation, tabs
@@ -271,6 +282,10 @@ fn drop_echoes(lines: Vec<String>, dropped: &mut Dropped) -> Vec<String> {
             && Keep::of(line).is_none()
             && !is_code(line)
             && !keep::holds_id(line)
+            // A failing test's name heading its report is found in the
+            // runner's list of failures, and is what ties the details
+            // under it to the test.
+            && !keep::is_name(line)
             && !keep::mentions_location(line)
             // A line with a timestamp or an id in it: the problem line that
             // holds it may be counted into another of its shape, and the
@@ -305,17 +320,21 @@ struct Dropped {
     diff: usize,
     /// Notes on how a lint is configured and where it is documented.
     boilerplate: usize,
+    /// What an earlier compression of this text said it dropped (its
+    /// marker gives the count, not the kinds).
+    earlier: usize,
 }
 
 impl Dropped {
     /// Each kind as its marker names it, with its count.
-    fn kinds(&self) -> [(&'static str, usize); 5] {
+    fn kinds(&self) -> [(&'static str, usize); 6] {
         [
             ("routine", self.routine),
             ("source", self.source),
             ("repeated", self.repeated),
             ("diff context", self.diff),
             ("boilerplate", self.boilerplate),
+            ("earlier", self.earlier),
         ]
     }
 
@@ -326,6 +345,7 @@ impl Dropped {
             "repeated" => &mut self.repeated,
             "diff context" => &mut self.diff,
             "boilerplate" => &mut self.boilerplate,
+            "earlier" => &mut self.earlier,
             _ => return None,
         })
     }
@@ -334,14 +354,17 @@ impl Dropped {
         self.kinds().iter().map(|(_, n)| n).sum()
     }
 
-    /// What [`Dropped::marker`] wrote, read back.
+    /// What [`Dropped::marker`] wrote, read back: its count, as lines an
+    /// earlier compression dropped.
     fn parse(line: &str) -> Option<Dropped> {
-        let list = line.strip_prefix("[… ")?.strip_suffix(" lines dropped]")?;
-        let mut d = Dropped::default();
-        for (n, kind) in counts(list)? {
-            *d.slot(kind)? += n;
-        }
-        Some(d)
+        let n = line.strip_prefix("[… ")?;
+        let n = n
+            .strip_suffix(" lines dropped]")
+            .or_else(|| n.strip_suffix(" line dropped]"))?;
+        Some(Dropped {
+            earlier: n.parse().ok()?,
+            ..Dropped::default()
+        })
     }
 
     fn add(&mut self, other: &Dropped) {
@@ -350,16 +373,27 @@ impl Dropped {
         }
     }
 
-    /// `[… 5 routine lines dropped]`, `[… 5 routine, 4 source lines
-    /// dropped]`: the kinds and their counts, which sum to the lines cut.
+    /// `[… 9 lines dropped]`: how many, so a reader knows the output is not
+    /// all there was. Not by kind: the marker closes every compressed
+    /// output an agent reads, and where a runner's report is all failures
+    /// (pytest's) a list of kinds was most of what ooda added to them.
+    /// `ooda compress --json` gives the kinds ([`compress_accounted`]).
     fn marker(&self) -> Option<String> {
-        let counts: Vec<String> = self
-            .kinds()
+        let total = self.total();
+        match total {
+            0 => None,
+            1 => Some("[… 1 line dropped]".to_string()),
+            n => Some(format!("[… {n} lines dropped]")),
+        }
+    }
+
+    /// The kinds with a count, by name.
+    fn by_kind(&self) -> std::collections::BTreeMap<String, usize> {
+        self.kinds()
             .iter()
             .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{n} {k}"))
-            .collect();
-        (!counts.is_empty()).then(|| format!("[… {} lines dropped]", counts.join(", ")))
+            .map(|(k, n)| ((*k).to_string(), *n))
+            .collect()
     }
 }
 
@@ -429,6 +463,15 @@ static DECORATION: LazyLock<Regex> = LazyLock::new(|| {
 static COMPILER_ERROR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^error(\[\w+\])?:|:\d+(:\d+)?: (fatal )?error:|\berror TS\d+")
         .expect("static regex is valid")
+});
+
+/// A section's title between rules of `=` (pytest's `=== PASSES ===`,
+/// `=== warnings summary ===`): words only, so that a closing count
+/// (`=== 3 passed in 0.1s ===`) is none. One whose section kept nothing
+/// (`-rA`'s `PASSES` once its passing tests went) goes with it, unless it
+/// is important (`FAILURES`).
+static SECTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^={3,} [A-Za-z][A-Za-z ]*[A-Za-z] ={3,}\s*$").expect("static regex is valid")
 });
 
 /// The header of one failing test in pytest's report: `___ test_x ___`.
@@ -508,7 +551,19 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
         })
         .map(|i| i - 1)
         .collect();
+    // A section's title just kept ([`SECTION`]), and where: it goes again
+    // if nothing under it is kept before the next title.
+    let mut open_section: Option<usize> = None;
+    fn close_section(out: &mut Vec<String>, dropped: &mut Dropped, open: Option<usize>) {
+        if open.is_some_and(|i| out.len() == i + 1) {
+            out.pop();
+            dropped.routine += 1;
+        }
+    }
     for (at, line) in lines.into_iter().enumerate() {
+        if SECTION.is_match(&line) {
+            close_section(&mut out, &mut dropped, open_section.take());
+        }
         if keep::BOILERPLATE.is_match(line.trim()) {
             dropped.boilerplate += 1;
             continue;
@@ -696,6 +751,9 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
         } else if drop {
             dropped.routine += 1;
         } else {
+            if !important && SECTION.is_match(&line) {
+                open_section = Some(out.len());
+            }
             out.push(tidy(&line, important));
         }
     }
@@ -703,6 +761,7 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
     if state == In::PytestFailure {
         pytest.close(&mut out);
     }
+    close_section(&mut out, &mut dropped, open_section);
     tighten_details(&mut out);
     (out, dropped)
 }
@@ -880,8 +939,12 @@ struct Failures {
 }
 
 impl Failures {
+    /// The header goes as the test's name alone (`___ test_x ___` becomes
+    /// `test_x`): under `FAILURES` a name on a line of its own opens a
+    /// failure well enough, and its rules were most of what a compressed
+    /// report held beyond the failures themselves.
     fn open(&mut self, header: &str, out: &mut Vec<String>) {
-        out.push(undecorated(header));
+        out.push(header.trim_matches(|c| c == '_' || c == ' ').to_string());
         self.open = Some(out.len());
         self.after_frame = false;
     }
@@ -963,6 +1026,13 @@ static PADDING: LazyLock<Regex> =
 
 static BANNER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^((?:={4,})|(?:_{4,})|(?:-{4,})|(?:═{4,})|(?:─{4,})) (.+?) [=_\-═─]{4,}$")
+        .expect("static regex is valid")
+});
+
+/// A title between rules, as printed or as [`undecorated`] left it
+/// (`--- Captured stdout call ---`, `=== PASSES ===`).
+static TITLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:={3,}|_{3,}|-{3,}|═{3,}|─{3,}|\*{3,}|~{3,}) \S.*? [=_\-═─*~]{3,}$")
         .expect("static regex is valid")
 });
 
@@ -1218,7 +1288,7 @@ impl Entry {
             && shaped != line.split_whitespace().collect::<Vec<_>>().join(" "))
         .then(|| shaped.clone());
         // A file a change touched is named, not folded into "similar".
-        let key = if keep::holds_id(line) {
+        let key = if keep::holds_id(line) || keep::is_name(line) {
             // Alike to no other: an identifier is what it is.
             line.to_string()
         } else if important || keep::mentions_location(line) {
@@ -1387,12 +1457,21 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
                 && !e.text.starts_with(['@', '…', '['])
                 && !is_code(&e.text)
                 && !keep::mentions_location(&e.text)
+                && !keep::is_name(&e.text)
+                // A title between rules names what follows (`--- Captured
+                // stdout call ---`, `--- Captured log call ---`).
+                && !TITLE.is_match(&e.text)
                 // What is indented belongs to the line above it (a frame's
                 // source, a detail): repeated, it is folded with its block.
                 && !e.text.starts_with([' ', '\t'])
         })
         .collect();
-    let barrier: Vec<bool> = entries.iter().map(|e| keep::holds_id(&e.text)).collect();
+    // A failing test's name starts its record as a commit's header does:
+    // what one test printed is not folded into another's.
+    let barrier: Vec<bool> = entries
+        .iter()
+        .map(|e| keep::holds_id(&e.text) || keep::is_name(&e.text))
+        .collect();
     let mut of = template::templates(&texts, &eligible, &barrier);
     // A count longer than what it stands for is not used.
     let mut saved: std::collections::HashMap<usize, (usize, usize)> = Default::default();
@@ -1572,7 +1651,7 @@ fn fold_repeated_blocks(entries: Vec<Entry>) -> Vec<Entry> {
         .map(|e| {
             if e.key.starts_with('<') {
                 e.key.clone()
-            } else if keep::holds_id(&e.text) {
+            } else if keep::holds_id(&e.text) || keep::is_name(&e.text) {
                 e.text.clone()
             } else {
                 shape(&e.text)
@@ -1814,7 +1893,11 @@ mod tests {
                 "test a_1 ... ok\ntest b ... ok\ntest result: ok. 2 passed\n",
                 1000
             ),
-            "test result: ok. 2 passed\n[… 2 routine lines dropped]"
+            "test result: ok. 2 passed\n[… 2 lines dropped]"
+        );
+        assert_eq!(
+            dropped_kinds("test a_1 ... ok\ntest b ... ok\ntest result: ok. 2 passed\n"),
+            "2 routine"
         );
         // So are skipped ones, in each runner's words; a skip whose reason
         // names an error is kept, and the runner's counts stay.
@@ -1834,8 +1917,9 @@ mod tests {
         );
         assert_eq!(
             compress(&text, 1000),
-            "tests/t.py::test_f SKIPPED (ImportError: no module named x)\n=== 1 passed, 10 skipped in 0.1s ===\n[… 8 routine lines dropped]"
+            "tests/t.py::test_f SKIPPED (ImportError: no module named x)\n=== 1 passed, 10 skipped in 0.1s ===\n[… 8 lines dropped]"
         );
+        assert_eq!(dropped_kinds(&text), "8 routine");
         // Cargo's right-aligned status column goes (and stays gone when
         // compressed again); an indented line that is no status, or whose
         // verb does not end the column, keeps its indentation.
@@ -1890,8 +1974,11 @@ mod tests {
         for i in 2..=100 {
             want.push_str(&format!("--> src/gen.rs:{i}:21\n"));
         }
-        want.push_str("error: could not compile `calc` due to 100 previous errors\n[… 99 source, 99 repeated lines dropped]");
+        want.push_str(
+            "error: could not compile `calc` due to 100 previous errors\n[… 198 lines dropped]",
+        );
         assert_eq!(out, want);
+        assert_eq!(dropped_kinds(&text), "99 repeated, 99 source");
         // Blocks alike but for numbers fold, and their counts add up.
         let mut text = String::new();
         for i in 1..=40 {
@@ -1937,11 +2024,18 @@ mod tests {
         text.push_str(" context\n+// returns an error when empty\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n+b\n");
         assert_eq!(
             compress(&text, 10_000),
-            "diff --git a/a.rs b/a.rs\n@@ -1,10 +1,11 @@\n-let v0 = 1;\n+// returns an error when empty\n… (+17 changed lines)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n… (+1 changed lines)\n[… 4 diff context lines dropped]"
+            "diff --git a/a.rs b/a.rs\n@@ -1,10 +1,11 @@\n-let v0 = 1;\n+// returns an error when empty\n… (+17 changed lines)\ndiff --git a/b.rs b/b.rs\n@@ -1 +1 @@\n-a\n… (+1 changed lines)\n[… 4 lines dropped]"
         );
     }
 
     /// `compress` once, checked to change nothing when run again.
+    /// What `text`'s compression dropped, by kind: `2 routine, 1 source`.
+    fn dropped_kinds(text: &str) -> String {
+        let dropped = compress_accounted(text, usize::MAX).1.dropped;
+        let kinds: Vec<String> = dropped.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        kinds.join(", ")
+    }
+
     fn once(text: &str) -> String {
         let out = compress(text, 100_000);
         assert_eq!(compress(&out, 100_000), out, "not idempotent");
@@ -1982,7 +2076,8 @@ mod tests {
         assert!(!out.contains("?? new/"), "{out}");
         assert!(out.contains(" M src/error.rs"), "{out}");
         assert!(out.contains(" M src/other.rs"), "{out}");
-        assert!(out.ends_with("[… 4 repeated lines dropped]"), "{out}");
+        assert!(out.ends_with("[… 4 lines dropped]"), "{out}");
+        assert_eq!(dropped_kinds(text), "4 repeated");
     }
 
     #[test]
@@ -2011,19 +2106,19 @@ FAILED tests/test_other.py::test_gone - no header for this one
             out,
             "\
 =================================== FAILURES ===================================
-___ TestCalc.test_add[2] ___
+TestCalc.test_add[2]
 > assert add(n, 1) == 4
 E assert 3 == 4
 E  +  where 3 = add(2, 1)
 tests/test_calc.py:9: AssertionError
-___ ERROR at setup of test_db ___
+ERROR at setup of test_db
 E fixture 'db' not found
 tests/test_calc.py:12
 FAILED tests/test_calc.py::TestCalc::test_add[2] - assert 3 == 4
 ERROR tests/test_calc.py::test_db
 FAILED tests/test_other.py::test_gone - no header for this one
 ================= 1 failed, 1 error in 0.12s =================
-[… 1 routine, 1 source lines dropped]"
+[… 2 lines dropped]"
         );
     }
 
@@ -2062,14 +2157,66 @@ FAILED tests/test_other.py::test_gone - no header for this one
         let out = once(&text);
         assert_eq!(
             out,
-            "=== FAILURES ===\n___ test_sq[1] ___\n# blocked cases fail here\n> assert n not in BLOCKED\nE assert 1 not in (1, 2, 3)\ntests/t.py:9: AssertionError\n___ test_sq[2] ___\n… (traceback as above)\nE assert 2 not in (1, 2, 3)\n___ test_sq[3] ___\n… (traceback as above)\nE assert 3 not in (1, 2, 3)\n=== 3 failed in 0.1s ===\n[… 3 source lines dropped]"
+            "=== FAILURES ===\ntest_sq[1]\n# blocked cases fail here\n> assert n not in BLOCKED\nE assert 1 not in (1, 2, 3)\ntests/t.py:9: AssertionError\ntest_sq[2]\n… (traceback as above)\nE assert 2 not in (1, 2, 3)\ntest_sq[3]\n… (traceback as above)\nE assert 3 not in (1, 2, 3)\n=== 3 failed in 0.1s ===\n[… 3 lines dropped]"
         );
         // Different frames are all shown.
         let text = "___ test_a ___\n>       f(1)\nE       boom\n___ test_b ___\n>       f(2)\nE       boom\n";
+        assert_eq!(once(text), "test_a\n> f(1)\nE boom\ntest_b\n> f(2)\nE boom");
+    }
+
+    #[test]
+    fn a_section_left_empty_goes_and_a_name_alone_is_never_folded() {
+        // `-rA`'s PASSES held only passing tests: its title goes with them.
+        let text = "=== FAILURES ===\n___ test_a ___\nE   boom\n=== PASSES ===\n=== short test summary info ===\nPASSED t.py::test_b\nFAILED t.py::test_a - boom\n=== 1 failed, 1 passed in 0.1s ===\n";
         assert_eq!(
             once(text),
-            "___ test_a ___\n> f(1)\nE boom\n___ test_b ___\n> f(2)\nE boom"
+            "=== FAILURES ===\ntest_a\nE boom\nFAILED t.py::test_a - boom\n=== 1 failed, 1 passed in 0.1s ===\n[… 3 lines dropped]"
         );
+        // A title with something under it stays, and so does a closing
+        // count, last as it is.
+        let text = "=== PASSES ===\n=== Summary ===\nbuilt 3 targets\n=== 2 passed in 0.1s ===\n";
+        assert_eq!(
+            once(text),
+            "=== Summary ===\nbuilt 3 targets\n=== 2 passed in 0.1s ===\n[… 1 line dropped]"
+        );
+        // Names standing alone are each kept, however alike: a listing of
+        // files is not `pkg/mod_1.py (×12 similar)`.
+        let list: String = (1..=12).map(|i| format!("pkg/mod_{i}.py\n")).collect();
+        assert_eq!(once(&list), list.trim_end());
+    }
+
+    #[test]
+    fn a_failing_tests_name_ties_what_it_printed_to_it() {
+        // Found by a new user's pytest runs: a long name, found again in
+        // the runner's list of failures, was dropped as said again; and
+        // what each parametrised case printed was folded into the first
+        // case's (`checking n=3 (×3 similar)`), under its titles folded
+        // into one another (`Captured stdout` standing for `Captured log`).
+        let case = |n: u32| {
+            format!(
+                "____ test_handles_empty_input[{n}] ____\n>       assert n == 0\nE       assert {n} == 0\ntests/t.py:4: AssertionError\n---- Captured stdout call ----\nchecking input with n={n}\n---- Captured log call ----\nWARNING t:t.py:9 about to take {n} items\n"
+            )
+        };
+        let text = format!(
+            "=== FAILURES ===\n{}{}{}=== short test summary info ===\n{}=== 3 failed in 0.1s ===\n",
+            case(1),
+            case(2),
+            case(3),
+            (1..=3)
+                .map(|n| format!(
+                    "FAILED tests/t.py::test_handles_empty_input[{n}] - assert {n} == 0\n"
+                ))
+                .collect::<String>()
+        );
+        let out = once(&text);
+        let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing:\n{out}"));
+        for n in 1..=3 {
+            let name = at(&format!("\ntest_handles_empty_input[{n}]\n"));
+            assert!(name < at(&format!("checking input with n={n}")), "{out}");
+            assert!(name < at(&format!("about to take {n} items")), "{out}");
+        }
+        assert!(!out.contains("similar"), "{out}");
+        assert_eq!(out.matches("Captured log call").count(), 3, "{out}");
     }
 
     #[test]
@@ -2085,7 +2232,7 @@ E   ValueError: could not convert string to float: ''
 ";
         assert_eq!(
             once(text),
-            "..........F.F [100%]\n___ test_blank ___\ntests/t.py:35: in test_blank\nassert parse('  ') == 0\ntests/t.py:8: in parse\nvalue = float(text)\nE ValueError: could not convert string to float: ''"
+            "..........F.F [100%]\ntest_blank\ntests/t.py:35: in test_blank\nassert parse('  ') == 0\ntests/t.py:8: in parse\nvalue = float(text)\nE ValueError: could not convert string to float: ''"
         );
     }
 
@@ -2234,7 +2381,12 @@ E   ValueError: could not convert string to float: ''
             bar_total += bar;
         }
         assert!(cases >= 40, "{cases} cases with RTK's output");
-        assert!(no_larger >= 42, "larger on:\n{}", larger.join("\n"));
+        // The issue's bar: on at least 90% of the cases.
+        assert!(
+            no_larger * 10 >= cases * 9,
+            "no larger on {no_larger} of {cases}; larger on:\n{}",
+            larger.join("\n")
+        );
         assert!(ours_total <= bar_total, "{ours_total} > {bar_total}");
     }
 
@@ -2311,7 +2463,8 @@ AssertionError: expected -1 to be 1 // Object.is equality
         assert!(!out.contains("→ expected -1"), "{out}");
         assert!(out.contains("AssertionError: expected -1 to be 1"), "{out}");
         assert!(out.contains("a note of its own"), "{out}");
-        assert!(out.ends_with("[… 1 repeated lines dropped]"), "{out}");
+        assert!(out.ends_with("[… 1 line dropped]"), "{out}");
+        assert_eq!(dropped_kinds(text), "1 repeated");
         assert_eq!(compress(&out, usize::MAX), out);
         // Short text is no message said again, and a problem line is never
         // dropped for another that holds it.
