@@ -13,7 +13,7 @@
 //! marker says which kinds of line the budget cut, so a reader knows
 //! whether anything they need went.
 
-use super::keep::Keep;
+use super::keep::{self, Keep};
 use super::{Entry, char_len, clamp_chars, is_code, join};
 
 /// No line is cut shorter than this, whatever the budget.
@@ -27,6 +27,23 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
     let mut seen = std::collections::HashSet::new();
     // The last line a tool printed, not a marker ooda added after it.
     let last = entries.iter().rposition(|e| !e.key.starts_with("<marker>"));
+    // A name standing alone over a problem or a failure's details (a failing
+    // test's header) says whose they are: it ranks with errors, and comes
+    // before them. A name over nothing of the kind (a file of a listing)
+    // is any line.
+    let mut heads = vec![false; entries.len()];
+    let mut problem_below = false;
+    for (i, e) in entries.iter().enumerate().rev() {
+        if keep::is_name(&e.text) {
+            heads[i] = problem_below;
+            problem_below = false;
+        } else if matches!(
+            Keep::of(&e.text),
+            Some(Keep::Error | Keep::Detail | Keep::Warning)
+        ) {
+            problem_below = true;
+        }
+    }
     entries
         .iter()
         .enumerate()
@@ -41,6 +58,7 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
                 // The last line is most often the verdict (`Found 3
                 // errors.`, `test result: FAILED`): it stays first.
                 _ if Some(i) == last => 0,
+                _ if heads[i] => 0,
                 Some(Keep::Error) => 0,
                 // Under an error, a detail or a warning; under anything
                 // else (a linter's `E501 Line too long`), as a warning's.
@@ -72,6 +90,7 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
 /// What a cut line was, for the closing marker.
 fn kind_name(e: &Entry) -> &'static str {
     match Keep::of(&e.text) {
+        None if keep::is_name(&e.text) => "names",
         Some(Keep::Error) => "errors",
         Some(Keep::Location) => "locations",
         Some(Keep::Detail) => "details",
@@ -83,7 +102,11 @@ fn kind_name(e: &Entry) -> &'static str {
 }
 
 fn gap(lines: usize) -> String {
-    format!("[… {lines} lines]")
+    if lines == 1 {
+        "[… 1 line]".to_string()
+    } else {
+        format!("[… {lines} lines]")
+    }
 }
 
 /// `entries` within `budget` characters (newlines included).
@@ -118,8 +141,10 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     let n = entries.len();
     let total_lines: usize = entries.iter().map(|e| e.lines).sum();
     let gap_cost = char_len(&gap(total_lines)) + 1;
-    // The closing marker's room: kinds and counts.
-    let closing_cost = 60.min(budget / 4);
+    // The closing marker's room: up to seven kinds with their counts
+    // (`[cut to fit: 20 errors, 8 locations, 23 details, 5 warnings, 1
+    // summaries, 3 names, 33 other]`), not cut short by the bound.
+    let closing_cost = 100.min(budget / 4);
     // One gap's marker to begin with: everything is one gap.
     let available = budget.saturating_sub(closing_cost + gap_cost);
     let mut order: Vec<usize> = (0..n).collect();
@@ -183,4 +208,50 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
         out.push(format!("[cut to fit: {}]", kinds.join(", ")));
     }
     clamp_chars(out.join("\n"), budget)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(text: &str) -> Vec<Entry> {
+        text.lines().map(|l| Entry::of(l, 1, false)).collect()
+    }
+
+    #[test]
+    fn a_failing_tests_name_ranks_with_its_error_and_a_listed_name_does_not() {
+        // Found by a new user: under a budget the E lines of seventeen
+        // failures stayed and the names heading them went, so no kept
+        // error said whose it was.
+        let report = entries(
+            "test_case_1\ntests/t.py:10: in test_case_1\n    check(1)\nE   ValueError: 1 is not 2\ntest_case_2\n    check(2)\nE   assert 2 == 3\nnext line\n",
+        );
+        let r = ranks(&report);
+        assert_eq!((r[0], r[4]), (0, 0), "{r:?}");
+        // A file of a listing heads no problem: any line.
+        let listing = entries("src/a.rs\nsrc/b.rs\nsrc/c.rs\ndone\n");
+        assert_eq!(ranks(&listing)[1], 5);
+        assert_eq!(gap(1), "[… 1 line]");
+        assert_eq!(gap(2), "[… 2 lines]");
+    }
+
+    #[test]
+    fn the_closing_marker_is_never_cut_short() {
+        // Seven kinds with their counts, at a small budget.
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&format!(
+                "error: e{i}\n  --> a.rs:{i}:1\nleft: {i}\nwarning: w{i}\ntest result: ok. {i} passed\nsrc/f{i}.rs\nplain {i}\n"
+            ));
+        }
+        for budget in (400..3000).step_by(13) {
+            let out = fit(entries(&text), budget);
+            let last = out.lines().last().unwrap();
+            assert!(
+                last.starts_with("[cut to fit: ") && last.ends_with(']'),
+                "at {budget}: {last}"
+            );
+            assert!(out.chars().count() <= budget);
+        }
+    }
 }
