@@ -1408,11 +1408,26 @@ static SUMMARY_HEADING: LazyLock<Regex> = LazyLock::new(|| {
 fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
     let mut first: std::collections::HashMap<String, usize> = Default::default();
     let mut out: Vec<Entry> = Vec::with_capacity(entries.len());
-    for e in entries {
+    // Whether each entry heads a record: a traceback or a stack follows it.
+    let heads: Vec<bool> = (0..entries.len())
+        .map(|i| {
+            entries
+                .get(i + 1)
+                .is_some_and(|next| opens_trace(&next.text))
+        })
+        .collect();
+    for (e, heads) in entries.into_iter().zip(heads) {
         // A commit's header starts a record of its own: its `Date:` is not
         // the one before it again.
         if keep::holds_id(&e.text) {
             first.clear();
+        }
+        // A line over a traceback (`ERROR query failed` at 09:00 and again
+        // at 09:01) says what that traceback is of: counted into the first,
+        // the second traceback read as the line's above it.
+        if heads {
+            out.push(e);
+            continue;
         }
         let Some(shaped) = &e.volatile else {
             out.push(e);
@@ -1436,6 +1451,22 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// An exception as a traceback ends in: its (qualified) name, a colon,
+/// its message (`KeyError: 'amount'`, `decimal.DivisionByZero: […]`,
+/// `java.lang.IllegalStateException: closed`).
+static RAISED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*[a-z]\w*:(?: |$)").expect("static regex is valid")
+});
+
+/// Whether `line` opens a traceback or a stack under the line before it:
+/// `Traceback (most recent call last):`, an indented frame, a fold
+/// standing for one (`… (7 lines as above, …)`).
+fn opens_trace(line: &str) -> bool {
+    line.starts_with("Traceback (")
+        || line.starts_with("… (") && line.contains(" lines as above")
+        || (line.starts_with([' ', '\t']) && keep::mentions_location(line))
 }
 
 /// Routine lines of one template ([`template`]) are counted wherever they
@@ -1688,11 +1719,21 @@ fn fold_repeated_blocks(entries: Vec<Entry>) -> Vec<Entry> {
         let block = &entries[i..i + len];
         if len >= MIN_REPEAT && block.iter().any(|e| !e.text.trim().is_empty()) {
             let lines: usize = block.iter().map(|e| e.lines).sum();
-            let first: String = entries[start].text.chars().take(60).collect();
-            out.push(Entry::marker(
-                format!("… ({len} lines as above, from \"{first}\")"),
-                lines,
-            ));
+            let first: String = entries[start].text.trim().chars().take(60).collect();
+            // The exception it ends in, which tells it from other
+            // tracebacks: they all start alike.
+            let raised = entries[start + 1..start + len]
+                .iter()
+                .rev()
+                .find(|e| RAISED.is_match(e.text.trim()));
+            let text = match raised {
+                Some(e) => {
+                    let raised: String = e.text.trim().chars().take(60).collect();
+                    format!("… ({len} lines as above, from \"{first}\", \"{raised}\")")
+                }
+                None => format!("… ({len} lines as above, from \"{first}\")"),
+            };
+            out.push(Entry::marker(text, lines));
             for (k, key) in keys[i..i + len].iter().enumerate() {
                 seen.entry(key).or_default().push(i + k);
             }
@@ -2217,6 +2258,38 @@ FAILED tests/test_other.py::test_gone - no header for this one
         }
         assert!(!out.contains("similar"), "{out}");
         assert_eq!(out.matches("Captured log call").count(), 3, "{out}");
+    }
+
+    #[test]
+    fn a_log_error_over_its_traceback_stays_where_it_was() {
+        // Found by a new user on a server's log: the same error at two
+        // times was one `(×2 similar)` line, and the second traceback then
+        // read as the access line's above it; and every folded traceback
+        // said only `from "Traceback (most recent call last):"`.
+        let trace = |exc: &str| {
+            format!(
+                "Traceback (most recent call last):\n  File \"/srv/app.py\", line 36, in <module>\n    query(conn, i)\n  File \"/srv/app.py\", line 19, in query\n    return conn.execute(sql)\n{exc}\n"
+            )
+        };
+        let text = format!(
+            "2024-05-14 09:00:06,028 ERROR [db.pool] query failed on shard 0\n{}2024-05-14 09:00:07,100 INFO [http] GET /a 200\n2024-05-14 09:00:08,200 ERROR [jobs] job 7 failed\n{}2024-05-14 09:00:09,300 INFO [http] GET /b 200\n2024-05-14 09:01:02,609 ERROR [db.pool] query failed on shard 0\n{}",
+            trace("sqlite3.OperationalError: no such table: orderz"),
+            trace("KeyError: 'amount'"),
+            trace("sqlite3.OperationalError: no such table: orderz"),
+        );
+        let out = once(&text);
+        assert!(!out.contains("similar"), "{out}");
+        // The second error is where it happened: the error and its
+        // traceback again, named by the exception it ends in.
+        let (before, last) = out.rsplit_once('\n').unwrap();
+        assert!(before.ends_with("GET /b 200"), "{out}");
+        assert!(
+            last.starts_with("… (7 lines as above, from \"2024-05-14 09:00:06,028 ERROR")
+                && last.ends_with("\"sqlite3.OperationalError: no such table: orderz\")"),
+            "{out}"
+        );
+        let job = out.find("job 7 failed").unwrap();
+        assert!(out[job..].contains("KeyError: 'amount'"), "{out}");
     }
 
     #[test]
