@@ -92,18 +92,24 @@ pub(crate) fn holds_id(line: &str) -> bool {
     ID.is_match(line.trim_start())
 }
 
-/// Whether `line` is a name standing alone (one word with a letter in it:
-/// a failing test's name heading its report, a file of a listing): it is
-/// what a reader looks for, so it is alike to no other line, however
-/// few characters tell it from the next (`test_sq[1]`, `test_sq[2]`).
-/// Code that stands alone on a line (`break;`, `}`, `end()`) is no name.
+/// Whether `line` is a name standing alone: one word of name characters
+/// with a letter and the punctuation identifiers have (`test_sq[1]`,
+/// `TestCalc.test_add`, `pkg/mod_1.py`, `tests::parse`): a failing test's
+/// name heading its report, a file of a listing. It is what a reader looks
+/// for, so it is alike to no other line, however few characters tell it
+/// from the next (`test_sq[1]`, `test_sq[2]`). A plain word (`OK`, `done`),
+/// code alone on a line (`break;`, `}`), a word ending a sentence
+/// (`Downloading...`) and a lone timestamp (it starts with a digit) are no
+/// names: they fold as any line does.
 pub(crate) fn is_name(line: &str) -> bool {
     let word = line.trim();
     word.chars().any(char::is_alphabetic)
         && word.chars().all(|c| {
             c.is_alphanumeric() || matches!(c, '_' | '.' | '/' | '-' | ':' | '[' | ']' | '@' | '+')
         })
-        && !word.starts_with('[')
+        && word.contains(['_', '.', ':', '[', '/'])
+        && !word.ends_with(['.', ':'])
+        && !word.starts_with(|c: char| c == '[' || c.is_ascii_digit())
 }
 
 /// Notes under a diagnostic that say how the lint is configured or where

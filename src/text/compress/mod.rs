@@ -277,7 +277,11 @@ fn drop_echoes(lines: Vec<String>, dropped: &mut Dropped) -> Vec<String> {
         let text = line.trim_start_matches(|c: char| !c.is_alphanumeric());
         text.chars().count() >= MESSAGE
             && !line.trim_start().starts_with(['+', '-', '['])
-            && problems.contains(text)
+            // Not a failing test's name the runner's list holds after
+            // its file (`FAILED t.py::test_x[a b] - …`): a header.
+            && problems
+                .match_indices(text)
+                .any(|(at, _)| !problems[..at].ends_with("::"))
             // Not a problem line (known), nor any other kind a reader needs.
             && Keep::of(line).is_none()
             && !is_code(line)
@@ -361,8 +365,14 @@ impl Dropped {
         let n = n
             .strip_suffix(" lines dropped]")
             .or_else(|| n.strip_suffix(" line dropped]"))?;
+        // The marker of ooda before 2026-12-07 listed kinds: `5 routine, 4
+        // source` (a text compressed then is read back the same).
+        let earlier = match n.parse() {
+            Ok(n) => n,
+            Err(_) => counts(n)?.iter().map(|(n, _)| n).sum(),
+        };
         Some(Dropped {
-            earlier: n.parse().ok()?,
+            earlier,
             ..Dropped::default()
         })
     }
@@ -467,16 +477,27 @@ static COMPILER_ERROR: LazyLock<Regex> = LazyLock::new(|| {
 
 /// A section's title between rules of `=` (pytest's `=== PASSES ===`,
 /// `=== warnings summary ===`): words only, so that a closing count
-/// (`=== 3 passed in 0.1s ===`) is none. One whose section kept nothing
-/// (`-rA`'s `PASSES` once its passing tests went) goes with it, unless it
-/// is important (`FAILURES`).
+/// (`=== 3 passed in 0.1s ===`) is none. One with another title right
+/// under it heads nothing (`-rA`'s `PASSES` when no passing test printed
+/// anything) and goes, unless it is important (`FAILURES`) or a verdict
+/// ([`VERDICT`]); the last line is never one (nothing follows it).
 static SECTION: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^={3,} [A-Za-z][A-Za-z ]*[A-Za-z] ={3,}\s*$").expect("static regex is valid")
 });
 
+/// A title that says how things went (`=== ALL TESTS PASSED ===`, `===
+/// Done ===`, `=== BUILD SUCCESSFUL ===`): a verdict, kept wherever it is.
+static VERDICT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i)\b(pass|passed|success|successful|succeeded|done|ok|complete|completed",
+        r"|finished|fail|failed|failure|error|errors|abort|aborted)\b"
+    ))
+    .expect("static regex is valid")
+});
+
 /// The header of one failing test in pytest's report: `___ test_x ___`.
 static PYTEST_TEST: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^_{3,} \S.* _{3,}$").expect("static regex is valid"));
+    LazyLock::new(|| Regex::new(r"^_{3,} (\S.*?) _{3,}$").expect("static regex is valid"));
 
 /// A diff's file header lines that repeat what `diff --git` says.
 static DIFF_NOISE: LazyLock<Regex> = LazyLock::new(|| {
@@ -551,18 +572,22 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
         })
         .map(|i| i - 1)
         .collect();
-    // A section's title just kept ([`SECTION`]), and where: it goes again
-    // if nothing under it is kept before the next title.
-    let mut open_section: Option<usize> = None;
-    fn close_section(out: &mut Vec<String>, dropped: &mut Dropped, open: Option<usize>) {
-        if open.is_some_and(|i| out.len() == i + 1) {
-            out.pop();
-            dropped.routine += 1;
-        }
-    }
+    // Section titles ([`SECTION`]) with another title next: their section
+    // is empty.
+    let empty_sections: std::collections::HashSet<usize> = (0..lines.len())
+        .filter(|&i| {
+            SECTION.is_match(&lines[i])
+                && !VERDICT.is_match(&lines[i])
+                && lines[i + 1..]
+                    .iter()
+                    .find(|l| !l.trim().is_empty())
+                    .is_some_and(|next| SECTION.is_match(next) || next.starts_with("==="))
+        })
+        .collect();
     for (at, line) in lines.into_iter().enumerate() {
-        if SECTION.is_match(&line) {
-            close_section(&mut out, &mut dropped, open_section.take());
+        if empty_sections.contains(&at) && !is_important(&line) {
+            dropped.routine += 1;
+            continue;
         }
         if keep::BOILERPLATE.is_match(line.trim()) {
             dropped.boilerplate += 1;
@@ -751,9 +776,6 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
         } else if drop {
             dropped.routine += 1;
         } else {
-            if !important && SECTION.is_match(&line) {
-                open_section = Some(out.len());
-            }
             out.push(tidy(&line, important));
         }
     }
@@ -761,7 +783,6 @@ fn focus(lines: Vec<String>) -> (Vec<String>, Dropped) {
     if state == In::PytestFailure {
         pytest.close(&mut out);
     }
-    close_section(&mut out, &mut dropped, open_section);
     tighten_details(&mut out);
     (out, dropped)
 }
@@ -944,7 +965,10 @@ impl Failures {
     /// failure well enough, and its rules were most of what a compressed
     /// report held beyond the failures themselves.
     fn open(&mut self, header: &str, out: &mut Vec<String>) {
-        out.push(header.trim_matches(|c| c == '_' || c == ' ').to_string());
+        let name = PYTEST_TEST
+            .captures(header)
+            .map_or(header, |c| c.get(1).map_or(header, |m| m.as_str()));
+        out.push(name.to_string());
         self.open = Some(out.len());
         self.after_frame = false;
     }
@@ -1453,20 +1477,29 @@ fn count_volatile(entries: Vec<Entry>) -> Vec<Entry> {
     out
 }
 
-/// An exception as a traceback ends in: its (qualified) name, a colon,
-/// its message (`KeyError: 'amount'`, `decimal.DivisionByZero: […]`,
-/// `java.lang.IllegalStateException: closed`).
+/// An exception as a traceback ends in: its name, a colon, its message
+/// (`KeyError: 'amount'`, `decimal.DivisionByZero: […]`,
+/// `java.lang.IllegalStateException: closed`). A name qualified by its
+/// module, or one a builtin's ending says is one: a log's or a header's
+/// `Author: x`, `Note: y` is none.
 static RAISED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*[a-z]\w*:(?: |$)").expect("static regex is valid")
+    Regex::new(
+        r"^(?:(?:[a-z_]\w*\.)+[A-Z]\w*|[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Iteration|Fault))(?::(?: |$)|$)",
+    )
+    .expect("static regex is valid")
 });
 
 /// Whether `line` opens a traceback or a stack under the line before it:
 /// `Traceback (most recent call last):`, an indented frame, a fold
 /// standing for one (`… (7 lines as above, …)`).
 fn opens_trace(line: &str) -> bool {
+    let frame = line.trim_start();
     line.starts_with("Traceback (")
         || line.starts_with("… (") && line.contains(" lines as above")
-        || (line.starts_with([' ', '\t']) && keep::mentions_location(line))
+        // Indented as printed, or not once compressed (a second pass): a
+        // Java or JavaScript frame starts with `at`.
+        || ((line.starts_with([' ', '\t']) || frame.starts_with("at "))
+            && keep::mentions_location(line))
 }
 
 /// Routine lines of one template ([`template`]) are counted wherever they
@@ -1479,8 +1512,11 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
     let eligible: Vec<bool> = entries
         .iter()
         .zip(&located)
-        .map(|(e, &located)| {
+        .enumerate()
+        .map(|(i, (e, &located))| {
             !e.important
+                // A line over a traceback says what it is of.
+                && !texts.get(i + 1).is_some_and(|next| opens_trace(next))
                 && !located
                 && !e.key.starts_with("<marker>")
                 && !e.text.trim().is_empty()
@@ -2220,6 +2256,30 @@ FAILED tests/test_other.py::test_gone - no header for this one
             once(text),
             "=== Summary ===\nbuilt 3 targets\n=== 2 passed in 0.1s ===\n[… 1 line dropped]"
         );
+        // A verdict between rules stays, last or not.
+        for verdict in ["ALL TESTS PASSED", "Done", "BUILD SUCCESSFUL"] {
+            let text = format!(
+                "running suite\n==== {verdict} ====\n=== Coverage ===\nlib.rs 93%\n==== {verdict} ====\n"
+            );
+            assert_eq!(once(&text).matches(verdict).count(), 2, "{verdict}");
+        }
+        // A test's name is its header's, whatever it holds (blanks, `*`, a
+        // closing `_`), and stays over its details though the runner's
+        // list names it again.
+        let text = "=== FAILURES ===\n___ test_handles_input[6*9-42] ___\n>       assert 6*9 == 42\nE       assert 54 == 42\ntests/test_a.py:4: AssertionError\n___ test_parse_string[hello world] ___\nE       assert 1 == 2\n___ test_reserved_keyword_ ___\nE       assert 3 == 4\nFAILED tests/test_a.py::test_handles_input[6*9-42] - assert 54 == 42\nFAILED tests/test_a.py::test_parse_string[hello world] - assert 1 == 2\nFAILED tests/test_a.py::test_reserved_keyword_ - assert 3 == 4\n";
+        let out = once(text);
+        for name in [
+            "test_handles_input[6*9-42]",
+            "test_parse_string[hello world]",
+            "test_reserved_keyword_",
+        ] {
+            assert!(out.contains(&format!("\n{name}\n")), "{name}:\n{out}");
+        }
+        // A marker an older ooda wrote (by kind) is read back as a count.
+        assert_eq!(
+            once("test result: ok. 2 passed\n[… 5 routine, 4 source lines dropped]"),
+            "test result: ok. 2 passed\n[… 9 lines dropped]"
+        );
         // Names standing alone are each kept, however alike: a listing of
         // files is not `pkg/mod_1.py (×12 similar)`.
         let list: String = (1..=12).map(|i| format!("pkg/mod_{i}.py\n")).collect();
@@ -2290,6 +2350,36 @@ FAILED tests/test_other.py::test_gone - no header for this one
         );
         let job = out.find("job 7 failed").unwrap();
         assert!(out[job..].contains("KeyError: 'amount'"), "{out}");
+        // A Java stack under a log line: the same.
+        let stack = |n: u32| {
+            format!("\tat com.acme.Pool.get(Pool.java:{n})\n\tat com.acme.Main.run(Main.java:12)\n")
+        };
+        let text = format!(
+            "2024-05-14 09:00:06,028 WARN [pool-1] retrying request to shard 0\n{}2024-05-14 09:00:07,100 INFO GET /a 200\n2024-05-14 09:00:08,100 INFO GET /c 200\n2024-05-14 09:01:02,609 WARN [pool-1] retrying request to shard 0\n{}",
+            stack(88),
+            stack(91)
+        );
+        let out = once(&text);
+        assert!(
+            out.contains("GET /c 200\n2024-05-14 09:01:02,609 WARN"),
+            "{out}"
+        );
+        for raised in [
+            "KeyError: 'amount'",
+            "decimal.DivisionByZero: [<class 'decimal.DivisionByZero'>]",
+            "java.lang.IllegalStateException: closed",
+            "KeyboardInterrupt",
+        ] {
+            assert!(RAISED.is_match(raised), "{raised}");
+        }
+        for plain in [
+            "Author: corpus <c@example.com>",
+            "Note: x",
+            "Date: Wed",
+            "OK",
+        ] {
+            assert!(!RAISED.is_match(plain), "{plain}");
+        }
     }
 
     #[test]

@@ -27,21 +27,26 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
     let mut seen = std::collections::HashSet::new();
     // The last line a tool printed, not a marker ooda added after it.
     let last = entries.iter().rposition(|e| !e.key.starts_with("<marker>"));
-    // A name standing alone over a problem or a failure's details (a failing
-    // test's header) says whose they are: it ranks with errors, and comes
-    // before them. A name over nothing of the kind (a file of a listing)
-    // is any line.
-    let mut heads = vec![false; entries.len()];
-    let mut problem_below = false;
+    // A name standing alone over problems or a failure's details, before
+    // the next name (a failing test's header over its report), says whose
+    // they are: it ranks with the gravest of them, and comes before them.
+    // A name over nothing of the kind (a file of a listing) is any line.
+    let mut heads: Vec<Option<u8>> = vec![None; entries.len()];
+    let mut gravest: Option<u8> = None;
     for (i, e) in entries.iter().enumerate().rev() {
         if keep::is_name(&e.text) {
-            heads[i] = problem_below;
-            problem_below = false;
-        } else if matches!(
-            Keep::of(&e.text),
-            Some(Keep::Error | Keep::Detail | Keep::Warning)
-        ) {
-            problem_below = true;
+            heads[i] = gravest.take();
+        } else {
+            let rank = match Keep::of(&e.text) {
+                Some(Keep::Error) => Some(0),
+                Some(Keep::Detail) => Some(1),
+                Some(Keep::Warning) => Some(2),
+                _ => None,
+            };
+            gravest = match (gravest, rank) {
+                (Some(g), Some(r)) => Some(g.min(r)),
+                (g, r) => g.or(r),
+            };
         }
     }
     entries
@@ -58,7 +63,7 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
                 // The last line is most often the verdict (`Found 3
                 // errors.`, `test result: FAILED`): it stays first.
                 _ if Some(i) == last => 0,
-                _ if heads[i] => 0,
+                _ if heads[i].is_some() => heads[i].unwrap_or(5),
                 Some(Keep::Error) => 0,
                 // Under an error, a detail or a warning; under anything
                 // else (a linter's `E501 Line too long`), as a warning's.
@@ -143,7 +148,8 @@ pub(super) fn fit(mut entries: Vec<Entry>, budget: usize) -> String {
     let gap_cost = char_len(&gap(total_lines)) + 1;
     // The closing marker's room: up to seven kinds with their counts
     // (`[cut to fit: 20 errors, 8 locations, 23 details, 5 warnings, 1
-    // summaries, 3 names, 33 other]`), not cut short by the bound.
+    // summaries, 3 names, 33 other]`), so that the bound does not cut it
+    // short (at budgets under 400 a quarter is all it gets).
     let closing_cost = 100.min(budget / 4);
     // One gap's marker to begin with: everything is one gap.
     let available = budget.saturating_sub(closing_cost + gap_cost);
@@ -228,9 +234,15 @@ mod tests {
         );
         let r = ranks(&report);
         assert_eq!((r[0], r[4]), (0, 0), "{r:?}");
-        // A file of a listing heads no problem: any line.
+        // A file of a listing heads no problem: any line. A file over a
+        // warning ranks with warnings, after every error.
         let listing = entries("src/a.rs\nsrc/b.rs\nsrc/c.rs\ndone\n");
         assert_eq!(ranks(&listing)[1], 5);
+        let lint = entries(
+            "src/w.js\n  1:5  warning  'x' is assigned a value but never used  no-unused-vars\nsrc/e.js\n  3:5  error  'config' is not defined  no-undef\nend\n",
+        );
+        let r = ranks(&lint);
+        assert_eq!((r[0], r[2]), (2, 0), "{r:?}");
         assert_eq!(gap(1), "[… 1 line]");
         assert_eq!(gap(2), "[… 2 lines]");
     }
