@@ -112,6 +112,12 @@ pub(crate) fn is_name(line: &str) -> bool {
         && !word.starts_with(|c: char| c == '[' || c.is_ascii_digit())
 }
 
+/// Whether `line` is an identifier no pass may fold into another line:
+/// one held at its start ([`holds_id`]) or a name alone ([`is_name`]).
+pub(crate) fn identifies(line: &str) -> bool {
+    holds_id(line) || is_name(line)
+}
+
 /// Notes under a diagnostic that say how the lint is configured or where
 /// its documentation is, the same under every warning of a kind.
 pub(crate) static BOILERPLATE: LazyLock<Regex> = LazyLock::new(|| {

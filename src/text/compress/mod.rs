@@ -1312,7 +1312,7 @@ impl Entry {
             && shaped != line.split_whitespace().collect::<Vec<_>>().join(" "))
         .then(|| shaped.clone());
         // A file a change touched is named, not folded into "similar".
-        let key = if keep::holds_id(line) || keep::is_name(line) {
+        let key = if keep::identifies(line) {
             // Alike to no other: an identifier is what it is.
             line.to_string()
         } else if important || keep::mentions_location(line) {
@@ -1535,10 +1535,7 @@ fn fold_templates(entries: Vec<Entry>) -> Vec<Entry> {
         .collect();
     // A failing test's name starts its record as a commit's header does:
     // what one test printed is not folded into another's.
-    let barrier: Vec<bool> = entries
-        .iter()
-        .map(|e| keep::holds_id(&e.text) || keep::is_name(&e.text))
-        .collect();
+    let barrier: Vec<bool> = entries.iter().map(|e| keep::identifies(&e.text)).collect();
     let mut of = template::templates(&texts, &eligible, &barrier);
     // A count longer than what it stands for is not used.
     let mut saved: std::collections::HashMap<usize, (usize, usize)> = Default::default();
@@ -1718,7 +1715,7 @@ fn fold_repeated_blocks(entries: Vec<Entry>) -> Vec<Entry> {
         .map(|e| {
             if e.key.starts_with('<') {
                 e.key.clone()
-            } else if keep::holds_id(&e.text) || keep::is_name(&e.text) {
+            } else if keep::identifies(&e.text) {
                 e.text.clone()
             } else {
                 shape(&e.text)

@@ -31,13 +31,15 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
     // the next name (a failing test's header over its report), says whose
     // they are: it ranks with the gravest of them, and comes before them.
     // A name over nothing of the kind (a file of a listing) is any line.
+    // (Each line read once: a marker's own words count here, not below.)
+    let kinds: Vec<Option<Keep>> = entries.iter().map(|e| Keep::of(&e.text)).collect();
     let mut heads: Vec<Option<u8>> = vec![None; entries.len()];
     let mut gravest: Option<u8> = None;
     for (i, e) in entries.iter().enumerate().rev() {
         if keep::is_name(&e.text) {
             heads[i] = gravest.take();
         } else {
-            let rank = match Keep::of(&e.text) {
+            let rank = match kinds[i] {
                 Some(Keep::Error) => Some(0),
                 Some(Keep::Detail) => Some(1),
                 Some(Keep::Warning) => Some(2),
@@ -53,9 +55,11 @@ fn ranks(entries: &[Entry]) -> Vec<u8> {
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let kind = (!e.key.starts_with("<marker>"))
-                .then(|| Keep::of(&e.text))
-                .flatten();
+            let kind = if e.key.starts_with("<marker>") {
+                None
+            } else {
+                kinds[i]
+            };
             let rank = match kind {
                 // Code (a snippet's line, a suggested fix) is code, whatever
                 // names it holds (`except ImportError:`).
